@@ -1,0 +1,123 @@
+# avo: one Makefile for everything. `make run` and `make test` are the two
+# commands a new user needs; both install what is missing first.
+
+CC      ?= cc
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+           -I. -Iproto -Idaemon/common -MMD -MP $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+LDLIBS_BASE := -ljansson -lm -ldl -lpthread
+
+# CUDA parts build only where nvcc exists (PATH or /usr/local/cuda).
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
+
+PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
+            libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev \
+            postgresql postgresql-client curl jq iproute2
+
+PROTO_SRC   := $(wildcard proto/*.c)
+COMMON_SRC  := $(wildcard daemon/common/*.c)
+AVOD_SRC    := $(filter-out daemon/avod/main.c,$(wildcard daemon/avod/*.c))
+WORKER_SRC  := $(filter-out daemon/worker/main.c,$(wildcard daemon/worker/*.c))
+HARNESS_SRC := $(filter-out daemon/harness/main.c,$(wildcard daemon/harness/*.c))
+CLIENT_SRC  := $(filter-out client/avoctl.c,$(wildcard client/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_PROTO   := $(BUILD)/lib/libavoproto.a
+LIB_COMMON  := $(BUILD)/lib/libavocommon.a
+LIB_AVOD    := $(BUILD)/lib/libavod.a
+LIB_WORKER  := $(BUILD)/lib/libavoworker.a
+LIB_HARNESS := $(BUILD)/lib/libavoharness.a
+LIB_CLIENT  := $(BUILD)/lib/libavoclient.a
+
+LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto $(LDLIBS_BASE)
+LIBS_WORKER := -lpq -lcrypto $(LDLIBS_BASE)
+LIBS_HARN   := $(LDLIBS_BASE)
+LIBS_CLIENT := -lcurl $(LDLIBS_BASE)
+
+BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUILD)/bin/avoctl
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all deps build run test test-unit test-integration clean install-check
+.DEFAULT_GOAL := all
+
+all: $(BINS) $(UNIT_BINS)
+
+build: all
+
+# deps: install the Debian packages that are missing (idempotent; needs root or sudo).
+deps:
+	@missing=""; for p in $(PKGS_DEB); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "avo: installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || \
+	  { echo "avo: apt-get install failed for:$$missing" >&2; exit 1; }; \
+	fi
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_PROTO): $(call obj,$(PROTO_SRC))
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+$(LIB_AVOD): $(call obj,$(AVOD_SRC))
+$(LIB_WORKER): $(call obj,$(WORKER_SRC))
+$(LIB_HARNESS): $(call obj,$(HARNESS_SRC))
+$(LIB_CLIENT): $(call obj,$(CLIENT_SRC))
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^ $(if $^,,$(BUILD)/obj/empty.o)
+
+$(BUILD)/obj/empty.o:
+	@mkdir -p $(dir $@)
+	echo 'typedef int avo_empty_unit;' | $(CC) -x c -c - -o $@
+
+ALL_LIBS := $(LIB_AVOD) $(LIB_WORKER) $(LIB_HARNESS) $(LIB_CLIENT) $(LIB_COMMON) $(LIB_PROTO)
+$(ALL_LIBS): | $(BUILD)/obj/empty.o
+
+$(BUILD)/bin/avod: $(BUILD)/obj/daemon/avod/main.o $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_AVOD)
+$(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_COMMON) $(LIB_PROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_WORKER)
+# The harness is the only process that runs candidate code: libc + jansson only.
+$(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_HARN)
+$(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_CLIENT)
+
+# Unit tests link every library; static linking pulls only what each needs.
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(ALL_LIBS) -lcmocka $(LIBS_AVOD)
+
+# make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.
+run: deps
+	@$(MAKE) --no-print-directory all
+	@./tests/../daemon/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@./tests/run.sh
+
+test-unit: all
+	@./tests/run.sh unit
+
+test-integration: all
+	@./tests/run.sh integration
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,956 @@
+/* avoctl: the command-line client of avod (docs/cli.md). One table of
+ * commands drives dispatch, `avoctl help` and per-command option parsing. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "avo_home.h"
+#include "avo_routes.h"
+#include "avo_version.h"
+#include "format.h"
+#include "http.h"
+#include "spec.h"
+#include "sse.h"
+
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,       /* the daemon said no, or the job did not succeed */
+    EXIT_USAGE = 2,
+    EXIT_UNREACHABLE = 3,
+};
+
+typedef struct avoctl_command avoctl_command;
+
+typedef struct {
+    avoctl_globals g;
+    int json;                   /* --json before or after the command */
+    char socket[4096];
+    avoctl_http *http;          /* opened on first use */
+    const avoctl_command *cmd;
+} avoctl_ctx;
+
+struct avoctl_command {
+    const char *name;
+    int (*run)(avoctl_ctx *c, const avoctl_args *a);
+    const char *usage;          /* after "usage: "; more forms on new lines */
+    const char *summary;
+    const avoctl_opt *opts;
+    int min_pos, max_pos;
+    const char *pos_name;       /* the positional, for "missing ..." */
+};
+
+static const avoctl_command *find_command(const char *name);
+static int print_help(const char *topic, FILE *out);
+
+/* ---- output helpers --------------------------------------------------- */
+
+static void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void errorf(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("avoctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int usage_error(const avoctl_ctx *c, const char *msg)
+{
+    const char *name = c->cmd ? c->cmd->name : NULL;
+    if (name) {
+        /* Only the first usage form: the hint must stay short. */
+        const char *u = c->cmd->usage;
+        int n = (int)strcspn(u, "\n");
+        fprintf(stderr, "avoctl %s: %s\n", name, msg);
+        fprintf(stderr, "usage: %.*s (see 'avoctl help %s')\n", n, u, name);
+    } else {
+        fprintf(stderr, "avoctl: %s\n", msg);
+        fprintf(stderr, "usage: avoctl [--json] [--socket PATH] COMMAND [ARGS] (see 'avoctl help')\n");
+    }
+    return EXIT_USAGE;
+}
+
+static int print_json(const json_t *v, size_t flags)
+{
+    if (json_dumpf(v, stdout, flags) < 0)
+        return EXIT_FAIL;
+    fputc('\n', stdout);
+    return EXIT_OK;
+}
+
+static const char *str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+/* ---- talking to avod -------------------------------------------------- */
+
+static int unreachable(const avoctl_ctx *c, const char *why)
+{
+    errorf("cannot reach avod at %s: %s; is avod running? (set AVO_HOME or --socket)", c->socket,
+           why);
+    return EXIT_UNREACHABLE;
+}
+
+/* The daemon's {"error":{"code","message"}} as one line. */
+static int daemon_error(const avoctl_response *r)
+{
+    const json_t *e = json_object_get(r->body, "error");
+    const char *msg = str(e, "message");
+    const char *code = str(e, "code");
+    if (msg)
+        errorf("%s (%s)", msg, code ? code : "error");
+    else
+        errorf("unexpected answer from avod: HTTP %ld%s%s", r->status, r->error[0] ? ": " : "",
+               r->error);
+    return EXIT_FAIL;
+}
+
+static int open_http(avoctl_ctx *c)
+{
+    if (c->http)
+        return 0;
+    if (avoctl_http_open(&c->http, c->socket) < 0) {
+        errorf("cannot initialise libcurl");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A request whose 2xx JSON body is handed over in *out. Returns an exit code. */
+static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
+                const json_t *body, json_t **out)
+{
+    avoctl_response r;
+    int ex;
+
+    *out = NULL;
+    if (open_http(c) < 0)
+        return EXIT_FAIL;
+    int rc = avoctl_http_call(c->http, route, id, query, body, &r);
+    if (rc == -ECONNREFUSED || (rc < 0 && r.status == 0)) {
+        ex = unreachable(c, r.error);
+    } else if (rc < 0) {
+        errorf("lost the connection to avod at %s: %s", c->socket, r.error);
+        ex = EXIT_UNREACHABLE;
+    } else if (r.status < 200 || r.status >= 300) {
+        ex = daemon_error(&r);
+    } else if (!r.body) {
+        errorf("unexpected answer from avod: HTTP %ld: %s", r.status,
+               r.error[0] ? r.error : "empty body");
+        ex = EXIT_FAIL;
+    } else {
+        *out = json_incref(r.body);
+        ex = EXIT_OK;
+    }
+    avoctl_response_free(&r);
+    return ex;
+}
+
+static int job_arg(const avoctl_ctx *c, const avoctl_args *a, int64_t *job)
+{
+    char err[256];
+    if (avoctl_parse_i64("JOB", a->pos[0], 1, INT64_MAX, job, err, sizeof err) < 0)
+        return usage_error(c, err);
+    return EXIT_OK;
+}
+
+static int exit_for_state(const char *state)
+{
+    return state && strcmp(state, "succeeded") == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+static int is_final(const char *state)
+{
+    return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+                     strcmp(state, "cancelled") == 0);
+}
+
+/* ---- watch ------------------------------------------------------------ */
+
+typedef struct {
+    avoctl_ctx *c;
+    avoctl_sse sse;
+    int64_t last_id;      /* resume point: after=<last_id> */
+    int events;           /* delivered on the current connection */
+    int finished;
+    char state[32];       /* from job_finished */
+    char unit[32];        /* learnt from events that carry one */
+    int error;            /* a local failure (not the network) */
+} watch_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int on_event(const avoctl_sse_event *ev, void *arg)
+{
+    watch_state *w = arg;
+    json_error_t je;
+    json_t *obj = json_loads(ev->data, 0, &je);
+    int64_t id = 0;
+    char line[1024];
+
+    if (ev->id[0])
+        id = strtoll(ev->id, NULL, 10);
+    else if (json_is_integer(json_object_get(obj, "id")))
+        id = json_integer_value(json_object_get(obj, "id"));
+    /* A replay after reconnecting must not show an event twice. */
+    if (id > 0 && id <= w->last_id) {
+        json_decref(obj);
+        return 0;
+    }
+    if (!obj) {
+        fprintf(stderr, "avoctl: skipping event %s: data is not JSON: %s\n", ev->id, je.text);
+    } else {
+        const json_t *d = json_object_get(obj, "data");
+        const char *unit = str(d, "unit");
+        if (unit)
+            snprintf(w->unit, sizeof w->unit, "%s", unit);
+        if (w->c->json) {
+            /* Pass the daemon's text through: re-encoding would change how
+             * its numbers are spelt. Multi-line data must be re-joined. */
+            if (!strchr(ev->data, '\n'))
+                puts(ev->data);
+            else
+                print_json(obj, JSON_COMPACT);
+        } else {
+            avoctl_fmt_event(obj, w->unit[0] ? w->unit : NULL, line, sizeof line);
+            puts(line);
+        }
+        fflush(stdout);
+        const char *kind = str(obj, "kind");
+        if (!kind)
+            kind = ev->event;
+        if (strcmp(kind, "job_finished") == 0) {
+            const char *state = str(d, "state");
+            snprintf(w->state, sizeof w->state, "%s", state ? state : "");
+            w->finished = 1;
+        }
+    }
+    if (id > 0)
+        w->last_id = id;
+    w->events++;
+    json_decref(obj);
+    /* The stream ends after job_finished anyway; do not wait for the close. */
+    return w->finished ? 1 : 0;
+}
+
+static int on_stream(const char *data, size_t len, void *arg)
+{
+    watch_state *w = arg;
+    int rc = avoctl_sse_feed(&w->sse, data, len, on_event, w);
+    if (rc < 0)
+        w->error = rc;
+    return rc;
+}
+
+/* The stream ended without job_finished (we resumed past it, or avod closed
+ * the stream): ask for the job. Returns an exit code, or -1 to keep watching. */
+static int check_finished(avoctl_ctx *c, int64_t job)
+{
+    avoctl_response r;
+    int ex = -1;
+
+    if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 &&
+        r.status == 200 && is_final(str(r.body, "state"))) {
+        const char *state = str(r.body, "state");
+        if (!c->json) {
+            json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:O?, s:O?, s:O?, s:O?}}", "kind",
+                                   "job_finished", "job", (json_int_t)job, "data", "state", state,
+                                   "reason", json_object_get(r.body, "reason"), "best",
+                                   json_object_get(r.body, "best"), "seed",
+                                   json_object_get(r.body, "seed"), "speedup",
+                                   json_object_get(r.body, "speedup"));
+            char line[1024];
+            avoctl_fmt_event(ev, str(r.body, "unit"), line, sizeof line);
+            puts(line);
+            json_decref(ev);
+        }
+        ex = exit_for_state(state);
+    }
+    avoctl_response_free(&r);
+    return ex;
+}
+
+static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_before)
+{
+    watch_state w = {.c = c, .last_id = after};
+    double delay = 0.2;
+    double last_ok = now_s();
+    int outage = 0;
+    char query[64];
+
+    if (open_http(c) < 0)
+        return EXIT_FAIL;
+    for (;;) {
+        avoctl_response r;
+        avoctl_sse_init(&w.sse); /* a partial event from a lost stream is replayed */
+        w.events = 0;
+        snprintf(query, sizeof query, "after=%lld", (long long)w.last_id);
+        int rc = avoctl_http_stream(c->http, AVO_ROUTE_JOB_EVENTS, job, query, on_stream, &w, &r);
+        avoctl_sse_free(&w.sse);
+
+        if (w.finished) {
+            avoctl_response_free(&r);
+            return exit_for_state(w.state);
+        }
+        if (w.error) {
+            errorf("cannot read the event stream: %s", strerror(-w.error));
+            avoctl_response_free(&r);
+            return EXIT_FAIL;
+        }
+        if (rc == 0 && r.status != 200 && r.status != 503) {
+            int ex = daemon_error(&r);
+            avoctl_response_free(&r);
+            return ex;
+        }
+        if (r.status != 0) {
+            last_ok = now_s();
+            connected_before = 1;
+            if (outage)
+                fprintf(stderr, "avoctl: reconnected to avod\n");
+            outage = 0;
+        }
+        if (rc == 0 && r.status == 200) {
+            int ex = check_finished(c, job);
+            if (ex >= 0) {
+                avoctl_response_free(&r);
+                return ex;
+            }
+        }
+        if (!connected_before) {
+            int ex = unreachable(c, r.error[0] ? r.error : "connection failed");
+            avoctl_response_free(&r);
+            return ex;
+        }
+        if (now_s() - last_ok > 60) {
+            int ex = unreachable(c, r.error[0] ? r.error : "no answer for 60 s");
+            avoctl_response_free(&r);
+            return ex;
+        }
+        /* A clean close of a live job (avod shutting down) is not news; the
+         * failure to reconnect that usually follows it is. */
+        if (!outage && (rc < 0 || r.status != 200)) {
+            fprintf(stderr, "avoctl: event stream interrupted (%s); reconnecting after event %lld\n",
+                    r.error[0] ? r.error : "avod unavailable", (long long)w.last_id);
+            outage = 1;
+        }
+        avoctl_response_free(&r);
+        if (w.events)
+            delay = 0.2;
+        sleep_s(delay);
+        delay = delay * 2 > 5 ? 5 : delay * 2;
+    }
+}
+
+static int cmd_watch(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job, after = 0;
+    char err[256];
+    int ex = job_arg(c, a, &job);
+    if (ex)
+        return ex;
+    const char *s = avoctl_args_get(a, "after");
+    if (s && avoctl_parse_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
+        return usage_error(c, err);
+    return watch_job(c, job, after, 0);
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+static int load_spec_file(avoctl_ctx *c, const char *path, json_t **spec)
+{
+    json_error_t je;
+    *spec = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &je) : json_load_file(path, 0, &je);
+    if (!*spec) {
+        const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+        if (je.line > 0) /* no line when the file could not be opened */
+            errorf("%s: %s (line %d)", name, je.text, je.line);
+        else
+            errorf("%s", je.text);
+        return EXIT_FAIL;
+    }
+    if (!json_is_object(*spec)) {
+        errorf("%s: a job spec must be a JSON object", path);
+        json_decref(*spec);
+        *spec = NULL;
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_submit(avoctl_ctx *c, const avoctl_args *a)
+{
+    avoctl_spec_flags f = {
+        .problem = avoctl_args_get(a, "problem"),
+        .operator_name = avoctl_args_get(a, "operator"),
+        .evaluations = avoctl_args_get(a, "evaluations"),
+        .islands = avoctl_args_get(a, "islands"),
+        .wall = avoctl_args_get(a, "wall"),
+        .epsilon = avoctl_args_get(a, "epsilon"),
+        .priority = avoctl_args_get(a, "priority"),
+    };
+    json_t *spec = NULL, *job = NULL;
+    char err[256];
+    int ex;
+
+    if (a->npos == 0 && !f.problem)
+        return usage_error(c, "give a spec FILE (or '-') or --problem P");
+    /* Validate the flags before reading stdin, so a typo fails fast. */
+    json_t *probe = NULL;
+    if (avoctl_spec_build(&f, &probe, err, sizeof err) < 0)
+        return usage_error(c, err);
+    json_decref(probe);
+    if (a->npos == 1 && (ex = load_spec_file(c, a->pos[0], &spec)) != EXIT_OK)
+        goto cleanup;
+    if (avoctl_spec_build(&f, &spec, err, sizeof err) < 0) {
+        ex = usage_error(c, err);
+        goto cleanup;
+    }
+    if ((ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job)) != EXIT_OK)
+        goto cleanup;
+    json_int_t id = json_integer_value(json_object_get(job, "id"));
+    if (c->json) {
+        /* With --watch the events follow, one per line, so keep this compact. */
+        print_json(job, avoctl_args_get(a, "watch") ? JSON_COMPACT : JSON_INDENT(2));
+    } else {
+        const char *op = str(job, "operator");
+        if (!op)
+            op = str(spec, "operator");
+        printf("job %lld submitted (%s, %s)\n", (long long)id,
+               str(job, "problem") ? str(job, "problem") : "?", op ? op : "default operator");
+    }
+    fflush(stdout);
+    if (avoctl_args_get(a, "watch")) {
+        if (id <= 0) {
+            errorf("avod did not return a job id to watch");
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
+        ex = watch_job(c, id, 0, 1);
+    }
+cleanup:
+    json_decref(job);
+    json_decref(spec);
+    return ex;
+}
+
+static void evals_cell(const json_t *job, char *buf, size_t len)
+{
+    const json_t *e = json_object_get(job, "evaluations");
+    char done[32], budget[32];
+    avoctl_fmt_field(json_object_get(e, "done"), done, sizeof done);
+    avoctl_fmt_field(json_object_get(e, "budget"), budget, sizeof budget);
+    snprintf(buf, len, "%s/%s", done, budget);
+}
+
+static void aggregate_cell(const json_t *score, char *buf, size_t len)
+{
+    const json_t *agg = json_object_get(score, "aggregate");
+    if (json_is_number(agg))
+        avoctl_fmt_num(json_number_value(agg), buf, len);
+    else
+        snprintf(buf, len, "-");
+}
+
+static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t limit = 0;
+    char err[256], query[64] = "";
+    json_t *body = NULL;
+    avoctl_table *t = NULL;
+    int ex;
+
+    const char *s = avoctl_args_get(a, "limit");
+    if (s) {
+        if (avoctl_parse_i64("--limit", s, 1, 1000000, &limit, err, sizeof err) < 0)
+            return usage_error(c, err);
+        snprintf(query, sizeof query, "limit=%lld", (long long)limit);
+    }
+    if ((ex = call(c, AVO_ROUTE_JOB_LIST, 0, query, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+        goto cleanup;
+    }
+    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "SPEEDUP", "CREATED"};
+    if (avoctl_table_new(&t, 8, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 6) < 0) {
+        ex = EXIT_FAIL;
+        goto cleanup;
+    }
+    size_t i;
+    json_t *job;
+    json_array_foreach(json_object_get(body, "jobs"), i, job) {
+        char id[32], evals[64], best[32], sp[32], created[32];
+        avoctl_fmt_field(json_object_get(job, "id"), id, sizeof id);
+        evals_cell(job, evals, sizeof evals);
+        aggregate_cell(json_object_get(job, "best"), best, sizeof best);
+        avoctl_fmt_speedup(json_object_get(job, "speedup"), sp, sizeof sp);
+        avoctl_fmt_time(str(job, "created_at"), 1, created, sizeof created);
+        const char *row[] = {id, str(job, "state"), str(job, "problem"), str(job, "operator"),
+                             evals, best, sp, created};
+        if (avoctl_table_add(t, row) < 0) {
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
+    }
+    if (avoctl_table_rows(t) == 0)
+        puts("no jobs");
+    else
+        avoctl_table_print(t, stdout);
+cleanup:
+    avoctl_table_free(t);
+    json_decref(body);
+    return ex;
+}
+
+static void kv(const char *key, const char *val)
+{
+    printf("%-12s %s\n", key, val && *val ? val : "-");
+}
+
+static void print_job(const json_t *job)
+{
+    const char *unit = str(job, "unit");
+    const json_t *e = json_object_get(job, "evaluations");
+    char buf[256], n[4][32];
+
+    avoctl_fmt_field(json_object_get(job, "id"), buf, sizeof buf);
+    kv("job", buf);
+    kv("problem", str(job, "problem"));
+    kv("operator", str(job, "operator"));
+    kv("state", str(job, "state"));
+    if (str(job, "reason"))
+        kv("reason", str(job, "reason"));
+    avoctl_fmt_time(str(job, "created_at"), 1, buf, sizeof buf);
+    kv("created", buf);
+    avoctl_fmt_time(str(job, "started_at"), 1, buf, sizeof buf);
+    kv("started", buf);
+    avoctl_fmt_time(str(job, "finished_at"), 1, buf, sizeof buf);
+    kv("finished", buf);
+    static const char *const keys[] = {"done", "running", "queued", "budget"};
+    for (int i = 0; i < 4; i++)
+        avoctl_fmt_field(json_object_get(e, keys[i]), n[i], sizeof n[i]);
+    snprintf(buf, sizeof buf, "%s done, %s running, %s queued (budget %s)", n[0], n[1], n[2], n[3]);
+    kv("evaluations", buf);
+    avoctl_fmt_score(json_object_get(job, "seed"), unit, buf, sizeof buf);
+    kv("seed", buf);
+    avoctl_fmt_score(json_object_get(job, "best"), unit, buf, sizeof buf);
+    kv("best", buf);
+    avoctl_fmt_speedup(json_object_get(job, "speedup"), buf, sizeof buf);
+    kv("speedup", buf);
+}
+
+static int cmd_status(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    int ex = job_arg(c, a, &job);
+    if (ex || (ex = call(c, AVO_ROUTE_JOB_GET, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        print_job(body);
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_cancel(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    int ex = job_arg(c, a, &job);
+    if (ex || (ex = call(c, AVO_ROUTE_JOB_CANCEL, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+    } else {
+        const char *state = str(body, "state");
+        if (state && strcmp(state, "cancelled") == 0)
+            printf("job %lld cancelled\n", (long long)job);
+        else /* running evaluations finish first */
+            printf("job %lld: cancel requested (state %s)\n", (long long)job, state ? state : "?");
+    }
+    json_decref(body);
+    return ex;
+}
+
+static const json_t *score_for(const json_t *cand, const char *config)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(cand, "scores"), i, s) {
+        const char *name = str(s, "config");
+        if (name && strcmp(name, config) == 0)
+            return json_object_get(s, "score");
+    }
+    return NULL;
+}
+
+static int print_best(const json_t *body, int64_t job)
+{
+    const json_t *best = json_object_get(body, "best");
+    const json_t *seed = json_object_get(body, "seed");
+    const char *unit = str(best, "unit");
+    char b[128], s[128], sp[32], n1[32], n2[32];
+    avoctl_table *t = NULL;
+    int ex = EXIT_OK;
+
+    avoctl_fmt_score(best, unit, b, sizeof b);
+    avoctl_fmt_score(seed, unit, s, sizeof s);
+    snprintf(sp, sizeof sp, "-");
+    if (json_is_number(json_object_get(body, "speedup")))
+        avoctl_fmt_speedup(json_object_get(body, "speedup"), sp, sizeof sp);
+    else if (json_is_number(json_object_get(best, "aggregate")) &&
+             json_number_value(json_object_get(seed, "aggregate")) > 0)
+        snprintf(sp, sizeof sp, "x%.2f",
+                 json_number_value(json_object_get(best, "aggregate")) /
+                     json_number_value(json_object_get(seed, "aggregate")));
+    printf("job %lld: best %s, seed %s, speedup %s\n", (long long)job, b, s, sp);
+    avoctl_fmt_field(json_object_get(best, "parent"), n1, sizeof n1);
+    avoctl_fmt_field(json_object_get(best, "operator"), n2, sizeof n2);
+    printf("parent %s, operator %s, outcome %s, sha256 %s\n", n1, n2,
+           str(best, "outcome") ? str(best, "outcome") : "-",
+           str(best, "sha256") ? str(best, "sha256") : "-");
+
+    const json_t *knobs = json_object_get(best, "knobs");
+    if (json_is_object(knobs) && json_object_size(knobs)) {
+        const char *k;
+        json_t *v;
+        fputs("knobs", stdout);
+        json_object_foreach((json_t *)knobs, k, v) {
+            avoctl_fmt_field(v, n1, sizeof n1);
+            printf(" %s=%s", k, n1);
+        }
+        fputc('\n', stdout);
+    }
+
+    static const char *const hdr[] = {"CONFIG", "BEST", "SEED", "SPEEDUP"};
+    if (avoctl_table_new(&t, 4, hdr, 1u << 1 | 1u << 2 | 1u << 3) < 0)
+        return EXIT_FAIL;
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(best, "scores"), i, row) {
+        const char *config = str(row, "config");
+        const json_t *bs = json_object_get(row, "score");
+        const json_t *ss = config ? score_for(seed, config) : NULL;
+        char cb[32], cs[32], csp[32] = "-";
+        avoctl_fmt_field(bs, cb, sizeof cb);
+        avoctl_fmt_field(ss, cs, sizeof cs);
+        if (json_is_number(bs) && json_is_number(ss) && json_number_value(ss) > 0)
+            snprintf(csp, sizeof csp, "x%.2f", json_number_value(bs) / json_number_value(ss));
+        const char *cells[] = {config, cb, cs, csp};
+        if (avoctl_table_add(t, cells) < 0) {
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
+    }
+    if (avoctl_table_rows(t)) {
+        fputc('\n', stdout);
+        avoctl_table_print(t, stdout);
+    }
+cleanup:
+    avoctl_table_free(t);
+    return ex;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        errorf("%s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    size_t n = strlen(text);
+    int bad = fwrite(text, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    if (bad) {
+        errorf("%s: write failed: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_best(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    const char *out = avoctl_args_get(a, "output");
+    int ex = job_arg(c, a, &job);
+    if (ex || (ex = call(c, AVO_ROUTE_JOB_BEST, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    const json_t *best = json_object_get(body, "best");
+    const char *src = str(best, "source");
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    if (!json_is_object(best)) {
+        if (!c->json) {
+            errorf("job %lld has no committed candidate yet", (long long)job);
+            ex = EXIT_FAIL;
+        }
+        goto cleanup;
+    }
+    if (!c->json && (ex = print_best(body, job)) != EXIT_OK)
+        goto cleanup;
+    if (out) {
+        if (!src) {
+            errorf("avod sent no source for candidate %lld",
+                   (long long)json_integer_value(json_object_get(best, "id")));
+            ex = EXIT_FAIL;
+        } else if ((ex = write_file(out, src)) == EXIT_OK && !c->json) {
+            printf("\nwrote the source of cand %lld to %s\n",
+                   (long long)json_integer_value(json_object_get(best, "id")), out);
+        }
+    } else if (!c->json && src) {
+        printf("\n%s%s", src, src[0] && src[strlen(src) - 1] != '\n' ? "\n" : "");
+    }
+cleanup:
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
+{
+    json_t *body = NULL;
+    avoctl_table *t = NULL;
+    int ex = call(c, AVO_ROUTE_WORKERS, 0, NULL, NULL, &body);
+    if (ex)
+        return ex;
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+        goto cleanup;
+    }
+    static const char *const hdr[] = {"ID", "HOST", "PID", "TARGET", "STATE", "LAST_SEEN"};
+    if (avoctl_table_new(&t, 6, hdr, 1u << 0 | 1u << 2) < 0) {
+        ex = EXIT_FAIL;
+        goto cleanup;
+    }
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(body, "workers"), i, w) {
+        char id[32], pid[32], seen[32];
+        avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
+        avoctl_fmt_field(json_object_get(w, "pid"), pid, sizeof pid);
+        avoctl_fmt_time(str(w, "last_seen"), 1, seen, sizeof seen);
+        const char *row[] = {id, str(w, "host"), pid, str(w, "target"), str(w, "state"), seen};
+        if (avoctl_table_add(t, row) < 0) {
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
+    }
+    if (avoctl_table_rows(t) == 0)
+        puts("no workers");
+    else
+        avoctl_table_print(t, stdout);
+cleanup:
+    avoctl_table_free(t);
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
+{
+    json_t *body = NULL;
+    int ex = call(c, AVO_ROUTE_HEALTH, 0, NULL, NULL, &body);
+    if (ex)
+        return ex;
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+    } else {
+        printf("avod %s at %s: %s, database %s\n", str(body, "version") ? str(body, "version") : "?",
+               c->socket, json_is_true(json_object_get(body, "ok")) ? "ok" : "not ok",
+               str(body, "db") ? str(body, "db") : "?");
+    }
+    if (!json_is_true(json_object_get(body, "ok")))
+        ex = EXIT_FAIL;
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
+{
+    return print_help(a->npos ? a->pos[0] : NULL, stdout);
+}
+
+/* ---- the command table ------------------------------------------------ */
+
+static const avoctl_opt submit_opts[] = {
+    {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},
+    {"operator", 0, 1, "OP", "proposal operator: tune or agent (default: the daemon's)"},
+    {"evaluations", 0, 1, "N", "budget: number of evaluations"},
+    {"islands", 0, 1, "N", "parallel islands (lineages)"},
+    {"wall", 0, 1, "SECONDS", "budget: wall-clock seconds"},
+    {"epsilon", 0, 1, "X", "commit slack: accept >= best*(1-X), 0 <= X <= 1"},
+    {"priority", 0, 1, "N", "scheduling priority (higher first)"},
+    {"watch", 'w', 0, NULL, "watch the job's events after submitting"},
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt list_opts[] = {
+    {"limit", 'n', 1, "N", "show at most N jobs (daemon default 50)"},
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt watch_opts[] = {
+    {"after", 0, 1, "N", "start after event id N (default 0: replay everything)"},
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt best_opts[] = {
+    {"output", 'o', 1, "FILE", "write the best candidate's source to FILE"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+static const avoctl_command commands[] = {
+    {"submit", cmd_submit,
+     "avoctl submit FILE|- [flags] [--watch]\n"
+     "       avoctl submit --problem P [--operator OP] [--evaluations N] [--islands N]\n"
+     "                     [--wall SECONDS] [--epsilon X] [--priority N] [--watch]",
+     "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE"},
+    {"list", cmd_list, "avoctl list [--limit N]", "list jobs, newest first", list_opts, 0, 0, NULL},
+    {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB"},
+    {"watch", cmd_watch, "avoctl watch JOB [--after N]",
+     "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB"},
+    {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB"},
+    {"best", cmd_best, "avoctl best JOB [-o FILE]",
+     "show the best candidate's scores and source", best_opts, 1, 1, "JOB"},
+    {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL},
+    {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
+    {"help", cmd_help, "avoctl help [COMMAND|api]",
+     "list commands, show a command's usage, or list the API routes", NULL, 0, 1, NULL},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const avoctl_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int print_help(const char *topic, FILE *out)
+{
+    if (!topic) {
+        fprintf(out, "usage: avoctl [--json] [--socket PATH] COMMAND [ARGS]\n\ncommands:\n");
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out,
+                "\nglobal options (before the command; --json and -h also after it):\n"
+                "  --json          machine-readable JSON output\n"
+                "  --socket PATH   avod's socket (default $AVO_HOME/" AVO_SOCKET_NAME ")\n"
+                "  -h, --help      this help\n"
+                "  --version       print avoctl's version\n"
+                "\nexit status: 0 ok, 1 failed (daemon error, job not succeeded), 2 usage,\n"
+                "3 avod unreachable. 'avoctl help COMMAND' for details, 'avoctl help api'\n"
+                "for the HTTP routes.\n");
+        return EXIT_OK;
+    }
+    if (strcmp(topic, "api") == 0) {
+        avoctl_table *t = NULL;
+        static const char *const hdr[] = {"METHOD", "PATH", "DESCRIPTION"};
+        if (avoctl_table_new(&t, 3, hdr, 0) < 0)
+            return EXIT_FAIL;
+        for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
+            const char *row[] = {avo_routes[i].method, avo_routes[i].pattern, avo_routes[i].help};
+            avoctl_table_add(t, row);
+        }
+        fprintf(out, "avod HTTP/JSON API on unix socket $AVO_HOME/" AVO_SOCKET_NAME
+                     " (docs/api.md):\n\n");
+        avoctl_table_print(t, out);
+        avoctl_table_free(t);
+        return EXIT_OK;
+    }
+    const avoctl_command *cmd = find_command(topic);
+    if (!cmd) {
+        fprintf(stderr, "avoctl help: unknown command '%s' (see 'avoctl help')\n", topic);
+        return EXIT_USAGE;
+    }
+    fprintf(out, "usage: %s\n\n%s\n", cmd->usage, cmd->summary);
+    if (cmd->opts) {
+        fprintf(out, "\noptions:\n");
+        for (const avoctl_opt *o = cmd->opts; o->name; o++) {
+            char left[64];
+            snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->short_name ? "-" : "",
+                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
+                     o->arg_name ? " " : "", o->arg_name ? o->arg_name : "");
+            fprintf(out, "  %-24s %s\n", o->short_name ? left : left + 1, o->help);
+        }
+    }
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    avoctl_ctx c = {0};
+    avoctl_args a;
+    char err[256];
+    int ex;
+
+    int ci = avoctl_globals_parse(argc, argv, &c.g, err, sizeof err);
+    if (ci < 0) {
+        ex = usage_error(&c, err);
+        goto cleanup;
+    }
+    c.json = c.g.json;
+    if (c.g.version) {
+        printf("avoctl %s\n", AVO_VERSION);
+        ex = EXIT_OK;
+        goto cleanup;
+    }
+    if (ci >= argc) {
+        /* A bare `avoctl` is a usage error, but still shows what to type. */
+        print_help(NULL, c.g.help ? stdout : stderr);
+        ex = c.g.help ? EXIT_OK : EXIT_USAGE;
+        goto cleanup;
+    }
+    c.cmd = find_command(argv[ci]);
+    if (!c.cmd) {
+        snprintf(err, sizeof err, "unknown command '%s'", argv[ci]);
+        ex = usage_error(&c, err);
+        goto cleanup;
+    }
+    if (avoctl_args_parse(c.cmd->opts, c.cmd->max_pos, argc - ci - 1, argv + ci + 1, &a, err,
+                          sizeof err) < 0) {
+        ex = usage_error(&c, err);
+        goto cleanup;
+    }
+    if (c.g.help || a.help) {
+        ex = print_help(c.cmd->name, stdout);
+        goto cleanup;
+    }
+    c.json |= a.json;
+    if (a.npos < c.cmd->min_pos) {
+        snprintf(err, sizeof err, "missing argument %s", c.cmd->pos_name);
+        ex = usage_error(&c, err);
+        goto cleanup;
+    }
+    if (c.g.socket) {
+        snprintf(c.socket, sizeof c.socket, "%s", c.g.socket);
+    } else if (avo_home_path(AVO_SOCKET_NAME, c.socket, sizeof c.socket) < 0) {
+        errorf("cannot determine AVO_HOME (no HOME); use --socket PATH");
+        ex = EXIT_UNREACHABLE;
+        goto cleanup;
+    }
+    ex = c.cmd->run(&c, &a);
+cleanup:
+    avoctl_http_close(c.http);
+    fflush(stdout);
+    return ex;
+}

@@ -1,0 +1,41 @@
+/* Human output for avoctl: aligned tables and one-line renderings of job
+ * fields and events. Everything here writes to a buffer or a FILE* given by
+ * the caller so the unit tests can check the exact text. */
+#ifndef AVOCTL_FORMAT_H
+#define AVOCTL_FORMAT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+
+typedef struct avoctl_table avoctl_table;
+
+/* A table of ncols columns; bit i of right_mask right-aligns column i
+ * (numbers). Returns 0 or -ENOMEM. */
+int avoctl_table_new(avoctl_table **t, size_t ncols, const char *const *headers,
+                     unsigned right_mask);
+/* Copy one row of ncols cells (NULL cells print as "-"). */
+int avoctl_table_add(avoctl_table *t, const char *const *cells);
+size_t avoctl_table_rows(const avoctl_table *t);
+/* Columns are separated by two spaces; the last column is not padded. */
+int avoctl_table_print(const avoctl_table *t, FILE *out);
+void avoctl_table_free(avoctl_table *t);
+
+/* A figure with about four significant digits: 9.81, 123.5, 0.0012, 12346. */
+void avoctl_fmt_num(double v, char *buf, size_t len);
+/* An ISO-8601 timestamp cut down for humans: "2024-05-01 12:03" (with_date)
+ * or "12:03:04". Anything unparseable (or NULL) gives "-". */
+void avoctl_fmt_time(const char *iso, int with_date, char *buf, size_t len);
+/* {"candidate":C,"aggregate":A,"unit":U} -> "9.81 GFLOP/s (cand 55)";
+ * unit falls back to fallback_unit; "-" for null. */
+void avoctl_fmt_score(const json_t *obj, const char *fallback_unit, char *buf, size_t len);
+/* speedup -> "x3.16", "-" when not a number. */
+void avoctl_fmt_speedup(const json_t *v, char *buf, size_t len);
+/* The raw string value, a number in decimal, or "-" for absent/null. */
+void avoctl_fmt_field(const json_t *v, char *buf, size_t len);
+
+/* One human line (no newline) for an event object as carried in the stream's
+ * data: {"id","job","kind","at","data":{...}}. fallback_unit may be NULL. */
+void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,262 @@
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "avo_log.h"
+#include "evolve.h"
+
+typedef struct {
+    char name[128];
+    avo_problem prob;
+    char *seed_src;
+} cached_problem;
+
+struct avo_engine {
+    uv_loop_t *loop;
+    avo_db *db;
+    char kernels_dir[1024];
+    uv_timer_t tick;
+    uv_timer_t soon;
+    unsigned interval_ms;
+    int busy;
+    int again;
+    int stopping;
+    json_t *jobs;              /* ids for the pass in progress */
+    size_t next;
+    json_int_t current;
+    cached_problem *cache;
+    int ncache;
+};
+
+static void pass_next(avo_engine *e);
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static cached_problem *problem_get(avo_engine *e, const char *name, char *err, size_t errlen)
+{
+    for (int i = 0; i < e->ncache; i++)
+        if (!strcmp(e->cache[i].name, name))
+            return &e->cache[i];
+    char dir[2048];
+    if (avo_problem_resolve(e->kernels_dir, name, dir, sizeof dir, err, errlen) < 0)
+        return NULL;
+    cached_problem *n = realloc(e->cache, (size_t)(e->ncache + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    e->cache = n;
+    cached_problem *c = &e->cache[e->ncache];
+    memset(c, 0, sizeof *c);
+    if (avo_problem_load(&c->prob, dir, err, errlen) < 0)
+        return NULL;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", c->prob.dir, c->prob.seed);
+    if (!(c->seed_src = slurp(path))) {
+        snprintf(err, errlen, "%.900s: cannot read the seed", path);
+        avo_problem_free(&c->prob);
+        return NULL;
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    e->ncache++;
+    return c;
+}
+
+static void pass_done(avo_engine *e)
+{
+    json_decref(e->jobs);
+    e->jobs = NULL;
+    e->busy = 0;
+    if (e->again && !e->stopping) {
+        e->again = 0;
+        avo_engine_kick(e);
+    }
+}
+
+static void on_applied(void *arg, PGresult *res, const char *err)
+{
+    avo_engine *e = arg;
+    if (err)
+        avo_warn("engine", "job %lld: step not applied: %s", (long long)e->current, err);
+    pass_next(e);
+}
+
+static void apply(avo_engine *e, json_t *decision)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)e->current);
+    char *text = json_dumps(decision, JSON_COMPACT);
+    const char *params[] = {id, text};
+    int rc = text ? avo_db_query(e->db, "SELECT avo_job_apply($1, $2::jsonb)", 2, params, on_applied, e) : -12;
+    free(text);
+    if (rc < 0)
+        pass_done(e);
+}
+
+static void on_snapshot(void *arg, PGresult *res, const char *err)
+{
+    avo_engine *e = arg;
+    if (err || !res || PQntuples(res) != 1 || PQgetisnull(res, 0, 0)) {
+        if (err)
+            avo_warn("engine", "job %lld: snapshot failed: %s", (long long)e->current, err);
+        pass_next(e);
+        return;
+    }
+    json_error_t jerr;
+    json_t *snap = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
+    const char *pname = json_string_value(json_object_get(snap, "problem"));
+    char msg[1024] = "";
+    json_t *d = NULL;
+    cached_problem *cp = pname ? problem_get(e, pname, msg, sizeof msg) : NULL;
+    if (!cp) {
+        /* The problem package vanished or broke after submission. */
+        char reason[1200];
+        snprintf(reason, sizeof reason, "problem '%s' cannot be loaded: %s", pname ? pname : "?", msg);
+        d = json_pack("{s:b,s:{s:s,s:s}}", "start", 0, "finish", "state", "failed", "reason", reason);
+    } else {
+        d = avo_evolve_decide(snap, &cp->prob, cp->seed_src, msg, sizeof msg);
+        if (!d)
+            avo_warn("engine", "job %lld: no decision: %s", (long long)e->current, msg);
+    }
+    json_t *fin = d ? json_object_get(d, "finish") : NULL;
+    if (json_is_object(fin))
+        avo_info("engine", "job %lld finishing: %s (%s)", (long long)e->current,
+                 json_string_value(json_object_get(fin, "state")),
+                 json_string_value(json_object_get(fin, "reason")));
+    json_decref(snap);
+    if (!d) {
+        pass_next(e);
+        return;
+    }
+    int trivial = json_array_size(json_object_get(d, "consume")) == 0 &&
+                  json_array_size(json_object_get(d, "propose")) == 0 && !json_is_object(fin) &&
+                  !json_is_true(json_object_get(d, "start"));
+    if (trivial) {
+        json_decref(d);
+        pass_next(e);
+        return;
+    }
+    apply(e, d);
+    json_decref(d);
+}
+
+static void pass_next(avo_engine *e)
+{
+    if (e->stopping || !e->jobs || e->next >= json_array_size(e->jobs)) {
+        pass_done(e);
+        return;
+    }
+    e->current = json_integer_value(json_array_get(e->jobs, e->next++));
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)e->current);
+    const char *params[] = {id};
+    if (avo_db_query(e->db, "SELECT avo_job_snapshot($1)", 1, params, on_snapshot, e) < 0)
+        pass_done(e);
+}
+
+static void on_jobs(void *arg, PGresult *res, const char *err)
+{
+    avo_engine *e = arg;
+    if (err || !res || PQntuples(res) != 1) {
+        if (err)
+            avo_debug("engine", "listing active jobs failed: %s", err);
+        pass_done(e);
+        return;
+    }
+    e->jobs = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+    e->next = 0;
+    pass_next(e);
+}
+
+static void pass_start(avo_engine *e)
+{
+    if (e->stopping)
+        return;
+    if (e->busy) {
+        e->again = 1;
+        return;
+    }
+    if (!avo_db_is_up(e->db))
+        return;
+    e->busy = 1;
+    if (avo_db_query(e->db,
+                     "SELECT COALESCE(json_agg(id ORDER BY priority DESC, id), '[]') FROM jobs "
+                     "WHERE state IN ('queued','running')",
+                     0, NULL, on_jobs, e) < 0)
+        e->busy = 0;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    pass_start(t->data);
+}
+
+void avo_engine_kick(avo_engine *e)
+{
+    if (e->busy) {
+        e->again = 1;
+        return;
+    }
+    /* A few ms of debounce folds a burst of notifications into one pass. */
+    uv_timer_start(&e->soon, on_tick, 5, 0);
+}
+
+int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
+                     unsigned interval_ms)
+{
+    avo_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return -12;
+    e->loop = loop;
+    e->db = db;
+    e->interval_ms = interval_ms ? interval_ms : 1000;
+    snprintf(e->kernels_dir, sizeof e->kernels_dir, "%s", kernels_dir);
+    uv_timer_init(loop, &e->tick);
+    uv_timer_init(loop, &e->soon);
+    e->tick.data = e->soon.data = e;
+    uv_timer_start(&e->tick, on_tick, e->interval_ms, e->interval_ms);
+    *out = e;
+    return 0;
+}
+
+static void engine_closed(uv_handle_t *h)
+{
+    avo_engine *e = h->data;
+    if (h != (uv_handle_t *)&e->soon)
+        return;
+    for (int i = 0; i < e->ncache; i++) {
+        avo_problem_free(&e->cache[i].prob);
+        free(e->cache[i].seed_src);
+    }
+    free(e->cache);
+    json_decref(e->jobs);
+    free(e);
+}
+
+void avo_engine_stop(avo_engine *e)
+{
+    if (!e)
+        return;
+    e->stopping = 1;
+    uv_timer_stop(&e->tick);
+    uv_timer_stop(&e->soon);
+    uv_close((uv_handle_t *)&e->tick, engine_closed);
+    uv_close((uv_handle_t *)&e->soon, engine_closed);
+}

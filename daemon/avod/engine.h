@@ -1,0 +1,23 @@
+/* The evolution engine's loop inside avod: on a NOTIFY (a job submitted, an
+ * evaluation done) or a periodic tick, it walks the active jobs one at a time:
+ * snapshot (one query), decide (evolve.c, in C), apply (one transaction).
+ * It keeps no job state in memory, so a restarted daemon carries on from the
+ * database exactly where the last one stopped. */
+#ifndef AVO_ENGINE_H
+#define AVO_ENGINE_H
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "db.h"
+
+typedef struct avo_engine avo_engine;
+
+int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
+                     unsigned interval_ms);
+/* Ask for a pass soon; passes never overlap, and requests made during one
+ * are folded into a single follow-up pass. */
+void avo_engine_kick(avo_engine *e);
+void avo_engine_stop(avo_engine *e);
+
+#endif

@@ -1,0 +1,434 @@
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "avo_log.h"
+
+struct avo_http {
+    uv_loop_t *loop;
+    struct MHD_Daemon *mhd;
+    int listen_fd;
+    char path[108];
+    uv_poll_t poll;
+    uv_timer_t timer;
+    avo_http_handler handler;
+    void *arg;
+    int stopping;
+    int closing_handles;
+    avo_http_req *reqs;          /* every live request, for shutdown */
+};
+
+struct avo_http_req {
+    avo_http *http;
+    struct MHD_Connection *conn;
+    avo_http_req *prev, *next;
+    char *method, *path;
+    char *body;
+    size_t body_len;
+    int too_large;
+    int dispatched;
+    int suspended;
+    int completed;               /* MHD is done with it */
+    int refs;
+    struct MHD_Response *response;
+    unsigned status;
+    /* streaming */
+    int streaming;
+    avo_http_pull_cb pull;
+    char *sbuf;
+    size_t slen, soff;
+    int sended;
+    void *data;
+    avo_http_close_cb on_close;
+};
+
+static void http_kick(avo_http *h);
+
+static void req_free(avo_http_req *r)
+{
+    if (r->response)
+        MHD_destroy_response(r->response);
+    free(r->method);
+    free(r->path);
+    free(r->body);
+    free(r->sbuf);
+    free(r);
+}
+
+static void req_maybe_free(avo_http_req *r)
+{
+    if (r->completed && r->refs == 0)
+        req_free(r);
+}
+
+void avo_http_ref(avo_http_req *r)
+{
+    r->refs++;
+}
+
+void avo_http_unref(avo_http_req *r)
+{
+    r->refs--;
+    req_maybe_free(r);
+}
+
+int avo_http_gone(const avo_http_req *r)
+{
+    return r->completed || r->http->stopping;
+}
+
+static void req_resume(avo_http_req *r)
+{
+    if (r->suspended && !r->completed) {
+        r->suspended = 0;
+        MHD_resume_connection(r->conn);
+        http_kick(r->http);
+    }
+}
+
+static void set_response(avo_http_req *r, unsigned status, struct MHD_Response *resp)
+{
+    if (r->completed || r->response) {
+        MHD_destroy_response(resp);
+        return;
+    }
+    r->status = status;
+    r->response = resp;
+    req_resume(r);
+}
+
+void avo_http_reply_json(avo_http_req *r, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
+    json_decref(body);
+    if (!text)
+        text = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+    size_t len = strlen(text);
+    /* Newline-terminated so curl and shells print it cleanly. */
+    char *withnl = realloc(text, len + 2);
+    if (withnl) {
+        withnl[len] = '\n';
+        withnl[len + 1] = 0;
+        text = withnl;
+        len++;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    set_response(r, (unsigned)status, resp);
+}
+
+void avo_http_reply_error(avo_http_req *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    avo_http_reply_json(r, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    avo_http_req *r = cls;
+    (void)pos;
+    if (r->slen == r->soff && !r->sended && !r->http->stopping && r->pull)
+        r->pull(r);
+    if (r->slen > r->soff) {
+        size_t n = r->slen - r->soff;
+        if (n > max)
+            n = max;
+        memcpy(buf, r->sbuf + r->soff, n);
+        r->soff += n;
+        if (r->soff == r->slen)
+            r->soff = r->slen = 0;
+        return (ssize_t)n;
+    }
+    if (r->sended || r->http->stopping)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    /* Nothing to send yet: park the connection until a write resumes it. */
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+    return 0;
+}
+
+int avo_http_stream_start(avo_http_req *r, const char *content_type, avo_http_pull_cb pull)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, r, NULL);
+    if (!resp)
+        return -12;
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    r->streaming = 1;
+    r->pull = pull;
+    set_response(r, 200, resp);
+    return 0;
+}
+
+void avo_http_stream_write(avo_http_req *r, const char *data, size_t len)
+{
+    if (r->completed || r->sended)
+        return;
+    char *nb = realloc(r->sbuf, r->slen + len);
+    if (!nb)
+        return;
+    memcpy(nb + r->slen, data, len);
+    r->sbuf = nb;
+    r->slen += len;
+    req_resume(r);
+}
+
+void avo_http_stream_end(avo_http_req *r)
+{
+    r->sended = 1;
+    req_resume(r);
+}
+
+const char *avo_http_method(const avo_http_req *r) { return r->method; }
+const char *avo_http_path(const avo_http_req *r) { return r->path; }
+
+const char *avo_http_query(const avo_http_req *r, const char *key)
+{
+    return r->completed ? NULL : MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *avo_http_header(const avo_http_req *r, const char *key)
+{
+    return r->completed ? NULL : MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, key);
+}
+
+const char *avo_http_body(const avo_http_req *r, size_t *len)
+{
+    if (len)
+        *len = r->body_len;
+    return r->body ? r->body : "";
+}
+
+void avo_http_set_data(avo_http_req *r, void *data, avo_http_close_cb on_close)
+{
+    r->data = data;
+    r->on_close = on_close;
+}
+
+void *avo_http_data(const avo_http_req *r) { return r->data; }
+
+static enum MHD_Result queue_pending(avo_http_req *r)
+{
+    enum MHD_Result ret = MHD_queue_response(r->conn, r->status, r->response);
+    MHD_destroy_response(r->response);
+    r->response = NULL;
+    return ret;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls)
+{
+    avo_http *h = cls;
+    avo_http_req *r = *con_cls;
+    (void)version;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->http = h;
+        r->conn = conn;
+        r->method = strdup(method);
+        r->path = strdup(url);
+        r->next = h->reqs;
+        if (h->reqs)
+            h->reqs->prev = r;
+        h->reqs = r;
+        *con_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (r->body_len + *upload_size > AVO_HTTP_MAX_BODY) {
+            r->too_large = 1;
+        } else if (!r->too_large) {
+            char *nb = realloc(r->body, r->body_len + *upload_size + 1);
+            if (!nb)
+                return MHD_NO;
+            memcpy(nb + r->body_len, upload, *upload_size);
+            r->body = nb;
+            r->body_len += *upload_size;
+            r->body[r->body_len] = 0;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->response)
+        return queue_pending(r);
+    if (h->stopping)
+        return MHD_NO;
+    if (!r->dispatched) {
+        r->dispatched = 1;
+        if (r->too_large)
+            avo_http_reply_error(r, 413, "too_large", "request body over %d bytes", AVO_HTTP_MAX_BODY);
+        else
+            h->handler(h->arg, r);
+        if (r->response)
+            return queue_pending(r);
+    }
+    /* The handler answers later. */
+    r->suspended = 1;
+    MHD_suspend_connection(conn);
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    avo_http *h = cls;
+    avo_http_req *r = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        h->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->completed = 1;
+    /* The close callback may drop the owner's last reference. */
+    r->refs++;
+    if (r->on_close)
+        r->on_close(r);
+    r->refs--;
+    req_maybe_free(r);
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void http_run(avo_http *h)
+{
+    if (!h->mhd)
+        return;
+    MHD_run(h->mhd);
+    MHD_UNSIGNED_LONG_LONG ms;
+    if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+        uv_timer_start(&h->timer, on_timer, ms > 60000 ? 60000 : ms, 0);
+    else
+        uv_timer_start(&h->timer, on_timer, 1000, 0);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    http_run(t->data);
+}
+
+/* A resumed connection is only served by the next MHD_run. */
+static void http_kick(avo_http *h)
+{
+    if (h->mhd)
+        uv_timer_start(&h->timer, on_timer, 0, 0);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    http_run(p->data);
+}
+
+int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
+                   void *arg, char *err, size_t errlen)
+{
+    avo_http *h = calloc(1, sizeof *h);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!h)
+        return -12;
+    h->loop = loop;
+    h->handler = handler;
+    h->arg = arg;
+    h->listen_fd = -1;
+    if (strlen(socket_path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "socket path %s is longer than %zu bytes; choose a shorter AVO_HOME",
+                 socket_path, sizeof sa.sun_path - 1);
+        free(h);
+        return -36;
+    }
+    snprintf(h->path, sizeof h->path, "%s", socket_path);
+    strcpy(sa.sun_path, socket_path);
+
+    /* The state-directory lock is held, so a socket file here is stale. */
+    unlink(socket_path);
+    h->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (h->listen_fd < 0 || bind(h->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        chmod(socket_path, 0660) < 0 || listen(h->listen_fd, 128) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", socket_path, strerror(errno));
+        goto fail;
+    }
+    h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, h,
+                              MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+                              on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!h->mhd) {
+        snprintf(err, errlen, "cannot start the HTTP server on %s", socket_path);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info) {
+        snprintf(err, errlen, "libmicrohttpd has no epoll support");
+        goto fail;
+    }
+    uv_poll_init(loop, &h->poll, info->epoll_fd);
+    h->poll.data = h;
+    uv_poll_start(&h->poll, UV_READABLE, on_poll);
+    uv_timer_init(loop, &h->timer);
+    h->timer.data = h;
+    http_kick(h);
+    *out = h;
+    return 0;
+fail:
+    if (h->mhd)
+        MHD_stop_daemon(h->mhd);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
+    unlink(socket_path);
+    free(h);
+    return -5;
+}
+
+static void handle_closed(uv_handle_t *hd)
+{
+    avo_http *h = hd->data;
+    if (--h->closing_handles == 0)
+        free(h);
+}
+
+void avo_http_stop(avo_http *h)
+{
+    if (!h)
+        return;
+    h->stopping = 1;
+    /* MHD must not be stopped with suspended connections: wake them, let one
+     * pass of MHD_run close them, then stop. */
+    for (avo_http_req *r = h->reqs; r; r = r->next)
+        req_resume(r);
+    MHD_run(h->mhd);
+    /* Quiesced, MHD hands the listening socket back instead of closing it. */
+    MHD_socket lfd = MHD_quiesce_daemon(h->mhd);
+    MHD_stop_daemon(h->mhd);
+    h->mhd = NULL;
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd);
+    unlink(h->path);
+    h->closing_handles = 2;
+    uv_poll_stop(&h->poll);
+    uv_close((uv_handle_t *)&h->poll, handle_closed);
+    uv_timer_stop(&h->timer);
+    uv_close((uv_handle_t *)&h->timer, handle_closed);
+}

@@ -1,0 +1,56 @@
+/* HTTP/1.1 server on a unix socket: libmicrohttpd in external-epoll mode,
+ * driven from the libuv loop (a uv_poll on MHD's epoll fd plus a uv_timer for
+ * MHD's timeouts). Handlers may answer at once or later: a request that has
+ * no answer when its handler returns is suspended and resumed by the reply,
+ * so a slow database never blocks the loop. Streams (server-sent events) pull
+ * data through a callback and are suspended while they have none. */
+#ifndef AVO_HTTP_H
+#define AVO_HTTP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct avo_http avo_http;
+typedef struct avo_http_req avo_http_req;
+
+typedef void (*avo_http_handler)(void *arg, avo_http_req *req);
+/* A stream has sent everything it had; produce more now or later with
+ * avo_http_stream_write/_end. */
+typedef void (*avo_http_pull_cb)(avo_http_req *req);
+/* The request is finished (answered, or the client went away). */
+typedef void (*avo_http_close_cb)(avo_http_req *req);
+
+#define AVO_HTTP_MAX_BODY (1 << 20)
+
+int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
+                   void *arg, char *err, size_t errlen);
+/* Ends streams, drops pending requests and closes the socket. */
+void avo_http_stop(avo_http *h);
+
+const char *avo_http_method(const avo_http_req *r);
+const char *avo_http_path(const avo_http_req *r);
+const char *avo_http_query(const avo_http_req *r, const char *key);
+const char *avo_http_header(const avo_http_req *r, const char *key);
+const char *avo_http_body(const avo_http_req *r, size_t *len);
+
+/* Per-request user data and close notification. */
+void avo_http_set_data(avo_http_req *r, void *data, avo_http_close_cb on_close);
+void *avo_http_data(const avo_http_req *r);
+/* Keep the request object alive across asynchronous work; an unref'd request
+ * whose client has gone is freed. */
+void avo_http_ref(avo_http_req *r);
+void avo_http_unref(avo_http_req *r);
+int avo_http_gone(const avo_http_req *r);
+
+/* Answer with JSON; body is stolen. */
+void avo_http_reply_json(avo_http_req *r, int status, json_t *body);
+/* Answer {"error":{"code","message"}}. */
+void avo_http_reply_error(avo_http_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+int avo_http_stream_start(avo_http_req *r, const char *content_type, avo_http_pull_cb pull);
+void avo_http_stream_write(avo_http_req *r, const char *data, size_t len);
+void avo_http_stream_end(avo_http_req *r);
+
+#endif

@@ -1,0 +1,342 @@
+/* avod: the avo daemon. One per cluster: the HTTP/JSON API, job lifecycle and
+ * the evolution engine, all on one libuv loop; state lives in PostgreSQL.
+ * It never runs candidate code (workers do). */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "api.h"
+#include "avo_config.h"
+#include "avo_home.h"
+#include "avo_log.h"
+#include "avo_paths.h"
+#include "avo_version.h"
+#include "db.h"
+#include "engine.h"
+#include "http.h"
+#include "migrate.h"
+#include "pgembed.h"
+
+typedef struct {
+    char config[AVO_CFG_STRLEN];
+    char home[AVO_CFG_STRLEN];
+    char db[AVO_CFG_STRLEN];
+    char socket[AVO_CFG_STRLEN];
+    char kernels[AVO_CFG_STRLEN];
+    char sql_dir[AVO_CFG_STRLEN];
+    char pg_bindir[AVO_CFG_STRLEN];
+    char pg_user[AVO_CFG_STRLEN];
+    char log_level[AVO_CFG_STRLEN];
+    long long engine_interval_ms;
+} avod_settings;
+
+#define ROW(name, type, field, dflt, env, lo, hi, help) \
+    {name, type, offsetof(avod_settings, field), dflt, env, lo, hi, help}
+static const avo_cfg_row avod_rows[] = {
+    ROW("config", AVO_CFG_STR, config, NULL, "AVO_CONFIG", 1, 0, "config file ('name = value' lines)"),
+    ROW("home", AVO_CFG_STR, home, NULL, "AVO_HOME", 1, 0,
+        "state directory (default /var/lib/avo as root, else ~/.local/state/avo)"),
+    ROW("db", AVO_CFG_STR, db, NULL, "AVO_DB", 1, 0,
+        "PostgreSQL connection string; empty = embedded PostgreSQL under the state directory"),
+    ROW("socket", AVO_CFG_STR, socket, NULL, NULL, 1, 0, "API unix socket (default <home>/avod.sock)"),
+    ROW("kernels", AVO_CFG_STR, kernels, NULL, "AVO_KERNELS", 1, 0, "problem packages root"),
+    ROW("sql-dir", AVO_CFG_STR, sql_dir, NULL, NULL, 1, 0, "schema migrations directory"),
+    ROW("pg-bindir", AVO_CFG_STR, pg_bindir, NULL, NULL, 1, 0, "PostgreSQL server binaries (embedded mode)"),
+    ROW("pg-user", AVO_CFG_STR, pg_user, NULL, NULL, 1, 0,
+        "OS user for the embedded PostgreSQL when avod runs as root (default postgres)"),
+    ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
+    ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
+        "evolution engine polling interval (NOTIFY wakes it sooner)"),
+};
+#undef ROW
+#define NROWS ((int)(sizeof avod_rows / sizeof avod_rows[0]))
+
+typedef struct {
+    uv_loop_t *loop;
+    avo_db db;
+    avo_db listen;
+    avo_engine *engine;
+    avo_api *api;
+    avo_http *http;
+    uv_signal_t sigint, sigterm;
+    int stopping;
+    int dbs_open;
+} avod;
+
+static void on_db_closed(avo_db *db)
+{
+    (void)db;
+}
+
+static void shutdown_daemon(avod *d)
+{
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    sd_notify(0, "STOPPING=1");
+    avo_info("avod", "shutting down");
+    /* Order: stop producing work, end client streams, then the database. The
+     * engine and the API free themselves in close callbacks that run after
+     * the database has failed their pending queries. */
+    avo_engine_stop(d->engine);
+    avo_api_stop(d->api);
+    avo_http_stop(d->http);
+    avo_db_close(&d->db, on_db_closed);
+    avo_db_close(&d->listen, on_db_closed);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    avo_info("avod", "received %s", strsignal(signum));
+    shutdown_daemon(s->data);
+}
+
+static void on_notify(void *arg, const char *channel, const char *payload)
+{
+    avod *d = arg;
+    if (!strcmp(channel, "avo_events"))
+        avo_api_job_event(d->api, strtoll(payload, NULL, 10));
+    else
+        avo_engine_kick(d->engine);
+}
+
+static void on_db_state(void *arg, int up)
+{
+    avod *d = arg;
+    if (up) {
+        avo_info("db", "connected");
+        avo_engine_kick(d->engine);
+    }
+}
+
+static int take_lock(const char *home, int *fd_out, char *err, size_t errlen)
+{
+    char path[AVO_CFG_STRLEN + 32];
+    snprintf(path, sizeof path, "%s/avod.lock", home);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "?";
+        ssize_t n = read(fd, pid, sizeof pid - 1);
+        pid[n > 0 ? n : 1] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        snprintf(err, errlen,
+                 "another avod (pid %s) is already running on state directory %s; stop it first "
+                 "or use another AVO_HOME",
+                 pid, home);
+        close(fd);
+        return -11;
+    }
+    if (ftruncate(fd, 0) == 0) {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+        if (write(fd, pid, (size_t)n) != n)
+            avo_warn("avod", "cannot write pid to %s", path);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+static int write_dsn_file(const char *home, const char *dsn)
+{
+    char path[AVO_CFG_STRLEN + 32], tmp[AVO_CFG_STRLEN + 40];
+    snprintf(path, sizeof path, "%s/avod.dsn", home);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* 0600: an external DSN may carry a password. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(dsn);
+    int ok = write(fd, dsn, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
+    close(fd);
+    if (!ok || rename(tmp, path) < 0)
+        return -5;
+    return 0;
+}
+
+/* Startup check and migrations on a short blocking connection, before the
+ * loop runs. */
+static int prepare_database(const char *dsn, const char *sql_dir, char *err, size_t errlen)
+{
+    PGconn *c = PQconnectdb(dsn);
+    if (PQstatus(c) != CONNECTION_OK) {
+        char m[512];
+        snprintf(m, sizeof m, "%s", PQerrorMessage(c));
+        m[strcspn(m, "\n")] = 0;
+        snprintf(err, errlen, "cannot connect to the database: %s; check --db / AVO_DB", m);
+        PQfinish(c);
+        return -111;
+    }
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    int rc = avo_migrate(c, sql_dir, err, errlen);
+    PQfinish(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    avod_settings s;
+    avod d;
+    avo_pgembed pg;
+    char err[2048];
+    int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0;
+    const char *dsn;
+
+    memset(&d, 0, sizeof d);
+    memset(&pg, 0, sizeof pg);
+    avo_log_init("avod");
+    signal(SIGPIPE, SIG_IGN);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            avo_config_usage(avod_rows, NROWS, "avod", "[options]");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("avod %s\n", AVO_VERSION);
+            return 0;
+        }
+    }
+    if (avo_config_load(avod_rows, NROWS, &s, argc, argv, &nrest, err, sizeof err) < 0) {
+        fprintf(stderr, "avod: %s\n", err);
+        return 2;
+    }
+    if (nrest > 1) {
+        fprintf(stderr, "avod: unexpected argument '%s' (see --help)\n", argv[1]);
+        return 2;
+    }
+    if (avo_log_set_level(s.log_level) < 0) {
+        fprintf(stderr, "avod: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
+        return 2;
+    }
+
+    /* An explicit state directory must exist (a typo should not silently
+     * create a second, empty installation); the default one is created. */
+    if (*s.home) {
+        struct stat st;
+        if (stat(s.home, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "avod: state directory %s does not exist; create it (mkdir -p) or unset "
+                            "AVO_HOME/--home to use the default\n", s.home);
+            return 1;
+        }
+    } else {
+        if (avo_home_default(s.home, sizeof s.home) < 0) {
+            fprintf(stderr, "avod: cannot determine a state directory; set AVO_HOME\n");
+            return 1;
+        }
+        /* mkdir -p semantics without a shell */
+        for (char *p = s.home + 1; *p; p++)
+            if (*p == '/') {
+                *p = 0;
+                mkdir(s.home, 0755);
+                *p = '/';
+            }
+        if (mkdir(s.home, 0755) < 0 && errno != EEXIST) {
+            fprintf(stderr, "avod: cannot create state directory %s: %s\n", s.home, strerror(errno));
+            return 1;
+        }
+    }
+    char real[PATH_MAX];
+    if (realpath(s.home, real) && strlen(real) < sizeof s.home)
+        memcpy(s.home, real, strlen(real) + 1);
+    if (!*s.socket) {
+        if (strlen(s.home) + sizeof AVO_SOCKET_NAME + 1 > sizeof s.socket) {
+            fprintf(stderr, "avod: state directory path too long\n");
+            return 1;
+        }
+        strcat(strcat(strcpy(s.socket, s.home), "/"), AVO_SOCKET_NAME);
+    }
+    if (!*s.kernels && avo_path_data("kernels", s.kernels, sizeof s.kernels) < 0) {
+        fprintf(stderr, "avod: no problem packages at %s; pass --kernels DIR\n", s.kernels);
+        return 1;
+    }
+    if (!*s.sql_dir && avo_path_data("sql", s.sql_dir, sizeof s.sql_dir) < 0) {
+        fprintf(stderr, "avod: no schema migrations at %s; pass --sql-dir DIR\n", s.sql_dir);
+        return 1;
+    }
+
+    if (take_lock(s.home, &lock_fd, err, sizeof err) < 0) {
+        fprintf(stderr, "avod: %s\n", err);
+        return 1;
+    }
+
+    if (*s.db) {
+        dsn = s.db;
+    } else {
+        if (avo_pgembed_start(&pg, s.home, s.pg_bindir, s.pg_user, err, sizeof err) < 0) {
+            fprintf(stderr, "avod: %s\n", err);
+            goto cleanup;
+        }
+        pg_started = 1;
+        dsn = pg.dsn;
+    }
+    if ((rc = prepare_database(dsn, s.sql_dir, err, sizeof err)) < 0) {
+        fprintf(stderr, "avod: %s\n", err);
+        rc = 1;
+        goto cleanup;
+    }
+    rc = 1;
+    if (write_dsn_file(s.home, dsn) < 0)
+        avo_warn("avod", "cannot write %s/avod.dsn; workers will need --db", s.home);
+
+    d.loop = uv_default_loop();
+    if (avo_db_init(&d.db, d.loop, dsn, "main") < 0 || avo_db_init(&d.listen, d.loop, dsn, "listen") < 0)
+        goto cleanup;
+    loop_ready = 1;
+    avo_db_set_callbacks(&d.db, NULL, on_db_state, &d);
+    avo_db_set_callbacks(&d.listen, on_notify, NULL, &d);
+    avo_db_listen(&d.listen, "avo_eval_done");
+    avo_db_listen(&d.listen, "avo_jobs");
+    avo_db_listen(&d.listen, "avo_events");
+    if (avo_engine_start(&d.engine, d.loop, &d.db, s.kernels, (unsigned)s.engine_interval_ms) < 0 ||
+        avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels) < 0)
+        goto cleanup;
+    if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0) {
+        fprintf(stderr, "avod: %s\n", err);
+        avo_engine_stop(d.engine);
+        avo_api_stop(d.api);
+        avo_db_close(&d.db, on_db_closed);
+        avo_db_close(&d.listen, on_db_closed);
+        uv_run(d.loop, UV_RUN_DEFAULT);
+        goto cleanup;
+    }
+    avo_db_connect(&d.db);
+    avo_db_connect(&d.listen);
+    uv_signal_init(d.loop, &d.sigint);
+    uv_signal_init(d.loop, &d.sigterm);
+    d.sigint.data = d.sigterm.data = &d;
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+
+    avo_info("avod", "avod %s ready: api %s, kernels %s, database %s", AVO_VERSION, s.socket, s.kernels,
+             *s.db ? "external (--db)" : "embedded");
+    sd_notify(0, "READY=1");
+    uv_run(d.loop, UV_RUN_DEFAULT);
+    rc = 0;
+
+cleanup:
+    if (loop_ready)
+        uv_loop_close(d.loop);
+    if (pg_started)
+        avo_pgembed_stop(&pg);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    if (rc == 0)
+        avo_info("avod", "stopped");
+    return rc;
+}

@@ -1,0 +1,261 @@
+#include "pgembed.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libpq-fe.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "avo_log.h"
+
+static int is_exec(const char *dir, const char *prog)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, prog);
+    return access(p, X_OK) == 0;
+}
+
+int avo_pgembed_find_bindir(char *out, size_t len)
+{
+    /* Debian keeps server binaries out of PATH, one directory per major version. */
+    DIR *d = opendir("/usr/lib/postgresql");
+    int best = -1;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            char *end;
+            long v = strtol(e->d_name, &end, 10);
+            char dir[512];
+            snprintf(dir, sizeof dir, "/usr/lib/postgresql/%s/bin", e->d_name);
+            if (*end == 0 && v > best && is_exec(dir, "initdb") && is_exec(dir, "pg_ctl"))
+                best = (int)v;
+        }
+        closedir(d);
+    }
+    if (best >= 0) {
+        snprintf(out, len, "/usr/lib/postgresql/%d/bin", best);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (path) {
+        char *copy = strdup(path), *save = NULL;
+        for (char *tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
+            if (is_exec(tok, "initdb") && is_exec(tok, "pg_ctl")) {
+                snprintf(out, len, "%s", tok);
+                free(copy);
+                return 0;
+            }
+        free(copy);
+    }
+    return -2;
+}
+
+/* Run a PostgreSQL tool as the server's user; stdout/stderr go to the log. */
+static int run_tool(const avo_pgembed *pg, char *const argv[], int quiet)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        if (geteuid() == 0) {
+            if (setgroups(0, NULL) < 0 || setgid(pg->gid) < 0 || setuid(pg->uid) < 0)
+                _exit(126);
+        }
+        /* Opened after dropping privileges so the server's user owns the log. */
+        if (quiet) {
+            int fd = open(pg->logfile, O_WRONLY | O_APPEND | O_CREAT, 0600);
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+                close(fd);
+            }
+        }
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        /* initdb and the server must not inherit avod's listening sockets or locks. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st) == 0 ? 0 : -WEXITSTATUS(st) - 1000;
+    return -1000 - 128 - (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int mkdir_owned(const avo_pgembed *pg, const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) < 0 && errno != EEXIST)
+        return -errno;
+    if (geteuid() == 0 && chown(path, pg->uid, pg->gid) < 0)
+        return -errno;
+    chmod(path, mode);
+    return 0;
+}
+
+/* As root the server runs as an unprivileged user, who must be able to walk
+ * down to the data directory; check that up front for a clear message. */
+static int check_reachable(const avo_pgembed *pg, char *err, size_t errlen)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setgid(pg->gid) < 0 || setuid(pg->uid) < 0)
+            _exit(2);
+        _exit(access(pg->home, X_OK) == 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "the embedded PostgreSQL runs as user '%s', who cannot reach the state directory %s; "
+             "choose an AVO_HOME that user can traverse (e.g. /var/lib/avo) or pass --db",
+             pg->os_user, pg->home);
+    return -13;
+}
+
+static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
+{
+    char dsn[1400];
+    snprintf(dsn, sizeof dsn, "host=%s dbname=postgres user=avo connect_timeout=10", pg->rundir);
+    PGconn *c = PQconnectdb(dsn);
+    if (PQstatus(c) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to the embedded PostgreSQL at %s: %s", pg->rundir,
+                 PQerrorMessage(c));
+        PQfinish(c);
+        return -111;
+    }
+    PGresult *r = PQexec(c, "SELECT 1 FROM pg_database WHERE datname = 'avo'");
+    int exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    int rc = 0;
+    if (!exists) {
+        r = PQexec(c, "CREATE DATABASE avo");
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            snprintf(err, errlen, "cannot create database avo: %s", PQresultErrorMessage(r));
+            rc = -5;
+        }
+        PQclear(r);
+    }
+    PQfinish(c);
+    snprintf(pg->dsn, sizeof pg->dsn, "host=%s dbname=avo user=avo", pg->rundir);
+    return rc;
+}
+
+int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user,
+                      char *err, size_t errlen)
+{
+    memset(pg, 0, sizeof *pg);
+    snprintf(pg->home, sizeof pg->home, "%s/pg", home);
+    snprintf(pg->datadir, sizeof pg->datadir, "%s/data", pg->home);
+    snprintf(pg->rundir, sizeof pg->rundir, "%s/run", pg->home);
+    snprintf(pg->logfile, sizeof pg->logfile, "%s/postgresql.log", pg->home);
+
+    if (bindir && *bindir)
+        snprintf(pg->bindir, sizeof pg->bindir, "%s", bindir);
+    else if (avo_pgembed_find_bindir(pg->bindir, sizeof pg->bindir) < 0) {
+        snprintf(err, errlen, "no PostgreSQL server binaries (initdb, pg_ctl) found: install the "
+                              "'postgresql' package (make deps) or pass --pg-bindir or --db");
+        return -2;
+    }
+    if (!is_exec(pg->bindir, "initdb") || !is_exec(pg->bindir, "pg_ctl")) {
+        snprintf(err, errlen, "%s has no initdb/pg_ctl: fix --pg-bindir", pg->bindir);
+        return -2;
+    }
+
+    pg->uid = geteuid();
+    pg->gid = getegid();
+    if (geteuid() == 0) {
+        /* The server refuses to run as root. */
+        const char *user = os_user && *os_user ? os_user : NULL;
+        struct passwd *pw = user ? getpwnam(user) : getpwnam("postgres");
+        if (!pw && !user)
+            pw = getpwnam("nobody");
+        if (!pw) {
+            snprintf(err, errlen, "user '%s' for the embedded PostgreSQL does not exist",
+                     user ? user : "postgres");
+            return -2;
+        }
+        snprintf(pg->os_user, sizeof pg->os_user, "%s", pw->pw_name);
+        pg->uid = pw->pw_uid;
+        pg->gid = pw->pw_gid;
+    } else {
+        struct passwd *pw = getpwuid(pg->uid);
+        snprintf(pg->os_user, sizeof pg->os_user, "%s", pw ? pw->pw_name : "?");
+    }
+
+    int rc;
+    if ((rc = mkdir_owned(pg, pg->home, 0700)) < 0 || (rc = mkdir_owned(pg, pg->rundir, 0700)) < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", pg->home, strerror(-rc));
+        return rc;
+    }
+    if (geteuid() == 0 && (rc = check_reachable(pg, err, errlen)) < 0)
+        return rc;
+
+    char pgver[1200];
+    snprintf(pgver, sizeof pgver, "%s/PG_VERSION", pg->datadir);
+    char initdb[1100], pg_ctl[1100];
+    snprintf(initdb, sizeof initdb, "%s/initdb", pg->bindir);
+    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+
+    if (access(pgver, F_OK) != 0) {
+        avo_info("pg", "creating the embedded PostgreSQL cluster in %s (as %s)", pg->datadir, pg->os_user);
+        char *argv[] = {initdb, "-D", pg->datadir, "-U", "avo", "-A", "trust", "-E", "UTF8",
+                        "--locale=C", "--no-sync", NULL};
+        if ((rc = run_tool(pg, argv, 1)) < 0) {
+            snprintf(err, errlen, "initdb failed (exit %d); see %s", -rc - 1000, pg->logfile);
+            return -5;
+        }
+    }
+
+    char *status_argv[] = {pg_ctl, "-D", pg->datadir, "status", NULL};
+    if (run_tool(pg, status_argv, 1) == 0) {
+        /* Left running by an avod that was killed: we hold the state-directory
+         * lock, so it is ours to adopt. */
+        avo_warn("pg", "adopting the embedded PostgreSQL left running in %s", pg->datadir);
+    } else {
+        char opts[1400];
+        snprintf(opts, sizeof opts,
+                 "-c listen_addresses='' -k %s -c unix_socket_permissions=0700", pg->rundir);
+        char *argv[] = {pg_ctl, "-D", pg->datadir, "-l", pg->logfile, "-w", "-t", "60", "-o", opts,
+                        "start", NULL};
+        if ((rc = run_tool(pg, argv, 1)) < 0) {
+            snprintf(err, errlen, "the embedded PostgreSQL did not start; see %s", pg->logfile);
+            return -5;
+        }
+        pg->started_by_us = 1;
+        avo_info("pg", "embedded PostgreSQL started (socket in %s)", pg->rundir);
+    }
+    pg->started_by_us = 1;
+    return ensure_database(pg, err, errlen);
+}
+
+int avo_pgembed_stop(avo_pgembed *pg)
+{
+    if (!pg->started_by_us)
+        return 0;
+    char pg_ctl[1100];
+    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+    char *argv[] = {pg_ctl, "-D", pg->datadir, "-m", "fast", "-w", "-t", "60", "stop", NULL};
+    int rc = run_tool(pg, argv, 1);
+    if (rc < 0)
+        avo_warn("pg", "pg_ctl stop failed (%d); see %s", rc, pg->logfile);
+    else
+        avo_info("pg", "embedded PostgreSQL stopped");
+    pg->started_by_us = 0;
+    return rc;
+}

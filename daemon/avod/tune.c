@@ -1,0 +1,198 @@
+#include "tune.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SPACE_CAP (1ull << 40)
+#define ENUM_LIMIT 4096     /* enumerate spaces up to this many points */
+
+uint64_t avo_tune_rand(uint64_t *s)
+{
+    /* splitmix64: tiny, good enough for search decisions, reproducible. */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int rand_below(uint64_t *s, int n)
+{
+    return n <= 1 ? 0 : (int)(avo_tune_rand(s) % (uint64_t)n);
+}
+
+static double rand_unit(uint64_t *s)
+{
+    return (double)(avo_tune_rand(s) >> 11) / 9007199254740992.0;
+}
+
+uint64_t avo_tune_space_size(const avo_problem *p)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < p->nknobs; i++) {
+        n *= (uint64_t)p->knobs[i].nvalues;
+        if (n > SPACE_CAP)
+            return SPACE_CAP;
+    }
+    return n;
+}
+
+static int same(const avo_problem *p, const int64_t *a, const int64_t *b)
+{
+    return memcmp(a, b, (size_t)p->nknobs * sizeof *a) == 0;
+}
+
+static int seen(const avo_problem *p, const int64_t *v, const avo_tune_point *tried, int ntried,
+                const avo_tune_point *out, int nout)
+{
+    for (int i = 0; i < ntried; i++)
+        if (same(p, v, tried[i].v))
+            return 1;
+    for (int i = 0; i < nout; i++)
+        if (same(p, v, out[i].v))
+            return 1;
+    return 0;
+}
+
+static int index_of(const avo_knob_spec *k, int64_t v)
+{
+    for (int i = 0; i < k->nvalues; i++)
+        if (k->values[i] == v)
+            return i;
+    return -1;
+}
+
+static void decode(const avo_problem *p, uint64_t idx, int64_t *v)
+{
+    for (int i = 0; i < p->nknobs; i++) {
+        uint64_t nv = (uint64_t)p->knobs[i].nvalues;
+        v[i] = p->knobs[i].values[idx % nv];
+        idx /= nv;
+    }
+}
+
+static void random_point(const avo_problem *p, uint64_t *rng, int64_t *v)
+{
+    for (int i = 0; i < p->nknobs; i++)
+        v[i] = p->knobs[i].values[rand_below(rng, p->knobs[i].nvalues)];
+}
+
+/* Tournament of three among evaluated points with a positive score. */
+static const avo_tune_point *tournament(const avo_tune_point *const *pool, int npool, uint64_t *rng)
+{
+    const avo_tune_point *best = NULL;
+    for (int t = 0; t < 3; t++) {
+        const avo_tune_point *c = pool[rand_below(rng, npool)];
+        if (!best || c->score > best->score)
+            best = c;
+    }
+    return best;
+}
+
+static void mutate(const avo_problem *p, uint64_t *rng, int64_t *v)
+{
+    int changed = 0;
+    double rate = p->nknobs ? 1.0 / p->nknobs : 1.0;
+    while (!changed) {
+        for (int i = 0; i < p->nknobs; i++) {
+            const avo_knob_spec *k = &p->knobs[i];
+            if (k->nvalues < 2 || rand_unit(rng) >= rate)
+                continue;
+            int cur = index_of(k, v[i]), ni;
+            /* Mostly a step to a neighbouring value: knob values are usually
+             * ordered, and good settings cluster. */
+            if (cur >= 0 && rand_unit(rng) < 0.7) {
+                ni = cur + (rand_below(rng, 2) ? 1 : -1);
+                if (ni < 0)
+                    ni = 1;
+                if (ni >= k->nvalues)
+                    ni = k->nvalues - 2;
+            } else {
+                ni = rand_below(rng, k->nvalues);
+            }
+            if (k->values[ni] != v[i]) {
+                v[i] = k->values[ni];
+                changed = 1;
+            }
+        }
+        if (p->nknobs == 0)
+            break;
+    }
+}
+
+int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *tried, int ntried,
+                     int budget_left, avo_tune_point *out, int n)
+{
+    int nout = 0;
+    if (n <= 0 || p->nknobs == 0)
+        return 0;
+    uint64_t space = avo_tune_space_size(p);
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
+
+    if (space <= ENUM_LIMIT) {
+        /* Count what is left; if it all fits in the budget, enumerate. */
+        uint64_t left = 0;
+        for (uint64_t i = 0; i < space; i++) {
+            decode(p, i, v);
+            if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, NULL, 0))
+                left++;
+        }
+        if (left == 0)
+            return 0;
+        if (left <= (uint64_t)budget_left) {
+            for (uint64_t i = 0; i < space && nout < n; i++) {
+                decode(p, i, v);
+                if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout)) {
+                    memset(&out[nout], 0, sizeof out[nout]);
+                    memcpy(out[nout].v, v, sizeof v);
+                    nout++;
+                }
+            }
+            return nout;
+        }
+    }
+
+    const avo_tune_point **pool = malloc((size_t)(ntried + 1) * sizeof *pool);
+    int npool = 0;
+    if (!pool)
+        return 0;
+    for (int i = 0; i < ntried; i++)
+        if (tried[i].evaluated && tried[i].score > 0)
+            pool[npool++] = &tried[i];
+
+    while (nout < n) {
+        int found = 0;
+        for (int attempt = 0; attempt < 400 && !found; attempt++) {
+            if (npool == 0 || rand_unit(rng) < 0.1) {
+                random_point(p, rng, v);       /* restart: keeps exploring */
+            } else {
+                const avo_tune_point *a = tournament(pool, npool, rng);
+                memcpy(v, a->v, sizeof v);
+                if (npool > 1 && rand_unit(rng) < 0.4) {
+                    const avo_tune_point *b = tournament(pool, npool, rng);
+                    for (int i = 0; i < p->nknobs; i++)
+                        if (rand_below(rng, 2))
+                            v[i] = b->v[i];
+                }
+                mutate(p, rng, v);
+            }
+            if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout))
+                found = 1;
+        }
+        if (!found && space <= ENUM_LIMIT) {
+            /* Nearly exhausted: take any untried configuration. */
+            uint64_t start = avo_tune_rand(rng) % space;
+            for (uint64_t i = 0; i < space && !found; i++) {
+                decode(p, (start + i) % space, v);
+                if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout))
+                    found = 1;
+            }
+        }
+        if (!found)
+            break;
+        memset(&out[nout], 0, sizeof out[nout]);
+        memcpy(out[nout].v, v, sizeof v);
+        nout++;
+    }
+    free(pool);
+    return nout;
+}

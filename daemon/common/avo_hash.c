@@ -1,0 +1,15 @@
+#include "avo_hash.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+
+int avo_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+        return -5;
+    for (unsigned i = 0; i < mdlen; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}

@@ -1,0 +1,47 @@
+#include "avo_paths.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int avo_path_exe_dir(char *out, size_t len)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return -2;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(out, len, "%s", buf);
+    return 0;
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int avo_path_data(const char *what, char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    if (avo_path_exe_dir(exe, sizeof exe) < 0)
+        return -2;
+    const char *const rel[] = {"../..", "../share/avo"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s/%s/%s", exe, rel[i], what);
+        char real[PATH_MAX];
+        if (is_dir(cand) && realpath(cand, real)) {
+            snprintf(out, len, "%s", real);
+            return 0;
+        }
+    }
+    snprintf(out, len, "%s/../share/avo/%s", exe, what);
+    return -2;
+}

@@ -1,0 +1,15 @@
+/* Where the project's data lives relative to the running binary: in a build
+ * tree (build/bin/X -> ../../kernels) or an installation (PREFIX/bin/X ->
+ * PREFIX/share/avo/kernels). */
+#ifndef AVO_PATHS_H
+#define AVO_PATHS_H
+
+#include <stddef.h>
+
+/* Directory of /proc/self/exe. */
+int avo_path_exe_dir(char *out, size_t len);
+/* Find a data directory ("kernels", "sql"). Returns 0 or -2 if not found
+ * (out then holds the installed location that was tried). */
+int avo_path_data(const char *what, char *out, size_t len);
+
+#endif

@@ -1,0 +1,80 @@
+/* avo-harness <problem-dir> <candidate.so> <reference.so> --seed N
+ * Writes exactly one JSON result object to fd 3 when it is open (the
+ * worker's result pipe), else to stdout, and exits 0 when it could evaluate,
+ * whatever the candidate did. Exit 2: usage, spec or reference error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pos[3];
+    int npos = 0;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            seed = strtoull(argv[++i], &end, 10);
+            if (errno || *end || seed > (unsigned long long)INT64_MAX) {
+                fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
+                return 2;
+            }
+        } else if (argv[i][0] == '-' || npos == 3) {
+            fprintf(stderr, "avo-harness: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        } else {
+            pos[npos++] = argv[i];
+        }
+    }
+    if (npos != 3) {
+        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> --seed N\n");
+        return 2;
+    }
+    /* Decided before any candidate code runs, so a candidate cannot choose
+     * where the harness writes. */
+    int out = fcntl(3, F_GETFD) != -1 ? 3 : STDOUT_FILENO;
+
+    avo_problem p;
+    char err[1024];
+    if (avo_problem_load(&p, pos[0], err, sizeof err)) {
+        fprintf(stderr, "avo-harness: %s\n", err);
+        return 2;
+    }
+    json_t *result = NULL;
+    int rc = avo_harness_run(&p, pos[1], pos[2], seed, &result, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "avo-harness: %s\n", err);
+        fflush(stderr);
+        _exit(2);
+    }
+    char *text = json_dumps(result, JSON_COMPACT);
+    if (!text || write_all(out, text, strlen(text)) || write_all(out, "\n", 1)) {
+        fprintf(stderr, "avo-harness: cannot write the result\n");
+        fflush(stderr);
+        _exit(2);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    /* _exit: no candidate destructor or atexit handler runs after the result. */
+    _exit(0);
+}

@@ -1,0 +1,197 @@
+#include "tensors.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* splitmix64: tiny, good enough to make inputs non-trivial, and fully
+ * determined by the recorded seed. */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1): never zeros, which hardware may shortcut. */
+static float unit(uint64_t *s)
+{
+    return (float)((double)(mix(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static double load(const void *base, int64_t i, avo_dtype d)
+{
+    switch (d) {
+    case AVO_DTYPE_F32: return ((const float *)base)[i];
+    case AVO_DTYPE_F64: return ((const double *)base)[i];
+    case AVO_DTYPE_F16: return (double)((const _Float16 *)base)[i];
+    case AVO_DTYPE_BF16: return from_bf16(((const uint16_t *)base)[i]);
+    case AVO_DTYPE_I32: return ((const int32_t *)base)[i];
+    }
+    return NAN;
+}
+
+int avo_tensors_alloc(avo_tensors *t, const avo_problem *p, int config, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < p->ntensors; i++) {
+        int rc = avo_problem_tensor_elems(p, config, i, &t->elems[i], err, errlen);
+        if (rc) {
+            avo_tensors_free(t);
+            return rc;
+        }
+        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(p->tensors[i].dtype);
+        /* 64-byte alignment: what a vectorised candidate may assume. */
+        size_t alloc = (t->bytes[i] + 63) & ~(size_t)63;
+        t->ptr[i] = aligned_alloc(64, alloc);
+        t->n = i + 1;
+        if (!t->ptr[i]) {
+            snprintf(err, errlen, "cannot allocate %zu bytes for tensor %s", alloc, p->tensors[i].name);
+            avo_tensors_free(t);
+            return -ENOMEM;
+        }
+        memset(t->ptr[i], 0, alloc);
+    }
+    return 0;
+}
+
+void avo_tensors_free(avo_tensors *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->ptr[i]);
+    memset(t, 0, sizeof *t);
+}
+
+void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set)
+{
+    for (int i = 0; i < t->n; i++) {
+        if (p->tensors[i].role == AVO_ROLE_OUTPUT)
+            continue;
+        uint64_t s = seed ^ ((uint64_t)(config + 1) << 48) ^ ((uint64_t)(set + 1) << 32) ^ (uint64_t)(i + 1);
+        mix(&s);
+        for (int64_t e = 0; e < t->elems[i]; e++) {
+            float v = unit(&s);
+            switch (p->tensors[i].dtype) {
+            case AVO_DTYPE_F32: ((float *)t->ptr[i])[e] = v; break;
+            case AVO_DTYPE_F64: ((double *)t->ptr[i])[e] = (double)v; break;
+            case AVO_DTYPE_F16: ((_Float16 *)t->ptr[i])[e] = (_Float16)v; break;
+            case AVO_DTYPE_BF16: ((uint16_t *)t->ptr[i])[e] = to_bf16(v); break;
+            case AVO_DTYPE_I32: ((int32_t *)t->ptr[i])[e] = (int32_t)(v * 100.0f); break;
+            }
+        }
+    }
+}
+
+void avo_tensors_poison(avo_tensors *t, const avo_problem *p)
+{
+    for (int i = 0; i < t->n; i++) {
+        if (p->tensors[i].role != AVO_ROLE_OUTPUT)
+            continue;
+        int64_t n = t->elems[i];
+        switch (p->tensors[i].dtype) {
+        case AVO_DTYPE_F32: {
+            uint32_t *u = t->ptr[i];
+            for (int64_t e = 0; e < n; e++)
+                u[e] = 0x7fc5a5a5u;
+            break;
+        }
+        case AVO_DTYPE_F64: {
+            uint64_t *u = t->ptr[i];
+            for (int64_t e = 0; e < n; e++)
+                u[e] = 0x7ff8a5a5a5a5a5a5ull;
+            break;
+        }
+        case AVO_DTYPE_F16:
+        case AVO_DTYPE_BF16: {
+            uint16_t *u = t->ptr[i];
+            const uint16_t pat = p->tensors[i].dtype == AVO_DTYPE_F16 ? 0x7e5a : 0x7fc5;
+            for (int64_t e = 0; e < n; e++)
+                u[e] = pat;
+            break;
+        }
+        case AVO_DTYPE_I32: {
+            int32_t *u = t->ptr[i];
+            for (int64_t e = 0; e < n; e++)
+                u[e] = 0x5a5a5a5a;
+            break;
+        }
+        }
+    }
+}
+
+void avo_tensors_copy_inputs(avo_tensors *dst, const avo_tensors *src, const avo_problem *p)
+{
+    for (int i = 0; i < src->n && i < dst->n; i++)
+        if (p->tensors[i].role != AVO_ROLE_OUTPUT)
+            memcpy(dst->ptr[i], src->ptr[i], src->bytes[i]);
+}
+
+int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine, const avo_problem *p,
+                               int64_t *elem)
+{
+    for (int i = 0; i < t->n; i++) {
+        if (p->tensors[i].role != AVO_ROLE_INPUT)
+            continue;
+        if (memcmp(t->ptr[i], pristine->ptr[i], t->bytes[i]) == 0)
+            continue;
+        size_t es = avo_dtype_size(p->tensors[i].dtype);
+        const unsigned char *a = t->ptr[i], *b = pristine->ptr[i];
+        *elem = 0;
+        for (int64_t e = 0; e < t->elems[i]; e++)
+            if (memcmp(a + e * es, b + e * es, es) != 0) {
+                *elem = e;
+                break;
+            }
+        return i;
+    }
+    return -1;
+}
+
+void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
+                         avo_check *out)
+{
+    memset(out, 0, sizeof *out);
+    double num = 0, den = 0;
+    for (int64_t e = 0; e < n; e++) {
+        double g = load(got, e, d), w = load(want, e, d);
+        if (!isfinite(g)) {
+            out->nonfinite = 1;
+            out->worst = e;
+            out->got = g;
+            out->want = w;
+            out->rel_l2 = INFINITY;
+            out->max_abs = INFINITY;
+            return;
+        }
+        double diff = fabs(g - w);
+        num += diff * diff;
+        den += w * w;
+        if (diff > out->max_abs || e == 0) {
+            out->max_abs = diff;
+            out->worst = e;
+            out->got = g;
+            out->want = w;
+        }
+    }
+    out->rel_l2 = den > 0 ? sqrt(num) / sqrt(den) : sqrt(num);
+    out->pass = out->rel_l2 <= tol.rel_l2 && out->max_abs <= tol.max_abs;
+}

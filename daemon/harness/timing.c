@@ -1,0 +1,91 @@
+#include "timing.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double avo_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t llc_bytes(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (!f)
+        return 0;
+    unsigned long long v = 0;
+    char unit = 0;
+    int n = fscanf(f, "%llu%c", &v, &unit);
+    fclose(f);
+    if (n < 1)
+        return 0;
+    if (unit == 'K')
+        v <<= 10;
+    else if (unit == 'M')
+        v <<= 20;
+    return (size_t)v;
+}
+
+int avo_flusher_init(avo_flusher *f)
+{
+    size_t llc = llc_bytes();
+    f->bytes = llc ? 2 * llc : (64u << 20);
+    f->buf = malloc(f->bytes);
+    if (!f->buf)
+        return -ENOMEM;
+    memset(f->buf, 1, f->bytes);
+    return 0;
+}
+
+static volatile unsigned char flush_sink;
+
+void avo_flusher_run(avo_flusher *f)
+{
+    /* Read-modify-write of every cache line evicts the candidate's data from
+     * every level; the volatile sink keeps the compiler from dropping it. */
+    unsigned char acc = 0;
+    for (size_t i = 0; i < f->bytes; i += 64) {
+        f->buf[i]++;
+        acc ^= f->buf[i];
+    }
+    flush_sink = acc;
+}
+
+void avo_flusher_free(avo_flusher *f)
+{
+    free(f->buf);
+    f->buf = NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void avo_stats_compute(double *t, int n, avo_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (n < 1)
+        return;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += t[i];
+    s->runs = n;
+    s->mean = sum / n;
+    double var = 0;
+    for (int i = 0; i < n; i++)
+        var += (t[i] - s->mean) * (t[i] - s->mean);
+    s->stddev = n > 1 ? sqrt(var / (n - 1)) : 0;
+    s->rse = s->mean > 0 && n > 1 ? s->stddev / sqrt((double)n) / s->mean : 1.0;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    s->min = t[0];
+    s->max = t[n - 1];
+    s->median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}

@@ -1,0 +1,282 @@
+#include "compile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "avo_hash.h"
+#include "sandbox.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int avo_mkdir_p(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    for (char *s = tmp + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return -errno;
+        *s = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    while (len) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno ? errno : EIO;
+            close(fd);
+            return -e;
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+    return close(fd) ? -errno : 0;
+}
+
+static char *read_small(const char *path, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *b = malloc(cap + 1);
+    size_t n = b ? fread(b, 1, cap, f) : 0;
+    fclose(f);
+    if (b)
+        b[n] = 0;
+    return b;
+}
+
+/* One entry is enough: a process uses one compiler. */
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static char ident_cc[256];
+static char ident_line[512];
+
+int avo_compile_identity(const char *cc, char *out, size_t outlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&ident_lock);
+    if (ident_line[0] && strcmp(ident_cc, cc) == 0) {
+        snprintf(out, outlen, "%s", ident_line);
+        goto cleanup;
+    }
+    char *argv[] = {(char *)cc, "--version", NULL};
+    avo_sandbox_opts so = {.argv = argv, .cwd = "/", .timeout_s = 30, .out_cap = 4096, .keep_head = 1};
+    avo_sandbox_result sr;
+    char err[256];
+    if ((rc = avo_sandbox_run(&so, &sr, err, sizeof err)))
+        goto cleanup;
+    if (!sr.exited || sr.exit_code != 0 || !sr.out_len) {
+        avo_sandbox_result_free(&sr);
+        rc = -EIO;
+        goto cleanup;
+    }
+    sr.out[strcspn(sr.out, "\n")] = 0;
+    snprintf(ident_cc, sizeof ident_cc, "%s", cc);
+    snprintf(ident_line, sizeof ident_line, "%s", sr.out);
+    snprintf(out, outlen, "%s", ident_line);
+    avo_sandbox_result_free(&sr);
+cleanup:
+    pthread_mutex_unlock(&ident_lock);
+    return rc;
+}
+
+/* The target: machine, any -m flags, and for -march=native what "native"
+ * means here (the CPU's model and feature flags), so a cache shared between
+ * hosts never hands one CPU's object to another. */
+static void target_id(const avo_problem *p, char *out, size_t outlen)
+{
+    struct utsname u;
+    int native = 0;
+    size_t n = 0;
+    if (uname(&u) == 0)
+        n += (size_t)snprintf(out + n, outlen - n, "%s", u.machine);
+    for (int i = 0; i < p->ncflags && n < outlen; i++) {
+        if (strncmp(p->cflags[i], "-m", 2) == 0)
+            n += (size_t)snprintf(out + n, outlen - n, " %s", p->cflags[i]);
+        if (strstr(p->cflags[i], "=native"))
+            native = 1;
+    }
+    if (!native || n >= outlen)
+        return;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[8192];
+    int seen_model = 0, seen_flags = 0;
+    while (fgets(line, sizeof line, f) && !(seen_model && seen_flags) && n < outlen) {
+        if (!seen_model && strncmp(line, "model name", 10) == 0) {
+            seen_model = 1;
+            n += (size_t)snprintf(out + n, outlen - n, " | %s", line);
+        } else if (!seen_flags && strncmp(line, "flags", 5) == 0) {
+            seen_flags = 1;
+            n += (size_t)snprintf(out + n, outlen - n, " | %s", line);
+        }
+    }
+    fclose(f);
+}
+
+static int cache_key(const avo_problem *p, const char *ident, const char *src, size_t len, char key[65])
+{
+    char target[10240];
+    target_id(p, target, sizeof target);
+    char *buf = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&buf, &blen);
+    if (!f)
+        return -ENOMEM;
+    /* NUL separators keep field boundaries unambiguous. */
+    fprintf(f, "avo-compile-v1%c%s%c%s%c", 0, ident, 0, target, 0);
+    for (int i = 0; i < p->ncflags; i++)
+        fprintf(f, "%s%c", p->cflags[i], 0);
+    fprintf(f, "-shared%c-fPIC%c%c", 0, 0, 0);
+    fwrite(src, 1, len, f);
+    if (fclose(f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    int rc = avo_sha256_hex(buf, blen, key);
+    free(buf);
+    return rc;
+}
+
+int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,
+                avo_compile_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    const char *cc = o->cc ? o->cc : "cc";
+    const double start = now();
+    char ident[512], cache[4096], path[4300], logpath[4300], failpath[4300], tmp[4400], srcpath[4300];
+    char *argv[48];
+    int argc = 0, rc;
+    avo_sandbox_result sr = {0};
+
+    if ((rc = avo_compile_identity(cc, ident, sizeof ident))) {
+        snprintf(err, errlen, "cannot run '%s --version' (is a C compiler installed?)", cc);
+        return rc;
+    }
+    if ((rc = avo_mkdir_p(o->cache_dir)) || !realpath(o->cache_dir, cache)) {
+        rc = rc ? rc : -errno;
+        snprintf(err, errlen, "cannot create the compile cache %s: %s", o->cache_dir, strerror(-rc));
+        return rc;
+    }
+    if ((rc = cache_key(p, ident, src, len, r->key))) {
+        snprintf(err, errlen, "cannot hash the source");
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/%s.so", cache, r->key);
+    snprintf(logpath, sizeof logpath, "%s/%s.log", cache, r->key);
+    snprintf(failpath, sizeof failpath, "%s/%s.fail", cache, r->key);
+    snprintf(r->so_path, sizeof r->so_path, "%s", path);
+
+    if (access(path, R_OK) == 0 || access(failpath, R_OK) == 0) {
+        r->cached = 1;
+        r->ok = access(path, R_OK) == 0;
+        r->log = read_small(r->ok ? logpath : failpath, AVO_COMPILE_LOG_CAP);
+        if (!r->log)
+            r->log = strdup("");
+        r->seconds = now() - start;
+        return r->log ? 0 : -ENOMEM;
+    }
+
+    snprintf(srcpath, sizeof srcpath, "%s/%s", o->work_dir, name);
+    if ((rc = write_file(srcpath, src, len))) {
+        snprintf(err, errlen, "cannot write %s: %s", srcpath, strerror(-rc));
+        return rc;
+    }
+    /* Compiled beside its final place and renamed: readers never see a
+     * half-written object, and concurrent compiles of one key both succeed. */
+    static unsigned counter;
+    snprintf(tmp, sizeof tmp, "%s/.%s.%d.%u.tmp", cache, r->key, (int)getpid(),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    argv[argc++] = (char *)cc;
+    for (int i = 0; i < p->ncflags; i++)
+        argv[argc++] = p->cflags[i];
+    argv[argc++] = "-shared";
+    argv[argc++] = "-fPIC";
+    argv[argc++] = "-o";
+    argv[argc++] = tmp;
+    argv[argc++] = (char *)name;
+    argv[argc] = NULL;
+    avo_sandbox_opts so = {.argv = argv,
+                           .cwd = o->work_dir,
+                           .timeout_s = o->timeout_s > 0 ? o->timeout_s : 120,
+                           .nproc = 0,
+                           .out_cap = AVO_COMPILE_LOG_CAP,
+                           .keep_head = 1,
+                           .should_cancel = o->should_cancel,
+                           .cancel_arg = o->cancel_arg};
+    if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
+        return rc;
+    r->seconds = now() - start;
+    r->timed_out = sr.timed_out;
+    r->cancelled = sr.cancelled;
+    /* Compilers write diagnostics to stderr; keep stdout too, in case. */
+    size_t loglen = sr.err_len + sr.out_len;
+    if (loglen > AVO_COMPILE_LOG_CAP)
+        loglen = AVO_COMPILE_LOG_CAP;
+    r->log = malloc(loglen + 128);
+    if (!r->log) {
+        avo_sandbox_result_free(&sr);
+        unlink(tmp);
+        return -ENOMEM;
+    }
+    size_t n = (size_t)snprintf(r->log, loglen + 1, "%s%s", sr.err, sr.out);
+    if (n > loglen)
+        n = loglen;
+    if (sr.timed_out)
+        snprintf(r->log + n, 128, "%scompiler timed out after %.0f s", n ? "\n" : "", so.timeout_s);
+    else if (sr.signal)
+        snprintf(r->log + n, 128, "%scompiler killed by signal %d", n ? "\n" : "", sr.signal);
+
+    if (sr.exited && sr.exit_code == 0 && access(tmp, R_OK) == 0) {
+        if (rename(tmp, path) != 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot store %s: %s", path, strerror(errno));
+            unlink(tmp);
+            goto cleanup;
+        }
+        r->ok = 1;
+        write_file(logpath, r->log, strlen(r->log));
+    } else {
+        unlink(tmp);
+        /* Only a clean compiler verdict is cached; timeouts and signals may
+         * be the machine's fault, not the source's. */
+        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled)
+            write_file(failpath, r->log, strlen(r->log));
+    }
+cleanup:
+    avo_sandbox_result_free(&sr);
+    return rc;
+}
+
+void avo_compile_result_free(avo_compile_result *r)
+{
+    free(r->log);
+    r->log = NULL;
+}

@@ -1,0 +1,50 @@
+/* Compile one C source into a shared object through a content-addressed
+ * cache: the key is sha256 over the source, the flags, the compiler's
+ * identity and the target, so a hit is always the object the same compile
+ * would produce. The compiler runs in the sandbox under a timeout. */
+#ifndef AVO_COMPILE_H
+#define AVO_COMPILE_H
+
+#include <stddef.h>
+
+#include "avo_problem.h"
+
+/* Compiler messages kept per compile. */
+#define AVO_COMPILE_LOG_CAP 8192
+
+typedef struct {
+    const char *cc;             /* NULL = "cc" */
+    const char *cache_dir;      /* created if missing */
+    const char *work_dir;       /* an existing scratch dir for the source file */
+    double timeout_s;           /* <= 0: 120 */
+    int (*should_cancel)(void *arg);
+    void *cancel_arg;
+} avo_compile_opts;
+
+typedef struct {
+    int ok;                     /* so_path holds a loadable object */
+    int cached;                 /* no compiler ran */
+    int timed_out;
+    int cancelled;
+    double seconds;
+    char key[65];
+    char so_path[4400];
+    char *log;                  /* compiler messages (capped), owned, never NULL after success */
+} avo_compile_result;
+
+/* Compile src (file name `name` in messages, e.g. "cand.c") with the
+ * problem's cflags plus -shared -fPIC. Returns 0 when the compile ran or
+ * was served from the cache (r->ok says whether it succeeded), or a negative
+ * int with err when it could not be attempted. */
+int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,
+                avo_compile_result *r, char *err, size_t errlen);
+void avo_compile_result_free(avo_compile_result *r);
+
+/* The first line of `cc --version`, computed once per process and compiler.
+ * Returns 0 or a negative int. */
+int avo_compile_identity(const char *cc, char *out, size_t outlen);
+
+/* mkdir -p with mode 0700 for each created component. */
+int avo_mkdir_p(const char *path);
+
+#endif

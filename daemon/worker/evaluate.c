@@ -1,0 +1,557 @@
+#include "evaluate.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "sandbox.h"
+
+#define DEFAULT_TIMEOUT_S 120.0
+
+static const char *const outcomes[] = {"ok", "compile_error", "crash", "timeout", "wrong_result",
+                                       "cheat_suspected", "cancelled", NULL};
+
+static int known_outcome(const char *s)
+{
+    for (const char *const *o = outcomes; *o; o++)
+        if (strcmp(*o, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* The daemon stores detail as one line of evidence. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\n' || *s == '\r' || *s == '\t')
+            *s = ' ';
+}
+
+/* The last non-empty line of a capture, for a crash's detail. */
+static void last_line(const char *text, char *out, size_t outlen)
+{
+    out[0] = 0;
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        n--;
+    size_t b = n;
+    while (b && text[b - 1] != '\n')
+        b--;
+    snprintf(out, outlen, "%.*s", (int)(n - b), text + b);
+    one_line(out);
+}
+
+/* First compiler line that names an error, else the first line. */
+static void first_error(const char *log, char *out, size_t outlen)
+{
+    const char *s = log, *pick = NULL;
+    while (s && *s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (!pick && n)
+            pick = s;
+        if (memmem(s, n, "error", 5)) {
+            pick = s;
+            break;
+        }
+        s = e ? e + 1 : NULL;
+    }
+    if (!pick) {
+        snprintf(out, outlen, "compilation failed");
+        return;
+    }
+    size_t n = strcspn(pick, "\n");
+    snprintf(out, outlen, "%.*s", (int)n, pick);
+}
+
+static json_t *base_result(const avo_problem *p, const char *outcome, const char *detail, uint64_t seed)
+{
+    char d[1024];
+    snprintf(d, sizeof d, "%s", detail);
+    one_line(d);
+    return json_pack("{s:s, s:s, s:f, s:s, s:[], s:I}", "outcome", outcome, "detail", d, "aggregate", 0.0,
+                     "unit", p->unit, "configs", "rng_seed", (json_int_t)seed);
+}
+
+static json_t *compile_json(const avo_compile_result *c)
+{
+    return json_pack("{s:b, s:f, s:s}", "cached", c->cached, "seconds", c->seconds, "log", c->log ? c->log : "");
+}
+
+static json_t *sandbox_json(const avo_sandbox_result *s)
+{
+    json_t *sig = json_null();
+    if (s->signal) {
+        char name[32];
+        const char *abbrev = sigabbrev_np(s->signal);
+        if (abbrev)
+            snprintf(name, sizeof name, "SIG%s", abbrev);
+        else
+            snprintf(name, sizeof name, "%d", s->signal);
+        sig = json_string(name);
+    }
+    return json_pack("{s:f, s:o, s:o, s:b, s:o, s:s, s:s}", "wall_s", s->wall_s, "exit",
+                     s->exited ? json_integer(s->exit_code) : json_null(), "signal", sig, "netns", s->netns,
+                     "netns_note", s->netns_note[0] ? json_string(s->netns_note) : json_null(), "stdout_tail",
+                     s->out ? s->out : "", "stderr_tail", s->err ? s->err : "");
+}
+
+/* Enforce the rule the daemon relies on: not ok means no score at all. */
+static void zero_scores(json_t *res)
+{
+    json_object_set_new(res, "aggregate", json_real(0));
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(res, "configs"), i, c) json_object_set_new(c, "score", json_real(0));
+}
+
+/* Accept the harness's JSON only if it is well-formed and consistent. */
+static json_t *parse_harness_result(const avo_problem *p, const avo_sandbox_result *s, char *why, size_t wl)
+{
+    if (!s->result || !s->result_len) {
+        snprintf(why, wl, "no result");
+        return NULL;
+    }
+    if (s->result_truncated) {
+        snprintf(why, wl, "result larger than the 1 MiB cap");
+        return NULL;
+    }
+    json_error_t je;
+    json_t *r = json_loads(s->result, 0, &je);
+    if (!r) {
+        snprintf(why, wl, "malformed result (%s)", je.text);
+        return NULL;
+    }
+    json_t *o = json_object_get(r, "outcome"), *cf = json_object_get(r, "configs");
+    if (!json_is_object(r) || !json_is_string(o) || !known_outcome(json_string_value(o)) || !json_is_array(cf)) {
+        snprintf(why, wl, "result without a valid outcome or configs");
+        json_decref(r);
+        return NULL;
+    }
+    if (strcmp(json_string_value(o), "ok") == 0) {
+        json_t *ag = json_object_get(r, "aggregate");
+        if (!json_is_number(ag) || !(json_number_value(ag) > 0) || (int)json_array_size(cf) != p->nconfigs) {
+            snprintf(why, wl, "ok result without a positive aggregate for every config");
+            json_decref(r);
+            return NULL;
+        }
+    } else {
+        zero_scores(r);
+    }
+    if (!json_is_string(json_object_get(r, "detail")))
+        json_object_set_new(r, "detail", json_string(""));
+    json_object_set_new(r, "unit", json_string(p->unit));
+    return r;
+}
+
+static int mkscratch(const char *root, char *out, size_t outlen, char *err, size_t errlen)
+{
+    if (snprintf(out, outlen, "%s/avo-eval-XXXXXX", root) >= (int)outlen) {
+        snprintf(err, errlen, "scratch root path too long");
+        return -ENAMETOOLONG;
+    }
+    if (!mkdtemp(out)) {
+        int e = errno;
+        snprintf(err, errlen, "cannot create a scratch dir under %s: %s", root, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    while (1) {
+        if (n + 4096 + 1 > cap) {
+            char *g = realloc(buf, cap = cap ? cap * 2 : 16384);
+            if (!g) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = g;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* Address space for the harness: 4 GiB, more when the tensors need it
+ * (each config's tensors live in four copies plus the kept reference
+ * outputs), so a big problem is not mistaken for a crashing candidate. */
+static unsigned long long harness_as(const avo_problem *p)
+{
+    double need = 0;
+    for (int c = 0; c < p->nconfigs; c++) {
+        double cfg = 0;
+        for (int t = 0; t < p->ntensors; t++) {
+            int64_t n = 0;
+            if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
+                cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype);
+        }
+        need += cfg * (p->check_input_sets + 1) + 4 * cfg;
+    }
+    need += 1.0 * (1ull << 30);
+    double as = need > 4.0 * (1ull << 30) ? need : 4.0 * (1ull << 30);
+    return (unsigned long long)as;
+}
+
+int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
+                       char *err, size_t errlen)
+{
+    int rc = 0;
+    char scratch[4200] = "", srcdir[4300], rundir[4300], harness[PATH_MAX];
+    avo_compile_result ref = {0}, cand = {0};
+    avo_sandbox_result sr = {0};
+    char *ref_src = NULL;
+    json_t *res = NULL;
+    *result = NULL;
+
+    const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
+    uint64_t seed = o->rng_seed;
+    if (!seed) {
+        if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+            seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
+    }
+    seed &= INT64_MAX; /* JSON integers are signed 64-bit */
+    if (!seed)
+        seed = 1;
+
+    if (!o->harness_path || !realpath(o->harness_path, harness) || access(harness, X_OK) != 0) {
+        snprintf(err, errlen, "harness not found or not executable: %s (build it with `make build/bin/avo-harness` "
+                 "or pass --harness)", o->harness_path ? o->harness_path : "(none)");
+        return -ENOENT;
+    }
+    if (!o->cache_dir) {
+        snprintf(err, errlen, "no compile cache directory");
+        return -EINVAL;
+    }
+    if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
+        return rc;
+    snprintf(srcdir, sizeof srcdir, "%s/src", scratch);
+    snprintf(rundir, sizeof rundir, "%s/run", scratch);
+    if (avo_mkdir_p(srcdir) || avo_mkdir_p(rundir)) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot create scratch dirs in %s", scratch);
+        goto cleanup;
+    }
+
+    avo_compile_opts co = {.cc = o->cc, .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
+                           .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
+    char refpath[4400];
+    size_t ref_len = 0;
+    snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
+    if (!(ref_src = read_file(refpath, &ref_len))) {
+        rc = -errno ? -errno : -EIO;
+        snprintf(err, errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
+        goto cleanup;
+    }
+    if ((rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen)))
+        goto cleanup;
+    if (!ref.ok) {
+        if (ref.cancelled) {
+            res = base_result(p, "cancelled", "cancelled while compiling the reference", seed);
+            goto done;
+        }
+        char line[512];
+        first_error(ref.log, line, sizeof line);
+        snprintf(err, errlen, "the reference %s does not compile: %s", refpath, line);
+        rc = -EINVAL;
+        goto cleanup;
+    }
+    if ((rc = avo_compile(&co, p, src, len, "cand.c", &cand, err, errlen)))
+        goto cleanup;
+    if (!cand.ok) {
+        char line[600];
+        if (cand.cancelled) {
+            res = base_result(p, "cancelled", "cancelled while compiling", seed);
+        } else if (cand.timed_out) {
+            snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
+            res = base_result(p, "timeout", line, seed);
+        } else {
+            first_error(cand.log, line, sizeof line);
+            res = base_result(p, "compile_error", line, seed);
+        }
+        if (res)
+            json_object_set_new(res, "compile", compile_json(&cand));
+        goto done;
+    }
+
+    char seedarg[32];
+    snprintf(seedarg, sizeof seedarg, "%llu", (unsigned long long)seed);
+    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, NULL};
+    avo_sandbox_opts so = {.argv = argv,
+                           .cwd = rundir,
+                           .timeout_s = timeout,
+                           .as_bytes = harness_as(p),
+                           .nproc = 64,
+                           .netns = 1,
+                           .result_fd = 1,
+                           .should_cancel = o->should_cancel,
+                           .cancel_arg = o->cancel_arg};
+    if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
+        goto cleanup;
+
+    char why[512], tail[512], detail[1200];
+    if (sr.cancelled) {
+        snprintf(detail, sizeof detail, "cancelled after %.1f s", sr.wall_s);
+        res = base_result(p, "cancelled", detail, seed);
+    } else if (sr.timed_out) {
+        snprintf(detail, sizeof detail, "no result within the %.0f s wall-clock limit; process group killed",
+                 timeout);
+        res = base_result(p, "timeout", detail, seed);
+    } else if (sr.signal) {
+        const char *ab = sigabbrev_np(sr.signal);
+        last_line(sr.err, tail, sizeof tail);
+        snprintf(detail, sizeof detail, "harness killed by SIG%s (%s)%s%s", ab ? ab : "?", strsignal(sr.signal),
+                 tail[0] ? ": " : "", tail);
+        res = base_result(p, "crash", detail, seed);
+    } else if (sr.exited && sr.exit_code == 0 && (res = parse_harness_result(p, &sr, why, sizeof why))) {
+        /* the harness's own verdict */
+    } else {
+        last_line(sr.err, tail, sizeof tail);
+        if (sr.exited && sr.exit_code == 0)
+            snprintf(detail, sizeof detail, "harness exited 0 with %s", why);
+        else
+            snprintf(detail, sizeof detail, "harness exited with code %d without a result%s%s", sr.exit_code,
+                     tail[0] ? ": " : "", tail);
+        res = base_result(p, "crash", detail, seed);
+    }
+    if (res) {
+        json_object_set_new(res, "rng_seed", json_integer((json_int_t)seed));
+        json_object_set_new(res, "compile", compile_json(&cand));
+        json_object_set_new(res, "sandbox", sandbox_json(&sr));
+    }
+
+done:
+    if (!res) {
+        snprintf(err, errlen, "out of memory building the result");
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    if (!json_object_get(res, "compile"))
+        json_object_set_new(res, "compile", json_null());
+    if (!json_object_get(res, "sandbox"))
+        json_object_set_new(res, "sandbox", json_null());
+    *result = res;
+    res = NULL;
+
+cleanup:
+    json_decref(res);
+    free(ref_src);
+    avo_compile_result_free(&ref);
+    avo_compile_result_free(&cand);
+    avo_sandbox_result_free(&sr);
+    if (scratch[0])
+        avo_sandbox_rmtree(scratch);
+    return rc;
+}
+
+/* ---- avo-worker eval ---------------------------------------------------- */
+
+static int default_cache(char *out, size_t outlen)
+{
+    const char *h = getenv("AVO_HOME"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (h && *h)
+        return snprintf(out, outlen, "%s/cache", h) < (int)outlen ? 0 : -ENAMETOOLONG;
+    if (x && *x)
+        return snprintf(out, outlen, "%s/avo", x) < (int)outlen ? 0 : -ENAMETOOLONG;
+    if (home && *home)
+        return snprintf(out, outlen, "%s/.cache/avo", home) < (int)outlen ? 0 : -ENAMETOOLONG;
+    return -ENOENT;
+}
+
+static int default_harness(char *out, size_t outlen)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -errno;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    return snprintf(out, outlen, "%s/avo-harness", exe) < (int)outlen ? 0 : -ENAMETOOLONG;
+}
+
+static void print_human(const json_t *r)
+{
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    const char *unit = json_string_value(json_object_get(r, "unit"));
+    printf("outcome    %s\n", outcome ? outcome : "?");
+    printf("detail     %s\n", json_string_value(json_object_get(r, "detail")));
+    json_t *cf = json_object_get(r, "configs");
+    if (json_array_size(cf)) {
+        printf("\n%-16s %12s %11s %11s %6s %7s %10s\n", "config", unit ? unit : "score", "median ms", "min ms",
+               "runs", "rse", "rel_l2");
+        size_t i;
+        json_t *c;
+        json_array_foreach(cf, i, c) {
+            printf("%-16s %12.3f %11.4f %11.4f %6lld %6.2f%% %10.2e\n",
+                   json_string_value(json_object_get(c, "name")), json_number_value(json_object_get(c, "score")),
+                   json_number_value(json_object_get(c, "median_s")) * 1e3,
+                   json_number_value(json_object_get(c, "min_s")) * 1e3,
+                   (long long)json_integer_value(json_object_get(c, "runs")),
+                   json_number_value(json_object_get(c, "rse")) * 100,
+                   json_number_value(json_object_get(json_object_get(c, "check"), "rel_l2")));
+        }
+        printf("\n");
+    }
+    printf("aggregate  %.3f %s (geometric mean over configs)\n", json_number_value(json_object_get(r, "aggregate")),
+           unit ? unit : "");
+    printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
+    json_t *co = json_object_get(r, "compile");
+    if (json_is_object(co))
+        printf("compile    %.2f s%s\n", json_number_value(json_object_get(co, "seconds")),
+               json_is_true(json_object_get(co, "cached")) ? " (cached)" : "");
+    json_t *sb = json_object_get(r, "sandbox");
+    if (json_is_object(sb)) {
+        printf("harness    %.2f s wall, netns %s%s%s\n", json_number_value(json_object_get(sb, "wall_s")),
+               json_is_true(json_object_get(sb, "netns")) ? "on" : "off",
+               json_is_string(json_object_get(sb, "netns_note")) ? ": " : "",
+               json_is_string(json_object_get(sb, "netns_note")) ? json_string_value(json_object_get(sb, "netns_note"))
+                                                                 : "");
+    }
+    if (outcome && strcmp(outcome, "compile_error") == 0 && json_is_object(co))
+        printf("\ncompiler log:\n%s\n", json_string_value(json_object_get(co, "log")));
+    if (outcome && strcmp(outcome, "crash") == 0 && json_is_object(sb)) {
+        const char *t = json_string_value(json_object_get(sb, "stderr_tail"));
+        if (t && *t)
+            printf("\nstderr (tail):\n%s\n", t);
+    }
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
+                    "[--harness PATH] [--cache DIR]\n");
+    return 2;
+}
+
+int avo_eval_cli(int argc, char **argv)
+{
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0, as_json = 0, rc = 2;
+    avo_eval_opts o = {0};
+    char cache[4096], harness[4096], err[1024];
+    avo_problem p;
+    int loaded = 0;
+    char *src = NULL;
+    json_t *res = NULL;
+
+    /* Accepts both argv = {"avo-worker", "eval", ...} and {"eval", ...}
+     * so main() may pass its argv through or shift it first. */
+    int i = 0;
+    if (argc > 0 && strcmp(argv[0], "eval") == 0)
+        i = 1;
+    else if (argc > 1 && strcmp(argv[1], "eval") == 0)
+        i = 2;
+    else if (argc > 0)
+        i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            as_json = 1;
+        } else if (strcmp(a, "--seed") == 0 && v) {
+            char *end;
+            errno = 0;
+            o.rng_seed = strtoull(v, &end, 10);
+            if (errno || *end || o.rng_seed > (uint64_t)INT64_MAX) {
+                fprintf(stderr, "avo-worker eval: --seed wants an integer in [1, 2^63)\n");
+                return 2;
+            }
+            i++;
+        } else if (strcmp(a, "--timeout") == 0 && v) {
+            char *end;
+            o.timeout_s = strtod(v, &end);
+            if (*end || !(o.timeout_s > 0)) {
+                fprintf(stderr, "avo-worker eval: --timeout wants seconds > 0\n");
+                return 2;
+            }
+            i++;
+        } else if (strcmp(a, "--harness") == 0 && v) {
+            o.harness_path = v;
+            i++;
+        } else if (strcmp(a, "--cache") == 0 && v) {
+            o.cache_dir = v;
+            i++;
+        } else if (a[0] == '-' || npos == 2) {
+            fprintf(stderr, "avo-worker eval: unexpected argument '%s'\n", a);
+            return usage();
+        } else {
+            pos[npos++] = a;
+        }
+    }
+    if (npos != 2)
+        return usage();
+    if (!o.cache_dir) {
+        if (default_cache(cache, sizeof cache)) {
+            fprintf(stderr, "avo-worker eval: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");
+            return 2;
+        }
+        o.cache_dir = cache;
+    }
+    if (!o.harness_path) {
+        if (default_harness(harness, sizeof harness)) {
+            fprintf(stderr, "avo-worker eval: cannot locate avo-harness (pass --harness)\n");
+            return 2;
+        }
+        o.harness_path = harness;
+    }
+    const char *tmp = getenv("TMPDIR");
+    o.scratch_root = tmp && *tmp ? tmp : "/tmp";
+
+    if (avo_problem_load(&p, pos[0], err, sizeof err)) {
+        fprintf(stderr, "avo-worker eval: %s\n", err);
+        goto cleanup;
+    }
+    loaded = 1;
+    size_t len = 0;
+    if (!(src = read_file(pos[1], &len))) {
+        fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", pos[1], strerror(errno));
+        goto cleanup;
+    }
+    if (avo_eval_candidate(&o, &p, src, len, &res, err, sizeof err)) {
+        fprintf(stderr, "avo-worker eval: %s\n", err);
+        goto cleanup;
+    }
+    if (as_json) {
+        json_dumpf(res, stdout, JSON_INDENT(2));
+        printf("\n");
+    } else {
+        print_human(res);
+    }
+    rc = strcmp(json_string_value(json_object_get(res, "outcome")), "ok") == 0 ? 0 : 1;
+
+cleanup:
+    json_decref(res);
+    free(src);
+    if (loaded)
+        avo_problem_free(&p);
+    return rc;
+}

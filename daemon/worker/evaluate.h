@@ -1,0 +1,39 @@
+/* Evaluate one candidate source for one problem: compile it (through the
+ * content-addressed cache), run avo-harness on it in a sandboxed child with a
+ * wall-clock timeout, and return the classified result. Used by the queue
+ * loop and by `avo-worker eval`. Never runs candidate code in this process. */
+#ifndef AVO_EVALUATE_H
+#define AVO_EVALUATE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "avo_problem.h"
+
+typedef struct {
+    const char *harness_path;   /* the avo-harness binary */
+    const char *cache_dir;      /* compile cache root (created if missing) */
+    const char *scratch_root;   /* per-candidate scratch dirs go under it */
+    const char *cc;             /* C compiler, NULL = "cc" */
+    double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
+    uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
+    /* Polled while the harness runs; when it returns nonzero the harness's
+     * process group is killed and the outcome is "cancelled". May be NULL. */
+    int (*should_cancel)(void *arg);
+    void *cancel_arg;
+} avo_eval_opts;
+
+/* On success returns 0 and a new result object in *result (see
+ * docs/evaluation.md), whatever the candidate's outcome. Returns a negative
+ * int only when the evaluation itself could not be carried out (cannot fork,
+ * harness missing), with a message in err. */
+int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
+                       json_t **result, char *err, size_t errlen);
+
+/* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
+ * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */
+int avo_eval_cli(int argc, char **argv);
+
+#endif

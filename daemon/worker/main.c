@@ -1,0 +1,179 @@
+/* avo-worker: evaluates candidates for one GPU (or the CPU). Two modes:
+ *   avo-worker [options]                      claim work from PostgreSQL
+ *   avo-worker eval <problem-dir> <file>      evaluate one file, no database */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "avo_config.h"
+#include "avo_home.h"
+#include "avo_log.h"
+#include "avo_paths.h"
+#include "avo_version.h"
+#include "evaluate.h"
+#include "queue.h"
+
+typedef struct {
+    char config[AVO_CFG_STRLEN];
+    char home[AVO_CFG_STRLEN];
+    char db[AVO_CFG_STRLEN];
+    char kernels[AVO_CFG_STRLEN];
+    char target[AVO_CFG_STRLEN];
+    char harness[AVO_CFG_STRLEN];
+    char cache[AVO_CFG_STRLEN];
+    char scratch[AVO_CFG_STRLEN];
+    char log_level[AVO_CFG_STRLEN];
+    double lease;
+    double timeout;
+    long long poll_ms;
+    long long max_evals;
+} worker_settings;
+
+#define ROW(name, type, field, dflt, env, lo, hi, help) \
+    {name, type, offsetof(worker_settings, field), dflt, env, lo, hi, help}
+static const avo_cfg_row worker_rows[] = {
+    ROW("config", AVO_CFG_STR, config, NULL, "AVO_WORKER_CONFIG", 1, 0, "config file"),
+    ROW("home", AVO_CFG_STR, home, NULL, "AVO_HOME", 1, 0, "avod's state directory (to find the database)"),
+    ROW("db", AVO_CFG_STR, db, NULL, "AVO_DB", 1, 0, "PostgreSQL connection string (default: <home>/avod.dsn)"),
+    ROW("kernels", AVO_CFG_STR, kernels, NULL, "AVO_KERNELS", 1, 0, "problem packages root"),
+    ROW("target", AVO_CFG_STR, target, "cpu", NULL, 1, 0, "what this worker evaluates: cpu"),
+    ROW("harness", AVO_CFG_STR, harness, NULL, NULL, 1, 0, "avo-harness binary (default: beside avo-worker)"),
+    ROW("cache", AVO_CFG_STR, cache, NULL, NULL, 1, 0, "compile cache directory (default <home>/cache)"),
+    ROW("scratch", AVO_CFG_STR, scratch, NULL, "TMPDIR", 1, 0, "scratch root for candidate runs (default /tmp)"),
+    ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
+    ROW("lease", AVO_CFG_DOUBLE, lease, "60", NULL, 2, 3600, "lease on a claimed evaluation, seconds"),
+    ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
+    ROW("poll-ms", AVO_CFG_INT, poll_ms, "2000", NULL, 10, 60000, "polling interval when no NOTIFY arrives"),
+    ROW("max-evals", AVO_CFG_INT, max_evals, "0", NULL, 0, 1000000000, "exit after this many evaluations (0 = never)"),
+};
+#undef ROW
+#define NROWS ((int)(sizeof worker_rows / sizeof worker_rows[0]))
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    /* First signal drains (finish the evaluation in hand); a second one
+     * kills the harness and leaves. */
+    stop_flag++;
+}
+
+static int read_dsn(const char *home, char *out, size_t len)
+{
+    char path[AVO_CFG_STRLEN + 16];
+    snprintf(path, sizeof path, "%s/avod.dsn", home);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    int ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\n")] = 0;
+    return ok && *out ? 0 : -5;
+}
+
+int main(int argc, char **argv)
+{
+    worker_settings s;
+    char err[1024];
+    int nrest = 0;
+
+    if (argc > 1 && !strcmp(argv[1], "eval"))
+        return avo_eval_cli(argc - 1, argv + 1);
+    avo_log_init("avo-worker");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("avo-worker %s\n", AVO_VERSION);
+            return 0;
+        }
+    }
+    if (avo_config_load(worker_rows, NROWS, &s, argc, argv, &nrest, err, sizeof err) < 0) {
+        fprintf(stderr, "avo-worker: %s\n", err);
+        return 2;
+    }
+    if (nrest > 1) {
+        fprintf(stderr, "avo-worker: unexpected argument '%s' (see --help)\n", argv[1]);
+        return 2;
+    }
+    if (avo_log_set_level(s.log_level) < 0) {
+        fprintf(stderr, "avo-worker: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
+        return 2;
+    }
+    if (strcmp(s.target, "cpu") != 0) {
+        fprintf(stderr, "avo-worker: target: '%s' is not supported by this build (cpu)\n", s.target);
+        return 2;
+    }
+    if (!*s.home && avo_home_default(s.home, sizeof s.home) < 0) {
+        fprintf(stderr, "avo-worker: cannot determine the state directory; set AVO_HOME or pass --db\n");
+        return 1;
+    }
+    if (!*s.db) {
+        struct stat st;
+        if (stat(s.home, &st) < 0) {
+            fprintf(stderr, "avo-worker: no state directory %s: start avod first, set AVO_HOME, or pass --db\n",
+                    s.home);
+            return 1;
+        }
+        if (read_dsn(s.home, s.db, sizeof s.db) < 0) {
+            fprintf(stderr, "avo-worker: %s/avod.dsn is missing: start avod first, or pass --db\n", s.home);
+            return 1;
+        }
+    }
+    if (!*s.kernels && avo_path_data("kernels", s.kernels, sizeof s.kernels) < 0) {
+        fprintf(stderr, "avo-worker: no problem packages at %s; pass --kernels DIR\n", s.kernels);
+        return 1;
+    }
+    if (!*s.harness) {
+        char dir[PATH_MAX];
+        if (avo_path_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s.harness) {
+            fprintf(stderr, "avo-worker: cannot locate avo-harness; pass --harness\n");
+            return 1;
+        }
+        strcat(strcpy(s.harness, dir), "/avo-harness");
+    }
+    if (access(s.harness, X_OK) < 0) {
+        fprintf(stderr, "avo-worker: harness %s is not executable: %s\n", s.harness, strerror(errno));
+        return 1;
+    }
+    if (!*s.cache) {
+        if (strlen(s.home) + 7 >= sizeof s.cache) {
+            fprintf(stderr, "avo-worker: state directory path too long\n");
+            return 1;
+        }
+        strcat(strcpy(s.cache, s.home), "/cache");
+    }
+    if (!*s.scratch)
+        strcpy(s.scratch, "/tmp");
+
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    avo_worker_opts o = {
+        .dsn = s.db,
+        .kernels = s.kernels,
+        .target = s.target,
+        .harness = s.harness,
+        .cache_dir = s.cache,
+        .scratch_root = s.scratch,
+        .lease_s = s.lease,
+        .timeout_s = s.timeout,
+        .poll_ms = (int)s.poll_ms,
+        .max_evals = (int)s.max_evals,
+        .stop = &stop_flag,
+    };
+    avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);
+    return avo_worker_run(&o) < 0 ? 1 : 0;
+}

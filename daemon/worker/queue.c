@@ -1,0 +1,321 @@
+#include "queue.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "avo_log.h"
+#include "avo_problem.h"
+#include "evaluate.h"
+
+typedef struct {
+    const avo_worker_opts *o;
+    PGconn *conn;
+    long long worker_id;
+    long long eval_id;          /* the evaluation in progress */
+    double next_heartbeat;
+    int lease_lost;
+} worker;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static PGresult *exec(worker *w, const char *sql, int n, const char *const *params)
+{
+    PGresult *r = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        char m[512];
+        snprintf(m, sizeof m, "%s", PQresultErrorMessage(r));
+        m[strcspn(m, "\n")] = 0;
+        avo_warn("worker", "query failed: %s", m);
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void cpu_devices(char *out, size_t len)
+{
+    char model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                char *c = strchr(line, ':');
+                if (c) {
+                    snprintf(model, sizeof model, "%s", c + 2);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        fclose(f);
+    }
+    json_t *d = json_pack("[{s:s,s:s,s:i}]", "kind", "cpu", "model", model, "cores",
+                          (int)sysconf(_SC_NPROCESSORS_ONLN));
+    char *t = json_dumps(d, JSON_COMPACT);
+    snprintf(out, len, "%s", t ? t : "[]");
+    free(t);
+    json_decref(d);
+}
+
+static int do_register(worker *w)
+{
+    char host[256] = "?", pid[16], devices[1024];
+    gethostname(host, sizeof host);
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    cpu_devices(devices, sizeof devices);
+    const char *p[] = {host, pid, w->o->target, devices};
+    PGresult *r = exec(w,
+                       "INSERT INTO workers (host, pid, target, devices) VALUES ($1, $2, $3, $4::jsonb) "
+                       "RETURNING id",
+                       4, p);
+    if (!r)
+        return -5;
+    w->worker_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    if (!(r = exec(w, "LISTEN avo_work", 0, NULL)))
+        return -5;
+    PQclear(r);
+    avo_info("worker", "registered as worker %lld (%s, pid %s, target %s)", w->worker_id, host, pid,
+             w->o->target);
+    return 0;
+}
+
+/* Connect (or reconnect) with backoff until it works or we are told to stop. */
+static int ensure_connected(worker *w)
+{
+    unsigned delay = 100;
+    int logged = 0;
+    while (!*w->o->stop) {
+        if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
+            return 0;
+        if (w->conn) {
+            PQfinish(w->conn);
+            w->conn = NULL;
+        }
+        w->conn = PQconnectdb(w->o->dsn);
+        if (PQstatus(w->conn) == CONNECTION_OK) {
+            PQclear(PQexec(w->conn, "SET client_min_messages = warning"));
+            if (w->worker_id == 0) {
+                if (do_register(w) == 0)
+                    return 0;
+            } else {
+                PGresult *r = exec(w, "LISTEN avo_work", 0, NULL);
+                if (r) {
+                    PQclear(r);
+                    avo_info("worker", "reconnected to the database");
+                    return 0;
+                }
+            }
+        } else if (!logged++ || delay >= 5000) {
+            char m[512];
+            snprintf(m, sizeof m, "%s", PQerrorMessage(w->conn));
+            m[strcspn(m, "\n")] = 0;
+            avo_warn("worker", "cannot reach the database: %s; retrying", m);
+        }
+        sleep_ms((int)delay);
+        delay = delay * 2 > 5000 ? 5000 : delay * 2;
+    }
+    return -4;
+}
+
+static void set_state(worker *w, const char *state)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", w->worker_id);
+    const char *p[] = {state, id};
+    PGresult *r = exec(w, "UPDATE workers SET state = $1, last_seen = now() WHERE id = $2", 2, p);
+    PQclear(r);
+}
+
+/* Called by the evaluator every ~100 ms while the harness runs. */
+static int heartbeat(void *arg)
+{
+    worker *w = arg;
+    if (*w->o->stop > 1)
+        return 1;               /* second signal: stop now */
+    double t = now_s();
+    if (t < w->next_heartbeat)
+        return w->lease_lost;
+    w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
+    if (PQstatus(w->conn) != CONNECTION_OK)
+        return 0;               /* keep going; completion will reconnect */
+    char eid[32], wid[32], lease[32];
+    snprintf(eid, sizeof eid, "%lld", w->eval_id);
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    const char *p[] = {eid, wid, lease};
+    PGresult *r = exec(w,
+                       "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
+                       "WHERE id = $1 AND worker_id = $2 AND state = 'running' RETURNING 1",
+                       3, p);
+    if (r) {
+        if (PQntuples(r) == 0) {
+            /* Cancelled, or no longer ours: stop spending the machine on it. */
+            avo_info("worker", "evaluation %lld was cancelled or reassigned; stopping it", w->eval_id);
+            w->lease_lost = 1;
+        }
+        PQclear(r);
+    }
+    const char *p2[] = {wid};
+    PQclear(exec(w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, p2));
+    return w->lease_lost;
+}
+
+static int evaluate_one(worker *w, PGresult *claim)
+{
+    const char *problem = PQgetvalue(claim, 0, 3);
+    const char *source = PQgetvalue(claim, 0, 4);
+    size_t srclen = (size_t)PQgetlength(claim, 0, 4);
+    char dir[2048], err[1024];
+    avo_problem p;
+    json_t *result = NULL;
+    int have_problem = 0;
+
+    w->eval_id = strtoll(PQgetvalue(claim, 0, 0), NULL, 10);
+    w->lease_lost = 0;
+    w->next_heartbeat = now_s() + 1;
+    avo_info("worker", "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id, PQgetvalue(claim, 0, 1),
+             PQgetvalue(claim, 0, 2), problem);
+    set_state(w, "busy");
+
+    if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) < 0) {
+        result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0, "configs");
+    } else {
+        have_problem = 1;
+        avo_eval_opts eo = {
+            .harness_path = w->o->harness,
+            .cache_dir = w->o->cache_dir,
+            .scratch_root = w->o->scratch_root,
+            .timeout_s = w->o->timeout_s,
+            .should_cancel = heartbeat,
+            .cancel_arg = w,
+        };
+        if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
+            avo_err("worker", "evaluation %lld could not run: %s", w->eval_id, err);
+            result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,
+                               "configs");
+        }
+    }
+    if (have_problem)
+        avo_problem_free(&p);
+
+    const char *outcome = json_string_value(json_object_get(result, "outcome"));
+    if (!outcome)
+        outcome = "crash";
+    double agg = json_number_value(json_object_get(result, "aggregate"));
+    if (strcmp(outcome, "ok") != 0 || !isfinite(agg))
+        agg = 0;
+    char *text = json_dumps(result, JSON_COMPACT);
+    char eid[32], wid[32], aggs[64];
+    snprintf(eid, sizeof eid, "%lld", w->eval_id);
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(aggs, sizeof aggs, "%.17g", agg);
+    const char *params[] = {eid, wid, outcome, aggs, text};
+    avo_info("worker", "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
+             json_string_value(json_object_get(result, "unit")) ? json_string_value(json_object_get(result, "unit")) : "");
+
+    /* The result must not be lost to a database blip: retry until stored or
+     * until the database says the evaluation is no longer ours. */
+    for (int attempt = 0; attempt < 60 && !(*w->o->stop > 1); attempt++) {
+        if (ensure_connected(w) < 0)
+            break;
+        PGresult *r = exec(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params);
+        if (r) {
+            if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+                avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)",
+                         w->eval_id);
+            PQclear(r);
+            break;
+        }
+        sleep_ms(500);
+    }
+    free(text);
+    json_decref(result);
+    w->eval_id = 0;
+    set_state(w, "idle");
+    return 0;
+}
+
+static int try_claim(worker *w)
+{
+    char wid[32], lease[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    const char *p[] = {wid, w->o->target, lease};
+    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
+    if (!r)
+        return -5;
+    int got = PQntuples(r) == 1;
+    if (got)
+        evaluate_one(w, r);
+    PQclear(r);
+    return got;
+}
+
+static void wait_for_work(worker *w)
+{
+    struct pollfd pfd = {.fd = PQsocket(w->conn), .events = POLLIN};
+    if (pfd.fd < 0)
+        return;
+    int rc = poll(&pfd, 1, w->o->poll_ms);
+    if (rc > 0) {
+        if (!PQconsumeInput(w->conn))
+            return;             /* the next query notices and reconnects */
+        PGnotify *n;
+        while ((n = PQnotifies(w->conn)))
+            PQfreemem(n);
+    }
+}
+
+int avo_worker_run(const avo_worker_opts *o)
+{
+    worker w = {.o = o};
+    int done = 0;
+    while (!*o->stop) {
+        if (ensure_connected(&w) < 0)
+            break;
+        int got = try_claim(&w);
+        if (got > 0) {
+            if (o->max_evals && ++done >= o->max_evals)
+                break;
+            continue;
+        }
+        if (got < 0 && PQstatus(w.conn) != CONNECTION_OK)
+            continue;
+        wait_for_work(&w);
+        PGresult *r = NULL;
+        char wid[32];
+        snprintf(wid, sizeof wid, "%lld", w.worker_id);
+        const char *p[] = {wid};
+        if (PQstatus(w.conn) == CONNECTION_OK &&
+            (r = exec(&w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, p)))
+            PQclear(r);
+    }
+    if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)
+        set_state(&w, "gone");
+    if (w.conn)
+        PQfinish(w.conn);
+    avo_info("worker", "stopped");
+    return 0;
+}

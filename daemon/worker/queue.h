@@ -1,0 +1,29 @@
+/* The worker's side of the work queue: find the database, register, claim
+ * evaluations (avo_claim: FOR UPDATE SKIP LOCKED), renew the lease while the
+ * harness runs, store the result (avo_complete re-checks state and lease
+ * owner), and sleep on LISTEN avo_work with polling as the fallback.
+ * A worker is a plain sequential process: libpq in blocking mode is fine
+ * here, because the candidate runs in another process. */
+#ifndef AVO_QUEUE_H
+#define AVO_QUEUE_H
+
+#include <signal.h>
+
+typedef struct {
+    const char *dsn;
+    const char *kernels;
+    const char *target;
+    const char *harness;
+    const char *cache_dir;
+    const char *scratch_root;
+    double lease_s;
+    double timeout_s;
+    int poll_ms;
+    int max_evals;              /* stop after this many (0 = no limit) */
+    volatile sig_atomic_t *stop;
+} avo_worker_opts;
+
+/* Runs until *stop is set; returns 0, or a negative int on a fatal error. */
+int avo_worker_run(const avo_worker_opts *o);
+
+#endif

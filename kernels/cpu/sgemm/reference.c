@@ -1,0 +1,29 @@
+/* Trusted reference for cpu/sgemm: C = A * B, row-major, every product
+ * accumulated in double so the reference is more accurate than any float
+ * candidate it judges. i-k-j order only to keep it fast enough to run on
+ * every input set; the arithmetic is the plain triple loop's. */
+#include <stdint.h>
+#include <stdlib.h>
+
+int avo_reference(void *const *tensors, const int64_t *sizes)
+{
+    const float *A = tensors[0], *B = tensors[1];
+    float *C = tensors[2];
+    const int64_t M = sizes[0], N = sizes[1], K = sizes[2];
+    double *acc = malloc((size_t)N * sizeof *acc);
+    if (!acc)
+        return 1;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++)
+            acc[j] = 0;
+        for (int64_t k = 0; k < K; k++) {
+            const double a = A[i * K + k];
+            for (int64_t j = 0; j < N; j++)
+                acc[j] += a * (double)B[k * N + j];
+        }
+        for (int64_t j = 0; j < N; j++)
+            C[i * N + j] = (float)acc[j];
+    }
+    free(acc);
+    return 0;
+}

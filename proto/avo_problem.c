@@ -1,0 +1,833 @@
+#include "avo_problem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "avo_expr.h"
+
+/* One table for the dtypes: name, element size, default tolerance. The
+ * defaults are what a careful reviewer would accept for a reordered sum; a
+ * problem may tighten or loosen them per dtype. */
+static const struct {
+    const char *name;
+    size_t size;
+    avo_tolerance tol;
+} dtypes[] = {
+    [AVO_DTYPE_F32] = {"f32", 4, {1e-5, 1e-3}},
+    [AVO_DTYPE_F64] = {"f64", 8, {1e-12, 1e-9}},
+    [AVO_DTYPE_F16] = {"f16", 2, {1e-2, 1e-1}},
+    [AVO_DTYPE_BF16] = {"bf16", 2, {2e-2, 2e-1}},
+    [AVO_DTYPE_I32] = {"i32", 4, {0, 0}},
+};
+#define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+
+/* A tensor larger than this is a spec mistake, not a workload for one box. */
+#define MAX_TENSOR_BYTES (4LL << 30)
+
+const char *avo_dtype_name(avo_dtype d)
+{
+    return (int)d >= 0 && (int)d < NDTYPES ? dtypes[d].name : "?";
+}
+
+size_t avo_dtype_size(avo_dtype d)
+{
+    return (int)d >= 0 && (int)d < NDTYPES ? dtypes[d].size : 0;
+}
+
+typedef struct {
+    const char *file;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static int errf(ctx *c, const char *field, const char *fmt, ...)
+{
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    if (c->err && c->errlen)
+        snprintf(c->err, c->errlen, "%s: %s: %s", c->file, field, reason);
+    return -EINVAL;
+}
+
+static int is_ident(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static int copy_str(ctx *c, const char *field, json_t *v, char *dst, size_t cap, int required)
+{
+    if (!v) {
+        if (required)
+            return errf(c, field, "missing");
+        return 0;
+    }
+    if (!json_is_string(v))
+        return errf(c, field, "must be a string");
+    const char *s = json_string_value(v);
+    if (!*s)
+        return errf(c, field, "must not be empty");
+    if (strlen(s) >= cap)
+        return errf(c, field, "longer than %zu characters", cap - 1);
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
+/* Refuses keys the schema does not know, so a typo ("tolerence") is an
+ * error instead of a silently ignored setting. */
+static int check_keys(ctx *c, const char *field, json_t *obj, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, key) == 0)
+                ok = 1;
+        if (!ok) {
+            if (field)
+                return errf(c, field, "unknown field '%s'", key);
+            return errf(c, key, "unknown field '%s'", key);
+        }
+    }
+    return 0;
+}
+
+/* Every identifier in an expression must be one of names; gives the precise
+ * "unknown size 'Q'" message before the evaluator sees it. */
+static int check_idents(ctx *c, const char *field, const char *expr, const char *what,
+                        char names[][32], int n, const avo_knob_spec *knobs, int nknobs)
+{
+    const char *s = expr;
+    while (*s) {
+        if (isalpha((unsigned char)*s) || *s == '_') {
+            const char *e = s;
+            while (isalnum((unsigned char)*e) || *e == '_')
+                e++;
+            int found = 0;
+            for (int i = 0; i < n; i++)
+                if (strlen(names[i]) == (size_t)(e - s) && strncmp(names[i], s, (size_t)(e - s)) == 0)
+                    found = 1;
+            for (int i = 0; i < nknobs; i++)
+                if (strlen(knobs[i].name) == (size_t)(e - s) && strncmp(knobs[i].name, s, (size_t)(e - s)) == 0)
+                    found = 1;
+            if (!found)
+                return errf(c, field, "unknown %s '%.*s'", what, (int)(e - s), s);
+            s = e;
+        } else if (isdigit((unsigned char)*s) || *s == '.') {
+            /* skip numbers whole so "1e9" is not read as identifier "e9" */
+            char *end;
+            strtod(s, &end);
+            s = end > s ? end : s + 1;
+        } else {
+            s++;
+        }
+    }
+    return 0;
+}
+
+static int expr_field(ctx *c, const char *field, json_t *v, char **out)
+{
+    if (json_is_string(v)) {
+        if (!*json_string_value(v))
+            return errf(c, field, "must not be empty");
+        *out = strdup(json_string_value(v));
+    } else if (json_is_integer(v)) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        *out = strdup(buf);
+    } else {
+        return errf(c, field, "must be an expression string or an integer");
+    }
+    return *out ? 0 : -ENOMEM;
+}
+
+static int parse_dtype(const char *s, avo_dtype *d)
+{
+    for (int i = 0; i < NDTYPES; i++)
+        if (strcmp(dtypes[i].name, s) == 0) {
+            *d = (avo_dtype)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+static int parse_sizes(ctx *c, avo_problem *p, json_t *v)
+{
+    if (!v)
+        return errf(c, "sizes", "missing");
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return errf(c, "sizes", "must be a non-empty array of names");
+    if (json_array_size(v) > AVO_PROBLEM_MAX_SIZES)
+        return errf(c, "sizes", "more than %d sizes", AVO_PROBLEM_MAX_SIZES);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char field[64];
+        snprintf(field, sizeof field, "sizes[%zu]", i);
+        int rc = copy_str(c, field, e, p->sizes[i], sizeof p->sizes[i], 1);
+        if (rc)
+            return rc;
+        if (!is_ident(p->sizes[i]))
+            return errf(c, field, "'%s' is not an identifier", p->sizes[i]);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->sizes[j], p->sizes[i]) == 0)
+                return errf(c, field, "duplicate size '%s'", p->sizes[i]);
+        p->nsizes = (int)i + 1;
+    }
+    return 0;
+}
+
+static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"name", "dtype", "role", "shape", NULL};
+    if (!v)
+        return errf(c, "tensors", "missing");
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return errf(c, "tensors", "must be a non-empty array");
+    if (json_array_size(v) > AVO_PROBLEM_MAX_TENSORS)
+        return errf(c, "tensors", "more than %d tensors", AVO_PROBLEM_MAX_TENSORS);
+    int outputs = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(v, i, t) {
+        char field[96];
+        avo_tensor_spec *ts = &p->tensors[i];
+        p->ntensors = (int)i + 1;
+        snprintf(field, sizeof field, "tensors[%zu]", i);
+        if (!json_is_object(t))
+            return errf(c, field, "must be an object");
+        int rc = check_keys(c, field, t, keys);
+        if (rc)
+            return rc;
+        snprintf(field, sizeof field, "tensors[%zu].name", i);
+        if ((rc = copy_str(c, field, json_object_get(t, "name"), ts->name, sizeof ts->name, 1)))
+            return rc;
+        if (!is_ident(ts->name))
+            return errf(c, field, "'%s' is not an identifier", ts->name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->tensors[j].name, ts->name) == 0)
+                return errf(c, field, "duplicate tensor '%s'", ts->name);
+
+        snprintf(field, sizeof field, "tensors[%zu].dtype", i);
+        json_t *d = json_object_get(t, "dtype");
+        if (!json_is_string(d))
+            return errf(c, field, d ? "must be a string" : "missing");
+        if (parse_dtype(json_string_value(d), &ts->dtype))
+            return errf(c, field, "unknown dtype '%s' (f32, f64, f16, bf16, i32)", json_string_value(d));
+
+        snprintf(field, sizeof field, "tensors[%zu].role", i);
+        json_t *r = json_object_get(t, "role");
+        if (!json_is_string(r))
+            return errf(c, field, r ? "must be a string" : "missing");
+        const char *rs = json_string_value(r);
+        if (strcmp(rs, "input") == 0)
+            ts->role = AVO_ROLE_INPUT;
+        else if (strcmp(rs, "output") == 0)
+            ts->role = AVO_ROLE_OUTPUT;
+        else if (strcmp(rs, "inout") == 0)
+            ts->role = AVO_ROLE_INOUT;
+        else
+            return errf(c, field, "unknown role '%s' (input, output, inout)", rs);
+        if (ts->role != AVO_ROLE_INPUT)
+            outputs++;
+
+        snprintf(field, sizeof field, "tensors[%zu].shape", i);
+        json_t *sh = json_object_get(t, "shape");
+        if (!json_is_array(sh) || json_array_size(sh) == 0)
+            return errf(c, field, sh ? "must be a non-empty array" : "missing");
+        if (json_array_size(sh) > 8)
+            return errf(c, field, "rank above 8");
+        size_t k;
+        json_t *dim;
+        json_array_foreach(sh, k, dim) {
+            snprintf(field, sizeof field, "tensors[%zu].shape[%zu]", i, k);
+            if ((rc = expr_field(c, field, dim, &ts->shape[k])))
+                return rc;
+            ts->rank = (int)k + 1;
+            if ((rc = check_idents(c, field, ts->shape[k], "size", p->sizes, p->nsizes, NULL, 0)))
+                return rc;
+        }
+    }
+    if (!outputs)
+        return errf(c, "tensors", "no tensor has role output or inout");
+    return 0;
+}
+
+static int parse_configs(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"name", "sizes", NULL};
+    if (!v)
+        return errf(c, "configs", "missing");
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return errf(c, "configs", "must be a non-empty array");
+    p->configs = calloc(json_array_size(v), sizeof *p->configs);
+    if (!p->configs)
+        return -ENOMEM;
+    size_t i;
+    json_t *cf;
+    json_array_foreach(v, i, cf) {
+        char field[128];
+        avo_config_spec *cs = &p->configs[i];
+        p->nconfigs = (int)i + 1;
+        snprintf(field, sizeof field, "configs[%zu]", i);
+        if (!json_is_object(cf))
+            return errf(c, field, "must be an object");
+        int rc = check_keys(c, field, cf, keys);
+        if (rc)
+            return rc;
+        snprintf(field, sizeof field, "configs[%zu].name", i);
+        if ((rc = copy_str(c, field, json_object_get(cf, "name"), cs->name, sizeof cs->name, 1)))
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->configs[j].name, cs->name) == 0)
+                return errf(c, field, "duplicate config '%s'", cs->name);
+        snprintf(field, sizeof field, "configs[%zu].sizes", i);
+        json_t *sz = json_object_get(cf, "sizes");
+        if (!json_is_object(sz))
+            return errf(c, field, sz ? "must be an object {\"NAME\": value}" : "missing");
+        const char *key;
+        json_t *val;
+        json_object_foreach(sz, key, val) {
+            int found = -1;
+            for (int s = 0; s < p->nsizes; s++)
+                if (strcmp(p->sizes[s], key) == 0)
+                    found = s;
+            snprintf(field, sizeof field, "configs[%zu].sizes.%s", i, key);
+            if (found < 0)
+                return errf(c, field, "unknown size '%s'", key);
+            if (!json_is_integer(val) || json_integer_value(val) <= 0)
+                return errf(c, field, "must be a positive integer");
+            cs->size[found] = json_integer_value(val);
+        }
+        for (int s = 0; s < p->nsizes; s++)
+            if (cs->size[s] == 0) {
+                snprintf(field, sizeof field, "configs[%zu].sizes.%s", i, p->sizes[s]);
+                return errf(c, field, "missing");
+            }
+    }
+    return 0;
+}
+
+static int eval_sizes(const avo_problem *p, const avo_config_spec *cs, const char *expr, double *out,
+                      char *err, size_t errlen)
+{
+    const char *names[AVO_PROBLEM_MAX_SIZES];
+    double vals[AVO_PROBLEM_MAX_SIZES];
+    for (int s = 0; s < p->nsizes; s++) {
+        names[s] = p->sizes[s];
+        vals[s] = (double)cs->size[s];
+    }
+    avo_expr_env env = {p->nsizes, names, vals};
+    return avo_expr_eval(expr, &env, out, err, errlen);
+}
+
+int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
+                                char *err, size_t errlen)
+{
+    if (config < 0 || config >= p->nconfigs)
+        return -EINVAL;
+    return eval_sizes(p, &p->configs[config], expr, out, err, errlen);
+}
+
+int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
+                             char *err, size_t errlen)
+{
+    if (config < 0 || config >= p->nconfigs || tensor < 0 || tensor >= p->ntensors)
+        return -EINVAL;
+    const avo_tensor_spec *ts = &p->tensors[tensor];
+    double total = 1;
+    for (int k = 0; k < ts->rank; k++) {
+        double d;
+        int rc = eval_sizes(p, &p->configs[config], ts->shape[k], &d, err, errlen);
+        if (rc)
+            return rc;
+        if (!(d >= 1) || d != floor(d) || d > (double)INT64_MAX) {
+            if (err && errlen)
+                snprintf(err, errlen, "shape[%d] = %g is not a positive integer", k, d);
+            return -EINVAL;
+        }
+        total *= d;
+    }
+    if (total * (double)avo_dtype_size(ts->dtype) > (double)MAX_TENSOR_BYTES) {
+        if (err && errlen)
+            snprintf(err, errlen, "%.0f elements exceed the %lld-byte cap", total, MAX_TENSOR_BYTES);
+        return -E2BIG;
+    }
+    *elems = (int64_t)total;
+    return 0;
+}
+
+/* Evaluating every shape and formula of every config at load time means the
+ * harness never meets a spec error mid-run. */
+static int check_configs(ctx *c, avo_problem *p)
+{
+    for (int i = 0; i < p->nconfigs; i++) {
+        char field[128], why[256];
+        for (int t = 0; t < p->ntensors; t++) {
+            int64_t n;
+            if (avo_problem_tensor_elems(p, i, t, &n, why, sizeof why)) {
+                snprintf(field, sizeof field, "configs[%d] (%s)", i, p->configs[i].name);
+                return errf(c, field, "tensor %s: %s", p->tensors[t].name, why);
+            }
+        }
+        const char *formulas[2] = {p->flops, p->bytes};
+        const char *fnames[2] = {"flops", "bytes"};
+        for (int f = 0; f < 2; f++) {
+            double v;
+            if (!formulas[f])
+                continue;
+            if (eval_sizes(p, &p->configs[i], formulas[f], &v, why, sizeof why))
+                return errf(c, fnames[f], "%s", why);
+            if (!(v > 0) || !isfinite(v)) {
+                snprintf(field, sizeof field, "%s", fnames[f]);
+                return errf(c, field, "evaluates to %g for config '%s' (must be > 0)", v, p->configs[i].name);
+            }
+        }
+    }
+    return 0;
+}
+
+static int parse_tolerance(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"rel_l2", "max_abs", NULL};
+    for (int d = 0; d < NDTYPES; d++)
+        p->tol[d] = dtypes[d].tol;
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return errf(c, "tolerance", "must be an object keyed by dtype");
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val) {
+        char field[96];
+        avo_dtype d;
+        snprintf(field, sizeof field, "tolerance.%s", key);
+        if (parse_dtype(key, &d))
+            return errf(c, field, "unknown dtype '%s'", key);
+        if (!json_is_object(val))
+            return errf(c, field, "must be an object {\"rel_l2\": x, \"max_abs\": y}");
+        int rc = check_keys(c, field, val, keys);
+        if (rc)
+            return rc;
+        json_t *r = json_object_get(val, "rel_l2"), *m = json_object_get(val, "max_abs");
+        snprintf(field, sizeof field, "tolerance.%s.rel_l2", key);
+        if (r && (!json_is_number(r) || json_number_value(r) < 0))
+            return errf(c, field, "must be a number >= 0");
+        snprintf(field, sizeof field, "tolerance.%s.max_abs", key);
+        if (m && (!json_is_number(m) || json_number_value(m) < 0))
+            return errf(c, field, "must be a number >= 0");
+        if (r)
+            p->tol[d].rel_l2 = json_number_value(r);
+        if (m)
+            p->tol[d].max_abs = json_number_value(m);
+    }
+    return 0;
+}
+
+static int parse_strings(ctx *c, const char *name, json_t *v, char **dst, int cap, int *n)
+{
+    if (!v)
+        return 0;
+    if (!json_is_array(v))
+        return errf(c, name, "must be an array of strings");
+    if ((int)json_array_size(v) > cap)
+        return errf(c, name, "more than %d entries", cap);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char field[64];
+        snprintf(field, sizeof field, "%s[%zu]", name, i);
+        if (!json_is_string(e) || !*json_string_value(e))
+            return errf(c, field, "must be a non-empty string");
+        if (!(dst[i] = strdup(json_string_value(e))))
+            return -ENOMEM;
+        *n = (int)i + 1;
+    }
+    return 0;
+}
+
+static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"name", "values", "default", NULL};
+    if (!v)
+        return 0;
+    if (!json_is_array(v))
+        return errf(c, "knobs", "must be an array");
+    if (json_array_size(v) > AVO_PROBLEM_MAX_KNOBS)
+        return errf(c, "knobs", "more than %d knobs", AVO_PROBLEM_MAX_KNOBS);
+    size_t i;
+    json_t *k;
+    json_array_foreach(v, i, k) {
+        char field[96];
+        avo_knob_spec *ks = &p->knobs[i];
+        snprintf(field, sizeof field, "knobs[%zu]", i);
+        if (!json_is_object(k))
+            return errf(c, field, "must be an object");
+        int rc = check_keys(c, field, k, keys);
+        if (rc)
+            return rc;
+        snprintf(field, sizeof field, "knobs[%zu].name", i);
+        if ((rc = copy_str(c, field, json_object_get(k, "name"), ks->name, sizeof ks->name, 1)))
+            return rc;
+        if (!is_ident(ks->name))
+            return errf(c, field, "'%s' is not an identifier", ks->name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->knobs[j].name, ks->name) == 0)
+                return errf(c, field, "duplicate knob '%s'", ks->name);
+        snprintf(field, sizeof field, "knobs[%zu].values", i);
+        json_t *vals = json_object_get(k, "values");
+        if (!json_is_array(vals) || json_array_size(vals) == 0)
+            return errf(c, field, vals ? "must be a non-empty array of integers" : "missing");
+        if (json_array_size(vals) > AVO_PROBLEM_MAX_VALUES)
+            return errf(c, field, "more than %d values", AVO_PROBLEM_MAX_VALUES);
+        size_t j;
+        json_t *e;
+        json_array_foreach(vals, j, e) {
+            snprintf(field, sizeof field, "knobs[%zu].values[%zu]", i, j);
+            if (!json_is_integer(e))
+                return errf(c, field, "must be an integer");
+            ks->values[j] = json_integer_value(e);
+            ks->nvalues = (int)j + 1;
+        }
+        snprintf(field, sizeof field, "knobs[%zu].default", i);
+        json_t *d = json_object_get(k, "default");
+        if (!json_is_integer(d))
+            return errf(c, field, d ? "must be an integer" : "missing");
+        ks->dflt = json_integer_value(d);
+        int in = 0;
+        for (int x = 0; x < ks->nvalues; x++)
+            if (ks->values[x] == ks->dflt)
+                in = 1;
+        if (!in)
+            return errf(c, field, "%lld is not one of the values", (long long)ks->dflt);
+        p->nknobs = (int)i + 1;
+    }
+    return 0;
+}
+
+static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
+{
+    static const char *const tkeys[] = {"max_seconds", "min_runs", "rse", NULL};
+    static const char *const ckeys[] = {"input_sets", NULL};
+    p->timing_max_seconds = 1.0;
+    p->timing_min_runs = 5;
+    p->timing_rse = 0.005;
+    p->check_input_sets = 2;
+    int rc;
+    if (timing) {
+        if (!json_is_object(timing))
+            return errf(c, "timing", "must be an object");
+        if ((rc = check_keys(c, "timing", timing, tkeys)))
+            return rc;
+        json_t *v;
+        if ((v = json_object_get(timing, "max_seconds"))) {
+            if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 600)
+                return errf(c, "timing.max_seconds", "must be a number in (0, 600]");
+            p->timing_max_seconds = json_number_value(v);
+        }
+        if ((v = json_object_get(timing, "min_runs"))) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000)
+                return errf(c, "timing.min_runs", "must be an integer in [1, 100000]");
+            p->timing_min_runs = (int)json_integer_value(v);
+        }
+        if ((v = json_object_get(timing, "rse"))) {
+            if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) >= 1)
+                return errf(c, "timing.rse", "must be a number in (0, 1)");
+            p->timing_rse = json_number_value(v);
+        }
+    }
+    if (check) {
+        if (!json_is_object(check))
+            return errf(c, "check", "must be an object");
+        if ((rc = check_keys(c, "check", check, ckeys)))
+            return rc;
+        json_t *v = json_object_get(check, "input_sets");
+        if (v) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64)
+                return errf(c, "check.input_sets", "must be an integer in [1, 64]");
+            p->check_input_sets = (int)json_integer_value(v);
+        }
+    }
+    return 0;
+}
+
+/* A file name inside the problem directory: no separators, no dot-dot. */
+static int parse_filename(ctx *c, const char *field, json_t *v, char *dst, size_t cap, const char *dir)
+{
+    int rc = copy_str(c, field, v, dst, cap, 1);
+    if (rc)
+        return rc;
+    if (strchr(dst, '/') || strcmp(dst, "..") == 0 || strcmp(dst, ".") == 0)
+        return errf(c, field, "'%s' must be a file name inside the problem directory", dst);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, dst);
+    if (access(path, R_OK) != 0)
+        return errf(c, field, "cannot read %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static void derive_name(avo_problem *p)
+{
+    const char *k = NULL, *s = p->dir;
+    while ((s = strstr(s, "/kernels/")))
+        k = s++;
+    const char *name = k ? k + strlen("/kernels/") : strrchr(p->dir, '/');
+    if (!k && name)
+        name++;
+    const char *src = name && *name ? name : p->dir;
+    size_t n = strlen(src);
+    if (n >= sizeof p->name)
+        n = sizeof p->name - 1;
+    memcpy(p->name, src, n);
+    p->name[n] = 0;
+}
+
+int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
+{
+    static const char *const top[] = {"name", "description", "backend", "entry", "sizes", "tensors",
+                                      "configs", "flops", "bytes", "score_metric", "tolerance",
+                                      "reference", "seed", "cflags", "knobs", "constraints",
+                                      "timing", "check", NULL};
+    memset(p, 0, sizeof *p);
+    char file[4200];
+    snprintf(file, sizeof file, "%s/problem.json", dir);
+    ctx c = {file, err, errlen};
+    int rc;
+    if (!realpath(dir, p->dir)) {
+        rc = errf(&c, "problem", "cannot open directory: %s", strerror(errno));
+        goto cleanup;
+    }
+    json_error_t je;
+    p->json = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+    if (!p->json) {
+        if (access(file, R_OK) != 0)
+            rc = errf(&c, "problem", "cannot read: %s", strerror(errno));
+        else
+            rc = errf(&c, "json", "%s (line %d, column %d)", je.text, je.line, je.column);
+        goto cleanup;
+    }
+    json_t *j = p->json;
+    if (!json_is_object(j)) {
+        rc = errf(&c, "json", "top level must be an object");
+        goto cleanup;
+    }
+    if ((rc = check_keys(&c, NULL, j, top)))
+        goto cleanup;
+
+    derive_name(p);
+    if (json_object_get(j, "name") &&
+        (rc = copy_str(&c, "name", json_object_get(j, "name"), p->name, sizeof p->name, 1)))
+        goto cleanup;
+    json_t *desc = json_object_get(j, "description");
+    if (desc && !json_is_string(desc)) {
+        rc = errf(&c, "description", "must be a string");
+        goto cleanup;
+    }
+    if ((rc = copy_str(&c, "backend", json_object_get(j, "backend"), p->backend, sizeof p->backend, 1)))
+        goto cleanup;
+    if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0) {
+        rc = errf(&c, "backend", "unknown backend '%s' (cpu, cuda)", p->backend);
+        goto cleanup;
+    }
+    if ((rc = copy_str(&c, "entry", json_object_get(j, "entry"), p->entry, sizeof p->entry, 1)))
+        goto cleanup;
+    if (!is_ident(p->entry)) {
+        rc = errf(&c, "entry", "'%s' is not a C identifier", p->entry);
+        goto cleanup;
+    }
+    if ((rc = parse_sizes(&c, p, json_object_get(j, "sizes"))) ||
+        (rc = parse_tensors(&c, p, json_object_get(j, "tensors"))) ||
+        (rc = parse_configs(&c, p, json_object_get(j, "configs"))))
+        goto cleanup;
+
+    json_t *f = json_object_get(j, "flops"), *b = json_object_get(j, "bytes");
+    if ((f && (rc = expr_field(&c, "flops", f, &p->flops))) ||
+        (b && (rc = expr_field(&c, "bytes", b, &p->bytes))))
+        goto cleanup;
+    if ((p->flops && (rc = check_idents(&c, "flops", p->flops, "size", p->sizes, p->nsizes, NULL, 0))) ||
+        (p->bytes && (rc = check_idents(&c, "bytes", p->bytes, "size", p->sizes, p->nsizes, NULL, 0))))
+        goto cleanup;
+    if ((rc = copy_str(&c, "score_metric", json_object_get(j, "score_metric"), p->score_metric,
+                       sizeof p->score_metric, 1)))
+        goto cleanup;
+    if (strcmp(p->score_metric, "flops") == 0) {
+        snprintf(p->unit, sizeof p->unit, "GFLOP/s");
+        if (!p->flops) {
+            rc = errf(&c, "flops", "missing (score_metric is \"flops\")");
+            goto cleanup;
+        }
+    } else if (strcmp(p->score_metric, "bytes") == 0) {
+        snprintf(p->unit, sizeof p->unit, "GB/s");
+        if (!p->bytes) {
+            rc = errf(&c, "bytes", "missing (score_metric is \"bytes\")");
+            goto cleanup;
+        }
+    } else {
+        rc = errf(&c, "score_metric", "unknown metric '%s' (flops, bytes)", p->score_metric);
+        goto cleanup;
+    }
+    if ((rc = check_configs(&c, p)) || (rc = parse_tolerance(&c, p, json_object_get(j, "tolerance"))) ||
+        (rc = parse_filename(&c, "reference", json_object_get(j, "reference"), p->reference,
+                             sizeof p->reference, dir)) ||
+        (rc = parse_filename(&c, "seed", json_object_get(j, "seed"), p->seed, sizeof p->seed, dir)) ||
+        (rc = parse_strings(&c, "cflags", json_object_get(j, "cflags"), p->cflags, 32, &p->ncflags)) ||
+        (rc = parse_knobs(&c, p, json_object_get(j, "knobs"))) ||
+        (rc = parse_strings(&c, "constraints", json_object_get(j, "constraints"), p->constraints, 16,
+                            &p->nconstraints)) ||
+        (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))))
+        goto cleanup;
+
+    /* Constraints must parse, and the seed's own knob values must be allowed,
+     * or the tune operator would start outside its search space. */
+    int64_t dflt[AVO_PROBLEM_MAX_KNOBS];
+    for (int k = 0; k < p->nknobs; k++)
+        dflt[k] = p->knobs[k].dflt;
+    for (int i = 0; i < p->nconstraints; i++) {
+        char field[64], why[256];
+        snprintf(field, sizeof field, "constraints[%d]", i);
+        if ((rc = check_idents(&c, field, p->constraints[i], "knob", NULL, 0, p->knobs, p->nknobs)))
+            goto cleanup;
+        const char *names[AVO_PROBLEM_MAX_KNOBS];
+        double vals[AVO_PROBLEM_MAX_KNOBS];
+        for (int k = 0; k < p->nknobs; k++) {
+            names[k] = p->knobs[k].name;
+            vals[k] = (double)dflt[k];
+        }
+        avo_expr_env env = {p->nknobs, names, vals};
+        double v;
+        if (avo_expr_eval(p->constraints[i], &env, &v, why, sizeof why)) {
+            rc = errf(&c, field, "%s", why);
+            goto cleanup;
+        }
+        if (v == 0) {
+            rc = errf(&c, field, "the knob defaults violate '%s'", p->constraints[i]);
+            goto cleanup;
+        }
+    }
+    rc = 0;
+
+cleanup:
+    if (rc)
+        avo_problem_free(p);
+    return rc;
+}
+
+void avo_problem_free(avo_problem *p)
+{
+    if (!p)
+        return;
+    for (int t = 0; t < AVO_PROBLEM_MAX_TENSORS; t++)
+        for (int k = 0; k < 8; k++)
+            free(p->tensors[t].shape[k]);
+    free(p->configs);
+    free(p->flops);
+    free(p->bytes);
+    for (int i = 0; i < 32; i++)
+        free(p->cflags[i]);
+    for (int i = 0; i < 16; i++)
+        free(p->constraints[i]);
+    json_decref(p->json);
+    memset(p, 0, sizeof *p);
+}
+
+int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen,
+                        char *err, size_t errlen)
+{
+    if (!name || !*name || name[0] == '/') {
+        snprintf(err, errlen, "problem name '%s' must be relative, e.g. cpu/sgemm", name ? name : "");
+        return -EINVAL;
+    }
+    for (const char *s = name; *s; s++) {
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '-' || *s == '.' || *s == '/')) {
+            snprintf(err, errlen, "problem name '%s' has a character outside [A-Za-z0-9_./-]", name);
+            return -EINVAL;
+        }
+    }
+    /* Each path segment must be a plain name: no "", ".", "..". */
+    const char *seg = name;
+    while (1) {
+        const char *e = strchr(seg, '/');
+        size_t n = e ? (size_t)(e - seg) : strlen(seg);
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            snprintf(err, errlen, "problem name '%s' must not contain empty, '.' or '..' segments", name);
+            return -EINVAL;
+        }
+        if (!e)
+            break;
+        seg = e + 1;
+    }
+    int n = snprintf(out, outlen, "%s/%s", kernels_root, name);
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "problem path too long");
+        return -ENAMETOOLONG;
+    }
+    char file[4400];
+    snprintf(file, sizeof file, "%s/problem.json", out);
+    if (access(file, R_OK) != 0) {
+        snprintf(err, errlen, "unknown problem '%s' (no %s)", name, file);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values)
+{
+    const char *names[AVO_PROBLEM_MAX_KNOBS];
+    double vals[AVO_PROBLEM_MAX_KNOBS];
+    for (int k = 0; k < p->nknobs; k++) {
+        int in = 0;
+        for (int x = 0; x < p->knobs[k].nvalues; x++)
+            if (p->knobs[k].values[x] == values[k])
+                in = 1;
+        if (!in)
+            return 0;
+        names[k] = p->knobs[k].name;
+        vals[k] = (double)values[k];
+    }
+    avo_expr_env env = {p->nknobs, names, vals};
+    for (int i = 0; i < p->nconstraints; i++) {
+        double v;
+        int rc = avo_expr_eval(p->constraints[i], &env, &v, NULL, 0);
+        if (rc)
+            return rc;
+        if (v == 0)
+            return 0;
+    }
+    return 1;
+}
+
+int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src, char **out)
+{
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return -ENOMEM;
+    fputs("/* avo knobs */\n", f);
+    for (int k = 0; k < p->nknobs; k++)
+        fprintf(f, "#define %s %lld\n", p->knobs[k].name, (long long)values[k]);
+    fprintf(f, "#line 1 \"%s\"\n", p->seed[0] ? p->seed : "seed.c");
+    fputs(seed_src ? seed_src : "", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    return 0;
+}

@@ -1,0 +1,107 @@
+/* A problem package (kernels/<name>/problem.json): what a candidate computes,
+ * on which sizes, how it is scored and which knobs the tune operator may turn.
+ * Loaded and validated by avod (at submission), avo-worker and avo-harness.
+ * Depends on jansson only, so the harness stays minimal. */
+#ifndef AVO_PROBLEM_H
+#define AVO_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define AVO_PROBLEM_MAX_SIZES   16
+#define AVO_PROBLEM_MAX_TENSORS 16
+#define AVO_PROBLEM_MAX_KNOBS   16
+#define AVO_PROBLEM_MAX_VALUES  64
+
+typedef enum { AVO_DTYPE_F32, AVO_DTYPE_F64, AVO_DTYPE_F16, AVO_DTYPE_BF16, AVO_DTYPE_I32 } avo_dtype;
+typedef enum { AVO_ROLE_INPUT, AVO_ROLE_OUTPUT, AVO_ROLE_INOUT } avo_role;
+
+typedef struct {
+    char name[32];
+    avo_dtype dtype;
+    avo_role role;
+    int rank;
+    char *shape[8];          /* expressions over the named sizes */
+} avo_tensor_spec;
+
+typedef struct {
+    char name[64];
+    int64_t size[AVO_PROBLEM_MAX_SIZES];   /* in the order of avo_problem.sizes */
+} avo_config_spec;
+
+typedef struct {
+    char name[32];
+    int nvalues;
+    int64_t values[AVO_PROBLEM_MAX_VALUES];
+    int64_t dflt;            /* the seed's value */
+} avo_knob_spec;
+
+typedef struct {
+    double rel_l2;
+    double max_abs;
+} avo_tolerance;
+
+typedef struct avo_problem {
+    char name[128];          /* e.g. "cpu/sgemm" (path under kernels/) */
+    char dir[4096];          /* absolute directory it was loaded from */
+    char backend[16];        /* "cpu" (or "cuda") */
+    char entry[64];          /* symbol the candidate exports */
+    int nsizes;
+    char sizes[AVO_PROBLEM_MAX_SIZES][32];
+    int ntensors;
+    avo_tensor_spec tensors[AVO_PROBLEM_MAX_TENSORS];
+    int nconfigs;
+    avo_config_spec *configs;
+    char *flops;             /* expression, may be NULL */
+    char *bytes;             /* expression, may be NULL */
+    char score_metric[8];    /* "flops" or "bytes" */
+    char unit[16];           /* "GFLOP/s" or "GB/s" */
+    avo_tolerance tol[5];    /* indexed by avo_dtype */
+    char reference[256];     /* file name relative to dir */
+    char seed[256];          /* file name relative to dir */
+    int ncflags;
+    char *cflags[32];
+    int nknobs;
+    avo_knob_spec knobs[AVO_PROBLEM_MAX_KNOBS];
+    int nconstraints;
+    char *constraints[16];   /* expressions over knob names; nonzero = allowed */
+    double timing_max_seconds;   /* per configuration */
+    int timing_min_runs;
+    double timing_rse;           /* target relative standard error */
+    int check_input_sets;
+    json_t *json;            /* the parsed file, owned */
+} avo_problem;
+
+/* Load and validate <dir>/problem.json. On failure returns a negative errno-style
+ * int and writes "FILE: FIELD: reason" into err. */
+int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen);
+void avo_problem_free(avo_problem *p);
+
+/* Resolve a problem name ("cpu/sgemm") under a kernels root directory, refusing
+ * names that escape it ("..", absolute paths). */
+int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen,
+                        char *err, size_t errlen);
+
+/* Knob configuration helpers used by the tune operator. values[i] is the value
+ * of knob i. Returns 1 when every constraint holds, 0 when one fails, <0 on error. */
+int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values);
+
+/* Render the candidate source for a knob configuration: a "#define NAME value"
+ * block followed by the seed source. Caller frees *out. */
+int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src,
+                       char **out);
+
+/* Evaluate an expression (flops, bytes, a shape) over the sizes of
+ * configuration `config`. Returns 0 or a negative int with a message in err. */
+int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
+                            char *err, size_t errlen);
+
+/* Element count of tensor `tensor` in configuration `config`. */
+int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
+                             char *err, size_t errlen);
+
+const char *avo_dtype_name(avo_dtype d);
+size_t avo_dtype_size(avo_dtype d);
+
+#endif

@@ -1,0 +1,54 @@
+#include "avo_routes.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const avo_route avo_routes[AVO_ROUTE_COUNT] = {
+#define AVO_ROUTE_ROW(id, m, p, h) {AVO_ROUTE_##id, m, p, h},
+    AVO_ROUTES(AVO_ROUTE_ROW)
+#undef AVO_ROUTE_ROW
+};
+
+/* Compare one pattern with a path segment by segment. */
+static int path_matches(const char *pat, const char *path, int64_t *id_arg)
+{
+    while (*pat && *path) {
+        if (strncmp(pat, "{id}", 4) == 0) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(path, &end, 10);
+            if (end == path || errno || v <= 0 || (*end && *end != '/'))
+                return 0;
+            *id_arg = v;
+            pat += 4;
+            path = end;
+            continue;
+        }
+        if (*pat != *path)
+            return 0;
+        pat++;
+        path++;
+    }
+    /* one trailing slash is tolerated */
+    if (*pat == 0 && path[0] == '/' && path[1] == 0)
+        return 1;
+    return *pat == 0 && *path == 0;
+}
+
+int avo_route_match(const char *method, const char *path, int64_t *id_arg)
+{
+    int path_seen = 0;
+    for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
+        int64_t arg = 0;
+        if (!path_matches(avo_routes[i].pattern, path, &arg))
+            continue;
+        path_seen = 1;
+        if (strcmp(avo_routes[i].method, method) == 0) {
+            if (id_arg)
+                *id_arg = arg;
+            return (int)avo_routes[i].id;
+        }
+    }
+    return path_seen ? -405 : -404;
+}

@@ -1,0 +1,40 @@
+/* The API route table, shared by avod (dispatch) and avoctl (help, paths), so
+ * that the two cannot drift. X(ID, METHOD, PATTERN, HELP): a PATTERN segment
+ * "{id}" matches a positive integer. */
+#ifndef AVO_ROUTES_H
+#define AVO_ROUTES_H
+
+#include <stdint.h>
+
+#define AVO_ROUTES(X)                                                              \
+    X(HEALTH,     "GET",  "/v1/health",             "daemon and database health")  \
+    X(JOB_SUBMIT, "POST", "/v1/jobs",               "submit a job spec")           \
+    X(JOB_LIST,   "GET",  "/v1/jobs",               "list jobs, newest first")     \
+    X(JOB_GET,    "GET",  "/v1/jobs/{id}",          "one job with its progress")   \
+    X(JOB_CANCEL, "POST", "/v1/jobs/{id}/cancel",   "cancel a job")                \
+    X(JOB_BEST,   "GET",  "/v1/jobs/{id}/best",     "best and seed candidates")    \
+    X(JOB_EVENTS, "GET",  "/v1/jobs/{id}/events",   "server-sent event stream")    \
+    X(WORKERS,    "GET",  "/v1/workers",            "registered workers")
+
+typedef enum {
+#define AVO_ROUTE_ENUM(id, m, p, h) AVO_ROUTE_##id,
+    AVO_ROUTES(AVO_ROUTE_ENUM)
+#undef AVO_ROUTE_ENUM
+    AVO_ROUTE_COUNT
+} avo_route_id;
+
+typedef struct {
+    avo_route_id id;
+    const char *method;
+    const char *pattern;
+    const char *help;
+} avo_route;
+
+extern const avo_route avo_routes[AVO_ROUTE_COUNT];
+
+/* Match a method and path (no query string). Returns the route id and sets
+ * *id_arg for "{id}" routes; -404 when no path matches, -405 when the path
+ * matches under another method. */
+int avo_route_match(const char *method, const char *path, int64_t *id_arg);
+
+#endif

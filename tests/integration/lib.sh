@@ -1,0 +1,74 @@
+# Shared helpers for integration tests: a throwaway state directory, real
+# processes, TAP-style "ok - NAME" lines, and cleanup that always runs.
+set -u
+BUILD=${BUILD:-build}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN="$ROOT/$BUILD/bin"
+export PATH="$BIN:$PATH"
+unset AVO_DB AVO_CONFIG AVO_KERNELS
+
+# Short path: unix socket paths are limited to 107 bytes. World-traversable,
+# because as root the embedded PostgreSQL runs as an unprivileged user.
+T=$(mktemp -d /tmp/avo-it.XXXXXX)
+chmod 755 "$T"
+export AVO_HOME="$T/home"
+mkdir -p "$AVO_HOME"
+PIDS=()
+FAILS=0
+
+ok() { echo "ok - $*"; }
+notok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
+check() {  # check NAME CMD...: ok when CMD succeeds
+    local name=$1; shift
+    if "$@"; then ok "$name"; else notok "$name"; fi
+}
+
+start_avod() {  # extra args...
+    avod "$@" >>"$T/avod.log" 2>&1 &
+    AVOD_PID=$!
+    PIDS+=("$AVOD_PID")
+    for _ in $(seq 1 300); do
+        avoctl health >/dev/null 2>&1 && return 0
+        kill -0 "$AVOD_PID" 2>/dev/null || { echo "avod exited:"; tail -20 "$T/avod.log"; return 1; }
+        sleep 0.1
+    done
+    echo "avod did not become healthy"; tail -20 "$T/avod.log"; return 1
+}
+
+start_worker() {  # extra args...
+    avo-worker "$@" >>"$T/worker.log" 2>&1 &
+    WORKER_PID=$!
+    PIDS+=("$WORKER_PID")
+}
+
+psql_avo() {  # SQL -> unaligned, tuples only
+    psql -X -q -A -t -v ON_ERROR_STOP=1 "host=$AVO_HOME/pg/run dbname=avo user=avo" -c "$1"
+}
+
+stop_pid() {  # pid: SIGTERM, wait up to 30 s, then SIGKILL
+    local pid=$1
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+    return 1
+}
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do stop_pid "$p"; done
+    # an embedded server left by a killed avod
+    if [ -f "$AVO_HOME/pg/data/postmaster.pid" ]; then
+        pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+        if [ "$(id -u)" -eq 0 ]; then
+            su postgres -s /bin/sh -c "$pgbin/pg_ctl -D $AVO_HOME/pg/data -m immediate stop" >/dev/null 2>&1
+        else
+            "$pgbin/pg_ctl" -D "$AVO_HOME/pg/data" -m immediate stop >/dev/null 2>&1
+        fi
+    fi
+    if [ "$FAILS" -gt 0 ]; then
+        echo "--- avod.log"; tail -40 "$T/avod.log" 2>/dev/null
+        echo "--- worker.log"; tail -40 "$T/worker.log" 2>/dev/null
+    fi
+    rm -rf "$T"
+}
+trap cleanup EXIT

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One job end to end through real processes: avod on a throwaway embedded
+# PostgreSQL, one avo-worker, avoctl. Then the lineage invariants, checked
+# in the database itself, and the bad-input paths.
+source "$(dirname "$0")/lib.sh"
+
+check "avod starts on an empty state directory (embedded PostgreSQL)" start_avod
+check "a second avod on the same state directory refuses" \
+    bash -c '! avod >"$0/second.out" 2>&1 && grep -q "already running on state directory" "$0/second.out"' "$T"
+check "avod with a missing state directory names it" \
+    bash -c '! avod --home /nonexistent/avo >"$0/missing.out" 2>&1 && grep -q "state directory /nonexistent/avo does not exist" "$0/missing.out"' "$T"
+mkdir -p "$T/other"
+check "avod with an unreachable database says so" \
+    bash -c '! AVO_HOME=$0/other avod --db "host=/nonexistent dbname=x connect_timeout=2" >"$0/nodb.out" 2>&1 && grep -q "cannot connect to the database" "$0/nodb.out"' "$T"
+
+start_worker
+JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 8 --islands 1 | jq -r .id)
+check "submit returns a job id" test -n "$JOB"
+
+# Bad input while the job runs: each a clear error, none harming the job.
+out=$(curl -s --unix-socket "$AVO_HOME/avod.sock" -X POST -d '{"problem": "cpu/sgemm", "budget": {"evals": 3}}' http://avod/v1/jobs)
+check "a job spec with a wrong field is refused, naming the field" grep -q 'budget.evals: unknown field' <<<"$out"
+out=$(curl -s --unix-socket "$AVO_HOME/avod.sock" -X POST -d '{"problem": "cpu/nope"}' http://avod/v1/jobs)
+check "an unknown problem is refused, naming it" grep -q "unknown problem 'cpu/nope'" <<<"$out"
+out=$(curl -s --unix-socket "$AVO_HOME/avod.sock" -X POST -d '{"problem": ' http://avod/v1/jobs)
+check "malformed JSON is refused with its position" grep -q 'not valid JSON (line 1' <<<"$out"
+out=$(curl -s --unix-socket "$AVO_HOME/avod.sock" -X POST -d '{"problem": "../../etc"}' http://avod/v1/jobs)
+check "a problem name escaping kernels/ is refused" grep -q '"bad_request"' <<<"$out"
+avoctl submit --problem cpu/sgemm --evaluations 0 >"$T/zero.out" 2>&1
+check "avoctl refuses a zero budget with exit 2" test $? -eq 2
+
+timeout 600 avoctl watch "$JOB" >"$T/watch.out" 2>&1
+rc=$?
+check "watch streams until the job ends and exits 0" test $rc -eq 0
+check "watch showed commits and the final summary" \
+    bash -c 'grep -q "committed" "$0" && grep -q "finished: succeeded" "$0"' "$T/watch.out"
+
+check "job succeeded with its budget spent" \
+    test "$(psql_avo "SELECT state || ':' || (SELECT count(*) FROM evaluations WHERE job_id = $JOB) FROM jobs WHERE id = $JOB")" = "succeeded:8"
+check "every committed candidate passed its checks" \
+    test "$(psql_avo "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed AND (outcome <> 'ok' OR NOT aggregate > 0)")" = 0
+check "no committed candidate scores below its parent" \
+    test "$(psql_avo "SELECT count(*) FROM candidates c JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND c.aggregate < p.aggregate * (1 - (SELECT (spec->>'epsilon')::float8 FROM jobs WHERE id = $JOB))")" = 0
+check "the lineage is in the database (seed plus at least one commit)" \
+    test "$(psql_avo "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed")" -ge 2
+check "every evaluation was consumed exactly once by the engine" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND NOT consumed")" = 0
+check "the best candidate beats the seed" \
+    test "$(psql_avo "SELECT (b.aggregate > s.aggregate)::text FROM jobs j JOIN candidates b ON b.id = j.best_candidate JOIN candidates s ON s.id = j.seed_candidate WHERE j.id = $JOB")" = true
+check "sources are stored once by content hash" \
+    test "$(psql_avo "SELECT count(*) FROM sources s WHERE s.sha256 <> encode(sha256(convert_to(s.body, 'UTF8')), 'hex')")" = 0
+check "event ids are monotonic and end with job_finished" \
+    test "$(psql_avo "SELECT kind FROM events WHERE job_id = $JOB ORDER BY id DESC LIMIT 1")" = job_finished
+
+avoctl best "$JOB" -o "$T/best.c" >/dev/null 2>&1
+check "best -o writes the best source" grep -q '#define' "$T/best.c"
+check "the best source evaluates standalone (avo-worker eval)" \
+    bash -c 'avo-worker eval "$0/kernels/cpu/sgemm" "$1" --json >"$2/eval.json" 2>&1 && grep -q "\"outcome\": *\"ok\"" "$2/eval.json"' "$ROOT" "$T/best.c" "$T"
+check "status --json reports the job" bash -c "avoctl --json status $JOB | grep -q '\"state\": *\"succeeded\"'"
+check "workers lists the worker" bash -c "avoctl workers | grep -q cpu"
+check "watch after the end replays from an event id and exits 0" \
+    bash -c "avoctl watch $JOB --after 3 | grep -q 'finished: succeeded'"
+
+# Clean shutdown: SIGTERM stops avod with status 0 and the embedded server.
+kill -TERM "$AVOD_PID"
+wait "$AVOD_PID"
+check "avod exits 0 on SIGTERM" test $? -eq 0
+check "the embedded PostgreSQL is stopped with avod" test ! -e "$AVO_HOME/pg/data/postmaster.pid"
+
+# Restart on the same state: nothing lost, migrations not applied again.
+check "avod restarts on the existing state" start_avod
+check "migrations are recorded once and not re-applied" \
+    bash -c '[ "$(grep -c "applied 001_init.sql" "$0/avod.log")" = 1 ]' "$T"
+check "the finished job survived the restart" bash -c "avoctl --json status $JOB | grep -q succeeded"
+
+exit 0

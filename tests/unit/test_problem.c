@@ -1,0 +1,235 @@
+/* avo_problem: the sgemm package loads; every kind of spec error is one line
+ * "FILE: FIELD: reason"; knobs, rendering and name resolution. Run from the
+ * repository root. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "avo_problem.h"
+
+#define SGEMM "kernels/cpu/sgemm"
+
+static void test_load_sgemm(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512] = "";
+    int rc = avo_problem_load(&p, SGEMM, err, sizeof err);
+    if (rc)
+        fail_msg("%s", err);
+    assert_string_equal(p.name, "cpu/sgemm");
+    assert_string_equal(p.backend, "cpu");
+    assert_string_equal(p.entry, "sgemm");
+    assert_int_equal(p.nsizes, 3);
+    assert_string_equal(p.sizes[2], "K");
+    assert_int_equal(p.ntensors, 3);
+    assert_int_equal(p.tensors[2].role, AVO_ROLE_OUTPUT);
+    assert_int_equal(p.tensors[0].dtype, AVO_DTYPE_F32);
+    assert_int_equal(p.nconfigs, 4);
+    assert_string_equal(p.configs[2].name, "384x320x288");
+    assert_int_equal(p.configs[2].size[1], 320);
+    assert_string_equal(p.unit, "GFLOP/s");
+    assert_true(p.tol[AVO_DTYPE_F32].rel_l2 == 1e-5);
+    assert_int_equal(p.nknobs, 5);
+    assert_int_equal(p.ncflags, 2);
+    assert_int_equal(p.check_input_sets, 2);
+    assert_int_equal(p.timing_min_runs, 5);
+    int64_t n;
+    assert_int_equal(avo_problem_tensor_elems(&p, 2, 0, &n, err, sizeof err), 0);
+    assert_int_equal(n, 384 * 288);
+    double f;
+    assert_int_equal(avo_problem_eval_config(&p, 3, p.flops, &f, err, sizeof err), 0);
+    assert_true(f == 2.0 * 512 * 512 * 512);
+    avo_problem_free(&p);
+}
+
+static void test_fixture_unknown_size(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512] = "";
+    assert_int_equal(avo_problem_load(&p, "tests/fixtures/problems/unknown_size", err, sizeof err), -EINVAL);
+    assert_string_equal(err, "tests/fixtures/problems/unknown_size/problem.json: tensors[1].shape[0]: unknown size 'Q'");
+}
+
+/* Write a mutated copy of the sgemm spec into a temp dir and load it. */
+typedef void (*mutate_fn)(json_t *j);
+
+static int load_variant(mutate_fn m, char *err, size_t errlen, char *dir)
+{
+    strcpy(dir, "/tmp/avo-test-problem-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    json_t *j = json_load_file(SGEMM "/problem.json", 0, NULL);
+    assert_non_null(j);
+    m(j);
+    char path[512];
+    snprintf(path, sizeof path, "%s/problem.json", dir);
+    assert_int_equal(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+    const char *files[] = {"reference.c", "seed.c"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    avo_problem p;
+    int rc = avo_problem_load(&p, dir, err, errlen);
+    if (rc == 0)
+        avo_problem_free(&p);
+    return rc;
+}
+
+static void expect_error(mutate_fn m, const char *want)
+{
+    char err[512] = "", dir[64], prefix[128];
+    int rc = load_variant(m, err, sizeof err, dir);
+    if (rc == 0)
+        fail_msg("variant loaded, wanted error '%s'", want);
+    snprintf(prefix, sizeof prefix, "%s/problem.json: ", dir);
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || strcmp(err + strlen(prefix), want) != 0)
+        fail_msg("got '%s', wanted '%s%s'", err, prefix, want);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void m_unknown_top(json_t *j) { json_object_set_new(j, "tolerence", json_object()); }
+static void m_no_entry(json_t *j) { json_object_del(j, "entry"); }
+static void m_bad_dtype(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "dtype", json_string("f8"));
+}
+static void m_bad_role(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 2), "role", json_string("input"));
+}
+static void m_config_unknown_size(json_t *j)
+{
+    json_t *c = json_array_get(json_object_get(j, "configs"), 1);
+    json_object_set_new(json_object_get(c, "sizes"), "Z", json_integer(3));
+}
+static void m_config_missing_size(json_t *j)
+{
+    json_t *c = json_array_get(json_object_get(j, "configs"), 0);
+    json_object_del(json_object_get(c, "sizes"), "K");
+}
+static void m_knob_default(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "knobs"), 1), "default", json_integer(48));
+}
+static void m_constraint(json_t *j)
+{
+    json_array_append_new(json_object_get(j, "constraints"), json_string("BM < 64"));
+}
+static void m_constraint_name(json_t *j)
+{
+    json_array_append_new(json_object_get(j, "constraints"), json_string("BX < 64"));
+}
+static void m_metric(json_t *j) { json_object_set_new(j, "score_metric", json_string("time")); }
+static void m_flops(json_t *j) { json_object_set_new(j, "flops", json_string("2 * M * N * (K - 512)")); }
+static void m_tol_key(json_t *j)
+{
+    json_object_set_new(json_object_get(json_object_get(j, "tolerance"), "f32"), "rel", json_real(1));
+}
+static void m_reference_escape(json_t *j) { json_object_set_new(j, "reference", json_string("../x.c")); }
+static void m_timing(json_t *j) { json_object_set_new(json_object_get(j, "timing"), "min_runs", json_integer(0)); }
+static void m_tensor_key(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "layout", json_string("row"));
+}
+
+static void test_spec_errors(void **state)
+{
+    (void)state;
+    expect_error(m_unknown_top, "tolerence: unknown field 'tolerence'");
+    expect_error(m_no_entry, "entry: missing");
+    expect_error(m_bad_dtype, "tensors[0].dtype: unknown dtype 'f8' (f32, f64, f16, bf16, i32)");
+    expect_error(m_bad_role, "tensors: no tensor has role output or inout");
+    expect_error(m_config_unknown_size, "configs[1].sizes.Z: unknown size 'Z'");
+    expect_error(m_config_missing_size, "configs[0].sizes.K: missing");
+    expect_error(m_knob_default, "knobs[1].default: 48 is not one of the values");
+    expect_error(m_constraint, "constraints[3]: the knob defaults violate 'BM < 64'");
+    expect_error(m_constraint_name, "constraints[3]: unknown knob 'BX'");
+    expect_error(m_metric, "score_metric: unknown metric 'time' (flops, bytes)");
+    expect_error(m_flops, "flops: evaluates to -1.25829e+07 for config '128' (must be > 0)");
+    expect_error(m_tol_key, "tolerance.f32: unknown field 'rel'");
+    expect_error(m_reference_escape, "reference: '../x.c' must be a file name inside the problem directory");
+    expect_error(m_timing, "timing.min_runs: must be an integer in [1, 100000]");
+    expect_error(m_tensor_key, "tensors[0]: unknown field 'layout'");
+}
+
+static void test_bad_json(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/avo-test-json-XXXXXX", path[128], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/problem.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"backend\": \"cpu\",\n \"entry\": }\n", f);
+    fclose(f);
+    avo_problem p;
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "/problem.json: json: "));
+    assert_non_null(strstr(err, "line 2"));
+    unlink(path);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "problem.json: problem: cannot read"));
+    rmdir(dir);
+}
+
+static void test_knobs_and_render(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512];
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    /* ORDER BM BN BK UNROLL */
+    int64_t dflt[] = {0, 256, 256, 256, 1};
+    int64_t good[] = {1, 64, 128, 64, 8};
+    int64_t not_listed[] = {0, 48, 256, 256, 1};
+    int64_t too_big[] = {0, 256, 256, 256, 8}; /* ORDER 0 needs UNROLL <= 4 */
+    assert_int_equal(avo_problem_knobs_allowed(&p, dflt), 1);
+    assert_int_equal(avo_problem_knobs_allowed(&p, good), 1);
+    assert_int_equal(avo_problem_knobs_allowed(&p, not_listed), 0);
+    assert_int_equal(avo_problem_knobs_allowed(&p, too_big), 0);
+    char *out = NULL;
+    assert_int_equal(avo_problem_render(&p, good, "int x;\n", &out), 0);
+    assert_string_equal(out, "/* avo knobs */\n#define ORDER 1\n#define BM 64\n#define BN 128\n#define BK 64\n"
+                             "#define UNROLL 8\n#line 1 \"seed.c\"\nint x;\n");
+    free(out);
+    avo_problem_free(&p);
+}
+
+static void test_resolve(void **state)
+{
+    (void)state;
+    char out[512], err[256];
+    assert_int_equal(avo_problem_resolve("kernels", "cpu/sgemm", out, sizeof out, err, sizeof err), 0);
+    assert_string_equal(out, "kernels/cpu/sgemm");
+    assert_int_equal(avo_problem_resolve("kernels", "../kernels/cpu/sgemm", out, sizeof out, err, sizeof err),
+                     -EINVAL);
+    assert_int_equal(avo_problem_resolve("kernels", "cpu/../cpu/sgemm", out, sizeof out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_problem_resolve("kernels", "/etc", out, sizeof out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_problem_resolve("kernels", "cpu//sgemm", out, sizeof out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_problem_resolve("kernels", "cpu/nope", out, sizeof out, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "unknown problem 'cpu/nope'"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_sgemm),      cmocka_unit_test(test_fixture_unknown_size),
+        cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
