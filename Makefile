@@ -4,7 +4,7 @@
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+override CFLAGS += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
            -I. -Iproto -Idaemon/common -MMD -MP $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 LDLIBS_BASE := -ljansson -lm -ldl -lpthread
 
@@ -105,7 +105,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 # make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.
 run: deps
 	@$(MAKE) --no-print-directory all
-	@./tests/../daemon/run.sh
+	@./daemon/run-sample.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -75,10 +75,10 @@ run_integration() {
 run_gpu() {
     echo "== gpu tests"
     if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-        echo "  skipped: no NVIDIA GPU on this machine (nvidia-smi finds none); run 'make test-gpu' on a GPU host"
+        echo "  skipped: no NVIDIA GPU on this machine (nvidia-smi finds none)"
         return
     fi
-    echo "  skipped: the CUDA backend is not part of this build yet (issue 4)"
+    echo "  skipped: the CUDA backend is not part of this build yet (issue 4); nothing to run on the GPU"
 }
 
 for g in "${groups[@]}"; do

@@ -124,7 +124,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
             commit = ok && best_cand > 0 && avo_commit_rule(agg, best, epsilon);
             new_best = commit && agg > best;
         }
-        json_t *c = json_pack("{s:O,s:I,s:O,s:s,s:f,s:b,s:b,s:O,s:O}", "eval", json_object_get(f, "eval"),
+        json_t *c = json_pack("{s:O?,s:I,s:O?,s:s,s:f,s:b,s:b,s:O?,s:O?}", "eval", json_object_get(f, "eval"),
                               "candidate", cand, "parent", json_object_get(f, "parent"), "outcome",
                               outcome ? outcome : "unknown", "aggregate", agg, "commit", commit,
                               "new_best", new_best, "detail", json_object_get(f, "detail"), "knobs",

@@ -1,0 +1,121 @@
+/* proto/: the job spec (fields, defaults, errors naming the field) and the
+ * shared route table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "avo_jobspec.h"
+#include "avo_routes.h"
+
+static int parse(const char *text, avo_jobspec *s, json_t **norm, char *err, size_t errlen)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    int rc = avo_jobspec_parse(j, s, norm, err, errlen);
+    json_decref(j);
+    return rc;
+}
+
+static void test_defaults_are_filled(void **state)
+{
+    (void)state;
+    avo_jobspec s;
+    json_t *n = NULL;
+    char err[256];
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\"}", &s, &n, err, sizeof err), 0);
+    assert_string_equal(s.op, "tune");
+    assert_string_equal(s.target, "cpu");
+    assert_int_equal(s.evaluations, 30);
+    assert_int_equal(s.islands, 1);
+    assert_true(s.epsilon == 0.0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "budget"), "evaluations")), 30);
+    json_decref(n);
+}
+
+static void test_full_spec(void **state)
+{
+    (void)state;
+    avo_jobspec s;
+    char err[256];
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"operator\":\"tune\",\"budget\":{\"evaluations\":7,"
+                           "\"wall_seconds\":60},\"islands\":4,\"epsilon\":0.02,\"priority\":-3,"
+                           "\"operator_params\":{\"seed\":99}}",
+                           &s, NULL, err, sizeof err),
+                     0);
+    assert_int_equal(s.evaluations, 7);
+    assert_true(s.wall_seconds == 60.0);
+    assert_int_equal(s.islands, 4);
+    assert_int_equal(s.priority, -3);
+    assert_int_equal((int)s.rng_seed, 99);
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    avo_jobspec s;
+    char err[256] = "";
+    assert_true(parse(text, &s, NULL, err, sizeof err) < 0);
+    if (!strstr(err, needle))
+        print_error("error '%s' does not contain '%s'\n", err, needle);
+    assert_non_null(strstr(err, needle));
+}
+
+static void test_errors_name_the_field(void **state)
+{
+    (void)state;
+    expect_error("{}", "problem: required");
+    expect_error("{\"problem\":3}", "problem: must be a non-empty string");
+    expect_error("{\"problem\":\"p\",\"colour\":1}", "colour: unknown field");
+    expect_error("{\"problem\":\"p\",\"budget\":{\"evals\":1}}", "budget.evals: unknown field");
+    expect_error("{\"problem\":\"p\",\"budget\":{\"evaluations\":0}}", "budget.evaluations: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"budget\":{\"evaluations\":1.5}}", "budget.evaluations: must be an integer");
+    expect_error("{\"problem\":\"p\",\"budget\":5}", "budget: must be an object");
+    expect_error("{\"problem\":\"p\",\"operator\":\"magic\"}", "operator: unknown operator 'magic'");
+    expect_error("{\"problem\":\"p\",\"islands\":0}", "islands: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"epsilon\":2}", "epsilon: 2 is outside");
+    expect_error("{\"problem\":\"p\",\"target\":\"tpu\"}", "target: unknown target 'tpu'");
+    expect_error("[1]", "must be a JSON object");
+}
+
+static void test_routes(void **state)
+{
+    (void)state;
+    int64_t id = 0;
+    assert_int_equal(avo_route_match("GET", "/v1/health", &id), AVO_ROUTE_HEALTH);
+    assert_int_equal(avo_route_match("POST", "/v1/jobs", &id), AVO_ROUTE_JOB_SUBMIT);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs", &id), AVO_ROUTE_JOB_LIST);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/42", &id), AVO_ROUTE_JOB_GET);
+    assert_int_equal(id, 42);
+    assert_int_equal(avo_route_match("POST", "/v1/jobs/7/cancel", &id), AVO_ROUTE_JOB_CANCEL);
+    assert_int_equal(id, 7);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events", &id), AVO_ROUTE_JOB_EVENTS);
+    assert_int_equal(avo_route_match("DELETE", "/v1/jobs/7", &id), -405);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/0", &id), -404);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/x", &id), -404);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/-1", &id), -404);
+    assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events/x", &id), -404);
+    assert_int_equal(avo_route_match("GET", "/v2/health", &id), -404);
+    /* every route in the table matches itself */
+    for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
+        char path[128];
+        const char *p = avo_routes[i].pattern, *b = strstr(p, "{id}");
+        if (b)
+            snprintf(path, sizeof path, "%.*s5%s", (int)(b - p), p, b + 4);
+        else
+            snprintf(path, sizeof path, "%s", p);
+        assert_int_equal(avo_route_match(avo_routes[i].method, path, &id), (int)avo_routes[i].id);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_are_filled),
+        cmocka_unit_test(test_full_spec),
+        cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_routes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
