@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avo_file.h"
 #include "avo_log.h"
 #include "evolve.h"
 
@@ -32,25 +33,6 @@ struct avo_engine {
 
 static void pass_next(avo_engine *e);
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static cached_problem *problem_get(avo_engine *e, const char *name, char *err, size_t errlen)
 {
     for (int i = 0; i < e->ncache; i++)
@@ -69,7 +51,7 @@ static cached_problem *problem_get(avo_engine *e, const char *name, char *err, s
         return NULL;
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", c->prob.dir, c->prob.seed);
-    if (!(c->seed_src = slurp(path))) {
+    if (!(c->seed_src = avo_file_read(path, NULL))) {
         snprintf(err, errlen, "%.900s: cannot read the seed", path);
         avo_problem_free(&c->prob);
         return NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avo_file.h"
 #include "avo_log.h"
 
 /* An arbitrary constant shared by every avod: the migration lock. */
@@ -19,25 +20,6 @@ typedef struct {
 static int cmp_migration(const void *a, const void *b)
 {
     return ((const migration *)a)->version - ((const migration *)b)->version;
-}
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = 0;
-    fclose(f);
-    return buf;
 }
 
 static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen, const char *what)
@@ -113,7 +95,7 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
             continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", sql_dir, m[i].name);
-        char *sql = read_file(path);
+        char *sql = avo_file_read(path, NULL);
         if (!sql) {
             snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
             rc = -5;
