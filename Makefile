@@ -38,13 +38,21 @@ LIBS_CLIENT := -lcurl $(LDLIBS_BASE)
 
 BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUILD)/bin/avoctl
 
+# CUDA programs: built for Hopper (sm_90a: wgmma, setmaxnreg) and Ampere, with
+# PTX for newer GPUs; the CUDA runtime is linked statically so the binaries
+# run on a bare GPU host.
+NVCC_FLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror \
+              -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=[sm_80,compute_80]
+CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary)
+
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps build run test test-unit test-integration clean install-check
+.PHONY: all deps build run test test-unit test-integration test-gpu clean
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(UNIT_BINS)
+all: $(BINS) $(UNIT_BINS) $(CUDA_BINS)
+	@$(if $(NVCC),,echo "avo: nvcc not found (PATH, /usr/local/cuda): CUDA parts not built")
 
 build: all
 
@@ -97,6 +105,10 @@ $(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_CLIENT)
 
+$(BUILD)/bin/avo-canary: daemon/gpu/canary.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
 # Unit tests link every library; static linking pulls only what each needs.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -116,6 +128,10 @@ test-unit: all
 
 test-integration: all
 	@./tests/run.sh integration
+
+# On a GPU host (see docs/gpu-testing.md): the GPU group alone.
+test-gpu: all
+	@./tests/run.sh gpu
 
 clean:
 	rm -rf $(BUILD)

@@ -74,11 +74,32 @@ run_integration() {
 
 run_gpu() {
     echo "== gpu tests"
+    if [ -x "$BUILD/bin/avo-canary" ]; then
+        echo "  CUDA code compiled: $BUILD/bin/avo-canary (sm_90a, sm_80)"
+    else
+        echo "  CUDA code not compiled: nvcc not found (PATH or /usr/local/cuda)"
+    fi
     if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
         echo "  skipped: no NVIDIA GPU on this machine (nvidia-smi finds none)"
         return
     fi
-    echo "  skipped: the CUDA backend is not part of this build yet (issue 4); nothing to run on the GPU"
+    local out
+    out=$(mktemp)
+    {
+        if "$BUILD/bin/avo-canary" 0 >"$out.canary" 2>&1 && grep -q '"ok": true' "$out.canary"; then
+            echo "ok - the canary kernel runs correctly on GPU 0: $(cat "$out.canary")"
+        else
+            echo "not ok - the canary kernel failed on GPU 0: $(cat "$out.canary")"
+        fi
+        if "$BUILD/bin/avo-worker" devices >"$out.dev" 2>&1 && grep -q '"kind": "gpu"' "$out.dev"; then
+            echo "ok - avo-worker sees the GPU through NVML: $(grep -m1 '"name"' "$out.dev" | tr -s ' ')"
+        else
+            echo "not ok - avo-worker sees no GPU through NVML: $(tr -s ' \n' ' ' <"$out.dev")"
+        fi
+    } >"$out"
+    sed 's/^/      /' "$out"
+    count_tap gpu "$out" >/dev/null
+    rm -f "$out" "$out.canary" "$out.dev"
 }
 
 for g in "${groups[@]}"; do

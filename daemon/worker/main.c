@@ -16,6 +16,7 @@
 #include "avo_log.h"
 #include "avo_paths.h"
 #include "avo_version.h"
+#include "devices.h"
 #include "evaluate.h"
 #include "queue.h"
 
@@ -86,10 +87,17 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "eval"))
         return avo_eval_cli(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "devices")) {
+        json_t *d = avo_devices_probe();
+        json_dumpf(d, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(d);
+        return 0;
+    }
     avo_log_init("avo-worker");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]");
+            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker devices");
             return 0;
         }
         if (!strcmp(argv[i], "--version")) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "avo_log.h"
+#include "devices.h"
 #include "avo_problem.h"
 #include "evaluate.h"
 
@@ -52,42 +53,20 @@ static PGresult *exec(worker *w, const char *sql, int n, const char *const *para
     return r;
 }
 
-static void cpu_devices(char *out, size_t len)
-{
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    snprintf(model, sizeof model, "%s", c + 2);
-                    model[strcspn(model, "\n")] = 0;
-                }
-                break;
-            }
-        fclose(f);
-    }
-    json_t *d = json_pack("[{s:s,s:s,s:i}]", "kind", "cpu", "model", model, "cores",
-                          (int)sysconf(_SC_NPROCESSORS_ONLN));
-    char *t = json_dumps(d, JSON_COMPACT);
-    snprintf(out, len, "%s", t ? t : "[]");
-    free(t);
-    json_decref(d);
-}
-
 static int do_register(worker *w)
 {
-    char host[256] = "?", pid[16], devices[1024];
+    char host[256] = "?", pid[16];
     gethostname(host, sizeof host);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
-    cpu_devices(devices, sizeof devices);
-    const char *p[] = {host, pid, w->o->target, devices};
+    json_t *dev = avo_devices_probe();
+    char *devices = json_dumps(dev, JSON_COMPACT);
+    json_decref(dev);
+    const char *p[] = {host, pid, w->o->target, devices ? devices : "[]"};
     PGresult *r = exec(w,
                        "INSERT INTO workers (host, pid, target, devices) VALUES ($1, $2, $3, $4::jsonb) "
                        "RETURNING id",
                        4, p);
+    free(devices);
     if (!r)
         return -5;
     w->worker_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

@@ -1,0 +1,110 @@
+#include "avo_nvml.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The handful of NVML entry points avo uses, declared here because the
+ * worker must build without the CUDA toolkit's nvml.h; their signatures are
+ * NVML's stable C ABI (nvmlReturn_t is an int enum, 0 = success). */
+typedef int nvml_ret;
+typedef struct nvml_device *nvml_device;
+#define NVML_OK 0
+
+static struct {
+    void *lib;
+    int refs;
+    nvml_ret (*init)(void);
+    nvml_ret (*shutdown)(void);
+    nvml_ret (*count)(unsigned *);
+    nvml_ret (*handle)(unsigned, nvml_device *);
+    nvml_ret (*name)(nvml_device, char *, unsigned);
+    nvml_ret (*uuid)(nvml_device, char *, unsigned);
+    nvml_ret (*cc)(nvml_device, int *, int *);
+    nvml_ret (*energy)(nvml_device, unsigned long long *);
+    nvml_ret (*driver)(char *, unsigned);
+    const char *(*error_string)(nvml_ret);
+} nv;
+
+int avo_nvml_open(char *err, size_t errlen)
+{
+    if (!nv.lib) {
+        nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!nv.lib) {
+            snprintf(err, errlen, "NVML not available (libnvidia-ml.so.1: %s)", dlerror());
+            return -19;
+        }
+#define SYM(field, name) *(void **)&nv.field = dlsym(nv.lib, name)
+        SYM(init, "nvmlInit_v2");
+        SYM(shutdown, "nvmlShutdown");
+        SYM(count, "nvmlDeviceGetCount_v2");
+        SYM(handle, "nvmlDeviceGetHandleByIndex_v2");
+        SYM(name, "nvmlDeviceGetName");
+        SYM(uuid, "nvmlDeviceGetUUID");
+        SYM(cc, "nvmlDeviceGetCudaComputeCapability");
+        SYM(energy, "nvmlDeviceGetTotalEnergyConsumption");
+        SYM(driver, "nvmlSystemGetDriverVersion");
+        SYM(error_string, "nvmlErrorString");
+#undef SYM
+        if (!nv.init || !nv.shutdown || !nv.count || !nv.handle || !nv.name || !nv.cc) {
+            snprintf(err, errlen, "NVML library lacks required functions");
+            dlclose(nv.lib);
+            memset(&nv, 0, sizeof nv);
+            return -38;
+        }
+        nvml_ret r = nv.init();
+        if (r != NVML_OK) {
+            snprintf(err, errlen, "nvmlInit failed: %s", nv.error_string ? nv.error_string(r) : "error");
+            dlclose(nv.lib);
+            memset(&nv, 0, sizeof nv);
+            return -19;
+        }
+    }
+    nv.refs++;
+    unsigned n = 0;
+    if (nv.count(&n) != NVML_OK)
+        return 0;
+    return (int)n;
+}
+
+void avo_nvml_close(void)
+{
+    if (!nv.lib || --nv.refs > 0)
+        return;
+    nv.shutdown();
+    dlclose(nv.lib);
+    memset(&nv, 0, sizeof nv);
+}
+
+int avo_nvml_device(int index, avo_gpu_info *out)
+{
+    nvml_device d;
+    memset(out, 0, sizeof *out);
+    if (!nv.lib || nv.handle((unsigned)index, &d) != NVML_OK)
+        return -19;
+    out->index = index;
+    nv.name(d, out->name, sizeof out->name);
+    if (nv.uuid)
+        nv.uuid(d, out->uuid, sizeof out->uuid);
+    nv.cc(d, &out->cc_major, &out->cc_minor);
+    return 0;
+}
+
+int avo_nvml_driver_version(char *out, size_t len)
+{
+    if (!nv.lib || !nv.driver || nv.driver(out, (unsigned)len) != NVML_OK)
+        return -19;
+    return 0;
+}
+
+int avo_nvml_energy_mj(int index, uint64_t *mj)
+{
+    nvml_device d;
+    unsigned long long e = 0;
+    if (!nv.lib || !nv.energy || nv.handle((unsigned)index, &d) != NVML_OK)
+        return -19;
+    if (nv.energy(d, &e) != NVML_OK)
+        return -95; /* not supported on this device */
+    *mj = e;
+    return 0;
+}

@@ -1,0 +1,53 @@
+#include "devices.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "avo_nvml.h"
+
+static json_t *cpu_entry(void)
+{
+    char model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                char *c = strchr(line, ':');
+                if (c) {
+                    snprintf(model, sizeof model, "%s", c + 2);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        fclose(f);
+    }
+    return json_pack("{s:s,s:s,s:i}", "kind", "cpu", "model", model, "cores", (int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+json_t *avo_devices_probe(void)
+{
+    json_t *a = json_array();
+    char err[256];
+    json_array_append_new(a, cpu_entry());
+    int n = avo_nvml_open(err, sizeof err);
+    if (n < 0) {
+        json_array_append_new(a, json_pack("{s:s,s:b,s:s}", "kind", "gpu-probe", "available", 0, "reason", err));
+        return a;
+    }
+    char driver[80] = "";
+    avo_nvml_driver_version(driver, sizeof driver);
+    for (int i = 0; i < n; i++) {
+        avo_gpu_info g;
+        if (avo_nvml_device(i, &g) < 0)
+            continue;
+        char cc[16], sm[16];
+        snprintf(cc, sizeof cc, "%d.%d", g.cc_major, g.cc_minor);
+        snprintf(sm, sizeof sm, "sm_%d%d", g.cc_major, g.cc_minor);
+        json_array_append_new(a, json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s}", "kind", "gpu", "index", i, "name", g.name,
+                                           "uuid", g.uuid, "compute_capability", cc, "arch", sm, "driver", driver));
+    }
+    avo_nvml_close();
+    return a;
+}

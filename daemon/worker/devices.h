@@ -1,0 +1,14 @@
+/* What this worker's host has: the CPU, and the NVIDIA GPUs NVML reports
+ * (name, UUID, compute capability, driver). Stored with the worker's
+ * registration and printed by `avo-worker devices`. */
+#ifndef AVO_DEVICES_H
+#define AVO_DEVICES_H
+
+#include <jansson.h>
+
+/* Returns a new array: [{"kind":"cpu",...}, {"kind":"gpu",...}...]; a host
+ * without NVML gets a {"kind":"gpu-probe","available":false,"reason":...}
+ * entry instead of GPUs, so the reason is visible in `avoctl workers`. */
+json_t *avo_devices_probe(void);
+
+#endif
