@@ -43,7 +43,10 @@ BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUI
 # run on a bare GPU host.
 NVCC_FLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror \
               -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=[sm_80,compute_80]
-CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary)
+CUDA_HOME := $(if $(NVCC),$(abspath $(dir $(NVCC))..))
+CUDA_LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/extras/CUPTI/lib64
+CUDA_LINK := $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Xlinker -rpath=$(d))
+CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe)
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -108,6 +111,11 @@ $(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)
 $(BUILD)/bin/avo-canary: daemon/gpu/canary.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+$(BUILD)/bin/avo-gpu-probe: daemon/gpu/probe.cu daemon/gpu/avo_cupti.cu daemon/gpu/avo_cupti.h daemon/common/avo_nvml.c
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Idaemon/common -Idaemon/gpu -o $@ daemon/gpu/probe.cu daemon/gpu/avo_cupti.cu \
+	    daemon/common/avo_nvml.c $(CUDA_LINK) -lcupti -lcuda -ljansson -ldl -Xlinker -export-dynamic
 
 # Unit tests link every library; static linking pulls only what each needs.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)

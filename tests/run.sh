@@ -75,7 +75,7 @@ run_integration() {
 run_gpu() {
     echo "== gpu tests"
     if [ -x "$BUILD/bin/avo-canary" ]; then
-        echo "  CUDA code compiled: $BUILD/bin/avo-canary (sm_90a, sm_80)"
+        echo "  CUDA code compiled: avo-canary, avo-gpu-probe (sm_90a, sm_80)"
     else
         echo "  CUDA code not compiled: nvcc not found (PATH or /usr/local/cuda)"
     fi
@@ -96,10 +96,20 @@ run_gpu() {
         else
             echo "not ok - avo-worker sees no GPU through NVML: $(tr -s ' \n' ' ' <"$out.dev")"
         fi
+        if "$BUILD/bin/avo-gpu-probe" >"$out.probe" 2>&1 && grep -q '"cupti"' "$out.probe"; then
+            if grep -q '"available": true' "$out.probe"; then
+                echo "ok - CUPTI range profiler collected counters (AutoRange, KernelReplay)"
+            else
+                echo "ok - CUPTI profiling unavailable here, reported with its reason: $(grep -m1 '"reason"' "$out.probe")"
+            fi
+        else
+            echo "not ok - avo-gpu-probe failed: $(tail -3 "$out.probe")"
+        fi
     } >"$out"
     sed 's/^/      /' "$out"
     count_tap gpu "$out" >/dev/null
-    rm -f "$out" "$out.canary" "$out.dev"
+    [ -n "${GPU_REPORT_DIR:-}" ] && cp "$out.probe" "$GPU_REPORT_DIR/gpu-probe.json"
+    rm -f "$out" "$out.canary" "$out.dev" "$out.probe"
 }
 
 for g in "${groups[@]}"; do

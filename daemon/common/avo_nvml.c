@@ -23,6 +23,8 @@ static struct {
     nvml_ret (*cc)(nvml_device, int *, int *);
     nvml_ret (*energy)(nvml_device, unsigned long long *);
     nvml_ret (*driver)(char *, unsigned);
+    nvml_ret (*clock)(nvml_device, int, unsigned *);
+    nvml_ret (*max_clock)(nvml_device, int, unsigned *);
     const char *(*error_string)(nvml_ret);
 } nv;
 
@@ -44,6 +46,8 @@ int avo_nvml_open(char *err, size_t errlen)
         SYM(cc, "nvmlDeviceGetCudaComputeCapability");
         SYM(energy, "nvmlDeviceGetTotalEnergyConsumption");
         SYM(driver, "nvmlSystemGetDriverVersion");
+        SYM(clock, "nvmlDeviceGetClockInfo");
+        SYM(max_clock, "nvmlDeviceGetMaxClockInfo");
         SYM(error_string, "nvmlErrorString");
 #undef SYM
         if (!nv.init || !nv.shutdown || !nv.count || !nv.handle || !nv.name || !nv.cc) {
@@ -106,5 +110,16 @@ int avo_nvml_energy_mj(int index, uint64_t *mj)
     if (nv.energy(d, &e) != NVML_OK)
         return -95; /* not supported on this device */
     *mj = e;
+    return 0;
+}
+
+int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz)
+{
+    nvml_device d;
+    enum { NVML_CLOCK_SM = 1 };
+    if (!nv.lib || !nv.clock || !nv.max_clock || nv.handle((unsigned)index, &d) != NVML_OK)
+        return -19;
+    if (nv.clock(d, NVML_CLOCK_SM, current_mhz) != NVML_OK || nv.max_clock(d, NVML_CLOCK_SM, max_mhz) != NVML_OK)
+        return -95;
     return 0;
 }

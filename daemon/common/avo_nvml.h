@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int index;
     char name[96];
@@ -23,5 +27,11 @@ int avo_nvml_device(int index, avo_gpu_info *out);
 int avo_nvml_driver_version(char *out, size_t len);
 /* Energy used by the device since the driver loaded, millijoules. */
 int avo_nvml_energy_mj(int index, uint64_t *mj);
+/* Current and maximum SM clock, MHz. */
+int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
