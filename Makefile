@@ -46,7 +46,12 @@ NVCC_FLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror \
 CUDA_HOME := $(if $(NVCC),$(abspath $(dir $(NVCC))..))
 CUDA_LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/extras/CUPTI/lib64
 CUDA_LINK := $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Xlinker -rpath=$(d))
-CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe)
+CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(BUILD)/bin/avo-harness-cuda)
+
+# avo-harness-cuda: the same harness sources built with the CUDA runtime
+# (shared libcudart, as the candidates use, so one runtime serves both).
+HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c
+HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC))
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -107,6 +112,14 @@ $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LI
 $(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_CLIENT)
+
+$(BUILD)/obj-cuda/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DAVO_WITH_CUDA -I$(CUDA_HOME)/include -c $< -o $@
+
+$(BUILD)/bin/avo-harness-cuda: $(HARNESS_CUDA_OBJ) $(LIB_PROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart $(LIBS_HARN)
 
 $(BUILD)/bin/avo-canary: daemon/gpu/canary.cu
 	@mkdir -p $(dir $@)

@@ -88,12 +88,23 @@ static int get_str(json_t *obj, const char *key, char *out, size_t outlen, char 
     return 0;
 }
 
+int avo_jobspec_target_valid(const char *t)
+{
+    if (!strcmp(t, "cpu"))
+        return 1;
+    if (strncmp(t, "sm_", 3) != 0 || !t[3])
+        return 0;
+    for (const char *c = t + 3; *c; c++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    return strlen(t) <= 8;
+}
+
 int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err, size_t errlen)
 {
     int rc;
     memset(s, 0, sizeof *s);
     snprintf(s->op, sizeof s->op, "tune");
-    snprintf(s->target, sizeof s->target, "cpu");
     s->evaluations = 30;
     s->islands = 1;
 
@@ -115,8 +126,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune)", s->op);
         return -22;
     }
-    if (strcmp(s->target, "cpu") != 0) {
-        snprintf(err, errlen, "target: unknown target '%s' (available: cpu)", s->target);
+    if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
+        snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
         return -22;
     }
     json_t *b = json_object_get(in, "budget");
@@ -153,7 +164,7 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
     }
     if (normalized) {
         json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:f,s:i,s:{s:I}}", "problem", s->problem,
-                              "operator", s->op, "target", s->target, "budget", "evaluations",
+                              "operator", s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations",
                               s->evaluations, "islands", s->islands, "epsilon", s->epsilon, "priority",
                               s->priority, "operator_params", "seed", (json_int_t)s->rng_seed);
         if (!n)

@@ -323,17 +323,23 @@ static int parse_configs(ctx *c, avo_problem *p, json_t *v)
     return 0;
 }
 
-static int eval_sizes(const avo_problem *p, const avo_config_spec *cs, const char *expr, double *out,
-                      char *err, size_t errlen)
+static int eval_sizes(const avo_problem *p, const int64_t *size, const char *expr, double *out, char *err,
+                      size_t errlen)
 {
     const char *names[AVO_PROBLEM_MAX_SIZES];
     double vals[AVO_PROBLEM_MAX_SIZES];
     for (int s = 0; s < p->nsizes; s++) {
         names[s] = p->sizes[s];
-        vals[s] = (double)cs->size[s];
+        vals[s] = (double)size[s];
     }
     avo_expr_env env = {p->nsizes, names, vals};
     return avo_expr_eval(expr, &env, out, err, errlen);
+}
+
+int avo_problem_eval_sizes(const avo_problem *p, const int64_t *size, const char *expr, double *out, char *err,
+                           size_t errlen)
+{
+    return eval_sizes(p, size, expr, out, err, errlen);
 }
 
 int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
@@ -341,19 +347,19 @@ int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, 
 {
     if (config < 0 || config >= p->nconfigs)
         return -EINVAL;
-    return eval_sizes(p, &p->configs[config], expr, out, err, errlen);
+    return eval_sizes(p, p->configs[config].size, expr, out, err, errlen);
 }
 
-int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
-                             char *err, size_t errlen)
+int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int tensor, int64_t *elems, char *err,
+                                size_t errlen)
 {
-    if (config < 0 || config >= p->nconfigs || tensor < 0 || tensor >= p->ntensors)
+    if (tensor < 0 || tensor >= p->ntensors)
         return -EINVAL;
     const avo_tensor_spec *ts = &p->tensors[tensor];
     double total = 1;
     for (int k = 0; k < ts->rank; k++) {
         double d;
-        int rc = eval_sizes(p, &p->configs[config], ts->shape[k], &d, err, errlen);
+        int rc = eval_sizes(p, size, ts->shape[k], &d, err, errlen);
         if (rc)
             return rc;
         if (!(d >= 1) || d != floor(d) || d > (double)INT64_MAX) {
@@ -370,6 +376,14 @@ int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64
     }
     *elems = (int64_t)total;
     return 0;
+}
+
+int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
+                             char *err, size_t errlen)
+{
+    if (config < 0 || config >= p->nconfigs)
+        return -EINVAL;
+    return avo_problem_tensor_elems_at(p, p->configs[config].size, tensor, elems, err, errlen);
 }
 
 /* Evaluating every shape and formula of every config at load time means the
@@ -391,7 +405,7 @@ static int check_configs(ctx *c, avo_problem *p)
             double v;
             if (!formulas[f])
                 continue;
-            if (eval_sizes(p, &p->configs[i], formulas[f], &v, why, sizeof why))
+            if (eval_sizes(p, p->configs[i].size, formulas[f], &v, why, sizeof why))
                 return errf(c, fnames[f], "%s", why);
             if (!(v > 0) || !isfinite(v)) {
                 snprintf(field, sizeof field, "%s", fnames[f]);
@@ -566,6 +580,79 @@ static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
     return 0;
 }
 
+/* "validate": {"sizes": {...}}: one small size vector, every size given, on
+ * which every tensor shape must evaluate like a config's. */
+static int parse_validate(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"sizes", NULL};
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return errf(c, "validate", "must be an object {\"sizes\": {...}}");
+    int rc = check_keys(c, "validate", v, keys);
+    if (rc)
+        return rc;
+    json_t *sz = json_object_get(v, "sizes");
+    if (!json_is_object(sz))
+        return errf(c, "validate.sizes", sz ? "must be an object {\"NAME\": value}" : "missing");
+    const char *key;
+    json_t *val;
+    char field[96];
+    json_object_foreach(sz, key, val) {
+        int found = -1;
+        for (int s = 0; s < p->nsizes; s++)
+            if (strcmp(p->sizes[s], key) == 0)
+                found = s;
+        snprintf(field, sizeof field, "validate.sizes.%s", key);
+        if (found < 0)
+            return errf(c, field, "unknown size '%s'", key);
+        if (!json_is_integer(val) || json_integer_value(val) <= 0)
+            return errf(c, field, "must be a positive integer");
+        p->validate_size[found] = json_integer_value(val);
+    }
+    for (int s = 0; s < p->nsizes; s++)
+        if (p->validate_size[s] == 0) {
+            snprintf(field, sizeof field, "validate.sizes.%s", p->sizes[s]);
+            return errf(c, field, "missing");
+        }
+    for (int t = 0; t < p->ntensors; t++) {
+        int64_t n;
+        char why[256];
+        if (avo_problem_tensor_elems_at(p, p->validate_size, t, &n, why, sizeof why))
+            return errf(c, "validate.sizes", "tensor %s: %s", p->tensors[t].name, why);
+    }
+    p->has_validate = 1;
+    return 0;
+}
+
+/* "roofline": {"gflops": X, "gbps": Y}: at least one, each > 0 and backed by
+ * the matching formula, or the fraction could not be computed. */
+static int parse_roofline(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"gflops", "gbps", NULL};
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return errf(c, "roofline", "must be an object {\"gflops\": x, \"gbps\": y}");
+    int rc = check_keys(c, "roofline", v, keys);
+    if (rc)
+        return rc;
+    json_t *g = json_object_get(v, "gflops"), *b = json_object_get(v, "gbps");
+    if (!g && !b)
+        return errf(c, "roofline", "needs \"gflops\" or \"gbps\"");
+    if (g && (!json_is_number(g) || !(json_number_value(g) > 0) || !isfinite(json_number_value(g))))
+        return errf(c, "roofline.gflops", "must be a number > 0");
+    if (b && (!json_is_number(b) || !(json_number_value(b) > 0) || !isfinite(json_number_value(b))))
+        return errf(c, "roofline.gbps", "must be a number > 0");
+    if (g && !p->flops)
+        return errf(c, "roofline.gflops", "needs a \"flops\" formula");
+    if (b && !p->bytes)
+        return errf(c, "roofline.gbps", "needs a \"bytes\" formula");
+    p->roofline_gflops = g ? json_number_value(g) : 0;
+    p->roofline_gbps = b ? json_number_value(b) : 0;
+    return 0;
+}
+
 /* A file name inside the problem directory: no separators, no dot-dot. */
 static int parse_filename(ctx *c, const char *field, json_t *v, char *dst, size_t cap, const char *dir)
 {
@@ -602,7 +689,8 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
     static const char *const top[] = {"name", "description", "backend", "entry", "sizes", "tensors",
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
                                       "reference", "seed", "cflags", "knobs", "constraints",
-                                      "timing", "check", NULL};
+                                      "timing", "check", "validate", "roofline", "language",
+                                      "nvcc_flags", "baseline", NULL};
     memset(p, 0, sizeof *p);
     char file[4200];
     snprintf(file, sizeof file, "%s/problem.json", dir);
@@ -644,6 +732,23 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
         rc = errf(&c, "backend", "unknown backend '%s' (cpu, cuda)", p->backend);
         goto cleanup;
     }
+    /* CUDA problems compile with nvcc: their flags are "nvcc_flags" (the
+     * worker adds -gencode for its own GPU); "cflags" belongs to cpu ones. */
+    int cuda = strcmp(p->backend, "cuda") == 0;
+    json_t *lang = json_object_get(j, "language");
+    if (lang && (!json_is_string(lang) ||
+                 strcmp(json_string_value(lang), cuda ? "cuda" : "c") != 0)) {
+        rc = errf(&c, "language", "must be \"%s\" for backend \"%s\"", cuda ? "cuda" : "c", p->backend);
+        goto cleanup;
+    }
+    if (json_object_get(j, cuda ? "cflags" : "nvcc_flags")) {
+        rc = errf(&c, cuda ? "cflags" : "nvcc_flags", "not used by backend \"%s\" (use \"%s\")", p->backend,
+                  cuda ? "nvcc_flags" : "cflags");
+        goto cleanup;
+    }
+    if (json_object_get(j, "baseline") &&
+        (rc = parse_filename(&c, "baseline", json_object_get(j, "baseline"), p->baseline, sizeof p->baseline, dir)))
+        goto cleanup;
     if ((rc = copy_str(&c, "entry", json_object_get(j, "entry"), p->entry, sizeof p->entry, 1)))
         goto cleanup;
     if (!is_ident(p->entry)) {
@@ -685,11 +790,14 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
         (rc = parse_filename(&c, "reference", json_object_get(j, "reference"), p->reference,
                              sizeof p->reference, dir)) ||
         (rc = parse_filename(&c, "seed", json_object_get(j, "seed"), p->seed, sizeof p->seed, dir)) ||
-        (rc = parse_strings(&c, "cflags", json_object_get(j, "cflags"), p->cflags, 32, &p->ncflags)) ||
+        (rc = parse_strings(&c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
+                            p->cflags, 32, &p->ncflags)) ||
         (rc = parse_knobs(&c, p, json_object_get(j, "knobs"))) ||
         (rc = parse_strings(&c, "constraints", json_object_get(j, "constraints"), p->constraints, 16,
                             &p->nconstraints)) ||
-        (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))))
+        (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
+        (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
+        (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
         goto cleanup;
 
     /* Constraints must parse, and the seed's own knob values must be allowed,

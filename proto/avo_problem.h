@@ -60,8 +60,9 @@ typedef struct avo_problem {
     avo_tolerance tol[5];    /* indexed by avo_dtype */
     char reference[256];     /* file name relative to dir */
     char seed[256];          /* file name relative to dir */
+    char baseline[256];      /* optional: a vendor implementation timed beside the candidate ("" = none) */
     int ncflags;
-    char *cflags[32];
+    char *cflags[32];        /* cc flags (cpu) or nvcc flags (cuda) */
     int nknobs;
     avo_knob_spec knobs[AVO_PROBLEM_MAX_KNOBS];
     int nconstraints;
@@ -70,6 +71,13 @@ typedef struct avo_problem {
     int timing_min_runs;
     double timing_rse;           /* target relative standard error */
     int check_input_sets;
+    /* "validate": sizes on which the reference is checked against its own
+     * float64 twin (avo_reference_f64); has_validate 0 = not declared. */
+    int has_validate;
+    int64_t validate_size[AVO_PROBLEM_MAX_SIZES];
+    /* "roofline": the machine's attainable GFLOP/s and GB/s; 0 = not declared. */
+    double roofline_gflops;
+    double roofline_gbps;
     json_t *json;            /* the parsed file, owned */
 } avo_problem;
 
@@ -96,6 +104,13 @@ int avo_problem_render(const avo_problem *p, const int64_t *values, const char *
  * configuration `config`. Returns 0 or a negative int with a message in err. */
 int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
                             char *err, size_t errlen);
+
+/* The same over an explicit size vector (in the order of p->sizes), e.g.
+ * p->validate_size. */
+int avo_problem_eval_sizes(const avo_problem *p, const int64_t *size, const char *expr, double *out,
+                           char *err, size_t errlen);
+int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int tensor, int64_t *elems,
+                                char *err, size_t errlen);
 
 /* Element count of tensor `tensor` in configuration `config`. */
 int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,

@@ -141,13 +141,19 @@ static void h_submit(avo_api *a, avo_http_req *req)
         json_decref(norm);
         return;
     }
-    if (strcmp(p.backend, s.target) != 0) {
-        avo_http_reply_error(req, 400, "bad_request", "target: problem '%s' runs on '%s', not '%s'",
-                             s.problem, p.backend, s.target);
+    /* Where it runs follows from the problem: cpu problems on CPU workers,
+     * cuda ones on GPU workers of one architecture (sm_90 unless asked). */
+    const int cuda = strcmp(p.backend, "cuda") == 0;
+    if (!s.target[0])
+        snprintf(s.target, sizeof s.target, "%s", cuda ? "sm_90" : "cpu");
+    if (cuda != (strncmp(s.target, "sm_", 3) == 0)) {
+        avo_http_reply_error(req, 400, "bad_request", "target: problem '%s' is a %s problem; '%s' is %s", s.problem,
+                             p.backend, s.target, cuda ? "not a GPU architecture (sm_XY)" : "not cpu");
         avo_problem_free(&p);
         json_decref(norm);
         return;
     }
+    json_object_set_new(norm, "target", json_string(s.target));
     if (p.nknobs == 0 && !strcmp(s.op, "tune")) {
         avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune",
                              s.problem);

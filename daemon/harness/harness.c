@@ -2,24 +2,57 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "counters.h"
+#include "gpu.h"
+#include "runner.h"
 #include "tensors.h"
 #include "timing.h"
 
-/* Why a check failed; decides wrong_result vs cheat_suspected. */
-enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS };
+/* Empty round trips measured before any timing; their minimum is subtracted
+ * from every timed round trip. */
+#define PINGS 200
+/* Largest problem validated against float64 without "validate" sizes. */
+#define VALIDATE_MAX_ELEMS (1 << 22)
+
+/* Why a check failed; decides the outcome. */
+enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHECK_FORGED, CHECK_FAULT };
+
+/* CUDA timed runs copy outputs back for checking on the first run and every
+ * CHECK_EVERY-th after it (copies of large tensors dominate otherwise); the
+ * fresh input set after timing is always checked. */
+#define CHECK_EVERY 8
+/* Samples taken while the SM clock ran under this fraction of its maximum
+ * (thermal or power throttling, a neighbour) are discarded and counted. */
+#define MIN_CLOCK_FRACTION 0.75
 
 typedef struct {
     const avo_problem *p;
     uint64_t seed;
     int nsets;        /* check sets; set nsets is the fresh one after timing */
     void **refout;    /* [(config * (nsets + 1) + set) * ntensors + tensor] */
-    avo_kernel_fn cand;
+    avo_runner run;   /* the candidate's process */
+    int shm_fd;       /* the tensors the runner sees: memfd, mapped shared */
+    unsigned char *shm;
+    size_t shm_bytes;
+    double deadline;  /* absolute, avo_now() */
+    double overhead, overhead_median;    /* empty round trip: min (subtracted), median */
+    avo_counters ctr;
+    int ctr_open;
+    int ref_validated;
+    char ref_note[512];
     double worst_rel_l2, worst_max_abs;   /* of the current config */
+    int cuda;                             /* backend "cuda": tensors mirrored on the GPU */
+    avo_gpu *gpu;                         /* the checker's own context, for the reference only */
+    unsigned max_mhz;                     /* the GPU's maximum SM clock (0 = unknown) */
+    json_t *gpu_info;
 } run_ctx;
 
 static void **refslot(run_ctx *r, int config, int set, int tensor)
@@ -28,20 +61,161 @@ static void **refslot(run_ctx *r, int config, int set, int tensor)
                       (size_t)tensor];
 }
 
-/* The candidate gets fresh copies of the pointer and size arrays on every
- * call so that scribbling on them cannot redirect the harness's own checks. */
-static int call(avo_kernel_fn fn, const avo_problem *p, int config, avo_tensors *t)
+/* The reference (trusted, in this process) gets fresh copies of the
+ * pointer and size arrays on every call, like the candidate in the runner.
+ * A CUDA reference runs on the checker's own context: tensors copied to the
+ * device, the kernel, everything copied back. */
+static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t);
+
+static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
+{
+    if (!r->cuda)
+        return call_host(fn, size, t);
+    int ret = 0;
+    double s;
+    unsigned mhz;
+    char err[400];
+    int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)fn, t->ptr, t->bytes, t->n, size,
+                         AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, 0, &ret, &s, &mhz, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
+    return rc ? (ret ? ret : -1) : 0;
+}
+
+static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
 {
     void *ptrs[AVO_PROBLEM_MAX_TENSORS];
     int64_t sizes[AVO_PROBLEM_MAX_SIZES];
     memcpy(ptrs, t->ptr, sizeof ptrs);
-    memcpy(sizes, p->configs[config].size, sizeof sizes);
+    memcpy(sizes, size, sizeof sizes);
     return fn(ptrs, sizes);
+}
+
+/* One candidate call in the runner on the tensors of x (which live in the
+ * shared region). Returns CHECK_OK with the candidate's return value in *ret
+ * and the checker's own round-trip time, a CHECK_ code for a runner that
+ * died, hung or forged answers, or a negative int (the checker's failure). */
+static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
+                           double *claimed, unsigned *mhz, char *why, size_t wl)
+{
+    uint64_t offs[AVO_PROBLEM_MAX_TENSORS], bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned outputs = 0;
+    for (int i = 0; i < x->n; i++) {
+        offs[i] = (uint64_t)((unsigned char *)x->ptr[i] - r->shm);
+        bytes[i] = x->bytes[i];
+        if (r->p->tensors[i].role == AVO_ROLE_OUTPUT)
+            outputs |= 1u << i;
+    }
+    int rc = avo_runner_call(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, flags, outputs,
+                             r->deadline, ret, rt, claimed, mhz, why, wl);
+    switch (rc) {
+    case AVO_RUNNER_OK: return CHECK_OK;
+    case AVO_RUNNER_DIED: return CHECK_CRASH;
+    case AVO_RUNNER_TIMEOUT: return CHECK_TIMEOUT;
+    case AVO_RUNNER_PROTOCOL: return CHECK_FORGED;
+    case AVO_RUNNER_FAULT: return CHECK_FAULT;
+    default: return rc < 0 ? rc : -EIO;
+    }
+}
+
+/* A checking call: on a GPU every tensor goes to the device and back. */
+static int cand_call(run_ctx *r, int c, const avo_tensors *x, int *ret, double *rt, double *claimed, char *why,
+                     size_t wl)
+{
+    unsigned mhz;
+    return cand_call_flags(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, ret, rt, claimed, &mhz, why, wl);
 }
 
 static json_t *jreal(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Run the reference and its float64 twin on one small size vector (the
+ * spec's "validate" sizes, else the smallest config when small enough) and
+ * require the reference within its tolerance of the twin. Returns 0 (with
+ * r->ref_validated and the reason in r->ref_note), AVO_HARNESS_EREFERENCE
+ * when they disagree, or a negative int. */
+static int validate_reference(run_ctx *r, void *h, avo_kernel_fn ref, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    avo_kernel_fn f64 = (avo_kernel_fn)(uintptr_t)dlsym(h, "avo_reference_f64");
+    if (!f64) {
+        snprintf(r->ref_note, sizeof r->ref_note, "the reference exports no avo_reference_f64");
+        return 0;
+    }
+    const int64_t *size = p->validate_size;
+    char where[160];
+    if (p->has_validate) {
+        snprintf(where, sizeof where, "validate sizes");
+    } else {
+        int best = -1;
+        double best_elems = 0;
+        for (int c = 0; c < p->nconfigs; c++) {
+            double e = 0;
+            for (int i = 0; i < p->ntensors; i++) {
+                int64_t n = 0;
+                avo_problem_tensor_elems(p, c, i, &n, NULL, 0);
+                e += (double)n;
+            }
+            if (best < 0 || e < best_elems)
+                best = c, best_elems = e;
+        }
+        if (best_elems > VALIDATE_MAX_ELEMS) {
+            snprintf(r->ref_note, sizeof r->ref_note,
+                     "no \"validate\" sizes and the smallest config has %.0f elements (> %d)", best_elems,
+                     VALIDATE_MAX_ELEMS);
+            return 0;
+        }
+        size = p->configs[best].size;
+        snprintf(where, sizeof where, "config %s (no \"validate\" sizes)", p->configs[best].name);
+    }
+    avo_tensors t = {0}, d = {0};
+    int rc;
+    if ((rc = avo_tensors_alloc_at(&t, p, size, -1, err, errlen)) ||
+        (rc = avo_tensors_alloc_at(&d, p, size, AVO_DTYPE_F64, err, errlen)))
+        goto cleanup;
+    /* A stream no check set uses (config index nconfigs). */
+    avo_tensors_fill(&t, p, r->seed, p->nconfigs, 0);
+    avo_tensors_poison(&t, p);
+    for (int i = 0; i < p->ntensors; i++) {
+        if (p->tensors[i].role == AVO_ROLE_OUTPUT) {
+            for (int64_t e = 0; e < d.elems[i]; e++)
+                ((double *)d.ptr[i])[e] = NAN;
+        } else {
+            avo_tensors_to_f64(t.ptr[i], p->tensors[i].dtype, t.elems[i], d.ptr[i]);
+        }
+    }
+    /* A CUDA package's twin runs on the device too (float64 tensors). */
+    int r1 = call_ref(r, ref, size, &t), r2 = call_ref(r, f64, size, &d);
+    if (r1 || r2) {
+        snprintf(err, errlen, "reference invalid: on %s avo_reference returned %d, avo_reference_f64 %d", where, r1,
+                 r2);
+        rc = AVO_HARNESS_EREFERENCE;
+        goto cleanup;
+    }
+    for (int i = 0; i < p->ntensors; i++) {
+        if (p->tensors[i].role == AVO_ROLE_INPUT)
+            continue;
+        avo_check ck;
+        avo_tolerance tol = p->tol[p->tensors[i].dtype];
+        avo_tensors_compare_f64(t.ptr[i], p->tensors[i].dtype, d.ptr[i], t.elems[i], tol, &ck);
+        if (!ck.pass) {
+            snprintf(err, errlen,
+                     "reference invalid: on %s the reference disagrees with avo_reference_f64: %s[%lld] = %.9g vs "
+                     "%.9g, rel_l2 %.3g (bound %.3g), max_abs %.3g (bound %.3g)",
+                     where, p->tensors[i].name, (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2,
+                     ck.max_abs, tol.max_abs);
+            rc = AVO_HARNESS_EREFERENCE;
+            goto cleanup;
+        }
+    }
+    r->ref_validated = 1;
+    snprintf(r->ref_note, sizeof r->ref_note, "within tolerance of avo_reference_f64 on %s", where);
+cleanup:
+    avo_tensors_free(&t);
+    avo_tensors_free(&d);
+    return rc;
 }
 
 static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errlen)
@@ -51,25 +225,38 @@ static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errle
     avo_tensors t = {0};
     void *h = dlopen(ref_so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(err, errlen, "cannot load reference: %s", dlerror());
-        return -ENOENT;
+        snprintf(err, errlen, "reference invalid: cannot load it: %s", dlerror());
+        return AVO_HARNESS_EREFERENCE;
     }
     avo_kernel_fn ref = (avo_kernel_fn)(uintptr_t)dlsym(h, "avo_reference");
     if (!ref) {
-        snprintf(err, errlen, "reference %s does not export avo_reference", ref_so);
-        rc = -ENOENT;
+        snprintf(err, errlen, "reference invalid: %s does not export avo_reference", ref_so);
+        rc = AVO_HARNESS_EREFERENCE;
         goto cleanup;
     }
+    if (r->cuda) {
+        if ((rc = avo_gpu_open(&r->gpu, err, errlen))) {
+            rc = rc == -ENOTSUP ? -ENOTSUP : -ENODEV;
+            goto cleanup;
+        }
+        char name[256];
+        int ma, mi, sms, l2;
+        avo_gpu_describe(r->gpu, name, sizeof name, &ma, &mi, &sms, &l2, &r->max_mhz);
+        r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms",
+                                sms, "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
+    }
+    if ((rc = validate_reference(r, h, ref, err, errlen)))
+        goto cleanup;
     for (int c = 0; c < p->nconfigs; c++) {
         if ((rc = avo_tensors_alloc(&t, p, c, err, errlen)))
             goto cleanup;
         for (int s = 0; s <= r->nsets; s++) {
             avo_tensors_fill(&t, p, r->seed, c, s);
             avo_tensors_poison(&t, p);
-            int ret = call(ref, p, c, &t);
+            int ret = call_ref(r, ref, p->configs[c].size, &t);
             if (ret != 0) {
-                snprintf(err, errlen, "reference returned %d on config %s", ret, p->configs[c].name);
-                rc = -EIO;
+                snprintf(err, errlen, "reference invalid: it returned %d on config %s", ret, p->configs[c].name);
+                rc = AVO_HARNESS_EREFERENCE;
                 goto cleanup;
             }
             for (int i = 0; i < p->ntensors; i++) {
@@ -89,8 +276,11 @@ static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errle
     }
 cleanup:
     avo_tensors_free(&t);
-    /* The reference is unloaded before the candidate is loaded: nothing of it
-     * is left in the process for a candidate to call or read. */
+    /* The checker's device memory goes before the candidate's context comes. */
+    avo_gpu_close(r->gpu);
+    r->gpu = NULL;
+    /* Unloaded before the runner starts; the runner is a fresh exec that
+     * never loads it at all. */
     dlclose(h);
     return rc;
 }
@@ -145,62 +335,193 @@ static int checked_call(run_ctx *r, int c, int set, avo_tensors *x, avo_tensors 
     avo_tensors_fill(pristine, r->p, r->seed, c, set);
     avo_tensors_copy_inputs(x, pristine, r->p);
     avo_tensors_poison(x, r->p);
-    int ret = call(r->cand, r->p, c, x);
+    int ret = 0;
+    double rt, claimed;
+    int res = cand_call(r, c, x, &ret, &rt, &claimed, why, wl);
+    if (res != CHECK_OK)
+        return res;
     return check_call(r, c, set, ret, x, pristine, why, wl);
 }
 
 static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, double score, double gflops,
-                           double gbps, const run_ctx *r)
+                           double gbps, double claimed, json_t *counters, const run_ctx *r)
 {
-    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:{s:o, s:o}}", "name",
+    json_t *roof = json_null();
+    if (p->roofline_gflops > 0 || p->roofline_gbps > 0) {
+        double f = 0;
+        if (p->roofline_gflops > 0 && p->flops)
+            f = fmax(f, gflops / p->roofline_gflops);
+        if (p->roofline_gbps > 0 && p->bytes)
+            f = fmax(f, gbps / p->roofline_gbps);
+        roof = jreal(f);
+    }
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:{s:o, s:o}, s:o, s:o, s:o}", "name",
                      p->configs[c].name, "score", jreal(score), "median_s", jreal(st->median), "min_s",
                      jreal(st->min), "max_s", jreal(st->max), "stddev_s", jreal(st->stddev), "rse",
                      jreal(st->rse), "runs", st->runs, "gflops", p->flops ? jreal(gflops) : json_null(),
                      "gbps", p->bytes ? jreal(gbps) : json_null(), "check", "rel_l2",
-                     jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs));
+                     jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs), "runner_reported_median_s",
+                     jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
 }
 
 /* Timed runs of config c on the inputs already in pristine/x (the last
  * check set). Every run is poisoned before and checked after, outside the
- * timed region, so a candidate cannot be fast only when it is not looked at. */
+ * timed region, so a candidate cannot be fast only when it is not looked at.
+ * A sample is the checker's own round trip minus the calibrated empty round
+ * trip: what the runner says about time is recorded, never used. */
 static int time_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_flusher *fl,
-                       avo_stats *st, char *why, size_t wl)
+                       avo_stats *st, double *claimed_median, json_t **counters, char *why, size_t wl)
 {
     const avo_problem *p = r->p;
     const int set = r->nsets - 1;
     int cap = 64, n = 0, res = CHECK_OK;
-    double *t = malloc((size_t)cap * sizeof *t);
-    if (!t)
+    double *t = malloc((size_t)cap * sizeof *t), *cl = malloc((size_t)cap * sizeof *cl);
+    if (!t || !cl) {
+        free(t);
+        free(cl);
         return -ENOMEM;
+    }
+    avo_counter_values cv;
+    if (r->ctr_open)
+        avo_counters_start(&r->ctr);
     const double start = avo_now();
     while (1) {
         avo_tensors_copy_inputs(x, pristine, p);
         avo_tensors_poison(x, p);
+        /* The runner may still be frozen from the last call: let it go back
+         * to waiting for a command before the flush, so waking it up is not
+         * inside the timed round trip. */
+        avo_runner_resume(&r->run);
         avo_flusher_run(fl);
-        const double t0 = avo_now();
-        int ret = call(r->cand, p, c, x);
-        const double t1 = avo_now();
+        int ret = 0;
+        double rt = 0, claimed = 0;
         char sub[400];
-        if ((res = check_call(r, c, set, ret, x, pristine, sub, sizeof sub)) != CHECK_OK) {
-            snprintf(why, wl, "timed run %d, after passing the checks: %s", n + 1, sub);
+        res = cand_call(r, c, x, &ret, &rt, &claimed, sub, sizeof sub);
+        if (res == CHECK_OK)
+            res = check_call(r, c, set, ret, x, pristine, sub, sizeof sub);
+        if (res != CHECK_OK) {
+            if (res > 0)
+                snprintf(why, wl, "timed run %d, after passing the checks: %s", n + 1, sub);
             break;
         }
         if (n == cap) {
-            double *g = realloc(t, (size_t)(cap *= 2) * sizeof *t);
-            if (!g) {
-                free(t);
-                return -ENOMEM;
+            cap *= 2;
+            double *g = realloc(t, (size_t)cap * sizeof *t), *h = g ? realloc(cl, (size_t)cap * sizeof *cl) : NULL;
+            if (g)
+                t = g;
+            if (h)
+                cl = h;
+            if (!g || !h) {
+                res = -ENOMEM;
+                break;
             }
-            t = g;
         }
-        t[n++] = t1 - t0;
+        cl[n] = claimed;
+        t[n++] = fmax(rt - r->overhead, 1e-9);
         if (n < p->timing_min_runs)
             continue;
         avo_stats_compute(t, n, st); /* reorders t; order does not matter */
         if (st->rse <= p->timing_rse || avo_now() - start >= p->timing_max_seconds || n >= 100000)
             break;
     }
+    if (r->ctr_open) {
+        avo_counters_stop(&r->ctr, &cv);
+        if (res == CHECK_OK)
+            *counters = avo_counters_values_json(&r->ctr, &cv, n);
+    }
+    if (res == CHECK_OK) {
+        avo_stats cs;
+        avo_stats_compute(cl, n, &cs);
+        *claimed_median = cs.median;
+    }
     free(t);
+    free(cl);
+    return res;
+}
+
+/* Timed runs of config c on a GPU. The inputs go to the device once; before
+ * every run the runner fills the outputs with NaN on the device and flushes
+ * L2; a sample is the CUDA-event time of the call up to a device-wide
+ * synchronisation. The runner reports that time, so the checker bounds it by
+ * its own round trip (a claim longer than the whole call is forged) and
+ * checks the outputs of the first run and every CHECK_EVERY-th. Samples taken
+ * under MIN_CLOCK_FRACTION of the maximum SM clock are discarded. */
+static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_stats *st,
+                            double *rt_median, int *discarded, char *why, size_t wl)
+{
+    const avo_problem *p = r->p;
+    const int set = r->nsets - 1;
+    int cap = 64, n = 0, res = CHECK_OK, iter = 0;
+    double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts);
+    if (!t || !rts) {
+        free(t);
+        free(rts);
+        return -ENOMEM;
+    }
+    *discarded = 0;
+    const double start = avo_now();
+    for (;; iter++) {
+        const int check = iter % CHECK_EVERY == 0;
+        unsigned flags = AVO_GPU_FLUSH | (iter == 0 ? AVO_GPU_COPY_IN : AVO_GPU_POISON);
+        if (iter == 0) {
+            avo_tensors_copy_inputs(x, pristine, p);
+            avo_tensors_poison(x, p);
+        }
+        if (check)
+            flags |= AVO_GPU_COPY_OUT;
+        int ret = 0;
+        double rt = 0, ev = 0;
+        unsigned mhz = 0;
+        char sub[400];
+        res = cand_call_flags(r, c, x, flags, &ret, &rt, &ev, &mhz, sub, sizeof sub);
+        if (res == CHECK_OK && (check || ret != 0))
+            res = check_call(r, c, set, ret, x, pristine, sub, sizeof sub);
+        if (res == CHECK_OK && (!(ev > 0) || ev > rt + 1e-4)) {
+            snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev, rt);
+            res = CHECK_FORGED;
+        }
+        if (res != CHECK_OK) {
+            if (res > 0)
+                snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
+            break;
+        }
+        if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
+            (*discarded)++;
+        } else {
+            if (n == cap) {
+                cap *= 2;
+                double *g = realloc(t, (size_t)cap * sizeof *t), *h = g ? realloc(rts, (size_t)cap * sizeof *rts) : NULL;
+                if (g)
+                    t = g;
+                if (h)
+                    rts = h;
+                if (!g || !h) {
+                    res = -ENOMEM;
+                    break;
+                }
+            }
+            rts[n] = rt;
+            t[n++] = ev;
+        }
+        const int enough = n >= p->timing_min_runs;
+        if (enough)
+            avo_stats_compute(t, n, st);
+        if ((enough && st->rse <= p->timing_rse) || avo_now() - start >= p->timing_max_seconds || n >= 100000)
+            break;
+    }
+    if (res == CHECK_OK && n == 0) {
+        snprintf(why, wl, "every timed run ran under %.0f%% of the maximum SM clock (%u MHz): no usable sample",
+                 MIN_CLOCK_FRACTION * 100, r->max_mhz);
+        res = -EAGAIN;
+    }
+    if (res == CHECK_OK) {
+        avo_stats_compute(t, n, st);
+        avo_stats rs;
+        avo_stats_compute(rts, n, &rs);
+        *rt_median = rs.median;
+    }
+    free(t);
+    free(rts);
     return res;
 }
 
@@ -220,19 +541,108 @@ static void zero_scores(json_t *configs)
     json_array_foreach(configs, i, c) json_object_set_new(c, "score", json_real(0));
 }
 
-int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, uint64_t seed,
-                    json_t **result, char *err, size_t errlen)
+static void before_load(void *arg, pid_t pid)
 {
-    int rc = 0;
-    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets};
+    run_ctx *r = arg;
+    avo_counters_open(&r->ctr, pid);
+    r->ctr_open = 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The shared tensor region: big enough for the largest config, sealed
+ * against resizing so the runner cannot truncate it under the checker. */
+static int make_shm(run_ctx *r, char *err, size_t errlen)
+{
+    size_t need = 64;
+    for (int c = 0; c < r->p->nconfigs; c++) {
+        size_t s = avo_tensors_span(r->p, c);
+        if (s > need)
+            need = s;
+    }
+    r->shm_bytes = need;
+    r->shm_fd = memfd_create("avo-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (r->shm_fd < 0 || ftruncate(r->shm_fd, (off_t)need) != 0 ||
+        fcntl(r->shm_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot create the shared tensor region (%zu bytes): %s", need, strerror(e));
+        return -e;
+    }
+    r->shm = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, r->shm_fd, 0);
+    if (r->shm == MAP_FAILED) {
+        int e = errno;
+        r->shm = NULL;
+        snprintf(err, errlen, "cannot map the shared tensor region: %s", strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+/* Median and minimum of PINGS empty round trips. */
+static int calibrate(run_ctx *r, char *why, size_t wl)
+{
+    double t[PINGS];
+    for (int i = 0; i < PINGS; i++) {
+        int rc = avo_runner_ping(&r->run, r->deadline, &t[i], why, wl);
+        if (rc)
+            return rc;
+    }
+    qsort(t, PINGS, sizeof *t, cmp_double);
+    r->overhead = t[0];
+    r->overhead_median = t[PINGS / 2];
+    return 0;
+}
+
+static json_t *runner_json(const run_ctx *r, int calibrated)
+{
+    json_t *sig = json_null();
+    if (r->run.signal) {
+        char name[32];
+        const char *ab = sigabbrev_np(r->run.signal);
+        snprintf(name, sizeof name, "SIG%s", ab ? ab : "?");
+        sig = json_string(name);
+    }
+    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o}", "separate_process", 1, "uid", r->run.uid,
+                     "overhead_s", calibrated ? json_real(r->overhead) : json_null(), "overhead_median_s",
+                     calibrated ? json_real(r->overhead_median) : json_null(), "overhead_pings",
+                     calibrated ? PINGS : 0, "signal", sig, "exit",
+                     r->run.exit_code >= 0 && !r->run.signal ? json_integer(r->run.exit_code) : json_null());
+}
+
+static const char *outcome_of(int res, int timed)
+{
+    switch (res) {
+    case CHECK_WRONG: return timed ? "cheat_suspected" : "wrong_result";
+    case CHECK_INPUTS: return "cheat_suspected";
+    case CHECK_CRASH: return "crash";
+    case CHECK_TIMEOUT: return "timeout";
+    case CHECK_FORGED: return "cheat_suspected";
+    case CHECK_FAULT: return "crash";
+    default: return "ok";
+    }
+}
+
+int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, uint64_t seed,
+                    double deadline_s, json_t **result, char *err, size_t errlen)
+{
+    int rc = 0, calibrated = 0;
+    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
+                 .cuda = strcmp(p->backend, "cuda") == 0};
     avo_tensors x = {0}, pristine = {0};
     avo_flusher fl = {0};
-    void *h = NULL;
     json_t *configs = json_array();
     const char *outcome = "ok";
     char detail[1024] = "";
     double logsum = 0;
 
+    r.run.cmd_w = r.run.reply_r = -1;
+    r.deadline = avo_now() + (deadline_s > 0 ? deadline_s : 600);
+    for (int i = 0; i < AVO_CTR_N; i++)
+        r.ctr.fd[i] = -1;
     *result = NULL;
     size_t nslots = (size_t)p->nconfigs * (size_t)(r.nsets + 1) * (size_t)p->ntensors;
     r.refout = calloc(nslots, sizeof *r.refout);
@@ -241,50 +651,72 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         rc = -ENOMEM;
         goto cleanup;
     }
-    if ((rc = run_reference(&r, ref_so, err, errlen)))
+    if ((rc = run_reference(&r, ref_so, err, errlen)) || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
-
-    h = dlopen(cand_so, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        outcome = "compile_error";
-        snprintf(detail, sizeof detail, "cannot load the candidate: %s", dlerror());
-        goto done;
-    }
-    r.cand = (avo_kernel_fn)(uintptr_t)dlsym(h, p->entry);
-    if (!r.cand) {
-        outcome = "compile_error";
-        snprintf(detail, sizeof detail, "the candidate does not export '%s'", p->entry);
-        goto done;
-    }
-    if ((rc = avo_flusher_init(&fl))) {
+    if (!r.cuda && (rc = avo_flusher_init(&fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         goto cleanup;
     }
 
+    char why[600];
+    rc = avo_runner_start(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, r.shm_bytes, r.deadline, before_load, &r, why,
+                          sizeof why);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot start the runner: %s", why);
+        goto cleanup;
+    }
+    if (rc == AVO_RUNNER_LOAD) {
+        rc = 0;
+        outcome = "compile_error";
+        snprintf(detail, sizeof detail, "%s", why);
+        goto done;
+    }
+    if (rc == 0)
+        rc = calibrate(&r, why, sizeof why);
+    if (rc) {
+        int res = rc == AVO_RUNNER_DIED ? CHECK_CRASH : rc == AVO_RUNNER_TIMEOUT ? CHECK_TIMEOUT : CHECK_FORGED;
+        rc = 0;
+        outcome = outcome_of(res, 0);
+        snprintf(detail, sizeof detail, "runner, loading the candidate: %s", why);
+        goto done;
+    }
+    calibrated = 1;
+
     for (int c = 0; c < p->nconfigs; c++) {
-        char why[600];
         int res = CHECK_OK;
         r.worst_rel_l2 = r.worst_max_abs = 0;
-        if ((rc = avo_tensors_alloc(&x, p, c, err, errlen)) || (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
+        if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes, err, errlen)) ||
+            (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
             goto cleanup;
         for (int s = 0; s < r.nsets && res == CHECK_OK; s++) {
             res = checked_call(&r, c, s, &x, &pristine, why, sizeof why);
-            if (res != CHECK_OK)
+            if (res > 0)
                 snprintf(detail, sizeof detail, "config %s, input set %d: %s", p->configs[c].name, s, why);
         }
-        if (res != CHECK_OK) {
-            outcome = res == CHECK_INPUTS ? "cheat_suspected" : "wrong_result";
-            goto done;
-        }
-        avo_stats st;
-        res = time_config(&r, c, &x, &pristine, &fl, &st, why, sizeof why);
         if (res < 0) {
             rc = res;
-            snprintf(err, errlen, "out of memory timing");
+            snprintf(err, errlen, "runner protocol: %s", why);
             goto cleanup;
         }
         if (res != CHECK_OK) {
-            outcome = "cheat_suspected";
+            outcome = outcome_of(res, 0);
+            goto done;
+        }
+        avo_stats st;
+        double claimed = 0;
+        json_t *ctrs = NULL;
+        int discarded = 0;
+        if (r.cuda)
+            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, why, sizeof why);
+        else
+            res = time_config(&r, c, &x, &pristine, &fl, &st, &claimed, &ctrs, why, sizeof why);
+        if (res < 0) {
+            rc = res;
+            snprintf(err, errlen, "timing failed: %s", res == -ENOMEM ? "out of memory" : why);
+            goto cleanup;
+        }
+        if (res != CHECK_OK) {
+            outcome = outcome_of(res, 1);
             snprintf(detail, sizeof detail, "config %s: %s", p->configs[c].name, why);
             goto done;
         }
@@ -292,11 +724,20 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
          * across calls passes the checks above and fails here. */
         res = checked_call(&r, c, r.nsets, &x, &pristine, why, sizeof why);
         if (res != CHECK_OK) {
-            outcome = "cheat_suspected";
-            snprintf(detail, sizeof detail,
-                     "config %s: correct before timing, wrong on a fresh input set after it "
-                     "(output cached across calls?): %s",
-                     p->configs[c].name, why);
+            json_decref(ctrs);
+            if (res < 0) {
+                rc = res;
+                snprintf(err, errlen, "runner protocol: %s", why);
+                goto cleanup;
+            }
+            outcome = res == CHECK_WRONG ? "cheat_suspected" : outcome_of(res, 1);
+            if (res == CHECK_WRONG || res == CHECK_INPUTS)
+                snprintf(detail, sizeof detail,
+                         "config %s: correct before timing, wrong on a fresh input set after it "
+                         "(output cached across calls?): %s",
+                         p->configs[c].name, why);
+            else
+                snprintf(detail, sizeof detail, "config %s, input set after timing: %s", p->configs[c].name, why);
             goto done;
         }
         double flops = 0, bytes = 0;
@@ -307,13 +748,21 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         double gflops = flops / st.median * 1e-9, gbps = bytes / st.median * 1e-9;
         double score = strcmp(p->score_metric, "flops") == 0 ? gflops : gbps;
         if (!(score > 0) || !isfinite(score)) {
+            json_decref(ctrs);
             outcome = "wrong_result";
             snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score",
                      p->configs[c].name, st.median);
             goto done;
         }
         logsum += log(score);
-        json_array_append_new(configs, config_json(p, c, &st, score, gflops, gbps, &r));
+        json_t *cj = config_json(p, c, &st, score, gflops, gbps, r.cuda ? NAN : claimed, ctrs, &r);
+        if (r.cuda) {
+            json_object_set_new(cj, "timing_source", json_string("cuda_events"));
+            json_object_set_new(cj, "round_trip_median_s", jreal(claimed));
+            json_object_set_new(cj, "clock_discarded", json_integer(discarded));
+            json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
+        }
+        json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
     }
@@ -321,6 +770,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
              p->nconfigs, r.nsets);
 
 done:
+    /* The runner is gone before the result exists: nothing of the
+     * candidate runs while (or after) the checker writes it. */
+    avo_runner_stop(&r.run);
     if (strcmp(outcome, "ok") != 0)
         zero_scores(configs);
     *result = result_json(p, outcome, detail, strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs) : 0.0,
@@ -329,20 +781,37 @@ done:
     if (!*result) {
         snprintf(err, errlen, "cannot build the result object");
         rc = -ENOMEM;
+        goto cleanup;
     }
+    json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
+    json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
+    json_object_set_new(*result, "runner", runner_json(&r, calibrated));
+    if (r.gpu_info) {
+        json_object_set_new(*result, "gpu", r.gpu_info);
+        r.gpu_info = NULL;
+    }
+    json_object_set_new(*result, "counters",
+                        r.ctr_open ? avo_counters_info_json(&r.ctr)
+                                   : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
 
 cleanup:
+    json_decref(r.gpu_info);
+    avo_gpu_close(r.gpu);
+    avo_runner_stop(&r.run);
+    if (r.ctr_open)
+        avo_counters_close(&r.ctr);
     json_decref(configs);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_flusher_free(&fl);
+    if (r.shm)
+        munmap(r.shm, r.shm_bytes);
+    if (r.shm_fd >= 0)
+        close(r.shm_fd);
     if (r.refout) {
         for (size_t i = 0; i < nslots; i++)
             free(r.refout[i]);
         free(r.refout);
     }
-    /* The candidate is never unloaded: main() leaves with _exit() after the
-     * result is written, so no candidate destructor runs at all. */
-    (void)h;
     return rc;
 }

@@ -1,7 +1,8 @@
-/* avo-harness's core: run the trusted reference, then the candidate, on
- * every size configuration of a problem; check, time and score. This is the
- * only code that calls candidate functions, and it runs in a sandboxed child
- * started by avo-worker. Candidate/reference ABI: docs/problems.md. */
+/* avo-harness's core, the checker: run (and validate) the trusted
+ * reference, then drive the candidate in a separate runner process (see
+ * runner.h) on every size configuration of a problem; check, time and score.
+ * The checker never calls candidate code itself; it runs in a sandboxed
+ * child started by avo-worker. Candidate/reference ABI: docs/problems.md. */
 #ifndef AVO_HARNESS_H
 #define AVO_HARNESS_H
 
@@ -13,13 +14,22 @@
 
 typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
 
-/* Evaluate cand_so against ref_so. Returns 0 with a new result object in
- * *result whatever the candidate did (outcome ok, wrong_result,
- * cheat_suspected or compile_error when it cannot be loaded). Returns a
- * negative int with a message in err when the evaluation itself is
- * impossible (reference missing or failing, out of memory). A candidate that
- * crashes takes the harness down with it; the parent classifies that. */
+/* The reference is unusable (cannot load, fails, or disagrees with its own
+ * float64 twin): an infrastructure error, not the candidate's fault.
+ * avo-harness exits with AVO_HARNESS_EXIT_REFERENCE and a stderr line
+ * "avo-harness: reference invalid: ..."; avo-worker reports outcome crash
+ * with detail "reference invalid: ...". */
+#define AVO_HARNESS_EREFERENCE (-10001)
+#define AVO_HARNESS_EXIT_REFERENCE 3
+
+/* Evaluate cand_so against ref_so within deadline_s seconds of wall time
+ * (<= 0: 600). Returns 0 with a new result object in *result whatever the
+ * candidate did (outcome ok, wrong_result, cheat_suspected, crash, timeout,
+ * or compile_error when it cannot be loaded). Returns AVO_HARNESS_EREFERENCE
+ * (message in err, starting "reference invalid: ") or another negative int
+ * (out of memory, cannot start the runner) when the evaluation itself is
+ * impossible. */
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, uint64_t seed,
-                    json_t **result, char *err, size_t errlen);
+                    double deadline_s, json_t **result, char *err, size_t errlen);
 
 #endif

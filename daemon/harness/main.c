@@ -1,15 +1,19 @@
-/* avo-harness <problem-dir> <candidate.so> <reference.so> --seed N
- * Writes exactly one JSON result object to fd 3 when it is open (the
- * worker's result pipe), else to stdout, and exits 0 when it could evaluate,
- * whatever the candidate did. Exit 2: usage, spec or reference error. */
+/* avo-harness <problem-dir> <candidate.so> <reference.so> --seed N [--deadline S]
+ * The checker: writes exactly one JSON result object to fd 3 when it is
+ * open (the worker's result pipe), else to stdout, and exits 0 when it could
+ * evaluate, whatever the candidate did. Exit 2: usage, spec or internal
+ * error; exit 3 (AVO_HARNESS_EXIT_REFERENCE): the reference is invalid.
+ * `avo-harness --runner ENTRY` is the runner it starts itself (runner.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "runner.h"
 
 static int write_all(int fd, const char *s, size_t n)
 {
@@ -27,9 +31,16 @@ static int write_all(int fd, const char *s, size_t n)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--runner") == 0)
+        avo_runner_main(argc, argv);
+    /* Not dumpable: a process of the same uid (the runner, when the checker
+     * is not root) can neither ptrace this one nor open its /proc fds or
+     * memory. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     const char *pos[3];
     int npos = 0;
     unsigned long long seed = 1;
+    double deadline = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
@@ -37,6 +48,13 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], &end, 10);
             if (errno || *end || seed > (unsigned long long)INT64_MAX) {
                 fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
+            char *end;
+            deadline = strtod(argv[++i], &end);
+            if (*end || !(deadline > 0)) {
+                fprintf(stderr, "avo-harness: --deadline wants seconds > 0\n");
                 return 2;
             }
         } else if (argv[i][0] == '-' || npos == 3) {
@@ -50,9 +68,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> --seed N\n");
         return 2;
     }
-    /* Decided before any candidate code runs, so a candidate cannot choose
-     * where the harness writes. */
-    int out = fcntl(3, F_GETFD) != -1 ? 3 : STDOUT_FILENO;
+    /* Decided before any candidate code runs; close-on-exec so the runner
+     * could not inherit it even if it were not closed explicitly. */
+    int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
 
     avo_problem p;
     char err[1024];
@@ -61,11 +79,11 @@ int main(int argc, char **argv)
         return 2;
     }
     json_t *result = NULL;
-    int rc = avo_harness_run(&p, pos[1], pos[2], seed, &result, err, sizeof err);
+    int rc = avo_harness_run(&p, pos[1], pos[2], seed, deadline, &result, err, sizeof err);
     if (rc) {
         fprintf(stderr, "avo-harness: %s\n", err);
         fflush(stderr);
-        _exit(2);
+        _exit(rc == AVO_HARNESS_EREFERENCE ? AVO_HARNESS_EXIT_REFERENCE : 2);
     }
     char *text = json_dumps(result, JSON_COMPACT);
     if (!text || write_all(out, text, strlen(text)) || write_all(out, "\n", 1)) {
@@ -75,6 +93,6 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     fflush(stderr);
-    /* _exit: no candidate destructor or atexit handler runs after the result. */
+    /* _exit: nothing runs after the result (the runner is already reaped). */
     _exit(0);
 }

@@ -50,16 +50,19 @@ static double load(const void *base, int64_t i, avo_dtype d)
     return NAN;
 }
 
-int avo_tensors_alloc(avo_tensors *t, const avo_problem *p, int config, char *err, size_t errlen)
+int avo_tensors_alloc_at(avo_tensors *t, const avo_problem *p, const int64_t *size, int dtype_override, char *err,
+                         size_t errlen)
 {
     memset(t, 0, sizeof *t);
+    t->owned = 1;
     for (int i = 0; i < p->ntensors; i++) {
-        int rc = avo_problem_tensor_elems(p, config, i, &t->elems[i], err, errlen);
+        int rc = avo_problem_tensor_elems_at(p, size, i, &t->elems[i], err, errlen);
         if (rc) {
             avo_tensors_free(t);
             return rc;
         }
-        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(p->tensors[i].dtype);
+        avo_dtype d = dtype_override >= 0 ? (avo_dtype)dtype_override : p->tensors[i].dtype;
+        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(d);
         /* 64-byte alignment: what a vectorised candidate may assume. */
         size_t alloc = (t->bytes[i] + 63) & ~(size_t)63;
         t->ptr[i] = aligned_alloc(64, alloc);
@@ -74,10 +77,52 @@ int avo_tensors_alloc(avo_tensors *t, const avo_problem *p, int config, char *er
     return 0;
 }
 
+int avo_tensors_alloc(avo_tensors *t, const avo_problem *p, int config, char *err, size_t errlen)
+{
+    if (config < 0 || config >= p->nconfigs)
+        return -EINVAL;
+    return avo_tensors_alloc_at(t, p, p->configs[config].size, -1, err, errlen);
+}
+
+size_t avo_tensors_span(const avo_problem *p, int config)
+{
+    size_t total = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        int64_t n = 0;
+        if (avo_problem_tensor_elems(p, config, i, &n, NULL, 0) == 0)
+            total += ((size_t)n * avo_dtype_size(p->tensors[i].dtype) + 63) & ~(size_t)63;
+    }
+    return total;
+}
+
+int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
+                      size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    size_t off = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        int rc = avo_problem_tensor_elems(p, config, i, &t->elems[i], err, errlen);
+        if (rc)
+            return rc;
+        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(p->tensors[i].dtype);
+        size_t alloc = (t->bytes[i] + 63) & ~(size_t)63;
+        if (off + alloc > cap) {
+            snprintf(err, errlen, "shared tensor region too small for config %s", p->configs[config].name);
+            return -ENOSPC;
+        }
+        t->ptr[i] = (unsigned char *)base + off;
+        memset(t->ptr[i], 0, alloc);
+        off += alloc;
+        t->n = i + 1;
+    }
+    return 0;
+}
+
 void avo_tensors_free(avo_tensors *t)
 {
-    for (int i = 0; i < t->n; i++)
-        free(t->ptr[i]);
+    if (t->owned)
+        for (int i = 0; i < t->n; i++)
+            free(t->ptr[i]);
     memset(t, 0, sizeof *t);
 }
 
@@ -166,13 +211,14 @@ int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine
     return -1;
 }
 
-void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
-                         avo_check *out)
+/* got holds dtype gd; want holds dtype wd (the same, or f64 for the twin). */
+static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype wd, int64_t n, avo_tolerance tol,
+                    avo_check *out)
 {
     memset(out, 0, sizeof *out);
     double num = 0, den = 0;
     for (int64_t e = 0; e < n; e++) {
-        double g = load(got, e, d), w = load(want, e, d);
+        double g = load(got, e, gd), w = load(want, e, wd);
         if (!isfinite(g)) {
             out->nonfinite = 1;
             out->worst = e;
@@ -194,4 +240,22 @@ void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype
     }
     out->rel_l2 = den > 0 ? sqrt(num) / sqrt(den) : sqrt(num);
     out->pass = out->rel_l2 <= tol.rel_l2 && out->max_abs <= tol.max_abs;
+}
+
+void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
+                         avo_check *out)
+{
+    compare(got, d, want, d, n, tol, out);
+}
+
+void avo_tensors_compare_f64(const void *got, avo_dtype d, const double *want, int64_t n, avo_tolerance tol,
+                             avo_check *out)
+{
+    compare(got, d, want, AVO_DTYPE_F64, n, tol, out);
+}
+
+void avo_tensors_to_f64(const void *src, avo_dtype d, int64_t n, double *dst)
+{
+    for (int64_t e = 0; e < n; e++)
+        dst[e] = load(src, e, d);
 }

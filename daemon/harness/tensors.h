@@ -10,6 +10,7 @@
 
 typedef struct {
     int n;
+    int owned;               /* 1: ptr[] are aligned_alloc'd; 0: placed in a caller's region */
     void *ptr[AVO_PROBLEM_MAX_TENSORS];
     int64_t elems[AVO_PROBLEM_MAX_TENSORS];
     size_t bytes[AVO_PROBLEM_MAX_TENSORS];
@@ -27,6 +28,17 @@ typedef struct {
 } avo_check;
 
 int avo_tensors_alloc(avo_tensors *t, const avo_problem *p, int config, char *err, size_t errlen);
+/* The same over an explicit size vector; dtype_override >= 0 gives every
+ * tensor that dtype instead of its declared one (the float64 twin). */
+int avo_tensors_alloc_at(avo_tensors *t, const avo_problem *p, const int64_t *size, int dtype_override, char *err,
+                         size_t errlen);
+/* Lay the tensors of `config` out inside [base, base + cap) (64-byte aligned
+ * offsets from base, which must itself be 64-byte aligned), e.g. in memory
+ * shared with the runner. Nothing is allocated; free is a no-op for them. */
+int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
+                      size_t errlen);
+/* Bytes avo_tensors_place needs for `config`. */
+size_t avo_tensors_span(const avo_problem *p, int config);
 void avo_tensors_free(avo_tensors *t);
 
 /* Fill every input and inout tensor from the stream identified by
@@ -49,5 +61,11 @@ int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine
 /* Compare tensor i of got against want (n elements of dtype) under tol. */
 void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
                          avo_check *out);
+/* The same with want held as double (the float64 twin's output). */
+void avo_tensors_compare_f64(const void *got, avo_dtype d, const double *want, int64_t n, avo_tolerance tol,
+                             avo_check *out);
+
+/* Widen n elements of dtype d to double (exactly: every dtype fits). */
+void avo_tensors_to_f64(const void *src, avo_dtype d, int64_t n, double *dst);
 
 #endif

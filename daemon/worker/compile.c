@@ -96,7 +96,11 @@ int avo_compile_identity(const char *cc, char *out, size_t outlen)
         rc = -EIO;
         goto cleanup;
     }
-    sr.out[strcspn(sr.out, "\n")] = 0;
+    /* cc's first line carries its version; nvcc's come last. Keep them all,
+     * one line. */
+    for (char *q = sr.out; *q; q++)
+        if (*q == '\n')
+            *q = ' ';
     snprintf(ident_cc, sizeof ident_cc, "%s", cc);
     snprintf(ident_line, sizeof ident_line, "%s", sr.out);
     snprintf(out, outlen, "%s", ident_line);
@@ -109,13 +113,15 @@ cleanup:
 /* The target: machine, any -m flags, and for -march=native what "native"
  * means here (the CPU's model and feature flags), so a cache shared between
  * hosts never hands one CPU's object to another. */
-static void target_id(const avo_problem *p, char *out, size_t outlen)
+static void target_id(const avo_problem *p, const char *gpu_arch, char *out, size_t outlen)
 {
     struct utsname u;
     int native = 0;
     size_t n = 0;
     if (uname(&u) == 0)
         n += (size_t)snprintf(out + n, outlen - n, "%s", u.machine);
+    if (gpu_arch)
+        n += (size_t)snprintf(out + n, outlen - n, " cuda:%s", gpu_arch);
     for (int i = 0; i < p->ncflags && n < outlen; i++) {
         if (strncmp(p->cflags[i], "-m", 2) == 0)
             n += (size_t)snprintf(out + n, outlen - n, " %s", p->cflags[i]);
@@ -141,10 +147,11 @@ static void target_id(const avo_problem *p, char *out, size_t outlen)
     fclose(f);
 }
 
-static int cache_key(const avo_problem *p, const char *ident, const char *src, size_t len, char key[65])
+static int cache_key(const avo_problem *p, const char *gpu_arch, const char *ident, const char *src, size_t len,
+                     char key[65])
 {
     char target[10240];
-    target_id(p, target, sizeof target);
+    target_id(p, gpu_arch, target, sizeof target);
     char *buf = NULL;
     size_t blen = 0;
     FILE *f = open_memstream(&buf, &blen);
@@ -169,7 +176,18 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
                 avo_compile_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    const char *cc = o->cc ? o->cc : "cc";
+    const int cuda = strcmp(p->backend, "cuda") == 0;
+    const char *cc = cuda ? (o->nvcc ? o->nvcc : "nvcc") : o->cc ? o->cc : "cc";
+    char gencode[128] = "";
+    if (cuda) {
+        /* "sm_90a" -> compute_90a / sm_90a: the arch-specific target keeps
+         * wgmma and setmaxnreg available on Hopper. */
+        if (!o->gpu_arch || strncmp(o->gpu_arch, "sm_", 3) != 0) {
+            snprintf(err, errlen, "CUDA compile without a GPU architecture (sm_XX)");
+            return -EINVAL;
+        }
+        snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", o->gpu_arch + 3, o->gpu_arch);
+    }
     const double start = now();
     char ident[512], cache[4096], path[4300], logpath[4300], failpath[4300], tmp[4400], srcpath[4300];
     char *argv[48];
@@ -177,7 +195,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     avo_sandbox_result sr = {0};
 
     if ((rc = avo_compile_identity(cc, ident, sizeof ident))) {
-        snprintf(err, errlen, "cannot run '%s --version' (is a C compiler installed?)", cc);
+        snprintf(err, errlen, "cannot run '%s --version' (is %s installed?)", cc, cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
     if ((rc = avo_mkdir_p(o->cache_dir)) || !realpath(o->cache_dir, cache)) {
@@ -185,7 +203,21 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         snprintf(err, errlen, "cannot create the compile cache %s: %s", o->cache_dir, strerror(-rc));
         return rc;
     }
-    if ((rc = cache_key(p, ident, src, len, r->key))) {
+    /* Objects live in <cache>/obj, mode 0700 whatever the cache root's mode:
+     * the runner (uid nobody under a root worker) must not be able to find
+     * and load the reference object, or any other cached candidate. */
+    size_t cl = strlen(cache);
+    if (cl + 5 >= sizeof cache) {
+        snprintf(err, errlen, "compile cache path too long");
+        return -ENAMETOOLONG;
+    }
+    memcpy(cache + cl, "/obj", 5);
+    if ((mkdir(cache, 0700) != 0 && errno != EEXIST) || chmod(cache, 0700) != 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot create %s: %s", cache, strerror(errno));
+        return rc;
+    }
+    if ((rc = cache_key(p, cuda ? o->gpu_arch : NULL, ident, src, len, r->key))) {
         snprintf(err, errlen, "cannot hash the source");
         return rc;
     }
@@ -217,8 +249,15 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     argv[argc++] = (char *)cc;
     for (int i = 0; i < p->ncflags; i++)
         argv[argc++] = p->cflags[i];
+    if (cuda) {
+        argv[argc++] = gencode;
+        argv[argc++] = "-Xptxas=-v";
+        argv[argc++] = "-cudart=shared";
+        argv[argc++] = "-Xcompiler=-fPIC";
+    }
     argv[argc++] = "-shared";
-    argv[argc++] = "-fPIC";
+    if (!cuda)
+        argv[argc++] = "-fPIC";
     argv[argc++] = "-o";
     argv[argc++] = tmp;
     argv[argc++] = (char *)name;
@@ -226,6 +265,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = o->work_dir,
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : 120,
+                           .no_as_limit = cuda,
                            .nproc = 0,
                            .out_cap = AVO_COMPILE_LOG_CAP,
                            .keep_head = 1,

@@ -14,6 +14,8 @@
 
 typedef struct {
     const char *cc;             /* NULL = "cc" */
+    const char *nvcc;           /* CUDA problems: NULL = "nvcc" */
+    const char *gpu_arch;       /* CUDA problems: the worker's GPU, e.g. "sm_90a" (required) */
     const char *cache_dir;      /* created if missing */
     const char *work_dir;       /* an existing scratch dir for the source file */
     double timeout_s;           /* <= 0: 120 */
@@ -33,7 +35,9 @@ typedef struct {
 } avo_compile_result;
 
 /* Compile src (file name `name` in messages, e.g. "cand.c") with the
- * problem's cflags plus -shared -fPIC. Returns 0 when the compile ran or
+ * problem's cflags plus -shared -fPIC; for a CUDA problem with nvcc, its
+ * nvcc flags, -gencode for o->gpu_arch, the ptxas report (-Xptxas -v) and
+ * the shared CUDA runtime. Returns 0 when the compile ran or
  * was served from the cache (r->ok says whether it succeeded), or a negative
  * int with err when it could not be attempted. */
 int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,

@@ -1,5 +1,8 @@
 #include "evaluate.h"
 
+#include "avo_nvml.h"
+#include "ptxas.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +14,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "daemon/harness/harness.h"
 #include "sandbox.h"
 
 #define DEFAULT_TIMEOUT_S 120.0
@@ -82,9 +86,48 @@ static json_t *base_result(const avo_problem *p, const char *outcome, const char
                      "unit", p->unit, "configs", "rng_seed", (json_int_t)seed);
 }
 
-static json_t *compile_json(const avo_compile_result *c)
+static json_t *compile_json(const avo_compile_result *c, int cuda)
 {
-    return json_pack("{s:b, s:f, s:s}", "cached", c->cached, "seconds", c->seconds, "log", c->log ? c->log : "");
+    json_t *j = json_pack("{s:b, s:f, s:s}", "cached", c->cached, "seconds", c->seconds, "log", c->log ? c->log : "");
+    /* Registers, shared memory, spills: what the agent reads before editing. */
+    if (j && cuda)
+        json_object_set_new(j, "ptxas", avo_ptxas_parse(c->log ? c->log : ""));
+    return j;
+}
+
+/* The worker GPU's architecture for nvcc: sm_XY, with the arch-specific
+ * suffix on 9.0 and later so wgmma, setmaxnreg and friends are available. */
+static int detect_gpu_arch(int index, char *out, size_t len, char *err, size_t errlen)
+{
+    char nerr[256];
+    int n = avo_nvml_open(nerr, sizeof nerr);
+    if (n <= 0) {
+        snprintf(err, errlen, "no GPU to compile for: %s", n < 0 ? nerr : "NVML sees no device");
+        if (n == 0)
+            avo_nvml_close();
+        return -ENODEV;
+    }
+    avo_gpu_info g;
+    int rc = avo_nvml_device(index, &g);
+    avo_nvml_close();
+    if (rc) {
+        snprintf(err, errlen, "NVML has no GPU %d", index);
+        return -ENODEV;
+    }
+    snprintf(out, len, "sm_%d%d%s", g.cc_major, g.cc_minor, g.cc_major >= 9 ? "a" : "");
+    return 0;
+}
+
+/* NVML's total-energy counter, millijoules; -1 when unavailable. */
+static long long energy_mj(int index)
+{
+    char nerr[64];
+    uint64_t mj = 0;
+    int n = avo_nvml_open(nerr, sizeof nerr);
+    int ok = n > index && avo_nvml_energy_mj(index, &mj) == 0;
+    if (n >= 0)
+        avo_nvml_close();
+    return ok ? (long long)mj : -1;
 }
 
 static json_t *sandbox_json(const avo_sandbox_result *s)
@@ -220,6 +263,24 @@ static unsigned long long harness_as(const avo_problem *p)
     return (unsigned long long)as;
 }
 
+/* RLIMIT_FSIZE also caps the harness's shared tensor region (a memfd), so
+ * it grows with the largest configuration. */
+static unsigned long long harness_fsize(const avo_problem *p)
+{
+    double big = 0;
+    for (int c = 0; c < p->nconfigs; c++) {
+        double cfg = 0;
+        for (int t = 0; t < p->ntensors; t++) {
+            int64_t n = 0;
+            if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
+                cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype) + 64;
+        }
+        if (cfg > big)
+            big = cfg;
+    }
+    return (unsigned long long)(big + (64ull << 20));
+}
+
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
                        char *err, size_t errlen)
 {
@@ -241,10 +302,21 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     if (!seed)
         seed = 1;
 
-    if (!o->harness_path || !realpath(o->harness_path, harness) || access(harness, X_OK) != 0) {
-        snprintf(err, errlen, "harness not found or not executable: %s (build it with `make build/bin/avo-harness` "
-                 "or pass --harness)", o->harness_path ? o->harness_path : "(none)");
+    /* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
+    const int cuda = strcmp(p->backend, "cuda") == 0;
+    char hpath[PATH_MAX + 8];
+    snprintf(hpath, sizeof hpath, "%s%s", o->harness_path ? o->harness_path : "", cuda ? "-cuda" : "");
+    if (!o->harness_path || !realpath(hpath, harness) || access(harness, X_OK) != 0) {
+        snprintf(err, errlen, "harness not found or not executable: %s (build it with `make all`%s, or pass --harness)",
+                 hpath, cuda ? " on a machine with nvcc" : "");
         return -ENOENT;
+    }
+    char arch[32] = "";
+    if (cuda) {
+        if (o->gpu_arch)
+            snprintf(arch, sizeof arch, "%s", o->gpu_arch);
+        else if ((rc = detect_gpu_arch(o->gpu_index, arch, sizeof arch, err, errlen)))
+            return rc;
     }
     if (!o->cache_dir) {
         snprintf(err, errlen, "no compile cache directory");
@@ -260,7 +332,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         goto cleanup;
     }
 
-    avo_compile_opts co = {.cc = o->cc, .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
+    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
+                           .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
                            .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
     char refpath[4400];
     size_t ref_len = 0;
@@ -283,7 +356,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         rc = -EINVAL;
         goto cleanup;
     }
-    if ((rc = avo_compile(&co, p, src, len, "cand.c", &cand, err, errlen)))
+    if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
         goto cleanup;
     if (!cand.ok) {
         char line[600];
@@ -297,24 +370,33 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
             res = base_result(p, "compile_error", line, seed);
         }
         if (res)
-            json_object_set_new(res, "compile", compile_json(&cand));
+            json_object_set_new(res, "compile", compile_json(&cand, cuda));
         goto done;
     }
 
-    char seedarg[32];
+    char seedarg[32], deadarg[32];
     snprintf(seedarg, sizeof seedarg, "%llu", (unsigned long long)seed);
-    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, NULL};
+    /* The harness's own deadline comes a little before ours, so a hung
+     * candidate is reported by the checker (which kills the runner) with
+     * the evidence; our group kill stays the backstop. */
+    double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
+    snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
+    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, "--deadline", deadarg, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,
                            .as_bytes = harness_as(p),
+                           .fsize_bytes = harness_fsize(p),
+                           .no_as_limit = cuda,
                            .nproc = 64,
                            .netns = 1,
                            .result_fd = 1,
                            .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
+    long long e0 = cuda ? energy_mj(o->gpu_index) : -1;
     if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
         goto cleanup;
+    long long e1 = cuda ? energy_mj(o->gpu_index) : -1;
 
     char why[512], tail[512], detail[1200];
     if (sr.cancelled) {
@@ -332,6 +414,13 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         res = base_result(p, "crash", detail, seed);
     } else if (sr.exited && sr.exit_code == 0 && (res = parse_harness_result(p, &sr, why, sizeof why))) {
         /* the harness's own verdict */
+    } else if (sr.exited && sr.exit_code == AVO_HARNESS_EXIT_REFERENCE) {
+        /* Not the candidate's fault, but never a score: crash, with the
+         * reason first so the daemon and a reader can tell. */
+        last_line(sr.err, tail, sizeof tail);
+        const char *r = strstr(tail, "reference invalid: ");
+        snprintf(detail, sizeof detail, "%s", r ? r : "reference invalid: (no message)");
+        res = base_result(p, "crash", detail, seed);
     } else {
         last_line(sr.err, tail, sizeof tail);
         if (sr.exited && sr.exit_code == 0)
@@ -342,8 +431,13 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         res = base_result(p, "crash", detail, seed);
     }
     if (res) {
+        /* Energy of the whole evaluation (checks, timing, the reference) on
+         * this GPU, from NVML's total-energy counter. */
+        json_object_set_new(res, "energy_mj", e0 >= 0 && e1 >= e0 ? json_integer(e1 - e0) : json_null());
+        if (cuda)
+            json_object_set_new(res, "gpu_arch", json_string(arch));
         json_object_set_new(res, "rng_seed", json_integer((json_int_t)seed));
-        json_object_set_new(res, "compile", compile_json(&cand));
+        json_object_set_new(res, "compile", compile_json(&cand, cuda));
         json_object_set_new(res, "sandbox", sandbox_json(&sr));
     }
 
@@ -448,7 +542,7 @@ static void print_human(const json_t *r)
 static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
-                    "[--harness PATH] [--cache DIR]\n");
+                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY]\n");
     return 2;
 }
 
@@ -499,6 +593,9 @@ int avo_eval_cli(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--cache") == 0 && v) {
             o.cache_dir = v;
+            i++;
+        } else if (strcmp(a, "--gpu-arch") == 0 && v) {
+            o.gpu_arch = v;
             i++;
         } else if (a[0] == '-' || npos == 2) {
             fprintf(stderr, "avo-worker eval: unexpected argument '%s'\n", a);

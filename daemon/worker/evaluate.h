@@ -17,6 +17,9 @@ typedef struct {
     const char *cache_dir;      /* compile cache root (created if missing) */
     const char *scratch_root;   /* per-candidate scratch dirs go under it */
     const char *cc;             /* C compiler, NULL = "cc" */
+    const char *nvcc;           /* CUDA compiler, NULL = "nvcc" (PATH, then /usr/local/cuda/bin) */
+    const char *gpu_arch;       /* CUDA problems: "sm_90a"...; NULL = read from the GPU through NVML */
+    int gpu_index;              /* NVML index of this worker's GPU (energy, arch) */
     double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
     uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
     /* Polled while the harness runs; when it returns nonzero the harness's

@@ -13,6 +13,7 @@
 
 #include "avo_config.h"
 #include "avo_home.h"
+#include "avo_jobspec.h"
 #include "avo_log.h"
 #include "avo_paths.h"
 #include "avo_version.h"
@@ -30,6 +31,7 @@ typedef struct {
     char cache[AVO_CFG_STRLEN];
     char scratch[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
+    long long gpu;
     double lease;
     double timeout;
     long long poll_ms;
@@ -43,7 +45,10 @@ static const avo_cfg_row worker_rows[] = {
     ROW("home", AVO_CFG_STR, home, NULL, "AVO_HOME", 1, 0, "avod's state directory (to find the database)"),
     ROW("db", AVO_CFG_STR, db, NULL, "AVO_DB", 1, 0, "PostgreSQL connection string (default: <home>/avod.dsn)"),
     ROW("kernels", AVO_CFG_STR, kernels, NULL, "AVO_KERNELS", 1, 0, "problem packages root"),
-    ROW("target", AVO_CFG_STR, target, "cpu", NULL, 1, 0, "what this worker evaluates: cpu"),
+    ROW("target", AVO_CFG_STR, target, "cpu", "AVO_TARGET", 1, 0,
+        "what this worker evaluates: cpu, gpu (its GPU's sm_XY), or sm_XY"),
+    ROW("gpu", AVO_CFG_INT, gpu, "-1", NULL, -1, 64,
+        "NVML index of this worker's GPU (default: CUDA_VISIBLE_DEVICES if one index, else 0)"),
     ROW("harness", AVO_CFG_STR, harness, NULL, NULL, 1, 0, "avo-harness binary (default: beside avo-worker)"),
     ROW("cache", AVO_CFG_STR, cache, NULL, NULL, 1, 0, "compile cache directory (default <home>/cache)"),
     ROW("scratch", AVO_CFG_STR, scratch, NULL, "TMPDIR", 1, 0, "scratch root for candidate runs (default /tmp)"),
@@ -117,8 +122,31 @@ int main(int argc, char **argv)
         fprintf(stderr, "avo-worker: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
         return 2;
     }
-    if (strcmp(s.target, "cpu") != 0) {
-        fprintf(stderr, "avo-worker: target: '%s' is not supported by this build (cpu)\n", s.target);
+    if (s.gpu < 0) {
+        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+        char *end;
+        long v = cvd ? strtol(cvd, &end, 10) : 0;
+        s.gpu = cvd && *cvd && *end == 0 && v >= 0 ? v : 0;
+    }
+    if (!strcmp(s.target, "gpu")) {
+        /* The GPU decides: claims go by architecture (sm_90 for an H100/H200). */
+        json_t *devs = avo_devices_probe();
+        size_t i;
+        json_t *d;
+        s.target[0] = 0;
+        json_array_foreach(devs, i, d) {
+            if (json_integer_value(json_object_get(d, "index")) == s.gpu &&
+                json_is_string(json_object_get(d, "arch")))
+                snprintf(s.target, sizeof s.target, "%s", json_string_value(json_object_get(d, "arch")));
+        }
+        json_decref(devs);
+        if (!s.target[0]) {
+            fprintf(stderr, "avo-worker: target gpu: no GPU %lld visible through NVML (see `avo-worker devices`)\n",
+                    s.gpu);
+            return 1;
+        }
+    } else if (!avo_jobspec_target_valid(s.target)) {
+        fprintf(stderr, "avo-worker: target: '%s' is not cpu, gpu or sm_XY\n", s.target);
         return 2;
     }
     if (!*s.home && avo_home_default(s.home, sizeof s.home) < 0) {
@@ -180,6 +208,7 @@ int main(int argc, char **argv)
         .timeout_s = s.timeout,
         .poll_ms = (int)s.poll_ms,
         .max_evals = (int)s.max_evals,
+        .gpu_index = (int)s.gpu,
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);

@@ -187,6 +187,7 @@ static int evaluate_one(worker *w, PGresult *claim)
             .cache_dir = w->o->cache_dir,
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
+            .gpu_index = w->o->gpu_index,
             .should_cancel = heartbeat,
             .cancel_arg = w,
         };

@@ -20,6 +20,7 @@ typedef struct {
     double timeout_s;
     int poll_ms;
     int max_evals;              /* stop after this many (0 = no limit) */
+    int gpu_index;              /* NVML index of the GPU (GPU targets) */
     volatile sig_atomic_t *stop;
 } avo_worker_opts;
 

@@ -140,7 +140,21 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     snprintf(home, sizeof home, "HOME=%s", o->cwd ? o->cwd : "/tmp");
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
-    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", home, tmp, NULL};
+    /* Besides: which GPU (CUDA_VISIBLE_DEVICES) and where carried libraries
+     * are (LD_LIBRARY_PATH, on bare GPU hosts); neither is a secret. */
+    char cvd[256] = "", ldp[4200] = "";
+    const char *v;
+    if ((v = getenv("CUDA_VISIBLE_DEVICES")))
+        snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
+    if ((v = getenv("LD_LIBRARY_PATH")))
+        snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s", v);
+    char *envp[8] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/cuda/bin", "LC_ALL=C", home, tmp, NULL};
+    int ne = 4;
+    if (cvd[0])
+        envp[ne++] = cvd;
+    if (ldp[0])
+        envp[ne++] = ldp;
+    envp[ne] = NULL;
 
     if (!cout.buf || !cerr.buf || (o->result_fd && !cres.buf)) {
         snprintf(err, errlen, "out of memory");
@@ -154,7 +168,9 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         goto cleanup;
     }
     rlim_t cpu = (rlim_t)(o->cpu_s > 0 ? o->cpu_s : (o->timeout_s > 0 ? o->timeout_s + 5 : 600));
-    rlim_t as = o->as_bytes ? o->as_bytes : (4ull << 30);
+    /* CUDA reserves address space far beyond what it touches: no AS limit
+     * for it (memory is still bounded by the device and the wall clock). */
+    rlim_t as = o->no_as_limit ? RLIM_INFINITY : o->as_bytes ? o->as_bytes : (4ull << 30);
     rlim_t fsize = o->fsize_bytes ? o->fsize_bytes : (64ull << 20);
     rlim_t nofile = o->nofile ? (rlim_t)o->nofile : 64;
     rlim_t nproc = o->nproc ? (rlim_t)o->nproc : 256;

@@ -14,6 +14,7 @@ typedef struct {
     double timeout_s;           /* wall clock; <= 0 means none */
     double cpu_s;               /* RLIMIT_CPU; 0 = timeout_s + 5 */
     unsigned long long as_bytes;    /* RLIMIT_AS; 0 = 4 GiB */
+    int no_as_limit;            /* CUDA: no RLIMIT_AS at all */
     unsigned long long fsize_bytes; /* RLIMIT_FSIZE; 0 = 64 MiB */
     int nofile;                 /* RLIMIT_NOFILE; 0 = 64 */
     int nproc;                  /* RLIMIT_NPROC; 0 = 256 */

@@ -2,6 +2,7 @@
  * sandbox, the sgemm problem, and the hostile candidates of tests/hostile/.
  * Run from the repository root; AVO_HARNESS overrides the harness path. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,24 @@ static void test_seed_ok(void **state)
     assert_int_equal(json_integer_value(json_object_get(sb, "exit")), 0);
     assert_true(json_is_null(json_object_get(sb, "signal")));
     assert_true(json_is_boolean(json_object_get(sb, "netns")));
+    /* The candidate ran in its own process; the round-trip overhead was
+     * calibrated and is small next to the times it is subtracted from. */
+    json_t *run = json_object_get(r, "runner");
+    assert_true(json_is_true(json_object_get(run, "separate_process")));
+    double ov = json_number_value(json_object_get(run, "overhead_s"));
+    assert_true(ov > 0 && ov < 1e-3);
+    assert_int_equal(json_integer_value(json_object_get(run, "overhead_pings")), 200);
+    /* The reference agreed with its float64 twin on the validate sizes. */
+    assert_true(json_is_true(json_object_get(r, "reference_validated")));
+    assert_non_null(strstr(json_string_value(json_object_get(r, "reference_validation")), "avo_reference_f64"));
+    /* Counters: available or not, always with the evidence. */
+    json_t *ctr = json_object_get(r, "counters");
+    assert_true(json_is_boolean(json_object_get(ctr, "available")));
+    if (!json_is_true(json_object_get(ctr, "available")))
+        assert_true(json_is_string(json_object_get(ctr, "reason")));
+    assert_true(json_is_object(json_object_get(c0, "counters")));
+    assert_true(json_is_null(json_object_get(c0, "roofline_fraction")));
+    assert_true(json_number_value(json_object_get(c0, "runner_reported_median_s")) > 0);
     json_decref(r);
 
     /* The same source again: served from the compile cache. */
@@ -141,7 +160,9 @@ static void test_segfault(void **state)
     (void)state;
     json_t *r = eval("tests/hostile/segfault.c", 60);
     expect(r, "crash", "SIGSEGV");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "sandbox"), "signal")), "SIGSEGV");
+    /* The runner died, the checker survived and said so. */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "runner"), "signal")), "SIGSEGV");
+    assert_true(json_is_null(json_object_get(json_object_get(r, "sandbox"), "signal")));
     assert_unscored(r);
     json_decref(r);
 }
@@ -208,6 +229,137 @@ static void test_caches_output(void **state)
     json_decref(r);
 }
 
+/* fd 3 in the old harness was the result pipe; the runner has none, and
+ * cannot reach the checker's through /proc either. */
+static void test_forges_result(void **state)
+{
+    (void)state;
+    json_t *r = eval("tests/hostile/forges_result.c", 60);
+    expect(r, "wrong_result", "not finite");
+    assert_unscored(r);
+    json_decref(r);
+}
+
+static void test_finds_reference(void **state)
+{
+    (void)state;
+    json_t *r = eval("tests/hostile/finds_reference.c", 60);
+    expect(r, "wrong_result", "sgemm returned 42");
+    assert_unscored(r);
+    json_decref(r);
+}
+
+/* A frozen clock_gettime in the candidate changes nothing: the times are
+ * the checker's, and every config it completes sleeps 3 ms per call. */
+static void test_patches_clock(void **state)
+{
+    (void)state;
+    json_t *r = eval("tests/hostile/patches_clock.c", 60);
+    expect(r, "wrong_result", "config 512, input set 0: sgemm returned 1");
+    assert_unscored(r);
+    assert_int_equal(json_array_size(json_object_get(r, "configs")), 3);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "configs"), i, c)
+        assert_true(json_number_value(json_object_get(c, "median_s")) >= 0.003);
+    json_decref(r);
+}
+
+static void test_forges_reply(void **state)
+{
+    (void)state;
+    json_t *r = eval("tests/hostile/forges_reply.c", 60);
+    expect(r, "cheat_suspected", "protocol pipe");
+    assert_unscored(r);
+    json_decref(r);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A reference 0.1% off its own float64 twin is an infrastructure error:
+ * crash, detail "reference invalid: ...", and no score for the candidate. */
+static void test_reference_invalid(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/avo-test-badref-XXXXXX", path[128], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "cp kernels/cpu/sgemm/problem.json kernels/cpu/sgemm/seed.c %s/", dir);
+    assert_int_equal(system(path), 0);
+    snprintf(path, sizeof path, "%s/reference.c", dir);
+    write_text(path, "#include <stdint.h>\n"
+                     "static void mm(void *const *t, const int64_t *s, double f, int dbl) {\n"
+                     "  int64_t M = s[0], N = s[1], K = s[2];\n"
+                     "  for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < N; j++) {\n"
+                     "    double a = 0;\n"
+                     "    for (int64_t k = 0; k < K; k++) a += dbl ? ((double *)t[0])[i*K+k] * ((double *)t[1])[k*N+j]\n"
+                     "      : (double)((float *)t[0])[i*K+k] * ((float *)t[1])[k*N+j];\n"
+                     "    if (dbl) ((double *)t[2])[i*N+j] = a; else ((float *)t[2])[i*N+j] = (float)(a * f);\n"
+                     "  }\n}\n"
+                     "int avo_reference(void *const *t, const int64_t *s) { mm(t, s, 1.001, 0); return 0; }\n"
+                     "int avo_reference_f64(void *const *t, const int64_t *s) { mm(t, s, 1, 1); return 0; }\n");
+    avo_problem bad;
+    assert_int_equal(avo_problem_load(&bad, dir, err, sizeof err), 0);
+    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60,
+                       .rng_seed = 99};
+    size_t len;
+    char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
+    json_t *r = NULL;
+    assert_int_equal(avo_eval_candidate(&o, &bad, src, len, &r, err, sizeof err), 0);
+    free(src);
+    expect(r, "crash", NULL);
+    if (strncmp(detail(r), "reference invalid: ", 19) != 0 || !strstr(detail(r), "avo_reference_f64"))
+        fail_msg("detail: %s", detail(r));
+    assert_unscored(r);
+    json_decref(r);
+    avo_problem_free(&bad);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    assert_int_equal(system(path), 0);
+}
+
+/* "roofline" declared: every config reports max(gflops / X, gbps / Y). */
+static void test_roofline(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/avo-test-roof-XXXXXX", cmd[160], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cp kernels/cpu/sgemm/* %s/", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/problem.json", dir);
+    json_t *j = json_load_file(cmd, 0, NULL);
+    assert_non_null(j);
+    json_object_set_new(j, "roofline", json_pack("{s:f, s:f}", "gflops", 100.0, "gbps", 1e-3));
+    assert_int_equal(json_dump_file(j, cmd, 0), 0);
+    json_decref(j);
+    avo_problem rp;
+    assert_int_equal(avo_problem_load(&rp, dir, err, sizeof err), 0);
+    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60,
+                       .rng_seed = 7};
+    size_t len;
+    char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
+    json_t *r = NULL;
+    assert_int_equal(avo_eval_candidate(&o, &rp, src, len, &r, err, sizeof err), 0);
+    free(src);
+    expect(r, "ok", NULL);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "configs"), i, c) {
+        double gf = json_number_value(json_object_get(c, "gflops")), gb = json_number_value(json_object_get(c, "gbps"));
+        double want = gf / 100.0 > gb / 1e-3 ? gf / 100.0 : gb / 1e-3;
+        double got = json_number_value(json_object_get(c, "roofline_fraction"));
+        assert_true(fabs(got - want) <= 1e-9 * want);
+    }
+    json_decref(r);
+    avo_problem_free(&rp);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_missing_harness(void **state)
 {
     (void)state;
@@ -227,6 +379,9 @@ int main(void)
         cmocka_unit_test(test_cancel),          cmocka_unit_test(test_slightly_wrong),
         cmocka_unit_test(test_modifies_inputs), cmocka_unit_test(test_unwritten),
         cmocka_unit_test(test_caches_output),   cmocka_unit_test(test_missing_harness),
+        cmocka_unit_test(test_forges_result),   cmocka_unit_test(test_finds_reference),
+        cmocka_unit_test(test_patches_clock),   cmocka_unit_test(test_forges_reply),
+        cmocka_unit_test(test_reference_invalid), cmocka_unit_test(test_roofline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -147,6 +147,41 @@ static void m_tensor_key(json_t *j)
     json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "layout", json_string("row"));
 }
 
+static void m_validate_size(json_t *j)
+{
+    json_object_del(json_object_get(json_object_get(j, "validate"), "sizes"), "K");
+}
+static void m_validate_key(json_t *j) { json_object_set_new(json_object_get(j, "validate"), "configs", json_array()); }
+static void m_roofline_empty(json_t *j) { json_object_set_new(j, "roofline", json_object()); }
+static void m_roofline_neg(json_t *j) { json_object_set_new(j, "roofline", json_pack("{s:f}", "gflops", -1.0)); }
+static void m_roofline_key(json_t *j) { json_object_set_new(j, "roofline", json_pack("{s:f}", "tflops", 1.0)); }
+static void m_roofline_nobytes(json_t *j)
+{
+    json_object_del(j, "bytes");
+    json_object_set_new(j, "roofline", json_pack("{s:f}", "gbps", 10.0));
+}
+
+static void test_validate_roofline(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512];
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    assert_int_equal(p.has_validate, 1);
+    assert_int_equal(p.validate_size[2], 65);
+    int64_t n;
+    assert_int_equal(avo_problem_tensor_elems_at(&p, p.validate_size, 2, &n, err, sizeof err), 0);
+    assert_int_equal(n, 33 * 17);
+    assert_true(p.roofline_gflops == 0 && p.roofline_gbps == 0);
+    avo_problem_free(&p);
+    expect_error(m_validate_size, "validate.sizes.K: missing");
+    expect_error(m_validate_key, "validate: unknown field 'configs'");
+    expect_error(m_roofline_empty, "roofline: needs \"gflops\" or \"gbps\"");
+    expect_error(m_roofline_neg, "roofline.gflops: must be a number > 0");
+    expect_error(m_roofline_key, "roofline: unknown field 'tflops'");
+    expect_error(m_roofline_nobytes, "roofline.gbps: needs a \"bytes\" formula");
+}
+
 static void test_spec_errors(void **state)
 {
     (void)state;
@@ -230,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_load_sgemm),      cmocka_unit_test(test_fixture_unknown_size),
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_validate_roofline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

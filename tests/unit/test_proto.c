@@ -27,7 +27,7 @@ static void test_defaults_are_filled(void **state)
     char err[256];
     assert_int_equal(parse("{\"problem\":\"cpu/sgemm\"}", &s, &n, err, sizeof err), 0);
     assert_string_equal(s.op, "tune");
-    assert_string_equal(s.target, "cpu");
+    assert_string_equal(s.target, "");   /* filled in from the problem's backend at submission */
     assert_int_equal(s.evaluations, 30);
     assert_int_equal(s.islands, 1);
     assert_true(s.epsilon == 0.0);
@@ -76,6 +76,10 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"islands\":0}", "islands: 0 is outside");
     expect_error("{\"problem\":\"p\",\"epsilon\":2}", "epsilon: 2 is outside");
     expect_error("{\"problem\":\"p\",\"target\":\"tpu\"}", "target: unknown target 'tpu'");
+    expect_error("{\"problem\":\"p\",\"target\":\"sm_9x\"}", "target: unknown target 'sm_9x'");
+    assert_true(avo_jobspec_target_valid("sm_90"));
+    assert_true(avo_jobspec_target_valid("cpu"));
+    assert_false(avo_jobspec_target_valid("sm_"));
     expect_error("[1]", "must be a JSON object");
 }
 

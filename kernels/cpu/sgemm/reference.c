@@ -27,3 +27,22 @@ int avo_reference(void *const *tensors, const int64_t *sizes)
     free(acc);
     return 0;
 }
+
+/* The float64 twin: the same product on double tensors (every tensor of the
+ * spec, as double), the plain i-j-k triple loop with nothing clever, so it
+ * is easy to trust by reading. The harness runs it on the spec's "validate"
+ * sizes and requires avo_reference to match it within the f32 tolerance. */
+int avo_reference_f64(void *const *tensors, const int64_t *sizes)
+{
+    const double *A = tensors[0], *B = tensors[1];
+    double *C = tensors[2];
+    const int64_t M = sizes[0], N = sizes[1], K = sizes[2];
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += A[i * K + k] * B[k * N + j];
+            C[i * N + j] = s;
+        }
+    return 0;
+}

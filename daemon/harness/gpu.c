@@ -1,0 +1,245 @@
+#include "gpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef AVO_WITH_CUDA
+
+int avo_gpu_available(void) { return 0; }
+
+int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    snprintf(err, errlen, "this avo-harness was built without CUDA; use avo-harness-cuda");
+    return -ENOTSUP;
+}
+
+void avo_gpu_close(avo_gpu *g) { (void)g; }
+
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
+                     int *l2_bytes, unsigned *max_sm_mhz)
+{
+    (void)g, (void)name, (void)namelen, (void)cc_major, (void)cc_minor, (void)sms, (void)l2_bytes, (void)max_sm_mhz;
+    return -ENOTSUP;
+}
+
+int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
+                size_t errlen)
+{
+    (void)g, (void)fn, (void)host, (void)bytes, (void)n, (void)sizes, (void)flags, (void)poison_mask, (void)ret;
+    (void)seconds, (void)sm_mhz;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
+
+#else
+
+#include <cuda_runtime_api.h>
+
+#include "avo_nvml.h"
+
+struct avo_gpu {
+    int device;
+    cudaStream_t stream;
+    cudaEvent_t start, end;
+    void *flush;
+    size_t flush_bytes;
+    void *dev[AVO_PROBLEM_MAX_TENSORS];
+    size_t cap[AVO_PROBLEM_MAX_TENSORS];
+    int nvml;            /* NVML index of this device, -1 if unknown */
+    int nvml_open;
+    struct cudaDeviceProp prop;
+};
+
+int avo_gpu_available(void) { return 1; }
+
+/* A sticky error poisons the context for good: nothing more can run in this
+ * process, the runner must exit and the worker checks the GPU with the
+ * canary before claiming again. */
+static int is_sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int fail(cudaError_t e, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return is_sticky(e) ? AVO_GPU_ESTICKY : -EIO;
+}
+
+int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
+{
+    cudaError_t e;
+    avo_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    g->nvml = -1;
+    /* CUDA_VISIBLE_DEVICES (set by the worker) selects the GPU: device 0. */
+    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&g->prop, 0)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreate(&g->start)) != cudaSuccess || (e = cudaEventCreate(&g->end)) != cudaSuccess) {
+        fail(e, "CUDA initialisation", err, errlen);
+        free(g);
+        return -ENODEV;
+    }
+    /* Four times L2, so nothing a kernel left in L2 survives the flush. */
+    g->flush_bytes = (size_t)(g->prop.l2CacheSize > 0 ? g->prop.l2CacheSize : 64 << 20) * 4;
+    if ((e = cudaMalloc(&g->flush, g->flush_bytes)) != cudaSuccess) {
+        fail(e, "allocating the L2 flush buffer", err, errlen);
+        avo_gpu_close(g);
+        return -ENOMEM;
+    }
+    /* Match this CUDA device to its NVML index by UUID (NVML prints it as
+     * GPU-8-4-4-4-12 hex), for clocks: CUDA_VISIBLE_DEVICES renumbers CUDA
+     * devices but not NVML ones. */
+    char want[64], nerr[128];
+    const unsigned char *u = (const unsigned char *)g->prop.uuid.bytes;
+    snprintf(want, sizeof want, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    int n = avo_nvml_open(nerr, sizeof nerr);
+    g->nvml_open = n >= 0;
+    for (int i = 0; i < n; i++) {
+        avo_gpu_info info;
+        if (avo_nvml_device(i, &info) == 0 && strcmp(info.uuid, want) == 0) {
+            g->nvml = i;
+            break;
+        }
+    }
+    *out = g;
+    return 0;
+}
+
+void avo_gpu_close(avo_gpu *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < AVO_PROBLEM_MAX_TENSORS; i++)
+        if (g->dev[i])
+            cudaFree(g->dev[i]);
+    if (g->flush)
+        cudaFree(g->flush);
+    if (g->start)
+        cudaEventDestroy(g->start);
+    if (g->end)
+        cudaEventDestroy(g->end);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    if (g->nvml_open)
+        avo_nvml_close();
+    free(g);
+}
+
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
+                     int *l2_bytes, unsigned *max_sm_mhz)
+{
+    snprintf(name, namelen, "%s", g->prop.name);
+    *cc_major = g->prop.major;
+    *cc_minor = g->prop.minor;
+    *sms = g->prop.multiProcessorCount;
+    *l2_bytes = g->prop.l2CacheSize;
+    unsigned cur = 0;
+    *max_sm_mhz = 0;
+    if (g->nvml >= 0)
+        avo_nvml_sm_clock(g->nvml, &cur, max_sm_mhz);
+    return 0;
+}
+
+static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
+{
+    if (g->cap[i] >= bytes && g->dev[i])
+        return 0;
+    if (g->dev[i])
+        cudaFree(g->dev[i]);
+    g->dev[i] = NULL;
+    g->cap[i] = 0;
+    cudaError_t e = cudaMalloc(&g->dev[i], bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        return fail(e, "cudaMalloc for a tensor", err, errlen);
+    g->cap[i] = bytes;
+    return 0;
+}
+
+int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
+                size_t errlen)
+{
+    cudaError_t e;
+    int rc;
+    *ret = 0;
+    *seconds = 0;
+    *sm_mhz = 0;
+    for (int i = 0; i < n; i++)
+        if ((rc = ensure(g, i, bytes[i], err, errlen)))
+            return rc;
+    if (flags & AVO_GPU_COPY_IN)
+        for (int i = 0; i < n; i++)
+            if ((e = cudaMemcpyAsync(g->dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+                return fail(e, "copying a tensor to the device", err, errlen);
+    if (flags & AVO_GPU_POISON)
+        for (int i = 0; i < n; i++)
+            if ((poison_mask >> i) & 1)
+                if ((e = cudaMemsetAsync(g->dev[i], 0xff, bytes[i], g->stream)) != cudaSuccess)
+                    return fail(e, "poisoning an output on the device", err, errlen);
+    if ((flags & AVO_GPU_FLUSH) &&
+        (e = cudaMemsetAsync(g->flush, 0x5a, g->flush_bytes, g->stream)) != cudaSuccess)
+        return fail(e, "flushing L2", err, errlen);
+    /* Everything before the start mark is finished before it is taken. */
+    if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+        return fail(e, "preparing the call", err, errlen);
+
+    void *ptrs[AVO_PROBLEM_MAX_TENSORS];
+    int64_t sz[AVO_PROBLEM_MAX_SIZES];
+    memcpy(ptrs, g->dev, sizeof ptrs);
+    memcpy(sz, sizes, sizeof sz);
+    cudaEventRecord(g->start, g->stream);
+    *ret = fn(ptrs, sz, (void *)g->stream);
+    /* Device-wide: work the candidate queued on any other stream ends
+     * before the end mark, so it cannot escape the timed region. */
+    e = cudaDeviceSynchronize();
+    cudaEventRecord(g->end, g->stream);
+    cudaError_t e2 = cudaEventSynchronize(g->end);
+    if (e == cudaSuccess)
+        e = e2;
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return fail(e, "running the kernel", err, errlen) == AVO_GPU_ESTICKY ? AVO_GPU_ESTICKY : AVO_GPU_ELAUNCH;
+    float ms = 0;
+    cudaEventElapsedTime(&ms, g->start, g->end);
+    *seconds = ms * 1e-3;
+    if (g->nvml >= 0) {
+        unsigned max;
+        avo_nvml_sm_clock(g->nvml, sm_mhz, &max);
+    }
+    if (*ret != 0) {
+        snprintf(err, errlen, "the entry point returned %d", *ret);
+        return AVO_GPU_ELAUNCH;
+    }
+    if (flags & AVO_GPU_COPY_OUT) {
+        for (int i = 0; i < n; i++)
+            if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, g->stream)) != cudaSuccess)
+                return fail(e, "copying a tensor back", err, errlen);
+        if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+            return fail(e, "copying tensors back", err, errlen);
+    }
+    return 0;
+}
+
+#endif

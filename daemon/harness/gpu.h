@@ -1,0 +1,53 @@
+/* The CUDA side of the harness: one device context per process, device
+ * mirrors of the host tensors, and one launch of a kernel entry point with
+ * everything the protocol needs around it: host-to-device copies, poisoning
+ * of outputs on the device, an L2 flush (a write over a buffer larger than
+ * L2), CUDA events around the call with a device-wide synchronisation before
+ * the end mark (so work the candidate put on other streams is inside the
+ * timed region), the SM clock read after the run, sticky-error detection,
+ * and device-to-host copies for checking.
+ *
+ * Built for real only in avo-harness-cuda (AVO_WITH_CUDA); in the plain CPU
+ * harness every function reports -ENOTSUP, so callers need no #ifdefs. */
+#ifndef AVO_HARNESS_GPU_H
+#define AVO_HARNESS_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "avo_problem.h"
+
+typedef struct avo_gpu avo_gpu;
+
+/* CUDA entry points take a stream (cudaStream_t) as third argument. */
+typedef int (*avo_gpu_fn)(void *const *tensors, const int64_t *sizes, void *stream);
+
+enum {
+    AVO_GPU_COPY_IN = 1,     /* every tensor host -> device before the call */
+    AVO_GPU_COPY_OUT = 2,    /* every tensor device -> host after it */
+    AVO_GPU_FLUSH = 4,       /* flush L2 before the call (outside the events) */
+    AVO_GPU_POISON = 8,      /* fill the tensors in poison_mask with 0xFF bytes (NaN) on the device first */
+};
+
+/* Errors beyond the usual negative errno values. */
+#define AVO_GPU_ESTICKY (-10001)   /* the context is broken (illegal address, trap...): process must exit */
+#define AVO_GPU_ELAUNCH (-10002)   /* the entry returned nonzero or a launch failed; context still usable */
+
+int avo_gpu_available(void);
+int avo_gpu_open(avo_gpu **out, char *err, size_t errlen);
+void avo_gpu_close(avo_gpu *g);
+
+/* Device name, compute capability, SM count, L2 size, max SM clock. */
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
+                     int *l2_bytes, unsigned *max_sm_mhz);
+
+/* One call of fn on n tensors whose host copies are host[i] (bytes[i] long).
+ * *seconds is the CUDA-event time of the call (plus the device-wide
+ * synchronisation), *sm_mhz the SM clock right after it (0 if unknown).
+ * Returns 0, the entry's nonzero return as AVO_GPU_ELAUNCH (with *ret), or
+ * AVO_GPU_ESTICKY / a negative errno with the reason in err. */
+int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
+                size_t errlen);
+
+#endif
