@@ -51,7 +51,7 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 # avo-harness-cuda: the same harness sources built with the CUDA runtime
 # (shared libcudart, as the candidates use, so one runtime serves both).
 HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c
-HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC))
+HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -115,11 +115,16 @@ $(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)
 
 $(BUILD)/obj-cuda/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DAVO_WITH_CUDA -I$(CUDA_HOME)/include -c $< -o $@
+	$(CC) $(CFLAGS) -DAVO_WITH_CUDA -I$(CUDA_HOME)/include -Idaemon/gpu -c $< -o $@
+
+$(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o: daemon/gpu/avo_cupti.cu daemon/gpu/avo_cupti.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -Xcompiler -Wall,-Wextra,-Werror -c $< -o $@
 
 $(BUILD)/bin/avo-harness-cuda: $(HARNESS_CUDA_OBJ) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart $(LIBS_HARN)
+	$(CC) $(CFLAGS) -o $@ $^ $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) -L$(CUDA_HOME)/lib64/stubs \
+	    -lcudart -lcupti -lcuda -lstdc++ $(LIBS_HARN)
 
 $(BUILD)/bin/avo-canary: daemon/gpu/canary.cu
 	@mkdir -p $(dir $@)

@@ -83,6 +83,9 @@ run_gpu() {
         echo "  skipped: no NVIDIA GPU on this machine (nvidia-smi finds none)"
         return
     fi
+    # On a bare GPU host the carried libraries and PostgreSQL come first
+    # (docs/gpu-testing.md); a host with our Debian packages needs nothing.
+    [ -d .devlibs ] && source tests/gpu/bare-host-setup.sh >/dev/null
     local out
     out=$(mktemp)
     {
@@ -110,6 +113,25 @@ run_gpu() {
     count_tap gpu "$out" >/dev/null
     [ -n "${GPU_REPORT_DIR:-}" ] && cp "$out.probe" "$GPU_REPORT_DIR/gpu-probe.json"
     rm -f "$out" "$out.canary" "$out.dev" "$out.probe"
+    # The system-level GPU tests: hostile GPU candidates, a tune job through
+    # avod + worker + PostgreSQL.
+    for t in tests/gpu/test_*.sh; do
+        [ -f "$t" ] || continue
+        local name rc
+        name=$(basename "$t" .sh)
+        out=$(mktemp)
+        echo "  $name"
+        BUILD="$BUILD" timeout 1800 bash "$t" >"$out" 2>&1
+        rc=$?
+        grep -E '^(ok|not ok) ' "$out" | sed 's/^/      /'
+        count_tap "$name" "$out" >/dev/null
+        if [ $rc -ne 0 ] && ! grep -qE '^not ok ' "$out"; then
+            failed=$((failed + 1))
+            failures+=("$name: exited with status $rc")
+        fi
+        [ -n "${GPU_REPORT_DIR:-}" ] && cp "$out" "$GPU_REPORT_DIR/$name.log"
+        rm -f "$out"
+    done
 }
 
 for g in "${groups[@]}"; do

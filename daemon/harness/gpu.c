@@ -35,10 +35,21 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     return -ENOTSUP;
 }
 
+int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                    char *out, size_t cap, char *err, size_t errlen)
+{
+    (void)g, (void)fn, (void)host, (void)bytes, (void)n, (void)sizes, (void)out, (void)cap;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
+
 #else
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <jansson.h>
 
+#include "avo_cupti.h"
 #include "avo_nvml.h"
 
 struct avo_gpu {
@@ -51,6 +62,10 @@ struct avo_gpu {
     size_t cap[AVO_PROBLEM_MAX_TENSORS];
     int nvml;            /* NVML index of this device, -1 if unknown */
     int nvml_open;
+    avo_cupti *cupti;    /* opened on the first counters pass */
+    json_t *unsupported;
+    int cupti_failed;
+    char cupti_err[300];
     struct cudaDeviceProp prop;
 };
 
@@ -143,6 +158,8 @@ void avo_gpu_close(avo_gpu *g)
         cudaStreamDestroy(g->stream);
     if (g->nvml_open)
         avo_nvml_close();
+    avo_cupti_close(g->cupti);
+    json_decref(g->unsupported);
     free(g);
 }
 
@@ -188,10 +205,13 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     for (int i = 0; i < n; i++)
         if ((rc = ensure(g, i, bytes[i], err, errlen)))
             return rc;
-    if (flags & AVO_GPU_COPY_IN)
-        for (int i = 0; i < n; i++)
+    if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
+        for (int i = 0; i < n; i++) {
+            if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))
+                continue;
             if ((e = cudaMemcpyAsync(g->dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
                 return fail(e, "copying a tensor to the device", err, errlen);
+        }
     if (flags & AVO_GPU_POISON)
         for (int i = 0; i < n; i++)
             if ((poison_mask >> i) & 1)
@@ -209,7 +229,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     memcpy(ptrs, g->dev, sizeof ptrs);
     memcpy(sz, sizes, sizeof sz);
     cudaEventRecord(g->start, g->stream);
-    *ret = fn(ptrs, sz, (void *)g->stream);
+    *ret = (flags & AVO_GPU_EMPTY) ? 0 : fn(ptrs, sz, (void *)g->stream);
     /* Device-wide: work the candidate queued on any other stream ends
      * before the end mark, so it cannot escape the timed region. */
     e = cudaDeviceSynchronize();
@@ -242,4 +262,76 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     return 0;
 }
 
+#endif
+
+#ifdef AVO_WITH_CUDA
+typedef struct {
+    avo_gpu *g;
+    avo_gpu_fn fn;
+    void *const *host;
+    const size_t *bytes;
+    int n;
+    const int64_t *sizes;
+    int rc;
+    char err[300];
+} profile_call;
+
+static int profiled_call(void *arg)
+{
+    profile_call *pc = arg;
+    int ret = 0;
+    double s;
+    unsigned mhz;
+    /* Copies are not kernels, so only the candidate's launches become ranges. */
+    pc->rc = avo_gpu_run(pc->g, pc->fn, pc->host, pc->bytes, pc->n, pc->sizes, AVO_GPU_COPY_IN, 0, &ret, &s, &mhz,
+                         pc->err, sizeof pc->err);
+    return pc->rc;
+}
+
+int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                    char *out, size_t cap, char *err, size_t errlen)
+{
+    if (g->cupti_failed) {
+        snprintf(err, errlen, "%s", g->cupti_err);
+        return -EPERM;
+    }
+    if (!g->cupti) {
+        CUcontext ctx = NULL;
+        cudaFree(0);
+        if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+            snprintf(g->cupti_err, sizeof g->cupti_err, "no current CUDA context for CUPTI");
+            g->cupti_failed = 1;
+        } else if (avo_cupti_open(&g->cupti, ctx, 0, avo_cupti_default_metrics, avo_cupti_default_nmetrics,
+                                  &g->unsupported, g->cupti_err, sizeof g->cupti_err) < 0) {
+            g->cupti = NULL;
+            g->cupti_failed = 1;
+        }
+        if (g->cupti_failed) {
+            snprintf(err, errlen, "%s", g->cupti_err);
+            return -EPERM;
+        }
+    }
+    profile_call pc = {g, fn, host, bytes, n, sizes, 0, ""};
+    json_t *ranges = NULL;
+    int rc = avo_cupti_profile(g->cupti, profiled_call, &pc, &ranges, err, errlen);
+    if (pc.rc) {
+        snprintf(err, errlen, "the profiled call failed: %s", pc.err);
+        json_decref(ranges);
+        return pc.rc == AVO_GPU_ESTICKY ? AVO_GPU_ESTICKY : -EIO;
+    }
+    if (rc < 0)
+        return rc;
+    json_t *doc = json_pack("{s:i,s:O,s:o}", "passes", avo_cupti_passes(g->cupti), "unsupported",
+                            g->unsupported, "kernels", ranges);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!text || strlen(text) >= cap) {
+        snprintf(err, errlen, "counter report larger than %zu bytes", cap);
+        free(text);
+        return -E2BIG;
+    }
+    memcpy(out, text, strlen(text) + 1);
+    free(text);
+    return 0;
+}
 #endif

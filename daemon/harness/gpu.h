@@ -27,6 +27,8 @@ enum {
     AVO_GPU_COPY_OUT = 2,    /* every tensor device -> host after it */
     AVO_GPU_FLUSH = 4,       /* flush L2 before the call (outside the events) */
     AVO_GPU_POISON = 8,      /* fill the tensors in poison_mask with 0xFF bytes (NaN) on the device first */
+    AVO_GPU_COPY_INPUTS = 16, /* host -> device for the tensors not in poison_mask (the inputs) */
+    AVO_GPU_EMPTY = 32,      /* time the protocol around no call at all (calibration) */
 };
 
 /* Errors beyond the usual negative errno values. */
@@ -49,5 +51,14 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
                 size_t errlen);
+
+/* The counters pass (CUPTI range profiler, one range per kernel the call
+ * launches, each replayed for every pass the metric set needs): copies the
+ * tensors in, profiles one call, and writes a JSON document {"passes",
+ * "unsupported", "kernels": [{"range", "metrics"}]} into out (NUL-terminated,
+ * at most cap bytes). Returns 0, or a negative int with the reason in err
+ * (e.g. profiling not permitted for this user). Never during timing. */
+int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                    char *out, size_t cap, char *err, size_t errlen);
 
 #endif

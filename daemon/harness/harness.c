@@ -32,6 +32,10 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Samples taken while the SM clock ran under this fraction of its maximum
  * (thermal or power throttling, a neighbour) are discarded and counted. */
 #define MIN_CLOCK_FRACTION 0.75
+/* Room at the end of the shared region for a counters report. */
+#define PROFILE_AREA (256u << 10)
+/* A measurement this far above the declared roofline is impossible. */
+#define ROOFLINE_SLACK 1.05
 
 typedef struct {
     const avo_problem *p;
@@ -53,6 +57,11 @@ typedef struct {
     avo_gpu *gpu;                         /* the checker's own context, for the reference only */
     unsigned max_mhz;                     /* the GPU's maximum SM clock (0 = unknown) */
     json_t *gpu_info;
+    const char *base_so;                  /* the vendor baseline, or NULL */
+    avo_runner base;                      /* its own runner, started on first use */
+    int base_state;                       /* 0 not started, 1 running, -1 failed */
+    char base_err[400];
+    double ev_overhead, ev_overhead_median;   /* CUDA: event time of an empty call */
 } run_ctx;
 
 static void **refslot(run_ctx *r, int config, int set, int tensor)
@@ -125,6 +134,8 @@ static int cand_call(run_ctx *r, int c, const avo_tensors *x, int *ret, double *
     unsigned mhz;
     return cand_call_flags(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, ret, rt, claimed, &mhz, why, wl);
 }
+
+static int cmp_double(const void *a, const void *b);
 
 static json_t *jreal(double v)
 {
@@ -439,47 +450,69 @@ static int time_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine,
     return res;
 }
 
-/* Timed runs of config c on a GPU. The inputs go to the device once; before
- * every run the runner fills the outputs with NaN on the device and flushes
- * L2; a sample is the CUDA-event time of the call up to a device-wide
- * synchronisation. The runner reports that time, so the checker bounds it by
- * its own round trip (a claim longer than the whole call is forged) and
- * checks the outputs of the first run and every CHECK_EVERY-th. Samples taken
- * under MIN_CLOCK_FRACTION of the maximum SM clock are discarded. */
+/* Timed runs of config c on a GPU. Every run gets its inputs copied to the
+ * device again, alternating between two input sets (the last check set,
+ * already in x, and set 0, placed right after it in the shared region), so a
+ * candidate that remembers its last inputs and replays the output does not
+ * see the same inputs twice in a row; the runner fills the outputs with NaN
+ * on the device and flushes L2 first. A sample is the CUDA-event time of the
+ * call up to a device-wide synchronisation, less the calibrated time of that
+ * protocol around no call. The runner reports the time, so the checker
+ * bounds it by its own round trip (a claim longer than the whole call is
+ * forged) and checks the outputs of the first runs and every CHECK_EVERY-th.
+ * Samples taken under MIN_CLOCK_FRACTION of the maximum SM clock are
+ * discarded and counted. */
 static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_stats *st,
                             double *rt_median, int *discarded, char *why, size_t wl)
 {
     const avo_problem *p = r->p;
-    const int set = r->nsets - 1;
+    const int sets[2] = {r->nsets - 1, 0};
+    avo_tensors xs1 = {0}, pr1 = {0};
+    avo_tensors *xs[2] = {x, &xs1}, *pr[2] = {pristine, &pr1};
     int cap = 64, n = 0, res = CHECK_OK, iter = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts);
-    if (!t || !rts) {
-        free(t);
-        free(rts);
-        return -ENOMEM;
+    char err[300];
+    if (!t || !rts)
+        goto oom;
+    /* The second set lives after the first in the shared region. */
+    {
+        size_t off = 0;
+        for (int i = 0; i < x->n; i++) {
+            size_t end = (size_t)((unsigned char *)x->ptr[i] - r->shm) + x->bytes[i];
+            if (end > off)
+                off = end;
+        }
+        off = (off + 63) / 64 * 64;
+        if (avo_tensors_place(&xs1, p, c, r->shm + off, r->shm_bytes - PROFILE_AREA - off, err, sizeof err) ||
+            avo_tensors_alloc(&pr1, p, c, err, sizeof err))
+            goto oom;
+        avo_tensors_fill(&pr1, p, r->seed, c, sets[1]);
+        avo_tensors_copy_inputs(&xs1, &pr1, p);
+        avo_tensors_poison(&xs1, p);
     }
+    avo_tensors_copy_inputs(x, pristine, p);
+    avo_tensors_poison(x, p);
     *discarded = 0;
     const double start = avo_now();
     for (;; iter++) {
-        const int check = iter % CHECK_EVERY == 0;
-        unsigned flags = AVO_GPU_FLUSH | (iter == 0 ? AVO_GPU_COPY_IN : AVO_GPU_POISON);
-        if (iter == 0) {
-            avo_tensors_copy_inputs(x, pristine, p);
-            avo_tensors_poison(x, p);
-        }
+        const int k = iter & 1;
+        const int check = iter < 2 || iter % CHECK_EVERY == 0;
+        unsigned flags = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
         if (check)
             flags |= AVO_GPU_COPY_OUT;
         int ret = 0;
         double rt = 0, ev = 0;
         unsigned mhz = 0;
         char sub[400];
-        res = cand_call_flags(r, c, x, flags, &ret, &rt, &ev, &mhz, sub, sizeof sub);
+        res = cand_call_flags(r, c, xs[k], flags, &ret, &rt, &ev, &mhz, sub, sizeof sub);
         if (res == CHECK_OK && (check || ret != 0))
-            res = check_call(r, c, set, ret, x, pristine, sub, sizeof sub);
+            res = check_call(r, c, sets[k], ret, xs[k], pr[k], sub, sizeof sub);
         if (res == CHECK_OK && (!(ev > 0) || ev > rt + 1e-4)) {
             snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev, rt);
             res = CHECK_FORGED;
         }
+        if (check && res == CHECK_OK)
+            avo_tensors_poison(xs[k], p);   /* the copied-back outputs are not inputs for the next run */
         if (res != CHECK_OK) {
             if (res > 0)
                 snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
@@ -501,7 +534,7 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
                 }
             }
             rts[n] = rt;
-            t[n++] = ev;
+            t[n++] = fmax(ev - r->ev_overhead, 1e-9);
         }
         const int enough = n >= p->timing_min_runs;
         if (enough)
@@ -522,7 +555,121 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
     }
     free(t);
     free(rts);
+    avo_tensors_free(&pr1);
     return res;
+oom:
+    free(t);
+    free(rts);
+    avo_tensors_free(&pr1);
+    return -ENOMEM;
+}
+
+/* The event time of the timing protocol around no call (flush excluded):
+ * the minimum of a few dozen, subtracted from every sample; bounded, since
+ * the runner reports it. */
+static int calibrate_cuda(run_ctx *r, avo_tensors *x, char *why, size_t wl)
+{
+    double ev[48];
+    int n = 0;
+    for (int i = 0; i < 48; i++) {
+        int ret = 0;
+        double rt = 0;
+        unsigned mhz;
+        int res = cand_call_flags(r, 0, x, AVO_GPU_EMPTY, &ret, &rt, &ev[n], &mhz, why, wl);
+        if (res != CHECK_OK)
+            return res;
+        if (ev[n] > 0 && ev[n] <= rt)
+            n++;
+    }
+    if (n == 0)
+        return CHECK_OK;
+    qsort(ev, (size_t)n, sizeof *ev, cmp_double);
+    r->ev_overhead = fmin(ev[0], 50e-6);
+    r->ev_overhead_median = ev[n / 2];
+    return CHECK_OK;
+}
+
+/* The vendor baseline (cuBLAS for gemm_bf16) on config c, measured by the
+ * same checker on the same inputs with the same protocol, but in a runner of
+ * its own: the candidate's process never has the library's entry point to
+ * fall back on. One checked call, then the timing loop. Returns the
+ * "baseline" object for the config (an "error" member when it failed; the
+ * candidate's outcome never depends on it). */
+static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, double cand_median)
+{
+    char why[600];
+    if (!r->cuda)
+        return json_pack("{s:s}", "error", "baseline timing is implemented for CUDA problems");
+    if (r->base_state == 0) {
+        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, r->shm_bytes,
+                                  r->deadline, NULL, NULL, why, sizeof why);
+        r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
+        if (rc != AVO_RUNNER_OK)
+            snprintf(r->base_err, sizeof r->base_err, "cannot start: %.360s", why);
+    }
+    if (r->base_state < 0)
+        return json_pack("{s:s}", "error", r->base_err);
+    avo_runner cand = r->run;
+    double wr = r->worst_rel_l2, wm = r->worst_max_abs;
+    r->run = r->base;
+    avo_stats st;
+    double rt = 0;
+    int discarded = 0;
+    int res = checked_call(r, c, r->nsets - 1, x, pristine, why, sizeof why);
+    if (res == CHECK_OK)
+        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, why, sizeof why);
+    r->base = r->run;
+    r->run = cand;
+    r->worst_rel_l2 = wr;
+    r->worst_max_abs = wm;
+    if (res != CHECK_OK) {
+        if (res < 0 || r->base.pid == 0)
+            r->base_state = -1;
+        snprintf(r->base_err, sizeof r->base_err, "%.390s", why);
+        return json_pack("{s:s}", "error", why);
+    }
+    double flops = 0;
+    if (r->p->flops)
+        avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
+    return json_pack("{s:o,s:o,s:i,s:o}", "median_s", jreal(st.median), "tflops",
+                     r->p->flops ? jreal(flops / st.median * 1e-12) : json_null(), "runs", st.runs,
+                     "vs_baseline", jreal(st.median / cand_median));
+}
+
+/* The counters pass on a GPU, after all timing: one profiled call of config
+ * c on the first check set's inputs. The report comes from the runner (the
+ * candidate's process, so it is data, not evidence): parsed with a size cap,
+ * attached as the config's "counters" and never part of the score. */
+static json_t *profile_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine)
+{
+    char why[600];
+    uint64_t offs[AVO_PROBLEM_MAX_TENSORS], bytes[AVO_PROBLEM_MAX_TENSORS];
+    avo_tensors_fill(pristine, r->p, r->seed, c, 0);
+    avo_tensors_copy_inputs(x, pristine, r->p);
+    avo_tensors_poison(x, r->p);
+    for (int i = 0; i < x->n; i++) {
+        offs[i] = (uint64_t)((unsigned char *)x->ptr[i] - r->shm);
+        bytes[i] = x->bytes[i];
+    }
+    uint64_t aux = r->shm_bytes - PROFILE_AREA;
+    memset(r->shm + aux, 0, PROFILE_AREA);
+    int status = 0;
+    int rc = avo_runner_profile(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, aux, PROFILE_AREA,
+                                r->deadline, &status, why, sizeof why);
+    if (rc != AVO_RUNNER_OK)
+        return json_pack("{s:b,s:s}", "available", 0, "reason", why);
+    if (status)
+        return json_pack("{s:b,s:s}", "available", 0, "reason", why);
+    r->shm[aux + PROFILE_AREA - 1] = 0;
+    json_error_t je;
+    json_t *doc = json_loads((const char *)r->shm + aux, 0, &je);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return json_pack("{s:b,s:s}", "available", 0, "reason", "unreadable counters report");
+    }
+    json_object_set_new(doc, "available", json_true());
+    json_object_set_new(doc, "source", json_string("CUPTI range profiler, AutoRange + KernelReplay"));
+    return doc;
 }
 
 static json_t *result_json(const avo_problem *p, const char *outcome, const char *detail, double aggregate,
@@ -564,6 +711,8 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
         if (s > need)
             need = s;
     }
+    if (r->cuda)
+        need = (need + 63) / 64 * 128 + PROFILE_AREA;   /* two input sets for timing, and a report */
     r->shm_bytes = need;
     r->shm_fd = memfd_create("avo-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (r->shm_fd < 0 || ftruncate(r->shm_fd, (off_t)need) != 0 ||
@@ -626,12 +775,12 @@ static const char *outcome_of(int res, int timed)
     }
 }
 
-int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, uint64_t seed,
+int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
                     double deadline_s, json_t **result, char *err, size_t errlen)
 {
     int rc = 0, calibrated = 0;
     run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
-                 .cuda = strcmp(p->backend, "cuda") == 0};
+                 .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so};
     avo_tensors x = {0}, pristine = {0};
     avo_flusher fl = {0};
     json_t *configs = json_array();
@@ -640,6 +789,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     double logsum = 0;
 
     r.run.cmd_w = r.run.reply_r = -1;
+    r.base.cmd_w = r.base.reply_r = -1;
     r.deadline = avo_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
         r.ctr.fd[i] = -1;
@@ -681,6 +831,22 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         goto done;
     }
     calibrated = 1;
+    if (r.cuda) {
+        if ((rc = avo_tensors_place(&x, p, 0, r.shm, r.shm_bytes, err, errlen)))
+            goto cleanup;
+        int res = calibrate_cuda(&r, &x, why, sizeof why);
+        avo_tensors_free(&x);
+        if (res != CHECK_OK) {
+            if (res < 0) {
+                rc = res;
+                snprintf(err, errlen, "runner protocol: %s", why);
+                goto cleanup;
+            }
+            outcome = outcome_of(res, 0);
+            snprintf(detail, sizeof detail, "runner, calibrating: %s", why);
+            goto done;
+        }
+    }
 
     for (int c = 0; c < p->nconfigs; c++) {
         int res = CHECK_OK;
@@ -747,6 +913,21 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             avo_problem_eval_config(p, c, p->bytes, &bytes, NULL, 0);
         double gflops = flops / st.median * 1e-9, gbps = bytes / st.median * 1e-9;
         double score = strcmp(p->score_metric, "flops") == 0 ? gflops : gbps;
+        /* Faster than the hardware can go is not an optimisation: the work
+         * ran outside the timed region (a late launch, a host thread), or the
+         * time was forged. */
+        /* Only the arithmetic peak is a hard bound: a byte rate computed from
+         * the minimal traffic can legitimately beat DRAM bandwidth when
+         * outputs stay in cache. */
+        if (p->roofline_gflops > 0 && p->flops && gflops > ROOFLINE_SLACK * p->roofline_gflops) {
+            json_decref(ctrs);
+            outcome = "cheat_suspected";
+            snprintf(detail, sizeof detail,
+                     "config %s: %.4g GFLOP/s measured, beyond the declared arithmetic peak of %.4g GFLOP/s: "
+                     "the work was not inside the timed region",
+                     p->configs[c].name, gflops, p->roofline_gflops);
+            goto done;
+        }
         if (!(score > 0) || !isfinite(score)) {
             json_decref(ctrs);
             outcome = "wrong_result";
@@ -762,17 +943,34 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "clock_discarded", json_integer(discarded));
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
+        if (base_so)
+            json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, st.median));
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
     }
     snprintf(detail, sizeof detail, "%d configs, %d input sets each plus one after timing: all within tolerance",
              p->nconfigs, r.nsets);
+    /* Counters in a separate pass, never during timing. */
+    if (r.cuda && getenv("AVO_NO_COUNTERS") == NULL) {
+        for (int c = 0; c < p->nconfigs; c++) {
+            if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - PROFILE_AREA, err, errlen)) ||
+                (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
+                goto cleanup;
+            json_t *ctr = profile_config(&r, c, &x, &pristine);
+            json_object_set_new(json_array_get(configs, (size_t)c), "counters", ctr);
+            avo_tensors_free(&x);
+            avo_tensors_free(&pristine);
+            if (!r.run.pid)
+                break;      /* the runner died profiling: keep the timing results */
+        }
+    }
 
 done:
     /* The runner is gone before the result exists: nothing of the
      * candidate runs while (or after) the checker writes it. */
     avo_runner_stop(&r.run);
+    avo_runner_stop(&r.base);
     if (strcmp(outcome, "ok") != 0)
         zero_scores(configs);
     *result = result_json(p, outcome, detail, strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs) : 0.0,
@@ -786,6 +984,9 @@ done:
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(&r, calibrated));
+    if (r.cuda)
+        json_object_set_new(json_object_get(*result, "runner"), "event_overhead_s",
+                            json_pack("{s:o,s:o}", "min", jreal(r.ev_overhead), "median", jreal(r.ev_overhead_median)));
     if (r.gpu_info) {
         json_object_set_new(*result, "gpu", r.gpu_info);
         r.gpu_info = NULL;
@@ -795,6 +996,7 @@ done:
                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
 
 cleanup:
+    avo_runner_stop(&r.base);
     json_decref(r.gpu_info);
     avo_gpu_close(r.gpu);
     avo_runner_stop(&r.run);

@@ -29,7 +29,7 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
  * (message in err, starting "reference invalid: ") or another negative int
  * (out of memory, cannot start the runner) when the evaluation itself is
  * impossible. */
-int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, uint64_t seed,
+int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
                     double deadline_s, json_t **result, char *err, size_t errlen);
 
 #endif

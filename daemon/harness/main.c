@@ -41,6 +41,7 @@ int main(int argc, char **argv)
     int npos = 0;
     unsigned long long seed = 1;
     double deadline = 0;
+    const char *baseline = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
+            baseline = argv[++i];
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             char *end;
             deadline = strtod(argv[++i], &end);
@@ -79,7 +82,7 @@ int main(int argc, char **argv)
         return 2;
     }
     json_t *result = NULL;
-    int rc = avo_harness_run(&p, pos[1], pos[2], seed, deadline, &result, err, sizeof err);
+    int rc = avo_harness_run(&p, pos[1], pos[2], baseline, seed, deadline, &result, err, sizeof err);
     if (rc) {
         fprintf(stderr, "avo-harness: %s\n", err);
         fflush(stderr);

@@ -23,7 +23,7 @@
 /* The runner's fixed descriptors. Nothing else is open in it but 0-2: in
  * particular not fd 3, the worker's result pipe, which stays with the checker. */
 enum { FD_CMD = 10, FD_REPLY = 11, FD_MEM = 12, FD_OBJ = 13, FD_EXE = 14 };
-enum { OP_LOAD = 1, OP_PING = 2, OP_RUN = 3, OP_QUIT = 4 };
+enum { OP_LOAD = 1, OP_PING = 2, OP_RUN = 3, OP_QUIT = 4, OP_PROFILE = 5 };
 /* Runner status in a reply. */
 enum { ST_OK = 0, ST_NOLOAD = 1, ST_NOSYM = 2, ST_BADCMD = 3, ST_FAULT = 4, ST_NOGPU = 5 };
 
@@ -39,6 +39,7 @@ typedef struct {
     int64_t sizes[AVO_PROBLEM_MAX_SIZES];
     uint64_t off[AVO_PROBLEM_MAX_TENSORS];
     uint64_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    uint64_t aux_off, aux_len;           /* OP_PROFILE: where the report goes */
 } cmd_msg;
 
 typedef struct {
@@ -147,6 +148,30 @@ _Noreturn void avo_runner_main(int argc, char **argv)
     while (read_cmd(&c)) {
         if (c.op == OP_PING) {
             reply(c.seq, ST_OK, 0, 0, NULL);
+        } else if (c.op == OP_PROFILE && cuda && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS &&
+                   c.aux_off < bytes && c.aux_len <= bytes - c.aux_off) {
+            void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
+            size_t tb[AVO_PROBLEM_MAX_TENSORS] = {0};
+            int64_t sizes[AVO_PROBLEM_MAX_SIZES];
+            int bad = 0;
+            memcpy(sizes, c.sizes, sizeof sizes);
+            for (int i = 0; i < c.ntensors; i++) {
+                if (c.off[i] >= bytes || c.bytes[i] > bytes - c.off[i])
+                    bad = 1;
+                else
+                    ptrs[i] = base + c.off[i], tb[i] = c.bytes[i];
+            }
+            if (bad) {
+                reply(c.seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
+                continue;
+            }
+            int rc = avo_gpu_profile(gpu, (avo_gpu_fn)(uintptr_t)fn, ptrs, tb, c.ntensors, sizes,
+                                     (char *)base + c.aux_off, c.aux_len, gerr, sizeof gerr);
+            if (rc == AVO_GPU_ESTICKY) {
+                reply(c.seq, ST_FAULT, 0, 0, gerr);
+                _exit(0);
+            }
+            reply(c.seq, ST_OK, rc, 0, rc ? gerr : NULL);
         } else if (c.op == OP_RUN && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS) {
             /* Fresh arrays on every call, as in the old in-process harness. */
             void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
@@ -555,5 +580,42 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     *runner_s = m.runner_s;
     if (mhz)
         *mhz = m.mhz;
+    return AVO_RUNNER_OK;
+}
+
+int avo_runner_profile(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
+                       int ntensors, uint64_t aux_off, uint64_t aux_len, double deadline, int *status, char *why,
+                       size_t wl)
+{
+    cmd_msg c;
+    reply_msg m;
+    memset(&c, 0, sizeof c);
+    c.op = OP_PROFILE;
+    c.nsizes = nsizes;
+    c.ntensors = ntensors;
+    memcpy(c.sizes, sizes, (size_t)nsizes * sizeof *sizes);
+    memcpy(c.off, offs, (size_t)ntensors * sizeof *offs);
+    memcpy(c.bytes, bytes, (size_t)ntensors * sizeof *bytes);
+    c.aux_off = aux_off;
+    c.aux_len = aux_len;
+    avo_runner_resume(r);
+    int rc = send_cmd(r, &c, why, wl);
+    if (!rc)
+        rc = wait_reply(r, deadline, &m, why, wl);
+    if (rc)
+        return rc;
+    if ((rc = freeze(r, why, wl)))
+        return rc;
+    m.msg[sizeof m.msg - 1] = 0;
+    if (m.status == ST_FAULT) {
+        snprintf(why, wl, "sticky CUDA error, GPU context lost: %s", m.msg);
+        reap_after_eof(r);
+        return AVO_RUNNER_FAULT;
+    }
+    if (m.status != ST_OK)
+        return AVO_RUNNER_PROTOCOL;
+    *status = m.ret;
+    if (m.ret)
+        snprintf(why, wl, "%s", m.msg);
     return AVO_RUNNER_OK;
 }

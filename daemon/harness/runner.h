@@ -60,6 +60,14 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
                     double *round_trip_s, double *runner_s, unsigned *mhz, char *why, size_t wl);
 
+/* CUDA runners: the counters pass for one call (gpu.h, avo_gpu_profile);
+ * the JSON report lands in the shared region at aux_off (at most aux_len
+ * bytes). *status is 0, or nonzero with the reason in why (profiling not
+ * permitted...). */
+int avo_runner_profile(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
+                       int ntensors, uint64_t aux_off, uint64_t aux_len, double deadline, int *status, char *why,
+                       size_t wl);
+
 /* An empty round trip (no candidate code runs), for calibrating the
  * protocol overhead. */
 int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *why, size_t wl);

@@ -147,8 +147,8 @@ static void target_id(const avo_problem *p, const char *gpu_arch, char *out, siz
     fclose(f);
 }
 
-static int cache_key(const avo_problem *p, const char *gpu_arch, const char *ident, const char *src, size_t len,
-                     char key[65])
+static int cache_key(const avo_problem *p, const char *gpu_arch, const char *const *extra, const char *ident,
+                     const char *src, size_t len, char key[65])
 {
     char target[10240];
     target_id(p, gpu_arch, target, sizeof target);
@@ -161,6 +161,8 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *ide
     fprintf(f, "avo-compile-v1%c%s%c%s%c", 0, ident, 0, target, 0);
     for (int i = 0; i < p->ncflags; i++)
         fprintf(f, "%s%c", p->cflags[i], 0);
+    for (int i = 0; extra && extra[i]; i++)
+        fprintf(f, "%s%c", extra[i], 0);
     fprintf(f, "-shared%c-fPIC%c%c", 0, 0, 0);
     fwrite(src, 1, len, f);
     if (fclose(f)) {
@@ -217,7 +219,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         snprintf(err, errlen, "cannot create %s: %s", cache, strerror(errno));
         return rc;
     }
-    if ((rc = cache_key(p, cuda ? o->gpu_arch : NULL, ident, src, len, r->key))) {
+    if ((rc = cache_key(p, cuda ? o->gpu_arch : NULL, o->extra, ident, src, len, r->key))) {
         snprintf(err, errlen, "cannot hash the source");
         return rc;
     }
@@ -258,6 +260,8 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     argv[argc++] = "-shared";
     if (!cuda)
         argv[argc++] = "-fPIC";
+    for (int i = 0; o->extra && o->extra[i] && argc < 40; i++)
+        argv[argc++] = (char *)o->extra[i];
     argv[argc++] = "-o";
     argv[argc++] = tmp;
     argv[argc++] = (char *)name;

@@ -16,6 +16,7 @@ typedef struct {
     const char *cc;             /* NULL = "cc" */
     const char *nvcc;           /* CUDA problems: NULL = "nvcc" */
     const char *gpu_arch;       /* CUDA problems: the worker's GPU, e.g. "sm_90a" (required) */
+    const char *const *extra;   /* more flags after the problem's (NULL-terminated; in the cache key) */
     const char *cache_dir;      /* created if missing */
     const char *work_dir;       /* an existing scratch dir for the source file */
     double timeout_s;           /* <= 0: 120 */

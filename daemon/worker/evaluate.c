@@ -286,7 +286,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
 {
     int rc = 0;
     char scratch[4200] = "", srcdir[4300], rundir[4300], harness[PATH_MAX];
-    avo_compile_result ref = {0}, cand = {0};
+    avo_compile_result ref = {0}, cand = {0}, base = {0};
+    char *base_src = NULL;
     avo_sandbox_result sr = {0};
     char *ref_src = NULL;
     json_t *res = NULL;
@@ -374,6 +375,25 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         goto done;
     }
 
+    /* The vendor baseline (cuBLAS for gemm): compiled like the reference,
+     * linked with its library, timed by the harness in a runner of its own.
+     * A baseline that does not build costs the comparison, not the result. */
+    char base_note[600] = "";
+    if (p->baseline[0]) {
+        static const char *const cublas[] = {"-lcublas", "-lcublasLt", NULL};
+        avo_compile_opts bo = co;
+        bo.extra = cuda ? cublas : NULL;
+        char bpath[4400];
+        size_t blen = 0;
+        snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
+        if (!(base_src = read_file(bpath, &blen)))
+            snprintf(base_note, sizeof base_note, "cannot read %.560s", bpath);
+        else if (avo_compile(&bo, p, base_src, blen, p->baseline, &base, err, errlen) < 0)
+            snprintf(base_note, sizeof base_note, "cannot compile: %s", err);
+        else if (!base.ok)
+            first_error(base.log, base_note, sizeof base_note);
+    }
+
     char seedarg[32], deadarg[32];
     snprintf(seedarg, sizeof seedarg, "%llu", (unsigned long long)seed);
     /* The harness's own deadline comes a little before ours, so a hung
@@ -381,7 +401,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * the evidence; our group kill stays the backstop. */
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, "--deadline", deadarg, NULL};
+    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, "--deadline", deadarg,
+                    base.ok ? "--baseline" : NULL, base.ok ? base.so_path : NULL, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,
@@ -433,6 +454,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     if (res) {
         /* Energy of the whole evaluation (checks, timing, the reference) on
          * this GPU, from NVML's total-energy counter. */
+        if (p->baseline[0] && !base.ok)
+            json_object_set_new(res, "baseline_error", json_string(base_note[0] ? base_note : "baseline not built"));
         json_object_set_new(res, "energy_mj", e0 >= 0 && e1 >= e0 ? json_integer(e1 - e0) : json_null());
         if (cuda)
             json_object_set_new(res, "gpu_arch", json_string(arch));
@@ -459,6 +482,8 @@ cleanup:
     free(ref_src);
     avo_compile_result_free(&ref);
     avo_compile_result_free(&cand);
+    avo_compile_result_free(&base);
+    free(base_src);
     avo_sandbox_result_free(&sr);
     if (scratch[0])
         avo_sandbox_rmtree(scratch);

@@ -13,6 +13,7 @@
 
 #include "avo_log.h"
 #include "devices.h"
+#include "sandbox.h"
 #include "avo_problem.h"
 #include "evaluate.h"
 
@@ -23,6 +24,8 @@ typedef struct {
     long long eval_id;          /* the evaluation in progress */
     double next_heartbeat;
     int lease_lost;
+    int unhealthy;              /* the GPU failed the canary: claim nothing */
+    double next_canary;
 } worker;
 
 static double now_s(void)
@@ -160,6 +163,25 @@ static int heartbeat(void *arg)
     return w->lease_lost;
 }
 
+/* avo-canary (beside the harness) on this worker's GPU: 0 when healthy. */
+static int run_canary(worker *w)
+{
+    char path[4200], idx[16], err[256];
+    const char *slash = strrchr(w->o->harness, '/');
+    snprintf(path, sizeof path, "%.*s/avo-canary", slash ? (int)(slash - w->o->harness) : 1,
+             slash ? w->o->harness : ".");
+    snprintf(idx, sizeof idx, "0");
+    char *argv[] = {path, idx, NULL};
+    avo_sandbox_opts so = {.argv = argv, .cwd = "/", .timeout_s = 60, .no_as_limit = 1, .out_cap = 1024};
+    avo_sandbox_result sr = {0};
+    int rc = avo_sandbox_run(&so, &sr, err, sizeof err);
+    int healthy = rc == 0 && sr.exited && sr.exit_code == 0;
+    avo_info("worker", "canary on GPU %d: %s %s", w->o->gpu_index, healthy ? "healthy" : "FAILED",
+             sr.out ? sr.out : err);
+    avo_sandbox_result_free(&sr);
+    return healthy ? 0 : -5;
+}
+
 static int evaluate_one(worker *w, PGresult *claim)
 {
     const char *problem = PQgetvalue(claim, 0, 3);
@@ -230,9 +252,22 @@ static int evaluate_one(worker *w, PGresult *claim)
         }
         sleep_ms(500);
     }
+    /* A crash or a hang can leave the GPU wedged (a sticky error, a kernel
+     * that did not die with its process): check it with a known-good kernel
+     * in a fresh process before claiming again. */
+    int suspect = strncmp(w->o->target, "sm_", 3) == 0 &&
+                  (!strcmp(outcome, "crash") || !strcmp(outcome, "timeout"));
     free(text);
     json_decref(result);
     w->eval_id = 0;
+    if (suspect && run_canary(w) != 0) {
+        w->unhealthy = 1;
+        w->next_canary = now_s() + 30;
+        set_state(w, "unhealthy");
+        avo_err("worker", "GPU %d failed the canary after a %s; not claiming until it passes again",
+                w->o->gpu_index, outcome);
+        return 0;
+    }
     set_state(w, "idle");
     return 0;
 }
@@ -275,6 +310,21 @@ int avo_worker_run(const avo_worker_opts *o)
     while (!*o->stop) {
         if (ensure_connected(&w) < 0)
             break;
+        if (w.unhealthy) {
+            /* Stay registered and visible as unhealthy; retry the canary now
+             * and then, and take work again once the GPU recovers. */
+            if (now_s() >= w.next_canary) {
+                if (run_canary(&w) == 0) {
+                    w.unhealthy = 0;
+                    set_state(&w, "idle");
+                    avo_info("worker", "GPU %d healthy again; claiming", o->gpu_index);
+                    continue;
+                }
+                w.next_canary = now_s() + 30;
+            }
+            sleep_ms(o->poll_ms);
+            continue;
+        }
         int got = try_claim(&w);
         if (got > 0) {
             if (o->max_evals && ++done >= o->max_evals)

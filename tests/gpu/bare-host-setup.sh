@@ -20,6 +20,8 @@ id avo >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin avo
 export AVO_PG_USER=avo
 if [ -d "$ROOT/.devlibs" ]; then
     export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$ROOT/.devlibs"
+    # psql for the tests' database assertions (Debian's binary, carried)
+    [ -x "$ROOT/.devlibs/bin/psql" ] && ! command -v psql >/dev/null 2>&1 && export PATH="$PATH:$ROOT/.devlibs/bin"
     echo "setup: carried libraries in .devlibs ($(ls "$ROOT/.devlibs" | wc -l) files)"
 fi
 for b in avod avo-worker avo-harness avoctl avo-canary; do

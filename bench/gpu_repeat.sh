@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Repeatability of the CUDA harness and agreement with an independent clock.
+# Evaluates one fixed gemm_bf16 candidate N times (default 10) with
+# `avo-worker eval` on bench/gemm_bf16/repeat (4096^3 and 8192^3), then prints
+# per config: every run's event median, the spread (max/min - 1), and the
+# ratio of the harness's event median to CUPTI's gpu__time_duration.sum for
+# the same kernel (the counter ncu reports), plus cuBLAS in the same run.
+# Usage: bash bench/gpu_repeat.sh [N]      (on a GPU host; see docs/gpu-testing.md)
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+N=${1:-10}
+OUTDIR=${OUT:-/tmp/avo-gpu-repeat}
+mkdir -p "$OUTDIR"
+[ -f tests/gpu/bare-host-setup.sh ] && source tests/gpu/bare-host-setup.sh >/dev/null
+export PATH="$ROOT/build/bin:/usr/local/cuda/bin:$PATH"
+export AVO_HOME=${AVO_HOME:-/tmp/avo-repeat-home}
+mkdir -p "$AVO_HOME"
+for i in $(seq 1 "$N"); do
+    avo-worker eval bench/gemm_bf16/repeat bench/gemm_bf16/repeat/candidate.cu --json --seed "$i" \
+        >"$OUTDIR/repeat-$i.json" 2>"$OUTDIR/repeat-$i.err" || echo "run $i: exit $?"
+done
+python3 - "$OUTDIR" "$N" <<'PY'
+import json, sys, statistics
+d, n = sys.argv[1], int(sys.argv[2])
+runs = []
+for i in range(1, n + 1):
+    try:
+        runs.append(json.load(open(f"{d}/repeat-{i}.json")))
+    except Exception as e:
+        print(f"run {i}: no result ({e})")
+print(f"{len(runs)} runs; outcomes: {sorted(set(r['outcome'] for r in runs))}")
+names = [c["name"] for c in runs[0]["configs"]] if runs else []
+for name in names:
+    med, ratio, tf, cub = [], [], [], []
+    for r in runs:
+        c = next(c for c in r["configs"] if c["name"] == name)
+        med.append(c["median_s"] * 1e3)
+        tf.append(c.get("tflops") or 0)
+        b = c.get("baseline") or {}
+        if b.get("tflops"):
+            cub.append(b["tflops"])
+        k = (c.get("counters") or {}).get("kernels") or []
+        dur = sum((x.get("metrics") or {}).get("gpu__time_duration.sum", 0) for x in k) / 1e6
+        if dur > 0:
+            ratio.append(c["median_s"] * 1e3 / dur)
+    spread = max(med) / min(med) - 1
+    print(f"config {name}: event medians (ms) {' '.join(f'{m:.4f}' for m in med)}")
+    print(f"  spread max/min-1 = {spread*100:.2f}%   median {statistics.median(tf):.1f} TFLOPS"
+          + (f"   cuBLAS {statistics.median(cub):.1f} TFLOPS (x{statistics.median(tf)/statistics.median(cub):.3f})" if cub else ""))
+    if ratio:
+        print(f"  harness event median / CUPTI gpu__time_duration: min {min(ratio):.4f} median {statistics.median(ratio):.4f} max {max(ratio):.4f}")
+    else:
+        print("  no CUPTI duration in the results (counters unavailable: see the result's counters.reason)")
+if runs:
+    c0 = runs[0]["configs"][0].get("counters") or {}
+    if not c0.get("available"):
+        print("counters:", c0.get("reason"))
+PY

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# On a GPU host: the hostile CUDA corpus. Every tests/hostile/gpu/*.cu is
+# evaluated as a gemm_bf16 candidate by `avo-worker eval` and held to the
+# outcome class in the table below, and to the rules no case may break:
+#   - the worker survives (exit 0 or 1: never a signal, a hang, a usage error);
+#   - the aggregate never exceeds the seed's on the same problem;
+#   - after a crash or a timeout the canary (avo-canary) still finds the GPU
+#     healthy, so the next candidate would run;
+#   - no process of the case is left running.
+# To keep the run short most cases use tests/fixtures/problems/gemm_bf16_small
+# (configs 1024 and 2048, 0.5 s of timing per config); side_stream uses
+# gemm_bf16_4096 (one real size, for a meaningful time comparison) and
+# fp16_accumulate the full kernels/gemm_bf16 (K up to 8192). The seed is
+# evaluated on each of the three. Prints TAP-style "ok - ..." / "not ok - ..."
+# lines and ends with "N passed, N failed"; exit status 0 when none failed.
+#   tests/gpu/test_hostile_gpu.sh [NAME...]   (default: every case)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 2
+setup_log=$(mktemp)
+source tests/gpu/bare-host-setup.sh >"$setup_log" 2>&1
+sed 's/^/# /' "$setup_log"
+rm -f "$setup_log"
+export PATH="$ROOT/build/bin:/usr/local/cuda/bin:$PATH"
+unset AVO_DB AVO_CONFIG AVO_KERNELS
+
+# World-traversable: as root the runner drops to an unprivileged uid.
+T=$(mktemp -d /tmp/avo-hgpu.XXXXXX)
+chmod 755 "$T"
+export AVO_HOME="$T/home"
+mkdir -p "$AVO_HOME" "$T/tmp"
+export TMPDIR="$T/tmp" # scratch dirs of the evaluations, so strays are found by "$T/"
+CACHE="$T/cache"       # one compile cache: the seed and the references compile once
+SEED=20261202
+HOSTILE="$ROOT/tests/hostile/gpu"
+FULL="$ROOT/kernels/gemm_bf16"
+SMALL="$ROOT/tests/fixtures/problems/gemm_bf16_small"
+P4096="$ROOT/tests/fixtures/problems/gemm_bf16_4096"
+START=$(date +%s)
+
+PASS=0
+FAIL=0
+ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
+notok() { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
+
+# Allowed outcomes (space-separated); "any" = reported, not asserted.
+declare -A EXPECT=(
+    [deadlock]="timeout"
+    [oob_write]="crash wrong_result"
+    [side_stream]="ok"
+    [partial_output]="wrong_result"
+    [nan]="wrong_result"
+    [reads_reference]="wrong_result"
+    [caches_output]="cheat_suspected wrong_result"
+    [caches_fingerprint]="cheat_suspected wrong_result"
+    [modifies_inputs]="cheat_suspected"
+    [launch_fail]="wrong_result"
+    [launch_error_ignored]="wrong_result"
+    [trap]="crash"
+    [fp16_accumulate]="wrong_result"
+    [bf16_accumulate]="wrong_result"
+    [late_launch]="wrong_result cheat_suspected crash"
+    [calls_cublas]="any"
+    [compile_error]="compile_error"
+)
+# Problem per case (default: the small fixture).
+declare -A PROBLEM=([side_stream]="$P4096" [fp16_accumulate]="$FULL")
+# --timeout per case (default 60 s). It bounds the compile and the harness
+# separately; the harness's own deadline is 2 s (10%) earlier.
+declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180)
+# Cases exempt from "not above the seed" (a policy question, reported).
+declare -A ABOVE_SEED_OK=([calls_cublas]=1)
+
+# summary JSON -> "outcome<TAB>aggregate<TAB>detail" (python3: no jq on a bare host)
+summary() {
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+    d = " ".join(str(r.get("detail") or "").split())[:220]
+    print("%s\t%s\t%s" % (r.get("outcome") or "none", float(r.get("aggregate") or 0), d or "-"))
+except Exception as e:
+    print("none\t0\tno JSON result (%s)" % " ".join(str(e).split())[:120])
+PY
+}
+
+# median_s of config NAME in a result, or 0
+median_of() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+    print(next((c.get("median_s") or 0) for c in r.get("configs", []) if c.get("name") == sys.argv[2]))
+except Exception:
+    print(0)
+PY
+}
+
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+# eval_case PROBLEM FILE TIMEOUT OUT -> worker exit code. The outer timeout
+# covers the compile and the harness, each bounded by TIMEOUT.
+eval_case() {
+    timeout -k 5 $(($3 * 2 + 30)) avo-worker eval "$1" "$2" --json --timeout "$3" --seed "$SEED" \
+        --cache "$CACHE" >"$4" 2>"$4.err"
+}
+
+# Live (non-zombie) processes whose command line names this test's $T.
+strays() {
+    local p st
+    for p in $(pgrep -f "$T/"); do
+        st=$(ps -o stat= -p "$p" 2>/dev/null) || continue
+        case $st in Z* | X* | "") ;; *) echo "$p" ;; esac
+    done
+}
+kill_strays() { local p; for p in $(strays); do kill -KILL "$p" 2>/dev/null; done; }
+gpu_procs() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c '[0-9]'; }
+cleanup() { kill_strays; rm -rf "$T"; }
+trap cleanup EXIT
+
+canary() {  # LABEL: the GPU must still run a known-good kernel
+    local out
+    out=$(timeout 60 avo-canary 0 2>&1)
+    if echo "$out" | grep -q '"ok": true'; then
+        ok "$1: the canary finds the GPU healthy afterwards"
+    else
+        notok "$1: the canary fails afterwards: $(echo "$out" | tr '\n' ' ' | cut -c1-200)"
+    fi
+}
+
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "# skipped: no NVIDIA GPU on this machine"
+    echo "0 passed, 0 failed"
+    exit 0
+fi
+GPU_PROCS0=$(gpu_procs)
+
+# The seed on each problem: the numbers no hostile case may beat.
+declare -A SEED_AGG
+for prob in "$FULL" "$SMALL" "$P4096"; do
+    pname=$(basename "$prob")
+    out="$T/seed-$pname.json"
+    t0=$(date +%s)
+    eval_case "$prob" "$FULL/seed.cu" 180 "$out"
+    rc=$?
+    IFS=$'\t' read -r outcome agg detail < <(summary "$out")
+    SEED_AGG[$prob]=$agg
+    if [ "$outcome" = ok ] && gt "$agg" 0; then
+        ok "seed on $pname: outcome ok, aggregate $agg ($(($(date +%s) - t0)) s)"
+    else
+        notok "seed on $pname: expected ok, got $outcome (exit $rc; $detail) $(tail -2 "$out.err" | tr '\n' ' ')"
+    fi
+done
+
+cases=("$@")
+if [ ${#cases[@]} -eq 0 ]; then
+    for src in "$HOSTILE"/*.cu; do cases+=("$(basename "$src" .cu)"); done
+fi
+
+for name in "${cases[@]}"; do
+    src="$HOSTILE/$name.cu"
+    [ -f "$src" ] || { notok "$name: no such case ($src)"; continue; }
+    prob=${PROBLEM[$name]:-$SMALL}
+    to=${TIMEOUT[$name]:-60}
+    want=${EXPECT[$name]:-}
+    seed_agg=${SEED_AGG[$prob]:-0}
+    out="$T/$name.json"
+    t0=$(date +%s)
+    eval_case "$prob" "$src" "$to" "$out"
+    rc=$?
+    secs=$(($(date +%s) - t0))
+    IFS=$'\t' read -r outcome agg detail < <(summary "$out")
+
+    # Survival first: 0 (ok) or 1 (the candidate failed); 2 is a usage or
+    # spec error, 124/137 our outer timeout, >128 a signal.
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
+        ok "$name: the worker survives (exit $rc, ${secs} s)"
+    else
+        notok "$name: the worker did not survive (exit $rc, ${secs} s): $(tail -3 "$out.err" | tr '\n' ' ')"
+    fi
+
+    if [ "$want" = any ]; then
+        ok "$name: outcome $outcome, aggregate $agg vs seed $seed_agg # note: not asserted ($detail)"
+    elif [ -z "$want" ]; then
+        # a case without a row in the table must at least not be ok
+        if [ "$outcome" != ok ] && [ "$outcome" != none ]; then
+            ok "$name: outcome $outcome (no row in the table: anything but ok)"
+        else
+            notok "$name: expected anything but ok, got $outcome ($detail)"
+        fi
+    else
+        pass=0
+        for w in $want; do [ "$outcome" = "$w" ] && pass=1; done
+        if [ $pass -eq 1 ]; then
+            ok "$name: outcome $outcome"
+        else
+            notok "$name: expected ${want// /|}, got $outcome ($detail)"
+        fi
+    fi
+
+    if [ -n "${ABOVE_SEED_OK[$name]:-}" ]; then
+        gt "$agg" "$seed_agg" && echo "# note: $name scores $agg, above the seed's $seed_agg (exempt: policy question)"
+    elif gt "$agg" "$seed_agg"; then
+        notok "$name: aggregate $agg exceeds the seed's $seed_agg on $(basename "$prob")"
+    else
+        ok "$name: aggregate $agg does not exceed the seed's $seed_agg"
+    fi
+
+    if [ "$name" = side_stream ] && [ "$outcome" = ok ]; then
+        # The same kernel on the caller's stream: the honest time of this
+        # work. Hidden on a private stream it must cost (about) as much.
+        twin="$T/side_stream_honest.cu"
+        { echo "#define HONEST 1"; cat "$src"; } >"$twin"
+        eval_case "$prob" "$twin" "$to" "$T/twin.json"
+        IFS=$'\t' read -r toutcome tagg tdetail < <(summary "$T/twin.json")
+        cfg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["configs"][0]["name"])' "$prob/problem.json")
+        ms=$(median_of "$out" "$cfg")
+        mt=$(median_of "$T/twin.json" "$cfg")
+        mseed=$(median_of "$T/seed-$(basename "$prob").json" "$cfg")
+        if [ "$toutcome" != ok ]; then
+            notok "side_stream: its honest twin (same kernel on the caller's stream) is $toutcome ($tdetail)"
+        elif awk -v s="$ms" -v t="$mt" 'BEGIN { exit !(s >= 0.8 * t && t > 0) }'; then
+            ok "side_stream: median $ms s on config $cfg, the honest twin's $mt s (aggregate $tagg): the hidden stream is timed"
+        else
+            notok "side_stream: median $ms s on config $cfg, under 0.8 x the honest twin's $mt s: work escaped the timer"
+        fi
+        if awk -v s="$ms" -v t="$mseed" 'BEGIN { exit !(s >= 0.8 * t && t > 0) }'; then
+            ok "side_stream: median $ms s not much lower than the seed's $mseed s"
+        else
+            notok "side_stream: median $ms s much lower than the seed's $mseed s"
+        fi
+    fi
+
+    case " ${want} " in *" crash "* | *" timeout "*) crashy=1 ;; *) crashy=0 ;; esac
+    if [ $crashy -eq 1 ] || [ "$outcome" = crash ] || [ "$outcome" = timeout ]; then
+        canary "$name"
+    fi
+
+    # No survivors: give a killed group a moment to die, then look.
+    left=""
+    for _ in $(seq 1 50); do
+        left=$(strays)
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    if [ -z "$left" ]; then
+        ok "$name: no process left running"
+    else
+        notok "$name: processes left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ',')" 2>/dev/null | cut -c1-100 | tr '\n' ';')"
+    fi
+    kill_strays
+    leaked=$(find "$T/tmp" -mindepth 1 -maxdepth 1 2>/dev/null | head -3 | tr '\n' ' ')
+    if [ -z "$leaked" ]; then
+        ok "$name: no scratch directory left"
+    else
+        notok "$name: scratch left behind: $leaked"
+    fi
+    gp=$(gpu_procs)
+    [ "$gp" -gt "$GPU_PROCS0" ] && notok "$name: $gp processes on the GPU afterwards ($GPU_PROCS0 before the run)"
+    rm -rf "${T:?}/tmp/"*
+done
+
+canary "the whole run"
+echo "# total $(($(date +%s) - START)) s"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The GPU system test: embedded PostgreSQL, avod, one GPU worker and avoctl,
+# a tune job on kernels/gemm_bf16 to its budget; asserts the job succeeded,
+# the lineage never falls, and the best evaluation carries cuBLAS figures.
+# Run by `make test-gpu` (tests/run.sh gpu) on a GPU host.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+source tests/integration/lib.sh
+source tests/gpu/bare-host-setup.sh >/dev/null
+EVALS=${AVO_GPU_TUNE_EVALS:-6}
+PG_ARGS=()
+[ -n "${AVO_PG_BINDIR:-}" ] && PG_ARGS+=(--pg-bindir "$AVO_PG_BINDIR")
+[ -n "${AVO_PG_USER:-}" ] && PG_ARGS+=(--pg-user "$AVO_PG_USER")
+check "avod starts (embedded PostgreSQL)" start_avod "${PG_ARGS[@]}"
+start_worker --target gpu --timeout 600
+JOB=$(avoctl --json submit --problem gemm_bf16 --evaluations "$EVALS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "a gemm_bf16 tune job is accepted (target sm_90 by default)" test -n "$JOB"
+timeout 1500 avoctl watch "$JOB" >"$T/watch.out" 2>&1
+check "the job ends succeeded" test $? -eq 0
+tail -3 "$T/watch.out"
+check "every committed candidate passed and none falls below its parent" \
+    test "$(psql_avo "SELECT count(*) FROM candidates c LEFT JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND (c.outcome <> 'ok' OR c.aggregate < COALESCE(p.aggregate, 0))")" = 0
+check "the worker registered its GPU" bash -c "avoctl --json workers | grep -q '\"arch\": \"sm_90\"'"
+psql_avo "SELECT jsonb_pretty(jsonb_build_object('candidate', c.id, 'knobs', c.knobs, 'aggregate_gflops', c.aggregate,
+    'configs', (SELECT jsonb_agg(jsonb_build_object('config', x->>'name', 'tflops', x->'tflops',
+                 'cublas_tflops', x->'baseline'->'tflops', 'vs_cublas', x->'baseline'->'vs_baseline'))
+                FROM jsonb_array_elements(e.result->'configs') x),
+    'energy_mj', e.result->'energy_mj'))
+  FROM jobs j JOIN candidates c ON c.id = j.best_candidate
+  JOIN evaluations e ON e.candidate_id = c.id AND e.state = 'done' WHERE j.id = $JOB" >"$T/best.json"
+cat "$T/best.json"
+[ -n "${OUT:-}" ] && cp "$T/best.json" "$OUT/tune-best.json" && cp "$T/watch.out" "$OUT/tune-watch.txt"
+check "the best evaluation reports cuBLAS measured in the same run" grep -q cublas_tflops "$T/best.json"
