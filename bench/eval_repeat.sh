@@ -9,6 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 N=${1:-10}
 WORKER=${BUILD:-build}/bin/avo-worker
+PIN=${PIN:-}
 PROBLEM=kernels/cpu/sgemm
 KNOBS="ORDER=1 BM=32 BN=256 BK=64 UNROLL=4"
 
@@ -27,7 +28,7 @@ echo "# date: $(date -u +%Y-%m-%dT%H:%MZ)"
 for i in $(seq 1 "$N"); do
     # The compile cache is shared by the runs on purpose: only the first
     # compiles, so every run measures the same object.
-    "$WORKER" eval "$PROBLEM" "$T/cand.c" --json --cache "$T/cache" >"$T/run$i.json" ||
+    ${PIN:+taskset -c $PIN} "$WORKER" eval "$PROBLEM" "$T/cand.c" --json --cache "$T/cache" >"$T/run$i.json" ||
         { echo "eval_repeat: run $i did not end ok:" >&2; jq -r '.outcome + ": " + .detail' "$T/run$i.json" >&2; exit 1; }
 done
 

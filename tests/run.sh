@@ -75,7 +75,7 @@ run_integration() {
 run_gpu() {
     echo "== gpu tests"
     if [ -x "$BUILD/bin/avo-canary" ]; then
-        echo "  CUDA code compiled: avo-canary, avo-gpu-probe (sm_90a, sm_80)"
+        echo "  CUDA code compiled: avo-canary, avo-gpu-probe, avo-harness-cuda (sm_90a)"
     else
         echo "  CUDA code not compiled: nvcc not found (PATH or /usr/local/cuda)"
     fi

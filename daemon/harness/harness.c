@@ -307,6 +307,12 @@ static int check_call(run_ctx *r, int config, int set, int ret, const avo_tensor
         return CHECK_WRONG;
     }
     int64_t elem;
+    int tg = avo_tensors_guard_broken(x, &elem);
+    if (tg >= 0) {
+        snprintf(why, whylen, "wrote past the end of %s (byte %lld after its last element)", p->tensors[tg].name,
+                 (long long)elem);
+        return CHECK_INPUTS;
+    }
     int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
     if (ti >= 0) {
         snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
@@ -478,7 +484,7 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
     {
         size_t off = 0;
         for (int i = 0; i < x->n; i++) {
-            size_t end = (size_t)((unsigned char *)x->ptr[i] - r->shm) + x->bytes[i];
+            size_t end = (size_t)((unsigned char *)x->ptr[i] - r->shm) + x->bytes[i] + x->guard[i];
             if (end > off)
                 off = end;
         }

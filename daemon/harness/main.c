@@ -6,6 +6,7 @@
  * `avo-harness --runner ENTRY` is the runner it starts itself (runner.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,28 @@ int main(int argc, char **argv)
      * is not root) can neither ptrace this one nor open its /proc fds or
      * memory. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* Checker and runner share one CPU (the runner inherits the mask): the
+     * call and the cache flush then happen on the same core, and neither
+     * migrates mid-measurement (docs/benchmarks.md has the figures). */
+    /* The highest CPU allowed: CPU 0 usually takes more of the host's
+     * interrupts and housekeeping. AVO_HARNESS_CPU picks one explicitly (a
+     * worker per CPU), AVO_NO_PIN leaves the scheduler alone. */
+    cpu_set_t set;
+    if (!getenv("AVO_NO_PIN") && sched_getaffinity(0, sizeof set, &set) == 0) {
+        int cpu = -1;
+        const char *want = getenv("AVO_HARNESS_CPU");
+        if (want && *want)
+            cpu = atoi(want);
+        else
+            for (int i = CPU_SETSIZE - 1; i >= 0 && cpu < 0; i--)
+                if (CPU_ISSET(i, &set))
+                    cpu = i;
+        if (cpu >= 0 && CPU_ISSET(cpu, &set)) {
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            sched_setaffinity(0, sizeof set, &set);
+        }
+    }
     const char *pos[3];
     int npos = 0;
     unsigned long long seed = 1;

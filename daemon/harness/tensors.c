@@ -90,7 +90,7 @@ size_t avo_tensors_span(const avo_problem *p, int config)
     for (int i = 0; i < p->ntensors; i++) {
         int64_t n = 0;
         if (avo_problem_tensor_elems(p, config, i, &n, NULL, 0) == 0)
-            total += ((size_t)n * avo_dtype_size(p->tensors[i].dtype) + 63) & ~(size_t)63;
+            total += (((size_t)n * avo_dtype_size(p->tensors[i].dtype) + 63) & ~(size_t)63) + AVO_TENSOR_GUARD;
     }
     return total;
 }
@@ -105,13 +105,18 @@ int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *ba
         if (rc)
             return rc;
         t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(p->tensors[i].dtype);
-        size_t alloc = (t->bytes[i] + 63) & ~(size_t)63;
+        size_t alloc = ((t->bytes[i] + 63) & ~(size_t)63) + AVO_TENSOR_GUARD;
         if (off + alloc > cap) {
             snprintf(err, errlen, "shared tensor region too small for config %s", p->configs[config].name);
             return -ENOSPC;
         }
         t->ptr[i] = (unsigned char *)base + off;
-        memset(t->ptr[i], 0, alloc);
+        memset(t->ptr[i], 0, t->bytes[i]);
+        /* Everything from the tensor's end to the next one is a guard zone
+         * with a known pattern: a candidate that writes past a tensor is
+         * caught instead of scribbling on its neighbour unnoticed. */
+        memset((unsigned char *)t->ptr[i] + t->bytes[i], AVO_TENSOR_GUARD_BYTE, alloc - t->bytes[i]);
+        t->guard[i] = alloc - t->bytes[i];
         off += alloc;
         t->n = i + 1;
     }
@@ -258,4 +263,18 @@ void avo_tensors_to_f64(const void *src, avo_dtype d, int64_t n, double *dst)
 {
     for (int64_t e = 0; e < n; e++)
         dst[e] = load(src, e, d);
+}
+
+int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte)
+{
+    for (int i = 0; i < t->n; i++) {
+        const unsigned char *g = (const unsigned char *)t->ptr[i] + t->bytes[i];
+        for (size_t k = 0; k < t->guard[i]; k++)
+            if (g[k] != AVO_TENSOR_GUARD_BYTE) {
+                if (byte)
+                    *byte = (int64_t)k;
+                return i;
+            }
+    }
+    return -1;
 }

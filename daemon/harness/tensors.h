@@ -14,7 +14,12 @@ typedef struct {
     void *ptr[AVO_PROBLEM_MAX_TENSORS];
     int64_t elems[AVO_PROBLEM_MAX_TENSORS];
     size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    size_t guard[AVO_PROBLEM_MAX_TENSORS];   /* placed tensors: guard-zone bytes after each */
 } avo_tensors;
+
+/* Placed tensors are followed by a guard zone of at least this many bytes. */
+#define AVO_TENSOR_GUARD 16384
+#define AVO_TENSOR_GUARD_BYTE 0xA5
 
 /* What one comparison found. worst is the element with the largest absolute
  * error, or the first non-finite one (then nonfinite is 1). */
@@ -37,6 +42,10 @@ int avo_tensors_alloc_at(avo_tensors *t, const avo_problem *p, const int64_t *si
  * shared with the runner. Nothing is allocated; free is a no-op for them. */
 int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
                       size_t errlen);
+/* Index of the first placed tensor whose guard zone was written (with the
+ * first changed byte after its end in *byte), or -1. */
+int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte);
+
 /* Bytes avo_tensors_place needs for `config`. */
 size_t avo_tensors_span(const avo_problem *p, int config);
 void avo_tensors_free(avo_tensors *t);

@@ -52,7 +52,10 @@ declare -A EXPECT=(
     [nan]="wrong_result"
     [reads_reference]="wrong_result"
     [caches_output]="cheat_suspected wrong_result"
-    [caches_fingerprint]="cheat_suspected wrong_result"
+    # Timed runs alternate between two input sets, so its one-entry cache
+    # never hits and it computes honestly (slowly): ok is allowed, a score
+    # above the seed is not (H200 run, 2026-12-02: ok at 5.9 vs seed 88 TFLOPS).
+    [caches_fingerprint]="ok cheat_suspected wrong_result"
     [modifies_inputs]="cheat_suspected"
     [launch_fail]="wrong_result"
     [launch_error_ignored]="wrong_result"

@@ -43,7 +43,7 @@ declare -A EXPECT=(
     [modifies_inputs]="cheat_suspected"
     [caches_output]="cheat_suspected"
     [late_thread]="wrong_result cheat_suspected crash"
-    [overflow_output]="crash wrong_result cheat_suspected"
+    [overflow_output]="cheat_suspected"
     [flood_stdout]="ok"
     [network]="NETNS"
 )
@@ -52,12 +52,10 @@ declare -A EXPECT=(
 # RLIMIT_AS takes ~20 s; 8 s shows the worker survives it either way.
 declare -A TIMEOUT=([infinite_loop]=3 [sleeps]=3 [fork_bomb]=3 [memory_hog]=8)
 # Holes the harness does not close yet. A case listed here that breaks its
-# expectation prints an "ok ... # TODO known gap" line instead of failing the
+# expectation prints an "ok ... # known gap (waived)" line instead of failing the
 # run; survival, strays and scratch leaks are never waived. Remove the entry
 # once the gap is closed (the line then says so).
-declare -A KNOWN_GAP=(
-    [overflow_output]="no guard zone after output tensors: a store past the end is caught only when it corrupts something the harness uses later"
-)
+declare -A KNOWN_GAP=()
 
 # Live (non-zombie) processes of this test's cases. A SIGKILLed group may
 # stay as zombies for a moment until init reaps them: those are dead.
@@ -135,7 +133,7 @@ for src in "$HOSTILE"/*.c; do
     label="$name: outcome $outcome, expected $shown$note"
     gap=${KNOWN_GAP[$name]:-}
     if [ -n "$gap" ] && { [ $pass -eq 0 ] || [ "$above" = 1 ]; }; then
-        ok "$label, aggregate $agg vs seed $SEED_AGG # TODO known gap: $gap"
+        ok "$label, aggregate $agg vs seed $SEED_AGG # known gap (waived): $gap"
     else
         if [ -n "$gap" ]; then
             label="$label (known gap closed: remove it from KNOWN_GAP)"
