@@ -49,26 +49,33 @@ run_unit() {
     done
 }
 
+# One script of TAP-ish lines: its lines shown, counted, its output shown
+# when it failed (and kept in GPU_REPORT_DIR when set).
+run_script() {  # script, timeout seconds
+    local t=$1 limit=$2 name out rc
+    name=$(basename "$t" .sh)
+    out=$(mktemp)
+    echo "  $name"
+    BUILD="$BUILD" timeout "$limit" bash "$t" >"$out" 2>&1
+    rc=$?
+    grep -E '^(ok|not ok) ' "$out" | sed 's/^/      /'
+    count_tap "$name" "$out" >/dev/null
+    if [ $rc -ne 0 ] && ! grep -qE '^not ok ' "$out"; then
+        failed=$((failed + 1))
+        failures+=("$name: exited with status $rc")
+    fi
+    if [ $rc -ne 0 ] || grep -qE '^not ok ' "$out"; then
+        echo "      --- output of $name (last 60 lines) ---"
+        tail -60 "$out" | sed 's/^/      | /'
+    fi
+    [ -n "${GPU_REPORT_DIR:-}" ] && cp "$out" "$GPU_REPORT_DIR/$name.log"
+    rm -f "$out"
+}
+
 run_integration() {
     echo "== integration tests (real PostgreSQL, avod, avo-worker, avoctl)"
     for t in tests/integration/test_*.sh; do
-        local name out rc
-        name=$(basename "$t" .sh)
-        out=$(mktemp)
-        echo "  $name"
-        BUILD="$BUILD" timeout 1200 bash "$t" >"$out" 2>&1
-        rc=$?
-        grep -E '^(ok|not ok) ' "$out" | sed 's/^/      /'
-        count_tap "$name" "$out" >/dev/null
-        if [ $rc -ne 0 ] && ! grep -qE '^not ok ' "$out"; then
-            failed=$((failed + 1))
-            failures+=("$name: exited with status $rc")
-        fi
-        if [ $rc -ne 0 ] || grep -qE '^not ok ' "$out"; then
-            echo "      --- output of $name (last 60 lines) ---"
-            tail -60 "$out" | sed 's/^/      | /'
-        fi
-        rm -f "$out"
+        run_script "$t" 1200
     done
 }
 
@@ -116,21 +123,7 @@ run_gpu() {
     # The system-level GPU tests: hostile GPU candidates, a tune job through
     # avod + worker + PostgreSQL.
     for t in tests/gpu/test_*.sh; do
-        [ -f "$t" ] || continue
-        local name rc
-        name=$(basename "$t" .sh)
-        out=$(mktemp)
-        echo "  $name"
-        BUILD="$BUILD" timeout 1800 bash "$t" >"$out" 2>&1
-        rc=$?
-        grep -E '^(ok|not ok) ' "$out" | sed 's/^/      /'
-        count_tap "$name" "$out" >/dev/null
-        if [ $rc -ne 0 ] && ! grep -qE '^not ok ' "$out"; then
-            failed=$((failed + 1))
-            failures+=("$name: exited with status $rc")
-        fi
-        [ -n "${GPU_REPORT_DIR:-}" ] && cp "$out" "$GPU_REPORT_DIR/$name.log"
-        rm -f "$out"
+        [ -f "$t" ] && run_script "$t" 1800
     done
 }
 

@@ -1,5 +1,6 @@
 #include "evaluate.h"
 
+#include "avo_file.h"
 #include "avo_nvml.h"
 #include "ptxas.h"
 
@@ -210,39 +211,6 @@ static int mkscratch(const char *root, char *out, size_t outlen, char *err, size
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    while (1) {
-        if (n + 4096 + 1 > cap) {
-            char *g = realloc(buf, cap = cap ? cap * 2 : 16384);
-            if (!g) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = g;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 /* Address space for the harness: 4 GiB, more when the tensors need it
  * (each config's tensors live in four copies plus the kept reference
  * outputs), so a big problem is not mistaken for a crashing candidate. */
@@ -342,7 +310,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     char refpath[4400];
     size_t ref_len = 0;
     snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
-    if (!(ref_src = read_file(refpath, &ref_len))) {
+    if (!(ref_src = avo_file_read(refpath, &ref_len))) {
         rc = -errno ? -errno : -EIO;
         snprintf(err, errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
         goto cleanup;
@@ -389,7 +357,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         char bpath[4400];
         size_t blen = 0;
         snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
-        if (!(base_src = read_file(bpath, &blen)))
+        if (!(base_src = avo_file_read(bpath, &blen)))
             snprintf(base_note, sizeof base_note, "cannot read %.560s", bpath);
         else if (avo_compile(&bo, p, base_src, blen, p->baseline, &base, err, errlen) < 0)
             snprintf(base_note, sizeof base_note, "cannot compile: %s", err);
@@ -657,7 +625,7 @@ int avo_eval_cli(int argc, char **argv)
     }
     loaded = 1;
     size_t len = 0;
-    if (!(src = read_file(pos[1], &len))) {
+    if (!(src = avo_file_read(pos[1], &len))) {
         fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", pos[1], strerror(errno));
         goto cleanup;
     }
