@@ -469,8 +469,9 @@ static int time_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine,
  * Samples taken under MIN_CLOCK_FRACTION of the maximum SM clock are
  * discarded and counted. */
 static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_stats *st,
-                            double *rt_median, int *discarded, char *why, size_t wl)
+                            double *rt_median, int *discarded, json_t **clock, char *why, size_t wl)
 {
+    unsigned clk_min = 0, clk_max = 0;
     const avo_problem *p = r->p;
     const int sets[2] = {r->nsets - 1, 0};
     avo_tensors xs1 = {0}, pr1 = {0};
@@ -524,6 +525,10 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
                 snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
             break;
         }
+        if (mhz) {
+            clk_min = clk_min && clk_min < mhz ? clk_min : mhz;
+            clk_max = clk_max > mhz ? clk_max : mhz;
+        }
         if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
             (*discarded)++;
         } else {
@@ -558,6 +563,11 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         avo_stats rs;
         avo_stats_compute(rts, n, &rs);
         *rt_median = rs.median;
+        /* The SM clock read after every timed run (NVML): its range, and how
+         * many samples fell under the floor and were dropped. */
+        if (clock)
+            *clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max, "max_possible_mhz",
+                               (int)r->max_mhz, "discarded", *discarded);
     }
     free(t);
     free(rts);
@@ -623,7 +633,7 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     int discarded = 0;
     int res = checked_call(r, c, r->nsets - 1, x, pristine, why, sizeof why);
     if (res == CHECK_OK)
-        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, why, sizeof why);
+        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, NULL, why, sizeof why);
     r->base = r->run;
     r->run = cand;
     r->worst_rel_l2 = wr;
@@ -878,8 +888,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         double claimed = 0;
         json_t *ctrs = NULL;
         int discarded = 0;
+        json_t *clock = NULL;
         if (r.cuda)
-            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, why, sizeof why);
+            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, &clock, why, sizeof why);
         else
             res = time_config(&r, c, &x, &pristine, &fl, &st, &claimed, &ctrs, why, sizeof why);
         if (res < 0) {
@@ -897,6 +908,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         res = checked_call(&r, c, r.nsets, &x, &pristine, why, sizeof why);
         if (res != CHECK_OK) {
             json_decref(ctrs);
+            json_decref(clock);
             if (res < 0) {
                 rc = res;
                 snprintf(err, errlen, "runner protocol: %s", why);
@@ -927,6 +939,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
          * outputs stay in cache. */
         if (p->roofline_gflops > 0 && p->flops && gflops > ROOFLINE_SLACK * p->roofline_gflops) {
             json_decref(ctrs);
+            json_decref(clock);
             outcome = "cheat_suspected";
             snprintf(detail, sizeof detail,
                      "config %s: %.4g GFLOP/s measured, beyond the declared arithmetic peak of %.4g GFLOP/s: "
@@ -936,6 +949,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         }
         if (!(score > 0) || !isfinite(score)) {
             json_decref(ctrs);
+            json_decref(clock);
             outcome = "wrong_result";
             snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score",
                      p->configs[c].name, st.median);
@@ -947,6 +961,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "timing_source", json_string("cuda_events"));
             json_object_set_new(cj, "round_trip_median_s", jreal(claimed));
             json_object_set_new(cj, "clock_discarded", json_integer(discarded));
+            json_object_set_new(cj, "sm_clock", clock ? clock : json_null());
+            clock = NULL;
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
         if (base_so)

@@ -461,6 +461,40 @@ cleanup:
     return rc;
 }
 
+int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
+                        size_t errlen)
+{
+    int rc;
+    char scratch[4200] = "", arch[32] = "";
+    const int cuda = strcmp(p->backend, "cuda") == 0;
+    avo_compile_result ref = {0}, cand = {0};
+    char *ref_src = NULL;
+    if (cuda) {
+        if (o->gpu_arch)
+            snprintf(arch, sizeof arch, "%s", o->gpu_arch);
+        else if ((rc = detect_gpu_arch(o->gpu_index, arch, sizeof arch, err, errlen)))
+            return rc;
+    }
+    if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
+        return rc;
+    /* Exactly the options avo_eval_candidate compiles with, so its compiles
+     * become cache hits. */
+    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL, .cache_dir = o->cache_dir,
+                           .work_dir = scratch, .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
+    char refpath[4400];
+    size_t ref_len = 0;
+    snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
+    if ((ref_src = avo_file_read(refpath, &ref_len)))
+        rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen);
+    if (rc == 0)
+        rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    free(ref_src);
+    avo_compile_result_free(&ref);
+    avo_compile_result_free(&cand);
+    avo_sandbox_rmtree(scratch);
+    return rc;
+}
+
 /* ---- avo-worker eval ---------------------------------------------------- */
 
 static int default_cache(char *out, size_t outlen)

@@ -35,6 +35,14 @@ typedef struct {
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
                        json_t **result, char *err, size_t errlen);
 
+/* Compile what avo_eval_candidate would (reference and candidate) into the
+ * cache, nothing else: the worker does this for the next evaluation while
+ * the current one holds the GPU, so compiling overlaps timing. A compile
+ * error is not an error here (it is cached, and reported by the evaluation
+ * itself). Safe to call from another thread. */
+int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
+                        size_t errlen);
+
 /* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
  * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */
 int avo_eval_cli(int argc, char **argv);

@@ -32,6 +32,7 @@ typedef struct {
     char scratch[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
     long long gpu;
+    long long prefetch;
     double lease;
     double timeout;
     long long poll_ms;
@@ -56,6 +57,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("lease", AVO_CFG_DOUBLE, lease, "60", NULL, 2, 3600, "lease on a claimed evaluation, seconds"),
     ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
     ROW("poll-ms", AVO_CFG_INT, poll_ms, "2000", NULL, 10, 60000, "polling interval when no NOTIFY arrives"),
+    ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, 1,
+        "claim and compile the next evaluation while one runs: 1, 0, or -1 = on for GPU targets "
+        "(compiling on the CPU would disturb CPU timing)"),
     ROW("max-evals", AVO_CFG_INT, max_evals, "0", NULL, 0, 1000000000, "exit after this many evaluations (0 = never)"),
 };
 #undef ROW
@@ -209,6 +213,7 @@ int main(int argc, char **argv)
         .poll_ms = (int)s.poll_ms,
         .max_evals = (int)s.max_evals,
         .gpu_index = (int)s.gpu,
+        .prefetch = s.prefetch < 0 ? strncmp(s.target, "sm_", 3) == 0 : (int)s.prefetch,
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);

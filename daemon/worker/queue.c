@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,43 @@ typedef struct {
     int lease_lost;
     int unhealthy;              /* the GPU failed the canary: claim nothing */
     double next_canary;
+    PGresult *next;             /* prefetched claim, compiled while the current one runs */
+    long long next_id;
+    pthread_t warm;             /* its compile */
+    int warming;
 } worker;
+
+static double now_s(void);
+
+typedef struct {
+    const avo_worker_opts *o;
+    const char *problem, *src;
+    size_t len;
+    long long id;
+} warm_job;
+
+/* The next evaluation's compile, on a thread, while the current one runs
+ * in its harness: on a GPU worker compiling (CPU) overlaps timing (GPU). */
+static void *warm_main(void *arg)
+{
+    warm_job *j = arg;
+    char dir[2048], err[1024];
+    avo_problem p;
+    if (avo_problem_resolve(j->o->kernels, j->problem, dir, sizeof dir, err, sizeof err) == 0 &&
+        avo_problem_load(&p, dir, err, sizeof err) == 0) {
+        avo_eval_opts eo = {.cache_dir = j->o->cache_dir, .scratch_root = j->o->scratch_root,
+                            .timeout_s = j->o->timeout_s, .gpu_index = j->o->gpu_index};
+        double t0 = now_s();
+        if (avo_eval_precompile(&eo, &p, j->src, j->len, err, sizeof err) == 0)
+            avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->id,
+                     now_s() - t0);
+        else
+            avo_warn("worker", "evaluation %lld: precompile failed: %s", j->id, err);
+        avo_problem_free(&p);
+    }
+    free(j);
+    return NULL;
+}
 
 static double now_s(void)
 {
@@ -82,12 +119,13 @@ static int do_register(worker *w)
     return 0;
 }
 
-/* Connect (or reconnect) with backoff until it works or we are told to stop. */
+/* Connect (or reconnect) with backoff. A draining worker (one SIGTERM)
+ * still reconnects, so the result in hand is stored; a second signal gives up. */
 static int ensure_connected(worker *w)
 {
     unsigned delay = 100;
     int logged = 0;
-    while (!*w->o->stop) {
+    while (*w->o->stop < 2) {
         if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
             return 0;
         if (w->conn) {
@@ -141,10 +179,17 @@ static int heartbeat(void *arg)
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
     if (PQstatus(w->conn) != CONNECTION_OK)
         return 0;               /* keep going; completion will reconnect */
-    char eid[32], wid[32], lease[32];
+    char eid[32], wid[32], lease[32], nid[32];
     snprintf(eid, sizeof eid, "%lld", w->eval_id);
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    snprintf(nid, sizeof nid, "%lld", w->next_id);
+    const char *pn[] = {nid, wid, lease};
+    if (w->next_id)
+        PQclear(exec(w,
+                     "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
+                     "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+                     3, pn));
     const char *p[] = {eid, wid, lease};
     PGresult *r = exec(w,
                        "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
@@ -182,6 +227,55 @@ static int run_canary(worker *w)
     return healthy ? 0 : -5;
 }
 
+/* Claim the next evaluation now (when prefetching) and compile it on a
+ * thread; it is evaluated after the current one, its compile a cache hit. */
+static void prefetch(worker *w)
+{
+    if (!w->o->prefetch || w->next || *w->o->stop)
+        return;
+    char wid[32], lease[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    const char *p[] = {wid, w->o->target, lease};
+    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
+    if (!r)
+        return;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return;
+    }
+    w->next = r;
+    w->next_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    warm_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return;
+    *j = (warm_job){w->o, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4), (size_t)PQgetlength(r, 0, 4), w->next_id};
+    if (pthread_create(&w->warm, NULL, warm_main, j) == 0)
+        w->warming = 1;
+    else
+        free(j);
+}
+
+/* Give a prefetched claim back to the queue (the worker is stopping). */
+static void release_next(worker *w)
+{
+    if (!w->next)
+        return;
+    char nid[32], wid[32];
+    snprintf(nid, sizeof nid, "%lld", w->next_id);
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    const char *p[] = {nid, wid};
+    if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
+        PQclear(exec(w,
+                     "UPDATE evaluations SET state = 'queued', worker_id = NULL, lease_expires = NULL, "
+                     "attempts = attempts - 1 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+                     2, p));
+    avo_info("worker", "evaluation %lld given back to the queue", w->next_id);
+    PQclear(w->next);
+    w->next = NULL;
+    w->next_id = 0;
+}
+
 static int evaluate_one(worker *w, PGresult *claim)
 {
     const char *problem = PQgetvalue(claim, 0, 3);
@@ -198,6 +292,7 @@ static int evaluate_one(worker *w, PGresult *claim)
     avo_info("worker", "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id, PQgetvalue(claim, 0, 1),
              PQgetvalue(claim, 0, 2), problem);
     set_state(w, "busy");
+    prefetch(w);
 
     if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||
         avo_problem_load(&p, dir, err, sizeof err) < 0) {
@@ -252,6 +347,10 @@ static int evaluate_one(worker *w, PGresult *claim)
         }
         sleep_ms(500);
     }
+    if (w->warming) {
+        pthread_join(w->warm, NULL);
+        w->warming = 0;
+    }
     /* A crash or a hang can leave the GPU wedged (a sticky error, a kernel
      * that did not die with its process): check it with a known-good kernel
      * in a fresh process before claiming again. */
@@ -274,6 +373,14 @@ static int evaluate_one(worker *w, PGresult *claim)
 
 static int try_claim(worker *w)
 {
+    if (w->next) {
+        PGresult *n = w->next;
+        w->next = NULL;
+        w->next_id = 0;
+        evaluate_one(w, n);
+        PQclear(n);
+        return 1;
+    }
     char wid[32], lease[32];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
@@ -342,6 +449,9 @@ int avo_worker_run(const avo_worker_opts *o)
             (r = exec(&w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, p)))
             PQclear(r);
     }
+    if (w.warming)
+        pthread_join(w.warm, NULL);
+    release_next(&w);
     if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)
         set_state(&w, "gone");
     if (w.conn)

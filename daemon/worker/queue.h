@@ -21,6 +21,7 @@ typedef struct {
     int poll_ms;
     int max_evals;              /* stop after this many (0 = no limit) */
     int gpu_index;              /* NVML index of the GPU (GPU targets) */
+    int prefetch;               /* claim and compile the next evaluation while one runs */
     volatile sig_atomic_t *stop;
 } avo_worker_opts;
 
