@@ -1,6 +1,7 @@
 #include "avo_nvml.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +29,20 @@ static struct {
     const char *(*error_string)(nvml_ret);
 } nv;
 
+/* Open and close may race (the worker's precompile thread reads the GPU's
+ * architecture while the main thread reads energy): one lock for both. */
+static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nvml_open_locked(char *err, size_t errlen);
+
 int avo_nvml_open(char *err, size_t errlen)
+{
+    pthread_mutex_lock(&nv_lock);
+    int rc = nvml_open_locked(err, errlen);
+    pthread_mutex_unlock(&nv_lock);
+    return rc;
+}
+
+static int nvml_open_locked(char *err, size_t errlen)
 {
     if (!nv.lib) {
         nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -73,11 +87,13 @@ int avo_nvml_open(char *err, size_t errlen)
 
 void avo_nvml_close(void)
 {
-    if (!nv.lib || --nv.refs > 0)
-        return;
-    nv.shutdown();
-    dlclose(nv.lib);
-    memset(&nv, 0, sizeof nv);
+    pthread_mutex_lock(&nv_lock);
+    if (nv.lib && --nv.refs <= 0) {
+        nv.shutdown();
+        dlclose(nv.lib);
+        memset(&nv, 0, sizeof nv);
+    }
+    pthread_mutex_unlock(&nv_lock);
 }
 
 int avo_nvml_device(int index, avo_gpu_info *out)
