@@ -27,6 +27,7 @@
 #include "http.h"
 #include "migrate.h"
 #include "pgembed.h"
+#include "rescuer.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -39,6 +40,9 @@ typedef struct {
     char pg_user[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
     long long engine_interval_ms;
+    long long rescue_interval_ms;
+    long long max_attempts;
+    double retry_backoff;
 } avod_settings;
 
 #define ROW(name, type, field, dflt, env, lo, hi, help) \
@@ -58,6 +62,12 @@ static const avo_cfg_row avod_rows[] = {
     ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
     ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
         "evolution engine polling interval (NOTIFY wakes it sooner)"),
+    ROW("rescue-interval-ms", AVO_CFG_INT, rescue_interval_ms, "2000", NULL, 100, 600000,
+        "how often expired leases are looked for"),
+    ROW("max-attempts", AVO_CFG_INT, max_attempts, "3", NULL, 1, 100,
+        "attempts of an evaluation whose worker keeps getting lost before it fails"),
+    ROW("retry-backoff", AVO_CFG_DOUBLE, retry_backoff, "2", NULL, 0, 3600,
+        "base delay (s) before a rescued evaluation is claimable again; doubles per attempt, jittered"),
 };
 #undef ROW
 #define NROWS ((int)(sizeof avod_rows / sizeof avod_rows[0]))
@@ -67,6 +77,7 @@ typedef struct {
     avo_db db;
     avo_db listen;
     avo_engine *engine;
+    avo_rescuer *rescuer;
     avo_api *api;
     avo_http *http;
     uv_signal_t sigint, sigterm;
@@ -90,6 +101,7 @@ static void shutdown_daemon(avod *d)
      * engine and the API free themselves in close callbacks that run after
      * the database has failed their pending queries. */
     avo_engine_stop(d->engine);
+    avo_rescuer_stop(d->rescuer);
     avo_api_stop(d->api);
     avo_http_stop(d->http);
     avo_db_close(&d->db, on_db_closed);
@@ -304,11 +316,14 @@ int main(int argc, char **argv)
     avo_db_listen(&d.listen, "avo_jobs");
     avo_db_listen(&d.listen, "avo_events");
     if (avo_engine_start(&d.engine, d.loop, &d.db, s.kernels, (unsigned)s.engine_interval_ms) < 0 ||
-        avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels) < 0)
+        avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels) < 0 ||
+        avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
+                          s.retry_backoff) < 0)
         goto cleanup;
     if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         avo_engine_stop(d.engine);
+        avo_rescuer_stop(d.rescuer);
         avo_api_stop(d.api);
         avo_db_close(&d.db, on_db_closed);
         avo_db_close(&d.listen, on_db_closed);

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Crashes in the middle of a job, as real processes and signals:
+#  - kill -9 a worker mid-evaluation: its lease expires, the rescuer requeues
+#    the evaluation, another worker completes it; exactly one result;
+#  - kill -9 avod mid-job, start it again: the job resumes from the
+#    database, no candidate twice in the lineage, and an `avoctl watch`
+#    that was running reconnects and shows every event exactly once.
+source "$(dirname "$0")/lib.sh"
+
+check "avod starts (fast rescuer)" start_avod --rescue-interval-ms 300 --retry-backoff 0.2
+start_worker --lease 3
+A=$WORKER_PID
+JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 5 | jq -r .id)
+# Wait until worker A is inside an evaluation, then kill it without warning.
+for _ in $(seq 1 300); do grep -q "evaluation 1: job" "$T/worker.log" && break; sleep 0.1; done
+sleep 0.5
+kill -9 "$A"
+check "the killed worker's evaluation is still marked running (nobody knows yet)" \
+    test "$(psql_avo "SELECT state FROM evaluations WHERE id = 1")" = running
+start_worker --lease 3
+timeout 300 avoctl watch "$JOB" >/dev/null 2>&1
+check "the job finishes on the other worker" test $? -eq 0
+check "the lost evaluation was rescued and completed (2 attempts, one result)" \
+    test "$(psql_avo "SELECT state || ':' || attempts FROM evaluations WHERE id = 1")" = "done:2"
+check "every evaluation has exactly one stored result" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done'")" = 5
+check "the rescue is in the daemon's log" grep -q "expired lease requeued" "$T/avod.log"
+
+# kill -9 avod while a job runs; watch keeps going across the restart.
+JOB2=$(avoctl --json submit --problem cpu/sgemm --evaluations 6 | jq -r .id)
+avoctl --json watch "$JOB2" >"$T/watch2.json" 2>"$T/watch2.err" &
+WATCH=$!
+for _ in $(seq 1 300); do
+    [ "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB2 AND state = 'done'")" -ge 2 ] && break
+    sleep 0.1
+done
+kill -9 "$AVOD_PID"
+wait "$AVOD_PID" 2>/dev/null
+sleep 1
+check "avod starts again on the same state (adopting the running PostgreSQL)" \
+    start_avod --rescue-interval-ms 300 --retry-backoff 0.2
+wait "$WATCH"
+check "the watch that spanned the restart exits 0 when the job succeeds" test $? -eq 0
+check "the job resumed and finished" \
+    test "$(psql_avo "SELECT state FROM jobs WHERE id = $JOB2")" = succeeded
+check "no candidate twice in the lineage" \
+    test "$(psql_avo "SELECT count(*) - count(DISTINCT sha256) FROM candidates WHERE job_id = $JOB2")" = 0
+check "the watch saw every event once, in order, through to job_finished" \
+    python3 - "$T/watch2.json" "$(psql_avo "SELECT count(*) FROM events WHERE job_id = $JOB2")" <<'PY'
+import json, sys
+ids, kinds = [], []
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    e = json.loads(line)
+    ids.append(e.get("id")); kinds.append(e.get("kind"))
+ok = ids == sorted(set(ids)) and len(ids) == int(sys.argv[2]) and kinds[-1] == "job_finished"
+if not ok:
+    print("ids", ids, "expected", sys.argv[2], "events; last", kinds[-1:])
+sys.exit(0 if ok else 1)
+PY
+exit 0
