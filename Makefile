@@ -4,7 +4,7 @@
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+override CFLAGS += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror \
            -I. -Iproto -Idaemon/common -MMD -MP $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 LDLIBS_BASE := -ljansson -lm -ldl -lpthread
 

@@ -377,6 +377,7 @@ static int cmd_watch(avoctl_ctx *c, const avoctl_args *a)
 
 static int load_spec_file(avoctl_ctx *c, const char *path, json_t **spec)
 {
+    (void)c;
     json_error_t je;
     *spec = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &je) : json_load_file(path, 0, &je);
     if (!*spec) {
@@ -729,6 +730,7 @@ cleanup:
 
 static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
 {
+    (void)a;
     json_t *body = NULL;
     avoctl_table *t = NULL;
     int ex = call(c, AVO_ROUTE_WORKERS, 0, NULL, NULL, &body);
@@ -768,6 +770,7 @@ cleanup:
 
 static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
 {
+    (void)a;
     json_t *body = NULL;
     int ex = call(c, AVO_ROUTE_HEALTH, 0, NULL, NULL, &body);
     if (ex)
@@ -787,6 +790,7 @@ static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
 
 static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
 {
+    (void)c;
     return print_help(a->npos ? a->pos[0] : NULL, stdout);
 }
 

@@ -75,6 +75,7 @@ static void pass_done(avo_engine *e)
 static void on_applied(void *arg, PGresult *res, const char *err)
 {
     avo_engine *e = arg;
+    (void)res;
     if (err)
         avo_warn("engine", "job %lld: step not applied: %s", (long long)e->current, err);
     pass_next(e);

@@ -79,6 +79,7 @@ static void check_stream(const events *e)
 
 static void test_sse_whole(void **state)
 {
+    (void)state;
     avoctl_sse p;
     events e = {0};
     avoctl_sse_init(&p);
@@ -91,6 +92,7 @@ static void test_sse_whole(void **state)
  * are split across chunks at every possible place. */
 static void test_sse_split_everywhere(void **state)
 {
+    (void)state;
     for (size_t step = 1; step <= strlen(STREAM); step++) {
         avoctl_sse p;
         events e = {0};
@@ -103,6 +105,7 @@ static void test_sse_split_everywhere(void **state)
 
 static void test_sse_crlf_split_between_chunks(void **state)
 {
+    (void)state;
     avoctl_sse p;
     events e = {0};
     avoctl_sse_init(&p);
@@ -119,6 +122,7 @@ static void test_sse_crlf_split_between_chunks(void **state)
 
 static void test_sse_incomplete_event_waits(void **state)
 {
+    (void)state;
     avoctl_sse p;
     events e = {0};
     avoctl_sse_init(&p);
@@ -134,6 +138,7 @@ static void test_sse_incomplete_event_waits(void **state)
 
 static void test_sse_rules(void **state)
 {
+    (void)state;
     avoctl_sse p;
     events e = {0};
     avoctl_sse_init(&p);
@@ -157,6 +162,7 @@ static void test_sse_rules(void **state)
 
 static void test_sse_stop_and_limit(void **state)
 {
+    (void)state;
     avoctl_sse p;
     events e = {.stop_after = 1};
     avoctl_sse_init(&p);
@@ -179,6 +185,7 @@ static void test_sse_stop_and_limit(void **state)
 
 static void test_globals(void **state)
 {
+    (void)state;
     avoctl_globals g;
     char err[256];
     char *v1[] = {"avoctl", "--json", "--socket", "/tmp/s", "list", "--limit", "3"};
@@ -215,6 +222,7 @@ static const avoctl_opt opts[] = {
 
 static void test_args(void **state)
 {
+    (void)state;
     avoctl_args a;
     char err[256];
 
@@ -268,6 +276,7 @@ static void test_args(void **state)
 
 static void test_numbers(void **state)
 {
+    (void)state;
     int64_t i;
     double d;
     char err[256];
@@ -299,6 +308,7 @@ static char *render(const avoctl_table *t)
 
 static void test_table(void **state)
 {
+    (void)state;
     avoctl_table *t;
     static const char *const hdr[] = {"ID", "STATE", "BEST"};
     assert_int_equal(avoctl_table_new(&t, 3, hdr, 1u << 0 | 1u << 2), 0);
@@ -331,6 +341,7 @@ static void test_table(void **state)
 
 static void test_fmt_values(void **state)
 {
+    (void)state;
     char b[128];
     avoctl_fmt_num(9.8123, b, sizeof b);
     assert_string_equal(b, "9.812");
@@ -380,6 +391,7 @@ static void event_line(const char *json, const char *unit, const char *want)
 
 static void test_fmt_events(void **state)
 {
+    (void)state;
     event_line("{\"id\":5,\"job\":7,\"kind\":\"evaluation_finished\",\"at\":\"2024-05-01T12:03:04Z\","
                "\"data\":{\"candidate\":45,\"outcome\":\"ok\",\"aggregate\":9.81}}",
                "GFLOP/s", "[12:03:04] evaluation_finished cand 45 ok 9.81 GFLOP/s");
@@ -415,6 +427,7 @@ static void assert_json(const json_t *v, const char *want)
 
 static void test_spec_from_flags(void **state)
 {
+    (void)state;
     json_t *spec = NULL;
     char err[256];
     avoctl_spec_flags f = {.problem = "cpu/sgemm", .operator_name = "tune", .evaluations = "30",
@@ -440,6 +453,7 @@ static void test_spec_from_flags(void **state)
 
 static void test_spec_merge_into_file(void **state)
 {
+    (void)state;
     json_error_t je;
     json_t *spec = json_loads("{\"problem\":\"cpu/sgemm\",\"operator\":\"agent\","
                               "\"budget\":{\"evaluations\":10,\"tokens\":5000}}",
@@ -456,6 +470,7 @@ static void test_spec_merge_into_file(void **state)
 
 static void test_spec_errors(void **state)
 {
+    (void)state;
     char err[256];
     struct {
         avoctl_spec_flags f;
@@ -485,6 +500,7 @@ static void test_spec_errors(void **state)
 
 static void test_avo_home(void **state)
 {
+    (void)state;
     char out[4096];
     setenv("AVO_HOME", "/srv/avo", 1);
     assert_int_equal(avo_home_default(out, sizeof out), 0);
@@ -510,6 +526,7 @@ static void test_avo_home(void **state)
 
 static void test_route_path(void **state)
 {
+    (void)state;
     char p[128];
     assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_EVENTS, 7, "after=12", p, sizeof p), 0);
     assert_string_equal(p, "/v1/jobs/7/events?after=12");
