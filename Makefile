@@ -43,7 +43,9 @@ BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUI
 # run on a bare GPU host.
 NVCC_FLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror \
               -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=[sm_80,compute_80]
-CUDA_HOME := $(if $(NVCC),$(abspath $(dir $(NVCC))..))
+# The install root comes from nvcc itself (its TOP= line): /usr/local/bin/nvcc
+# is often a wrapper script, so the directory of the nvcc found is not it.
+CUDA_HOME := $(if $(NVCC),$(abspath $(shell $(NVCC) --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^\#\$$ TOP=//p' | head -n1)))
 CUDA_LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/extras/CUPTI/lib64
 CUDA_LINK := $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Xlinker -rpath=$(d))
 CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(BUILD)/bin/avo-harness-cuda)
