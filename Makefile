@@ -57,11 +57,13 @@ HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+# Benchmark programs (bench/*.c): built with everything, run by bench/*.sh.
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 .PHONY: all deps build run test test-unit test-integration test-gpu clean
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(UNIT_BINS) $(CUDA_BINS)
+all: $(BINS) $(UNIT_BINS) $(CUDA_BINS) $(BENCH_BINS)
 	@$(if $(NVCC),,echo "avo: nvcc not found (PATH, /usr/local/cuda): CUDA parts not built")
 
 build: all
@@ -107,6 +109,9 @@ $(BUILD)/bin/avod: $(BUILD)/obj/daemon/avod/main.o $(LIB_AVOD) $(LIB_COMMON) $(L
 $(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_COMMON) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_WORKER)
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lpq $(LDLIBS_BASE)
 # The harness is the only process that runs candidate code: libc + jansson only.
 $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO)
 	@mkdir -p $(dir $@)

@@ -156,6 +156,54 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
     return rc;
 }
 
+/* The server's avo settings live in the data directory (avo.conf, included
+ * from postgresql.conf), not on pg_ctl's command line: an operator who
+ * restarts the embedded server by hand, or a later `pg_ctl start`, gets the
+ * same socket directory and no TCP listener. Rewritten on every start. */
+static int write_server_conf(const avo_pgembed *pg, char *err, size_t errlen)
+{
+    char path[1300], main_conf[1300], line[1500];
+    snprintf(path, sizeof path, "%s/avo.conf", pg->datadir);
+    snprintf(main_conf, sizeof main_conf, "%s/postgresql.conf", pg->datadir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    fprintf(f,
+            "# Written by avod at every start of the embedded server; edits are overwritten.\n"
+            "listen_addresses = ''\n"
+            "unix_socket_directories = '%s'\n"
+            "unix_socket_permissions = 0700\n",
+            pg->rundir);
+    int bad = ferror(f);
+    if (geteuid() == 0 && fchown(fileno(f), pg->uid, pg->gid) < 0)
+        bad = 1;
+    if (fclose(f) != 0 || bad) {
+        snprintf(err, errlen, "cannot write %s", path);
+        return -EIO;
+    }
+    int included = 0;
+    if ((f = fopen(main_conf, "r"))) {
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "include_if_exists = 'avo.conf'", 30) == 0)
+                included = 1;
+        fclose(f);
+    }
+    if (!included) {
+        if (!(f = fopen(main_conf, "a"))) {
+            snprintf(err, errlen, "cannot append to %s: %s", main_conf, strerror(errno));
+            return -errno;
+        }
+        fprintf(f, "\n# avo: the embedded server's settings\ninclude_if_exists = 'avo.conf'\n");
+        if (fclose(f) != 0) {
+            snprintf(err, errlen, "cannot append to %s", main_conf);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
 int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user,
                       char *err, size_t errlen)
 {
@@ -228,11 +276,9 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
          * lock, so it is ours to adopt. */
         avo_warn("pg", "adopting the embedded PostgreSQL left running in %s", pg->datadir);
     } else {
-        char opts[1400];
-        snprintf(opts, sizeof opts,
-                 "-c listen_addresses='' -k %s -c unix_socket_permissions=0700", pg->rundir);
-        char *argv[] = {pg_ctl, "-D", pg->datadir, "-l", pg->logfile, "-w", "-t", "60", "-o", opts,
-                        "start", NULL};
+        if ((rc = write_server_conf(pg, err, errlen)) < 0)
+            return rc;
+        char *argv[] = {pg_ctl, "-D", pg->datadir, "-l", pg->logfile, "-w", "-t", "60", "start", NULL};
         if ((rc = run_tool(pg, argv, 1)) < 0) {
             snprintf(err, errlen, "the embedded PostgreSQL did not start; see %s", pg->logfile);
             return -5;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 double avo_now(void)
@@ -36,9 +37,17 @@ int avo_flusher_init(avo_flusher *f)
 {
     size_t llc = llc_bytes();
     f->bytes = llc ? 2 * llc : (64u << 20);
-    f->buf = malloc(f->bytes);
-    if (!f->buf)
+    f->buf = mmap(NULL, f->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (f->buf == MAP_FAILED) {
+        f->buf = NULL;
         return -ENOMEM;
+    }
+    /* Not inherited by the runner: a fork would make every page
+     * copy-on-write, and each flush would then take a page fault per page
+     * (on a VM, most of an evaluation's time). Huge pages where the system
+     * offers them: fewer TLB misses in a loop that touches every line. */
+    madvise(f->buf, f->bytes, MADV_DONTFORK);
+    madvise(f->buf, f->bytes, MADV_HUGEPAGE);
     memset(f->buf, 1, f->bytes);
     return 0;
 }
@@ -59,7 +68,8 @@ void avo_flusher_run(avo_flusher *f)
 
 void avo_flusher_free(avo_flusher *f)
 {
-    free(f->buf);
+    if (f->buf)
+        munmap(f->buf, f->bytes);
     f->buf = NULL;
 }
 

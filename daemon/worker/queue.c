@@ -29,8 +29,10 @@ typedef struct {
     double next_canary;
     PGresult *next;             /* prefetched claim, compiled while the current one runs */
     long long next_id;
+    int next_cancelled;         /* a NOTIFY said the prefetched one was cancelled */
     pthread_t warm;             /* its compile */
     int warming;
+    int draining;               /* the registry already says so */
 } worker;
 
 static double now_s(void);
@@ -93,6 +95,19 @@ static PGresult *exec(worker *w, const char *sql, int n, const char *const *para
     return r;
 }
 
+/* New work, and cancellations of what this worker runs. */
+static int listen_all(worker *w)
+{
+    static const char *const chans[] = {"LISTEN avo_work", "LISTEN avo_cancel"};
+    for (size_t i = 0; i < sizeof chans / sizeof chans[0]; i++) {
+        PGresult *r = exec(w, chans[i], 0, NULL);
+        if (!r)
+            return -5;
+        PQclear(r);
+    }
+    return 0;
+}
+
 static int do_register(worker *w)
 {
     char host[256] = "?", pid[16];
@@ -111,9 +126,8 @@ static int do_register(worker *w)
         return -5;
     w->worker_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
-    if (!(r = exec(w, "LISTEN avo_work", 0, NULL)))
+    if (listen_all(w) < 0)
         return -5;
-    PQclear(r);
     avo_info("worker", "registered as worker %lld (%s, pid %s, target %s)", w->worker_id, host, pid,
              w->o->target);
     return 0;
@@ -135,13 +149,19 @@ static int ensure_connected(worker *w)
         w->conn = PQconnectdb(w->o->dsn);
         if (PQstatus(w->conn) == CONNECTION_OK) {
             PQclear(PQexec(w->conn, "SET client_min_messages = warning"));
+            /* A worker's commits (claim, heartbeat, completion) do not wait
+             * for the WAL flush. If the server crashes, the last few may be
+             * lost: the evaluation is then still 'running' under an expired
+             * lease and the rescuer queues it again. At least once stays at
+             * least once, nothing is applied twice (avod commits
+             * synchronously, and the WAL is flushed in order), and the
+             * queue does not pay a disk flush per claim. docs/queue.md. */
+            PQclear(PQexec(w->conn, "SET synchronous_commit = off"));
             if (w->worker_id == 0) {
                 if (do_register(w) == 0)
                     return 0;
             } else {
-                PGresult *r = exec(w, "LISTEN avo_work", 0, NULL);
-                if (r) {
-                    PQclear(r);
+                if (listen_all(w) == 0) {
                     avo_info("worker", "reconnected to the database");
                     return 0;
                 }
@@ -167,12 +187,55 @@ static void set_state(worker *w, const char *state)
     PQclear(r);
 }
 
+/* Read whatever notifications arrived, without blocking. A cancellation of
+ * the evaluation in hand stops it at once; of the prefetched one, skips it.
+ * Wake-ups for new work need no action: the caller claims next anyway. */
+static int read_notifies(worker *w)
+{
+    int work = 0;
+    if (!w->conn || PQstatus(w->conn) != CONNECTION_OK || !PQconsumeInput(w->conn))
+        return 0;               /* a dropped connection is noticed by the next query */
+    PGnotify *n;
+    while ((n = PQnotifies(w->conn))) {
+        if (strcmp(n->relname, "avo_work") == 0)
+            work++;
+        if (strcmp(n->relname, "avo_cancel") == 0) {
+            long long id = strtoll(n->extra, NULL, 10);
+            if (id && id == w->eval_id && !w->lease_lost) {
+                avo_info("worker", "evaluation %lld was cancelled; stopping it", id);
+                w->lease_lost = 1;
+            } else if (id && id == w->next_id) {
+                w->next_cancelled = 1;
+            }
+        }
+        PQfreemem(n);
+    }
+    return work;
+}
+
+/* The registry shows a worker that got SIGTERM as draining: it finishes the
+ * evaluation in hand and claims nothing new. */
+static void note_draining(worker *w)
+{
+    if (*w->o->stop == 1 && !w->draining && w->conn && PQstatus(w->conn) == CONNECTION_OK) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", w->worker_id);
+        const char *p[] = {id};
+        PQclear(exec(w, "UPDATE workers SET state = 'draining', last_seen = now() WHERE id = $1", 1, p));
+        w->draining = 1;
+    }
+}
+
 /* Called by the evaluator every ~100 ms while the harness runs. */
 static int heartbeat(void *arg)
 {
     worker *w = arg;
     if (*w->o->stop > 1)
         return 1;               /* second signal: stop now */
+    note_draining(w);
+    read_notifies(w);
+    if (w->lease_lost)
+        return 1;
     double t = now_s();
     if (t < w->next_heartbeat)
         return w->lease_lost;
@@ -367,7 +430,7 @@ static int evaluate_one(worker *w, PGresult *claim)
                 w->o->gpu_index, outcome);
         return 0;
     }
-    set_state(w, "idle");
+    set_state(w, *w->o->stop ? "draining" : "idle");
     return 0;
 }
 
@@ -375,9 +438,15 @@ static int try_claim(worker *w)
 {
     if (w->next) {
         PGresult *n = w->next;
+        long long id = w->next_id;
+        int cancelled = w->next_cancelled;
         w->next = NULL;
         w->next_id = 0;
-        evaluate_one(w, n);
+        w->next_cancelled = 0;
+        if (cancelled)
+            avo_info("worker", "prefetched evaluation %lld was cancelled; skipping it", id);
+        else
+            evaluate_one(w, n);
         PQclear(n);
         return 1;
     }
@@ -397,17 +466,16 @@ static int try_claim(worker *w)
 
 static void wait_for_work(worker *w)
 {
+    /* A wake-up that arrived during the last (empty) claim is already in
+     * libpq's queue, not on the socket: claim again instead of sleeping. */
+    if (read_notifies(w) > 0)
+        return;
     struct pollfd pfd = {.fd = PQsocket(w->conn), .events = POLLIN};
     if (pfd.fd < 0)
         return;
     int rc = poll(&pfd, 1, w->o->poll_ms);
-    if (rc > 0) {
-        if (!PQconsumeInput(w->conn))
-            return;             /* the next query notices and reconnects */
-        PGnotify *n;
-        while ((n = PQnotifies(w->conn)))
-            PQfreemem(n);
-    }
+    if (rc > 0)
+        read_notifies(w);
 }
 
 int avo_worker_run(const avo_worker_opts *o)

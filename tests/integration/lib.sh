@@ -72,3 +72,19 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+
+pg_ctl_avo() {  # pg_ctl ARGS... on the embedded cluster, as the user that owns it
+    local pgbin
+    pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    if [ "$(id -u)" -eq 0 ]; then
+        su postgres -s /bin/sh -c "$pgbin/pg_ctl -D $AVO_HOME/pg/data $*"
+    else
+        "$pgbin/pg_ctl" -D "$AVO_HOME/pg/data" "$@"
+    fi
+}
+
+wait_for() {  # wait_for SECONDS 'SHELL CONDITION': re-evaluated every 0.1 s until true
+    local n=$(($1 * 10))
+    for _ in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
+    return 1
+}
