@@ -4,7 +4,9 @@
 # with avo's migrations applied (stock settings: fsync and synchronous
 # commit on, as the embedded server runs).
 #   bench/queue_throughput.sh            drain 20000 and paced 1000/s runs
-#   EVALS=50000 RATE=2000 WORKERS="1 4 16" bench/queue_throughput.sh
+#   EVALS=50000 RATE=2000 WORKERS="1 4 16" HISTORY=1000000 bench/queue_throughput.sh
+# Last, HISTORY finished evaluations (default 1,000,000) are added and the
+# one-worker drain is run again: finished rows must not slow the claim.
 # Prints one JSON line per run (bench/queue_bench.c says what each field is).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +15,7 @@ EVALS=${EVALS:-20000}
 RATE=${RATE:-1000}
 PACED=${PACED:-5000}
 WORKERS=${WORKERS:-"1 4 16"}
+HISTORY=${HISTORY:-1000000}
 [ -x "$BENCH" ] || { echo "queue_throughput: $BENCH missing (make all)" >&2; exit 2; }
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/initdb" ] || { echo "queue_throughput: no PostgreSQL server binaries (make deps)" >&2; exit 2; }
@@ -39,3 +42,17 @@ for w in $WORKERS; do
 done
 # The fallback without NOTIFY: wake-ups only by polling (200 ms).
 "$BENCH" --db "$DSN" --workers 4 --evals "$((PACED / 5))" --rate "$RATE" --no-notify --poll-ms 200
+
+# Table hygiene: a long history of finished evaluations, then the same drain.
+if [ "$HISTORY" -gt 0 ]; then
+    psql -X -q -v ON_ERROR_STOP=1 "$DSN" >/dev/null <<SQL
+INSERT INTO evaluations (job_id, candidate_id, problem, target, state, attempts, outcome, aggregate,
+                         result, consumed, claimed_at, finished_at)
+SELECT j.id, c.id, 'bench/noop', 'cpu', 'done', 1, 'ok', 1, '{}', true, now(), now()
+  FROM (SELECT id FROM jobs ORDER BY id LIMIT 1) j, (SELECT id FROM candidates ORDER BY id LIMIT 1) c,
+       generate_series(1, $HISTORY);
+VACUUM ANALYZE evaluations;
+SQL
+    echo "# with $(psql -X -A -t "$DSN" -c "SELECT count(*) FROM evaluations") evaluations in the table:"
+    "$BENCH" --db "$DSN" --workers 1 --evals "$EVALS"
+fi

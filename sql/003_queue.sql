@@ -57,3 +57,21 @@ BEGIN
       JOIN candidates cand ON cand.id = c.candidate_id
       JOIN sources s ON s.sha256 = cand.sha256;
 END $$;
+
+-- Completion wake-ups for avod, debounced by the data: a completion NOTIFYs
+-- avo_eval_done only when no other result of its job is waiting to be
+-- applied; if one is, avod was already told and has not read it yet, and it
+-- picks this one up in the same step or in the one it runs right after
+-- applying (daemon/avod/engine.c). Every NOTIFY signals every listening
+-- backend (all workers), so a notification per completion cost the whole
+-- fleet a wake-up per completion.
+CREATE OR REPLACE FUNCTION avo_notify_done() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.state IN ('done','failed') AND OLD.state IS DISTINCT FROM NEW.state
+       AND NOT EXISTS (SELECT 1 FROM evaluations e
+                        WHERE e.job_id = NEW.job_id AND e.state IN ('done','failed')
+                          AND NOT e.consumed AND e.id <> NEW.id) THEN
+        PERFORM pg_notify('avo_eval_done', NEW.job_id::text);
+    END IF;
+    RETURN NULL;
+END $$;

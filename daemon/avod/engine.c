@@ -23,6 +23,7 @@ struct avo_engine {
     unsigned interval_ms;
     int busy;
     int again;
+    int consumed;              /* the step being applied consumes results */
     int stopping;
     json_t *jobs;              /* ids for the pass in progress */
     size_t next;
@@ -78,6 +79,11 @@ static void on_applied(void *arg, PGresult *res, const char *err)
     (void)res;
     if (err)
         avo_warn("engine", "job %lld: step not applied: %s", (long long)e->current, err);
+    /* Completions NOTIFY only while none of the job's results is waiting
+     * (sql/003_queue.sql): one that arrived while this step was decided
+     * sent none, so look again now rather than at the next tick. */
+    else if (e->consumed)
+        e->again = 1;
     pass_next(e);
 }
 
@@ -87,6 +93,7 @@ static void apply(avo_engine *e, json_t *decision)
     snprintf(id, sizeof id, "%lld", (long long)e->current);
     char *text = json_dumps(decision, JSON_COMPACT);
     const char *params[] = {id, text};
+    e->consumed = json_array_size(json_object_get(decision, "consume")) > 0;
     int rc = text ? avo_db_query(e->db, "SELECT avo_job_apply($1, $2::jsonb)", 2, params, on_applied, e) : -12;
     free(text);
     if (rc < 0)
