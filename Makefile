@@ -109,9 +109,9 @@ $(BUILD)/bin/avod: $(BUILD)/obj/daemon/avod/main.o $(LIB_AVOD) $(LIB_COMMON) $(L
 $(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_COMMON) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_WORKER)
-$(BUILD)/bench/%: bench/%.c
+$(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lpq $(LDLIBS_BASE)
+	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO) $(LIBS_AVOD)
 # The harness is the only process that runs candidate code: libc + jansson only.
 $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
