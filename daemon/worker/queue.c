@@ -5,10 +5,13 @@
 #include <libpq-fe.h>
 #include <math.h>
 #include <poll.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +68,42 @@ static void *warm_main(void *arg)
     }
     free(j);
     return NULL;
+}
+
+/* A killed harness leaves its runner orphaned; as a subreaper the worker
+ * inherits it (instead of PID 1, which in a container without an init
+ * never reaps) and reaps it here, after the evaluation's own child is
+ * waited for. Only harness processes are touched: the compile thread's
+ * children (cc, nvcc) are its own to wait for. */
+static void reap_orphans(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    const pid_t self = getpid();
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        /* pid (comm) state ppid ...; comm may hold spaces and parentheses */
+        char *close = strrchr(buf, ')');
+        char state = 0;
+        int ppid = 0;
+        if (!close || strncmp(buf + strcspn(buf, "("), "(avo-harness", 12) != 0 ||
+            sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+            continue;
+        if (ppid == self && state == 'Z')
+            waitpid((pid_t)strtol(e->d_name, NULL, 10), NULL, WNOHANG);
+    }
+    closedir(d);
 }
 
 static double now_s(void)
@@ -379,6 +418,7 @@ static int evaluate_one(worker *w, PGresult *claim)
     }
     if (have_problem)
         avo_problem_free(&p);
+    reap_orphans();
 
     const char *outcome = json_string_value(json_object_get(result, "outcome"));
     if (!outcome)
@@ -481,6 +521,7 @@ static void wait_for_work(worker *w)
 int avo_worker_run(const avo_worker_opts *o)
 {
     worker w = {.o = o};
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     int done = 0;
     while (!*o->stop) {
         if (ensure_connected(&w) < 0)
