@@ -211,6 +211,18 @@ static int mkscratch(const char *root, char *out, size_t outlen, char *err, size
     return 0;
 }
 
+/* Bytes of config c's tensors, each padded by `pad` (alignment slack). */
+static double config_bytes(const avo_problem *p, int c, double pad)
+{
+    double cfg = 0;
+    for (int t = 0; t < p->ntensors; t++) {
+        int64_t n = 0;
+        if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
+            cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype) + pad;
+    }
+    return cfg;
+}
+
 /* Address space for the harness: 4 GiB, more when the tensors need it
  * (each config's tensors live in four copies plus the kept reference
  * outputs), so a big problem is not mistaken for a crashing candidate. */
@@ -218,12 +230,7 @@ static unsigned long long harness_as(const avo_problem *p)
 {
     double need = 0;
     for (int c = 0; c < p->nconfigs; c++) {
-        double cfg = 0;
-        for (int t = 0; t < p->ntensors; t++) {
-            int64_t n = 0;
-            if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
-                cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype);
-        }
+        double cfg = config_bytes(p, c, 0);
         need += cfg * (p->check_input_sets + 1) + 4 * cfg;
     }
     need += 1.0 * (1ull << 30);
@@ -237,12 +244,7 @@ static unsigned long long harness_fsize(const avo_problem *p)
 {
     double big = 0;
     for (int c = 0; c < p->nconfigs; c++) {
-        double cfg = 0;
-        for (int t = 0; t < p->ntensors; t++) {
-            int64_t n = 0;
-            if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
-                cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype) + 64;
-        }
+        double cfg = config_bytes(p, c, 64);
         if (cfg > big)
             big = cfg;
     }

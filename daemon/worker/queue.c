@@ -329,23 +329,35 @@ static int run_canary(worker *w)
     return healthy ? 0 : -5;
 }
 
+/* One avo_claim for this worker's target: 1 with the claimed row in *out,
+ * 0 when nothing is claimable now, -5 when the query failed. */
+static int claim(worker *w, PGresult **out)
+{
+    char wid[32], lease[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    const char *p[] = {wid, w->o->target, lease};
+    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
+    *out = NULL;
+    if (!r)
+        return -5;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return 0;
+    }
+    *out = r;
+    return 1;
+}
+
 /* Claim the next evaluation now (when prefetching) and compile it on a
  * thread; it is evaluated after the current one, its compile a cache hit. */
 static void prefetch(worker *w)
 {
     if (!w->o->prefetch || w->next || *w->o->stop)
         return;
-    char wid[32], lease[32];
-    snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    const char *p[] = {wid, w->o->target, lease};
-    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
-    if (!r)
+    PGresult *r;
+    if (claim(w, &r) != 1)
         return;
-    if (PQntuples(r) != 1) {
-        PQclear(r);
-        return;
-    }
     w->next = r;
     w->next_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     warm_job *j = calloc(1, sizeof *j);
@@ -490,17 +502,12 @@ static int try_claim(worker *w)
         PQclear(n);
         return 1;
     }
-    char wid[32], lease[32];
-    snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    const char *p[] = {wid, w->o->target, lease};
-    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
-    if (!r)
-        return -5;
-    int got = PQntuples(r) == 1;
-    if (got)
+    PGresult *r;
+    int got = claim(w, &r);
+    if (got == 1) {
         evaluate_one(w, r);
-    PQclear(r);
+        PQclear(r);
+    }
     return got;
 }
 

@@ -58,12 +58,7 @@ cleanup() {
     for p in "${PIDS[@]}"; do stop_pid "$p"; done
     # an embedded server left by a killed avod
     if [ -f "$AVO_HOME/pg/data/postmaster.pid" ]; then
-        pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-        if [ "$(id -u)" -eq 0 ]; then
-            su postgres -s /bin/sh -c "$pgbin/pg_ctl -D $AVO_HOME/pg/data -m immediate stop" >/dev/null 2>&1
-        else
-            "$pgbin/pg_ctl" -D "$AVO_HOME/pg/data" -m immediate stop >/dev/null 2>&1
-        fi
+        pg_ctl_avo -m immediate stop >/dev/null 2>&1
     fi
     if [ "$FAILS" -gt 0 ]; then
         echo "--- avod.log"; tail -40 "$T/avod.log" 2>/dev/null
@@ -73,14 +68,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# PostgreSQL's server programs, and a shell command run as the user the
+# servers run as (postgres under root: the server refuses to run as root).
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+as_pg() { if [ "$(id -u)" -eq 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+
 pg_ctl_avo() {  # pg_ctl ARGS... on the embedded cluster, as the user that owns it
-    local pgbin
-    pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-    if [ "$(id -u)" -eq 0 ]; then
-        su postgres -s /bin/sh -c "$pgbin/pg_ctl -D $AVO_HOME/pg/data $*"
-    else
-        "$pgbin/pg_ctl" -D "$AVO_HOME/pg/data" "$@"
-    fi
+    as_pg "$PGBIN/pg_ctl -D $AVO_HOME/pg/data $*"
 }
 
 wait_for() {  # wait_for SECONDS 'SHELL CONDITION': re-evaluated every 0.1 s until true

@@ -13,7 +13,6 @@ source "$(dirname "$0")/lib.sh"
 K="$T/kernels"
 mkdir -p "$K"
 ln -s "$ROOT/kernels/cpu" "$K/cpu"
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 PORT=$((20000 + $$ % 20000))
 SUF=$(($$ % 100000))
 # Per-run subnets (10.10i.NET.0/24 for node i), so that links a crashed
@@ -21,7 +20,6 @@ SUF=$(($$ % 100000))
 NET=$((SUF % 250))
 NODES=(1 2)
 
-as_pg() { if [ "$(id -u)" -eq 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
 netns_ok() {
     [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null &&
         ip netns add "avo-probe-$SUF" 2>/dev/null && ip netns del "avo-probe-$SUF"
