@@ -107,8 +107,11 @@ if [ "$MODE" = netns ]; then
     check "their connections come from the worker hosts' addresses" \
         test "$(psql_ext "SELECT string_agg(DISTINCT host(client_addr), ',' ORDER BY host(client_addr)) FROM pg_stat_activity WHERE client_addr IS NOT NULL")" = "10.101.$NET.2,10.102.$NET.2"
 fi
-check "the TCP connections are password-authenticated (SCRAM)" \
-    grep -q "scram-sha-256" "$T/db/pg_hba.conf"
+refused_without_password() {
+    ! PGPASSWORD= host_run 1 psql -X -q "host=$(db_addr 1) port=$PORT dbname=avo user=avo passfile=/dev/null connect_timeout=3" \
+        -c 'SELECT 1' 2>"$T/nopw.err" && grep -q "password" "$T/nopw.err"
+}
+check "a connection from a worker host without a password is refused" refused_without_password
 
 JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 6 --islands 2 | jq -r .id)
 timeout 600 avoctl watch "$JOB" >/dev/null 2>&1
