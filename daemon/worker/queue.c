@@ -1,11 +1,11 @@
 #include "queue.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <math.h>
 #include <poll.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,7 +228,7 @@ static void set_state(worker *w, const char *state)
 
 /* Read whatever notifications arrived, without blocking. A cancellation of
  * the evaluation in hand stops it at once; of the prefetched one, skips it.
- * Wake-ups for new work need no action: the caller claims next anyway. */
+ * Returns how many wake-ups for new work were among them. */
 static int read_notifies(worker *w)
 {
     int work = 0;
