@@ -12,7 +12,7 @@ LDLIBS_BASE := -ljansson -lm -ldl -lpthread
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
 
 PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
-            libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev \
+            libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev \
             postgresql postgresql-client curl jq iproute2
 
 PROTO_SRC   := $(wildcard proto/*.c)
@@ -31,7 +31,7 @@ LIB_WORKER  := $(BUILD)/lib/libavoworker.a
 LIB_HARNESS := $(BUILD)/lib/libavoharness.a
 LIB_CLIENT  := $(BUILD)/lib/libavoclient.a
 
-LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto $(LDLIBS_BASE)
+LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto -lgit2 $(LDLIBS_BASE)
 LIBS_WORKER := -lpq -lcrypto $(LDLIBS_BASE)
 LIBS_HARN   := $(LDLIBS_BASE)
 LIBS_CLIENT := -lcurl $(LDLIBS_BASE)

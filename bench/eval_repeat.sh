@@ -17,6 +17,8 @@ KNOBS="ORDER=1 BM=32 BN=256 BK=64 UNROLL=4"
 command -v jq >/dev/null || { echo "eval_repeat: needs jq" >&2; exit 2; }
 T=$(mktemp -d /tmp/avo-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+# column(1) is missing on some hosts (util-linux's bsdextrautils).
+table() { if command -v column >/dev/null; then column -t; else cat; fi; }
 {
     for kv in $KNOBS; do echo "#define ${kv%=*} ${kv#*=}"; done
     cat "$PROBLEM/seed.c"
@@ -32,6 +34,8 @@ for i in $(seq 1 "$N"); do
         { echo "eval_repeat: run $i did not end ok:" >&2; jq -r '.outcome + ": " + .detail' "$T/run$i.json" >&2; exit 1; }
 done
 
+# KEEP=DIR keeps every run's result for a later look.
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T"/run*.json "$KEEP"/
 FILES=()
 for i in $(seq 1 "$N"); do FILES+=("$T/run$i.json"); done
 
@@ -41,7 +45,7 @@ jq -rs '
   | "run  aggregate  " + ($names | map("median_ms[" + . + "]") | join("  ")),
     (to_entries[] | "\(.key + 1)  \(.value.aggregate * 1000 | round / 1000)  "
       + (.value.configs | map("\(.median_s * 1e6 | round / 1000)(n=\(.runs))") | join("  ")))' \
-    "${FILES[@]}" | column -t
+    "${FILES[@]}" | table
 
 echo
 {
@@ -51,6 +55,6 @@ jq -rs '
   (map(.median_s)) as $m |
   "\(.[0].name)  \($m | min * 1e6 | round / 1000)  \($m | max * 1e6 | round / 1000)  \((($m | max) / ($m | min) - 1) * 1000 | round / 10)%"' \
     "${FILES[@]}"
-} | column -t
+} | table
 jq -rs '[.[].aggregate] | "aggregate GFLOP/s: min \(min * 100 | round / 100), max \(max * 100 | round / 100), spread \(((max / min) - 1) * 1000 | round / 10)%"' \
     "${FILES[@]}"

@@ -145,7 +145,7 @@ static int run_tune(const avo_problem *p, const landscape *l, uint64_t seed, int
         result = 1;
     while (result > budget && ntried < budget) {
         int want = batch < budget - ntried ? batch : budget - ntried;
-        int n = avo_tune_propose(p, &rng, tried, ntried, budget - ntried, out, want);
+        int n = avo_tune_propose(p, &rng, tried, ntried, budget - ntried, 0, out, want);
         if (n <= 0)
             break;
         for (int k = 0; k < n && result > budget; k++) {

@@ -2,11 +2,16 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const top_fields[] = {"problem", "operator", "target", "budget", "islands",
+static const char *const top_fields[] = {"problem", "operator", "target", "seed", "budget",
+                                         "target_score", "stagnation", "islands", "migrate_every",
                                          "epsilon", "priority", "operator_params", NULL};
-static const char *const budget_fields[] = {"evaluations", "wall_seconds", NULL};
+static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
+                                            "energy_joules", "tokens", "cost_usd", NULL};
+static const char *const seed_fields[] = {"file", "source", "candidate", "knobs", NULL};
+static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
 
 static int check_known(json_t *obj, const char *const *known, const char *where, char *err, size_t errlen)
@@ -100,6 +105,77 @@ int avo_jobspec_target_valid(const char *t)
     return strlen(t) <= 8;
 }
 
+/* seed: {"file": NAME, "source": TEXT} (what `avoctl submit --seed FILE`
+ * sends), or {"candidate": ID} (transfer), each optionally with "knobs" to
+ * start the tune operator from; the knob names are checked against the
+ * problem by the caller, which has it loaded. */
+static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
+{
+    int rc;
+    if (!sd)
+        return 0;
+    if (!json_is_object(sd)) {
+        snprintf(err, errlen, "seed: must be an object like {\"file\": \"x.c\", \"source\": \"...\"} or "
+                              "{\"candidate\": 12}");
+        return -22;
+    }
+    if ((rc = check_known(sd, seed_fields, "seed", err, errlen)) < 0)
+        return rc;
+    json_t *src = json_object_get(sd, "source"), *cand = json_object_get(sd, "candidate");
+    json_t *knobs = json_object_get(sd, "knobs");
+    if (src && cand) {
+        snprintf(err, errlen, "seed: give either source (a file) or candidate (transfer), not both");
+        return -22;
+    }
+    if (src) {
+        if (!json_is_string(src) || json_string_length(src) == 0) {
+            snprintf(err, errlen, "seed.source: must be the seed file's non-empty text");
+            return -22;
+        }
+        if (json_string_length(src) > 4u << 20) {
+            snprintf(err, errlen, "seed.source: %zu bytes is more than the 4 MiB a candidate may have",
+                     json_string_length(src));
+            return -22;
+        }
+        if (strlen(json_string_value(src)) != json_string_length(src)) {
+            snprintf(err, errlen, "seed.source: contains a NUL byte (not a source file?)");
+            return -22;
+        }
+        if ((rc = get_str(sd, "file", s->seed_file, sizeof s->seed_file, err, errlen)) < 0)
+            return rc;
+        if (!s->seed_file[0])
+            snprintf(s->seed_file, sizeof s->seed_file, "seed");
+        if (!(s->seed_source = strdup(json_string_value(src))))
+            return -12;
+    } else if (json_object_get(sd, "file")) {
+        snprintf(err, errlen, "seed.file: needs seed.source, the file's text (avoctl submit --seed FILE sends both)");
+        return -22;
+    }
+    if (cand) {
+        if (!json_is_integer(cand) || json_integer_value(cand) <= 0) {
+            snprintf(err, errlen, "seed.candidate: must be a candidate id (a positive integer)");
+            return -22;
+        }
+        s->seed_candidate = json_integer_value(cand);
+    }
+    if (knobs) {
+        if (!json_is_object(knobs)) {
+            snprintf(err, errlen, "seed.knobs: must be an object like {\"BM\": 64}");
+            return -22;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(knobs, k, v) {
+            if (!json_is_integer(v)) {
+                snprintf(err, errlen, "seed.knobs.%s: must be an integer", k);
+                return -22;
+            }
+        }
+        s->seed_knobs = json_incref(knobs);
+    }
+    return 0;
+}
+
 int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err, size_t errlen)
 {
     int rc;
@@ -107,6 +183,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
     snprintf(s->op, sizeof s->op, "tune");
     s->evaluations = 30;
     s->islands = 1;
+    s->migrate_every = 4;
+    s->patience = 8;
 
     if (!json_is_object(in)) {
         snprintf(err, errlen, "job spec: must be a JSON object");
@@ -138,9 +216,33 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         }
         if ((rc = check_known(b, budget_fields, "budget", err, errlen)) < 0 ||
             (rc = get_int(b, "evaluations", "budget.", 1, 1000000, &s->evaluations, err, errlen)) < 0 ||
-            (rc = get_num(b, "wall_seconds", "budget.", 1, 1e9, &s->wall_seconds, err, errlen)) < 0)
+            (rc = get_num(b, "wall_seconds", "budget.", 1, 1e9, &s->wall_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "gpu_seconds", "budget.", 1, 1e9, &s->gpu_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "energy_joules", "budget.", 1, 1e12, &s->energy_joules, err, errlen)) < 0)
+            return rc;
+        /* LLM budgets bound the agent operator; a tune job spends none. */
+        const char *llm = json_object_get(b, "tokens") ? "tokens" : json_object_get(b, "cost_usd") ? "cost_usd" : NULL;
+        if (llm) {
+            snprintf(err, errlen, "budget.%s: applies to agent jobs only (operator '%s' makes no LLM calls)", llm,
+                     s->op);
+            return -22;
+        }
+    }
+    if ((rc = get_num(in, "target_score", "", 1e-12, 1e300, &s->target_score, err, errlen)) < 0 ||
+        (rc = get_int(in, "migrate_every", "", 1, 1000000, &s->migrate_every, err, errlen)) < 0)
+        return rc;
+    json_t *sg = json_object_get(in, "stagnation");
+    if (sg) {
+        if (!json_is_object(sg)) {
+            snprintf(err, errlen, "stagnation: must be an object like {\"patience\": 8, \"limit\": 40}");
+            return -22;
+        }
+        if ((rc = check_known(sg, stagnation_fields, "stagnation", err, errlen)) < 0 ||
+            (rc = get_int(sg, "patience", "stagnation.", 1, 1000000, &s->patience, err, errlen)) < 0 ||
+            (rc = get_int(sg, "limit", "stagnation.", 1, 1000000, &s->stagnation_limit, err, errlen)) < 0)
             return rc;
     }
+
     if ((rc = get_int(in, "islands", "", 1, 256, &s->islands, err, errlen)) < 0 ||
         (rc = get_num(in, "epsilon", "", 0, 0.5, &s->epsilon, err, errlen)) < 0 ||
         (rc = get_int(in, "priority", "", -1000, 1000, &s->priority, err, errlen)) < 0)
@@ -162,16 +264,51 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             s->rng_seed = (uint64_t)json_integer_value(sd);
         }
     }
+    /* Last: it is the only part that allocates. */
+    if ((rc = parse_seed(json_object_get(in, "seed"), s, err, errlen)) < 0) {
+        avo_jobspec_clear(s);
+        return rc;
+    }
     if (normalized) {
-        json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:f,s:i,s:{s:I}}", "problem", s->problem,
+        json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:i,s:f,s:i,s:{s:i},s:{s:I}}", "problem", s->problem,
                               "operator", s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations",
-                              s->evaluations, "islands", s->islands, "epsilon", s->epsilon, "priority",
-                              s->priority, "operator_params", "seed", (json_int_t)s->rng_seed);
-        if (!n)
+                              s->evaluations, "islands", s->islands, "migrate_every", s->migrate_every, "epsilon",
+                              s->epsilon, "priority", s->priority, "stagnation", "patience", s->patience,
+                              "operator_params", "seed", (json_int_t)s->rng_seed);
+        if (!n) {
+            avo_jobspec_clear(s);
             return -12;
+        }
+        json_t *nb = json_object_get(n, "budget");
         if (s->wall_seconds > 0)
-            json_object_set_new(json_object_get(n, "budget"), "wall_seconds", json_real(s->wall_seconds));
+            json_object_set_new(nb, "wall_seconds", json_real(s->wall_seconds));
+        if (s->gpu_seconds > 0)
+            json_object_set_new(nb, "gpu_seconds", json_real(s->gpu_seconds));
+        if (s->energy_joules > 0)
+            json_object_set_new(nb, "energy_joules", json_real(s->energy_joules));
+        if (s->stagnation_limit > 0)
+            json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
+        if (s->target_score > 0)
+            json_object_set_new(n, "target_score", json_real(s->target_score));
+        if (s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
+            json_t *sd = json_object();
+            if (s->seed_file[0])
+                json_object_set_new(sd, "file", json_string(s->seed_file));
+            if (s->seed_candidate > 0)
+                json_object_set_new(sd, "candidate", json_integer(s->seed_candidate));
+            if (s->seed_knobs)
+                json_object_set(sd, "knobs", s->seed_knobs);
+            json_object_set_new(n, "seed", sd);
+        }
         *normalized = n;
     }
     return 0;
+}
+
+void avo_jobspec_clear(avo_jobspec *s)
+{
+    free(s->seed_source);
+    s->seed_source = NULL;
+    json_decref(s->seed_knobs);
+    s->seed_knobs = NULL;
 }

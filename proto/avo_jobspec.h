@@ -14,15 +14,29 @@ typedef struct {
     char target[16];          /* "cpu" or "sm_90"...; "" = from the problem's backend */
     int evaluations;          /* budget: evaluations, > 0 */
     double wall_seconds;      /* budget: wall time, 0 = none */
-    int islands;              /* concurrent evaluations in flight */
+    double gpu_seconds;       /* budget: GPU-seconds, 0 = none */
+    double energy_joules;     /* budget: energy, 0 = none */
+    double target_score;      /* stop once the best aggregate reaches it, 0 = none */
+    int patience;             /* evaluations without a commit before an island is stagnant */
+    int stagnation_limit;     /* evaluations without a commit (any island) that end the job, 0 = none */
+    int islands;              /* lineages, each with one evaluation in flight */
+    int migrate_every;        /* commits between migrations of the global best */
     double epsilon;           /* commit rule slack */
     int priority;
     uint64_t rng_seed;        /* operator randomness; 0 = chosen at submission */
+    /* The seed: the package's (all empty), a file's source (seed_file names
+     * it, seed_source holds it), or another job's candidate (transfer). */
+    char seed_file[256];
+    char *seed_source;        /* owned; avo_jobspec_clear frees it */
+    int64_t seed_candidate;
+    json_t *seed_knobs;       /* owned: {"BM":64,...} or NULL */
 } avo_jobspec;
 
 /* Returns 0 and a new normalised object in *normalized (may be NULL), or a
- * negative int with "FIELD: reason" in err. */
+ * negative int with "FIELD: reason" in err. The normalised spec keeps the
+ * seed's file name and knobs but not its source (stored once, by content). */
 int avo_jobspec_parse(json_t *in, avo_jobspec *out, json_t **normalized, char *err, size_t errlen);
+void avo_jobspec_clear(avo_jobspec *s);
 
 /* "cpu" or "sm_" followed by digits. */
 int avo_jobspec_target_valid(const char *t);

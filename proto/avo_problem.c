@@ -919,7 +919,8 @@ int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values)
     return 1;
 }
 
-int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src, char **out)
+int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src, const char *seed_name,
+                       char **out)
 {
     *out = NULL;
     char *buf = NULL;
@@ -930,7 +931,14 @@ int avo_problem_render(const avo_problem *p, const int64_t *values, const char *
     fputs("/* avo knobs */\n", f);
     for (int k = 0; k < p->nknobs; k++)
         fprintf(f, "#define %s %lld\n", p->knobs[k].name, (long long)values[k]);
-    fprintf(f, "#line 1 \"%s\"\n", p->seed[0] ? p->seed : "seed.c");
+    /* Compiler messages name the file the seed came from. */
+    if (!seed_name || !*seed_name)
+        seed_name = p->seed[0] ? p->seed : "seed.c";
+    fputs("#line 1 \"", f);
+    for (const char *c = seed_name; *c; c++)
+        if (*c != '"' && *c != '\\' && *c != '\n')
+            fputc(*c, f);
+    fputs("\"\n", f);
     fputs(seed_src ? seed_src : "", f);
     if (fclose(f) != 0) {
         free(buf);

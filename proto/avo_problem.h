@@ -96,9 +96,10 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
 int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values);
 
 /* Render the candidate source for a knob configuration: a "#define NAME value"
- * block followed by the seed source. Caller frees *out. */
+ * block followed by the seed source, numbered as file seed_name (NULL: the
+ * package's seed file) for compiler messages. Caller frees *out. */
 int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src,
-                       char **out);
+                       const char *seed_name, char **out);
 
 /* Evaluate an expression (flops, bytes, a shape) over the sizes of
  * configuration `config`. Returns 0 or a negative int with a message in err. */

@@ -6,11 +6,13 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "avo_hash.h"
 #include "avo_jobspec.h"
 #include "avo_log.h"
 #include "avo_problem.h"
 #include "avo_routes.h"
 #include "avo_version.h"
+#include "srcdiff.h"
 
 typedef struct stream stream;
 
@@ -112,6 +114,225 @@ static void query_json(avo_api *a, avo_http_req *req, int64_t id, const char *sq
     }
 }
 
+/* ---- submission ---- */
+
+/* A submission in flight: a transfer seed is looked up in the database
+ * before the spec can be checked against its problem. */
+typedef struct {
+    avo_api *api;
+    avo_http_req *req;
+    avo_jobspec s;
+    json_t *norm;
+} submission;
+
+static void submission_free(submission *sub)
+{
+    avo_http_unref(sub->req);
+    avo_jobspec_clear(&sub->s);
+    json_decref(sub->norm);
+    free(sub);
+}
+
+/* Problems whose candidates can seed each other: the same entry point over
+ * the same tensors (name, dtype, role, rank). Sizes, configurations and
+ * knobs may differ: that is what a transfer is for (MHA -> GQA). */
+static int problems_compatible(const avo_problem *from, const avo_problem *to, char *why, size_t whylen)
+{
+    if (strcmp(from->backend, to->backend) != 0) {
+        snprintf(why, whylen, "a %s problem cannot seed a %s problem", from->backend, to->backend);
+        return 0;
+    }
+    if (strcmp(from->entry, to->entry) != 0) {
+        snprintf(why, whylen, "its entry point is '%s', this problem's is '%s'", from->entry, to->entry);
+        return 0;
+    }
+    if (from->ntensors != to->ntensors) {
+        snprintf(why, whylen, "it takes %d tensors, this problem %d", from->ntensors, to->ntensors);
+        return 0;
+    }
+    for (int i = 0; i < to->ntensors; i++) {
+        const avo_tensor_spec *a = &from->tensors[i], *b = &to->tensors[i];
+        if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->role != b->role || a->rank != b->rank) {
+            snprintf(why, whylen, "tensor %d is '%s' (%s, rank %d) there and '%s' (%s, rank %d) here", i + 1,
+                     a->name, avo_dtype_name(a->dtype), a->rank, b->name, avo_dtype_name(b->dtype), b->rank);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A tune candidate's source starts with the knob defines it was rendered
+ * with (avo_problem_render); a seed must not carry them, or the job's own
+ * defines would be overridden. */
+static const char *strip_knob_header(const char *src)
+{
+    if (strncmp(src, "/* avo knobs */\n", 16) != 0)
+        return src;
+    const char *line = strstr(src, "\n#line 1 ");
+    const char *nl = line ? strchr(line + 1, '\n') : NULL;
+    return nl ? nl + 1 : src;
+}
+
+/* Start knob values: each named knob must exist and take an allowed value,
+ * and together with the defaults they must satisfy the constraints. */
+static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size_t errlen)
+{
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
+    const char *k;
+    json_t *x;
+    for (int i = 0; i < p->nknobs; i++)
+        v[i] = p->knobs[i].dflt;
+    json_object_foreach(knobs, k, x) {
+        int i = 0;
+        while (i < p->nknobs && strcmp(p->knobs[i].name, k) != 0)
+            i++;
+        if (i == p->nknobs) {
+            char list[512] = "";
+            for (int j = 0; j < p->nknobs; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", p->knobs[j].name);
+            snprintf(err, errlen, "seed.knobs.%s: unknown knob of problem '%s' (knobs: %s)", k, p->name, list);
+            return -22;
+        }
+        int ok = 0;
+        for (int j = 0; j < p->knobs[i].nvalues; j++)
+            ok |= p->knobs[i].values[j] == json_integer_value(x);
+        if (!ok) {
+            snprintf(err, errlen, "seed.knobs.%s: %lld is not one of the knob's values", k,
+                     (long long)json_integer_value(x));
+            return -22;
+        }
+        v[i] = json_integer_value(x);
+    }
+    if (avo_problem_knobs_allowed(p, v) != 1) {
+        snprintf(err, errlen, "seed.knobs: these values break a constraint of problem '%s'", p->name);
+        return -22;
+    }
+    return 0;
+}
+
+/* from_*: the transfer candidate, when the seed is one. */
+static void submit_finish(submission *sub, const char *from_problem, const char *from_src, json_t *from_knobs)
+{
+    avo_api *a = sub->api;
+    avo_http_req *req = sub->req;
+    avo_jobspec *s = &sub->s;
+    char dir[2048], err[1024];
+    avo_problem p, from;
+    int have_p = 0, have_from = 0;
+    /* The problem must exist and be valid now, not fail hours later. */
+    if (avo_problem_resolve(a->kernels_dir, s->problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) < 0) {
+        avo_http_reply_error(req, 400, "bad_request", "problem '%s': %s", s->problem, err);
+        goto done;
+    }
+    have_p = 1;
+    /* Where it runs follows from the problem: cpu problems on CPU workers,
+     * cuda ones on GPU workers of one architecture (sm_90 unless asked). */
+    const int cuda = strcmp(p.backend, "cuda") == 0;
+    if (!s->target[0])
+        snprintf(s->target, sizeof s->target, "%s", cuda ? "sm_90" : "cpu");
+    if (cuda != (strncmp(s->target, "sm_", 3) == 0)) {
+        avo_http_reply_error(req, 400, "bad_request", "target: problem '%s' is a %s problem; '%s' is %s", s->problem,
+                             p.backend, s->target, cuda ? "not a GPU architecture (sm_XY)" : "not cpu");
+        goto done;
+    }
+    json_object_set_new(sub->norm, "target", json_string(s->target));
+    if (p.nknobs == 0 && !strcmp(s->op, "tune")) {
+        avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune", s->problem);
+        goto done;
+    }
+    if (from_src) {
+        if (strcmp(from_problem, s->problem) != 0) {
+            char fdir[2048], why[512];
+            if (avo_problem_resolve(a->kernels_dir, from_problem, fdir, sizeof fdir, err, sizeof err) < 0 ||
+                avo_problem_load(&from, fdir, err, sizeof err) < 0) {
+                avo_http_reply_error(req, 400, "bad_request", "seed.candidate: its problem '%s' cannot be loaded: %s",
+                                     from_problem, err);
+                goto done;
+            }
+            have_from = 1;
+            if (!problems_compatible(&from, &p, why, sizeof why)) {
+                avo_http_reply_error(req, 400, "bad_request",
+                                     "seed.candidate: candidate %lld is from problem '%s', which is not compatible "
+                                     "with '%s': %s", (long long)s->seed_candidate, from_problem, s->problem, why);
+                goto done;
+            }
+        }
+        free(s->seed_source);
+        if (!(s->seed_source = strdup(strip_knob_header(from_src)))) {
+            avo_http_reply_error(req, 500, "internal", "out of memory");
+            goto done;
+        }
+        /* Start from the candidate's own knob values where they fit. */
+        if (!s->seed_knobs && json_is_object(from_knobs) && json_object_size(from_knobs) &&
+            check_seed_knobs(&p, from_knobs, err, sizeof err) == 0)
+            s->seed_knobs = json_incref(from_knobs);
+    }
+    if (s->seed_knobs) {
+        if (check_seed_knobs(&p, s->seed_knobs, err, sizeof err) < 0) {
+            avo_http_reply_error(req, 400, "bad_request", "%s", err);
+            goto done;
+        }
+        json_t *sd = json_object_get(sub->norm, "seed");
+        if (!sd)
+            json_object_set_new(sub->norm, "seed", sd = json_object());
+        json_object_set(sd, "knobs", s->seed_knobs);
+    }
+    if (s->seed_source) {
+        char sha[AVO_SHA256_HEX];
+        if (avo_sha256_hex(s->seed_source, strlen(s->seed_source), sha) < 0) {
+            avo_http_reply_error(req, 500, "internal", "cannot hash the seed");
+            goto done;
+        }
+        json_object_set_new(json_object_get(sub->norm, "seed"), "sha256", json_string(sha));
+    }
+    if (s->rng_seed == 0) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != sizeof r)
+            r = (uint32_t)uv_hrtime();
+        json_object_set_new(json_object_get(sub->norm, "operator_params"), "seed",
+                            json_integer((json_int_t)(r % 2147483647u) + 1));
+    }
+    char *spec = json_dumps(sub->norm, JSON_COMPACT | JSON_SORT_KEYS);
+    char prio[16], budget[16];
+    snprintf(prio, sizeof prio, "%d", s->priority);
+    snprintf(budget, sizeof budget, "%d", s->evaluations);
+    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source};
+    query_json(a, req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7)", 7, params,
+               NULL, 201);
+    free(spec);
+    avo_engine_kick(a->engine);
+done:
+    if (have_p)
+        avo_problem_free(&p);
+    if (have_from)
+        avo_problem_free(&from);
+    submission_free(sub);
+}
+
+static void on_seed_candidate(void *arg, PGresult *res, const char *err)
+{
+    submission *sub = arg;
+    if (avo_http_gone(sub->req)) {
+        submission_free(sub);
+        return;
+    }
+    if (err) {
+        reply_db_error(sub->api, sub->req, err);
+        submission_free(sub);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        avo_http_reply_error(sub->req, 400, "bad_request", "seed.candidate: no candidate %lld",
+                             (long long)sub->s.seed_candidate);
+        submission_free(sub);
+        return;
+    }
+    json_t *knobs = PQgetisnull(res, 0, 2) ? NULL : json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+    submit_finish(sub, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), knobs);
+    json_decref(knobs);
+}
+
 static void h_submit(avo_api *a, avo_http_req *req)
 {
     size_t len;
@@ -124,61 +345,36 @@ static void h_submit(avo_api *a, avo_http_req *req)
                              je.line, je.column, je.text);
         return;
     }
-    avo_jobspec s;
-    json_t *norm = NULL;
-    int rc = avo_jobspec_parse(in, &s, &norm, err, sizeof err);
+    submission *sub = calloc(1, sizeof *sub);
+    if (!sub) {
+        json_decref(in);
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        return;
+    }
+    sub->api = a;
+    sub->req = req;
+    avo_http_ref(req);
+    int rc = avo_jobspec_parse(in, &sub->s, &sub->norm, err, sizeof err);
     json_decref(in);
     if (rc < 0) {
         avo_http_reply_error(req, 400, "bad_request", "job spec: %s", err);
+        submission_free(sub);
         return;
     }
-    /* The problem must exist and be valid now, not fail hours later. */
-    char dir[2048];
-    avo_problem p;
-    if (avo_problem_resolve(a->kernels_dir, s.problem, dir, sizeof dir, err, sizeof err) < 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) < 0) {
-        avo_http_reply_error(req, 400, "bad_request", "problem '%s': %s", s.problem, err);
-        json_decref(norm);
+    if (sub->s.seed_candidate <= 0) {
+        submit_finish(sub, NULL, NULL, NULL);
         return;
     }
-    /* Where it runs follows from the problem: cpu problems on CPU workers,
-     * cuda ones on GPU workers of one architecture (sm_90 unless asked). */
-    const int cuda = strcmp(p.backend, "cuda") == 0;
-    if (!s.target[0])
-        snprintf(s.target, sizeof s.target, "%s", cuda ? "sm_90" : "cpu");
-    if (cuda != (strncmp(s.target, "sm_", 3) == 0)) {
-        avo_http_reply_error(req, 400, "bad_request", "target: problem '%s' is a %s problem; '%s' is %s", s.problem,
-                             p.backend, s.target, cuda ? "not a GPU architecture (sm_XY)" : "not cpu");
-        avo_problem_free(&p);
-        json_decref(norm);
-        return;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)sub->s.seed_candidate);
+    const char *params[] = {id};
+    if (avo_db_query(a->db,
+                     "SELECT j.problem, s.body, c.knobs FROM candidates c JOIN jobs j ON j.id = c.job_id "
+                     "JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $1",
+                     1, params, on_seed_candidate, sub) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        submission_free(sub);
     }
-    json_object_set_new(norm, "target", json_string(s.target));
-    if (p.nknobs == 0 && !strcmp(s.op, "tune")) {
-        avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune",
-                             s.problem);
-        avo_problem_free(&p);
-        json_decref(norm);
-        return;
-    }
-    avo_problem_free(&p);
-    if (s.rng_seed == 0) {
-        uint32_t r = 0;
-        if (getrandom(&r, sizeof r, 0) != sizeof r)
-            r = (uint32_t)uv_hrtime();
-        json_object_set_new(json_object_get(norm, "operator_params"), "seed",
-                            json_integer((json_int_t)(r % 2147483647u) + 1));
-    }
-    char *spec = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(norm);
-    char prio[16], budget[16];
-    snprintf(prio, sizeof prio, "%d", s.priority);
-    snprintf(budget, sizeof budget, "%d", s.evaluations);
-    const char *params[] = {spec, s.problem, s.op, s.target, prio, budget};
-    query_json(a, req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int)", 6, params,
-               NULL, 201);
-    free(spec);
-    avo_engine_kick(a->engine);
 }
 
 static void on_cancelled(void *arg, PGresult *res, const char *err)
@@ -391,6 +587,81 @@ static void on_timer(uv_timer_t *t)
     }
 }
 
+/* ---- diffs ---- */
+
+static void on_diff_sources(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    char *diff = NULL;
+    if (avo_http_gone(c->req))
+        goto done;
+    if (err) {
+        reply_db_error(c->api, c->req, err);
+        goto done;
+    }
+    if (PQntuples(res) != 1) {
+        avo_http_reply_error(c->req, 404, "not_found", "no candidate %lld", (long long)c->id);
+        goto done;
+    }
+    if (PQgetisnull(res, 0, 2)) {
+        avo_http_reply_error(c->req, 404, "not_found", "no candidate %s to compare with",
+                             avo_http_query(c->req, "to"));
+        goto done;
+    }
+    if (PQgetisnull(res, 0, 0)) {
+        avo_http_reply_error(c->req, 400, "bad_request", "candidate %lld has no parent (a seed); pass to=ID",
+                             (long long)c->id);
+        goto done;
+    }
+    char na[64], nb[64];
+    snprintf(na, sizeof na, "candidate-%s", PQgetvalue(res, 0, 0));
+    snprintf(nb, sizeof nb, "candidate-%s", PQgetvalue(res, 0, 2));
+    if (avo_srcdiff(PQgetvalue(res, 0, 1), na, PQgetvalue(res, 0, 3), nb, &diff) < 0) {
+        avo_http_reply_error(c->req, 500, "internal", "the diff could not be computed");
+        goto done;
+    }
+    avo_http_reply_json(c->req, 200,
+                        json_pack("{s:I,s:I,s:s}", "from", (json_int_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10), "to",
+                                  (json_int_t)strtoll(PQgetvalue(res, 0, 2), NULL, 10), "diff", diff));
+done:
+    free(diff);
+    call_free(c);
+}
+
+/* From candidate `id` to ?to=B; without it, from its parent to it (the
+ * lineage step that made it). */
+static void h_diff(avo_api *a, avo_http_req *req, int64_t id)
+{
+    const char *to = avo_http_query(req, "to");
+    char idb[32], tob[32] = "";
+    if (to) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(to, &end, 10);
+        if (errno || *end || v <= 0) {
+            avo_http_reply_error(req, 400, "bad_request", "to: '%s' is not a candidate id", to);
+            return;
+        }
+        snprintf(tob, sizeof tob, "%lld", v);
+    }
+    snprintf(idb, sizeof idb, "%lld", (long long)id);
+    const char *params[] = {idb, to ? tob : NULL};
+    call *c = call_new(a, req, id);
+    /* Columns: from id, from source, to id, to source. No row: no
+     * candidate `id`; no from-side: a seed asked for its parent. */
+    if (!c || avo_db_query(a->db,
+                           "SELECT f.id, fs.body, t.id, ts.body FROM candidates x "
+                           "LEFT JOIN candidates f ON f.id = CASE WHEN $2::bigint IS NULL THEN x.parent_id ELSE x.id END "
+                           "LEFT JOIN sources fs ON fs.sha256 = f.sha256 "
+                           "LEFT JOIN candidates t ON t.id = COALESCE($2::bigint, x.id) "
+                           "LEFT JOIN sources ts ON ts.sha256 = t.sha256 WHERE x.id = $1",
+                           2, params, on_diff_sources, c) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        if (c)
+            call_free(c);
+    }
+}
+
 void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
@@ -457,6 +728,21 @@ void avo_api_handle(void *arg, avo_http_req *req)
         return;
     case AVO_ROUTE_JOB_EVENTS:
         h_events(a, req, id);
+        return;
+    case AVO_ROUTE_JOB_LINEAGE:
+        query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
+        return;
+    case AVO_ROUTE_JOB_REPORT:
+        query_json(a, req, id, "SELECT avo_job_report($1)", 1, p1, nf, 200);
+        return;
+    case AVO_ROUTE_CANDIDATE: {
+        char nc[64];
+        snprintf(nc, sizeof nc, "no candidate %lld", (long long)id);
+        query_json(a, req, id, "SELECT avo_candidate_json($1, true)", 1, p1, nc, 200);
+        return;
+    }
+    case AVO_ROUTE_CANDIDATE_DIFF:
+        h_diff(a, req, id);
         return;
     case AVO_ROUTE_WORKERS:
         query_json(a, req, 0,

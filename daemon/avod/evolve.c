@@ -6,17 +6,53 @@
 #include <string.h>
 
 #include "avo_hash.h"
+#include "srcdiff.h"
 #include "tune.h"
+
+#define MAX_ISLANDS 256
 
 int avo_commit_rule(double aggregate, double best, double epsilon)
 {
     return isfinite(aggregate) && aggregate > 0 && aggregate >= best * (1.0 - epsilon);
 }
 
+typedef struct {
+    json_int_t head, best_cand;
+    double best;
+    int commits, stale, level, migrations, inflight;
+} island;
+
+/* One step's working state: the snapshot's numbers, the islands as they
+ * become, and the decision being built. */
+typedef struct {
+    const avo_problem *p;
+    const char *base_src;       /* the seed's source, knob defines not yet applied */
+    const char *base_name;      /* its file name, for compiler messages (NULL: the package's) */
+    json_t *spec, *snap, *d, *events;
+    double epsilon;
+    int nisl, migrate_every, patience, stag_limit;
+    island isl[MAX_ISLANDS];
+    json_int_t seed_cand, best_cand;
+    double best, seed_agg;
+    int best_island;
+    int commits, stale;
+} step;
+
 static double num(json_t *o, const char *k, double dflt)
 {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static json_int_t id_of(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+static void event(step *s, const char *kind, json_t *data)
+{
+    json_array_append_new(s->events, json_pack("{s:s,s:o}", "kind", kind, "data", data));
 }
 
 static json_t *knobs_json(const avo_problem *p, const int64_t *v)
@@ -41,154 +77,410 @@ static int knobs_from_json(const avo_problem *p, json_t *o, int64_t *v)
     return 1;
 }
 
-static int propose(json_t *list, const avo_problem *p, const int64_t *v, const char *seed_src,
-                   json_int_t parent, int is_seed)
+static json_t *tried_by_id(step *s, json_int_t cand)
 {
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(s->snap, "tried"), i, t)
+        if (id_of(t, "candidate") == cand)
+            return t;
+    return NULL;
+}
+
+/* The source a candidate of this job has: tune candidates are the base
+ * source rendered with their knobs, so the parent's text is re-derived
+ * rather than shipped in every snapshot. */
+static char *render_knobs(step *s, json_t *knobs)
+{
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
     char *src = NULL;
+    if (!knobs_from_json(s->p, knobs, v) || avo_problem_render(s->p, v, s->base_src, s->base_name, &src) < 0)
+        return NULL;
+    return src;
+}
+
+static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t *parents, int is_seed)
+{
+    char *src = NULL, *diff = NULL;
     char sha[AVO_SHA256_HEX];
-    if (avo_problem_render(p, v, seed_src, &src) < 0)
+    if (avo_problem_render(s->p, v, s->base_src, s->base_name, &src) < 0)
         return -12;
     if (avo_sha256_hex(src, strlen(src), sha) < 0) {
         free(src);
         return -5;
     }
-    json_t *x = json_pack("{s:s,s:s,s:s,s:o,s:b}", "sha256", sha, "source", src, "operator",
-                          is_seed ? "seed" : "tune", "knobs", knobs_json(p, v), "seed", is_seed);
+    if (parent > 0) {
+        json_t *pt = tried_by_id(s, parent);
+        char *psrc = pt ? render_knobs(s, json_object_get(pt, "knobs")) : NULL;
+        char a[64], b[64];
+        snprintf(a, sizeof a, "candidate-%lld", (long long)parent);
+        snprintf(b, sizeof b, "%.16s", sha);
+        if (psrc && avo_srcdiff(psrc, a, src, b, &diff) < 0)
+            diff = NULL;        /* the lineage stays usable without it */
+        free(psrc);
+    }
+    json_t *x = json_pack("{s:s,s:s,s:s,s:o,s:b,s:i,s:o}", "sha256", sha, "source", src, "operator",
+                          is_seed ? "seed" : "tune", "knobs", knobs_json(s->p, v), "seed", is_seed, "island", isl,
+                          "parents", parents ? parents : json_array());
     free(src);
-    if (!x)
+    if (!x) {
+        free(diff);
         return -12;
+    }
     json_object_set_new(x, "parent", parent > 0 ? json_integer(parent) : json_null());
-    json_array_append_new(list, x);
+    if (diff)
+        json_object_set_new(x, "diff", json_string(diff));
+    free(diff);
+    json_array_append_new(json_object_get(s->d, "propose"), x);
     return 0;
+}
+
+static void finish(step *s, const char *state, const char *reason)
+{
+    json_object_set_new(s->d, "finish", json_pack("{s:s,s:s}", "state", state, "reason", reason));
+}
+
+static int finishing(step *s)
+{
+    return json_is_object(json_object_get(s->d, "finish"));
+}
+
+static void load_islands(step *s)
+{
+    size_t i;
+    json_t *x;
+    /* Before the seed is applied there are no island rows; afterwards every
+     * island has one. A job from before islands existed starts them from
+     * its best. */
+    for (int k = 0; k < s->nisl; k++) {
+        s->isl[k] = (island){0};
+        s->isl[k].head = s->isl[k].best_cand = s->best_cand;
+        s->isl[k].best = s->best;
+    }
+    json_array_foreach(json_object_get(s->snap, "islands"), i, x) {
+        int k = (int)num(x, "idx", -1);
+        if (k < 0 || k >= s->nisl)
+            continue;
+        island *is = &s->isl[k];
+        is->head = id_of(x, "head");
+        is->best_cand = id_of(x, "best_candidate");
+        is->best = num(x, "best", 0);
+        is->commits = (int)num(x, "commits", 0);
+        is->stale = (int)num(x, "stale", 0);
+        is->level = (int)num(x, "level", 0);
+        is->migrations = (int)num(x, "migrations", 0);
+        is->inflight = (int)num(x, "inflight", 0);
+    }
+    json_t *bt = tried_by_id(s, s->best_cand);
+    s->best_island = bt ? (int)num(bt, "island", 0) : 0;
+}
+
+static json_t *islands_json(step *s)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < s->nisl; k++) {
+        island *is = &s->isl[k];
+        json_t *o = json_pack("{s:i,s:f,s:i,s:i,s:i,s:i}", "idx", k, "best", is->best, "commits", is->commits,
+                              "stale", is->stale, "level", is->level, "migrations", is->migrations);
+        json_object_set_new(o, "head", is->head > 0 ? json_integer(is->head) : json_null());
+        json_object_set_new(o, "best_candidate", is->best_cand > 0 ? json_integer(is->best_cand) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+/* Every migrate_every commits of the job, each island behind the global
+ * best adopts it as its head: good material spreads, while islands that
+ * lead keep their own line. */
+static void migrate(step *s)
+{
+    for (int k = 0; k < s->nisl; k++) {
+        island *is = &s->isl[k];
+        if (k == s->best_island || is->best >= s->best)
+            continue;
+        is->head = is->best_cand = s->best_cand;
+        is->best = s->best;
+        is->stale = is->level = 0;
+        is->migrations++;
+        event(s, "island_migrated", json_pack("{s:i,s:i,s:I,s:f}", "island", k, "from", s->best_island,
+                                              "candidate", (json_int_t)s->best_cand, "aggregate", s->best));
+    }
+}
+
+/* The stagnation signal to the operator: `patience` applied evaluations
+ * without a commit raise an island's level (tune mutates more, then
+ * restarts from random points); a commit resets it. */
+static void stagnate(step *s, int k)
+{
+    island *is = &s->isl[k];
+    if (s->patience <= 0 || is->level >= AVO_TUNE_MAX_LEVEL || is->stale < s->patience * (is->level + 1))
+        return;
+    is->level++;
+    event(s, "stagnation", json_pack("{s:i,s:i,s:i,s:s}", "island", k, "evaluations_without_commit", is->stale,
+                                     "level", is->level,
+                                     "action", is->level == 1 ? "mutation raised" : "island restarted"));
+}
+
+/* Apply one finished evaluation to the lineage. Returns -1 when it ends
+ * the job (a broken seed). */
+static int consume(step *s, json_t *f)
+{
+    json_int_t cand = id_of(f, "candidate");
+    const char *outcome = json_string_value(json_object_get(f, "outcome"));
+    double agg = num(f, "aggregate", 0);
+    int ok = outcome && !strcmp(outcome, "ok");
+    int k = (int)num(f, "island", 0), commit, new_best;
+    if (k < 0 || k >= s->nisl)
+        k = 0;
+    if (!ok || !isfinite(agg))
+        agg = 0;
+    if (cand == s->seed_cand) {
+        /* Evolving from a broken start would only mislead: fail at once. */
+        if (!ok || !(agg > 0)) {
+            const char *detail = json_string_value(json_object_get(f, "detail"));
+            char reason[1200];
+            snprintf(reason, sizeof reason, "the seed failed its evaluation: %s%s%s",
+                     outcome ? outcome : "unknown", detail ? ": " : "", detail ? detail : "");
+            finish(s, "failed", reason);
+            commit = new_best = 0;
+        } else {
+            commit = new_best = 1;
+            s->seed_agg = agg;
+            for (int j = 0; j < s->nisl; j++) {
+                s->isl[j] = (island){.head = cand, .best_cand = cand, .best = agg};
+            }
+            s->isl[k].commits = 1;
+            s->commits++;
+        }
+    } else {
+        island *is = &s->isl[k];
+        commit = ok && s->best_cand > 0 && avo_commit_rule(agg, is->best, s->epsilon);
+        new_best = commit && agg > s->best;
+        if (commit) {
+            is->head = cand;
+            if (agg > is->best) {
+                is->best = agg;
+                is->best_cand = cand;
+            }
+            is->commits++;
+            is->stale = is->level = 0;
+            s->commits++;
+            s->stale = 0;
+        } else {
+            is->stale++;
+            s->stale++;
+            stagnate(s, k);
+        }
+    }
+    json_t *c = json_pack("{s:O?,s:I,s:O?,s:i,s:s,s:f,s:b,s:b,s:O?,s:O?}", "eval", json_object_get(f, "eval"),
+                          "candidate", cand, "parent", json_object_get(f, "parent"), "island", k, "outcome",
+                          outcome ? outcome : "unknown", "aggregate", agg, "commit", commit, "new_best", new_best,
+                          "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"));
+    if (new_best) {
+        s->best = agg;
+        s->best_cand = cand;
+        s->best_island = k;
+        json_object_set_new(c, "speedup", s->seed_agg > 0 ? json_real(agg / s->seed_agg) : json_null());
+    }
+    json_array_append_new(json_object_get(s->d, "consume"), c);
+    if (finishing(s))
+        return -1;
+    if (commit && cand != s->seed_cand && s->nisl > 1 && s->commits % s->migrate_every == 0)
+        migrate(s);
+    return 0;
+}
+
+/* Budgets and goals, checked after the step's results are applied. */
+static void check_stop(step *s, int total, int inflight, int budget)
+{
+    json_t *b = json_object_get(s->spec, "budget");
+    double wall = num(b, "wall_seconds", 0), gpu = num(b, "gpu_seconds", 0), energy = num(b, "energy_joules", 0);
+    double target = num(s->spec, "target_score", 0);
+    double gpu_used = num(s->snap, "gpu_seconds", 0), energy_used = num(s->snap, "energy_j", 0);
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(s->snap, "finished"), i, f) {
+        gpu_used += num(f, "gpu_s", 0);
+        energy_used += num(f, "energy_j", 0);
+    }
+    const char *name = NULL;
+    double used = 0, limit = 0;
+    char reason[256];
+    if (target > 0 && s->best_cand > 0 && s->best >= target) {
+        snprintf(reason, sizeof reason, "target score reached (%.6g >= %.6g)", s->best, target);
+        finish(s, "succeeded", reason);
+        return;
+    }
+    if (s->stag_limit > 0 && s->stale >= s->stag_limit) {
+        snprintf(reason, sizeof reason, "stagnation limit reached: %d evaluations without a commit", s->stale);
+        finish(s, "succeeded", reason);
+        return;
+    }
+    if (wall > 0 && num(s->snap, "elapsed_s", 0) >= wall)
+        name = "wall_seconds", used = num(s->snap, "elapsed_s", 0), limit = wall;
+    else if (gpu > 0 && gpu_used >= gpu)
+        name = "gpu_seconds", used = gpu_used, limit = gpu;
+    else if (energy > 0 && energy_used >= energy)
+        name = "energy_joules", used = energy_used, limit = energy;
+    else if (total >= budget && inflight == 0)
+        name = "evaluations", used = total, limit = budget;
+    if (!name)
+        return;
+    event(s, "budget_reached", json_pack("{s:s,s:f,s:f}", "budget", name, "used", used, "limit", limit));
+    snprintf(reason, sizeof reason, "%s budget reached",
+             !strcmp(name, "wall_seconds") ? "wall-time" : !strcmp(name, "gpu_seconds") ? "GPU-seconds"
+             : !strcmp(name, "energy_joules") ? "energy" : "evaluation");
+    finish(s, "succeeded", reason);
+}
+
+/* One tune proposal per idle island, parented on its head. The search sees
+ * the island's own points and its head (migrants included); every point of
+ * the job counts as tried, so no configuration is evaluated twice. */
+static int propose_islands(step *s, int left)
+{
+    json_t *tried = json_object_get(s->snap, "tried");
+    size_t ntried = json_array_size(tried), i;
+    avo_tune_point *pts = calloc(ntried + (size_t)s->nisl + 1, sizeof *pts);
+    json_int_t *ids = calloc(ntried + (size_t)s->nisl + 1, sizeof *ids);
+    int *isl_of = calloc(ntried + (size_t)s->nisl + 1, sizeof *isl_of);
+    int npts = 0, rc = 0;
+    if (!pts || !ids || !isl_of) {
+        rc = -12;
+        goto cleanup;
+    }
+    json_t *t;
+    json_array_foreach(tried, i, t) {
+        if (!knobs_from_json(s->p, json_object_get(t, "knobs"), pts[npts].v))
+            continue;
+        const char *oc = json_string_value(json_object_get(t, "outcome"));
+        pts[npts].evaluated = oc != NULL;
+        pts[npts].score = oc && !strcmp(oc, "ok") ? num(t, "aggregate", 0) : 0;
+        ids[npts] = id_of(t, "candidate");
+        isl_of[npts] = (int)num(t, "island", 0);
+        npts++;
+    }
+    json_t *spec_params = json_object_get(s->spec, "operator_params");
+    int total = (int)num(s->snap, "total", 0);
+    for (int k = 0; k < s->nisl && left > 0; k++) {
+        island *is = &s->isl[k];
+        if (is->inflight > 0)
+            continue;
+        for (int j = 0; j < npts; j++)
+            pts[j].foreign = isl_of[j] != k && ids[j] != is->head && ids[j] != is->best_cand;
+        /* Deterministic per step and island, so a replayed step proposes
+         * the same things. */
+        uint64_t rng = (uint64_t)num(spec_params, "seed", 0) ^ ((uint64_t)total * 0x9E3779B97F4A7C15ull) ^
+                       (uint64_t)num(s->snap, "id", 0) ^ ((uint64_t)(k + 1) * 0xD1B54A32D192ED03ull);
+        avo_tune_point out;
+        if (avo_tune_propose(s->p, &rng, pts, npts, left, is->level, &out, 1) != 1)
+            continue;
+        json_t *parents = json_array();
+        for (int m = 0; m < 2; m++)
+            if (out.from[m] >= 0 && ids[out.from[m]] > 0)
+                json_array_append_new(parents, json_integer(ids[out.from[m]]));
+        if ((rc = propose(s, out.v, k, is->head, parents, 0)) < 0)
+            goto cleanup;
+        /* Seen by the next island as tried, not as its own. */
+        pts[npts] = out;
+        pts[npts].evaluated = 0;
+        ids[npts] = 0;
+        isl_of[npts] = k;
+        npts++;
+        left--;
+    }
+cleanup:
+    free(pts);
+    free(ids);
+    free(isl_of);
+    return rc;
 }
 
 json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err,
                           size_t errlen)
 {
-    json_t *d = json_pack("{s:b,s:[],s:[],s:n}", "start", 0, "consume", "propose", "finish");
-    json_t *consume = json_object_get(d, "consume"), *props = json_object_get(d, "propose");
-    json_t *spec = json_object_get(snap, "spec");
+    step *s = calloc(1, sizeof *s);
+    json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n}", "start", 0, "consume", "propose", "events", "finish");
     const char *state = json_string_value(json_object_get(snap, "state"));
-    double epsilon = num(spec, "epsilon", 0);
-    int islands = (int)num(spec, "islands", 1);
-    double wall = num(json_object_get(spec, "budget"), "wall_seconds", 0);
-    int budget = (int)num(snap, "budget", 1);
-    int total = (int)num(snap, "total", 0), inflight = (int)num(snap, "inflight", 0);
-    json_int_t seed_cand = json_integer_value(json_object_get(snap, "seed_candidate"));
-    json_int_t best_cand = json_integer_value(json_object_get(snap, "best_candidate"));
-    double best = num(snap, "best_aggregate", 0);
-    double seed_agg = num(snap, "seed_aggregate", 0);
-    int64_t v[AVO_PROBLEM_MAX_KNOBS];
-
+    if (!s || !d) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     if (!state) {
         snprintf(err, errlen, "snapshot without state");
-        json_decref(d);
-        return NULL;
+        goto fail;
     }
+    s->p = p;
+    s->snap = snap;
+    s->d = d;
+    s->events = json_object_get(d, "events");
+    s->spec = json_object_get(snap, "spec");
+    json_t *sg = json_object_get(s->spec, "stagnation");
+    const char *custom = json_string_value(json_object_get(snap, "seed_source"));
+    s->base_src = custom ? custom : seed_src;
+    s->base_name = custom ? json_string_value(json_object_get(json_object_get(s->spec, "seed"), "file")) : NULL;
+    s->epsilon = num(s->spec, "epsilon", 0);
+    s->nisl = (int)num(s->spec, "islands", 1);
+    if (s->nisl < 1 || s->nisl > MAX_ISLANDS)
+        s->nisl = 1;
+    s->migrate_every = (int)num(s->spec, "migrate_every", 4);
+    if (s->migrate_every < 1)
+        s->migrate_every = 1;
+    s->patience = (int)num(sg, "patience", 0);
+    s->stag_limit = (int)num(sg, "limit", 0);
+    s->seed_cand = id_of(snap, "seed_candidate");
+    s->best_cand = id_of(snap, "best_candidate");
+    s->best = num(snap, "best_aggregate", 0);
+    s->seed_agg = num(snap, "seed_aggregate", 0);
+    s->commits = (int)num(snap, "commits", 0);
+    s->stale = (int)num(snap, "stale", 0);
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
+
     if (!strcmp(state, "queued")) {
         json_object_set_new(d, "start", json_true());
-        for (int i = 0; i < p->nknobs; i++)
-            v[i] = p->knobs[i].dflt;
-        if (propose(props, p, v, seed_src, 0, 1) < 0) {
-            snprintf(err, errlen, "cannot render the seed");
-            json_decref(d);
-            return NULL;
+        json_t *start = json_object_get(json_object_get(s->spec, "seed"), "knobs");
+        for (int i = 0; i < p->nknobs; i++) {
+            json_t *x = json_object_get(start, p->knobs[i].name);
+            v[i] = json_is_integer(x) ? json_integer_value(x) : p->knobs[i].dflt;
         }
+        if (propose(s, v, 0, 0, NULL, 1) < 0) {
+            snprintf(err, errlen, "cannot render the seed");
+            goto fail;
+        }
+        free(s);
         return d;
     }
 
+    load_islands(s);
     size_t i;
     json_t *f;
+    int applied = 0;
     json_array_foreach(json_object_get(snap, "finished"), i, f) {
-        json_int_t cand = json_integer_value(json_object_get(f, "candidate"));
-        const char *outcome = json_string_value(json_object_get(f, "outcome"));
-        double agg = num(f, "aggregate", 0);
-        int ok = outcome && !strcmp(outcome, "ok");
-        int commit, new_best;
-        if (!ok)
-            agg = 0;
-        if (cand == seed_cand) {
-            /* Evolving from a broken start would only mislead: fail at once. */
-            if (!ok || !(agg > 0)) {
-                const char *detail = json_string_value(json_object_get(f, "detail"));
-                char reason[1200];
-                snprintf(reason, sizeof reason, "the seed failed its evaluation: %s%s%s",
-                         outcome ? outcome : "unknown", detail ? ": " : "", detail ? detail : "");
-                json_object_set_new(d, "finish", json_pack("{s:s,s:s}", "state", "failed", "reason", reason));
-                commit = new_best = 0;
-            } else {
-                commit = new_best = 1;
-                seed_agg = agg;
-            }
-        } else {
-            commit = ok && best_cand > 0 && avo_commit_rule(agg, best, epsilon);
-            new_best = commit && agg > best;
-        }
-        json_t *c = json_pack("{s:O?,s:I,s:O?,s:s,s:f,s:b,s:b,s:O?,s:O?}", "eval", json_object_get(f, "eval"),
-                              "candidate", cand, "parent", json_object_get(f, "parent"), "outcome",
-                              outcome ? outcome : "unknown", "aggregate", agg, "commit", commit,
-                              "new_best", new_best, "detail", json_object_get(f, "detail"), "knobs",
-                              json_object_get(f, "knobs"));
-        if (new_best) {
-            best = agg;
-            best_cand = cand;
-            json_object_set_new(c, "speedup", seed_agg > 0 ? json_real(agg / seed_agg) : json_null());
-        }
-        json_array_append_new(consume, c);
-        if (json_is_object(json_object_get(d, "finish")))
-            return d;
+        applied = 1;
+        if (consume(s, f) < 0)
+            break;
     }
-
-    /* Budgets. */
-    const char *stop = NULL;
-    if (wall > 0 && num(snap, "elapsed_s", 0) >= wall)
-        stop = "wall-time budget reached";
-    else if (total >= budget && inflight == 0)
-        stop = "evaluation budget reached";
-    if (stop) {
-        json_object_set_new(d, "finish", json_pack("{s:s,s:s}", "state", "succeeded", "reason", stop));
+    if (applied) {
+        json_object_set_new(d, "islands", islands_json(s));
+        json_object_set_new(d, "commits", json_integer(s->commits));
+        json_object_set_new(d, "stale", json_integer(s->stale));
+    }
+    if (finishing(s) || s->best_cand <= 0) {   /* failed, or the seed is still being evaluated */
+        free(s);
         return d;
     }
-    if (best_cand <= 0)
-        return d;               /* the seed is still being evaluated */
-
-    int want = islands - inflight;
-    if (want > budget - total)
-        want = budget - total;
-    if (want <= 0)
-        return d;
-
-    json_t *tried = json_object_get(snap, "tried");
-    size_t ntried = json_array_size(tried);
-    avo_tune_point *pts = calloc(ntried + 1, sizeof *pts), *out = calloc((size_t)want, sizeof *out);
-    int npts = 0;
-    if (!pts || !out) {
-        free(pts);
-        free(out);
-        json_decref(d);
+    int budget = (int)num(snap, "budget", 1), total = (int)num(snap, "total", 0);
+    int inflight = (int)num(snap, "inflight", 0);
+    check_stop(s, total, inflight, budget);
+    if (!finishing(s) && propose_islands(s, budget - total) < 0) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        goto fail;
     }
-    json_t *t;
-    json_array_foreach(tried, i, t) {
-        if (!knobs_from_json(p, json_object_get(t, "knobs"), pts[npts].v))
-            continue;
-        const char *oc = json_string_value(json_object_get(t, "outcome"));
-        pts[npts].evaluated = oc != NULL;
-        pts[npts].score = oc && !strcmp(oc, "ok") ? num(t, "aggregate", 0) : 0;
-        npts++;
-    }
-    /* Deterministic per step, so a replayed step proposes the same things. */
-    uint64_t rng = (uint64_t)num(spec ? json_object_get(spec, "operator_params") : NULL, "seed", 0) ^
-                   ((uint64_t)total * 0x9E3779B97F4A7C15ull) ^ (uint64_t)num(snap, "id", 0);
-    int n = avo_tune_propose(p, &rng, pts, npts, budget - total, out, want);
-    for (int k = 0; k < n; k++)
-        propose(props, p, out[k].v, seed_src, best_cand, 0);
-    if (n == 0 && inflight == 0) {
-        json_object_set_new(d, "finish",
-                            json_pack("{s:s,s:s}", "state", "succeeded", "reason", "search space exhausted"));
-    }
-    free(pts);
-    free(out);
+    if (!finishing(s) && json_array_size(json_object_get(d, "propose")) == 0 && inflight == 0)
+        finish(s, "succeeded", "search space exhausted");
+    free(s);
     return d;
+fail:
+    free(s);
+    json_decref(d);
+    return NULL;
 }

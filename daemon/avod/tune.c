@@ -95,10 +95,11 @@ static int by_score_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static void mutate(const avo_problem *p, uint64_t *rng, int64_t *v)
+static void mutate(const avo_problem *p, uint64_t *rng, int64_t *v, int level)
 {
     int changed = 0;
-    double rate = p->nknobs ? 1.0 / p->nknobs : 1.0;
+    /* A stagnant island mutates more knobs at a time. */
+    double rate = p->nknobs ? (1.0 + level) / p->nknobs : 1.0;
     while (!changed) {
         for (int i = 0; i < p->nknobs; i++) {
             const avo_knob_spec *k = &p->knobs[i];
@@ -126,10 +127,21 @@ static void mutate(const avo_problem *p, uint64_t *rng, int64_t *v)
     }
 }
 
+static void emit(avo_tune_point *o, const int64_t *v, int a, int b)
+{
+    memset(o, 0, sizeof *o);
+    memcpy(o->v, v, sizeof o->v);
+    o->from[0] = a;
+    o->from[1] = b;
+}
+
 int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *tried, int ntried,
-                     int budget_left, avo_tune_point *out, int n)
+                     int budget_left, int level, avo_tune_point *out, int n)
 {
     int nout = 0;
+    if (level > AVO_TUNE_MAX_LEVEL)
+        level = AVO_TUNE_MAX_LEVEL;
+    const double restart = level == 0 ? 0.1 : level == 1 ? 0.25 : 0.6;
     if (n <= 0 || p->nknobs == 0)
         return 0;
     uint64_t space = avo_tune_space_size(p);
@@ -148,11 +160,8 @@ int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *
         if (left <= (uint64_t)budget_left) {
             for (uint64_t i = 0; i < space && nout < n; i++) {
                 decode(p, i, v);
-                if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout)) {
-                    memset(&out[nout], 0, sizeof out[nout]);
-                    memcpy(out[nout].v, v, sizeof v);
-                    nout++;
-                }
+                if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout))
+                    emit(&out[nout++], v, -1, -1);
             }
             return nout;
         }
@@ -163,25 +172,29 @@ int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *
     if (!pool)
         return 0;
     for (int i = 0; i < ntried; i++)
-        if (tried[i].evaluated && tried[i].score > 0)
+        if (tried[i].evaluated && tried[i].score > 0 && !tried[i].foreign)
             pool[npool++] = &tried[i];
     qsort(pool, (size_t)npool, sizeof *pool, by_score_desc);
 
     while (nout < n) {
-        int found = 0;
+        int found = 0, from_a = -1, from_b = -1;
         for (int attempt = 0; attempt < 400 && !found; attempt++) {
-            if (npool == 0 || rand_unit(rng) < 0.1) {
+            from_a = from_b = -1;
+            if (npool == 0 || rand_unit(rng) < restart) {
                 random_point(p, rng, v);       /* restart: keeps exploring */
             } else {
                 const avo_tune_point *a = select_parent(pool, npool, rng);
+                from_a = (int)(a - tried);
                 memcpy(v, a->v, sizeof v);
                 if (npool > 1 && rand_unit(rng) < 0.4) {
                     const avo_tune_point *b = select_parent(pool, npool, rng);
+                    if (b != a)
+                        from_b = (int)(b - tried);
                     for (int i = 0; i < p->nknobs; i++)
                         if (rand_below(rng, 2))
                             v[i] = b->v[i];
                 }
-                mutate(p, rng, v);
+                mutate(p, rng, v, level);
             }
             if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout))
                 found = 1;
@@ -189,6 +202,7 @@ int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *
         if (!found && space <= ENUM_LIMIT) {
             /* Nearly exhausted: take any untried configuration. */
             uint64_t start = avo_tune_rand(rng) % space;
+            from_a = from_b = -1;
             for (uint64_t i = 0; i < space && !found; i++) {
                 decode(p, (start + i) % space, v);
                 if (avo_problem_knobs_allowed(p, v) == 1 && !seen(p, v, tried, ntried, out, nout))
@@ -197,9 +211,7 @@ int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *
         }
         if (!found)
             break;
-        memset(&out[nout], 0, sizeof out[nout]);
-        memcpy(out[nout].v, v, sizeof v);
-        nout++;
+        emit(&out[nout++], v, from_a, from_b);
     }
     free(pool);
     return nout;

@@ -146,6 +146,151 @@ static void test_same_snapshot_same_decision(void **state)
     json_decref(b);
 }
 
+static json_t *find_event(json_t *d, const char *kind)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(d, "events"), i, e)
+        if (!strcmp(json_string_value(json_object_get(e, "kind")), kind))
+            return json_object_get(e, "data");
+    return NULL;
+}
+
+static const char *reason(json_t *d)
+{
+    return json_string_value(json_object_get(json_object_get(d, "finish"), "reason"));
+}
+
+/* Four islands right after the seed: one proposal each, parented on the
+ * seed, carrying its island, a diff and the island rows. */
+static void test_islands_each_propose_from_their_head(void **state)
+{
+    (void)state;
+    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":4},\"budget\":20,\"total\":1,"
+                       "\"inflight\":0,\"seed_candidate\":1,\"finished\":[{\"eval\":1,\"candidate\":1,"
+                       "\"island\":0,\"outcome\":\"ok\",\"aggregate\":5,\"knobs\":{\"ORDER\":0,\"BM\":32,\"BN\":32,"
+                       "\"BK\":32,\"UNROLL\":1}}],\"tried\":[{\"candidate\":1,\"island\":0,\"knobs\":{\"ORDER\":0,"
+                       "\"BM\":32,\"BN\":32,\"BK\":32,\"UNROLL\":1}}]}");
+    json_t *p = json_object_get(d, "propose");
+    assert_int_equal(json_array_size(p), 4);
+    for (int k = 0; k < 4; k++) {
+        json_t *x = json_array_get(p, (size_t)k);
+        assert_int_equal(json_integer_value(json_object_get(x, "island")), k);
+        assert_int_equal(json_integer_value(json_object_get(x, "parent")), 1);
+        const char *diff = json_string_value(json_object_get(x, "diff"));
+        assert_non_null(diff);
+        assert_non_null(strstr(diff, "+#define"));
+        assert_non_null(strstr(diff, "-#define"));
+    }
+    json_t *isl = json_object_get(d, "islands");
+    assert_int_equal(json_array_size(isl), 4);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(isl, (size_t)k), "head")), 1);
+    assert_int_equal(json_integer_value(json_object_get(d, "commits")), 1);
+    json_decref(d);
+}
+
+#define ISL(i, head, best) "{\"idx\":" #i ",\"head\":" #head ",\"best_candidate\":" #head ",\"best\":" #best \
+                           ",\"commits\":1,\"stale\":0,\"level\":0,\"inflight\":1}"
+
+/* migrate_every 2: the job's second commit makes the islands behind the
+ * global best adopt it. */
+static void test_migration_every_k_commits(void **state)
+{
+    (void)state;
+    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":3,\"migrate_every\":2},"
+                       "\"budget\":50,\"total\":6,\"inflight\":2,\"seed_candidate\":1,\"best_candidate\":4,"
+                       "\"best_aggregate\":8,\"seed_aggregate\":5,\"commits\":1,\"stale\":0,\"islands\":["
+                       ISL(0, 4, 8) "," ISL(1, 1, 5) "," ISL(2, 1, 5) "],"
+                       "\"finished\":[{\"eval\":6,\"candidate\":6,\"island\":1,\"parent\":1,\"outcome\":\"ok\","
+                       "\"aggregate\":9}],\"tried\":[{\"candidate\":6,\"island\":1}]}");
+    json_t *m = find_event(d, "island_migrated");
+    assert_non_null(m);
+    /* island 1 now leads with 9; islands 0 (8) and 2 (5) adopt candidate 6 */
+    json_t *isl = json_object_get(d, "islands");
+    for (int k = 0; k < 3; k++) {
+        json_t *x = json_array_get(isl, (size_t)k);
+        assert_int_equal(json_integer_value(json_object_get(x, "head")), 6);
+        assert_true(json_real_value(json_object_get(x, "best")) == 9.0);
+    }
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(isl, 0), "migrations")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(isl, 1), "migrations")), 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "commits")), 2);
+    json_decref(d);
+}
+
+/* patience 2: the second miss in a row on an island raises its level and
+ * says so; limit 3: the third miss across the job ends it. */
+static void test_stagnation_tells_the_operator_then_stops(void **state)
+{
+    (void)state;
+    const char *head = "{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":1,\"stagnation\":{\"patience\":2,"
+                       "\"limit\":3}},\"budget\":50,\"total\":4,\"inflight\":0,\"seed_candidate\":1,"
+                       "\"best_candidate\":1,\"best_aggregate\":5,\"seed_aggregate\":5,\"commits\":1,";
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s\"stale\":1,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
+             "\"stale\":1,\"level\":0}],\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,\"outcome\":\"ok\","
+             "\"aggregate\":4}],\"tried\":[]}", head);
+    json_t *d = decide(buf);
+    json_t *e = find_event(d, "stagnation");
+    assert_non_null(e);
+    assert_int_equal(json_integer_value(json_object_get(e, "level")), 1);
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "mutation raised");
+    assert_true(json_is_null(json_object_get(d, "finish")));
+    json_decref(d);
+
+    snprintf(buf, sizeof buf, "%s\"stale\":2,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
+             "\"stale\":2,\"level\":1}],\"finished\":[{\"eval\":4,\"candidate\":4,\"island\":0,"
+             "\"outcome\":\"timeout\",\"aggregate\":0}],\"tried\":[]}", head);
+    d = decide(buf);
+    assert_string_equal(reason(d), "stagnation limit reached: 3 evaluations without a commit");
+    assert_int_equal(json_array_size(json_object_get(d, "propose")), 0);
+    json_decref(d);
+}
+
+static void test_target_score_and_resource_budgets_end_the_job(void **state)
+{
+    (void)state;
+    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"target_score\":7},\"budget\":50,\"total\":3,"
+                       "\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,"
+                       "\"seed_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,"
+                       "\"outcome\":\"ok\",\"aggregate\":7.5}],\"tried\":[]}");
+    assert_non_null(strstr(reason(d), "target score reached"));
+    json_decref(d);
+    /* GPU-seconds: 9.5 applied + 1 in this step reach the 10 s budget */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"budget\":{\"gpu_seconds\":10}},\"budget\":50,"
+               "\"total\":3,\"inflight\":1,\"gpu_seconds\":9.5,\"seed_candidate\":1,\"best_candidate\":1,"
+               "\"best_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"outcome\":\"ok\","
+               "\"aggregate\":1,\"gpu_s\":1.0}],\"tried\":[]}");
+    assert_string_equal(reason(d), "GPU-seconds budget reached");
+    json_t *b = find_event(d, "budget_reached");
+    assert_string_equal(json_string_value(json_object_get(b, "budget")), "gpu_seconds");
+    assert_true(json_real_value(json_object_get(b, "used")) >= 10.0);
+    json_decref(d);
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"budget\":{\"energy_joules\":100}},\"budget\":50,"
+               "\"total\":3,\"inflight\":0,\"energy_j\":100,\"seed_candidate\":1,\"best_candidate\":1,"
+               "\"best_aggregate\":5,\"finished\":[],\"tried\":[]}");
+    assert_string_equal(reason(d), "energy budget reached");
+    json_decref(d);
+}
+
+/* A seed from a file: its text (from the snapshot) with the start knobs,
+ * numbered as its own file. */
+static void test_custom_seed_and_start_knobs(void **state)
+{
+    (void)state;
+    json_t *d = decide("{\"id\":1,\"state\":\"queued\",\"spec\":{\"seed\":{\"file\":\"mine.c\","
+                       "\"knobs\":{\"BM\":64}}},\"seed_source\":\"int mine(void);\\n\",\"budget\":5,\"total\":0,"
+                       "\"inflight\":0}");
+    json_t *seed = json_array_get(json_object_get(d, "propose"), 0);
+    const char *src = json_string_value(json_object_get(seed, "source"));
+    assert_non_null(strstr(src, "#define BM 64\n"));
+    assert_non_null(strstr(src, "#line 1 \"mine.c\"\nint mine(void);"));
+    assert_null(strstr(src, "int sgemm(void);"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(seed, "knobs"), "BM")), 64);
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +300,11 @@ int main(void)
         cmocka_unit_test(test_commit_and_new_best),
         cmocka_unit_test(test_budget_finishes_when_nothing_is_in_flight),
         cmocka_unit_test(test_same_snapshot_same_decision),
+        cmocka_unit_test(test_islands_each_propose_from_their_head),
+        cmocka_unit_test(test_migration_every_k_commits),
+        cmocka_unit_test(test_stagnation_tells_the_operator_then_stops),
+        cmocka_unit_test(test_target_score_and_resource_budgets_end_the_job),
+        cmocka_unit_test(test_custom_seed_and_start_knobs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

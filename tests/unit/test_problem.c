@@ -237,7 +237,7 @@ static void test_knobs_and_render(void **state)
     assert_int_equal(avo_problem_knobs_allowed(&p, not_listed), 0);
     assert_int_equal(avo_problem_knobs_allowed(&p, too_big), 0);
     char *out = NULL;
-    assert_int_equal(avo_problem_render(&p, good, "int x;\n", &out), 0);
+    assert_int_equal(avo_problem_render(&p, good, "int x;\n", NULL, &out), 0);
     assert_string_equal(out, "/* avo knobs */\n#define ORDER 1\n#define BM 64\n#define BN 128\n#define BK 64\n"
                              "#define UNROLL 8\n#line 1 \"seed.c\"\nint x;\n");
     free(out);

@@ -52,6 +52,41 @@ static void test_full_spec(void **state)
     assert_int_equal((int)s.rng_seed, 99);
 }
 
+static void test_seed_budgets_and_stops(void **state)
+{
+    (void)state;
+    avo_jobspec s;
+    json_t *n = NULL;
+    char err[256];
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"seed\":{\"file\":\"mine.c\",\"source\":\"int x;\","
+                           "\"knobs\":{\"BM\":64}},\"budget\":{\"gpu_seconds\":30,\"energy_joules\":5000},"
+                           "\"target_score\":12.5,\"stagnation\":{\"patience\":3,\"limit\":9},\"migrate_every\":2}",
+                           &s, &n, err, sizeof err),
+                     0);
+    assert_string_equal(s.seed_file, "mine.c");
+    assert_string_equal(s.seed_source, "int x;");
+    assert_true(s.gpu_seconds == 30.0 && s.energy_joules == 5000.0 && s.target_score == 12.5);
+    assert_int_equal(s.patience, 3);
+    assert_int_equal(s.stagnation_limit, 9);
+    assert_int_equal(s.migrate_every, 2);
+    /* the stored spec keeps the seed's name and knobs, never its text */
+    json_t *sd = json_object_get(n, "seed");
+    assert_string_equal(json_string_value(json_object_get(sd, "file")), "mine.c");
+    assert_null(json_object_get(sd, "source"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(sd, "knobs"), "BM")), 64);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "stagnation"), "limit")), 9);
+    json_decref(n);
+    avo_jobspec_clear(&s);
+    assert_null(s.seed_source);
+
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"seed\":{\"candidate\":42}}", &s, NULL, err, sizeof err), 0);
+    assert_int_equal(s.seed_candidate, 42);
+    assert_null(s.seed_source);
+    assert_int_equal(s.patience, 8);   /* default */
+    assert_int_equal(s.stagnation_limit, 0);
+    avo_jobspec_clear(&s);
+}
+
 static void expect_error(const char *text, const char *needle)
 {
     avo_jobspec s;
@@ -76,6 +111,16 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"islands\":0}", "islands: 0 is outside");
     expect_error("{\"problem\":\"p\",\"epsilon\":2}", "epsilon: 2 is outside");
     expect_error("{\"problem\":\"p\",\"target\":\"tpu\"}", "target: unknown target 'tpu'");
+    expect_error("{\"problem\":\"p\",\"budget\":{\"tokens\":10}}", "budget.tokens: applies to agent jobs only");
+    expect_error("{\"problem\":\"p\",\"budget\":{\"gpu_seconds\":0}}", "budget.gpu_seconds: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"stagnation\":{\"limit\":0}}", "stagnation.limit: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"stagnation\":{\"after\":3}}", "stagnation.after: unknown field");
+    expect_error("{\"problem\":\"p\",\"target_score\":-1}", "target_score: -1 is outside");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":1,\"source\":\"x\"}}", "seed: give either source");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"file\":\"a.c\"}}", "seed.file: needs seed.source");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"source\":\"\"}}", "seed.source: must be");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":0}}", "seed.candidate: must be a candidate id");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"knobs\":{\"BM\":\"big\"}}}", "seed.knobs.BM: must be an integer");
     expect_error("{\"problem\":\"p\",\"target\":\"sm_9x\"}", "target: unknown target 'sm_9x'");
     assert_true(avo_jobspec_target_valid("sm_90"));
     assert_true(avo_jobspec_target_valid("cpu"));
@@ -118,6 +163,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_filled),
         cmocka_unit_test(test_full_spec),
+        cmocka_unit_test(test_seed_budgets_and_stops),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_routes),
     };

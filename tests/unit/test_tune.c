@@ -59,7 +59,7 @@ static void test_respects_constraints_and_never_repeats(void **state)
     uint64_t rng = 42;
     while (n < 300) {
         avo_tune_point out[4];
-        int got = avo_tune_propose(&p, &rng, tried, n, 1000000, out, 4);
+        int got = avo_tune_propose(&p, &rng, tried, n, 1000000, 0, out, 4);
         assert_true(got > 0);
         for (int i = 0; i < got; i++) {
             assert_int_equal(avo_problem_knobs_allowed(&p, out[i].v), 1);
@@ -85,11 +85,11 @@ static void test_small_space_is_enumerated_then_exhausted(void **state)
     knob(&p, "B", 2, b);
     avo_tune_point tried[8] = {0}, out[8] = {0};
     uint64_t rng = 1;
-    int got = avo_tune_propose(&p, &rng, tried, 0, 100, out, 8);
+    int got = avo_tune_propose(&p, &rng, tried, 0, 100, 0, out, 8);
     assert_int_equal(got, 6);
     for (int i = 0; i < 6; i++)
         tried[i] = out[i];
-    assert_int_equal(avo_tune_propose(&p, &rng, tried, 6, 100, out, 8), 0);
+    assert_int_equal(avo_tune_propose(&p, &rng, tried, 6, 100, 0, out, 8), 0);
 }
 
 /* Evaluations until a point within 2% of the optimum is found. */
@@ -110,7 +110,7 @@ static int evals_to_optimum(int use_tune, uint64_t seed)
     while (n < 2592) {
         avo_tune_point out;
         if (use_tune) {
-            if (avo_tune_propose(&p, &rng, tried, n, 30, &out, 1) != 1)
+            if (avo_tune_propose(&p, &rng, tried, n, 30, 0, &out, 1) != 1)
                 break;
         } else {
             /* uniform random sampling without repeats */

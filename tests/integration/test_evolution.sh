@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The evolution engine through real processes: a 4-island tune job on a CPU
+# problem with four workers, avod killed (-9) and restarted in the middle,
+# run to its budget; then the invariants in the database (lineage scores
+# never fall, every committed candidate passed its checks, accounting adds
+# up, migrations and stagnation recorded consistently, no configuration
+# evaluated twice). Then the other ways a job ends (target score, stagnation
+# limit), custom and transferred seeds, and bad specs.
+source "$(dirname "$0")/lib.sh"
+
+api() {  # METHOD PATH [BODY]: the daemon's JSON answer
+    curl -s --unix-socket "$AVO_HOME/avod.sock" -X "$1" ${3:+-d "$3"} "http://avod$2"
+}
+job_state() { psql_avo "SELECT state FROM jobs WHERE id = $1"; }
+wait_job() {  # JOB SECONDS
+    case "$1" in ''|null) return 1;; esac
+    wait_for "$2" "case \$(job_state $1) in succeeded|failed|cancelled) true;; *) false;; esac"
+}
+
+check "avod starts" start_avod
+for _ in 1 2 3 4; do start_worker; done
+W4=("${PIDS[@]:1:4}")
+
+SPEC='{"problem": "cpu/sgemm", "islands": 4, "migrate_every": 2, "stagnation": {"patience": 2},
+       "budget": {"evaluations": 28}, "operator_params": {"seed": 11}}'
+JOB=$(api POST /v1/jobs "$SPEC" | jq -r .id)
+check "a 4-island job is accepted" test -n "$JOB" -a "$JOB" != null
+
+# Restart-safe: kill avod hard once islands are under way, start it again.
+wait_for 120 "[ \$(psql_avo \"SELECT count(*) FROM evaluations WHERE job_id = $JOB AND consumed\") -ge 6 ]"
+kill -KILL "$AVOD_PID"
+wait "$AVOD_PID" 2>/dev/null
+BEFORE=$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB" 2>/dev/null || echo "?")
+check "avod restarts on the same state directory" start_avod
+check "the job resumes and runs to its budget" wait_job "$JOB" 300
+echo "# evaluations when avod was killed: $BEFORE"
+
+q() { psql_avo "$1"; }
+check "the job succeeded on its evaluation budget" \
+    test "$(q "SELECT state || ':' || reason FROM jobs WHERE id = $JOB")" = "succeeded:evaluation budget reached"
+check "exactly the budget was evaluated, nothing repeated or skipped across the restart" \
+    test "$(q "SELECT count(*) || '/' || count(*) FILTER (WHERE consumed) FROM evaluations WHERE job_id = $JOB")" = "28/28"
+check "no configuration was evaluated twice" \
+    test "$(q "SELECT count(*) - count(DISTINCT knobs::text) FROM candidates WHERE job_id = $JOB")" = 0
+check "four islands, each with its own proposals" \
+    test "$(q "SELECT count(DISTINCT island) FROM candidates WHERE job_id = $JOB AND operator = 'tune'")" = 4
+check "evaluations ran on more than one worker" \
+    test "$(q "SELECT count(DISTINCT worker_id) FROM evaluations WHERE job_id = $JOB")" -ge 2
+check "every committed candidate passed its checks" \
+    test "$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed AND (outcome <> 'ok' OR NOT aggregate > 0)")" = 0
+check "lineage scores never fall (each commit >= its parent, epsilon 0)" \
+    test "$(q "SELECT count(*) FROM candidates c JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND c.aggregate < p.aggregate")" = 0
+check "every island's best is committed, and the job's best is the best of them" \
+    test "$(q "SELECT count(*) FROM islands i JOIN candidates c ON c.id = i.best_candidate WHERE i.job_id = $JOB AND c.committed AND c.aggregate = i.best")/$(q "SELECT (max(i.best) = (SELECT aggregate FROM candidates WHERE id = j.best_candidate))::text FROM islands i JOIN jobs j ON j.id = i.job_id WHERE j.id = $JOB GROUP BY j.best_candidate")" = "4/true"
+check "new_best events only ever rise" \
+    test "$(q "SELECT count(*) FROM (SELECT (data->>'aggregate')::float8 a, lag((data->>'aggregate')::float8) OVER (ORDER BY id) b FROM events WHERE job_id = $JOB AND kind = 'new_best') x WHERE a <= b")" = 0
+check "commits add up: the job's count, the islands' counts, the committed candidates" \
+    test "$(q "SELECT j.commits || ':' || (SELECT sum(commits) FROM islands WHERE job_id = j.id) || ':' || (SELECT count(*) FROM candidates WHERE job_id = j.id AND committed) FROM jobs j WHERE id = $JOB" | awk -F: '{print ($1 == $2 && $2 == $3) ? "ok" : $0}')" = ok
+check "accounting adds up: CPU-seconds are the sum over the applied evaluations" \
+    test "$(q "SELECT abs(j.cpu_seconds - (SELECT sum(k.cpu_s) FROM evaluations e, avo_eval_cost(e.target, e.result) k WHERE e.job_id = j.id AND e.consumed)) < 1e-6 AND j.cpu_seconds > 0 FROM jobs j WHERE id = $JOB")" = t
+check "accounting adds up: evaluations by outcome sum to the budget" \
+    test "$(api GET /v1/jobs/$JOB | jq '[.evaluations.by_outcome[]] | add')" = 28
+check "migrations: one event per recorded migration, each adopting a committed candidate" \
+    test "$(q "SELECT (SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'island_migrated') = (SELECT sum(migrations) FROM islands WHERE job_id = $JOB) AND NOT EXISTS (SELECT 1 FROM events e JOIN candidates c ON c.id = (e.data->>'candidate')::bigint WHERE e.job_id = $JOB AND e.kind = 'island_migrated' AND NOT c.committed)")" = t
+check "stagnation events come after at least 'patience' evaluations without a commit" \
+    test "$(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'stagnation' AND (data->>'evaluations_without_commit')::int < 2")" = 0
+echo "# commits $(q "SELECT commits FROM jobs WHERE id = $JOB"), migrations $(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'island_migrated'"), stagnation events $(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'stagnation'")"
+check "budget_reached is an event before job_finished" \
+    test "$(q "SELECT string_agg(kind, ',' ORDER BY id) FROM (SELECT id, kind FROM events WHERE job_id = $JOB ORDER BY id DESC LIMIT 2) x")" = "budget_reached,job_finished"
+check "every tune candidate carries its diff against its parent" \
+    test "$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB AND operator = 'tune' AND (diff IS NULL OR diff NOT LIKE '%+#define %')")" = 0
+B=$(q "SELECT best_candidate FROM jobs WHERE id = $JOB")
+check "a candidate reads back with its score vector, compile report and worker" \
+    test "$(api GET /v1/candidates/$B | jq -r '[(.configs | length > 0), (.compile.seconds != null), (.worker.host != null), (.source | length > 0)] | all')" = true
+check "diff between two candidates comes from the daemon" \
+    bash -c '[ "$(curl -s --unix-socket "$0/avod.sock" "http://avod/v1/candidates/$1/diff" | jq -r .diff | grep -c "^[-+]#define")" -ge 2 ]' "$AVO_HOME" "$B"
+check "the report has seed and best per configuration" \
+    test "$(api GET /v1/jobs/$JOB/report | jq '[.configs[] | select(.seed > 0 and .best > 0)] | length')" -ge 2
+
+# Other endings.
+J2=$(api POST /v1/jobs '{"problem": "cpu/softmax", "target_score": 0.000001, "budget": {"evaluations": 20}}' | jq -r .id)
+check "a reached target score ends the job" \
+    bash -c 'for _ in $(seq 1 600); do r=$(psql -X -A -t "host=$0/pg/run dbname=avo user=avo" -c "SELECT reason FROM jobs WHERE id = $1 AND state = '"'succeeded'"'"); [ -n "$r" ] && { echo "$r" | grep -q "target score reached"; exit; }; sleep 0.2; done; exit 1' "$AVO_HOME" "$J2"
+J3=$(api POST /v1/jobs '{"problem": "cpu/sgemm", "stagnation": {"patience": 1, "limit": 1}, "budget": {"evaluations": 40}}' | jq -r .id)
+wait_job "$J3" 300
+check "the stagnation limit ends a job that stops committing" \
+    test "$(q "SELECT state || ':' || reason FROM jobs WHERE id = $J3")" = "succeeded:stagnation limit reached: 1 evaluations without a commit"
+
+# Seeds: a file, a transfer, a broken file.
+SEEDSRC=$(jq -Rs . <"$ROOT/kernels/cpu/softmax/seed.c")
+J4=$(api POST /v1/jobs "{\"problem\": \"cpu/softmax\", \"seed\": {\"file\": \"mine.c\", \"source\": $SEEDSRC, \"knobs\": {\"VEC\": 4}}, \"budget\": {\"evaluations\": 3}}" | jq -r .id)
+wait_job "$J4" 300
+check "a job seeded from a file runs, its seed rendered with the start knobs" \
+    test "$(q "SELECT j.state || ':' || (c.knobs->>'VEC') FROM jobs j JOIN candidates c ON c.id = j.seed_candidate WHERE j.id = $J4")" = "succeeded:4"
+J5=$(api POST /v1/jobs "{\"problem\": \"cpu/sgemm\", \"seed\": {\"candidate\": $B}, \"budget\": {\"evaluations\": 2}}" | jq -r .id)
+wait_job "$J5" 300
+check "a transferred seed starts from the candidate's knobs, without its old defines" \
+    test "$(q "SELECT (a.knobs = b.knobs)::text || ':' || (SELECT count(*) FROM regexp_matches(s.body, '/\* avo knobs \*/', 'g')) FROM jobs j JOIN candidates a ON a.id = j.seed_candidate JOIN candidates b ON b.id = $B JOIN sources s ON s.sha256 = a.sha256 WHERE j.id = $J5")" = "true:1"
+J6=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"file": "broken.c", "source": "int softmax(void) { return syntax error; }"}, "budget": {"evaluations": 5}}' | jq -r .id)
+wait_job "$J6" 300
+r=$(q "SELECT state || ' ' || reason || ' ' || (SELECT count(*) FROM evaluations WHERE job_id = $J6) FROM jobs WHERE id = $J6")
+check "a seed that does not compile fails its job at once with the compiler's message, naming its file" \
+    bash -c 'case "$0" in "failed the seed failed its evaluation: compile_error: broken.c:1:"*"error"*" 1") true;; *) echo "$0"; false;; esac' "$r"
+
+# Bad specs: each refused with the field and the reason.
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "budget": {"tokens": 1000}}')
+check "an LLM budget on a tune job is refused" grep -q 'budget.tokens: applies to agent jobs only' <<<"$out"
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"knobs": {"NOPE": 1}}}')
+check "an unknown knob is refused, naming the problem's knobs" grep -q 'seed.knobs.NOPE: unknown knob' <<<"$out"
+out=$(api POST /v1/jobs "{\"problem\": \"cpu/stencil2d\", \"seed\": {\"candidate\": $B}}")
+check "a fork from a candidate of an incompatible problem is refused" grep -q "not compatible with 'cpu/stencil2d'" <<<"$out"
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"candidate": 999999}}')
+check "a fork from a missing candidate is refused" grep -q 'seed.candidate: no candidate 999999' <<<"$out"
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "stagnation": {"limit": 0}}')
+check "a zero stagnation limit is refused" grep -q 'stagnation.limit: 0 is outside' <<<"$out"
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "budget": {"gpu_seconds": 0}}')
+check "a zero GPU-seconds budget is refused" grep -q 'budget.gpu_seconds: 0 is outside' <<<"$out"
+
+[ "$FAILS" -eq 0 ]
