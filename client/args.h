@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AVOCTL_MAX_OPTS 16
+#define AVOCTL_MAX_OPTS 32
 #define AVOCTL_MAX_POS  8
 
 typedef struct {

@@ -14,6 +14,9 @@
 #include "avo_version.h"
 #include "format.h"
 #include "http.h"
+#include "lineage.h"
+#include "report.h"
+#include "show.h"
 #include "spec.h"
 #include "sse.h"
 
@@ -123,14 +126,17 @@ static int open_http(avoctl_ctx *c)
     return 0;
 }
 
-/* A request whose 2xx JSON body is handed over in *out. Returns an exit code. */
-static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
-                const json_t *body, json_t **out)
+/* A request whose 2xx JSON body is handed over in *out. Returns an exit
+ * code; *status (may be NULL) gets the HTTP status, 0 without an answer. */
+static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
+                       const json_t *body, json_t **out, long *status)
 {
     avoctl_response r;
     int ex;
 
     *out = NULL;
+    if (status)
+        *status = 0;
     if (open_http(c) < 0)
         return EXIT_FAIL;
     int rc = avoctl_http_call(c->http, route, id, query, body, &r);
@@ -149,8 +155,16 @@ static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query
         *out = json_incref(r.body);
         ex = EXIT_OK;
     }
+    if (status)
+        *status = r.status;
     avoctl_response_free(&r);
     return ex;
+}
+
+static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
+                const json_t *body, json_t **out)
+{
+    return call_status(c, route, id, query, body, out, NULL);
 }
 
 static int job_arg(const avoctl_ctx *c, const avoctl_args *a, int64_t *job)
@@ -397,9 +411,10 @@ static int load_spec_file(avoctl_ctx *c, const char *path, json_t **spec)
     return EXIT_OK;
 }
 
-static int cmd_submit(avoctl_ctx *c, const avoctl_args *a)
+static void spec_flags(const avoctl_args *a, avoctl_spec_flags *f)
 {
-    avoctl_spec_flags f = {
+    /* Flags a command's table lacks read as NULL (not given). */
+    *f = (avoctl_spec_flags){
         .problem = avoctl_args_get(a, "problem"),
         .operator_name = avoctl_args_get(a, "operator"),
         .evaluations = avoctl_args_get(a, "evaluations"),
@@ -407,48 +422,156 @@ static int cmd_submit(avoctl_ctx *c, const avoctl_args *a)
         .wall = avoctl_args_get(a, "wall"),
         .epsilon = avoctl_args_get(a, "epsilon"),
         .priority = avoctl_args_get(a, "priority"),
+        .seed_file = avoctl_args_get(a, "seed"),
+        .seed_candidate = avoctl_args_get(a, "seed-candidate"),
+        .target_score = avoctl_args_get(a, "target-score"),
+        .patience = avoctl_args_get(a, "patience"),
+        .stagnation_limit = avoctl_args_get(a, "stagnation-limit"),
+        .gpu_seconds = avoctl_args_get(a, "gpu-seconds"),
+        .energy_joules = avoctl_args_get(a, "energy-joules"),
+        .migrate_every = avoctl_args_get(a, "migrate-every"),
     };
-    json_t *spec = NULL, *job = NULL;
-    char err[256];
+}
+
+/* avoctl_spec_build's failures as exit codes: a bad flag is a usage error;
+ * an unreadable --seed file is bad input too (exit 2) but needs no usage
+ * hint, the message says what is wrong with it. */
+static int spec_error(const avoctl_ctx *c, int rc, const char *err)
+{
+    if (rc == -EINVAL)
+        return usage_error(c, err);
+    if (rc == -ENOMEM) {
+        errorf("%s", err);
+        return EXIT_FAIL;
+    }
+    fprintf(stderr, "avoctl %s: %s\n", c->cmd->name, err);
+    return EXIT_USAGE;
+}
+
+/* Submit a built spec, print the new job, and watch it if asked. */
+static int submit_spec(avoctl_ctx *c, const json_t *spec, int watch)
+{
+    json_t *job = NULL;
     int ex;
 
-    if (a->npos == 0 && !f.problem)
-        return usage_error(c, "give a spec FILE (or '-') or --problem P");
-    /* Validate the flags before reading stdin, so a typo fails fast. */
-    json_t *probe = NULL;
-    if (avoctl_spec_build(&f, &probe, err, sizeof err) < 0)
-        return usage_error(c, err);
-    json_decref(probe);
-    if (a->npos == 1 && (ex = load_spec_file(c, a->pos[0], &spec)) != EXIT_OK)
-        goto cleanup;
-    if (avoctl_spec_build(&f, &spec, err, sizeof err) < 0) {
-        ex = usage_error(c, err);
-        goto cleanup;
-    }
     if ((ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job)) != EXIT_OK)
-        goto cleanup;
+        return ex;
     json_int_t id = json_integer_value(json_object_get(job, "id"));
     if (c->json) {
         /* With --watch the events follow, one per line, so keep this compact. */
-        print_json(job, avoctl_args_get(a, "watch") ? JSON_COMPACT : JSON_INDENT(2));
+        print_json(job, watch ? JSON_COMPACT : JSON_INDENT(2));
     } else {
         const char *op = str(job, "operator");
+        const json_t *seed = json_object_get(spec, "seed");
+        char from[300] = "";
         if (!op)
             op = str(spec, "operator");
-        printf("job %lld submitted (%s, %s)\n", (long long)id,
-               str(job, "problem") ? str(job, "problem") : "?", op ? op : "default operator");
+        if (json_is_integer(json_object_get(seed, "candidate")))
+            snprintf(from, sizeof from, "; seed: cand %lld",
+                     (long long)json_integer_value(json_object_get(seed, "candidate")));
+        else if (str(seed, "file"))
+            snprintf(from, sizeof from, "; seed: %.250s", str(seed, "file"));
+        printf("job %lld submitted (%s, %s%s)\n", (long long)id,
+               str(job, "problem") ? str(job, "problem") : "?", op ? op : "default operator", from);
     }
     fflush(stdout);
-    if (avoctl_args_get(a, "watch")) {
+    if (watch) {
         if (id <= 0) {
             errorf("avod did not return a job id to watch");
             ex = EXIT_FAIL;
+        } else {
+            ex = watch_job(c, id, 0, 1);
+        }
+    }
+    json_decref(job);
+    return ex;
+}
+
+static int cmd_submit(avoctl_ctx *c, const avoctl_args *a)
+{
+    avoctl_spec_flags f;
+    json_t *spec = NULL;
+    char err[512];
+    int ex, rc;
+
+    spec_flags(a, &f);
+    if (a->npos == 0 && !f.problem)
+        return usage_error(c, "give a spec FILE (or '-') or --problem P");
+    /* Validate the flags before reading stdin, so a typo fails fast;
+     * without a spec file this is the spec. */
+    if ((rc = avoctl_spec_build(&f, &spec, err, sizeof err)) < 0)
+        return spec_error(c, rc, err);
+    if (a->npos == 1) {
+        json_decref(spec);
+        spec = NULL;
+        if ((ex = load_spec_file(c, a->pos[0], &spec)) != EXIT_OK)
+            goto cleanup;
+        if ((rc = avoctl_spec_build(&f, &spec, err, sizeof err)) < 0) {
+            ex = spec_error(c, rc, err);
             goto cleanup;
         }
-        ex = watch_job(c, id, 0, 1);
     }
+    ex = submit_spec(c, spec, avoctl_args_get(a, "watch") != NULL);
 cleanup:
+    json_decref(spec);
+    return ex;
+}
+
+static int candidate_arg(const avoctl_ctx *c, const char *s, const char *what, int64_t *id)
+{
+    char err[256];
+    if (avoctl_parse_i64(what, s, 1, INT64_MAX, id, err, sizeof err) < 0)
+        return usage_error(c, err);
+    return EXIT_OK;
+}
+
+/* The problem a candidate was evaluated on: its job's. */
+static int problem_of(avoctl_ctx *c, int64_t cand, char *buf, size_t len)
+{
+    json_t *cj = NULL, *job = NULL;
+    int ex = call(c, AVO_ROUTE_CANDIDATE, cand, NULL, NULL, &cj);
+    if (ex == EXIT_OK)
+        ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(json_object_get(cj, "job")), NULL, NULL, &job);
+    if (ex == EXIT_OK) {
+        if (str(job, "problem")) {
+            snprintf(buf, len, "%s", str(job, "problem"));
+        } else {
+            errorf("avod named no problem for the job of candidate %lld; give --problem", (long long)cand);
+            ex = EXIT_FAIL;
+        }
+    }
+    json_decref(cj);
     json_decref(job);
+    return ex;
+}
+
+static int cmd_fork(avoctl_ctx *c, const avoctl_args *a)
+{
+    avoctl_spec_flags f;
+    json_t *spec = NULL;
+    char err[512], problem[512];
+    int64_t cand;
+    int ex, rc;
+
+    if ((ex = candidate_arg(c, a->pos[0], "CANDIDATE", &cand)) != EXIT_OK)
+        return ex;
+    spec_flags(a, &f);
+    f.seed_candidate = a->pos[0];
+    /* Validate before asking avod anything. */
+    if ((rc = avoctl_spec_build(&f, &spec, err, sizeof err)) < 0)
+        return spec_error(c, rc, err);
+    if (!f.problem) {
+        /* Default: carry on with the candidate's own problem. */
+        if ((ex = problem_of(c, cand, problem, sizeof problem)) != EXIT_OK)
+            goto cleanup;
+        if (json_object_set_new(spec, "problem", json_string(problem)) != 0) {
+            errorf("out of memory");
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
+    }
+    ex = submit_spec(c, spec, avoctl_args_get(a, "watch") != NULL);
+cleanup:
     json_decref(spec);
     return ex;
 }
@@ -728,6 +851,144 @@ cleanup:
     return ex;
 }
 
+/* A renderer's return value as an exit code: -EINVAL means avod's answer
+ * did not have the shape the renderer needs. */
+static int rendered(int rc, const char *what)
+{
+    if (rc == -EINVAL)
+        errorf("unexpected answer from avod: not a %s", what);
+    else if (rc == -ENOMEM)
+        errorf("out of memory");
+    else if (rc < 0)
+        errorf("cannot write the output: %s", strerror(-rc));
+    return rc < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+static int cmd_lineage(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    int ex = job_arg(c, a, &job);
+    if (ex || (ex = call(c, AVO_ROUTE_JOB_LINEAGE, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        ex = rendered(avoctl_lineage_print(body, avoctl_args_get(a, "all") != NULL, avoctl_term_width(stdout),
+                                           stdout),
+                      "lineage");
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_diff(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t from, to = 0;
+    json_t *body = NULL;
+    char query[64] = "";
+    long status;
+    int ex;
+
+    if ((ex = candidate_arg(c, a->pos[0], "A", &from)) != EXIT_OK ||
+        (a->npos > 1 && (ex = candidate_arg(c, a->pos[1], "B", &to)) != EXIT_OK))
+        return ex;
+    if (to)
+        snprintf(query, sizeof query, "to=%lld", (long long)to);
+    if ((ex = call_status(c, AVO_ROUTE_CANDIDATE_DIFF, from, query, NULL, &body, &status)) != EXIT_OK) {
+        /* avod's message speaks of its query string; say it in our terms. */
+        if (status == 400 && !to)
+            fprintf(stderr, "avoctl diff: candidate %lld has no parent; compare it with another: avoctl diff %lld B\n",
+                    (long long)from, (long long)from);
+        return ex;
+    }
+    const char *diff = str(body, "diff");
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+    } else if (!diff) {
+        errorf("unexpected answer from avod: no diff");
+        ex = EXIT_FAIL;
+    } else {
+        /* As is: the text is for patch(1) and diff viewers. */
+        fputs(diff, stdout);
+    }
+    json_decref(body);
+    return ex;
+}
+
+static int cmd_show(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t cand;
+    json_t *body = NULL;
+    int source = avoctl_args_get(a, "source") != NULL;
+    int ex;
+
+    if ((ex = candidate_arg(c, a->pos[0], "CANDIDATE", &cand)) != EXIT_OK ||
+        (ex = call(c, AVO_ROUTE_CANDIDATE, cand, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json) {
+        ex = print_json(body, JSON_INDENT(2));
+        goto cleanup;
+    }
+    if (!source && !str(body, "diff") && json_is_integer(json_object_get(body, "parent"))) {
+        /* No stored diff (older candidates): avod computes one. Showing the
+         * rest matters more than this, so a failure here is not an error. */
+        avoctl_response r;
+        if (avoctl_http_call(c->http, AVO_ROUTE_CANDIDATE_DIFF, cand, NULL, NULL, &r) == 0 && r.status == 200 &&
+            str(r.body, "diff"))
+            json_object_set(body, "diff", json_object_get(r.body, "diff"));
+        avoctl_response_free(&r);
+    }
+    ex = rendered(avoctl_show_print(body, source, avoctl_term_width(stdout), stdout), "candidate");
+cleanup:
+    json_decref(body);
+    return ex;
+}
+
+static int write_markdown(const json_t *report, const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return rendered(avoctl_report_markdown(report, stdout), "report");
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        errorf("%s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int rc = avoctl_report_markdown(report, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == -EINVAL)
+        return rendered(rc, "report");
+    if (rc < 0) {
+        errorf("%s: write failed: %s", path, strerror(-rc));
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_report(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    const char *md = avoctl_args_get(a, "markdown");
+    int ex = job_arg(c, a, &job);
+    if (ex || (ex = call(c, AVO_ROUTE_JOB_REPORT, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (md && strcmp(md, "-") == 0) {
+        /* The markdown is the output; nothing else may go to stdout. */
+        ex = write_markdown(body, md);
+        goto cleanup;
+    }
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        ex = rendered(avoctl_report_print(body, avoctl_term_width(stdout), stdout), "report");
+    if (ex == EXIT_OK && md && (ex = write_markdown(body, md)) == EXIT_OK && !c->json)
+        printf("\nwrote the report of job %lld to %s\n", (long long)job, md);
+cleanup:
+    json_decref(body);
+    return ex;
+}
+
 static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)a;
@@ -796,15 +1057,43 @@ static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
 
 /* ---- the command table ------------------------------------------------ */
 
+/* What submit and fork share; fork seeds from its CANDIDATE instead. */
+#define JOB_OPTS                                                                                       \
+    {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},                             \
+    {"operator", 0, 1, "OP", "proposal operator: tune or agent (default: the daemon's)"},              \
+    {"evaluations", 0, 1, "N", "budget: number of evaluations"},                                       \
+    {"wall", 0, 1, "SECONDS", "budget: wall-clock seconds"},                                           \
+    {"gpu-seconds", 0, 1, "X", "budget: GPU-seconds (harness time on GPU workers)"},                   \
+    {"energy-joules", 0, 1, "X", "budget: energy in joules (NVML)"},                                   \
+    {"target-score", 0, 1, "X", "stop once the best aggregate reaches X"},                             \
+    {"patience", 0, 1, "N", "evaluations without a commit before an island counts as stagnant"},      \
+    {"stagnation-limit", 0, 1, "N", "end the job after N evaluations without a commit"},               \
+    {"islands", 0, 1, "N", "parallel islands (lineages)"},                                              \
+    {"migrate-every", 0, 1, "N", "commits between migrations of the best to the other islands"},        \
+    {"epsilon", 0, 1, "X", "commit slack: accept >= best*(1-X), 0 <= X <= 0.5"},                          \
+    {"priority", 0, 1, "N", "scheduling priority (higher first)"},                                      \
+    {"watch", 'w', 0, NULL, "watch the job's events after submitting"}
+
 static const avoctl_opt submit_opts[] = {
-    {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},
-    {"operator", 0, 1, "OP", "proposal operator: tune or agent (default: the daemon's)"},
-    {"evaluations", 0, 1, "N", "budget: number of evaluations"},
-    {"islands", 0, 1, "N", "parallel islands (lineages)"},
-    {"wall", 0, 1, "SECONDS", "budget: wall-clock seconds"},
-    {"epsilon", 0, 1, "X", "commit slack: accept >= best*(1-X), 0 <= X <= 1"},
-    {"priority", 0, 1, "N", "scheduling priority (higher first)"},
-    {"watch", 'w', 0, NULL, "watch the job's events after submitting"},
+    {"seed", 0, 1, "FILE", "start from this source file instead of the problem's seed"},
+    {"seed-candidate", 0, 1, "ID", "start from candidate ID of any job (transfer; see fork)"},
+    JOB_OPTS,
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt fork_opts[] = {
+    JOB_OPTS,
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt lineage_opts[] = {
+    {"all", 'a', 0, NULL, "also the attempts (candidates not committed), with their outcome"},
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt show_opts[] = {
+    {"source", 's', 0, NULL, "print the full source instead of the diff against the parent"},
+    {NULL, 0, 0, NULL, NULL},
+};
+static const avoctl_opt report_opts[] = {
+    {"markdown", 'm', 1, "FILE", "also write the report as a markdown document ('-': stdout only)"},
     {NULL, 0, 0, NULL, NULL},
 };
 static const avoctl_opt list_opts[] = {
@@ -823,9 +1112,14 @@ static const avoctl_opt best_opts[] = {
 static const avoctl_command commands[] = {
     {"submit", cmd_submit,
      "avoctl submit FILE|- [flags] [--watch]\n"
-     "       avoctl submit --problem P [--operator OP] [--evaluations N] [--islands N]\n"
-     "                     [--wall SECONDS] [--epsilon X] [--priority N] [--watch]",
+     "       avoctl submit --problem P [--seed FILE | --seed-candidate ID] [--operator OP]\n"
+     "                     [--evaluations N] [--wall SECONDS] [--gpu-seconds X] [--energy-joules X]\n"
+     "                     [--target-score X] [--patience N] [--stagnation-limit N]\n"
+     "                     [--islands N] [--migrate-every N] [--epsilon X] [--priority N] [--watch]",
      "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE"},
+    {"fork", cmd_fork, "avoctl fork CANDIDATE [--problem P] [submit flags] [--watch]",
+     "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1,
+     "CANDIDATE"},
     {"list", cmd_list, "avoctl list [--limit N]", "list jobs, newest first", list_opts, 0, 0, NULL},
     {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB"},
     {"watch", cmd_watch, "avoctl watch JOB [--after N]",
@@ -833,6 +1127,17 @@ static const avoctl_command commands[] = {
     {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB"},
     {"best", cmd_best, "avoctl best JOB [-o FILE]",
      "show the best candidate's scores and source", best_opts, 1, 1, "JOB"},
+    {"lineage", cmd_lineage, "avoctl lineage JOB [--all]",
+     "a job's committed candidates as a tree by parent (--all: with the attempts)", lineage_opts, 1, 1,
+     "JOB"},
+    {"show", cmd_show, "avoctl show CANDIDATE [--source]",
+     "one candidate: origin, scores, compile report, counters, diff against its parent", show_opts, 1, 1,
+     "CANDIDATE"},
+    {"diff", cmd_diff, "avoctl diff A [B]",
+     "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
+    {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
+     "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
+     "JOB"},
     {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
     {"help", cmd_help, "avoctl help [COMMAND|api]",

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 struct avoctl_table {
     size_t ncols;
@@ -12,6 +14,9 @@ struct avoctl_table {
     size_t cap;
     unsigned right_mask;
     char **cells;       /* nrows * ncols, row-major */
+    size_t fit_width;   /* 0: no limit */
+    size_t fit_col;
+    size_t fit_min;
 };
 
 static int grow(avoctl_table *t)
@@ -76,6 +81,37 @@ static size_t width(const char *s)
     return w;
 }
 
+/* Bytes of s that fill at most cols display columns, cut at a character
+ * boundary. */
+static size_t prefix_bytes(const char *s, size_t cols)
+{
+    size_t i = 0, w = 0;
+    while (s[i]) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            if (w == cols)
+                break;
+            w++;
+        }
+        i++;
+    }
+    return i;
+}
+
+void avoctl_table_fit(avoctl_table *t, size_t cols, size_t col, size_t min_col)
+{
+    t->fit_width = col < t->ncols ? cols : 0;
+    t->fit_col = col;
+    t->fit_min = min_col;
+}
+
+size_t avoctl_term_width(FILE *out)
+{
+    struct winsize ws;
+    if (!isatty(fileno(out)) || ioctl(fileno(out), TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
+        return 0;
+    return ws.ws_col;
+}
+
 int avoctl_table_print(const avoctl_table *t, FILE *out)
 {
     size_t *w = calloc(t->ncols, sizeof *w);
@@ -87,13 +123,34 @@ int avoctl_table_print(const avoctl_table *t, FILE *out)
             if (cw > w[c])
                 w[c] = cw;
         }
+    if (t->fit_width) {
+        size_t total = 2 * (t->ncols - 1);
+        for (size_t c = 0; c < t->ncols; c++)
+            total += w[c];
+        size_t fc = t->fit_col;
+        if (total > t->fit_width) {
+            size_t over = total - t->fit_width;
+            size_t want = over < w[fc] ? w[fc] - over : 0;
+            if (want < t->fit_min)
+                want = t->fit_min;
+            if (want < w[fc])
+                w[fc] = want;
+        }
+    }
     for (size_t r = 0; r < t->nrows; r++) {
         for (size_t c = 0; c < t->ncols; c++) {
             const char *s = t->cells[r * t->ncols + c];
-            int pad = (int)(w[c] - width(s));
+            size_t sw = width(s);
             int last = c + 1 == t->ncols;
             if (c)
                 fputs("  ", out);
+            if (sw > w[c]) {
+                /* Only the fitted column can be narrower than its text. */
+                size_t keep = w[c] > 3 ? w[c] - 3 : w[c];
+                fprintf(out, "%.*s%s", (int)prefix_bytes(s, keep), s, w[c] > 3 ? "..." : "");
+                continue;
+            }
+            int pad = (int)(w[c] - sw);
             if (t->right_mask & (1u << c))
                 fprintf(out, "%*s%s", pad, "", s);
             else
@@ -153,6 +210,27 @@ void avoctl_fmt_field(const json_t *v, char *buf, size_t len)
         snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
     else
         snprintf(buf, len, "-");
+}
+
+void avoctl_fmt_knobs(const json_t *knobs, char *buf, size_t len)
+{
+    const char *k;
+    json_t *v;
+    size_t used = 0;
+    char val[64];
+
+    if (!len)
+        return;
+    buf[0] = 0;
+    json_object_foreach((json_t *)knobs, k, v) {
+        avoctl_fmt_field(v, val, sizeof val);
+        int n = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k, val);
+        if (n < 0 || (size_t)n >= len - used) {
+            buf[used] = 0; /* half a knob would read as a wrong value */
+            return;
+        }
+        used += (size_t)n;
+    }
 }
 
 void avoctl_fmt_speedup(const json_t *v, char *buf, size_t len)
@@ -229,6 +307,21 @@ static void add_detail(char *buf, size_t len, const json_t *detail)
     add(buf, len, ": %.*s", (int)(n > 160 ? 160 : n), s);
 }
 
+/* " island 2" where the event names one: multi-island jobs interleave. */
+static void add_island(char *buf, size_t len, const json_t *d)
+{
+    if (json_is_integer(json_object_get(d, "island")))
+        add(buf, len, " island %lld", int_of(d, "island"));
+}
+
+static void add_knobs(char *buf, size_t len, const json_t *knobs)
+{
+    char k[512];
+    avoctl_fmt_knobs(knobs, k, sizeof k);
+    if (k[0])
+        add(buf, len, " [%s]", k);
+}
+
 void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, size_t len)
 {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
@@ -250,21 +343,27 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
     if (!unit)
         unit = fallback_unit;
 
-    if (strcmp(kind, "evaluation_finished") == 0) {
+    if (strcmp(kind, "candidate_evaluated") == 0 || strcmp(kind, "evaluation_finished") == 0) {
+        /* evaluation_finished: its name before candidate_evaluated; old
+         * jobs' streams still replay it. */
         const char *outcome = json_string_value(json_object_get(d, "outcome"));
-        add(buf, len, "evaluation_finished cand %lld %s", int_of(d, "candidate"),
-            outcome ? outcome : "?");
+        add(buf, len, "%s cand %lld", kind, int_of(d, "candidate"));
+        add_island(buf, len, d);
+        add(buf, len, " %s", outcome ? outcome : "?");
         if (outcome && strcmp(outcome, "ok") == 0) {
             add_num(buf, len, json_object_get(d, "aggregate"));
             if (unit && json_is_number(json_object_get(d, "aggregate")))
                 add(buf, len, " %s", unit);
+            add_knobs(buf, len, json_object_get(d, "knobs"));
         } else {
+            add_knobs(buf, len, json_object_get(d, "knobs"));
             add_detail(buf, len, json_object_get(d, "detail"));
         }
     } else if (strcmp(kind, "committed") == 0) {
         add(buf, len, "committed cand %lld", int_of(d, "candidate"));
         if (json_is_integer(json_object_get(d, "parent")))
             add(buf, len, " (parent %lld)", int_of(d, "parent"));
+        add_island(buf, len, d);
         add_num(buf, len, json_object_get(d, "aggregate"));
     } else if (strcmp(kind, "new_best") == 0) {
         add(buf, len, "new best");
@@ -273,6 +372,36 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add(buf, len, " (x%.2f over seed)", json_number_value(json_object_get(d, "speedup")));
         if (json_is_integer(json_object_get(d, "candidate")))
             add(buf, len, ", cand %lld", int_of(d, "candidate"));
+        add_island(buf, len, d);
+    } else if (strcmp(kind, "island_migrated") == 0) {
+        add(buf, len, "island_migrated island %lld adopted cand %lld", int_of(d, "island"),
+            int_of(d, "candidate"));
+        if (json_is_number(json_object_get(d, "aggregate"))) {
+            char num[64];
+            avoctl_fmt_num(json_number_value(json_object_get(d, "aggregate")), num, sizeof num);
+            add(buf, len, " (%s%s%s)", num, unit ? " " : "", unit ? unit : "");
+        }
+        if (json_is_integer(json_object_get(d, "from")))
+            add(buf, len, " from island %lld", int_of(d, "from"));
+    } else if (strcmp(kind, "stagnation") == 0) {
+        const char *action = json_string_value(json_object_get(d, "action"));
+        add(buf, len, "stagnation island %lld: %lld evaluations without a commit", int_of(d, "island"),
+            int_of(d, "evaluations_without_commit"));
+        if (json_is_integer(json_object_get(d, "level")))
+            add(buf, len, ", level %lld", int_of(d, "level"));
+        if (action && *action)
+            add(buf, len, ": %s", action);
+    } else if (strcmp(kind, "budget_reached") == 0) {
+        const char *budget = json_string_value(json_object_get(d, "budget"));
+        add(buf, len, "budget_reached %s", budget ? budget : "?");
+        if (json_is_number(json_object_get(d, "used"))) {
+            add(buf, len, ":");
+            add_num(buf, len, json_object_get(d, "used"));
+            if (json_is_number(json_object_get(d, "limit"))) {
+                add(buf, len, " of");
+                add_num(buf, len, json_object_get(d, "limit"));
+            }
+        }
     } else if (strcmp(kind, "job_finished") == 0) {
         const char *state = json_string_value(json_object_get(d, "state"));
         const char *reason = json_string_value(json_object_get(d, "reason"));
@@ -285,7 +414,13 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add(buf, len, " (%s)", reason);
         add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
     } else if (strcmp(kind, "job_submitted") == 0 || strcmp(kind, "job_started") == 0) {
+        const json_t *seed = json_object_get(d, "seed");
+        const char *file = json_string_value(json_object_get(seed, "file"));
         add(buf, len, "job %lld %s", int_of(ev, "job"), kind + 4);
+        if (json_is_integer(json_object_get(seed, "candidate")))
+            add(buf, len, " (seed: cand %lld)", int_of(seed, "candidate"));
+        else if (file)
+            add(buf, len, " (seed: %s)", file);
     } else {
         /* Kinds added later still show up, with their raw data. */
         add(buf, len, "%s", kind);

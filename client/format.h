@@ -17,6 +17,11 @@ int avoctl_table_new(avoctl_table **t, size_t ncols, const char *const *headers,
 /* Copy one row of ncols cells (NULL cells print as "-"). */
 int avoctl_table_add(avoctl_table *t, const char *const *cells);
 size_t avoctl_table_rows(const avoctl_table *t);
+/* Let column col give way so that rows fit in cols display columns: its
+ * cells are cut (ending in "...") down to what the other columns leave,
+ * but never below min_col. cols 0 means no limit (output to a pipe must
+ * not lose text). Only the last call counts. */
+void avoctl_table_fit(avoctl_table *t, size_t cols, size_t col, size_t min_col);
 /* Columns are separated by two spaces; the last column is not padded. */
 int avoctl_table_print(const avoctl_table *t, FILE *out);
 void avoctl_table_free(avoctl_table *t);
@@ -33,6 +38,12 @@ void avoctl_fmt_score(const json_t *obj, const char *fallback_unit, char *buf, s
 void avoctl_fmt_speedup(const json_t *v, char *buf, size_t len);
 /* The raw string value, a number in decimal, or "-" for absent/null. */
 void avoctl_fmt_field(const json_t *v, char *buf, size_t len);
+/* Knob values as the daemon ordered them: "BM=64 BN=128"; "" when none.
+ * What does not fit is left out a whole knob at a time. */
+void avoctl_fmt_knobs(const json_t *knobs, char *buf, size_t len);
+
+/* The terminal's width when out is one, else 0 (no limit). */
+size_t avoctl_term_width(FILE *out);
 
 /* One human line (no newline) for an event object as carried in the stream's
  * data: {"id","job","kind","at","data":{...}}. fallback_unit may be NULL. */

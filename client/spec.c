@@ -4,8 +4,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "args.h"
+#include "buf.h"
 
 /* Integral seconds stay JSON integers so the daemon may type-check them. */
 static json_t *number(double v)
@@ -20,14 +22,104 @@ static int set(json_t *obj, const char *key, json_t *v)
     return v && json_object_set_new(obj, key, v) == 0 ? 0 : -ENOMEM;
 }
 
-int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
+/* The object under key, created when absent (or not an object: the
+ * daemon would refuse it anyway). Returns a new reference, or NULL. */
+static json_t *sub_object(json_t *obj, const char *key)
 {
-    int64_t evals = 0, islands = 0, prio = 0;
-    double wall = 0, eps = 0;
-    json_t *out = NULL, *budget = NULL;
-    int rc;
+    json_t *o = json_object_get(obj, key);
+    if (json_is_object(o))
+        return json_incref(o);
+    o = json_object();
+    if (o && json_object_set(obj, key, o) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
 
-    /* Validate everything before touching the caller's object. */
+/* The --seed file's text as a JSON string. Checked here, where the path
+ * is known: avod only sees the text and could not name the file. */
+static int read_seed(const char *path, json_t **out, char *err, size_t errlen)
+{
+    avoctl_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        rc = -errno;
+        snprintf(err, errlen, "--seed %s: %s", path, strerror(errno));
+        return rc;
+    }
+    errno = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if ((rc = avoctl_buf_append(&b, chunk, n, AVOCTL_SEED_FILE_LIMIT)) < 0)
+            break;
+    if (rc == -E2BIG) {
+        rc = -EFBIG;
+        snprintf(err, errlen, "--seed %s: larger than %u MiB; not a kernel source?", path,
+                 AVOCTL_SEED_FILE_LIMIT >> 20);
+    } else if (rc < 0) {
+        snprintf(err, errlen, "out of memory reading --seed %s", path);
+    } else if (ferror(f)) {
+        rc = errno ? -errno : -EIO;
+        snprintf(err, errlen, "--seed %s: %s", path, strerror(-rc));
+    } else if (b.len == 0) {
+        rc = -ENODATA;
+        snprintf(err, errlen, "--seed %s: the file is empty", path);
+    } else if (memchr(b.p, 0, b.len)) {
+        rc = -EILSEQ;
+        snprintf(err, errlen, "--seed %s: contains NUL bytes; not a source file?", path);
+    } else if (!(*out = json_stringn(b.p, b.len))) {
+        /* jansson refuses anything but UTF-8, which is what the API carries. */
+        rc = -EILSEQ;
+        snprintf(err, errlen, "--seed %s: not UTF-8 text", path);
+    }
+    fclose(f);
+    avoctl_buf_free(&b);
+    return rc;
+}
+
+typedef struct {
+    int64_t evals, islands, prio, seed_cand, patience, stag_limit, migrate;
+    double wall, eps, target, gpu, energy;
+} parsed;
+
+static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t errlen)
+{
+    static const struct {
+        size_t off;
+        const char *name;
+        int64_t min, max;
+        size_t dst;
+    } ints[] = {
+        {offsetof(avoctl_spec_flags, evaluations), "--evaluations", 1, INT32_MAX, offsetof(parsed, evals)},
+        {offsetof(avoctl_spec_flags, islands), "--islands", 1, 4096, offsetof(parsed, islands)},
+        {offsetof(avoctl_spec_flags, priority), "--priority", -1000000, 1000000, offsetof(parsed, prio)},
+        {offsetof(avoctl_spec_flags, seed_candidate), "--seed-candidate", 1, INT64_MAX,
+         offsetof(parsed, seed_cand)},
+        {offsetof(avoctl_spec_flags, patience), "--patience", 1, INT32_MAX, offsetof(parsed, patience)},
+        {offsetof(avoctl_spec_flags, stagnation_limit), "--stagnation-limit", 1, INT32_MAX,
+         offsetof(parsed, stag_limit)},
+        {offsetof(avoctl_spec_flags, migrate_every), "--migrate-every", 1, INT32_MAX,
+         offsetof(parsed, migrate)},
+    };
+    static const struct {
+        size_t off;
+        const char *name;
+        double min, max;
+        size_t dst;
+    } nums[] = {
+        {offsetof(avoctl_spec_flags, wall), "--wall", 0.001, 1e9, offsetof(parsed, wall)},
+        {offsetof(avoctl_spec_flags, epsilon), "--epsilon", 0, 0.5, offsetof(parsed, eps)},
+        {offsetof(avoctl_spec_flags, target_score), "--target-score", 1e-12, 1e300, offsetof(parsed, target)},
+        {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", 0.001, 1e9, offsetof(parsed, gpu)},
+        {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 0.001, 1e15, offsetof(parsed, energy)},
+    };
+
+    memset(p, 0, sizeof *p);
     if (f->problem && !*f->problem) {
         snprintf(err, errlen, "--problem: must not be empty");
         return -EINVAL;
@@ -36,14 +128,40 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         snprintf(err, errlen, "--operator: must not be empty");
         return -EINVAL;
     }
-    if ((f->evaluations &&
-         (rc = avoctl_parse_i64("--evaluations", f->evaluations, 1, INT32_MAX, &evals, err, errlen)) < 0) ||
-        (f->islands &&
-         (rc = avoctl_parse_i64("--islands", f->islands, 1, 4096, &islands, err, errlen)) < 0) ||
-        (f->priority &&
-         (rc = avoctl_parse_i64("--priority", f->priority, -1000000, 1000000, &prio, err, errlen)) < 0) ||
-        (f->wall && (rc = avoctl_parse_double("--wall", f->wall, 0.001, 1e9, &wall, err, errlen)) < 0) ||
-        (f->epsilon && (rc = avoctl_parse_double("--epsilon", f->epsilon, 0, 1, &eps, err, errlen)) < 0))
+    if (f->seed_file && !*f->seed_file) {
+        snprintf(err, errlen, "--seed: needs a FILE");
+        return -EINVAL;
+    }
+    if (f->seed_file && f->seed_candidate) {
+        snprintf(err, errlen, "--seed and --seed-candidate: give one seed, not both");
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        const char *s = *(const char *const *)((const char *)f + ints[i].off);
+        if (s && avoctl_parse_i64(ints[i].name, s, ints[i].min, ints[i].max,
+                                  (int64_t *)((char *)p + ints[i].dst), err, errlen) < 0)
+            return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        const char *s = *(const char *const *)((const char *)f + nums[i].off);
+        if (s && avoctl_parse_double(nums[i].name, s, nums[i].min, nums[i].max,
+                                     (double *)((char *)p + nums[i].dst), err, errlen) < 0)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
+{
+    parsed p;
+    json_t *out = NULL, *budget = NULL, *stag = NULL, *seed = NULL, *source = NULL;
+    int rc;
+
+    /* Validate everything, and read the seed, before touching the
+     * caller's object. */
+    if ((rc = parse_flags(f, &p, err, errlen)) < 0)
+        return rc;
+    if (f->seed_file && (rc = read_seed(f->seed_file, &source, err, errlen)) < 0)
         return rc;
 
     out = *spec ? json_incref(*spec) : json_object();
@@ -57,26 +175,50 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         rc = rc ? rc : set(out, "problem", json_string(f->problem));
     if (f->operator_name)
         rc = rc ? rc : set(out, "operator", json_string(f->operator_name));
-    if (!rc && (f->evaluations || f->wall)) {
-        budget = json_object_get(out, "budget");
-        if (json_is_object(budget)) {
-            json_incref(budget);
-        } else {
-            budget = json_object();
-            if (!budget || json_object_set(out, "budget", budget) != 0)
-                rc = -ENOMEM;
-        }
+    if (!rc && (f->evaluations || f->wall || f->gpu_seconds || f->energy_joules)) {
+        if (!(budget = sub_object(out, "budget")))
+            rc = -ENOMEM;
         if (f->evaluations)
-            rc = rc ? rc : set(budget, "evaluations", json_integer(evals));
+            rc = rc ? rc : set(budget, "evaluations", json_integer(p.evals));
         if (f->wall)
-            rc = rc ? rc : set(budget, "wall_seconds", number(wall));
+            rc = rc ? rc : set(budget, "wall_seconds", number(p.wall));
+        if (f->gpu_seconds)
+            rc = rc ? rc : set(budget, "gpu_seconds", number(p.gpu));
+        if (f->energy_joules)
+            rc = rc ? rc : set(budget, "energy_joules", number(p.energy));
     }
+    if (!rc && (f->patience || f->stagnation_limit)) {
+        if (!(stag = sub_object(out, "stagnation")))
+            rc = -ENOMEM;
+        if (f->patience)
+            rc = rc ? rc : set(stag, "patience", json_integer(p.patience));
+        if (f->stagnation_limit)
+            rc = rc ? rc : set(stag, "limit", json_integer(p.stag_limit));
+    }
+    if (!rc && (f->seed_file || f->seed_candidate)) {
+        /* The two kinds of seed exclude each other (avod refuses both). */
+        if (!(seed = sub_object(out, "seed"))) {
+            rc = -ENOMEM;
+        } else if (f->seed_file) {
+            json_object_del(seed, "candidate");
+            rc = set(seed, "file", json_string(basename(f->seed_file)));
+            rc = rc ? rc : set(seed, "source", json_incref(source));
+        } else {
+            json_object_del(seed, "file");
+            json_object_del(seed, "source");
+            rc = set(seed, "candidate", json_integer(p.seed_cand));
+        }
+    }
+    if (f->target_score)
+        rc = rc ? rc : set(out, "target_score", number(p.target));
     if (f->islands)
-        rc = rc ? rc : set(out, "islands", json_integer(islands));
+        rc = rc ? rc : set(out, "islands", json_integer(p.islands));
+    if (f->migrate_every)
+        rc = rc ? rc : set(out, "migrate_every", json_integer(p.migrate));
     if (f->epsilon)
-        rc = rc ? rc : set(out, "epsilon", json_real(eps));
+        rc = rc ? rc : set(out, "epsilon", json_real(p.eps));
     if (f->priority)
-        rc = rc ? rc : set(out, "priority", json_integer(prio));
+        rc = rc ? rc : set(out, "priority", json_integer(p.prio));
     if (rc < 0) {
         snprintf(err, errlen, "out of memory building the job spec");
         goto cleanup;
@@ -85,6 +227,9 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         *spec = json_incref(out);
 
 cleanup:
+    json_decref(source);
+    json_decref(seed);
+    json_decref(stag);
     json_decref(budget);
     json_decref(out);
     return rc;

@@ -150,7 +150,8 @@ BEGIN
          WHERE id = (x->>'candidate')::bigint;
         PERFORM avo_event(p_id, 'candidate_evaluated', jsonb_build_object(
             'candidate', x->'candidate', 'island', x->'island', 'outcome', x->'outcome',
-            'aggregate', x->'aggregate', 'detail', x->'detail', 'knobs', x->'knobs'));
+            'aggregate', x->'aggregate', 'detail', x->'detail', 'knobs', x->'knobs',
+            'unit', (SELECT result->>'unit' FROM evaluations WHERE id = (x->>'eval')::bigint)));
         IF (x->>'commit')::boolean THEN
             PERFORM avo_event(p_id, 'committed', jsonb_build_object(
                 'candidate', x->'candidate', 'parent', x->'parent', 'island', x->'island',

@@ -112,10 +112,9 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
     if (parent > 0) {
         json_t *pt = tried_by_id(s, parent);
         char *psrc = pt ? render_knobs(s, json_object_get(pt, "knobs")) : NULL;
-        char a[64], b[64];
-        snprintf(a, sizeof a, "candidate-%lld", (long long)parent);
-        snprintf(b, sizeof b, "%.16s", sha);
-        if (psrc && avo_srcdiff(psrc, a, src, b, &diff) < 0)
+        /* One file in two versions, as `git diff` shows it. */
+        const char *name = s->base_name ? s->base_name : s->p->seed;
+        if (psrc && avo_srcdiff(psrc, name, src, name, &diff) < 0)
             diff = NULL;        /* the lineage stays usable without it */
         free(psrc);
     }

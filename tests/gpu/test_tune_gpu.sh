@@ -14,13 +14,19 @@ PG_ARGS=()
 [ -n "${AVO_PG_USER:-}" ] && PG_ARGS+=(--pg-user "$AVO_PG_USER")
 check "avod starts (embedded PostgreSQL)" start_avod "${PG_ARGS[@]}"
 start_worker --target gpu --timeout 600
-JOB=$(avoctl --json submit --problem gemm_bf16 --evaluations "$EVALS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+# Two islands on one GPU: they take turns on it, each with its own head.
+JOB=$(avoctl --json submit --problem gemm_bf16 --evaluations "$EVALS" --islands 2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 check "a gemm_bf16 tune job is accepted (target sm_90 by default)" test -n "$JOB"
 timeout 1500 avoctl watch "$JOB" >"$T/watch.out" 2>&1
 check "the job ends succeeded" test $? -eq 0
 tail -3 "$T/watch.out"
 check "every committed candidate passed and none falls below its parent" \
     test "$(psql_avo "SELECT count(*) FROM candidates c LEFT JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND (c.outcome <> 'ok' OR c.aggregate < COALESCE(p.aggregate, 0))")" = 0
+check "both islands proposed candidates" \
+    test "$(psql_avo "SELECT count(DISTINCT island) FROM candidates WHERE job_id = $JOB AND operator = 'tune'")" = 2
+check "GPU-seconds and energy are accounted, equal to the sum over the applied evaluations" \
+    test "$(psql_avo "SELECT j.gpu_seconds > 0 AND j.energy_j > 0 AND abs(j.gpu_seconds - s.g) < 1e-6 AND abs(j.energy_j - s.e) < 1e-6 FROM jobs j, (SELECT sum(k.gpu_s) g, sum(k.energy_j) e FROM evaluations e, avo_eval_cost(e.target, e.result) k WHERE e.job_id = $JOB AND e.consumed) s WHERE j.id = $JOB")" = t
+psql_avo "SELECT 'accounting: ' || round(gpu_seconds::numeric, 1) || ' GPU-s, ' || round(cpu_seconds::numeric, 1) || ' CPU-s, ' || round(energy_j::numeric) || ' J' FROM jobs WHERE id = $JOB"
 check "the worker registered its GPU" bash -c "avoctl --json workers | grep -q '\"arch\": \"sm_90\"'"
 psql_avo "SELECT jsonb_pretty(jsonb_build_object('candidate', c.id, 'knobs', c.knobs, 'aggregate_gflops', c.aggregate,
     'configs', (SELECT jsonb_agg(jsonb_build_object('config', x->>'name', 'tflops', x->'tflops',

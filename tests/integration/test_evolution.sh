@@ -77,6 +77,28 @@ check "diff between two candidates comes from the daemon" \
 check "the report has seed and best per configuration" \
     test "$(api GET /v1/jobs/$JOB/report | jq '[.configs[] | select(.seed > 0 and .best > 0)] | length')" -ge 2
 
+# The same through avoctl, as a person reads it.
+avoctl lineage "$JOB" >"$T/lineage.out" 2>&1
+check "avoctl lineage shows the committed tree with islands, seed and best marked" \
+    bash -c '[ "$(grep -cE "^ *[^ ]" "$0")" -ge "$1" ] && grep -q "seed" "$0" && grep -q "best" "$0"' "$T/lineage.out" "$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed")"
+avoctl lineage "$JOB" --all >"$T/lineage-all.out" 2>&1
+check "avoctl lineage --all lists every candidate" \
+    test "$(grep -cE '^ *[^ ]' "$T/lineage-all.out")" -gt 28
+avoctl diff "$B" >"$T/diff.out" 2>&1
+check "avoctl diff shows what the step to the best changed" grep -qE '^\+#define' "$T/diff.out"
+avoctl show "$B" >"$T/show.out" 2>&1
+check "avoctl show prints the score per configuration and the worker" \
+    bash -c 'grep -q "512" "$0" && grep -q "GFLOP/s" "$0" && grep -qi "worker" "$0"' "$T/show.out"
+avoctl report "$JOB" --markdown "$T/report.md" >"$T/report.out" 2>&1
+check "avoctl report writes a table of seed against best and a markdown file" \
+    bash -c 'grep -q "384x320x288" "$0" && grep -q "^|" "$1"' "$T/report.out" "$T/report.md"
+avoctl --json report "$JOB" >"$T/report.json" 2>&1
+check "avoctl report --json is the daemon's report" test "$(jq '.configs | length' "$T/report.json")" -ge 4
+J7=$(avoctl --json fork "$B" --evaluations 1 | jq -r .id)
+check "avoctl fork seeds a new job from a candidate" \
+    test "$(q "SELECT spec->'seed'->>'candidate' FROM jobs WHERE id = ${J7:-0}")" = "$B"
+wait_job "$J7" 300
+
 # Other endings.
 J2=$(api POST /v1/jobs '{"problem": "cpu/softmax", "target_score": 0.000001, "budget": {"evaluations": 20}}' | jq -r .id)
 check "a reached target score ends the job" \

@@ -1,5 +1,6 @@
 /* Unit tests for avoctl's modules: SSE parsing, argument parsing, tables and
- * event lines, job spec building, AVO_HOME resolution and route paths. */
+ * event lines, job spec building, the lineage tree, the job report, the
+ * candidate view, AVO_HOME resolution and route paths. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -15,6 +17,9 @@
 #include "client/args.h"
 #include "client/format.h"
 #include "client/http.h"
+#include "client/lineage.h"
+#include "client/report.h"
+#include "client/show.h"
 #include "client/spec.h"
 #include "client/sse.h"
 
@@ -339,6 +344,40 @@ static void test_table(void **state)
     avoctl_table_free(t);
 }
 
+static void test_table_fit(void **state)
+{
+    (void)state;
+    avoctl_table *t;
+    static const char *const hdr[] = {"ID", "KNOBS", "N"};
+    assert_int_equal(avoctl_table_new(&t, 3, hdr, 1u << 2), 0);
+    const char *r1[] = {"1", "BM=64 BN=128 BK=32", "7"};
+    const char *r2[] = {"22", "é=1", "8"};
+    assert_int_equal(avoctl_table_add(t, r1), 0);
+    assert_int_equal(avoctl_table_add(t, r2), 0);
+    /* 2 + 2 + 18 + 2 + 1 = 25 columns; 20 leaves the knobs 13. */
+    avoctl_table_fit(t, 20, 1, 6);
+    char *text = render(t);
+    assert_string_equal(text,
+                        "ID  KNOBS          N\n"
+                        "1   BM=64 BN=1...  7\n"
+                        "22  é=1            8\n");
+    free(text);
+    /* Never below the minimum, even if the row stays too wide. */
+    avoctl_table_fit(t, 5, 1, 6);
+    text = render(t);
+    assert_string_equal(text,
+                        "ID  KNOBS   N\n"
+                        "1   BM=...  7\n"
+                        "22  é=1     8\n");
+    free(text);
+    /* 0: no limit (a pipe gets everything). */
+    avoctl_table_fit(t, 0, 1, 6);
+    text = render(t);
+    assert_non_null(strstr(text, "BM=64 BN=128 BK=32"));
+    free(text);
+    avoctl_table_free(t);
+}
+
 static void test_fmt_values(void **state)
 {
     (void)state;
@@ -376,6 +415,15 @@ static void test_fmt_values(void **state)
     json_decref(s);
     avoctl_fmt_speedup(NULL, b, sizeof b);
     assert_string_equal(b, "-");
+
+    s = json_pack("{s:i, s:i, s:s}", "BM", 64, "BN", 128, "MODE", "fast");
+    avoctl_fmt_knobs(s, b, sizeof b);
+    assert_string_equal(b, "BM=64 BN=128 MODE=fast");
+    avoctl_fmt_knobs(s, b, 10); /* cut, still terminated */
+    assert_string_equal(b, "BM=64");
+    json_decref(s);
+    avoctl_fmt_knobs(NULL, b, sizeof b);
+    assert_string_equal(b, "");
 }
 
 static void event_line(const char *json, const char *unit, const char *want)
@@ -416,6 +464,45 @@ static void test_fmt_events(void **state)
     event_line("{\"kind\":\"migrated\",\"data\":{\"from\":1}}", NULL, "migrated {\"from\":1}");
 }
 
+/* The evolution engine's events (sql/004_evolution.sql, evolve.c): one line
+ * each, with the island wherever the event names one. */
+static void test_fmt_events_islands(void **state)
+{
+    (void)state;
+    event_line("{\"kind\":\"candidate_evaluated\",\"at\":\"2026-12-02T15:05:16.195+00:00\",\"data\":"
+               "{\"candidate\":45,\"island\":1,\"outcome\":\"ok\",\"aggregate\":9.81,"
+               "\"detail\":\"4 configs\",\"knobs\":{\"BM\":64,\"BN\":128}}}",
+               "GFLOP/s", "[15:05:16] candidate_evaluated cand 45 island 1 ok 9.81 GFLOP/s [BM=64 BN=128]");
+    event_line("{\"kind\":\"candidate_evaluated\",\"data\":{\"candidate\":46,\"island\":0,\"outcome\":"
+               "\"wrong_result\",\"aggregate\":0,\"detail\":\"max_abs 3 > 1e-3\\nmore\",\"knobs\":{}}}",
+               "GFLOP/s", "candidate_evaluated cand 46 island 0 wrong_result: max_abs 3 > 1e-3");
+    event_line("{\"kind\":\"committed\",\"data\":{\"candidate\":45,\"parent\":41,\"island\":2,"
+               "\"aggregate\":9.81}}",
+               NULL, "committed cand 45 (parent 41) island 2 9.81");
+    event_line("{\"kind\":\"committed\",\"data\":{\"candidate\":1,\"parent\":null,\"island\":0,"
+               "\"aggregate\":1.5}}",
+               NULL, "committed cand 1 island 0 1.5");
+    event_line("{\"kind\":\"new_best\",\"data\":{\"candidate\":45,\"island\":2,\"aggregate\":9.81,"
+               "\"speedup\":3.1}}",
+               NULL, "new best 9.81 (x3.10 over seed), cand 45 island 2");
+    event_line("{\"kind\":\"island_migrated\",\"data\":{\"island\":1,\"from\":0,\"candidate\":4,"
+               "\"aggregate\":16.07}}",
+               "GFLOP/s", "island_migrated island 1 adopted cand 4 (16.07 GFLOP/s) from island 0");
+    event_line("{\"kind\":\"stagnation\",\"data\":{\"island\":1,\"evaluations_without_commit\":4,"
+               "\"level\":2,\"action\":\"island restarted\"}}",
+               NULL, "stagnation island 1: 4 evaluations without a commit, level 2: island restarted");
+    event_line("{\"kind\":\"budget_reached\",\"data\":{\"budget\":\"evaluations\",\"used\":16.0,"
+               "\"limit\":16.0}}",
+               NULL, "budget_reached evaluations: 16 of 16");
+    event_line("{\"kind\":\"budget_reached\",\"data\":{\"budget\":\"gpu_seconds\",\"used\":3601.5,"
+               "\"limit\":3600}}",
+               NULL, "budget_reached gpu_seconds: 3602 of 3600");
+    event_line("{\"kind\":\"job_submitted\",\"job\":9,\"data\":{\"seed\":{\"candidate\":5}}}", NULL,
+               "job 9 submitted (seed: cand 5)");
+    event_line("{\"kind\":\"job_submitted\",\"job\":9,\"data\":{\"seed\":{\"file\":\"my.c\"}}}", NULL,
+               "job 9 submitted (seed: my.c)");
+}
+
 /* ---- job spec --------------------------------------------------------- */
 
 static void assert_json(const json_t *v, const char *want)
@@ -451,6 +538,99 @@ static void test_spec_from_flags(void **state)
     json_decref(spec);
 }
 
+static void test_spec_evolution_flags(void **state)
+{
+    (void)state;
+    json_t *spec = NULL;
+    char err[256];
+    avoctl_spec_flags f = {.problem = "gemm_bf16", .evaluations = "100", .gpu_seconds = "3600",
+                           .energy_joules = "2.5e5", .target_score = "750.5", .patience = "8",
+                           .stagnation_limit = "40", .migrate_every = "3", .islands = "4",
+                           .seed_candidate = "55"};
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), 0);
+    assert_json(spec, "{\"budget\":{\"energy_joules\":250000,\"evaluations\":100,\"gpu_seconds\":3600},"
+                      "\"islands\":4,\"migrate_every\":3,\"problem\":\"gemm_bf16\",\"seed\":{\"candidate\":55},"
+                      "\"stagnation\":{\"limit\":40,\"patience\":8},\"target_score\":750.5}");
+    json_decref(spec);
+
+    /* One stagnation flag alone makes a one-field object. */
+    spec = NULL;
+    avoctl_spec_flags g = {.problem = "p", .stagnation_limit = "12"};
+    assert_int_equal(avoctl_spec_build(&g, &spec, err, sizeof err), 0);
+    assert_json(spec, "{\"problem\":\"p\",\"stagnation\":{\"limit\":12}}");
+    json_decref(spec);
+}
+
+/* --seed FILE sends the file's name and text; the text is what is on disk,
+ * byte for byte (tabs, no final newline). */
+static void test_spec_seed_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/avoctl-seed-XXXXXX.c";
+    const char *text = "/* my seed */\nvoid sgemm(void) {\n\treturn; /* \xc3\xa9 */\n}";
+    int fd = mkstemps(path, 2);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+
+    json_t *spec = NULL;
+    char err[256];
+    avoctl_spec_flags f = {.problem = "cpu/sgemm", .seed_file = path};
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), 0);
+    const json_t *seed = json_object_get(spec, "seed");
+    assert_int_equal(json_object_size(seed), 2);
+    assert_string_equal(json_string_value(json_object_get(seed, "file")), strrchr(path, '/') + 1);
+    assert_string_equal(json_string_value(json_object_get(seed, "source")), text);
+    json_decref(spec);
+
+    /* Into a spec file: its seed knobs stay, its transfer seed goes. */
+    json_error_t je;
+    spec = json_loads("{\"problem\":\"cpu/sgemm\",\"seed\":{\"candidate\":3,\"knobs\":{\"BM\":64}}}", 0, &je);
+    avoctl_spec_flags g = {.seed_file = path};
+    assert_int_equal(avoctl_spec_build(&g, &spec, err, sizeof err), 0);
+    seed = json_object_get(spec, "seed");
+    assert_null(json_object_get(seed, "candidate"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(seed, "knobs"), "BM")), 64);
+    assert_string_equal(json_string_value(json_object_get(seed, "source")), text);
+    /* ...and the other way round. */
+    avoctl_spec_flags h = {.seed_candidate = "9"};
+    assert_int_equal(avoctl_spec_build(&h, &spec, err, sizeof err), 0);
+    assert_json(json_object_get(spec, "seed"), "{\"candidate\":9,\"knobs\":{\"BM\":64}}");
+    json_decref(spec);
+
+    /* Unreadable or unusable files: a clear message naming the file, and
+     * not -EINVAL (that one is a usage error with a usage hint). */
+    spec = NULL;
+    unlink(path);
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), -ENOENT);
+    assert_null(spec);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "No such file"));
+
+    memcpy(path + strlen(path) - 8, "XXXXXX.c", 8);
+    fd = mkstemps(path, 2);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), -ENODATA);
+    assert_non_null(strstr(err, "empty"));
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "\xff\xfe", 2), 2);
+    close(fd);
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), -EILSEQ);
+    assert_non_null(strstr(err, "UTF-8"));
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "a\0b", 3), 3);
+    close(fd);
+    assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), -EILSEQ);
+    assert_non_null(strstr(err, "NUL"));
+    assert_null(spec);
+    unlink(path);
+
+    avoctl_spec_flags d = {.problem = "p", .seed_file = "/tmp"};
+    assert_int_equal(avoctl_spec_build(&d, &spec, err, sizeof err), -EISDIR);
+    assert_null(spec);
+}
+
 static void test_spec_merge_into_file(void **state)
 {
     (void)state;
@@ -483,6 +663,15 @@ static void test_spec_errors(void **state)
         {{.problem = "p", .epsilon = "1.5"}, "--epsilon"},
         {{.problem = "p", .priority = "high"}, "--priority"},
         {{.problem = ""}, "--problem"},
+        {{.problem = "p", .seed_file = "x.c", .seed_candidate = "3"}, "--seed-candidate"},
+        {{.problem = "p", .seed_file = ""}, "--seed"},
+        {{.problem = "p", .seed_candidate = "0"}, "--seed-candidate"},
+        {{.problem = "p", .target_score = "0"}, "--target-score"},
+        {{.problem = "p", .patience = "0"}, "--patience"},
+        {{.problem = "p", .stagnation_limit = "many"}, "--stagnation-limit"},
+        {{.problem = "p", .gpu_seconds = "-1"}, "--gpu-seconds"},
+        {{.problem = "p", .energy_joules = "1J"}, "--energy-joules"},
+        {{.problem = "p", .migrate_every = "0"}, "--migrate-every"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *spec = NULL;
@@ -494,6 +683,345 @@ static void test_spec_errors(void **state)
     avoctl_spec_flags f = {.problem = "p"};
     assert_int_equal(avoctl_spec_build(&f, &arr, err, sizeof err), -EINVAL);
     json_decref(arr);
+}
+
+/* ---- lineage, report, show -------------------------------------------- */
+
+/* What a renderer writes to a FILE*, as a string. */
+#define CAPTURE(text, call)                                           \
+    do {                                                              \
+        size_t cap_len_ = 0;                                          \
+        FILE *cap_f_ = open_memstream(&(text), &cap_len_);            \
+        assert_non_null(cap_f_);                                      \
+        assert_int_equal((call(cap_f_)), 0);                          \
+        fclose(cap_f_);                                               \
+    } while (0)
+
+/* Two islands from the seed; island 0 has an attempt before its next
+ * commit (9) and one after its last (6); island 1 ends in two attempts
+ * (a compile error and one still queued). Out of id order on purpose. */
+static const char *const LINEAGE =
+    "{\"job\":7,\"state\":\"succeeded\",\"seed\":1,\"best\":5,\"unit\":\"GFLOP/s\",\"candidates\":["
+    "{\"id\":1,\"parent\":null,\"parents\":[],\"island\":0,\"operator\":\"seed\",\"committed\":true,"
+    "\"outcome\":\"ok\",\"aggregate\":2.0,\"knobs\":{\"BM\":256,\"BN\":256}},"
+    "{\"id\":2,\"parent\":1,\"island\":0,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":4.0,"
+    "\"knobs\":{\"BM\":128,\"BN\":256}},"
+    "{\"id\":3,\"parent\":1,\"island\":1,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":3.0,"
+    "\"knobs\":{\"BM\":64,\"BN\":256}},"
+    "{\"id\":5,\"parent\":3,\"island\":1,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":8.0,"
+    "\"knobs\":{\"BM\":16,\"BN\":64}},"
+    "{\"id\":4,\"parent\":2,\"island\":0,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":5.0,"
+    "\"knobs\":{\"BM\":32,\"BN\":256}},"
+    "{\"id\":8,\"parent\":5,\"island\":1,\"committed\":false,\"outcome\":null,\"aggregate\":null,"
+    "\"knobs\":{\"BM\":4,\"BN\":64}},"
+    "{\"id\":7,\"parent\":5,\"island\":1,\"committed\":false,\"outcome\":\"compile_error\","
+    "\"aggregate\":0,\"knobs\":{\"BM\":8,\"BN\":64}},"
+    "{\"id\":6,\"parent\":4,\"island\":0,\"committed\":false,\"outcome\":\"ok\",\"aggregate\":4.5,"
+    "\"knobs\":{\"BM\":256,\"BN\":16}},"
+    "{\"id\":9,\"parent\":2,\"island\":0,\"committed\":false,\"outcome\":\"wrong_result\","
+    "\"aggregate\":0,\"knobs\":{\"BM\":2,\"BN\":256}}]}";
+
+static json_t *lineage_json;
+static int lineage_all;
+static size_t lineage_width;
+
+static int print_lineage(FILE *f)
+{
+    return avoctl_lineage_print(lineage_json, lineage_all, lineage_width, f);
+}
+
+static void test_lineage_tree(void **state)
+{
+    (void)state;
+    json_error_t je;
+    char *text = NULL;
+    lineage_json = json_loads(LINEAGE, 0, &je);
+    assert_non_null(lineage_json);
+
+    lineage_all = 0;
+    lineage_width = 0;
+    CAPTURE(text, print_lineage);
+    assert_string_equal(text,
+        "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1"
+        " (--all shows the 4 attempts)\n"
+        "\n"
+        "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  KNOBS\n"
+        "1 (seed)          -       0        2    x1.00  BM=256 BN=256\n"
+        "+- 2              1       0        4    x2.00  BM=128 BN=256\n"
+        "|  4              2       0        5    x2.50  BM=32 BN=256\n"
+        "`- 3              1       1        3    x1.50  BM=64 BN=256\n"
+        "   5 (best)       3       1        8    x4.00  BM=16 BN=64\n");
+    free(text);
+
+    lineage_all = 1;
+    CAPTURE(text, print_lineage);
+    assert_string_equal(text,
+        "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1\n"
+        "\n"
+        "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  OUTCOME        KNOBS\n"
+        "1 (seed)          -       0        2    x1.00  committed      BM=256 BN=256\n"
+        "+- 2              1       0        4    x2.00  committed      BM=128 BN=256\n"
+        "|  +- 9           2       0        -        -  wrong_result   BM=2 BN=256\n"
+        "|  4              2       0        5    x2.50  committed      BM=32 BN=256\n"
+        "|  `- 6           4       0      4.5    x2.25  not committed  BM=256 BN=16\n"
+        "`- 3              1       1        3    x1.50  committed      BM=64 BN=256\n"
+        "   5 (best)       3       1        8    x4.00  committed      BM=16 BN=64\n"
+        "   +- 7           5       1        -        -  compile_error  BM=8 BN=64\n"
+        "   `- 8           5       1        -        -  pending        BM=4 BN=64\n");
+    free(text);
+
+    /* A narrow terminal cuts the knobs, nothing else (13 -> 12 columns). */
+    lineage_all = 0;
+    lineage_width = 59;
+    CAPTURE(text, print_lineage);
+    assert_non_null(strstr(text, "\n1 (seed)          -       0        2    x1.00  BM=256 BN...\n"));
+    assert_non_null(strstr(text, "\n   5 (best)       3       1        8    x4.00  BM=16 BN=64\n"));
+    free(text);
+    json_decref(lineage_json);
+}
+
+static void test_lineage_edges(void **state)
+{
+    (void)state;
+    json_error_t je;
+    char *text = NULL;
+
+    /* A chain: one indentation for any length; a candidate whose parent is
+     * not in the job (a transferred seed's origin) is a root. */
+    lineage_json = json_loads("{\"job\":2,\"state\":\"running\",\"seed\":10,\"best\":12,\"unit\":null,"
+                              "\"candidates\":[{\"id\":10,\"parent\":3,\"committed\":true,\"outcome\":\"ok\","
+                              "\"aggregate\":1,\"island\":0},{\"id\":11,\"parent\":10,\"committed\":true,"
+                              "\"outcome\":\"ok\",\"aggregate\":2,\"island\":0},{\"id\":12,\"parent\":11,"
+                              "\"committed\":true,\"outcome\":\"ok\",\"aggregate\":3,\"island\":0}]}",
+                              0, &je);
+    assert_non_null(lineage_json);
+    lineage_all = 0;
+    lineage_width = 0;
+    CAPTURE(text, print_lineage);
+    assert_string_equal(text,
+        "job 2 running: 3 committed of 3 candidates; best cand 12, x3.00 over seed cand 10\n"
+        "\n"
+        "CANDIDATE  PARENT  ISLAND  SCORE  SPEEDUP  KNOBS\n"
+        "10 (seed)       3       0      1    x1.00  -\n"
+        "11             10       0      2    x2.00  -\n"
+        "12 (best)      11       0      3    x3.00  -\n");
+    free(text);
+    json_decref(lineage_json);
+
+    lineage_json = json_loads("{\"job\":3,\"state\":\"queued\",\"seed\":null,\"best\":null,"
+                              "\"candidates\":[]}", 0, &je);
+    CAPTURE(text, print_lineage);
+    assert_string_equal(text, "job 3 queued: no candidates yet\n");
+    free(text);
+    json_decref(lineage_json);
+
+    lineage_json = json_loads("{\"error\":{}}", 0, &je);
+    assert_int_equal(avoctl_lineage_print(lineage_json, 0, 0, stdout), -EINVAL);
+    json_decref(lineage_json);
+}
+
+static const char *const REPORT =
+    "{\"job\":{\"id\":1,\"problem\":\"cpu/sgemm\",\"operator\":\"tune\",\"target\":\"cpu\","
+    "\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\",\"unit\":\"GFLOP/s\","
+    "\"spec\":{\"budget\":{\"evaluations\":16,\"wall_seconds\":900}},\"speedup\":4.0,\"commits\":6,"
+    "\"accounting\":{\"energy_j\":0,\"cpu_seconds\":45.21,\"gpu_seconds\":0,\"wall_seconds\":45.97},"
+    "\"evaluations\":{\"budget\":16,\"done\":16,\"ok\":13,"
+    "\"by_outcome\":{\"wrong_result\":2,\"ok\":13,\"compile_error\":1}},"
+    "\"islands\":[{\"idx\":0,\"best\":8.0,\"best_candidate\":5,\"commits\":4,\"evaluations\":9,"
+    "\"migrations\":1},{\"idx\":1,\"best\":8.0,\"best_candidate\":5,\"commits\":2,\"evaluations\":7,"
+    "\"migrations\":0}]},"
+    "\"seed\":{\"id\":1,\"island\":0,\"aggregate\":2.0,\"unit\":\"GFLOP/s\"},"
+    "\"best\":{\"id\":5,\"island\":1,\"aggregate\":8.0,\"unit\":\"GFLOP/s\"},"
+    "\"configs\":[{\"config\":\"128\",\"seed\":2.5,\"best\":10.0,\"speedup\":4.0},"
+    "{\"config\":\"384x320|288\",\"seed\":1.6,\"best\":6.4,\"speedup\":4.0},"
+    "{\"config\":\"zero\",\"seed\":0,\"best\":1.0,\"speedup\":null}]}";
+
+static json_t *report_json;
+
+static int print_report(FILE *f)
+{
+    return avoctl_report_print(report_json, 0, f);
+}
+
+static int print_markdown(FILE *f)
+{
+    return avoctl_report_markdown(report_json, f);
+}
+
+static void test_report(void **state)
+{
+    (void)state;
+    json_error_t je;
+    char *text = NULL;
+    report_json = json_loads(REPORT, 0, &je);
+    assert_non_null(report_json);
+
+    CAPTURE(text, print_report);
+    assert_string_equal(text,
+        "job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
+        "\n"
+        "CONFIG       SEED (GFLOP/s)  BEST (GFLOP/s)  SPEEDUP\n"
+        "128                     2.5              10    x4.00\n"
+        "384x320|288             1.6             6.4    x4.00\n"
+        "zero                      0               1        -\n"
+        "aggregate                 2               8    x4.00\n"
+        "\n"
+        "seed         cand 1: 2 GFLOP/s\n"
+        "best         cand 5: 8 GFLOP/s (island 1)\n"
+        "speedup      x4.00\n"
+        "evaluations  16 of 16: 13 ok, 2 wrong_result, 1 compile_error\n"
+        "commits      6\n"
+        "islands      2\n"
+        "wall         45.97 s (budget 900 s)\n"
+        "GPU          0 s\n"
+        "CPU          45.21 s\n"
+        "energy       0 J\n"
+        "\n"
+        "ISLAND  BEST  CANDIDATE  COMMITS  EVALUATIONS  MIGRATIONS\n"
+        "     0     8          5        4            9           1\n"
+        "     1     8          5        2            7           0\n");
+    free(text);
+
+    CAPTURE(text, print_markdown);
+    assert_string_equal(text,
+        "# Job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
+        "\n"
+        "## Seed against best, per configuration\n"
+        "\n"
+        "| config | seed (GFLOP/s) | best (GFLOP/s) | speedup |\n"
+        "|---|---:|---:|---:|\n"
+        "| 128 | 2.5 | 10 | x4.00 |\n"
+        "| 384x320\\|288 | 1.6 | 6.4 | x4.00 |\n"
+        "| zero | 0 | 1 | - |\n"
+        "| **aggregate** | 2 | 8 | x4.00 |\n"
+        "\n"
+        "## Totals\n"
+        "\n"
+        "| | |\n"
+        "|---|---|\n"
+        "| seed | cand 1: 2 GFLOP/s |\n"
+        "| best | cand 5: 8 GFLOP/s (island 1) |\n"
+        "| speedup | x4.00 |\n"
+        "| evaluations | 16 of 16: 13 ok, 2 wrong_result, 1 compile_error |\n"
+        "| commits | 6 |\n"
+        "| islands | 2 |\n"
+        "| wall | 45.97 s (budget 900 s) |\n"
+        "| GPU | 0 s |\n"
+        "| CPU | 45.21 s |\n"
+        "| energy | 0 J |\n"
+        "\n"
+        "## Islands\n"
+        "\n"
+        "| island | best | candidate | commits | evaluations | migrations |\n"
+        "|---:|---:|---:|---:|---:|---:|\n"
+        "| 0 | 8 | 5 | 4 | 9 | 1 |\n"
+        "| 1 | 8 | 5 | 2 | 7 | 0 |\n");
+    free(text);
+    json_decref(report_json);
+
+    report_json = json_loads("{\"job\":null}", 0, &je);
+    assert_int_equal(avoctl_report_print(report_json, 0, stdout), -EINVAL);
+    assert_int_equal(avoctl_report_markdown(report_json, stdout), -EINVAL);
+    json_decref(report_json);
+}
+
+/* A CUDA candidate as avo_candidate_json builds it: ptxas registers and
+ * spills, CUPTI counters per kernel, NVML energy. */
+static const char *const CANDIDATE =
+    "{\"id\":42,\"job\":3,\"island\":1,\"parent\":40,\"parents\":[40,37],\"operator\":\"tune\","
+    "\"committed\":true,\"outcome\":\"ok\",\"aggregate\":612.5,\"unit\":\"TFLOP/s\","
+    "\"knobs\":{\"BM\":128,\"STAGES\":4},\"created_at\":\"2026-12-02T15:05:23.5+00:00\",\"notes\":null,"
+    "\"worker\":{\"id\":2,\"host\":\"gpu1\",\"target\":\"sm_90a\",\"devices\":["
+    "{\"kind\":\"cpu\",\"model\":\"Xeon\",\"cores\":16},{\"kind\":\"gpu\",\"index\":0,"
+    "\"name\":\"NVIDIA H200\",\"arch\":\"sm_90\"}]},"
+    "\"cost\":{\"cpu_s\":11.5,\"gpu_s\":3.25,\"energy_j\":812.5},\"energy_mj\":812500,"
+    "\"compile\":{\"cached\":true,\"seconds\":0.002,\"log\":\"\",\"ptxas\":[{\"kernel\":\"gemm\","
+    "\"registers\":168,\"spill_store_bytes\":0,\"spill_load_bytes\":8,\"smem_bytes\":98304}]},"
+    "\"counters\":{\"available\":false,\"reason\":\"no PMU\",\"task_clock\":true},"
+    "\"configs\":[{\"name\":\"4096\",\"score\":612.5,\"median_s\":0.000224,\"runs\":40,\"rse\":0.004,"
+    "\"baseline\":{\"tflops\":500,\"vs_baseline\":1.225},"
+    "\"counters\":{\"available\":true,\"source\":\"CUPTI\",\"kernels\":[{\"range\":\"0\",\"metrics\":{"
+    "\"gpu__time_duration.sum\":224000,\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":71.5,"
+    "\"dram__throughput.avg.pct_of_peak_sustained_elapsed\":12.25}}]}}],"
+    "\"diff\":\"--- a/candidate-40\\n+++ b/candidate-42\\n@@ -1 +1 @@\\n-#define STAGES 3\\n+#define STAGES 4\\n\","
+    "\"source\":\"#define STAGES 4\\n__global__ void gemm() {}\"}";
+
+static json_t *show_json;
+static int show_source;
+
+static int print_show(FILE *f)
+{
+    return avoctl_show_print(show_json, show_source, 0, f);
+}
+
+static void test_show(void **state)
+{
+    (void)state;
+    json_error_t je;
+    char *text = NULL;
+    show_json = json_loads(CANDIDATE, 0, &je);
+    assert_non_null(show_json);
+
+    show_source = 0;
+    CAPTURE(text, print_show);
+    assert_string_equal(text,
+        "candidate    42 (job 3, island 1)\n"
+        "parent       40\n"
+        "derived from 40, 37\n"
+        "operator     tune\n"
+        "outcome      ok, committed\n"
+        "aggregate    612.5 TFLOP/s\n"
+        "knobs        BM=128 STAGES=4\n"
+        "worker       2 on gpu1 (sm_90a): Xeon, 16 cores; GPU 0 NVIDIA H200 (sm_90)\n"
+        "cost         CPU 11.5 s, GPU 3.25 s, energy 812.5 J\n"
+        "created      2026-12-02 15:05\n"
+        "\n"
+        "CONFIG  SCORE (TFLOP/s)  MEDIAN  RUNS   RSE  VS_BASELINE\n"
+        "4096              612.5  224 us    40  0.4%        x1.23\n"
+        "\n"
+        "compile      2 ms (cached)\n"
+        "ptxas        168 registers, spills 0 B stored / 8 B loaded, 98304 B smem: gemm\n"
+        "counters     CUPTI, per configuration and kernel (below)\n"
+        "energy       812.5 J (NVML, whole evaluation)\n"
+        "\n"
+        "CONFIG  RANGE    TIME   SM%  DRAM%\n"
+        "4096    0      224 us  71.5  12.25\n"
+        "\n"
+        "--- a/candidate-40\n"
+        "+++ b/candidate-42\n"
+        "@@ -1 +1 @@\n"
+        "-#define STAGES 3\n"
+        "+#define STAGES 4\n");
+    free(text);
+
+    /* --source: the source instead of the diff, newline-terminated. */
+    show_source = 1;
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "\n\n#define STAGES 4\n__global__ void gemm() {}\n"));
+    assert_null(strstr(text, "+++"));
+    free(text);
+
+    /* A CPU candidate: perf's availability, and only the measured
+     * counters as columns. */
+    json_t *cfg = json_array_get(json_object_get(show_json, "configs"), 0);
+    json_object_set_new(cfg, "counters", json_pack("{s:n,s:n,s:f}", "ipc", "cycles", "task_clock_s", 0.0025));
+    json_object_del(cfg, "baseline");
+    show_source = 0;
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "\ncounters     not available (no PMU); task clock only\n"));
+    assert_non_null(strstr(text, "\nCONFIG  TASK_CLOCK\n4096        2.5 ms\n"));
+    assert_null(strstr(text, "VS_BASELINE"));
+    free(text);
+
+    /* A seed: no parent, no diff. */
+    json_object_set_new(show_json, "parent", json_null());
+    json_object_del(show_json, "diff");
+    show_source = 0;
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "parent       - (a seed)\n"));
+    assert_non_null(strstr(text, "a seed has no parent to diff against"));
+    free(text);
+    json_decref(show_json);
 }
 
 /* ---- AVO_HOME and routes ---------------------------------------------- */
@@ -540,6 +1068,16 @@ static void test_route_path(void **state)
     assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_BEST, 42, NULL, p, sizeof p), 0);
     assert_int_equal(avo_route_match("GET", p, &id), AVO_ROUTE_JOB_BEST);
     assert_int_equal(id, 42);
+    /* The routes lineage, report, show and diff use. */
+    assert_int_equal(avoctl_route_path(AVO_ROUTE_CANDIDATE_DIFF, 5, "to=10", p, sizeof p), 0);
+    assert_string_equal(p, "/v1/candidates/5/diff?to=10");
+    static const avo_route_id ids[] = {AVO_ROUTE_JOB_LINEAGE, AVO_ROUTE_JOB_REPORT, AVO_ROUTE_CANDIDATE,
+                                       AVO_ROUTE_CANDIDATE_DIFF};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        assert_int_equal(avoctl_route_path(ids[i], 9, NULL, p, sizeof p), 0);
+        assert_int_equal(avo_route_match("GET", p, &id), ids[i]);
+        assert_int_equal(id, 9);
+    }
 }
 
 int main(void)
@@ -556,10 +1094,18 @@ int main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_fmt_values),
+        cmocka_unit_test(test_table_fit),
         cmocka_unit_test(test_fmt_events),
+        cmocka_unit_test(test_fmt_events_islands),
         cmocka_unit_test(test_spec_from_flags),
+        cmocka_unit_test(test_spec_evolution_flags),
+        cmocka_unit_test(test_spec_seed_file),
         cmocka_unit_test(test_spec_merge_into_file),
         cmocka_unit_test(test_spec_errors),
+        cmocka_unit_test(test_lineage_tree),
+        cmocka_unit_test(test_lineage_edges),
+        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_show),
         cmocka_unit_test(test_avo_home),
         cmocka_unit_test(test_route_path),
     };

@@ -1,0 +1,421 @@
+#include "show.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "format.h"
+
+static const char *str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+static void kv(FILE *out, const char *key, const char *val)
+{
+    fprintf(out, "%-12s %s\n", key, val && *val ? val : "-");
+}
+
+/* A duration in the unit that keeps it short: "114.2 us", "1.04 ms". */
+static void fmt_seconds(const json_t *v, char *buf, size_t len)
+{
+    char n[32];
+    double s = json_number_value(v);
+    if (!json_is_number(v)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    static const struct {
+        double scale;
+        const char *unit;
+    } units[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
+    size_t i = 0;
+    while (i + 1 < sizeof units / sizeof units[0] && fabs(s) < units[i].scale && s != 0)
+        i++;
+    avoctl_fmt_num(s / units[i].scale, n, sizeof n);
+    snprintf(buf, len, "%s %s", n, units[i].unit);
+}
+
+/* Append to buf, keeping it terminated when it is full. */
+static void cat(char *buf, size_t len, const char *s)
+{
+    size_t used = strnlen(buf, len);
+    if (used + 1 < len)
+        snprintf(buf + used, len - used, "%s", s);
+}
+
+static void ids_line(const json_t *arr, char *buf, size_t len)
+{
+    size_t i;
+    json_t *v;
+    char n[32];
+    buf[0] = 0;
+    json_array_foreach(arr, i, v) {
+        avoctl_fmt_field(v, n, sizeof n);
+        if (i)
+            cat(buf, len, ", ");
+        cat(buf, len, n);
+    }
+}
+
+/* "1 on vm (cpu): AMD EPYC, 2 cores; GPU 0 NVIDIA H200 (sm_90)" */
+static void worker_line(const json_t *w, char *buf, size_t len)
+{
+    char id[32], part[512];
+    size_t i;
+    json_t *d;
+    if (!json_is_object(w)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
+    snprintf(buf, len, "%s on %s (%s)", id, str(w, "host") ? str(w, "host") : "?",
+             str(w, "target") ? str(w, "target") : "?");
+    int first = 1;
+    json_array_foreach(json_object_get(w, "devices"), i, d) {
+        const char *kind = str(d, "kind");
+        if (kind && strcmp(kind, "cpu") == 0) {
+            char cores[32];
+            avoctl_fmt_field(json_object_get(d, "cores"), cores, sizeof cores);
+            snprintf(part, sizeof part, "%s, %s cores", str(d, "model") ? str(d, "model") : "CPU", cores);
+        } else if (kind && strcmp(kind, "gpu") == 0) {
+            char idx[32];
+            avoctl_fmt_field(json_object_get(d, "index"), idx, sizeof idx);
+            snprintf(part, sizeof part, "GPU %s %s (%s)", idx, str(d, "name") ? str(d, "name") : "?",
+                     str(d, "arch") ? str(d, "arch") : "?");
+        } else {
+            continue; /* probes that found nothing */
+        }
+        cat(buf, len, first ? ": " : "; ");
+        cat(buf, len, part);
+        first = 0;
+    }
+}
+
+static void cost_line(const json_t *c, char *buf, size_t len)
+{
+    char cpu[32], gpu[32], e[32];
+    if (!json_is_object(c)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    avoctl_fmt_field(json_object_get(c, "cpu_s"), cpu, sizeof cpu);
+    avoctl_fmt_field(json_object_get(c, "gpu_s"), gpu, sizeof gpu);
+    avoctl_fmt_field(json_object_get(c, "energy_j"), e, sizeof e);
+    snprintf(buf, len, "CPU %s s, GPU %s s, energy %s J", cpu, gpu, e);
+}
+
+static void header(const json_t *c, FILE *out)
+{
+    char buf[2048], a[64], b[64];
+    const json_t *parents = json_object_get(c, "parents");
+    const char *outcome = str(c, "outcome");
+
+    avoctl_fmt_field(json_object_get(c, "id"), a, sizeof a);
+    avoctl_fmt_field(json_object_get(c, "job"), b, sizeof b);
+    snprintf(buf, sizeof buf, "%s (job %s", a, b);
+    if (json_is_integer(json_object_get(c, "island"))) {
+        avoctl_fmt_field(json_object_get(c, "island"), a, sizeof a);
+        cat(buf, sizeof buf, ", island ");
+        cat(buf, sizeof buf, a);
+    }
+    cat(buf, sizeof buf, ")");
+    kv(out, "candidate", buf);
+    avoctl_fmt_field(json_object_get(c, "parent"), buf, sizeof buf);
+    kv(out, "parent", json_is_null(json_object_get(c, "parent")) ? "- (a seed)" : buf);
+    /* The other candidates the operator drew on, when it names them. */
+    if (json_array_size(parents)) {
+        ids_line(parents, buf, sizeof buf);
+        kv(out, "derived from", buf);
+    }
+    kv(out, "operator", str(c, "operator"));
+    snprintf(buf, sizeof buf, "%s%s", outcome ? outcome : "pending",
+             json_is_true(json_object_get(c, "committed")) ? ", committed" : outcome ? ", not committed" : "");
+    kv(out, "outcome", buf);
+    if (outcome && strcmp(outcome, "ok") != 0 && str(c, "detail"))
+        kv(out, "detail", str(c, "detail"));
+    snprintf(buf, sizeof buf, "-");
+    if (json_is_number(json_object_get(c, "aggregate"))) {
+        avoctl_fmt_num(json_number_value(json_object_get(c, "aggregate")), buf, sizeof buf);
+        if (str(c, "unit")) {
+            cat(buf, sizeof buf, " ");
+            cat(buf, sizeof buf, str(c, "unit"));
+        }
+    }
+    kv(out, "aggregate", buf);
+    avoctl_fmt_knobs(json_object_get(c, "knobs"), buf, sizeof buf);
+    kv(out, "knobs", buf);
+    worker_line(json_object_get(c, "worker"), buf, sizeof buf);
+    kv(out, "worker", buf);
+    cost_line(json_object_get(c, "cost"), buf, sizeof buf);
+    kv(out, "cost", buf);
+    avoctl_fmt_time(str(c, "created_at"), 1, buf, sizeof buf);
+    kv(out, "created", buf);
+    if (str(c, "notes"))
+        kv(out, "notes", str(c, "notes"));
+}
+
+/* Per configuration: the score and how steady its timing was. Falls back
+ * to "scores" when the full result is absent. */
+static int scores_table(const json_t *c, size_t width, FILE *out)
+{
+    const json_t *configs = json_object_get(c, "configs");
+    const char *unit = str(c, "unit");
+    avoctl_table *t = NULL;
+    char sh[64];
+    size_t i;
+    json_t *row;
+    int rc;
+
+    if (!json_array_size(configs))
+        configs = json_object_get(c, "scores");
+    if (!json_array_size(configs))
+        return 0;
+    /* The problem's baseline (cuBLAS for gemm_bf16), timed in the same
+     * evaluation: the column appears when any configuration has one. */
+    int baseline = 0;
+    json_array_foreach(configs, i, row)
+        baseline |= json_is_number(json_object_get(json_object_get(row, "baseline"), "vs_baseline"));
+    snprintf(sh, sizeof sh, unit ? "SCORE (%s)" : "SCORE", unit);
+    const char *hdr[] = {"CONFIG", sh, "MEDIAN", "RUNS", "RSE", "VS_BASELINE"};
+    if ((rc = avoctl_table_new(&t, baseline ? 6 : 5, hdr, 0x3e)) < 0)
+        return rc;
+    avoctl_table_fit(t, width, 0, 12);
+    json_array_foreach(configs, i, row) {
+        char score[64], med[64], runs[32], rse[32] = "-", vs[32];
+        const char *name = str(row, "name") ? str(row, "name") : str(row, "config");
+        avoctl_fmt_field(json_object_get(row, "score"), score, sizeof score);
+        fmt_seconds(json_object_get(row, "median_s"), med, sizeof med);
+        avoctl_fmt_field(json_object_get(row, "runs"), runs, sizeof runs);
+        if (json_is_number(json_object_get(row, "rse")))
+            snprintf(rse, sizeof rse, "%.1f%%", 100 * json_number_value(json_object_get(row, "rse")));
+        avoctl_fmt_speedup(json_object_get(json_object_get(row, "baseline"), "vs_baseline"), vs, sizeof vs);
+        const char *cells[] = {name, score, med, runs, rse, vs};
+        if ((rc = avoctl_table_add(t, cells)) < 0)
+            goto cleanup;
+    }
+    fputc('\n', out);
+    rc = avoctl_table_print(t, out);
+cleanup:
+    avoctl_table_free(t);
+    return rc;
+}
+
+static void compile_report(const json_t *c, FILE *out)
+{
+    const json_t *co = json_object_get(c, "compile");
+    char buf[1024], secs[64];
+    size_t i;
+    json_t *k;
+
+    if (!json_is_object(co))
+        return;
+    fmt_seconds(json_object_get(co, "seconds"), secs, sizeof secs);
+    snprintf(buf, sizeof buf, "%s%s", secs, json_is_true(json_object_get(co, "cached")) ? " (cached)" : "");
+    kv(out, "compile", buf);
+    /* What nvcc's ptxas said per kernel: registers and spills decide
+     * occupancy, the first thing to look at in a slow CUDA candidate. */
+    json_array_foreach(json_object_get(co, "ptxas"), i, k) {
+        char regs[32], st[32], ld[32], smem[32];
+        avoctl_fmt_field(json_object_get(k, "registers"), regs, sizeof regs);
+        avoctl_fmt_field(json_object_get(k, "spill_store_bytes"), st, sizeof st);
+        avoctl_fmt_field(json_object_get(k, "spill_load_bytes"), ld, sizeof ld);
+        avoctl_fmt_field(json_object_get(k, "smem_bytes"), smem, sizeof smem);
+        /* The (mangled, long) name last, so the figures line up. */
+        snprintf(buf, sizeof buf, "%s registers, spills %s B stored / %s B loaded, %s B smem: %s", regs, st, ld,
+                 smem, str(k, "kernel") ? str(k, "kernel") : "?");
+        kv(out, "ptxas", buf);
+    }
+}
+
+/* The compiler's output, when it is why the candidate failed. */
+static void compile_log(const json_t *c, FILE *out)
+{
+    const char *outcome = str(c, "outcome");
+    const char *log = str(json_object_get(c, "compile"), "log");
+    if (outcome && strcmp(outcome, "compile_error") == 0 && log && *log)
+        fprintf(out, "\ncompiler output:\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
+}
+
+/* Columns for the per-configuration counters: CPU (perf) and GPU (CUPTI)
+ * names, the GPU ones per kernel. */
+static const struct {
+    const char *key, *head;
+    int seconds_scale; /* 0: a plain number; else 1 (s) or 9 (ns) */
+} cpu_cols[] = {
+    {"ipc", "IPC", 0},
+    {"instructions", "INSTRUCTIONS", 0},
+    {"cycles", "CYCLES", 0},
+    {"cache_misses", "CACHE_MISSES", 0},
+    {"task_clock_s", "TASK_CLOCK", 1},
+}, gpu_cols[] = {
+    {"gpu__time_duration.sum", "TIME", 9},
+    {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM%", 0},
+    {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "MEM%", 0},
+    {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM%", 0},
+    {"sm__warps_active.avg.pct_of_peak_sustained_active", "WARPS%", 0},
+    {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "TENSOR%", 0},
+};
+#define NCPU (sizeof cpu_cols / sizeof cpu_cols[0])
+#define NGPU (sizeof gpu_cols / sizeof gpu_cols[0])
+
+static void counter_cell(const json_t *v, int scale, char *buf, size_t len)
+{
+    if (scale && json_is_number(v)) {
+        json_t *s = json_real(json_number_value(v) / (scale == 9 ? 1e9 : 1));
+        fmt_seconds(s, buf, len);
+        json_decref(s);
+    } else {
+        avoctl_fmt_field(v, buf, len);
+    }
+}
+
+static void counters_line(const json_t *c, FILE *out)
+{
+    const json_t *top = json_object_get(c, "counters");
+    char buf[1024];
+    const char *reason = str(top, "reason");
+    size_t i;
+    json_t *row;
+
+    /* On a GPU the counters that matter are CUPTI's, per configuration;
+     * the top-level object then only says whether perf worked on the host. */
+    json_array_foreach(json_object_get(c, "configs"), i, row) {
+        const json_t *ctr = json_object_get(row, "counters");
+        if (json_is_array(json_object_get(ctr, "kernels"))) {
+            snprintf(buf, sizeof buf, "%s, per configuration and kernel (below)",
+                     str(ctr, "source") ? str(ctr, "source") : "CUPTI");
+            kv(out, "counters", buf);
+            return;
+        }
+    }
+    if (!json_is_object(top))
+        return;
+    if (json_is_true(json_object_get(top, "available")))
+        snprintf(buf, sizeof buf, "available");
+    else
+        snprintf(buf, sizeof buf, "not available%s%s%s", reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
+    if (json_is_true(json_object_get(top, "task_clock")) && !json_is_true(json_object_get(top, "available")))
+        cat(buf, sizeof buf, "; task clock only");
+    kv(out, "counters", buf);
+}
+
+/* Per configuration (and per kernel on a GPU): the counters that were
+ * measured; a column nothing was measured for is left out. */
+static int counters_table(const json_t *c, size_t width, FILE *out)
+{
+    const json_t *configs = json_object_get(c, "configs");
+    avoctl_table *t = NULL;
+    int gpu = 0, rc = 0;
+    int used[NGPU > NCPU ? NGPU : NCPU] = {0};
+    size_t i, j, k, nused = 0;
+    json_t *row, *kern;
+
+    json_array_foreach(configs, i, row) {
+        const json_t *ctr = json_object_get(row, "counters");
+        gpu |= json_is_array(json_object_get(ctr, "kernels"));
+    }
+    json_array_foreach(configs, i, row) {
+        const json_t *ctr = json_object_get(row, "counters");
+        if (!gpu) {
+            for (k = 0; k < NCPU; k++)
+                used[k] |= json_is_number(json_object_get(ctr, cpu_cols[k].key));
+            continue;
+        }
+        json_array_foreach(json_object_get(ctr, "kernels"), j, kern)
+            for (k = 0; k < NGPU; k++)
+                used[k] |= json_is_number(json_object_get(json_object_get(kern, "metrics"), gpu_cols[k].key));
+    }
+    /* CUPTI's auto ranges are kernel launches, numbered, not named. */
+    const char *hdr[2 + NGPU] = {"CONFIG", "RANGE"};
+    size_t ncols = gpu ? 2 : 1;
+    for (k = 0; k < (gpu ? NGPU : NCPU); k++)
+        if (used[k]) {
+            hdr[ncols++] = gpu ? gpu_cols[k].head : cpu_cols[k].head;
+            nused++;
+        }
+    if (!nused)
+        return 0;
+    if ((rc = avoctl_table_new(&t, ncols, hdr, gpu ? ~3u : ~1u)) < 0)
+        return rc;
+    avoctl_table_fit(t, width, gpu ? 1 : 0, 12);
+    json_array_foreach(configs, i, row) {
+        const json_t *ctr = json_object_get(row, "counters");
+        const json_t *kernels = json_object_get(ctr, "kernels");
+        char cells[2 + NGPU][64];
+        const char *cp[2 + NGPU];
+        /* A CPU row is one "kernel": the counters object itself. */
+        size_t nk = gpu ? json_array_size(kernels) : 1;
+        for (j = 0; j < nk; j++) {
+            const json_t *kj = json_array_get(kernels, j);
+            const json_t *m = gpu ? json_object_get(kj, "metrics") : ctr;
+            size_t n = 0;
+            snprintf(cells[n++], sizeof cells[0], "%s", str(row, "name") ? str(row, "name") : "?");
+            if (gpu)
+                snprintf(cells[n++], sizeof cells[0], "%s", str(kj, "range") ? str(kj, "range") : "?");
+            for (k = 0; k < (gpu ? NGPU : NCPU); k++) {
+                if (!used[k])
+                    continue;
+                if (gpu)
+                    counter_cell(json_object_get(m, gpu_cols[k].key), gpu_cols[k].seconds_scale, cells[n++], 64);
+                else
+                    counter_cell(json_object_get(m, cpu_cols[k].key), cpu_cols[k].seconds_scale, cells[n++], 64);
+            }
+            for (k = 0; k < ncols; k++)
+                cp[k] = cells[k];
+            if ((rc = avoctl_table_add(t, cp)) < 0)
+                goto cleanup;
+        }
+    }
+    fputc('\n', out);
+    rc = avoctl_table_print(t, out);
+cleanup:
+    avoctl_table_free(t);
+    return rc;
+}
+
+static void energy_line(const json_t *c, FILE *out)
+{
+    const json_t *e = json_object_get(c, "energy_mj");
+    char buf[64];
+    if (json_is_number(e)) {
+        avoctl_fmt_num(json_number_value(e) / 1000, buf, sizeof buf);
+        cat(buf, sizeof buf, " J (NVML, whole evaluation)");
+        kv(out, "energy", buf);
+    } else {
+        kv(out, "energy", "- (not measured on this target)");
+    }
+}
+
+int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
+{
+    int rc;
+
+    if (!json_is_object(c))
+        return -EINVAL;
+    header(c, out);
+    if ((rc = scores_table(c, width, out)) < 0)
+        return rc;
+    fputc('\n', out);
+    compile_report(c, out);
+    counters_line(c, out);
+    energy_line(c, out);
+    if ((rc = counters_table(c, width, out)) < 0)
+        return rc;
+    compile_log(c, out);
+
+    fputc('\n', out);
+    const char *text = str(c, with_source ? "source" : "diff");
+    if (text) {
+        fputs(text, out);
+        if (*text && text[strlen(text) - 1] != '\n')
+            fputc('\n', out);
+    } else if (with_source) {
+        fprintf(out, "(avod sent no source)\n");
+    } else if (json_is_integer(json_object_get(c, "parent"))) {
+        fprintf(out, "(no diff against parent %lld)\n", (long long)json_integer_value(json_object_get(c, "parent")));
+    } else {
+        fprintf(out, "(a seed has no parent to diff against; --source prints its source)\n");
+    }
+    return ferror(out) ? -EIO : 0;
+}
