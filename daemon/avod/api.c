@@ -11,7 +11,9 @@
 #include "avo_log.h"
 #include "avo_problem.h"
 #include "avo_routes.h"
+#include "avo_paths.h"
 #include "avo_version.h"
+#include "seedcheck.h"
 #include "srcdiff.h"
 
 typedef struct stream stream;
@@ -21,6 +23,8 @@ struct avo_api {
     avo_db *db;
     avo_engine *engine;
     char kernels_dir[1024];
+    char check_cache[1200];    /* seed compile checks */
+    char worker_bin[2100];     /* avo-worker beside avod, which runs them */
     uv_timer_t timer;
     unsigned ticks;
     stream *streams;
@@ -210,6 +214,55 @@ static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size
     return 0;
 }
 
+static void submit_insert(submission *sub)
+{
+    avo_api *a = sub->api;
+    avo_jobspec *s = &sub->s;
+    if (s->rng_seed == 0) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != sizeof r)
+            r = (uint32_t)uv_hrtime();
+        json_object_set_new(json_object_get(sub->norm, "operator_params"), "seed",
+                            json_integer((json_int_t)(r % 2147483647u) + 1));
+    }
+    char *spec = json_dumps(sub->norm, JSON_COMPACT | JSON_SORT_KEYS);
+    char prio[16], budget[16];
+    snprintf(prio, sizeof prio, "%d", s->priority);
+    snprintf(budget, sizeof budget, "%d", s->evaluations);
+    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source};
+    query_json(a, sub->req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7)", 7, params,
+               NULL, 201);
+    free(spec);
+    avo_engine_kick(a->engine);
+    submission_free(sub);
+}
+
+static void on_seed_checked(void *arg, int compiled, const char *detail, const char *log)
+{
+    submission *sub = arg;
+    if (avo_http_gone(sub->req)) {
+        submission_free(sub);
+        return;
+    }
+    if (compiled == 0) {
+        /* The first error in the message; the whole log (capped by the
+         * worker) beside it for a reader who wants the context. */
+        char msg[1200], what[64];
+        const char *file = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
+        snprintf(what, sizeof what, "candidate %lld", (long long)sub->s.seed_candidate);
+        snprintf(msg, sizeof msg, "seed: %s does not compile: %s", file ? file : what, detail);
+        avo_http_reply_json(sub->req, 400,
+                            json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "bad_request", "message", msg, "log",
+                                      log));
+        submission_free(sub);
+        return;
+    }
+    if (compiled < 0)
+        avo_warn("api", "seed of a %s job not compile-checked: %s; its first evaluation will tell", sub->s.problem,
+                 detail);
+    submit_insert(sub);
+}
+
 /* from_*: the transfer candidate, when the seed is one. */
 static void submit_finish(submission *sub, const char *from_problem, const char *from_src, json_t *from_knobs)
 {
@@ -286,28 +339,36 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         }
         json_object_set_new(json_object_get(sub->norm, "seed"), "sha256", json_string(sha));
     }
-    if (s->rng_seed == 0) {
-        uint32_t r = 0;
-        if (getrandom(&r, sizeof r, 0) != sizeof r)
-            r = (uint32_t)uv_hrtime();
-        json_object_set_new(json_object_get(sub->norm, "operator_params"), "seed",
-                            json_integer((json_int_t)(r % 2147483647u) + 1));
+    if (s->seed_source) {
+        /* Compiled as the job's first candidate will be: the knob defines
+         * of its start values, numbered as its own file. */
+        int64_t v[AVO_PROBLEM_MAX_KNOBS];
+        char *rendered = NULL;
+        for (int i = 0; i < p.nknobs; i++) {
+            json_t *x = json_object_get(s->seed_knobs, p.knobs[i].name);
+            v[i] = json_is_integer(x) ? json_integer_value(x) : p.knobs[i].dflt;
+        }
+        const char *name = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
+        if (avo_problem_render(&p, v, s->seed_source, name ? name : "seed", &rendered) == 0 && a->worker_bin[0] &&
+            avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p.dir, s->target, rendered, on_seed_checked,
+                                sub) == 0) {
+            free(rendered);
+            sub = NULL;         /* on_seed_checked owns it now */
+            goto done;
+        }
+        free(rendered);
+        avo_warn("api", "seed of a %s job not compile-checked (cannot start avo-worker); its first evaluation will tell",
+                 s->problem);
     }
-    char *spec = json_dumps(sub->norm, JSON_COMPACT | JSON_SORT_KEYS);
-    char prio[16], budget[16];
-    snprintf(prio, sizeof prio, "%d", s->priority);
-    snprintf(budget, sizeof budget, "%d", s->evaluations);
-    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source};
-    query_json(a, req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7)", 7, params,
-               NULL, 201);
-    free(spec);
-    avo_engine_kick(a->engine);
+    submit_insert(sub);
+    sub = NULL;
 done:
     if (have_p)
         avo_problem_free(&p);
     if (have_from)
         avo_problem_free(&from);
-    submission_free(sub);
+    if (sub)
+        submission_free(sub);
 }
 
 static void on_seed_candidate(void *arg, PGresult *res, const char *err)
@@ -755,7 +816,8 @@ void avo_api_handle(void *arg, avo_http_req *req)
     }
 }
 
-int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir)
+int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir,
+                 const char *home)
 {
     avo_api *a = calloc(1, sizeof *a);
     if (!a)
@@ -764,6 +826,10 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
     a->db = db;
     a->engine = engine;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
+    snprintf(a->check_cache, sizeof a->check_cache, "%s/cache/seed-check", home);
+    char dir[2048];
+    if (avo_path_exe_dir(dir, sizeof dir) == 0)
+        snprintf(a->worker_bin, sizeof a->worker_bin, "%s/avo-worker", dir);
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     uv_timer_start(&a->timer, on_timer, 2000, 2000);

@@ -254,6 +254,26 @@ static unsigned long long harness_fsize(const avo_problem *p)
     return (unsigned long long)(big + (64ull << 20));
 }
 
+/* What every compile needs first: the target architecture for a CUDA
+ * problem (given, or read from this worker's GPU), a cache, and a fresh
+ * scratch directory. */
+static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t archlen, char *scratch,
+                         size_t scratchlen, char *err, size_t errlen)
+{
+    int rc;
+    if (cuda) {
+        if (o->gpu_arch)
+            snprintf(arch, archlen, "%s", o->gpu_arch);
+        else if ((rc = detect_gpu_arch(o->gpu_index, arch, archlen, err, errlen)))
+            return rc;
+    }
+    if (!o->cache_dir) {
+        snprintf(err, errlen, "no compile cache directory");
+        return -EINVAL;
+    }
+    return mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, scratchlen, err, errlen);
+}
+
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
                        char *err, size_t errlen)
 {
@@ -286,17 +306,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         return -ENOENT;
     }
     char arch[32] = "";
-    if (cuda) {
-        if (o->gpu_arch)
-            snprintf(arch, sizeof arch, "%s", o->gpu_arch);
-        else if ((rc = detect_gpu_arch(o->gpu_index, arch, sizeof arch, err, errlen)))
-            return rc;
-    }
-    if (!o->cache_dir) {
-        snprintf(err, errlen, "no compile cache directory");
-        return -EINVAL;
-    }
-    if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
+    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
         return rc;
     snprintf(srcdir, sizeof srcdir, "%s/src", scratch);
     snprintf(rundir, sizeof rundir, "%s/run", scratch);
@@ -499,6 +509,36 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
 
 /* ---- avo-worker eval ---------------------------------------------------- */
 
+int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
+                          json_t **result, char *err, size_t errlen)
+{
+    int rc;
+    char scratch[4200] = "", arch[32] = "";
+    avo_compile_result cand = {0};
+    const int cuda = strcmp(p->backend, "cuda") == 0;
+    const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
+    *result = NULL;
+    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
+        return rc;
+    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
+                           .cache_dir = o->cache_dir, .work_dir = scratch, .timeout_s = timeout};
+    if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
+        goto cleanup;
+    char line[600] = "";
+    if (cand.timed_out)
+        snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
+    else if (!cand.ok)
+        first_error(cand.log, line, sizeof line);
+    *result = json_pack("{s:s,s:s,s:o}", "outcome", cand.ok ? "ok" : cand.timed_out ? "timeout" : "compile_error",
+                        "detail", cand.ok ? "compiles" : line, "compile", compile_json(&cand, cuda));
+    if (!*result)
+        rc = -ENOMEM;
+cleanup:
+    avo_compile_result_free(&cand);
+    avo_sandbox_rmtree(scratch);
+    return rc;
+}
+
 static int default_cache(char *out, size_t outlen)
 {
     const char *h = getenv("AVO_HOME"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -547,9 +587,11 @@ static void print_human(const json_t *r)
         }
         printf("\n");
     }
-    printf("aggregate  %.3f %s (geometric mean over configs)\n", json_number_value(json_object_get(r, "aggregate")),
-           unit ? unit : "");
-    printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
+    if (json_is_number(json_object_get(r, "aggregate")))   /* not after --compile-only */
+        printf("aggregate  %.3f %s (geometric mean over configs)\n",
+               json_number_value(json_object_get(r, "aggregate")), unit ? unit : "");
+    if (json_is_integer(json_object_get(r, "rng_seed")))
+        printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
     json_t *co = json_object_get(r, "compile");
     if (json_is_object(co))
         printf("compile    %.2f s%s\n", json_number_value(json_object_get(co, "seconds")),
@@ -574,14 +616,14 @@ static void print_human(const json_t *r)
 static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
-                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY]\n");
+                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only]\n");
     return 2;
 }
 
 int avo_eval_cli(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, as_json = 0, rc = 2;
+    int npos = 0, as_json = 0, compile_only = 0, rc = 2;
     avo_eval_opts o = {0};
     char cache[4096], harness[4096], err[1024];
     avo_problem p;
@@ -603,6 +645,8 @@ int avo_eval_cli(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
+        } else if (strcmp(a, "--compile-only") == 0) {
+            compile_only = 1;
         } else if (strcmp(a, "--seed") == 0 && v) {
             char *end;
             errno = 0;
@@ -645,7 +689,7 @@ int avo_eval_cli(int argc, char **argv)
         }
         o.cache_dir = cache;
     }
-    if (!o.harness_path) {
+    if (!o.harness_path && !compile_only) {
         if (default_harness(harness, sizeof harness)) {
             fprintf(stderr, "avo-worker eval: cannot locate avo-harness (pass --harness)\n");
             return 2;
@@ -665,7 +709,8 @@ int avo_eval_cli(int argc, char **argv)
         fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", pos[1], strerror(errno));
         goto cleanup;
     }
-    if (avo_eval_candidate(&o, &p, src, len, &res, err, sizeof err)) {
+    if (compile_only ? avo_eval_compile_only(&o, &p, src, len, &res, err, sizeof err)
+                     : avo_eval_candidate(&o, &p, src, len, &res, err, sizeof err)) {
         fprintf(stderr, "avo-worker eval: %s\n", err);
         goto cleanup;
     }

@@ -43,6 +43,13 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
 int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
                         size_t errlen);
 
+/* Compile the candidate only, in the sandbox and through the cache, as
+ * avo_eval_candidate would: {"outcome": "ok"|"compile_error"|"timeout",
+ * "detail", "compile"}. avod asks for this (`avo-worker eval --compile-only`)
+ * to refuse a seed that does not compile at submission. Nothing is run. */
+int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
+                          json_t **result, char *err, size_t errlen);
+
 /* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
  * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */
 int avo_eval_cli(int argc, char **argv);

@@ -118,11 +118,17 @@ J5=$(api POST /v1/jobs "{\"problem\": \"cpu/sgemm\", \"seed\": {\"candidate\": $
 wait_job "$J5" 300
 check "a transferred seed starts from the candidate's knobs, without its old defines" \
     test "$(q "SELECT (a.knobs = b.knobs)::text || ':' || (SELECT count(*) FROM regexp_matches(s.body, '/\* avo knobs \*/', 'g')) FROM jobs j JOIN candidates a ON a.id = j.seed_candidate JOIN candidates b ON b.id = $B JOIN sources s ON s.sha256 = a.sha256 WHERE j.id = $J5")" = "true:1"
-J6=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"file": "broken.c", "source": "int softmax(void) { return syntax error; }"}, "budget": {"evaluations": 5}}' | jq -r .id)
-wait_job "$J6" 300
-r=$(q "SELECT state || ' ' || reason || ' ' || (SELECT count(*) FROM evaluations WHERE job_id = $J6) FROM jobs WHERE id = $J6")
-check "a seed that does not compile fails its job at once with the compiler's message, naming its file" \
-    bash -c 'case "$0" in "failed the seed failed its evaluation: compile_error: broken.c:1:"*"error"*" 1") true;; *) echo "$0"; false;; esac' "$r"
+NJOBS=$(q "SELECT count(*) FROM jobs")
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"file": "broken.c", "source": "int softmax(void) { return syntax error; }"}, "budget": {"evaluations": 5}}')
+check "a seed that does not compile is refused at submission with the compiler's message, naming its file" \
+    bash -c 'jq -r .error.message <<<"$0" | grep -q "^seed: broken.c does not compile: broken.c:1:[0-9]*: error: .syntax. undeclared"' "$out"
+check "the refusal carries the compiler's log, and no job was created" \
+    test "$(jq -r '.error.log | contains("expected")' <<<"$out"):$(q "SELECT count(*) FROM jobs")" = "true:$NJOBS"
+printf 'int softmax(void) { return oops; }\n' >"$T/bad.c"
+avoctl submit --problem cpu/softmax --seed "$T/bad.c" >"$T/bad.out" 2>&1
+rc=$?
+check "avoctl submit --seed with a broken file is refused (exit 1) with the compiler's error" \
+    bash -c '[ "$0" = 1 ] && grep -q "bad.c:1:[0-9]*: error" "$1"' "$rc" "$T/bad.out"
 
 # Bad specs: each refused with the field and the reason.
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "budget": {"tokens": 1000}}')

@@ -1,0 +1,22 @@
+/* A seed given as a file or taken from another job is compiled before its
+ * job is accepted, so one that does not compile is refused at submission
+ * with the compiler's message. avod does not compile itself: it runs
+ * `avo-worker eval --compile-only` (the worker's sandboxed compile, nothing
+ * executed) as a child on the loop. */
+#ifndef AVO_SEEDCHECK_H
+#define AVO_SEEDCHECK_H
+
+#include <uv.h>
+
+/* compiled: 1 it compiles; 0 it does not (detail: the first error, log: the
+ * compiler's messages); -1 it could not be checked here (no compiler for the
+ * target on this host, the check failed to run: detail says why). */
+typedef void (*avo_seedcheck_cb)(void *arg, int compiled, const char *detail, const char *log);
+
+/* Render-ready source `src` for problem directory `problem_dir` and target
+ * ("cpu" or "sm_XY"). The callback runs exactly once, later, on the loop.
+ * Returns 0, or a negative int (nothing started, no callback). */
+int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cache_dir, const char *problem_dir,
+                        const char *target, const char *src, avo_seedcheck_cb cb, void *arg);
+
+#endif
