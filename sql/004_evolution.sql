@@ -92,8 +92,6 @@ LANGUAGE sql STABLE AS $$
                         'idx', i.idx, 'head', i.head, 'best_candidate', i.best_candidate,
                         'best', i.best, 'commits', i.commits, 'stale', i.stale, 'level', i.level,
                         'migrations', i.migrations,
-                        'head_source', (SELECT s.body FROM candidates c JOIN sources s ON s.sha256 = c.sha256
-                                         WHERE c.id = i.head),
                         'inflight', (SELECT count(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
                                       WHERE e.job_id = j.id AND c.island = i.idx
                                         AND e.state IN ('queued','running'))) ORDER BY i.idx)
@@ -115,14 +113,14 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The decision (daemon/avod/evolve.c): start, consume (results applied to
--- the lineage), islands (their new state), commits/stale (the job's
--- counters), events (operator and budget events), propose (new candidates),
--- finish. Accounting is added here from the stored results, not from the
+-- the lineage, each with the events it caused), islands (their new state),
+-- commits/stale (the job's counters), events (the step's own: budget
+-- reached), propose (new candidates), finish. Accounting is added here from the stored results, not from the
 -- decision, so it always equals the sum over the applied evaluations.
 CREATE OR REPLACE FUNCTION avo_job_apply(p_id bigint, d jsonb) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
-    st text; x jsonb; n int; cid bigint; prio int; tgt text; prob text;
+    st text; x jsonb; ev jsonb; n int; cid bigint; prio int; tgt text; prob text;
 BEGIN
     SELECT state, priority, target, problem INTO st, prio, tgt, prob
       FROM jobs WHERE id = p_id FOR UPDATE;
@@ -163,6 +161,10 @@ BEGIN
                 'candidate', x->'candidate', 'island', x->'island', 'aggregate', x->'aggregate',
                 'speedup', x->'speedup'));
         END IF;
+        -- what this result caused (stagnation, migration), in its place
+        FOR ev IN SELECT * FROM jsonb_array_elements(COALESCE(x->'events', '[]'::jsonb)) LOOP
+            PERFORM avo_event(p_id, ev->>'kind', COALESCE(ev->'data', '{}'::jsonb));
+        END LOOP;
     END LOOP;
 
     -- Island heads always name candidates that exist before this decision

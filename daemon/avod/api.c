@@ -35,7 +35,8 @@ typedef struct {
     avo_api *api;
     avo_http_req *req;
     int64_t id;
-    const char *not_found;     /* message when the query yields NULL */
+    char not_found[96];        /* message when the query yields NULL ("" = "not found"); a copy: the
+                                * caller's buffer is gone by the time the answer comes */
     int status;                /* on success */
 } call;
 
@@ -88,7 +89,7 @@ static void on_json_row(void *arg, PGresult *res, const char *err)
         goto done;
     }
     if (PQntuples(res) < 1 || PQgetisnull(res, 0, 0)) {
-        avo_http_reply_error(c->req, 404, "not_found", "%s", c->not_found ? c->not_found : "not found");
+        avo_http_reply_error(c->req, 404, "not_found", "%s", c->not_found[0] ? c->not_found : "not found");
         goto done;
     }
     json_error_t je;
@@ -109,7 +110,7 @@ static void query_json(avo_api *a, avo_http_req *req, int64_t id, const char *sq
         avo_http_reply_error(req, 500, "internal", "out of memory");
         return;
     }
-    c->not_found = not_found;
+    snprintf(c->not_found, sizeof c->not_found, "%s", not_found ? not_found : "");
     c->status = status;
     int rc = avo_db_query(a->db, sql, n, params, on_json_row, c);
     if (rc < 0) {
@@ -316,10 +317,24 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
             avo_http_reply_error(req, 500, "internal", "out of memory");
             goto done;
         }
-        /* Start from the candidate's own knob values where they fit. */
-        if (!s->seed_knobs && json_is_object(from_knobs) && json_object_size(from_knobs) &&
-            check_seed_knobs(&p, from_knobs, err, sizeof err) == 0)
-            s->seed_knobs = json_incref(from_knobs);
+        /* Start from the candidate's own knob values where they fit: the
+         * knobs this problem has too, with values it allows, as long as
+         * together they keep its constraints. */
+        if (!s->seed_knobs && json_is_object(from_knobs)) {
+            json_t *fit = json_object();
+            const char *k;
+            json_t *x;
+            json_object_foreach(from_knobs, k, x) {
+                json_t *one = json_pack("{s:O}", k, x);
+                if (json_is_integer(x) && check_seed_knobs(&p, one, err, sizeof err) == 0)
+                    json_object_set(fit, k, x);
+                json_decref(one);
+            }
+            if (json_object_size(fit) && check_seed_knobs(&p, fit, err, sizeof err) == 0)
+                s->seed_knobs = fit;
+            else
+                json_decref(fit);
+        }
     }
     if (s->seed_knobs) {
         if (check_seed_knobs(&p, s->seed_knobs, err, sizeof err) < 0) {
@@ -848,6 +863,7 @@ void avo_api_stop(avo_api *a)
         return;
     for (stream *s = a->streams; s; s = s->next)
         avo_http_stream_end(s->req);
+    avo_seedcheck_stop_all();
     uv_timer_stop(&a->timer);
     uv_close((uv_handle_t *)&a->timer, api_closed);
 }

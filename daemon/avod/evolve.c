@@ -99,7 +99,8 @@ static char *render_knobs(step *s, json_t *knobs)
     return src;
 }
 
-static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t *parents, int is_seed)
+static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t *parents, const char *notes,
+                   int is_seed)
 {
     char *src = NULL, *diff = NULL;
     char sha[AVO_SHA256_HEX];
@@ -129,6 +130,8 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
     json_object_set_new(x, "parent", parent > 0 ? json_integer(parent) : json_null());
     if (diff)
         json_object_set_new(x, "diff", json_string(diff));
+    if (notes)
+        json_object_set_new(x, "notes", json_string(notes));
     free(diff);
     json_array_append_new(json_object_get(s->d, "propose"), x);
     return 0;
@@ -220,8 +223,10 @@ static void stagnate(step *s, int k)
                                      "action", is->level == 1 ? "mutation raised" : "island restarted"));
 }
 
-/* Apply one finished evaluation to the lineage. Returns -1 when it ends
- * the job (a broken seed). */
+/* Apply one finished evaluation to the lineage. The events it causes
+ * (stagnation, migration) travel inside its consume entry, so they are
+ * stored right after its own and a replay of the stream sees them in the
+ * order they happened. Returns -1 when it ends the job (a broken seed). */
 static int consume(step *s, json_t *f)
 {
     json_int_t cand = id_of(f, "candidate");
@@ -229,6 +234,8 @@ static int consume(step *s, json_t *f)
     double agg = num(f, "aggregate", 0);
     int ok = outcome && !strcmp(outcome, "ok");
     int k = (int)num(f, "island", 0), commit, new_best;
+    json_t *top = s->events, *evs = json_array();
+    s->events = evs;
     if (k < 0 || k >= s->nisl)
         k = 0;
     if (!ok || !isfinite(agg))
@@ -245,9 +252,8 @@ static int consume(step *s, json_t *f)
         } else {
             commit = new_best = 1;
             s->seed_agg = agg;
-            for (int j = 0; j < s->nisl; j++) {
+            for (int j = 0; j < s->nisl; j++)
                 s->isl[j] = (island){.head = cand, .best_cand = cand, .best = agg};
-            }
             s->isl[k].commits = 1;
             s->commits++;
         }
@@ -271,22 +277,23 @@ static int consume(step *s, json_t *f)
             stagnate(s, k);
         }
     }
-    json_t *c = json_pack("{s:O?,s:I,s:O?,s:i,s:s,s:f,s:b,s:b,s:O?,s:O?}", "eval", json_object_get(f, "eval"),
-                          "candidate", cand, "parent", json_object_get(f, "parent"), "island", k, "outcome",
-                          outcome ? outcome : "unknown", "aggregate", agg, "commit", commit, "new_best", new_best,
-                          "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"));
     if (new_best) {
         s->best = agg;
         s->best_cand = cand;
         s->best_island = k;
-        json_object_set_new(c, "speedup", s->seed_agg > 0 ? json_real(agg / s->seed_agg) : json_null());
     }
-    json_array_append_new(json_object_get(s->d, "consume"), c);
-    if (finishing(s))
-        return -1;
     if (commit && cand != s->seed_cand && s->nisl > 1 && s->commits % s->migrate_every == 0)
         migrate(s);
-    return 0;
+    json_t *c = json_pack("{s:O?,s:I,s:O?,s:i,s:s,s:f,s:b,s:b,s:O?,s:O?,s:o}", "eval", json_object_get(f, "eval"),
+                          "candidate", cand, "parent", json_object_get(f, "parent"), "island", k, "outcome",
+                          outcome ? outcome : "unknown", "aggregate", agg, "commit", commit, "new_best", new_best,
+                          "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"), "events",
+                          evs);
+    s->events = top;
+    if (new_best)
+        json_object_set_new(c, "speedup", s->seed_agg > 0 ? json_real(agg / s->seed_agg) : json_null());
+    json_array_append_new(json_object_get(s->d, "consume"), c);
+    return finishing(s) ? -1 : 0;
 }
 
 /* Budgets and goals, checked after the step's results are applied. */
@@ -358,6 +365,17 @@ static int propose_islands(step *s, int left)
         isl_of[npts] = (int)num(t, "island", 0);
         npts++;
     }
+    /* Results applied in this very step are not in the snapshot's tried
+     * list yet: without them the island would not see its new head. */
+    json_t *c;
+    json_array_foreach(json_object_get(s->d, "consume"), i, c) {
+        json_int_t cid = id_of(c, "candidate");
+        for (int j = 0; j < npts; j++)
+            if (ids[j] == cid) {
+                pts[j].evaluated = 1;
+                pts[j].score = num(c, "aggregate", 0);
+            }
+    }
     json_t *spec_params = json_object_get(s->spec, "operator_params");
     int total = (int)num(s->snap, "total", 0);
     for (int k = 0; k < s->nisl && left > 0; k++) {
@@ -377,7 +395,19 @@ static int propose_islands(step *s, int left)
         for (int m = 0; m < 2; m++)
             if (out.from[m] >= 0 && ids[out.from[m]] > 0)
                 json_array_append_new(parents, json_integer(ids[out.from[m]]));
-        if ((rc = propose(s, out.v, k, is->head, parents, 0)) < 0)
+        /* What the operator did, for a person reading the lineage. */
+        char notes[160];
+        json_int_t a = out.from[0] >= 0 ? ids[out.from[0]] : 0, b = out.from[1] >= 0 ? ids[out.from[1]] : 0;
+        if (a > 0 && b > 0)
+            snprintf(notes, sizeof notes, "tune: crossover of candidates %lld and %lld, then mutation", (long long)a,
+                     (long long)b);
+        else if (a > 0)
+            snprintf(notes, sizeof notes, "tune: mutation of candidate %lld", (long long)a);
+        else
+            snprintf(notes, sizeof notes, "tune: random point (restart, or enumeration of a small space)");
+        if (is->level > 0)
+            snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "; island stagnant, level %d", is->level);
+        if ((rc = propose(s, out.v, k, is->head, parents, notes, 0)) < 0)
             goto cleanup;
         /* Seen by the next island as tried, not as its own. */
         pts[npts] = out;
@@ -441,7 +471,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
             json_t *x = json_object_get(start, p->knobs[i].name);
             v[i] = json_is_integer(x) ? json_integer_value(x) : p->knobs[i].dflt;
         }
-        if (propose(s, v, 0, 0, NULL, 1) < 0) {
+        if (propose(s, v, 0, 0, NULL, NULL, 1) < 0) {
             snprintf(err, errlen, "cannot render the seed");
             goto fail;
         }
@@ -463,18 +493,19 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
         json_object_set_new(d, "commits", json_integer(s->commits));
         json_object_set_new(d, "stale", json_integer(s->stale));
     }
-    if (finishing(s) || s->best_cand <= 0) {   /* failed, or the seed is still being evaluated */
+    int budget = (int)num(snap, "budget", 1), total = (int)num(snap, "total", 0);
+    int inflight = (int)num(snap, "inflight", 0);
+    if (!finishing(s))
+        check_stop(s, total, inflight, budget);
+    if (finishing(s) || s->best_cand <= 0) {   /* ended, or the seed is still being evaluated */
         free(s);
         return d;
     }
-    int budget = (int)num(snap, "budget", 1), total = (int)num(snap, "total", 0);
-    int inflight = (int)num(snap, "inflight", 0);
-    check_stop(s, total, inflight, budget);
-    if (!finishing(s) && propose_islands(s, budget - total) < 0) {
+    if (propose_islands(s, budget - total) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (!finishing(s) && json_array_size(json_object_get(d, "propose")) == 0 && inflight == 0)
+    if (json_array_size(json_object_get(d, "propose")) == 0 && inflight == 0)
         finish(s, "succeeded", "search space exhausted");
     free(s);
     return d;

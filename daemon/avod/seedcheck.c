@@ -1,6 +1,7 @@
 #include "seedcheck.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 #define CHECK_TIMEOUT_MS (180 * 1000)
 #define OUTPUT_CAP (1 << 20)
 
-typedef struct {
+typedef struct check check;
+struct check {
+    check *prev, *next;        /* the running checks, for avo_seedcheck_stop_all */
     uv_process_t proc;
     uv_pipe_t out;
     uv_timer_t timer;
@@ -22,7 +25,20 @@ typedef struct {
     size_t len;
     avo_seedcheck_cb cb;
     void *arg;
-} check;
+};
+
+static check *running;
+
+static void unlink_check(check *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (running == c)
+        running = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
 
 static void on_closed(uv_handle_t *h)
 {
@@ -37,14 +53,16 @@ static void finish(check *c)
 {
     if (!c->exited || !c->eof)
         return;
+    unlink_check(c);
     unlink(c->path);
     json_t *r = c->buf ? json_loadb(c->buf, c->len, 0, NULL) : NULL;
     const char *outcome = json_string_value(json_object_get(r, "outcome"));
     const char *detail = json_string_value(json_object_get(r, "detail"));
     const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
     char why[256];
-    if (c->timed_out) {
-        c->cb(c->arg, 0, "the compile check ran past its time limit", "");
+    if (c->timed_out || (outcome && !strcmp(outcome, "timeout"))) {
+        /* Slow is not broken: a loaded host must not refuse a good seed. */
+        c->cb(c->arg, -1, "the compile check ran past its time limit", "");
     } else if (outcome && !strcmp(outcome, "ok")) {
         c->cb(c->arg, 1, detail ? detail : "", log ? log : "");
     } else if (outcome) {
@@ -160,7 +178,20 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
         return rc;
     }
     c->open_handles = 3;
+    c->next = running;
+    if (running)
+        running->prev = c;
+    running = c;
     uv_read_start((uv_stream_t *)&c->out, on_alloc, on_read);
     uv_timer_start(&c->timer, on_timeout, CHECK_TIMEOUT_MS, 0);
     return 0;
+}
+
+void avo_seedcheck_stop_all(void)
+{
+    for (check *c = running; c; c = c->next) {
+        c->timed_out = 1;
+        uv_timer_stop(&c->timer);
+        uv_process_kill(&c->proc, SIGKILL);
+    }
 }

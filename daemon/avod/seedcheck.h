@@ -19,4 +19,8 @@ typedef void (*avo_seedcheck_cb)(void *arg, int compiled, const char *detail, co
 int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cache_dir, const char *problem_dir,
                         const char *target, const char *src, avo_seedcheck_cb cb, void *arg);
 
+/* Kill every check still running (avod is stopping): their callbacks run
+ * once the children are reaped, with compiled = -1. */
+void avo_seedcheck_stop_all(void);
+
 #endif

@@ -62,13 +62,15 @@ check "accounting adds up: evaluations by outcome sum to the budget" \
     test "$(api GET /v1/jobs/$JOB | jq '[.evaluations.by_outcome[]] | add')" = 28
 check "migrations: one event per recorded migration, each adopting a committed candidate" \
     test "$(q "SELECT (SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'island_migrated') = (SELECT sum(migrations) FROM islands WHERE job_id = $JOB) AND NOT EXISTS (SELECT 1 FROM events e JOIN candidates c ON c.id = (e.data->>'candidate')::bigint WHERE e.job_id = $JOB AND e.kind = 'island_migrated' AND NOT c.committed)")" = t
+check "each island_migrated event follows the result that caused it (a commit of the adopted candidate's job)" \
+    test "$(q "SELECT count(*) FROM events m WHERE m.job_id = $JOB AND m.kind = 'island_migrated' AND NOT EXISTS (SELECT 1 FROM events c WHERE c.job_id = $JOB AND c.kind = 'committed' AND c.id < m.id AND NOT EXISTS (SELECT 1 FROM events o WHERE o.job_id = $JOB AND o.id > c.id AND o.id < m.id AND o.kind IN ('candidate_evaluated')))")" = 0
 check "stagnation events come after at least 'patience' evaluations without a commit" \
     test "$(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'stagnation' AND (data->>'evaluations_without_commit')::int < 2")" = 0
 echo "# commits $(q "SELECT commits FROM jobs WHERE id = $JOB"), migrations $(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'island_migrated'"), stagnation events $(q "SELECT count(*) FROM events WHERE job_id = $JOB AND kind = 'stagnation'")"
 check "budget_reached is an event before job_finished" \
     test "$(q "SELECT string_agg(kind, ',' ORDER BY id) FROM (SELECT id, kind FROM events WHERE job_id = $JOB ORDER BY id DESC LIMIT 2) x")" = "budget_reached,job_finished"
-check "every tune candidate carries its diff against its parent" \
-    test "$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB AND operator = 'tune' AND (diff IS NULL OR diff NOT LIKE '%+#define %')")" = 0
+check "every tune candidate carries its diff against its parent and notes on how it was made" \
+    test "$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB AND operator = 'tune' AND (diff IS NULL OR diff NOT LIKE '%+#define %' OR notes NOT LIKE 'tune: %')")" = 0
 B=$(q "SELECT best_candidate FROM jobs WHERE id = $JOB")
 check "a candidate reads back with its score vector, compile report and worker" \
     test "$(api GET /v1/candidates/$B | jq -r '[(.configs | length > 0), (.compile.seconds != null), (.worker.host != null), (.source | length > 0)] | all')" = true
@@ -137,6 +139,10 @@ out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"knobs": {"NOPE": 1
 check "an unknown knob is refused, naming the problem's knobs" grep -q 'seed.knobs.NOPE: unknown knob' <<<"$out"
 out=$(api POST /v1/jobs "{\"problem\": \"cpu/stencil2d\", \"seed\": {\"candidate\": $B}}")
 check "a fork from a candidate of an incompatible problem is refused" grep -q "not compatible with 'cpu/stencil2d'" <<<"$out"
+out=$(api GET /v1/candidates/999999)
+check "a missing candidate is a 404 that names it" test "$(jq -r .error.message <<<"$out")" = "no candidate 999999"
+out=$(api GET /v1/jobs/999999/lineage)
+check "the lineage of a missing job is a 404 that names it" test "$(jq -r .error.message <<<"$out")" = "no job 999999"
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"candidate": 999999}}')
 check "a fork from a missing candidate is refused" grep -q 'seed.candidate: no candidate 999999' <<<"$out"
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "stagnation": {"limit": 0}}')

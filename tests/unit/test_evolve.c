@@ -126,6 +126,12 @@ static void test_budget_finishes_when_nothing_is_in_flight(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(d, "finish"), "reason")),
                         "evaluation budget reached");
     json_decref(d);
+    /* a job with no committed seed (evaluations queued by hand) still ends */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":2,\"total\":2,\"inflight\":0,"
+               "\"finished\":[{\"eval\":1,\"candidate\":9,\"outcome\":\"ok\",\"aggregate\":3}],\"tried\":[]}");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "finish"), "reason")),
+                        "evaluation budget reached");
+    json_decref(d);
     d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"budget\":{\"wall_seconds\":60}},\"budget\":30,"
                "\"total\":3,\"inflight\":1,\"elapsed_s\":61,\"seed_candidate\":1,\"best_candidate\":1,"
                "\"best_aggregate\":5,\"finished\":[],\"tried\":[]}");
@@ -146,14 +152,25 @@ static void test_same_snapshot_same_decision(void **state)
     json_decref(b);
 }
 
-static json_t *find_event(json_t *d, const char *kind)
+static json_t *find_in(json_t *events, const char *kind)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(d, "events"), i, e)
+    json_array_foreach(events, i, e)
         if (!strcmp(json_string_value(json_object_get(e, "kind")), kind))
             return json_object_get(e, "data");
     return NULL;
+}
+
+/* The step's own events, then those each applied result caused. */
+static json_t *find_event(json_t *d, const char *kind)
+{
+    json_t *e = find_in(json_object_get(d, "events"), kind), *c;
+    size_t i;
+    json_array_foreach(json_object_get(d, "consume"), i, c)
+        if (!e)
+            e = find_in(json_object_get(c, "events"), kind);
+    return e;
 }
 
 static const char *reason(json_t *d)
@@ -181,7 +198,15 @@ static void test_islands_each_propose_from_their_head(void **state)
         assert_non_null(diff);
         assert_non_null(strstr(diff, "+#define"));
         assert_non_null(strstr(diff, "-#define"));
+        assert_non_null(strstr(json_string_value(json_object_get(x, "notes")), "tune: "));
     }
+    /* the seed applied in this same step is already a parent to select */
+    int from_seed = 0;
+    for (size_t k = 0; k < 4; k++) {
+        json_t *par = json_object_get(json_array_get(p, k), "parents");
+        from_seed += json_array_size(par) > 0 && json_integer_value(json_array_get(par, 0)) == 1;
+    }
+    assert_true(from_seed >= 1);
     json_t *isl = json_object_get(d, "islands");
     assert_int_equal(json_array_size(isl), 4);
     for (int k = 0; k < 4; k++)
@@ -204,7 +229,9 @@ static void test_migration_every_k_commits(void **state)
                        ISL(0, 4, 8) "," ISL(1, 1, 5) "," ISL(2, 1, 5) "],"
                        "\"finished\":[{\"eval\":6,\"candidate\":6,\"island\":1,\"parent\":1,\"outcome\":\"ok\","
                        "\"aggregate\":9}],\"tried\":[{\"candidate\":6,\"island\":1}]}");
-    json_t *m = find_event(d, "island_migrated");
+    /* carried by the result that caused it, so it is stored in its place */
+    json_t *m = find_in(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "events"),
+                        "island_migrated");
     assert_non_null(m);
     /* island 1 now leads with 9; islands 0 (8) and 2 (5) adopt candidate 6 */
     json_t *isl = json_object_get(d, "islands");
