@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const top_fields[] = {"problem", "operator", "target", "seed", "budget",
+static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
                                          "target_score", "stagnation", "islands", "migrate_every",
                                          "epsilon", "priority", "operator_params", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
@@ -198,7 +198,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
     }
     if ((rc = get_str(in, "problem", s->problem, sizeof s->problem, err, errlen)) < 0 ||
         (rc = get_str(in, "operator", s->op, sizeof s->op, err, errlen)) < 0 ||
-        (rc = get_str(in, "target", s->target, sizeof s->target, err, errlen)) < 0)
+        (rc = get_str(in, "target", s->target, sizeof s->target, err, errlen)) < 0 ||
+        (rc = get_str(in, "gpu", s->gpu, sizeof s->gpu, err, errlen)) < 0)
         return rc;
     if (strcmp(s->op, "tune") != 0) {
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune)", s->op);
@@ -290,6 +291,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
         if (s->target_score > 0)
             json_object_set_new(n, "target_score", json_real(s->target_score));
+        if (s->gpu[0])
+            json_object_set_new(n, "gpu", json_string(s->gpu));
         if (s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
             json_t *sd = json_object();
             if (s->seed_file[0])

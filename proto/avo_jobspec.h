@@ -12,6 +12,7 @@ typedef struct {
     char problem[128];
     char op[16];              /* "tune" */
     char target[16];          /* "cpu" or "sm_90"...; "" = from the problem's backend */
+    char gpu[64];             /* a GPU model ("H200"): only workers with it claim; "" = any of the target */
     int evaluations;          /* budget: evaluations, > 0 */
     double wall_seconds;      /* budget: wall time, 0 = none */
     double gpu_seconds;       /* budget: GPU-seconds, 0 = none */

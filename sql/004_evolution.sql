@@ -183,8 +183,8 @@ BEGIN
         IF (x->>'seed')::boolean THEN
             UPDATE jobs SET seed_candidate = cid WHERE id = p_id;
         END IF;
-        INSERT INTO evaluations (job_id, candidate_id, problem, target, priority)
-        VALUES (p_id, cid, prob, tgt, prio);
+        INSERT INTO evaluations (job_id, candidate_id, problem, target, priority, gpu_model)
+        VALUES (p_id, cid, prob, tgt, prio, (SELECT spec->>'gpu' FROM jobs WHERE id = p_id));
     END LOOP;
 
     FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'islands', '[]'::jsonb)) LOOP
@@ -325,3 +325,38 @@ LANGUAGE sql STABLE AS $$
                         ON b->>'config' = s->>'config'), '[]'::jsonb))
       FROM jobs j, avo_job_json(j.id) jj WHERE j.id = p_id;
 $$;
+
+-- A job may ask for a GPU model ("H200"), not only an architecture: sm_90
+-- spans GPUs that time differently. Its evaluations carry the model, and a
+-- worker claims one only when a GPU it registered (workers.devices, from
+-- NVML) has that name. Evaluations without a model take the fast path.
+ALTER TABLE evaluations ADD COLUMN gpu_model text;
+
+CREATE OR REPLACE FUNCTION avo_claim(p_worker bigint, p_target text, p_lease_s double precision)
+RETURNS TABLE (id bigint, job_id bigint, candidate_id bigint, problem text, source text, attempts int)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY
+    WITH next AS (
+        SELECT e.id FROM evaluations e
+         WHERE e.state = 'queued' AND e.target = p_target
+           AND (e.available_at IS NULL OR e.available_at <= now())
+           AND (e.gpu_model IS NULL OR EXISTS (
+                  SELECT 1 FROM workers w, jsonb_array_elements(w.devices) d
+                   WHERE w.id = p_worker AND d->>'kind' = 'gpu'
+                     AND strpos(lower(d->>'name'), lower(e.gpu_model)) > 0))
+         ORDER BY e.priority DESC, e.id
+         LIMIT 1
+         FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+        UPDATE evaluations e
+           SET state = 'running', worker_id = p_worker, attempts = e.attempts + 1,
+               claimed_at = now(), lease_expires = now() + make_interval(secs => p_lease_s)
+          FROM next WHERE e.id = next.id
+        RETURNING e.id, e.job_id, e.candidate_id, e.problem, e.attempts
+    )
+    SELECT c.id, c.job_id, c.candidate_id, c.problem, s.body, c.attempts
+      FROM claimed c
+      JOIN candidates cand ON cand.id = c.candidate_id
+      JOIN sources s ON s.sha256 = cand.sha256;
+END $$;

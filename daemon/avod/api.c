@@ -291,6 +291,11 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         goto done;
     }
     json_object_set_new(sub->norm, "target", json_string(s->target));
+    if (s->gpu[0] && !cuda) {
+        avo_http_reply_error(req, 400, "bad_request", "gpu: problem '%s' runs on the CPU; a GPU model applies to "
+                             "cuda problems", s->problem);
+        goto done;
+    }
     if (p.nknobs == 0 && !strcmp(s->op, "tune")) {
         avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune", s->problem);
         goto done;

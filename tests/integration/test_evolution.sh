@@ -150,4 +150,19 @@ check "a zero stagnation limit is refused" grep -q 'stagnation.limit: 0 is outsi
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "budget": {"gpu_seconds": 0}}')
 check "a zero GPU-seconds budget is refused" grep -q 'budget.gpu_seconds: 0 is outside' <<<"$out"
 
+out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "gpu": "H200"}')
+check "a GPU model on a CPU problem is refused" grep -q "gpu: problem 'cpu/softmax' runs on the CPU" <<<"$out"
+
+# A GPU model: only a worker that registered that GPU claims the work (the
+# claim itself, against two registered workers; no GPU needed).
+H200W=$(q "INSERT INTO workers (host, pid, target, devices) VALUES ('g1', 1, 'sm_90', '[{\"kind\":\"gpu\",\"index\":0,\"name\":\"NVIDIA H200\"}]') RETURNING id")
+H100W=$(q "INSERT INTO workers (host, pid, target, devices) VALUES ('g2', 2, 'sm_90', '[{\"kind\":\"gpu\",\"index\":0,\"name\":\"NVIDIA H100 80GB HBM3\"}]') RETURNING id")
+S=$(q "SELECT seed_candidate FROM jobs WHERE id = $JOB")
+q "INSERT INTO evaluations (job_id, candidate_id, problem, target, gpu_model) VALUES ($JOB, $S, 'x', 'sm_90', 'H200'), ($JOB, $S, 'x', 'sm_90', NULL)" >/dev/null
+check "a worker with another GPU model skips the job's evaluation and takes the unconstrained one" \
+    test "$(q "SELECT count(*) FROM avo_claim($H100W, 'sm_90', 60) c JOIN evaluations e ON e.id = c.id WHERE e.gpu_model IS NULL")" = 1
+check "nothing else for it; the H200 worker claims the H200 evaluation" \
+    test "$(q "SELECT count(*) FROM avo_claim($H100W, 'sm_90', 60)"):$(q "SELECT e.gpu_model FROM avo_claim($H200W, 'sm_90', 60) c JOIN evaluations e ON e.id = c.id")" = "0:H200"
+q "UPDATE evaluations SET state = 'cancelled' WHERE problem = 'x'; UPDATE workers SET state = 'gone' WHERE id IN ($H200W, $H100W)" >/dev/null
+
 [ "$FAILS" -eq 0 ]

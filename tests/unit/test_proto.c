@@ -69,6 +69,7 @@ static void test_seed_budgets_and_stops(void **state)
     assert_int_equal(s.patience, 3);
     assert_int_equal(s.stagnation_limit, 9);
     assert_int_equal(s.migrate_every, 2);
+    assert_string_equal(s.gpu, "");
     /* the stored spec keeps the seed's name and knobs, never its text */
     json_t *sd = json_object_get(n, "seed");
     assert_string_equal(json_string_value(json_object_get(sd, "file")), "mine.c");
@@ -79,7 +80,12 @@ static void test_seed_budgets_and_stops(void **state)
     avo_jobspec_clear(&s);
     assert_null(s.seed_source);
 
-    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"seed\":{\"candidate\":42}}", &s, NULL, err, sizeof err), 0);
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"gpu\":\"H200\",\"seed\":{\"candidate\":42}}", &s, &n, err,
+                           sizeof err),
+                     0);
+    assert_string_equal(s.gpu, "H200");
+    assert_string_equal(json_string_value(json_object_get(n, "gpu")), "H200");
+    json_decref(n);
     assert_int_equal(s.seed_candidate, 42);
     assert_null(s.seed_source);
     assert_int_equal(s.patience, 8);   /* default */
@@ -112,6 +118,7 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"epsilon\":2}", "epsilon: 2 is outside");
     expect_error("{\"problem\":\"p\",\"target\":\"tpu\"}", "target: unknown target 'tpu'");
     expect_error("{\"problem\":\"p\",\"budget\":{\"tokens\":10}}", "budget.tokens: applies to agent jobs only");
+    expect_error("{\"problem\":\"p\",\"gpu\":\"\"}", "gpu: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"budget\":{\"gpu_seconds\":0}}", "budget.gpu_seconds: 0 is outside");
     expect_error("{\"problem\":\"p\",\"stagnation\":{\"limit\":0}}", "stagnation.limit: 0 is outside");
     expect_error("{\"problem\":\"p\",\"stagnation\":{\"after\":3}}", "stagnation.after: unknown field");
