@@ -180,7 +180,7 @@ static const char *strip_knob_header(const char *src)
 
 /* Start knob values: each named knob must exist and take an allowed value,
  * and together with the defaults they must satisfy the constraints. */
-static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size_t errlen)
+static int check_seed_knobs(const avo_problem *p, json_t *knobs, int constraints, char *err, size_t errlen)
 {
     int64_t v[AVO_PROBLEM_MAX_KNOBS];
     const char *k;
@@ -208,7 +208,7 @@ static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size
         }
         v[i] = json_integer_value(x);
     }
-    if (avo_problem_knobs_allowed(p, v) != 1) {
+    if (constraints && avo_problem_knobs_allowed(p, v) != 1) {
         snprintf(err, errlen, "seed.knobs: these values break a constraint of problem '%s'", p->name);
         return -22;
     }
@@ -331,18 +331,20 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
             json_t *x;
             json_object_foreach(from_knobs, k, x) {
                 json_t *one = json_pack("{s:O}", k, x);
-                if (json_is_integer(x) && check_seed_knobs(&p, one, err, sizeof err) == 0)
+                /* each alone: known and allowed; the constraints hold
+                 * only for the set (ORDER=1 is what permits UNROLL=8) */
+                if (json_is_integer(x) && check_seed_knobs(&p, one, 0, err, sizeof err) == 0)
                     json_object_set(fit, k, x);
                 json_decref(one);
             }
-            if (json_object_size(fit) && check_seed_knobs(&p, fit, err, sizeof err) == 0)
+            if (json_object_size(fit) && check_seed_knobs(&p, fit, 1, err, sizeof err) == 0)
                 s->seed_knobs = fit;
             else
                 json_decref(fit);
         }
     }
     if (s->seed_knobs) {
-        if (check_seed_knobs(&p, s->seed_knobs, err, sizeof err) < 0) {
+        if (check_seed_knobs(&p, s->seed_knobs, 1, err, sizeof err) < 0) {
             avo_http_reply_error(req, 400, "bad_request", "%s", err);
             goto done;
         }

@@ -120,6 +120,13 @@ J5=$(api POST /v1/jobs "{\"problem\": \"cpu/sgemm\", \"seed\": {\"candidate\": $
 wait_job "$J5" 300
 check "a transferred seed starts from the candidate's knobs, without its old defines" \
     test "$(q "SELECT (a.knobs = b.knobs)::text || ':' || (SELECT count(*) FROM regexp_matches(s.body, '/\* avo knobs \*/', 'g')) FROM jobs j JOIN candidates a ON a.id = j.seed_candidate JOIN candidates b ON b.id = $B JOIN sources s ON s.sha256 = a.sha256 WHERE j.id = $J5")" = "true:1"
+# Knobs that are allowed only together (sgemm: UNROLL=8 needs ORDER=1) are
+# carried over together.
+C8=$(q "INSERT INTO candidates (job_id, sha256, operator, knobs) SELECT $J3, sha256, 'tune', '{\"ORDER\":1,\"BM\":32,\"BN\":256,\"BK\":64,\"UNROLL\":8}' FROM candidates WHERE id = $B RETURNING id")
+J8=$(api POST /v1/jobs "{\"problem\": \"cpu/sgemm\", \"seed\": {\"candidate\": $C8}, \"budget\": {\"evaluations\": 1}}" | jq -r .id)
+check "a transfer keeps knob values that are allowed only together" \
+    test "$(q "SELECT (spec->'seed'->'knobs'->>'ORDER') || (spec->'seed'->'knobs'->>'UNROLL') FROM jobs WHERE id = ${J8:-0}")" = 18
+wait_job "$J8" 300
 NJOBS=$(q "SELECT count(*) FROM jobs")
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "seed": {"file": "broken.c", "source": "int softmax(void) { return syntax error; }"}, "budget": {"evaluations": 5}}')
 check "a seed that does not compile is refused at submission with the compiler's message, naming its file" \
