@@ -919,6 +919,8 @@ int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values)
     return 1;
 }
 
+#define RENDER_HEADER "/* avo knobs */\n"
+
 int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src, const char *seed_name,
                        char **out)
 {
@@ -928,7 +930,7 @@ int avo_problem_render(const avo_problem *p, const int64_t *values, const char *
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return -ENOMEM;
-    fputs("/* avo knobs */\n", f);
+    fputs(RENDER_HEADER, f);
     for (int k = 0; k < p->nknobs; k++)
         fprintf(f, "#define %s %lld\n", p->knobs[k].name, (long long)values[k]);
     /* Compiler messages name the file the seed came from. */
@@ -946,4 +948,21 @@ int avo_problem_render(const avo_problem *p, const int64_t *values, const char *
     }
     *out = buf;
     return 0;
+}
+
+const char *avo_problem_unrender(const char *src)
+{
+    if (strncmp(src, RENDER_HEADER, strlen(RENDER_HEADER)) != 0)
+        return src;
+    const char *line = strstr(src, "\n#line 1 ");
+    const char *nl = line ? strchr(line + 1, '\n') : NULL;
+    return nl ? nl + 1 : src;
+}
+
+void avo_problem_start_knobs(const avo_problem *p, json_t *knobs, int64_t *values)
+{
+    for (int i = 0; i < p->nknobs; i++) {
+        json_t *x = json_object_get(knobs, p->knobs[i].name);
+        values[i] = json_is_integer(x) ? json_integer_value(x) : p->knobs[i].dflt;
+    }
 }

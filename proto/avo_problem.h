@@ -100,6 +100,14 @@ int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values);
  * package's seed file) for compiler messages. Caller frees *out. */
 int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src,
                        const char *seed_name, char **out);
+/* A source rendered by avo_problem_render without its knob header (the
+ * defines and the #line), so it can seed a job and be rendered again;
+ * any other text is returned as is. */
+const char *avo_problem_unrender(const char *src);
+/* The values a job starts from, in spec order: each knob's default,
+ * overridden by the integer entry of the same name in `knobs`
+ * ({"BM": 64}; NULL for none). Validation is the caller's. */
+void avo_problem_start_knobs(const avo_problem *p, json_t *knobs, int64_t *values);
 
 /* Evaluate an expression (flops, bytes, a shape) over the sizes of
  * configuration `config`. Returns 0 or a negative int with a message in err. */

@@ -166,49 +166,42 @@ static int problems_compatible(const avo_problem *from, const avo_problem *to, c
     return 1;
 }
 
-/* A tune candidate's source starts with the knob defines it was rendered
- * with (avo_problem_render); a seed must not carry them, or the job's own
- * defines would be overridden. */
-static const char *strip_knob_header(const char *src)
+/* One start value: `name` must be a knob of p and `value` one of its
+ * values. Returns 0 or -22 with the field and the reason in err. */
+static int check_knob(const avo_problem *p, const char *name, json_t *value, char *err, size_t errlen)
 {
-    if (strncmp(src, "/* avo knobs */\n", 16) != 0)
-        return src;
-    const char *line = strstr(src, "\n#line 1 ");
-    const char *nl = line ? strchr(line + 1, '\n') : NULL;
-    return nl ? nl + 1 : src;
+    int i = 0;
+    while (i < p->nknobs && strcmp(p->knobs[i].name, name) != 0)
+        i++;
+    if (i == p->nknobs) {
+        char list[512] = "";
+        for (int j = 0; j < p->nknobs; j++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", p->knobs[j].name);
+        snprintf(err, errlen, "seed.knobs.%s: unknown knob of problem '%s' (knobs: %s)", name, p->name, list);
+        return -22;
+    }
+    for (int j = 0; j < p->knobs[i].nvalues; j++)
+        if (json_is_integer(value) && p->knobs[i].values[j] == json_integer_value(value))
+            return 0;
+    snprintf(err, errlen, "seed.knobs.%s: %lld is not one of the knob's values", name,
+             (long long)json_integer_value(value));
+    return -22;
 }
 
-/* Start knob values: each named knob must exist and take an allowed value,
- * and together with the defaults they must satisfy the constraints. */
-static int check_seed_knobs(const avo_problem *p, json_t *knobs, int constraints, char *err, size_t errlen)
+/* Start knob values: each known and allowed, and together with the
+ * defaults of the others they must satisfy the constraints. */
+static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size_t errlen)
 {
     int64_t v[AVO_PROBLEM_MAX_KNOBS];
     const char *k;
     json_t *x;
-    for (int i = 0; i < p->nknobs; i++)
-        v[i] = p->knobs[i].dflt;
+    int rc;
     json_object_foreach(knobs, k, x) {
-        int i = 0;
-        while (i < p->nknobs && strcmp(p->knobs[i].name, k) != 0)
-            i++;
-        if (i == p->nknobs) {
-            char list[512] = "";
-            for (int j = 0; j < p->nknobs; j++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", p->knobs[j].name);
-            snprintf(err, errlen, "seed.knobs.%s: unknown knob of problem '%s' (knobs: %s)", k, p->name, list);
-            return -22;
-        }
-        int ok = 0;
-        for (int j = 0; j < p->knobs[i].nvalues; j++)
-            ok |= p->knobs[i].values[j] == json_integer_value(x);
-        if (!ok) {
-            snprintf(err, errlen, "seed.knobs.%s: %lld is not one of the knob's values", k,
-                     (long long)json_integer_value(x));
-            return -22;
-        }
-        v[i] = json_integer_value(x);
+        if ((rc = check_knob(p, k, x, err, errlen)) < 0)
+            return rc;
     }
-    if (constraints && avo_problem_knobs_allowed(p, v) != 1) {
+    avo_problem_start_knobs(p, knobs, v);
+    if (avo_problem_knobs_allowed(p, v) != 1) {
         snprintf(err, errlen, "seed.knobs: these values break a constraint of problem '%s'", p->name);
         return -22;
     }
@@ -318,7 +311,7 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
             }
         }
         free(s->seed_source);
-        if (!(s->seed_source = strdup(strip_knob_header(from_src)))) {
+        if (!(s->seed_source = strdup(avo_problem_unrender(from_src)))) {
             avo_http_reply_error(req, 500, "internal", "out of memory");
             goto done;
         }
@@ -329,22 +322,20 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
             json_t *fit = json_object();
             const char *k;
             json_t *x;
+            /* each alone: known and allowed; the constraints hold only
+             * for the set (ORDER=1 is what permits UNROLL=8) */
             json_object_foreach(from_knobs, k, x) {
-                json_t *one = json_pack("{s:O}", k, x);
-                /* each alone: known and allowed; the constraints hold
-                 * only for the set (ORDER=1 is what permits UNROLL=8) */
-                if (json_is_integer(x) && check_seed_knobs(&p, one, 0, err, sizeof err) == 0)
+                if (check_knob(&p, k, x, err, sizeof err) == 0)
                     json_object_set(fit, k, x);
-                json_decref(one);
             }
-            if (json_object_size(fit) && check_seed_knobs(&p, fit, 1, err, sizeof err) == 0)
+            if (json_object_size(fit) && check_seed_knobs(&p, fit, err, sizeof err) == 0)
                 s->seed_knobs = fit;
             else
                 json_decref(fit);
         }
     }
     if (s->seed_knobs) {
-        if (check_seed_knobs(&p, s->seed_knobs, 1, err, sizeof err) < 0) {
+        if (check_seed_knobs(&p, s->seed_knobs, err, sizeof err) < 0) {
             avo_http_reply_error(req, 400, "bad_request", "%s", err);
             goto done;
         }
@@ -366,10 +357,7 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
          * of its start values, numbered as its own file. */
         int64_t v[AVO_PROBLEM_MAX_KNOBS];
         char *rendered = NULL;
-        for (int i = 0; i < p.nknobs; i++) {
-            json_t *x = json_object_get(s->seed_knobs, p.knobs[i].name);
-            v[i] = json_is_integer(x) ? json_integer_value(x) : p.knobs[i].dflt;
-        }
+        avo_problem_start_knobs(&p, s->seed_knobs, v);
         const char *name = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
         if (avo_problem_render(&p, v, s->seed_source, name ? name : "seed", &rendered) == 0 && a->worker_bin[0] &&
             avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p.dir, s->target, rendered, on_seed_checked,

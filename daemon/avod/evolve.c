@@ -466,11 +466,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
 
     if (!strcmp(state, "queued")) {
         json_object_set_new(d, "start", json_true());
-        json_t *start = json_object_get(json_object_get(s->spec, "seed"), "knobs");
-        for (int i = 0; i < p->nknobs; i++) {
-            json_t *x = json_object_get(start, p->knobs[i].name);
-            v[i] = json_is_integer(x) ? json_integer_value(x) : p->knobs[i].dflt;
-        }
+        avo_problem_start_knobs(p, json_object_get(json_object_get(s->spec, "seed"), "knobs"), v);
         if (propose(s, v, 0, 0, NULL, NULL, 1) < 0) {
             snprintf(err, errlen, "cannot render the seed");
             goto fail;

@@ -240,7 +240,17 @@ static void test_knobs_and_render(void **state)
     assert_int_equal(avo_problem_render(&p, good, "int x;\n", NULL, &out), 0);
     assert_string_equal(out, "/* avo knobs */\n#define ORDER 1\n#define BM 64\n#define BN 128\n#define BK 64\n"
                              "#define UNROLL 8\n#line 1 \"seed.c\"\nint x;\n");
+    /* a rendered source seeds another job: without its header, as it was */
+    assert_string_equal(avo_problem_unrender(out), "int x;\n");
+    assert_string_equal(avo_problem_unrender("int y;\n"), "int y;\n");
     free(out);
+    json_t *start = json_pack("{s:i,s:i}", "UNROLL", 8, "ORDER", 1);
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
+    avo_problem_start_knobs(&p, start, v);
+    assert_int_equal(v[0], 1);           /* ORDER from the object */
+    assert_int_equal(v[1], dflt[1]);     /* BM: its default */
+    assert_int_equal(v[4], 8);           /* UNROLL from the object */
+    json_decref(start);
     avo_problem_free(&p);
 }
 
