@@ -87,11 +87,6 @@ static int print_json(const json_t *v, size_t flags)
     return EXIT_OK;
 }
 
-static const char *str(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(obj, key));
-}
-
 /* ---- talking to avod -------------------------------------------------- */
 
 static int unreachable(const avoctl_ctx *c, const char *why)
@@ -105,8 +100,8 @@ static int unreachable(const avoctl_ctx *c, const char *why)
 static int daemon_error(const avoctl_response *r)
 {
     const json_t *e = json_object_get(r->body, "error");
-    const char *msg = str(e, "message");
-    const char *code = str(e, "code");
+    const char *msg = avoctl_str(e, "message");
+    const char *code = avoctl_str(e, "code");
     if (msg)
         errorf("%s (%s)", msg, code ? code : "error");
     else
@@ -234,7 +229,7 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
         fprintf(stderr, "avoctl: skipping event %s: data is not JSON: %s\n", ev->id, je.text);
     } else {
         const json_t *d = json_object_get(obj, "data");
-        const char *unit = str(d, "unit");
+        const char *unit = avoctl_str(d, "unit");
         if (unit)
             snprintf(w->unit, sizeof w->unit, "%s", unit);
         if (w->c->json) {
@@ -249,11 +244,11 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
             puts(line);
         }
         fflush(stdout);
-        const char *kind = str(obj, "kind");
+        const char *kind = avoctl_str(obj, "kind");
         if (!kind)
             kind = ev->event;
         if (strcmp(kind, "job_finished") == 0) {
-            const char *state = str(d, "state");
+            const char *state = avoctl_str(d, "state");
             snprintf(w->state, sizeof w->state, "%s", state ? state : "");
             w->finished = 1;
         }
@@ -283,8 +278,8 @@ static int check_finished(avoctl_ctx *c, int64_t job)
     int ex = -1;
 
     if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 &&
-        r.status == 200 && is_final(str(r.body, "state"))) {
-        const char *state = str(r.body, "state");
+        r.status == 200 && is_final(avoctl_str(r.body, "state"))) {
+        const char *state = avoctl_str(r.body, "state");
         if (!c->json) {
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:O?, s:O?, s:O?, s:O?}}", "kind",
                                    "job_finished", "job", (json_int_t)job, "data", "state", state,
@@ -293,7 +288,7 @@ static int check_finished(avoctl_ctx *c, int64_t job)
                                    json_object_get(r.body, "seed"), "speedup",
                                    json_object_get(r.body, "speedup"));
             char line[1024];
-            avoctl_fmt_event(ev, str(r.body, "unit"), line, sizeof line);
+            avoctl_fmt_event(ev, avoctl_str(r.body, "unit"), line, sizeof line);
             puts(line);
             json_decref(ev);
         }
@@ -461,18 +456,18 @@ static int submit_spec(avoctl_ctx *c, const json_t *spec, int watch)
         /* With --watch the events follow, one per line, so keep this compact. */
         print_json(job, watch ? JSON_COMPACT : JSON_INDENT(2));
     } else {
-        const char *op = str(job, "operator");
+        const char *op = avoctl_str(job, "operator");
         const json_t *seed = json_object_get(spec, "seed");
         char from[300] = "";
         if (!op)
-            op = str(spec, "operator");
+            op = avoctl_str(spec, "operator");
         if (json_is_integer(json_object_get(seed, "candidate")))
             snprintf(from, sizeof from, "; seed: cand %lld",
                      (long long)json_integer_value(json_object_get(seed, "candidate")));
-        else if (str(seed, "file"))
-            snprintf(from, sizeof from, "; seed: %.250s", str(seed, "file"));
+        else if (avoctl_str(seed, "file"))
+            snprintf(from, sizeof from, "; seed: %.250s", avoctl_str(seed, "file"));
         printf("job %lld submitted (%s, %s%s)\n", (long long)id,
-               str(job, "problem") ? str(job, "problem") : "?", op ? op : "default operator", from);
+               avoctl_str(job, "problem") ? avoctl_str(job, "problem") : "?", op ? op : "default operator", from);
     }
     fflush(stdout);
     if (watch) {
@@ -533,8 +528,8 @@ static int problem_of(avoctl_ctx *c, int64_t cand, char *buf, size_t len)
     if (ex == EXIT_OK)
         ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(json_object_get(cj, "job")), NULL, NULL, &job);
     if (ex == EXIT_OK) {
-        if (str(job, "problem")) {
-            snprintf(buf, len, "%s", str(job, "problem"));
+        if (avoctl_str(job, "problem")) {
+            snprintf(buf, len, "%s", avoctl_str(job, "problem"));
         } else {
             errorf("avod named no problem for the job of candidate %lld; give --problem", (long long)cand);
             ex = EXIT_FAIL;
@@ -627,8 +622,8 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         evals_cell(job, evals, sizeof evals);
         aggregate_cell(json_object_get(job, "best"), best, sizeof best);
         avoctl_fmt_speedup(json_object_get(job, "speedup"), sp, sizeof sp);
-        avoctl_fmt_time(str(job, "created_at"), 1, created, sizeof created);
-        const char *row[] = {id, str(job, "state"), str(job, "problem"), str(job, "operator"),
+        avoctl_fmt_time(avoctl_str(job, "created_at"), 1, created, sizeof created);
+        const char *row[] = {id, avoctl_str(job, "state"), avoctl_str(job, "problem"), avoctl_str(job, "operator"),
                              evals, best, sp, created};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
@@ -652,22 +647,22 @@ static void kv(const char *key, const char *val)
 
 static void print_job(const json_t *job)
 {
-    const char *unit = str(job, "unit");
+    const char *unit = avoctl_str(job, "unit");
     const json_t *e = json_object_get(job, "evaluations");
     char buf[256], n[4][32];
 
     avoctl_fmt_field(json_object_get(job, "id"), buf, sizeof buf);
     kv("job", buf);
-    kv("problem", str(job, "problem"));
-    kv("operator", str(job, "operator"));
-    kv("state", str(job, "state"));
-    if (str(job, "reason"))
-        kv("reason", str(job, "reason"));
-    avoctl_fmt_time(str(job, "created_at"), 1, buf, sizeof buf);
+    kv("problem", avoctl_str(job, "problem"));
+    kv("operator", avoctl_str(job, "operator"));
+    kv("state", avoctl_str(job, "state"));
+    if (avoctl_str(job, "reason"))
+        kv("reason", avoctl_str(job, "reason"));
+    avoctl_fmt_time(avoctl_str(job, "created_at"), 1, buf, sizeof buf);
     kv("created", buf);
-    avoctl_fmt_time(str(job, "started_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_str(job, "started_at"), 1, buf, sizeof buf);
     kv("started", buf);
-    avoctl_fmt_time(str(job, "finished_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_str(job, "finished_at"), 1, buf, sizeof buf);
     kv("finished", buf);
     static const char *const keys[] = {"done", "running", "queued", "budget"};
     for (int i = 0; i < 4; i++)
@@ -707,7 +702,7 @@ static int cmd_cancel(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        const char *state = str(body, "state");
+        const char *state = avoctl_str(body, "state");
         if (state && strcmp(state, "cancelled") == 0)
             printf("job %lld cancelled\n", (long long)job);
         else /* running evaluations finish first */
@@ -722,7 +717,7 @@ static const json_t *score_for(const json_t *cand, const char *config)
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(cand, "scores"), i, s) {
-        const char *name = str(s, "config");
+        const char *name = avoctl_str(s, "config");
         if (name && strcmp(name, config) == 0)
             return json_object_get(s, "score");
     }
@@ -733,7 +728,7 @@ static int print_best(const json_t *body, int64_t job)
 {
     const json_t *best = json_object_get(body, "best");
     const json_t *seed = json_object_get(body, "seed");
-    const char *unit = str(best, "unit");
+    const char *unit = avoctl_str(best, "unit");
     char b[128], s[128], sp[32], n1[32], n2[32];
     avoctl_table *t = NULL;
     int ex = EXIT_OK;
@@ -752,8 +747,8 @@ static int print_best(const json_t *body, int64_t job)
     avoctl_fmt_field(json_object_get(best, "parent"), n1, sizeof n1);
     avoctl_fmt_field(json_object_get(best, "operator"), n2, sizeof n2);
     printf("parent %s, operator %s, outcome %s, sha256 %s\n", n1, n2,
-           str(best, "outcome") ? str(best, "outcome") : "-",
-           str(best, "sha256") ? str(best, "sha256") : "-");
+           avoctl_str(best, "outcome") ? avoctl_str(best, "outcome") : "-",
+           avoctl_str(best, "sha256") ? avoctl_str(best, "sha256") : "-");
 
     const json_t *knobs = json_object_get(best, "knobs");
     if (json_is_object(knobs) && json_object_size(knobs)) {
@@ -773,7 +768,7 @@ static int print_best(const json_t *body, int64_t job)
     size_t i;
     json_t *row;
     json_array_foreach(json_object_get(best, "scores"), i, row) {
-        const char *config = str(row, "config");
+        const char *config = avoctl_str(row, "config");
         const json_t *bs = json_object_get(row, "score");
         const json_t *ss = config ? score_for(seed, config) : NULL;
         char cb[32], cs[32], csp[32] = "-";
@@ -822,7 +817,7 @@ static int cmd_best(avoctl_ctx *c, const avoctl_args *a)
     if (ex || (ex = call(c, AVO_ROUTE_JOB_BEST, job, NULL, NULL, &body)) != EXIT_OK)
         return ex;
     const json_t *best = json_object_get(body, "best");
-    const char *src = str(best, "source");
+    const char *src = avoctl_str(best, "source");
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     if (!json_is_object(best)) {
@@ -901,7 +896,7 @@ static int cmd_diff(avoctl_ctx *c, const avoctl_args *a)
                     (long long)from, (long long)from);
         return ex;
     }
-    const char *diff = str(body, "diff");
+    const char *diff = avoctl_str(body, "diff");
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else if (!diff) {
@@ -929,12 +924,12 @@ static int cmd_show(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    if (!source && !str(body, "diff") && json_is_integer(json_object_get(body, "parent"))) {
+    if (!source && !avoctl_str(body, "diff") && json_is_integer(json_object_get(body, "parent"))) {
         /* No stored diff (older candidates): avod computes one. Showing the
          * rest matters more than this, so a failure here is not an error. */
         avoctl_response r;
         if (avoctl_http_call(c->http, AVO_ROUTE_CANDIDATE_DIFF, cand, NULL, NULL, &r) == 0 && r.status == 200 &&
-            str(r.body, "diff"))
+            avoctl_str(r.body, "diff"))
             json_object_set(body, "diff", json_object_get(r.body, "diff"));
         avoctl_response_free(&r);
     }
@@ -1012,8 +1007,8 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
         char id[32], pid[32], seen[32];
         avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
         avoctl_fmt_field(json_object_get(w, "pid"), pid, sizeof pid);
-        avoctl_fmt_time(str(w, "last_seen"), 1, seen, sizeof seen);
-        const char *row[] = {id, str(w, "host"), pid, str(w, "target"), str(w, "state"), seen};
+        avoctl_fmt_time(avoctl_str(w, "last_seen"), 1, seen, sizeof seen);
+        const char *row[] = {id, avoctl_str(w, "host"), pid, avoctl_str(w, "target"), avoctl_str(w, "state"), seen};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -1039,9 +1034,9 @@ static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        printf("avod %s at %s: %s, database %s\n", str(body, "version") ? str(body, "version") : "?",
+        printf("avod %s at %s: %s, database %s\n", avoctl_str(body, "version") ? avoctl_str(body, "version") : "?",
                c->socket, json_is_true(json_object_get(body, "ok")) ? "ok" : "not ok",
-               str(body, "db") ? str(body, "db") : "?");
+               avoctl_str(body, "db") ? avoctl_str(body, "db") : "?");
     }
     if (!json_is_true(json_object_get(body, "ok")))
         ex = EXIT_FAIL;

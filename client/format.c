@@ -172,6 +172,11 @@ void avoctl_table_free(avoctl_table *t)
     free(t);
 }
 
+const char *avoctl_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
 void avoctl_fmt_num(double v, char *buf, size_t len)
 {
     if (!isfinite(v))

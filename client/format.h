@@ -27,6 +27,8 @@ int avoctl_table_print(const avoctl_table *t, FILE *out);
 void avoctl_table_free(avoctl_table *t);
 
 /* A figure with about four significant digits: 9.81, 123.5, 0.0012, 12346. */
+/* obj[key] as a string, or NULL when absent or not a string. */
+const char *avoctl_str(const json_t *obj, const char *key);
 void avoctl_fmt_num(double v, char *buf, size_t len);
 /* An ISO-8601 timestamp cut down for humans: "2024-05-01 12:03" (with_date)
  * or "12:03:04". Anything unparseable (or NULL) gives "-". */

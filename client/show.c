@@ -6,11 +6,6 @@
 
 #include "format.h"
 
-static const char *str(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(obj, key));
-}
-
 static void kv(FILE *out, const char *key, const char *val)
 {
     fprintf(out, "%-12s %s\n", key, val && *val ? val : "-");
@@ -69,20 +64,20 @@ static void worker_line(const json_t *w, char *buf, size_t len)
         return;
     }
     avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
-    snprintf(buf, len, "%s on %s (%s)", id, str(w, "host") ? str(w, "host") : "?",
-             str(w, "target") ? str(w, "target") : "?");
+    snprintf(buf, len, "%s on %s (%s)", id, avoctl_str(w, "host") ? avoctl_str(w, "host") : "?",
+             avoctl_str(w, "target") ? avoctl_str(w, "target") : "?");
     int first = 1;
     json_array_foreach(json_object_get(w, "devices"), i, d) {
-        const char *kind = str(d, "kind");
+        const char *kind = avoctl_str(d, "kind");
         if (kind && strcmp(kind, "cpu") == 0) {
             char cores[32];
             avoctl_fmt_field(json_object_get(d, "cores"), cores, sizeof cores);
-            snprintf(part, sizeof part, "%s, %s cores", str(d, "model") ? str(d, "model") : "CPU", cores);
+            snprintf(part, sizeof part, "%s, %s cores", avoctl_str(d, "model") ? avoctl_str(d, "model") : "CPU", cores);
         } else if (kind && strcmp(kind, "gpu") == 0) {
             char idx[32];
             avoctl_fmt_field(json_object_get(d, "index"), idx, sizeof idx);
-            snprintf(part, sizeof part, "GPU %s %s (%s)", idx, str(d, "name") ? str(d, "name") : "?",
-                     str(d, "arch") ? str(d, "arch") : "?");
+            snprintf(part, sizeof part, "GPU %s %s (%s)", idx, avoctl_str(d, "name") ? avoctl_str(d, "name") : "?",
+                     avoctl_str(d, "arch") ? avoctl_str(d, "arch") : "?");
         } else {
             continue; /* probes that found nothing */
         }
@@ -109,7 +104,7 @@ static void header(const json_t *c, FILE *out)
 {
     char buf[2048], a[64], b[64];
     const json_t *parents = json_object_get(c, "parents");
-    const char *outcome = str(c, "outcome");
+    const char *outcome = avoctl_str(c, "outcome");
 
     avoctl_fmt_field(json_object_get(c, "id"), a, sizeof a);
     avoctl_fmt_field(json_object_get(c, "job"), b, sizeof b);
@@ -128,18 +123,18 @@ static void header(const json_t *c, FILE *out)
         ids_line(parents, buf, sizeof buf);
         kv(out, "derived from", buf);
     }
-    kv(out, "operator", str(c, "operator"));
+    kv(out, "operator", avoctl_str(c, "operator"));
     snprintf(buf, sizeof buf, "%s%s", outcome ? outcome : "pending",
              json_is_true(json_object_get(c, "committed")) ? ", committed" : outcome ? ", not committed" : "");
     kv(out, "outcome", buf);
-    if (outcome && strcmp(outcome, "ok") != 0 && str(c, "detail"))
-        kv(out, "detail", str(c, "detail"));
+    if (outcome && strcmp(outcome, "ok") != 0 && avoctl_str(c, "detail"))
+        kv(out, "detail", avoctl_str(c, "detail"));
     snprintf(buf, sizeof buf, "-");
     if (json_is_number(json_object_get(c, "aggregate"))) {
         avoctl_fmt_num(json_number_value(json_object_get(c, "aggregate")), buf, sizeof buf);
-        if (str(c, "unit")) {
+        if (avoctl_str(c, "unit")) {
             cat(buf, sizeof buf, " ");
-            cat(buf, sizeof buf, str(c, "unit"));
+            cat(buf, sizeof buf, avoctl_str(c, "unit"));
         }
     }
     kv(out, "aggregate", buf);
@@ -149,10 +144,10 @@ static void header(const json_t *c, FILE *out)
     kv(out, "worker", buf);
     cost_line(json_object_get(c, "cost"), buf, sizeof buf);
     kv(out, "cost", buf);
-    avoctl_fmt_time(str(c, "created_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_str(c, "created_at"), 1, buf, sizeof buf);
     kv(out, "created", buf);
-    if (str(c, "notes"))
-        kv(out, "notes", str(c, "notes"));
+    if (avoctl_str(c, "notes"))
+        kv(out, "notes", avoctl_str(c, "notes"));
 }
 
 /* Per configuration: the score and how steady its timing was. Falls back
@@ -160,7 +155,7 @@ static void header(const json_t *c, FILE *out)
 static int scores_table(const json_t *c, size_t width, FILE *out)
 {
     const json_t *configs = json_object_get(c, "configs");
-    const char *unit = str(c, "unit");
+    const char *unit = avoctl_str(c, "unit");
     avoctl_table *t = NULL;
     char sh[64];
     size_t i;
@@ -183,7 +178,7 @@ static int scores_table(const json_t *c, size_t width, FILE *out)
     avoctl_table_fit(t, width, 0, 12);
     json_array_foreach(configs, i, row) {
         char score[64], med[64], runs[32], rse[32] = "-", vs[32];
-        const char *name = str(row, "name") ? str(row, "name") : str(row, "config");
+        const char *name = avoctl_str(row, "name") ? avoctl_str(row, "name") : avoctl_str(row, "config");
         avoctl_fmt_field(json_object_get(row, "score"), score, sizeof score);
         fmt_seconds(json_object_get(row, "median_s"), med, sizeof med);
         avoctl_fmt_field(json_object_get(row, "runs"), runs, sizeof runs);
@@ -223,7 +218,7 @@ static void compile_report(const json_t *c, FILE *out)
         avoctl_fmt_field(json_object_get(k, "smem_bytes"), smem, sizeof smem);
         /* The (mangled, long) name last, so the figures line up. */
         snprintf(buf, sizeof buf, "%s registers, spills %s B stored / %s B loaded, %s B smem: %s", regs, st, ld,
-                 smem, str(k, "kernel") ? str(k, "kernel") : "?");
+                 smem, avoctl_str(k, "kernel") ? avoctl_str(k, "kernel") : "?");
         kv(out, "ptxas", buf);
     }
 }
@@ -231,8 +226,8 @@ static void compile_report(const json_t *c, FILE *out)
 /* The compiler's output, when it is why the candidate failed. */
 static void compile_log(const json_t *c, FILE *out)
 {
-    const char *outcome = str(c, "outcome");
-    const char *log = str(json_object_get(c, "compile"), "log");
+    const char *outcome = avoctl_str(c, "outcome");
+    const char *log = avoctl_str(json_object_get(c, "compile"), "log");
     if (outcome && strcmp(outcome, "compile_error") == 0 && log && *log)
         fprintf(out, "\ncompiler output:\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
 }
@@ -274,7 +269,7 @@ static void counters_line(const json_t *c, FILE *out)
 {
     const json_t *top = json_object_get(c, "counters");
     char buf[1024];
-    const char *reason = str(top, "reason");
+    const char *reason = avoctl_str(top, "reason");
     size_t i;
     json_t *row;
 
@@ -284,7 +279,7 @@ static void counters_line(const json_t *c, FILE *out)
         const json_t *ctr = json_object_get(row, "counters");
         if (json_is_array(json_object_get(ctr, "kernels"))) {
             snprintf(buf, sizeof buf, "%s, per configuration and kernel (below)",
-                     str(ctr, "source") ? str(ctr, "source") : "CUPTI");
+                     avoctl_str(ctr, "source") ? avoctl_str(ctr, "source") : "CUPTI");
             kv(out, "counters", buf);
             return;
         }
@@ -350,9 +345,9 @@ static int counters_table(const json_t *c, size_t width, FILE *out)
             const json_t *kj = json_array_get(kernels, j);
             const json_t *m = gpu ? json_object_get(kj, "metrics") : ctr;
             size_t n = 0;
-            snprintf(cells[n++], sizeof cells[0], "%s", str(row, "name") ? str(row, "name") : "?");
+            snprintf(cells[n++], sizeof cells[0], "%s", avoctl_str(row, "name") ? avoctl_str(row, "name") : "?");
             if (gpu)
-                snprintf(cells[n++], sizeof cells[0], "%s", str(kj, "range") ? str(kj, "range") : "?");
+                snprintf(cells[n++], sizeof cells[0], "%s", avoctl_str(kj, "range") ? avoctl_str(kj, "range") : "?");
             for (k = 0; k < (gpu ? NGPU : NCPU); k++) {
                 if (!used[k])
                     continue;
@@ -405,7 +400,7 @@ int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
     compile_log(c, out);
 
     fputc('\n', out);
-    const char *text = str(c, with_source ? "source" : "diff");
+    const char *text = avoctl_str(c, with_source ? "source" : "diff");
     if (text) {
         fputs(text, out);
         if (*text && text[strlen(text) - 1] != '\n')
