@@ -5,7 +5,7 @@
 # per config: every run's event median, the spread (max/min - 1), and the
 # ratio of the harness's event median to CUPTI's gpu__time_duration.sum for
 # the same kernel (the counter ncu reports), plus cuBLAS in the same run.
-# Usage: bash bench/gpu_repeat.sh [N]      (on a GPU host; see docs/gpu-testing.md)
+# Usage: [SEED=sm90] bash bench/gpu_repeat.sh [N]     (on a GPU host; see docs/gpu-testing.md)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -17,10 +17,16 @@ export PATH="$ROOT/build/bin:/usr/local/cuda/bin:$PATH"
 export AVO_HOME=${AVO_HOME:-/tmp/avo-repeat-home}
 mkdir -p "$AVO_HOME"
 # The candidate: the seed with a good knob setting, rendered as the tune
-# operator does (defines first).
+# operator does (defines first); SEED=sm90 takes the Hopper seed
+# (seed_sm90.cu) at its defaults instead.
 CAND="$OUTDIR/candidate.cu"
-printf '#define %s\n' "BM 128" "BN 128" "BK 32" "WM 64" "WN 64" "STAGES 4" "SWIZZLE 1" "GROUPM 8" "MINB 1" >"$CAND"
-cat kernels/gemm_bf16/seed.cu >>"$CAND"
+if [ "${SEED:-}" = sm90 ]; then
+    printf '#define %s\n' "BM 128" "BN 256" "CONSUMERS 2" "STAGES 4" "GROUPM 8" >"$CAND"
+    cat kernels/gemm_bf16/seed_sm90.cu >>"$CAND"
+else
+    printf '#define %s\n' "BM 128" "BN 128" "BK 32" "WM 64" "WN 64" "STAGES 4" "SWIZZLE 1" "GROUPM 8" "MINB 1" >"$CAND"
+    cat kernels/gemm_bf16/seed.cu >>"$CAND"
+fi
 for i in $(seq 1 "$N"); do
     avo-worker eval bench/gemm_bf16/repeat "$CAND" --json --seed "$i" \
         >"$OUTDIR/repeat-$i.json" 2>"$OUTDIR/repeat-$i.err" || echo "run $i: exit $?"
@@ -37,7 +43,7 @@ for i in range(1, n + 1):
 print(f"{len(runs)} runs; outcomes: {sorted(set(r['outcome'] for r in runs))}")
 names = [c["name"] for c in runs[0]["configs"]] if runs else []
 for name in names:
-    med, ratio, tf, cub = [], [], [], []
+    med, ratio, tf, cub, durs = [], [], [], [], []
     for r in runs:
         c = next(c for c in r["configs"] if c["name"] == name)
         med.append(c["median_s"] * 1e3)
@@ -49,11 +55,13 @@ for name in names:
         dur = sum((x.get("metrics") or {}).get("gpu__time_duration.sum", 0) for x in k) / 1e6
         if dur > 0:
             ratio.append(c["median_s"] * 1e3 / dur)
+            durs.append(dur)
     spread = max(med) / min(med) - 1
     print(f"config {name}: event medians (ms) {' '.join(f'{m:.4f}' for m in med)}")
     print(f"  spread max/min-1 = {spread*100:.2f}%   median {statistics.median(tf):.1f} TFLOPS"
           + (f"   cuBLAS {statistics.median(cub):.1f} TFLOPS (x{statistics.median(tf)/statistics.median(cub):.3f})" if cub else ""))
     if ratio:
+        print(f"  CUPTI gpu__time_duration (ms) {' '.join(f'{x:.4f}' for x in durs)}   spread {(max(durs)/min(durs)-1)*100:.2f}%")
         print(f"  harness event median / CUPTI gpu__time_duration: min {min(ratio):.4f} median {statistics.median(ratio):.4f} max {max(ratio):.4f}")
     else:
         print("  no CUPTI duration in the results (counters unavailable: see the result's counters.reason)")

@@ -419,6 +419,7 @@ static void spec_flags(const avoctl_args *a, avoctl_spec_flags *f)
         .priority = avoctl_args_get(a, "priority"),
         .seed_file = avoctl_args_get(a, "seed"),
         .seed_candidate = avoctl_args_get(a, "seed-candidate"),
+        .seed_name = avoctl_args_get(a, "seed-name"),
         .target_score = avoctl_args_get(a, "target-score"),
         .patience = avoctl_args_get(a, "patience"),
         .stagnation_limit = avoctl_args_get(a, "stagnation-limit"),
@@ -1072,6 +1073,7 @@ static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
 static const avoctl_opt submit_opts[] = {
     {"seed", 0, 1, "FILE", "start from this source file instead of the problem's seed"},
     {"seed-candidate", 0, 1, "ID", "start from candidate ID of any job (transfer; see fork)"},
+    {"seed-name", 0, 1, "NAME", "one of the problem's named seeds (its file and knobs), e.g. sm90"},
     JOB_OPTS,
     {NULL, 0, 0, NULL, NULL},
 };
@@ -1107,7 +1109,8 @@ static const avoctl_opt best_opts[] = {
 static const avoctl_command commands[] = {
     {"submit", cmd_submit,
      "avoctl submit FILE|- [flags] [--watch]\n"
-     "       avoctl submit --problem P [--seed FILE | --seed-candidate ID] [--operator OP]\n"
+     "       avoctl submit --problem P [--seed FILE | --seed-candidate ID] [--seed-name NAME]\n"
+     "                     [--operator OP]\n"
      "                     [--evaluations N] [--wall SECONDS] [--gpu-seconds X] [--energy-joules X]\n"
      "                     [--target-score X] [--patience N] [--stagnation-limit N]\n"
      "                     [--islands N] [--migrate-every N] [--epsilon X] [--priority N] [--watch]",

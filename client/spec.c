@@ -132,6 +132,10 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
         snprintf(err, errlen, "--seed: needs a FILE");
         return -EINVAL;
     }
+    if (f->seed_name && !*f->seed_name) {
+        snprintf(err, errlen, "--seed-name: needs a NAME (one of the problem's named seeds)");
+        return -EINVAL;
+    }
     if (f->seed_file && f->seed_candidate) {
         snprintf(err, errlen, "--seed and --seed-candidate: give one seed, not both");
         return -EINVAL;
@@ -208,6 +212,12 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
             json_object_del(seed, "source");
             rc = set(seed, "candidate", json_integer(p.seed_cand));
         }
+    }
+    if (!rc && f->seed_name) {
+        if (!seed && !(seed = sub_object(out, "seed")))
+            rc = -ENOMEM;
+        else
+            rc = set(seed, "name", json_string(f->seed_name));
     }
     if (f->target_score)
         rc = rc ? rc : set(out, "target_score", number(p.target));

@@ -17,6 +17,7 @@ typedef struct {
     const char *priority;
     const char *seed_file;        /* --seed FILE: read and sent as its text */
     const char *seed_candidate;   /* --seed-candidate ID (transfer, `fork`) */
+    const char *seed_name;        /* --seed-name NAME: one of the problem's named seeds */
     const char *target_score;
     const char *patience;         /* stagnation.patience */
     const char *stagnation_limit; /* stagnation.limit */

@@ -10,7 +10,7 @@ static const char *const top_fields[] = {"problem", "operator", "target", "gpu",
                                          "epsilon", "priority", "operator_params", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
                                             "energy_joules", "tokens", "cost_usd", NULL};
-static const char *const seed_fields[] = {"file", "source", "candidate", "knobs", NULL};
+static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
 
@@ -76,17 +76,19 @@ static int get_num(json_t *obj, const char *key, const char *where, double lo, d
     return 0;
 }
 
-static int get_str(json_t *obj, const char *key, char *out, size_t outlen, char *err, size_t errlen)
+/* where: the object's own path ("seed.") for messages, "" at the top level */
+static int get_str(json_t *obj, const char *where, const char *key, char *out, size_t outlen, char *err,
+                   size_t errlen)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
         return 0;
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        snprintf(err, errlen, "%s: must be a non-empty string", key);
+        snprintf(err, errlen, "%s%s: must be a non-empty string", where, key);
         return -22;
     }
     if (json_string_length(v) >= outlen) {
-        snprintf(err, errlen, "%s: longer than %zu characters", key, outlen - 1);
+        snprintf(err, errlen, "%s%s: longer than %zu characters", where, key, outlen - 1);
         return -22;
     }
     snprintf(out, outlen, "%s", json_string_value(v));
@@ -107,7 +109,9 @@ int avo_jobspec_target_valid(const char *t)
 
 /* seed: {"file": NAME, "source": TEXT} (what `avoctl submit --seed FILE`
  * sends), or {"candidate": ID} (transfer), each optionally with "knobs" to
- * start the tune operator from; the knob names are checked against the
+ * start the tune operator from and "name", one of the package's named seeds
+ * (its file, knobs and constraints; a source or candidate given beside it
+ * replaces only the file). The name and knobs are checked against the
  * problem by the caller, which has it loaded. */
 static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
 {
@@ -119,7 +123,8 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
                               "{\"candidate\": 12}");
         return -22;
     }
-    if ((rc = check_known(sd, seed_fields, "seed", err, errlen)) < 0)
+    if ((rc = check_known(sd, seed_fields, "seed", err, errlen)) < 0 ||
+        (rc = get_str(sd, "seed.", "name", s->seed_name, sizeof s->seed_name, err, errlen)) < 0)
         return rc;
     json_t *src = json_object_get(sd, "source"), *cand = json_object_get(sd, "candidate");
     json_t *knobs = json_object_get(sd, "knobs");
@@ -141,7 +146,7 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
             snprintf(err, errlen, "seed.source: contains a NUL byte (not a source file?)");
             return -22;
         }
-        if ((rc = get_str(sd, "file", s->seed_file, sizeof s->seed_file, err, errlen)) < 0)
+        if ((rc = get_str(sd, "seed.", "file", s->seed_file, sizeof s->seed_file, err, errlen)) < 0)
             return rc;
         if (!s->seed_file[0])
             snprintf(s->seed_file, sizeof s->seed_file, "seed");
@@ -196,10 +201,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         snprintf(err, errlen, "problem: required (e.g. \"cpu/sgemm\")");
         return -22;
     }
-    if ((rc = get_str(in, "problem", s->problem, sizeof s->problem, err, errlen)) < 0 ||
-        (rc = get_str(in, "operator", s->op, sizeof s->op, err, errlen)) < 0 ||
-        (rc = get_str(in, "target", s->target, sizeof s->target, err, errlen)) < 0 ||
-        (rc = get_str(in, "gpu", s->gpu, sizeof s->gpu, err, errlen)) < 0)
+    if ((rc = get_str(in, "", "problem", s->problem, sizeof s->problem, err, errlen)) < 0 ||
+        (rc = get_str(in, "", "operator", s->op, sizeof s->op, err, errlen)) < 0 ||
+        (rc = get_str(in, "", "target", s->target, sizeof s->target, err, errlen)) < 0 ||
+        (rc = get_str(in, "", "gpu", s->gpu, sizeof s->gpu, err, errlen)) < 0)
         return rc;
     if (strcmp(s->op, "tune") != 0) {
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune)", s->op);
@@ -293,8 +298,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(n, "target_score", json_real(s->target_score));
         if (s->gpu[0])
             json_object_set_new(n, "gpu", json_string(s->gpu));
-        if (s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
+        if (s->seed_name[0] || s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
             json_t *sd = json_object();
+            if (s->seed_name[0])
+                json_object_set_new(sd, "name", json_string(s->seed_name));
             if (s->seed_file[0])
                 json_object_set_new(sd, "file", json_string(s->seed_file));
             if (s->seed_candidate > 0)

@@ -27,6 +27,7 @@ typedef struct {
     uint64_t rng_seed;        /* operator randomness; 0 = chosen at submission */
     /* The seed: the package's (all empty), a file's source (seed_file names
      * it, seed_source holds it), or another job's candidate (transfer). */
+    char seed_name[64];       /* one of the package's named seeds, "" = its default */
     char seed_file[256];
     char *seed_source;        /* owned; avo_jobspec_clear frees it */
     int64_t seed_candidate;

@@ -45,6 +45,7 @@ typedef struct {
     const char *file;
     char *err;
     size_t errlen;
+    const char *prefix;      /* before every field name: "seeds.sm90." inside a named seed */
 } ctx;
 
 static int errf(ctx *c, const char *field, const char *fmt, ...)
@@ -55,7 +56,7 @@ static int errf(ctx *c, const char *field, const char *fmt, ...)
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
     if (c->err && c->errlen)
-        snprintf(c->err, c->errlen, "%s: %s: %s", c->file, field, reason);
+        snprintf(c->err, c->errlen, "%s: %s%s: %s", c->file, c->prefix ? c->prefix : "", field, reason);
     return -EINVAL;
 }
 
@@ -684,17 +685,128 @@ static void derive_name(avo_problem *p)
     p->name[n] = 0;
 }
 
+/* The seed a job starts from and the knob space tune searches around it:
+ * file, knobs and constraints, from the top level (file_key "seed") or from
+ * one entry of "seeds" (file_key "file"). Replaces what p held. Constraints
+ * must parse, and the seed's own knob values must be allowed, or the tune
+ * operator would start outside its search space. */
+static int parse_seed(ctx *c, avo_problem *p, json_t *obj, const char *file_key)
+{
+    for (int i = 0; i < 16; i++) {
+        free(p->constraints[i]);
+        p->constraints[i] = NULL;
+    }
+    p->nconstraints = 0;
+    p->nknobs = 0;
+    memset(p->knobs, 0, sizeof p->knobs);
+    int rc;
+    if ((rc = parse_filename(c, file_key, json_object_get(obj, file_key), p->seed, sizeof p->seed, p->dir)) ||
+        (rc = parse_knobs(c, p, json_object_get(obj, "knobs"))) ||
+        (rc = parse_strings(c, "constraints", json_object_get(obj, "constraints"), p->constraints, 16,
+                            &p->nconstraints)))
+        return rc;
+    const char *names[AVO_PROBLEM_MAX_KNOBS];
+    double vals[AVO_PROBLEM_MAX_KNOBS];
+    for (int k = 0; k < p->nknobs; k++) {
+        names[k] = p->knobs[k].name;
+        vals[k] = (double)p->knobs[k].dflt;
+    }
+    avo_expr_env env = {p->nknobs, names, vals};
+    for (int i = 0; i < p->nconstraints; i++) {
+        char field[64], why[256];
+        snprintf(field, sizeof field, "constraints[%d]", i);
+        if ((rc = check_idents(c, field, p->constraints[i], "knob", NULL, 0, p->knobs, p->nknobs)))
+            return rc;
+        double v;
+        if (avo_expr_eval(p->constraints[i], &env, &v, why, sizeof why))
+            return errf(c, field, "%s", why);
+        if (v == 0)
+            return errf(c, field, "the knob defaults violate '%s'", p->constraints[i]);
+    }
+    return 0;
+}
+
+/* "seeds": {"NAME": {"file", "knobs", "constraints", "description"}, ...}:
+ * further seeds of the same problem, each with its own knob space (a job
+ * picks one with seed.name). Each is checked now, on a scratch copy, so a
+ * broken one fails the package at load rather than a job later. */
+static int check_named_seeds(ctx *c, const avo_problem *p, json_t *j)
+{
+    static const char *const keys[] = {"file", "description", "knobs", "constraints", NULL};
+    json_t *seeds = json_object_get(j, "seeds");
+    if (!seeds)
+        return 0;
+    if (!json_is_object(seeds) || json_object_size(seeds) == 0)
+        return errf(c, "seeds", "must be an object of named seeds, like {\"sm90\": {\"file\": ...}}");
+    avo_problem *scratch = calloc(1, sizeof *scratch);
+    if (!scratch)
+        return -ENOMEM;
+    memcpy(scratch->dir, p->dir, sizeof scratch->dir);
+    const char *name;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(seeds, name, v) {
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "seeds.%.64s.", name);
+        ctx sc = *c;
+        sc.prefix = prefix;
+        if (!is_ident(name) || strlen(name) >= sizeof p->seed_name)
+            rc = errf(c, "seeds", "'%s' is not a seed name (an identifier of at most %zu characters)", name,
+                      sizeof p->seed_name - 1);
+        else if (!json_is_object(v))
+            rc = errf(c, "seeds", "'%s' must be an object", name);
+        else if (json_object_get(v, "description") && !json_is_string(json_object_get(v, "description")))
+            rc = errf(&sc, "description", "must be a string");
+        else if (!(rc = check_keys(&sc, NULL, v, keys)))
+            rc = parse_seed(&sc, scratch, v, "file");
+        if (rc)
+            break;
+    }
+    for (int i = 0; i < 16; i++)
+        free(scratch->constraints[i]);
+    free(scratch);
+    return rc;
+}
+
+int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t errlen)
+{
+    if (!name || !*name)
+        return 0;
+    json_t *seeds = json_object_get(p->json, "seeds");
+    json_t *v = json_object_get(seeds, name);
+    if (!v) {
+        char names[512] = "";
+        const char *k;
+        json_t *x;
+        json_object_foreach(seeds, k, x) {
+            size_t n = strlen(names);
+            snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k);
+        }
+        snprintf(err, errlen, "problem '%s' has no seed named '%s' (%s%s)", p->name, name,
+                 names[0] ? "its named seeds: " : "it declares none besides its default seed", names);
+        return -ENOENT;
+    }
+    char file[4200], prefix[128];
+    snprintf(file, sizeof file, "%s/problem.json", p->dir);
+    snprintf(prefix, sizeof prefix, "seeds.%s.", name);
+    ctx c = {file, err, errlen, prefix};
+    int rc = parse_seed(&c, p, v, "file");
+    if (rc == 0)
+        snprintf(p->seed_name, sizeof p->seed_name, "%s", name);
+    return rc;
+}
+
 int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
 {
     static const char *const top[] = {"name", "description", "backend", "entry", "sizes", "tensors",
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
                                       "reference", "seed", "cflags", "knobs", "constraints",
                                       "timing", "check", "validate", "roofline", "language",
-                                      "nvcc_flags", "baseline", NULL};
+                                      "nvcc_flags", "baseline", "seeds", NULL};
     memset(p, 0, sizeof *p);
     char file[4200];
     snprintf(file, sizeof file, "%s/problem.json", dir);
-    ctx c = {file, err, errlen};
+    ctx c = {file, err, errlen, NULL};
     int rc;
     if (!realpath(dir, p->dir)) {
         rc = errf(&c, "problem", "cannot open directory: %s", strerror(errno));
@@ -789,44 +901,13 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
     if ((rc = check_configs(&c, p)) || (rc = parse_tolerance(&c, p, json_object_get(j, "tolerance"))) ||
         (rc = parse_filename(&c, "reference", json_object_get(j, "reference"), p->reference,
                              sizeof p->reference, dir)) ||
-        (rc = parse_filename(&c, "seed", json_object_get(j, "seed"), p->seed, sizeof p->seed, dir)) ||
+        (rc = parse_seed(&c, p, j, "seed")) || (rc = check_named_seeds(&c, p, j)) ||
         (rc = parse_strings(&c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
                             p->cflags, 32, &p->ncflags)) ||
-        (rc = parse_knobs(&c, p, json_object_get(j, "knobs"))) ||
-        (rc = parse_strings(&c, "constraints", json_object_get(j, "constraints"), p->constraints, 16,
-                            &p->nconstraints)) ||
         (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
         (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
         (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
         goto cleanup;
-
-    /* Constraints must parse, and the seed's own knob values must be allowed,
-     * or the tune operator would start outside its search space. */
-    int64_t dflt[AVO_PROBLEM_MAX_KNOBS];
-    for (int k = 0; k < p->nknobs; k++)
-        dflt[k] = p->knobs[k].dflt;
-    for (int i = 0; i < p->nconstraints; i++) {
-        char field[64], why[256];
-        snprintf(field, sizeof field, "constraints[%d]", i);
-        if ((rc = check_idents(&c, field, p->constraints[i], "knob", NULL, 0, p->knobs, p->nknobs)))
-            goto cleanup;
-        const char *names[AVO_PROBLEM_MAX_KNOBS];
-        double vals[AVO_PROBLEM_MAX_KNOBS];
-        for (int k = 0; k < p->nknobs; k++) {
-            names[k] = p->knobs[k].name;
-            vals[k] = (double)dflt[k];
-        }
-        avo_expr_env env = {p->nknobs, names, vals};
-        double v;
-        if (avo_expr_eval(p->constraints[i], &env, &v, why, sizeof why)) {
-            rc = errf(&c, field, "%s", why);
-            goto cleanup;
-        }
-        if (v == 0) {
-            rc = errf(&c, field, "the knob defaults violate '%s'", p->constraints[i]);
-            goto cleanup;
-        }
-    }
     rc = 0;
 
 cleanup:

@@ -60,6 +60,7 @@ typedef struct avo_problem {
     avo_tolerance tol[5];    /* indexed by avo_dtype */
     char reference[256];     /* file name relative to dir */
     char seed[256];          /* file name relative to dir */
+    char seed_name[64];      /* "" = the package's default seed, else the entry of "seeds" in use */
     char baseline[256];      /* optional: a vendor implementation timed beside the candidate ("" = none) */
     int ncflags;
     char *cflags[32];        /* cc flags (cpu) or nvcc flags (cuda) */
@@ -85,6 +86,11 @@ typedef struct avo_problem {
  * int and writes "FILE: FIELD: reason" into err. */
 int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen);
 void avo_problem_free(avo_problem *p);
+/* Switch p to one of the package's named seeds ("seeds" in problem.json):
+ * its file, knobs and constraints replace the default seed's. NULL or ""
+ * keeps the default. -ENOENT with the names it has when there is no such
+ * seed. */
+int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t errlen);
 
 /* Resolve a problem name ("cpu/sgemm") under a kernels root directory, refusing
  * names that escape it ("..", absolute paths). */

@@ -6,6 +6,7 @@
 #   bash bench/gemm_bf16/run.sh                 # build + check + time (~2 min on an H200)
 #   bash bench/gemm_bf16/run.sh --compile-only  # build, ptxas/SASS report, no GPU needed
 #   SETTINGS="b d" bash bench/gemm_bf16/run.sh  # only some settings (names below)
+#   SEED=seed_sm90.cu bash bench/gemm_bf16/run.sh  # the Hopper (wgmma/TMA) seed, its own settings
 #
 # Everything goes to ${OUT:-/tmp/gemm_out}/ (few files, so a device-run
 # fetch keeps all of them):
@@ -21,6 +22,8 @@ set -u -o pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PKG=$ROOT/kernels/gemm_bf16
+SEED=${SEED:-seed.cu}
+[ -f "$PKG/$SEED" ] || { echo "run.sh: no seed $PKG/$SEED" >&2; exit 64; }
 OUT=${OUT:-/tmp/gemm_out}
 BUILD=${BUILD:-/tmp/gemm_bf16_build}
 COMPILE_ONLY=0
@@ -56,6 +59,18 @@ ALL_SETTINGS=(
     "h:BM=128,BN=256,BK=32,WM=64,WN=64,STAGES=3,SWIZZLE=1,GROUPM=8"           # b with 3 stages
     "i:BM=256,BN=128,BK=64,WM=64,WN=64,STAGES=3,SWIZZLE=1,GROUPM=8"           # 8 warps, 144 KB
 )
+# The Hopper seed's knobs (seed_sm90.cu): shared = STAGES*(BM+BN)*128 bytes.
+if [ "$SEED" = seed_sm90.cu ]; then
+    ALL_SETTINGS=(
+        "default:"                                          # 128x256, 2 consumers, 4 stages, GROUPM=8
+        "s3:STAGES=3"                                       # 144 KB ring
+        "n128:BN=128,STAGES=6"                              # 128x128, 2 consumers of 64 rows
+        "m256:BM=256,BN=128,STAGES=4"                       # 2 consumers of 128 rows x 128
+        "c1:BM=128,BN=128,CONSUMERS=1,STAGES=6"             # one consumer, two m64 per k16
+        "n192:BN=192,STAGES=5"                              # 128x192
+        "g1:GROUPM=1"                                       # row-major raster
+    )
+fi
 # Timed configurations (those of problem.json) and check-only ones (c prefix):
 # odd sizes take the unaligned path; the others hit partial tiles in M, N, K.
 CONFIGS=(1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 4096x4096x1024 8192x1000x4104
@@ -96,16 +111,21 @@ build_seed() { # name defs
     IFS=, read -ra kv <<<"$defs"
     for x in "${kv[@]}"; do [ -n "$x" ] && d+=("-D$x"); done
     {
-        echo "+ $NVCC ${FLAGS[*]} -Xcompiler -Wall,-Wextra -Xptxas -v ${d[*]} -c seed.cu -o seed_$name.o"
-        "$NVCC" "${FLAGS[@]}" -Xcompiler -Wall,-Wextra -Xptxas -v "${d[@]}" -c "$PKG/seed.cu" \
+        echo "+ $NVCC ${FLAGS[*]} -Xcompiler -Wall,-Wextra -Xptxas -v ${d[*]} -c $SEED -o seed_$name.o"
+        "$NVCC" "${FLAGS[@]}" -Xcompiler -Wall,-Wextra -Xptxas -v "${d[@]}" -c "$PKG/$SEED" \
             -o "$BUILD/seed_$name.o" 2>&1 &&
             "$NVCC" "$ARCH" "$BUILD/check.o" "$BUILD/seed_$name.o" "$BUILD/reference.o" "$BUILD/baseline.o" \
                 -lcublas "${RPATH[@]}" -o "$BUILD/check_$name" 2>&1
         echo "exit $?"
-        # host-only replay of the index arithmetic (emulate.cu): layouts, fragments, edges, bank conflicts
-        "$NVCC" "${FLAGS[@]}" -Xcompiler -Wall,-Wextra "${d[@]}" -I"$PKG" "$HERE/emulate.cu" \
-            -o "$BUILD/emulate_$name" 2>&1 && "$BUILD/emulate_$name" 2>&1
-        echo "emulate exit $?"
+        # host-only replay of the index arithmetic (emulate.cu): layouts, fragments, edges, bank
+        # conflicts; written for seed.cu (the Hopper seed's layouts are TMA's and wgmma's own)
+        if [ "$SEED" = seed.cu ]; then
+            "$NVCC" "${FLAGS[@]}" -Xcompiler -Wall,-Wextra "${d[@]}" -I"$PKG" "$HERE/emulate.cu" \
+                -o "$BUILD/emulate_$name" 2>&1 && "$BUILD/emulate_$name" 2>&1
+            echo "emulate exit $?"
+        else
+            echo "emulate exit 0 (no emulation for $SEED)"
+        fi
     } >"$log"
 }
 
@@ -122,7 +142,7 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 
 # ptxas report, warnings, SASS summary
-printf '%-8s %-6s %5s %6s %6s %6s %6s %6s %6s %5s\n' setting kernel regs spillB stackB HMMA LDSM LDGSTS LDL/STL BAR >>"$RES"
+printf '%-8s %-6s %5s %6s %6s %6s %6s %6s %6s %5s\n' setting kernel regs spillB stackB H_MMA LDSM LDGSTS LDL/STL BAR >>"$RES"
 good=()
 for s in "${ALL_SETTINGS[@]}"; do
     name=${s%%:*}
@@ -141,7 +161,7 @@ for s in "${ALL_SETTINGS[@]}"; do
         grep -i 'warning' "$slog" | tee -a "$BUILD_LOG"
         rc_all=1
     fi
-    if ! grep -q '^emulate exit 0$' "$slog"; then
+    if ! grep -q '^emulate exit 0' "$slog"; then
         log "FAILED: host emulation of setting $name:"
         sed -n '/^emulate BM=/,/^emulate exit/p' "$slog" | tee -a "$BUILD_LOG"
         rc_all=1
@@ -149,15 +169,15 @@ for s in "${ALL_SETTINGS[@]}"; do
     good+=("$s")
     # ptxas: one "Compiling entry function" block per kernel (ILb1 = aligned, ILb0 = unaligned path)
     awk -v n="$name" '
-        /Compiling entry function/ { k = ($0 ~ /ILb1E/) ? "aligned" : (($0 ~ /ILb0E/) ? "odd" : "other") }
+        /Compiling entry function/ { k = ($0 ~ /ILb1E|gemm_sm90/) ? "aligned" : (($0 ~ /ILb0E|fallback/) ? "odd" : "other") }
         /bytes stack frame/ { stack[k] = $1; spill[k] = $5 + $9 }
         /Used [0-9]+ registers/ { for (i = 1; i <= NF; i++) if ($i == "Used") regs[k] = $(i + 1) }
         END { for (k in regs) printf "%s %s %s %s %s\n", n, k, regs[k], spill[k], stack[k] }' "$slog" >"$BUILD/ptxas_$name.txt"
     if [ -x "$CUOBJDUMP" ]; then
         "$CUOBJDUMP" --dump-sass "$BUILD/seed_$name.o" >"$BUILD/sass_$name.txt" 2>&1
         sass_counts=$(awk '
-            /Function :/ { k = ($0 ~ /ILb1E/) ? "aligned" : (($0 ~ /ILb0E/) ? "odd" : "other") }
-            / HMMA/ { h[k]++ } / LDSM/ { l[k]++ } / LDGSTS/ { g[k]++ } / (LDL|STL)/ { ls[k]++ } / BAR/ { b[k]++ }
+            /Function :/ { k = ($0 ~ /ILb1E|gemm_sm90/) ? "aligned" : (($0 ~ /ILb0E|fallback/) ? "odd" : "other") }
+            / HMMA| HGMMA/ { h[k]++ } / LDSM/ { l[k]++ } / LDGSTS/ { g[k]++ } / (LDL|STL)/ { ls[k]++ } / BAR/ { b[k]++ }
             END { for (k in h) printf "%s %d %d %d %d %d\n", k, h[k], l[k], g[k], ls[k], b[k] }' "$BUILD/sass_$name.txt")
     else
         sass_counts=""
@@ -172,6 +192,9 @@ done
 [ -x "$CUOBJDUMP" ] || echo "(cuobjdump not found at $CUOBJDUMP: SASS columns are '-')" >>"$RES"
 if [ -f "$BUILD/sass_b.txt" ]; then
     awk '/Function :/ { p = ($0 ~ /ILb1E/) } p' "$BUILD/sass_b.txt" >"$OUT/sass_b.txt"
+fi
+if [ "$SEED" != seed.cu ] && [ -f "$BUILD/sass_default.txt" ]; then
+    awk '/Function :/ { p = ($0 ~ /gemm_sm90/) } p' "$BUILD/sass_default.txt" >"$OUT/sass_sm90.txt"
 fi
 echo
 echo "## resources (regs per thread, spill/stack bytes; SASS instruction counts per kernel;"
@@ -231,7 +254,11 @@ done
                 if (c[s]) printf "%-8s %8.1f %8.1f %7.3f %d/%d\n", s, exp(lt[s]/c[s]), exp(lb[s]/c[s]), exp(lr[s]/c[s]), okc[s], tot[s]
                 else printf "%-8s %8s %8s %7s %d/%d\n", s, "-", "-", "-", okc[s], tot[s] } }'
     for s in "${ALL_SETTINGS[@]}"; do printf '  %-8s %s\n' "${s%%:*}" "${s#*:}"; done
-    echo "  (default = problem.json defaults: BM=128,BN=128,BK=32,WM=64,WN=32,STAGES=2,SWIZZLE=0,GROUPM=1,MINB=1)"
+    if [ "$SEED" = seed.cu ]; then
+        echo "  (default = problem.json defaults: BM=128,BN=128,BK=32,WM=64,WN=32,STAGES=2,SWIZZLE=0,GROUPM=1,MINB=1)"
+    else
+        echo "  (default = $SEED's own defaults: BM=128,BN=256,CONSUMERS=2,STAGES=4,GROUPM=8)"
+    fi
     [ $rc_all = 0 ] && echo "ALL OK" || echo "SOME FAILURES (exit 1): see $RUN_LOG and $BUILD_LOG"
 } >"$TABLE"
 echo

@@ -273,6 +273,10 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         goto done;
     }
     have_p = 1;
+    if (avo_problem_use_seed(&p, s->seed_name, err, sizeof err) < 0) {
+        avo_http_reply_error(req, 400, "bad_request", "seed.name: %s", err);
+        goto done;
+    }
     /* Where it runs follows from the problem: cpu problems on CPU workers,
      * cuda ones on GPU workers of one architecture (sm_90 unless asked). */
     const int cuda = strcmp(p.backend, "cuda") == 0;
@@ -400,6 +404,14 @@ static void on_seed_candidate(void *arg, PGresult *res, const char *err)
         return;
     }
     json_t *knobs = PQgetisnull(res, 0, 2) ? NULL : json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+    /* A candidate grown from one of the package's named seeds keeps that
+     * seed's knob space in the new job unless the spec names another. */
+    if (!sub->s.seed_name[0] && !PQgetisnull(res, 0, 3) && !strcmp(PQgetvalue(res, 0, 0), sub->s.problem)) {
+        snprintf(sub->s.seed_name, sizeof sub->s.seed_name, "%s", PQgetvalue(res, 0, 3));
+        json_t *sd = json_object_get(sub->norm, "seed");
+        if (sd)
+            json_object_set_new(sd, "name", json_string(sub->s.seed_name));
+    }
     submit_finish(sub, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), knobs);
     json_decref(knobs);
 }
@@ -440,7 +452,8 @@ static void h_submit(avo_api *a, avo_http_req *req)
     snprintf(id, sizeof id, "%lld", (long long)sub->s.seed_candidate);
     const char *params[] = {id};
     if (avo_db_query(a->db,
-                     "SELECT j.problem, s.body, c.knobs FROM candidates c JOIN jobs j ON j.id = c.job_id "
+                     "SELECT j.problem, s.body, c.knobs, j.spec->'seed'->>'name' FROM candidates c "
+                     "JOIN jobs j ON j.id = c.job_id "
                      "JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $1",
                      1, params, on_seed_candidate, sub) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");

@@ -10,6 +10,7 @@
 
 typedef struct {
     char name[128];
+    char seed_name[64];        /* one of the package's named seeds, "" = its default */
     avo_problem prob;
     char *seed_src;
 } cached_problem;
@@ -34,10 +35,13 @@ struct avo_engine {
 
 static void pass_next(avo_engine *e);
 
-static cached_problem *problem_get(avo_engine *e, const char *name, char *err, size_t errlen)
+static cached_problem *problem_get(avo_engine *e, const char *name, const char *seed_name, char *err,
+                                   size_t errlen)
 {
+    if (!seed_name)
+        seed_name = "";
     for (int i = 0; i < e->ncache; i++)
-        if (!strcmp(e->cache[i].name, name))
+        if (!strcmp(e->cache[i].name, name) && !strcmp(e->cache[i].seed_name, seed_name))
             return &e->cache[i];
     char dir[2048];
     if (avo_problem_resolve(e->kernels_dir, name, dir, sizeof dir, err, errlen) < 0)
@@ -50,6 +54,10 @@ static cached_problem *problem_get(avo_engine *e, const char *name, char *err, s
     memset(c, 0, sizeof *c);
     if (avo_problem_load(&c->prob, dir, err, errlen) < 0)
         return NULL;
+    if (avo_problem_use_seed(&c->prob, seed_name, err, errlen) < 0) {
+        avo_problem_free(&c->prob);
+        return NULL;
+    }
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", c->prob.dir, c->prob.seed);
     if (!(c->seed_src = avo_file_read(path, NULL))) {
@@ -58,6 +66,7 @@ static cached_problem *problem_get(avo_engine *e, const char *name, char *err, s
         return NULL;
     }
     snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->seed_name, sizeof c->seed_name, "%s", seed_name);
     e->ncache++;
     return c;
 }
@@ -114,7 +123,8 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
     const char *pname = json_string_value(json_object_get(snap, "problem"));
     char msg[1024] = "";
     json_t *d = NULL;
-    cached_problem *cp = pname ? problem_get(e, pname, msg, sizeof msg) : NULL;
+    const char *sname = json_string_value(json_object_get(json_object_get(json_object_get(snap, "spec"), "seed"), "name"));
+    cached_problem *cp = pname ? problem_get(e, pname, sname, msg, sizeof msg) : NULL;
     if (!cp) {
         /* The problem package vanished or broke after submission. */
         char reason[1200];

@@ -15,13 +15,24 @@ PG_ARGS=()
 check "avod starts (embedded PostgreSQL)" start_avod "${PG_ARGS[@]}"
 start_worker --target gpu --timeout 600
 # Two islands on one GPU: they take turns on it, each with its own head.
-JOB=$(avoctl --json submit --problem gemm_bf16 --evaluations "$EVALS" --islands 2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-check "a gemm_bf16 tune job is accepted (target sm_90 by default)" test -n "$JOB"
+# On a Hopper GPU the job starts from the package's sm90 seed (wgmma/TMA;
+# AVO_GPU_TUNE_SEED= picks the default seed instead), elsewhere from the
+# default (mma.sync) one.
+CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+SEED_NAME=${AVO_GPU_TUNE_SEED-$([ "$CC" = 9.0 ] && echo sm90)}
+SEED_ARGS=()
+[ -n "$SEED_NAME" ] && SEED_ARGS=(--seed-name "$SEED_NAME")
+JOB=$(avoctl --json submit --problem gemm_bf16 "${SEED_ARGS[@]}" --evaluations "$EVALS" --islands 2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "a gemm_bf16 tune job is accepted (target sm_90 by default; seed ${SEED_NAME:-default})" test -n "$JOB"
 timeout 1500 avoctl watch "$JOB" >"$T/watch.out" 2>&1
 check "the job ends succeeded" test $? -eq 0
 tail -3 "$T/watch.out"
 check "every committed candidate passed and none falls below its parent" \
     test "$(psql_avo "SELECT count(*) FROM candidates c LEFT JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND (c.outcome <> 'ok' OR c.aggregate < COALESCE(p.aggregate, 0))")" = 0
+if [ "$SEED_NAME" = sm90 ]; then
+    check "the candidates are the sm90 seed's (its knob CONSUMERS, its file)" \
+        test "$(psql_avo "SELECT count(*) FROM candidates c JOIN sources s ON s.sha256 = c.sha256 WHERE c.job_id = $JOB AND (NOT c.knobs ? 'CONSUMERS' OR s.body NOT LIKE '%seed_sm90.cu%')")" = 0
+fi
 check "both islands proposed candidates" \
     test "$(psql_avo "SELECT count(DISTINCT island) FROM candidates WHERE job_id = $JOB AND operator = 'tune'")" = 2
 check "GPU-seconds and energy are accounted, equal to the sum over the applied evaluations" \

@@ -17,8 +17,14 @@ wait_job() {  # JOB SECONDS
     wait_for "$2" "case \$(job_state $1) in succeeded|failed|cancelled) true;; *) false;; esac"
 }
 
-check "avod starts" start_avod
-for _ in 1 2 3 4; do start_worker; done
+# Problem packages: the shipped ones and the test fixtures side by side
+# (queue/copy has a named seed).
+K="$T/kernels"
+mkdir -p "$K"
+ln -s "$ROOT/kernels/cpu" "$K/cpu"
+ln -s "$ROOT/tests/fixtures/kernels/queue" "$K/queue"
+check "avod starts" start_avod --kernels "$K"
+for _ in 1 2 3 4; do start_worker --kernels "$K"; done
 W4=("${PIDS[@]:1:4}")
 
 SPEC='{"problem": "cpu/sgemm", "islands": 4, "migrate_every": 2, "stagnation": {"patience": 2},
@@ -31,7 +37,7 @@ wait_for 120 "[ \$(psql_avo \"SELECT count(*) FROM evaluations WHERE job_id = $J
 kill -KILL "$AVOD_PID"
 wait "$AVOD_PID" 2>/dev/null
 BEFORE=$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB" 2>/dev/null || echo "?")
-check "avod restarts on the same state directory" start_avod
+check "avod restarts on the same state directory" start_avod --kernels "$K"
 check "the job resumes and runs to its budget" wait_job "$JOB" 300
 echo "# evaluations when avod was killed: $BEFORE"
 
@@ -156,6 +162,22 @@ out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "stagnation": {"limit": 0}}'
 check "a zero stagnation limit is refused" grep -q 'stagnation.limit: 0 is outside' <<<"$out"
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "budget": {"gpu_seconds": 0}}')
 check "a zero GPU-seconds budget is refused" grep -q 'budget.gpu_seconds: 0 is outside' <<<"$out"
+
+# A named seed: another of the package's seeds, with a knob space of its own.
+J9=$(avoctl --json submit --problem queue/copy --seed-name wide --evaluations 2 | jq -r .id)
+wait_job "$J9" 120
+check "a job on a named seed starts from that seed's defaults" \
+    test "$(q "SELECT j.state || ':' || (c.knobs->>'UNROLL') FROM jobs j JOIN candidates c ON c.id = j.seed_candidate WHERE j.id = ${J9:-0}")" = "succeeded:8"
+check "and tunes inside that seed's values only" \
+    test "$(q "SELECT count(*) || ':' || count(*) FILTER (WHERE (knobs->>'UNROLL')::int IN (8, 16)) FROM candidates WHERE job_id = ${J9:-0}")" = "2:2"
+J10=$(avoctl --json fork "$(q "SELECT seed_candidate FROM jobs WHERE id = ${J9:-0}")" --evaluations 1 | jq -r .id)
+check "a fork of its candidate keeps the named seed (and its knobs)" \
+    test "$(q "SELECT spec->'seed'->>'name' FROM jobs WHERE id = ${J10:-0}")" = wide
+wait_job "$J10" 60
+out=$(avoctl submit --problem queue/copy --seed-name narrow 2>&1)
+rc=$?
+check "an unknown seed name is refused (exit 1), listing the problem's named seeds" \
+    bash -c '[ "$0" = 1 ] && grep -q "seed.name: problem .queue/copy. has no seed named .narrow. (its named seeds: wide)" <<<"$1"' "$rc" "$out"
 
 out=$(api POST /v1/jobs '{"problem": "cpu/softmax", "gpu": "H200"}')
 check "a GPU model on a CPU problem is refused" grep -q "gpu: problem 'cpu/softmax' runs on the CPU" <<<"$out"

@@ -559,6 +559,18 @@ static void test_spec_evolution_flags(void **state)
     assert_int_equal(avoctl_spec_build(&g, &spec, err, sizeof err), 0);
     assert_json(spec, "{\"problem\":\"p\",\"stagnation\":{\"limit\":12}}");
     json_decref(spec);
+
+    /* A named seed, alone or beside a transferred candidate. */
+    spec = NULL;
+    avoctl_spec_flags h = {.problem = "gemm_bf16", .seed_name = "sm90"};
+    assert_int_equal(avoctl_spec_build(&h, &spec, err, sizeof err), 0);
+    assert_json(spec, "{\"problem\":\"gemm_bf16\",\"seed\":{\"name\":\"sm90\"}}");
+    json_decref(spec);
+    spec = NULL;
+    avoctl_spec_flags k = {.seed_candidate = "7", .seed_name = "sm90"};
+    assert_int_equal(avoctl_spec_build(&k, &spec, err, sizeof err), 0);
+    assert_json(spec, "{\"seed\":{\"candidate\":7,\"name\":\"sm90\"}}");
+    json_decref(spec);
 }
 
 /* --seed FILE sends the file's name and text; the text is what is on disk,
@@ -672,6 +684,7 @@ static void test_spec_errors(void **state)
         {{.problem = "p", .gpu_seconds = "-1"}, "--gpu-seconds"},
         {{.problem = "p", .energy_joules = "1J"}, "--energy-joules"},
         {{.problem = "p", .migrate_every = "0"}, "--migrate-every"},
+        {{.problem = "p", .seed_name = ""}, "--seed-name"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *spec = NULL;

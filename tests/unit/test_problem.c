@@ -254,6 +254,83 @@ static void test_knobs_and_render(void **state)
     avo_problem_free(&p);
 }
 
+/* "seeds": further named seeds, each with its own knob space. */
+static json_t *named_seed(int dflt, const char *constraint)
+{
+    return json_pack("{s:s,s:[{s:s,s:[i,i],s:i}],s:[s]}", "file", "seed.c", "knobs", "name", "TILE", "values", 8,
+                     16, "default", dflt, "constraints", constraint);
+}
+static void m_seeds_ok(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(16, "TILE >= 8"))); }
+static void m_seeds_default(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(32, "TILE >= 8"))); }
+static void m_seeds_constraint(json_t *j)
+{
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(16, "TILE > 16")));
+}
+static void m_seeds_key(json_t *j)
+{
+    json_t *sd = named_seed(16, "TILE >= 8");
+    json_object_set_new(sd, "tile", json_integer(1));
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", sd));
+}
+static void m_seeds_file(json_t *j)
+{
+    json_t *sd = named_seed(16, "TILE >= 8");
+    json_object_set_new(sd, "file", json_string("nope.c"));
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", sd));
+}
+static void m_seeds_name(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "a-b", named_seed(16, "TILE >= 8"))); }
+static void m_seeds_empty(json_t *j) { json_object_set_new(j, "seeds", json_object()); }
+
+static void test_named_seeds(void **state)
+{
+    (void)state;
+    char err[512] = "", dir[64], cmd[128];
+    assert_int_equal(load_variant(m_seeds_ok, err, sizeof err, dir), 0);
+    avo_problem p;
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    assert_int_equal(p.nknobs, 5);              /* the default seed's knob space */
+    assert_string_equal(p.seed_name, "");
+    assert_int_equal(avo_problem_use_seed(&p, "", err, sizeof err), 0);
+    assert_int_equal(p.nknobs, 5);
+    assert_int_equal(avo_problem_use_seed(&p, "slow", err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "has no seed named 'slow' (its named seeds: fast)"));
+    assert_int_equal(avo_problem_use_seed(&p, "fast", err, sizeof err), 0);
+    assert_string_equal(p.seed_name, "fast");
+    assert_int_equal(p.nknobs, 1);
+    assert_string_equal(p.knobs[0].name, "TILE");
+    assert_int_equal(p.nconstraints, 1);
+    int64_t v[] = {8};
+    assert_int_equal(avo_problem_knobs_allowed(&p, v), 1);
+    avo_problem_free(&p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+
+    expect_error(m_seeds_default, "seeds.fast.knobs[0].default: 32 is not one of the values");
+    expect_error(m_seeds_constraint, "seeds.fast.constraints[0]: the knob defaults violate 'TILE > 16'");
+    expect_error(m_seeds_key, "seeds.fast.tile: unknown field 'tile'");
+    expect_error(m_seeds_name, "seeds: 'a-b' is not a seed name (an identifier of at most 63 characters)");
+    expect_error(m_seeds_empty, "seeds: must be an object of named seeds, like {\"sm90\": {\"file\": ...}}");
+    /* the file check names the field; the rest of the message is the OS's */
+    char dir2[64];
+    assert_int_equal(load_variant(m_seeds_file, err, sizeof err, dir2), -EINVAL);
+    assert_non_null(strstr(err, "/problem.json: seeds.fast.file: cannot read "));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir2);
+    assert_int_equal(system(cmd), 0);
+
+    /* the shipped gemm_bf16 package: its Hopper seed */
+    assert_int_equal(avo_problem_load(&p, "kernels/gemm_bf16", err, sizeof err), 0);
+    assert_string_equal(p.seed, "seed.cu");
+    assert_int_equal(avo_problem_use_seed(&p, "sm90", err, sizeof err), 0);
+    assert_string_equal(p.seed, "seed_sm90.cu");
+    assert_int_equal(p.nknobs, 5);
+    /* BM BN CONSUMERS STAGES GROUPM: 256 x 256 with two consumers needs 256 accumulators each */
+    int64_t fits[] = {128, 256, 2, 4, 8}, too_many_regs[] = {256, 256, 2, 2, 8}, too_much_smem[] = {128, 256, 2, 5, 8};
+    assert_int_equal(avo_problem_knobs_allowed(&p, fits), 1);
+    assert_int_equal(avo_problem_knobs_allowed(&p, too_many_regs), 0);
+    assert_int_equal(avo_problem_knobs_allowed(&p, too_much_smem), 0);
+    avo_problem_free(&p);
+}
+
 static void test_resolve(void **state)
 {
     (void)state;
@@ -275,7 +352,7 @@ int main(void)
         cmocka_unit_test(test_load_sgemm),      cmocka_unit_test(test_fixture_unknown_size),
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
-        cmocka_unit_test(test_validate_roofline),
+        cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

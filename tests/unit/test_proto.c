@@ -91,6 +91,17 @@ static void test_seed_budgets_and_stops(void **state)
     assert_int_equal(s.patience, 8);   /* default */
     assert_int_equal(s.stagnation_limit, 0);
     avo_jobspec_clear(&s);
+
+    /* one of the package's named seeds, kept in the stored spec */
+    assert_int_equal(parse("{\"problem\":\"gemm_bf16\",\"seed\":{\"name\":\"sm90\",\"knobs\":{\"BN\":128}}}", &s, &n,
+                           err, sizeof err),
+                     0);
+    assert_string_equal(s.seed_name, "sm90");
+    sd = json_object_get(n, "seed");
+    assert_string_equal(json_string_value(json_object_get(sd, "name")), "sm90");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(sd, "knobs"), "BN")), 128);
+    json_decref(n);
+    avo_jobspec_clear(&s);
 }
 
 static void expect_error(const char *text, const char *needle)
@@ -125,6 +136,8 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"target_score\":-1}", "target_score: -1 is outside");
     expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":1,\"source\":\"x\"}}", "seed: give either source");
     expect_error("{\"problem\":\"p\",\"seed\":{\"file\":\"a.c\"}}", "seed.file: needs seed.source");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"name\":\"\"}}", "seed.name: must be a non-empty string");
+    expect_error("{\"problem\":\"p\",\"seed\":{\"name\":7}}", "seed.name: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"seed\":{\"source\":\"\"}}", "seed.source: must be");
     expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":0}}", "seed.candidate: must be a candidate id");
     expect_error("{\"problem\":\"p\",\"seed\":{\"knobs\":{\"BM\":\"big\"}}}", "seed.knobs.BM: must be an integer");
