@@ -1,0 +1,53 @@
+/* The agent operator's tools, the part that needs no I/O: their
+ * declarations for the model (name, description, JSON schema, from one
+ * table that also checks the arguments), the working copy of the source a
+ * step edits (write_source, edit_source) and the problem as the model reads
+ * it. The tools that need the database or a worker (lineage, evaluate,
+ * compile, ...) are run by the agent step; here only their arguments are
+ * checked. Every error is a sentence the model can act on: it names the
+ * tool, the argument and what would be accepted. */
+#ifndef AVO_AGENTTOOLS_H
+#define AVO_AGENTTOOLS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "avo_problem.h"
+
+/* Largest string argument (a whole source file fits; a runaway answer does
+ * not). */
+#define AVO_AGENT_MAX_ARG (1u << 20)
+
+/* [{"name", "description", "schema"}] in llm.h's neutral form; a new
+ * reference, NULL when out of memory. */
+json_t *avo_agent_tools(void);
+
+/* A tool call's arguments against the tool's schema: a known tool, an
+ * object, required arguments present, each of its declared type, strings
+ * non-empty where required and at most AVO_AGENT_MAX_ARG bytes, integers
+ * within their range, no unknown arguments. Returns 0, or -EINVAL (-ENOENT
+ * for an unknown tool) with the message for the model in err. */
+int avo_agent_tool_check(const char *name, json_t *args, char *err, size_t errlen);
+
+/* The working copy: the source the agent edits during a step. version
+ * counts the changes (0: as the step began). */
+typedef struct {
+    char *src;
+    int version;
+} avo_agent_ws;
+
+/* Replace the whole text. Returns 0 with a short confirmation in msg, or a
+ * negative int with the reason. */
+int avo_agent_ws_write(avo_agent_ws *w, const char *text, char *msg, size_t msglen);
+/* Replace the one exact occurrence of search. No occurrence, or more than
+ * one, is an error that says which and where (line numbers), and the copy
+ * is left as it was. */
+int avo_agent_ws_edit(avo_agent_ws *w, const char *search, const char *replace, char *msg, size_t msglen);
+void avo_agent_ws_free(avo_agent_ws *w);
+
+/* The problem as text for the `problem` tool: what the entry point must
+ * compute and export, sizes, tensors, configurations, score, tolerances,
+ * the seed's knobs and constraints. Caller frees; NULL when out of memory. */
+char *avo_agent_problem_text(const avo_problem *p);
+
+#endif

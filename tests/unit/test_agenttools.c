@@ -1,0 +1,196 @@
+/* The agent's tools without I/O: the declarations the model sees, the
+ * argument checks (errors the model can act on), the working copy's edits
+ * and the problem as text. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "daemon/avod/agenttools.h"
+#include "daemon/avod/llm.h"
+
+static json_t *tool_named(json_t *tools, const char *name)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+            return t;
+    }
+    return NULL;
+}
+
+static void test_declarations(void **state)
+{
+    (void)state;
+    json_t *tools = avo_agent_tools();
+    assert_non_null(tools);
+    static const char *const names[] = {"problem", "lineage", "read_candidate", "diff", "search_knowledge",
+                                        "read_knowledge", "write_source", "edit_source", "compile", "disassemble",
+                                        "evaluate", "profile", "microbenchmark", "commit", "give_up"};
+    assert_int_equal(json_array_size(tools), sizeof names / sizeof names[0]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_t *t = tool_named(tools, names[i]);
+        assert_non_null(t);
+        assert_true(strlen(json_string_value(json_object_get(t, "description"))) > 20);
+        json_t *s = json_object_get(t, "schema");
+        assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
+        assert_true(json_is_false(json_object_get(s, "additionalProperties")));
+    }
+    json_t *edit = json_object_get(tool_named(tools, "edit_source"), "schema");
+    assert_int_equal(json_array_size(json_object_get(edit, "required")), 2);
+    json_t *lang = json_object_get(json_object_get(json_object_get(tool_named(tools, "microbenchmark"), "schema"),
+                                                   "properties"),
+                                   "language");
+    assert_int_equal(json_array_size(json_object_get(lang, "enum")), 2);
+
+    /* The declarations travel in both wire formats. */
+    for (int kind = 0; kind < 2; kind++) {
+        avo_llm_provider p;
+        char err[256];
+        json_t *cfg = json_pack("{s:s,s:s,s:s}", "name", "t", "kind", kind ? "anthropic" : "openai", "model", "m");
+        assert_int_equal(avo_llm_provider_parse(cfg, &p, err, sizeof err), 0);
+        json_decref(cfg);
+        json_t *conv = json_pack("[{s:s,s:s}]", "role", "user", "text", "go");
+        avo_llm_request r;
+        assert_int_equal(avo_llm_request_build(&p, "k", conv, tools, &r, err, sizeof err), 0);
+        assert_non_null(strstr(r.body, "edit_source"));
+        assert_non_null(strstr(r.body, kind ? "input_schema" : "\"parameters\""));
+        avo_llm_request_free(&r);
+        json_decref(conv);
+    }
+    json_decref(tools);
+}
+
+static void want_check(const char *tool, const char *args_json, int want_rc, const char *needle)
+{
+    char err[1024] = "";
+    json_t *args = args_json ? json_loads(args_json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
+    int rc = avo_agent_tool_check(tool, args, err, sizeof err);
+    json_decref(args);
+    if (rc != want_rc)
+        fail_msg("%s %s: rc %d, wanted %d (%s)", tool, args_json ? args_json : "(none)", rc, want_rc, err);
+    if (needle && !strstr(err, needle))
+        fail_msg("%s %s: '%s' lacks '%s'", tool, args_json ? args_json : "(none)", err, needle);
+}
+
+static void test_checks(void **state)
+{
+    (void)state;
+    want_check("problem", NULL, 0, NULL);
+    want_check("problem", "{}", 0, NULL);
+    want_check("edit_source", "{\"search\": \"a\", \"replace\": \"\"}", 0, NULL);
+    want_check("commit", "{\"candidate\": 12, \"notes\": \"BN 256\"}", 0, NULL);
+    want_check("microbenchmark", "{\"source\": \"int main(){}\", \"language\": \"cuda\"}", 0, NULL);
+
+    want_check("rm_rf", "{}", -ENOENT, "there is no tool 'rm_rf'; the tools are: problem, lineage,");
+    want_check("commit", "[1]", -EINVAL, "commit: the arguments must be a JSON object; arguments: candidate "
+                                           "(integer, required), notes (string, required)");
+    want_check("commit", "{\"candidate\": 3, \"notes\": \"x\", \"force\": true}", -EINVAL,
+                 "commit: unknown argument 'force'");
+    want_check("edit_source", "{\"search\": \"a\"}", -EINVAL,
+                 "edit_source: missing argument 'replace' (string): its replacement");
+    want_check("commit", "{\"candidate\": \"12\", \"notes\": \"x\"}", -EINVAL,
+                 "commit: 'candidate' must be an integer from 1 to");
+    want_check("commit", "{\"candidate\": 1.5, \"notes\": \"x\"}", -EINVAL, "'candidate' must be an integer");
+    want_check("lineage", "{\"limit\": 1000}", -EINVAL, "lineage: 'limit' must be an integer from 1 to 200");
+    want_check("write_source", "{\"source\": 5}", -EINVAL, "write_source: 'source' must be a string");
+    want_check("write_source", "{\"source\": \"\"}", -EINVAL, "'source' is 0 bytes; it must be 1 to 1048576");
+    want_check("microbenchmark", "{\"source\": \"x\", \"language\": \"rust\"}", -EINVAL,
+                 "microbenchmark: 'language' must be one of c|cuda, not 'rust'");
+    want_check("give_up", "{\"reason\": \"a\\u0000b\"}", -EINVAL, "give_up: 'reason' contains a NUL character");
+
+    /* A huge argument is refused by size, not parsed into the workspace. */
+    size_t n = AVO_AGENT_MAX_ARG + 1;
+    char *big = malloc(n + 1);
+    memset(big, 'x', n);
+    big[n] = 0;
+    json_t *args = json_pack("{s:s}", "source", big);
+    char err[512];
+    assert_int_equal(avo_agent_tool_check("write_source", args, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "write_source: 'source' is 1048577 bytes; it must be 1 to 1048576"));
+    json_decref(args);
+    free(big);
+}
+
+static void test_working_copy(void **state)
+{
+    (void)state;
+    avo_agent_ws w = {0};
+    char msg[512];
+    assert_int_equal(avo_agent_ws_edit(&w, "a", "b", msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "no working copy yet"));
+    assert_int_equal(avo_agent_ws_write(&w, "int f(void)\n{\n    return 1;\n}\n/* return 1; */\n", msg, sizeof msg),
+                     0);
+    assert_int_equal(w.version, 1);
+    assert_string_equal(msg, "the working copy is now version 1 (5 lines, 46 bytes)");
+
+    /* twice: refused, with where, and nothing changes */
+    assert_int_equal(avo_agent_ws_edit(&w, "return 1;", "return 2;", msg, sizeof msg), -EEXIST);
+    assert_non_null(strstr(msg, "occurs 2 times (lines 3 and 5)"));
+    assert_int_equal(w.version, 1);
+    /* absent: refused */
+    assert_int_equal(avo_agent_ws_edit(&w, "return  1;", "return 2;", msg, sizeof msg), -ENOENT);
+    assert_non_null(strstr(msg, "not in the working copy (version 1)"));
+    assert_int_equal(avo_agent_ws_edit(&w, "", "x", msg, sizeof msg), -EINVAL);
+    /* once, with context: done */
+    assert_int_equal(avo_agent_ws_edit(&w, "    return 1;\n}", "    return 2;\n}", msg, sizeof msg), 0);
+    assert_string_equal(msg, "edited at line 3; the working copy is now version 2 (5 lines)");
+    assert_string_equal(w.src, "int f(void)\n{\n    return 2;\n}\n/* return 1; */\n");
+    /* a deletion, and overlapping matches count as two */
+    assert_int_equal(avo_agent_ws_edit(&w, "/* return 1; */\n", "", msg, sizeof msg), 0);
+    assert_string_equal(w.src, "int f(void)\n{\n    return 2;\n}\n");
+    assert_int_equal(avo_agent_ws_write(&w, "aaa", msg, sizeof msg), 0);
+    assert_int_equal(avo_agent_ws_edit(&w, "aa", "b", msg, sizeof msg), -EEXIST);
+    assert_int_equal(avo_agent_ws_write(&w, "", msg, sizeof msg), -EINVAL);
+    assert_string_equal(w.src, "aaa");
+    avo_agent_ws_free(&w);
+    assert_null(w.src);
+}
+
+static void test_problem_text(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512];
+    assert_int_equal(avo_problem_load(&p, "kernels/cpu/sgemm", err, sizeof err), 0);
+    char *t = avo_agent_problem_text(&p);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "Problem cpu/sgemm (cpu backend)."));
+    assert_non_null(strstr(t, "    int sgemm(void *const *tensors, const int64_t *sizes);\n"));
+    assert_non_null(strstr(t, "tensors[2] C: f32, output, shape [M, N]"));
+    assert_non_null(strstr(t, "Score: GFLOP/s"));
+    assert_non_null(strstr(t, "f32 rel_l2 <= "));
+    assert_non_null(strstr(t, "Seed: seed.c.\n"));
+    assert_non_null(strstr(t, "    ORDER in {0, 1}, default 0\n"));
+    free(t);
+    avo_problem_free(&p);
+
+    assert_int_equal(avo_problem_load(&p, "kernels/gemm_bf16", err, sizeof err), 0);
+    assert_int_equal(avo_problem_use_seed(&p, "sm90", err, sizeof err), 0);
+    t = avo_agent_problem_text(&p);
+    assert_non_null(strstr(t, "extern \"C\" int gemm_bf16(void *const *tensors, const int64_t *sizes, "
+                              "cudaStream_t stream);"));
+    assert_non_null(strstr(t, "    8192: M=8192 N=8192 K=8192\n"));
+    assert_non_null(strstr(t, "Seed: seed_sm90.cu (the package's seed 'sm90')."));
+    assert_non_null(strstr(t, "    CONSUMERS in {1, 2}, default 2\n"));
+    assert_non_null(strstr(t, "    constraint: BM % (64 * CONSUMERS) == 0\n"));
+    free(t);
+    avo_problem_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_declarations),
+        cmocka_unit_test(test_checks),
+        cmocka_unit_test(test_working_copy),
+        cmocka_unit_test(test_problem_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
