@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define AVOCTL_MAX_OPTS 32
-#define AVOCTL_MAX_POS  8
+#define AVOCTL_MAX_POS  64
 
 typedef struct {
     const char *name;     /* long name without "--"; NULL ends a table */

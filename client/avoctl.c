@@ -8,7 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "args.h"
+#include "buf.h"
 #include "avo_home.h"
 #include "avo_routes.h"
 #include "avo_version.h"
@@ -1025,6 +1028,167 @@ cleanup:
     return ex;
 }
 
+/* ---- knowledge base ----------------------------------------------------- */
+
+static int kb_add(avoctl_ctx *c, const avoctl_args *a)
+{
+    int ex = EXIT_OK;
+    if (a->npos < 2)
+        return usage_error(c, "kb add: name at least one FILE");
+    for (int i = 1; i < a->npos; i++) {
+        char err[600];
+        json_t *text = NULL, *res = NULL;
+        /* the daemon's own limit; checked here so the message names the file */
+        int rc = avoctl_read_text("kb add", a->pos[i], 512u * 1024u, &text, err, sizeof err);
+        if (rc < 0) {
+            errorf("%s", err);
+            ex = EXIT_FAIL;
+            continue;
+        }
+        const char *slash = strrchr(a->pos[i], '/');
+        json_t *body = json_pack("{s:s,s:o}", "name", slash ? slash + 1 : a->pos[i], "text", text);
+        int e = body ? call(c, AVO_ROUTE_KB_ADD, 0, NULL, body, &res) : EXIT_FAIL;
+        json_decref(body);
+        if (e) {
+            if (e == EXIT_UNREACHABLE)
+                return e;
+            ex = EXIT_FAIL;
+            continue;
+        }
+        if (c->json)
+            print_json(res, JSON_COMPACT);
+        else if (json_is_true(json_object_get(res, "added")))
+            printf("added %s: document %lld, %lld chunks\n", a->pos[i],
+                   (long long)json_integer_value(json_object_get(res, "id")),
+                   (long long)json_integer_value(json_object_get(res, "chunks")));
+        else
+            printf("%s: already in the knowledge base as document %lld (%s, %lld chunks)\n", a->pos[i],
+                   (long long)json_integer_value(json_object_get(res, "id")), avoctl_str(res, "name"),
+                   (long long)json_integer_value(json_object_get(res, "chunks")));
+        json_decref(res);
+    }
+    return ex;
+}
+
+static int kb_search(avoctl_ctx *c, const avoctl_args *a)
+{
+    if (a->npos < 2)
+        return usage_error(c, "kb search: give the words to search for");
+    avoctl_buf words = {0}, query = {0};
+    for (int i = 1; i < a->npos; i++)
+        if (avoctl_buf_append(&words, " ", i > 1, 0) < 0 || avoctl_buf_append(&words, a->pos[i], strlen(a->pos[i]), 0) < 0)
+            return EXIT_FAIL;
+    int64_t limit = 10;
+    const char *l = avoctl_args_get(a, "limit");
+    char err[256];
+    if (l && avoctl_parse_i64("--limit", l, 1, 100, &limit, err, sizeof err) < 0) {
+        avoctl_buf_free(&words);
+        return usage_error(c, err);
+    }
+    char *esc = curl_easy_escape(NULL, words.p, (int)words.len), num[32];
+    snprintf(num, sizeof num, "&limit=%lld", (long long)limit);
+    json_t *res = NULL;
+    int ex = EXIT_FAIL;
+    if (esc && avoctl_buf_append(&query, "q=", 2, 0) == 0 && avoctl_buf_append(&query, esc, strlen(esc), 0) == 0 &&
+        avoctl_buf_append(&query, num, strlen(num), 0) == 0)
+        ex = call(c, AVO_ROUTE_KB_SEARCH, 0, query.p, NULL, &res);
+    curl_free(esc);
+    avoctl_buf_free(&words);
+    avoctl_buf_free(&query);
+    if (ex)
+        return ex;
+    if (c->json) {
+        ex = print_json(res, JSON_INDENT(2));
+    } else {
+        size_t i;
+        json_t *h;
+        json_array_foreach(json_object_get(res, "hits"), i, h) {
+            const int doc = !strcmp(avoctl_str(h, "kind") ? avoctl_str(h, "kind") : "", "document");
+            const char *title = avoctl_str(h, "title");
+            printf("%s[%s %lld] %s%s%s (rank %.3g)\n", i ? "\n" : "", doc ? "chunk" : "case",
+                   (long long)json_integer_value(json_object_get(h, "id")),
+                   doc ? avoctl_str(h, "source") : title, doc && title && *title ? " - " : "",
+                   doc && title ? title : "", json_number_value(json_object_get(h, "rank")));
+            const char *snip = avoctl_str(h, "snippet");
+            for (const char *p = snip ? snip : ""; *p;) {
+                size_t n = strcspn(p, "\n");
+                printf("    %.*s\n", (int)n, p);
+                p += n + (p[n] == '\n');
+            }
+        }
+        if (!json_array_size(json_object_get(res, "hits")))
+            printf("no hits for '%s'\n", avoctl_str(res, "query"));
+        ex = EXIT_OK;
+    }
+    json_decref(res);
+    return ex;
+}
+
+static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
+{
+    const char *verb = a->pos[0];
+    json_t *res = NULL;
+    int ex;
+    if (!strcmp(verb, "add"))
+        return kb_add(c, a);
+    if (!strcmp(verb, "search"))
+        return kb_search(c, a);
+    if (!strcmp(verb, "show")) {
+        int64_t id;
+        char err[256];
+        if (a->npos != 2 || avoctl_parse_i64("ID", a->pos[1], 1, INT64_MAX, &id, err, sizeof err) < 0)
+            return usage_error(c, a->npos != 2 ? "kb show: give one chunk ID (from kb search)" : err);
+        if ((ex = call(c, AVO_ROUTE_KB_CHUNK, id, NULL, NULL, &res)))
+            return ex;
+        if (c->json)
+            ex = print_json(res, JSON_INDENT(2));
+        else
+            printf("chunk %lld of %s (%lld of %lld)%s%s\n\n%s\n", (long long)id, avoctl_str(res, "source"),
+                   (long long)json_integer_value(json_object_get(res, "seq")) + 1,
+                   (long long)json_integer_value(json_object_get(res, "of")),
+                   *avoctl_str(res, "title") ? ": " : "", avoctl_str(res, "title"), avoctl_str(res, "body"));
+        json_decref(res);
+        return ex;
+    }
+    if (!strcmp(verb, "list")) {
+        if (a->npos != 1)
+            return usage_error(c, "kb list takes no arguments");
+        if ((ex = call(c, AVO_ROUTE_KB_LIST, 0, NULL, NULL, &res)))
+            return ex;
+        if (c->json) {
+            ex = print_json(res, JSON_INDENT(2));
+        } else {
+            static const char *const hdr[] = {"ID", "NAME", "KIND", "BYTES", "CHUNKS", "ADDED"};
+            avoctl_table *t = NULL;
+            ex = avoctl_table_new(&t, 6, hdr, 1u << 0 | 1u << 3 | 1u << 4) < 0 ? EXIT_FAIL : EXIT_OK;
+            size_t i;
+            json_t *d;
+            json_array_foreach(json_object_get(res, "documents"), i, d) {
+                char id[32], bytes[32], chunks[32], added[32];
+                avoctl_fmt_field(json_object_get(d, "id"), id, sizeof id);
+                avoctl_fmt_field(json_object_get(d, "bytes"), bytes, sizeof bytes);
+                avoctl_fmt_field(json_object_get(d, "chunks"), chunks, sizeof chunks);
+                avoctl_fmt_time(avoctl_str(d, "added_at"), 1, added, sizeof added);
+                const char *row[] = {id, avoctl_str(d, "name"), avoctl_str(d, "kind"), bytes, chunks, added};
+                if (!ex && avoctl_table_add(t, row) < 0)
+                    ex = EXIT_FAIL;
+            }
+            if (!ex) {
+                if (avoctl_table_rows(t) == 0)
+                    puts("the knowledge base is empty (avoctl kb add FILE...)");
+                else
+                    avoctl_table_print(t, stdout);
+            }
+            avoctl_table_free(t);
+        }
+        json_decref(res);
+        return ex;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "unknown kb command '%.40s' (add, search, show, list)", verb);
+    return usage_error(c, msg);
+}
+
 static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)a;
@@ -1101,6 +1265,10 @@ static const avoctl_opt watch_opts[] = {
     {"after", 0, 1, "N", "start after event id N (default 0: replay everything)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt kb_opts[] = {
+    {"limit", 'n', 1, "N", "search: at most N hits (default 10, at most 100)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt best_opts[] = {
     {"output", 'o', 1, "FILE", "write the best candidate's source to FILE"},
     {NULL, 0, 0, NULL, NULL},
@@ -1138,6 +1306,13 @@ static const avoctl_command commands[] = {
      "JOB"},
     {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
+    {"kb", cmd_kb,
+     "avoctl kb add FILE...\n"
+     "       avoctl kb search WORDS... [--limit N]\n"
+     "       avoctl kb show ID\n"
+     "       avoctl kb list",
+     "the agent's knowledge base: add documents, search them (and past cases), read a chunk", kb_opts, 1,
+     AVOCTL_MAX_POS, "add|search|show|list"},
     {"help", cmd_help, "avoctl help [COMMAND|api]",
      "list commands, show a command's usage, or list the API routes", NULL, 0, 1, NULL},
 };

@@ -3,6 +3,7 @@
 #ifndef AVOCTL_BUF_H
 #define AVOCTL_BUF_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 typedef struct {
@@ -16,5 +17,10 @@ typedef struct {
 int avoctl_buf_append(avoctl_buf *b, const void *data, size_t n, size_t limit);
 void avoctl_buf_clear(avoctl_buf *b);
 void avoctl_buf_free(avoctl_buf *b);
+
+/* A text file's contents as a JSON string, checked where the path is known:
+ * readable, not empty, at most limit bytes, no NUL, UTF-8. Returns 0 or a
+ * negative errno with "WHAT PATH: reason" in err (WHAT: "--seed", ...). */
+int avoctl_read_text(const char *what, const char *path, size_t limit, json_t **out, char *err, size_t errlen);
 
 #endif

@@ -37,50 +37,6 @@ static json_t *sub_object(json_t *obj, const char *key)
     return o;
 }
 
-/* The --seed file's text as a JSON string. Checked here, where the path
- * is known: avod only sees the text and could not name the file. */
-static int read_seed(const char *path, json_t **out, char *err, size_t errlen)
-{
-    avoctl_buf b = {0};
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        rc = -errno;
-        snprintf(err, errlen, "--seed %s: %s", path, strerror(errno));
-        return rc;
-    }
-    errno = 0;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if ((rc = avoctl_buf_append(&b, chunk, n, AVOCTL_SEED_FILE_LIMIT)) < 0)
-            break;
-    if (rc == -E2BIG) {
-        rc = -EFBIG;
-        snprintf(err, errlen, "--seed %s: larger than %u MiB; not a kernel source?", path,
-                 AVOCTL_SEED_FILE_LIMIT >> 20);
-    } else if (rc < 0) {
-        snprintf(err, errlen, "out of memory reading --seed %s", path);
-    } else if (ferror(f)) {
-        rc = errno ? -errno : -EIO;
-        snprintf(err, errlen, "--seed %s: %s", path, strerror(-rc));
-    } else if (b.len == 0) {
-        rc = -ENODATA;
-        snprintf(err, errlen, "--seed %s: the file is empty", path);
-    } else if (memchr(b.p, 0, b.len)) {
-        rc = -EILSEQ;
-        snprintf(err, errlen, "--seed %s: contains NUL bytes; not a source file?", path);
-    } else if (!(*out = json_stringn(b.p, b.len))) {
-        /* jansson refuses anything but UTF-8, which is what the API carries. */
-        rc = -EILSEQ;
-        snprintf(err, errlen, "--seed %s: not UTF-8 text", path);
-    }
-    fclose(f);
-    avoctl_buf_free(&b);
-    return rc;
-}
 
 typedef struct {
     int64_t evals, islands, prio, seed_cand, patience, stag_limit, migrate;
@@ -165,7 +121,7 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
      * caller's object. */
     if ((rc = parse_flags(f, &p, err, errlen)) < 0)
         return rc;
-    if (f->seed_file && (rc = read_seed(f->seed_file, &source, err, errlen)) < 0)
+    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, &source, err, errlen)) < 0)
         return rc;
 
     out = *spec ? json_incref(*spec) : json_object();

@@ -18,7 +18,11 @@
     X(JOB_REPORT, "GET",  "/v1/jobs/{id}/report",   "seed vs best per configuration, budget spent") \
     X(CANDIDATE,  "GET",  "/v1/candidates/{id}",    "one candidate: source, diff, scores, counters") \
     X(CANDIDATE_DIFF, "GET", "/v1/candidates/{id}/diff", "unified diff from it to ?to=ID (default: from its parent)") \
-    X(WORKERS,    "GET",  "/v1/workers",            "registered workers")
+    X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
+    X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
+    X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \
+    X(KB_SEARCH,  "GET",  "/v1/kb/search",          "full-text search: ?q=WORDS[&limit=N]") \
+    X(KB_CHUNK,   "GET",  "/v1/kb/{id}",            "one knowledge-base chunk in full")
 
 typedef enum {
 #define AVO_ROUTE_ENUM(id, m, p, h) AVO_ROUTE_##id,

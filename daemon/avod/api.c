@@ -13,6 +13,7 @@
 #include "avo_routes.h"
 #include "avo_paths.h"
 #include "avo_version.h"
+#include "kb.h"
 #include "seedcheck.h"
 #include "srcdiff.h"
 
@@ -746,6 +747,80 @@ static void h_diff(avo_api *a, avo_http_req *req, int64_t id)
     }
 }
 
+/* ---- knowledge base ---- */
+
+/* {"name": "tma.md", "text": "..."}: cut into chunks here, stored in one
+ * statement (the same text twice is stored once). */
+static void h_kb_add(avo_api *a, avo_http_req *req)
+{
+    size_t len;
+    const char *body = avo_http_body(req, &len);
+    json_error_t je;
+    json_t *in = json_loadb(body, len, 0, &je), *chunks = NULL;
+    char err[512], sha[AVO_SHA256_HEX], bytes[32];
+    char *cj = NULL;
+    if (!in || !json_is_object(in)) {
+        avo_http_reply_error(req, 400, "bad_request", "expected a JSON object {\"name\": ..., \"text\": ...}%s%s",
+                             in ? "" : ": ", in ? "" : je.text);
+        goto done;
+    }
+    const char *name = json_string_value(json_object_get(in, "name"));
+    json_t *text = json_object_get(in, "text");
+    if (!name || !*name || strlen(name) > 255) {
+        avo_http_reply_error(req, 400, "bad_request", "name: a non-empty string of at most 255 characters");
+        goto done;
+    }
+    if (!json_is_string(text)) {
+        avo_http_reply_error(req, 400, "bad_request", "text: the document's text, a string");
+        goto done;
+    }
+    if (avo_kb_chunk(name, json_string_value(text), json_string_length(text), &chunks, err, sizeof err) < 0) {
+        avo_http_reply_error(req, 400, "bad_request", "%s", err);
+        goto done;
+    }
+    if (avo_sha256_hex(json_string_value(text), json_string_length(text), sha) < 0 ||
+        !(cj = json_dumps(chunks, JSON_COMPACT))) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        goto done;
+    }
+    snprintf(bytes, sizeof bytes, "%zu", json_string_length(text));
+    const char *params[] = {name, sha, avo_kb_kind(name), bytes, cj};
+    query_json(a, req, 0, "SELECT avo_kb_add($1, $2, $3, $4::int, $5::jsonb)", 5, params, NULL, 200);
+done:
+    free(cj);
+    json_decref(chunks);
+    json_decref(in);
+}
+
+/* ?limit=N for a list: dflt when absent; 0 with out set to its decimal
+ * text, or -1 after replying 400. */
+static int query_limit(avo_http_req *req, long dflt, long max, char *out, size_t outlen)
+{
+    const char *l = avo_http_query(req, "limit");
+    char *end = NULL;
+    long limit = l ? strtol(l, &end, 10) : dflt;
+    if (l && (*end || limit < 1 || limit > max)) {
+        avo_http_reply_error(req, 400, "bad_request", "limit: '%s' is not in 1..%ld", l, max);
+        return -1;
+    }
+    snprintf(out, outlen, "%ld", limit);
+    return 0;
+}
+
+static void h_kb_search(avo_api *a, avo_http_req *req)
+{
+    const char *q = avo_http_query(req, "q");
+    char lb[16];
+    if (!q || !*q || strlen(q) > 512) {
+        avo_http_reply_error(req, 400, "bad_request", "q: the words to search for (1 to 512 characters)");
+        return;
+    }
+    if (query_limit(req, 10, 100, lb, sizeof lb) < 0)
+        return;
+    const char *params[] = {q, lb};
+    query_json(a, req, 0, "SELECT avo_kb_search($1, $2::int)", 2, params, NULL, 200);
+}
+
 void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
@@ -775,15 +850,9 @@ void avo_api_handle(void *arg, avo_http_req *req)
         h_submit(a, req);
         return;
     case AVO_ROUTE_JOB_LIST: {
-        const char *l = avo_http_query(req, "limit");
-        char *end = NULL;
-        long limit = l ? strtol(l, &end, 10) : 50;
-        if (l && (*end || limit < 1 || limit > 1000)) {
-            avo_http_reply_error(req, 400, "bad_request", "limit: '%s' is not in 1..1000", l);
-            return;
-        }
         char lb[16];
-        snprintf(lb, sizeof lb, "%ld", limit);
+        if (query_limit(req, 50, 1000, lb, sizeof lb) < 0)
+            return;
         const char *pl[] = {lb};
         query_json(a, req, 0,
                    "SELECT jsonb_build_object('jobs', COALESCE(jsonb_agg(avo_job_json(id) ORDER BY id DESC), "
@@ -834,6 +903,21 @@ void avo_api_handle(void *arg, avo_http_req *req)
                    "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
                    0, NULL, NULL, 200);
         return;
+    case AVO_ROUTE_KB_ADD:
+        h_kb_add(a, req);
+        return;
+    case AVO_ROUTE_KB_LIST:
+        query_json(a, req, 0, "SELECT avo_kb_list()", 0, NULL, NULL, 200);
+        return;
+    case AVO_ROUTE_KB_SEARCH:
+        h_kb_search(a, req);
+        return;
+    case AVO_ROUTE_KB_CHUNK: {
+        char nc[64];
+        snprintf(nc, sizeof nc, "no knowledge-base chunk %lld", (long long)id);
+        query_json(a, req, id, "SELECT avo_kb_chunk_json($1)", 1, p1, nc, 200);
+        return;
+    }
     default:
         avo_http_reply_error(req, 500, "internal", "route %d has no handler", route);
     }
