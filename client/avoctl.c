@@ -22,6 +22,7 @@
 #include "show.h"
 #include "spec.h"
 #include "sse.h"
+#include "transcript.h"
 
 enum {
     EXIT_OK = 0,
@@ -988,6 +989,30 @@ cleanup:
     return ex;
 }
 
+static int cmd_transcript(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job, step = 0;
+    json_t *body = NULL;
+    char err[256], query[32] = "";
+    const char *st = avoctl_args_get(a, "step");
+    int ex = job_arg(c, a, &job);
+    if (ex)
+        return ex;
+    if (st) {
+        if (avoctl_parse_i64("--step", st, 1, 1000000, &step, err, sizeof err) < 0)
+            return usage_error(c, err);
+        snprintf(query, sizeof query, "step=%lld", (long long)step);
+    }
+    if ((ex = call(c, AVO_ROUTE_JOB_TRANSCRIPT, job, st ? query : NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        ex = rendered(avoctl_transcript_print(body, avoctl_args_get(a, "full") != NULL, stdout), "transcript");
+    json_decref(body);
+    return ex;
+}
+
 static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)a;
@@ -1265,6 +1290,11 @@ static const avoctl_opt watch_opts[] = {
     {"after", 0, 1, "N", "start after event id N (default 0: replay everything)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt transcript_opts[] = {
+    {"step", 0, 1, "N", "only the job's Nth agent step"},
+    {"full", 'f', 0, NULL, "print every message whole (default: a few lines each)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt kb_opts[] = {
     {"limit", 'n', 1, "N", "search: at most N hits (default 10, at most 100)"},
     {NULL, 0, 0, NULL, NULL},
@@ -1305,6 +1335,9 @@ static const avoctl_command commands[] = {
      "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
      "JOB"},
     {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL},
+    {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
+     "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
+     "JOB"},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
     {"kb", cmd_kb,
      "avoctl kb add FILE...\n"

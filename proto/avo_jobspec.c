@@ -7,12 +7,13 @@
 
 static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
                                          "target_score", "stagnation", "islands", "migrate_every",
-                                         "epsilon", "priority", "operator_params", NULL};
+                                         "epsilon", "priority", "operator_params", "agent", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
                                             "energy_joules", "tokens", "cost_usd", NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
+static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", NULL};
 
 static int check_known(json_t *obj, const char *const *known, const char *where, char *err, size_t errlen)
 {
@@ -206,9 +207,29 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         (rc = get_str(in, "", "target", s->target, sizeof s->target, err, errlen)) < 0 ||
         (rc = get_str(in, "", "gpu", s->gpu, sizeof s->gpu, err, errlen)) < 0)
         return rc;
-    if (strcmp(s->op, "tune") != 0) {
-        snprintf(err, errlen, "operator: unknown operator '%s' (available: tune)", s->op);
+    if (strcmp(s->op, "tune") != 0 && strcmp(s->op, "agent") != 0) {
+        snprintf(err, errlen, "operator: unknown operator '%s' (available: tune, agent)", s->op);
         return -22;
+    }
+    const int agent = !strcmp(s->op, "agent");
+    s->agent_max_turns = 40;
+    s->agent_step_tokens = 500000;
+    json_t *ag = json_object_get(in, "agent");
+    if (ag && !agent) {
+        snprintf(err, errlen, "agent: applies to agent jobs only (this job's operator is '%s')", s->op);
+        return -22;
+    }
+    if (agent) {
+        if (!json_is_object(ag) || !json_object_get(ag, "provider")) {
+            snprintf(err, errlen, "agent: an agent job needs {\"provider\": NAME} (one of avod's configured "
+                                  "providers; docs/agent.md)");
+            return -22;
+        }
+        if ((rc = check_known(ag, agent_fields, "agent", err, errlen)) < 0 ||
+            (rc = get_str(ag, "agent.", "provider", s->agent_provider, sizeof s->agent_provider, err, errlen)) < 0 ||
+            (rc = get_int(ag, "max_turns", "agent.", 1, 10000, &s->agent_max_turns, err, errlen)) < 0 ||
+            (rc = get_int(ag, "step_tokens", "agent.", 1000, 100000000, &s->agent_step_tokens, err, errlen)) < 0)
+            return rc;
     }
     if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
         snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
@@ -228,7 +249,11 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             return rc;
         /* LLM budgets bound the agent operator; a tune job spends none. */
         const char *llm = json_object_get(b, "tokens") ? "tokens" : json_object_get(b, "cost_usd") ? "cost_usd" : NULL;
-        if (llm) {
+        if (agent) {
+            if ((rc = get_num(b, "tokens", "budget.", 1, 1e15, &s->tokens, err, errlen)) < 0 ||
+                (rc = get_num(b, "cost_usd", "budget.", 0.0001, 1e9, &s->cost_usd, err, errlen)) < 0)
+                return rc;
+        } else if (llm) {
             snprintf(err, errlen, "budget.%s: applies to agent jobs only (operator '%s' makes no LLM calls)", llm,
                      s->op);
             return -22;
@@ -292,6 +317,13 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(nb, "gpu_seconds", json_real(s->gpu_seconds));
         if (s->energy_joules > 0)
             json_object_set_new(nb, "energy_joules", json_real(s->energy_joules));
+        if (s->tokens > 0)
+            json_object_set_new(nb, "tokens", json_integer((json_int_t)s->tokens));
+        if (s->cost_usd > 0)
+            json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
+        if (agent)
+            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i}", "provider", s->agent_provider, "max_turns",
+                                                      s->agent_max_turns, "step_tokens", s->agent_step_tokens));
         if (s->stagnation_limit > 0)
             json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
         if (s->target_score > 0)

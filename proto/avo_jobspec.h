@@ -17,6 +17,11 @@ typedef struct {
     double wall_seconds;      /* budget: wall time, 0 = none */
     double gpu_seconds;       /* budget: GPU-seconds, 0 = none */
     double energy_joules;     /* budget: energy, 0 = none */
+    double tokens;            /* budget (agent jobs): LLM tokens, input + output, 0 = none */
+    double cost_usd;          /* budget (agent jobs): LLM cost in USD, 0 = none */
+    char agent_provider[64];  /* agent jobs: one of avod's configured providers */
+    int agent_max_turns;      /* agent jobs: model turns per step */
+    int agent_step_tokens;    /* agent jobs: tokens per step */
     double target_score;      /* stop once the best aggregate reaches it, 0 = none */
     int patience;             /* evaluations without a commit before an island is stagnant */
     int stagnation_limit;     /* evaluations without a commit (any island) that end the job, 0 = none */

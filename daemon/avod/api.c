@@ -13,6 +13,7 @@
 #include "avo_routes.h"
 #include "avo_paths.h"
 #include "avo_version.h"
+#include "agent.h"
 #include "kb.h"
 #include "seedcheck.h"
 #include "srcdiff.h"
@@ -23,6 +24,7 @@ struct avo_api {
     uv_loop_t *loop;
     avo_db *db;
     avo_engine *engine;
+    avo_agent *agent;
     char kernels_dir[1024];
     char check_cache[1200];    /* seed compile checks */
     char worker_bin[2100];     /* avo-worker beside avod, which runs them */
@@ -293,6 +295,15 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         avo_http_reply_error(req, 400, "bad_request", "gpu: problem '%s' runs on the CPU; a GPU model applies to "
                              "cuda problems", s->problem);
         goto done;
+    }
+    if (!strcmp(s->op, "agent")) {
+        char names[512];
+        if (!avo_agent_has_provider(a->agent, s->agent_provider, names, sizeof names)) {
+            avo_http_reply_error(req, 400, "bad_request", "agent.provider: no provider '%s' is configured in avod (%s%s)",
+                                 s->agent_provider, names[0] ? "configured: " : "start avod with --providers FILE; "
+                                 "docs/agent.md", names);
+            goto done;
+        }
     }
     if (p.nknobs == 0 && !strcmp(s->op, "tune")) {
         avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune", s->problem);
@@ -821,6 +832,11 @@ static void h_kb_search(avo_api *a, avo_http_req *req)
     query_json(a, req, 0, "SELECT avo_kb_search($1, $2::int)", 2, params, NULL, 200);
 }
 
+void avo_api_set_agent(avo_api *a, avo_agent *agent)
+{
+    a->agent = agent;
+}
+
 void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
@@ -885,6 +901,20 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case AVO_ROUTE_JOB_LINEAGE:
         query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
         return;
+    case AVO_ROUTE_JOB_TRANSCRIPT: {
+        const char *st = avo_http_query(req, "step");
+        char *end = NULL;
+        long n = st ? strtol(st, &end, 10) : 0;
+        if (st && (*end || n < 1 || n > 1000000)) {
+            avo_http_reply_error(req, 400, "bad_request", "step: '%s' is not a step number (1, 2, ...)", st);
+            return;
+        }
+        char nb[16];
+        snprintf(nb, sizeof nb, "%ld", n);
+        const char *pt[] = {idb, st ? nb : NULL};
+        query_json(a, req, id, "SELECT avo_job_transcript($1, $2::int)", 2, pt, nf, 200);
+        return;
+    }
     case AVO_ROUTE_JOB_REPORT:
         query_json(a, req, id, "SELECT avo_job_report($1)", 1, p1, nf, 200);
         return;

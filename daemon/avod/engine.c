@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "avo_file.h"
 #include "avo_log.h"
 #include "evolve.h"
@@ -31,6 +32,8 @@ struct avo_engine {
     json_int_t current;
     cached_problem *cache;
     int ncache;
+    avo_agent *agent;          /* runs agent jobs' steps; NULL: none */
+    int closed;                /* timers closed so far (two to free) */
 };
 
 static void pass_next(avo_engine *e);
@@ -140,6 +143,15 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
         avo_info("engine", "job %lld finishing: %s (%s)", (long long)e->current,
                  json_string_value(json_object_get(fin, "state")),
                  json_string_value(json_object_get(fin, "reason")));
+    /* An agent job's proposals come from its steps, which run beside the
+     * engine; they start from what this snapshot shows. */
+    const char *op = json_string_value(json_object_get(snap, "operator"));
+    if (e->agent && op && !strcmp(op, "agent")) {
+        if (json_is_object(fin))
+            avo_agent_stop_job(e->agent, (long long)e->current);
+        else if (d)
+            avo_agent_ensure(e->agent, snap);
+    }
     json_decref(snap);
     if (!d) {
         pass_next(e);
@@ -182,6 +194,8 @@ static void on_jobs(void *arg, PGresult *res, const char *err)
     }
     e->jobs = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
     e->next = 0;
+    /* steps of jobs that ended another way (cancelled) stop too */
+    avo_agent_prune(e->agent, e->jobs);
     pass_next(e);
 }
 
@@ -206,6 +220,11 @@ static void pass_start(avo_engine *e)
 static void on_tick(uv_timer_t *t)
 {
     pass_start(t->data);
+}
+
+void avo_engine_set_agent(avo_engine *e, avo_agent *a)
+{
+    e->agent = a;
 }
 
 void avo_engine_kick(avo_engine *e)
@@ -239,7 +258,8 @@ int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *
 static void engine_closed(uv_handle_t *h)
 {
     avo_engine *e = h->data;
-    if (h != (uv_handle_t *)&e->soon)
+    /* libuv runs close callbacks in no promised order: free after both */
+    if (++e->closed < 2)
         return;
     for (int i = 0; i < e->ncache; i++) {
         avo_problem_free(&e->cache[i].prob);

@@ -18,6 +18,9 @@ int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *
 /* Ask for a pass soon; passes never overlap, and requests made during one
  * are folded into a single follow-up pass. */
 void avo_engine_kick(avo_engine *e);
+/* Agent jobs: the engine starts and stops their steps in its passes. */
+struct avo_agent;
+void avo_engine_set_agent(avo_engine *e, struct avo_agent *a);
 void avo_engine_stop(avo_engine *e);
 
 #endif

@@ -259,7 +259,11 @@ static int consume(step *s, json_t *f)
         }
     } else {
         island *is = &s->isl[k];
-        commit = ok && s->best_cand > 0 && avo_commit_rule(agg, is->best, s->epsilon);
+        /* An agent's attempts are commits only when the agent asked for
+         * it (its commit tool); the rule applies to them all the same. */
+        const char *op = json_string_value(json_object_get(f, "operator"));
+        const int asked = !op || strcmp(op, "agent") != 0 || json_is_true(json_object_get(f, "commit_requested"));
+        commit = ok && asked && s->best_cand > 0 && avo_commit_rule(agg, is->best, s->epsilon);
         new_best = commit && agg > s->best;
         if (commit) {
             is->head = cand;
@@ -328,6 +332,10 @@ static void check_stop(step *s, int total, int inflight, int budget)
         name = "gpu_seconds", used = gpu_used, limit = gpu;
     else if (energy > 0 && energy_used >= energy)
         name = "energy_joules", used = energy_used, limit = energy;
+    else if (num(b, "tokens", 0) > 0 && num(s->snap, "tokens", 0) >= num(b, "tokens", 0))
+        name = "tokens", used = num(s->snap, "tokens", 0), limit = num(b, "tokens", 0);
+    else if (num(b, "cost_usd", 0) > 0 && num(s->snap, "cost_usd", 0) >= num(b, "cost_usd", 0))
+        name = "cost_usd", used = num(s->snap, "cost_usd", 0), limit = num(b, "cost_usd", 0);
     else if (total >= budget && inflight == 0)
         name = "evaluations", used = total, limit = budget;
     if (!name)
@@ -335,7 +343,8 @@ static void check_stop(step *s, int total, int inflight, int budget)
     event(s, "budget_reached", json_pack("{s:s,s:f,s:f}", "budget", name, "used", used, "limit", limit));
     snprintf(reason, sizeof reason, "%s budget reached",
              !strcmp(name, "wall_seconds") ? "wall-time" : !strcmp(name, "gpu_seconds") ? "GPU-seconds"
-             : !strcmp(name, "energy_joules") ? "energy" : "evaluation");
+             : !strcmp(name, "energy_joules") ? "energy" : !strcmp(name, "tokens") ? "token"
+             : !strcmp(name, "cost_usd") ? "cost" : "evaluation");
     finish(s, "succeeded", reason);
 }
 
@@ -494,6 +503,13 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     if (!finishing(s))
         check_stop(s, total, inflight, budget);
     if (finishing(s) || s->best_cand <= 0) {   /* ended, or the seed is still being evaluated */
+        free(s);
+        return d;
+    }
+    /* An agent job's proposals come from its steps (agent.c), not from
+     * here; it ends by its budgets. */
+    const char *op = json_string_value(json_object_get(snap, "operator"));
+    if (op && !strcmp(op, "agent")) {
         free(s);
         return d;
     }

@@ -22,6 +22,8 @@
 #include "avo_log.h"
 #include "avo_paths.h"
 #include "avo_version.h"
+#include "agent.h"
+#include "avo_file.h"
 #include "db.h"
 #include "engine.h"
 #include "http.h"
@@ -39,6 +41,7 @@ typedef struct {
     char pg_bindir[AVO_CFG_STRLEN];
     char pg_user[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
+    char providers[AVO_CFG_STRLEN];
     long long engine_interval_ms;
     long long rescue_interval_ms;
     long long max_attempts;
@@ -60,6 +63,8 @@ static const avo_cfg_row avod_rows[] = {
     ROW("pg-user", AVO_CFG_STR, pg_user, NULL, "AVO_PG_USER", 1, 0,
         "OS user for the embedded PostgreSQL when avod runs as root (default postgres)"),
     ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
+    ROW("providers", AVO_CFG_STR, providers, NULL, "AVO_PROVIDERS", 1, 0,
+        "LLM providers for agent jobs: a JSON file, an array of provider objects (docs/agent.md)"),
     ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
         "evolution engine polling interval (NOTIFY wakes it sooner)"),
     ROW("rescue-interval-ms", AVO_CFG_INT, rescue_interval_ms, "2000", NULL, 100, 600000,
@@ -78,6 +83,7 @@ typedef struct {
     avo_db listen;
     avo_engine *engine;
     avo_rescuer *rescuer;
+    avo_agent *agent;
     avo_api *api;
     avo_http *http;
     uv_signal_t sigint, sigterm;
@@ -100,6 +106,7 @@ static void shutdown_daemon(avod *d)
     /* Order: stop producing work, end client streams, then the database. The
      * engine and the API free themselves in close callbacks that run after
      * the database has failed their pending queries. */
+    avo_agent_stop(d->agent);
     avo_engine_stop(d->engine);
     avo_rescuer_stop(d->rescuer);
     avo_api_stop(d->api);
@@ -114,6 +121,12 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     avo_info("avod", "received %s", strsignal(signum));
     shutdown_daemon(s->data);
+}
+
+static void kick_engine(void *arg)
+{
+    avod *d = arg;
+    avo_engine_kick(d->engine);
 }
 
 static void on_notify(void *arg, const char *channel, const char *payload)
@@ -132,6 +145,49 @@ static void on_db_state(void *arg, int up)
         avo_info("db", "connected");
         avo_engine_kick(d->engine);
     }
+}
+
+/* The providers file: a JSON array of provider objects, each checked. */
+static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    if (!path || !*path)
+        return 0;
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) {
+        snprintf(err, errlen, "providers %s: %s (line %d)", path, je.text, je.line);
+        return -EINVAL;
+    }
+    if (!json_is_array(j) || json_array_size(j) == 0) {
+        snprintf(err, errlen, "providers %s: must be a non-empty JSON array of provider objects", path);
+        json_decref(j);
+        return -EINVAL;
+    }
+    avo_llm_provider *p = calloc(json_array_size(j), sizeof *p);
+    size_t i;
+    json_t *x;
+    char why[400];
+    json_array_foreach(j, i, x) {
+        if (!p || avo_llm_provider_parse(x, &p[i], why, sizeof why) < 0) {
+            snprintf(err, errlen, "providers %s: [%zu]: %s", path, i, p ? why : "out of memory");
+            free(p);
+            json_decref(j);
+            return -EINVAL;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(p[k].name, p[i].name)) {
+                snprintf(err, errlen, "providers %s: [%zu]: a second provider named '%s'", path, i, p[i].name);
+                free(p);
+                json_decref(j);
+                return -EINVAL;
+            }
+    }
+    *n = (int)json_array_size(j);
+    *out = p;
+    json_decref(j);
+    return 0;
 }
 
 static int take_lock(const char *home, int *fd_out, char *err, size_t errlen)
@@ -207,7 +263,8 @@ int main(int argc, char **argv)
     avod d;
     avo_pgembed pg;
     char err[2048];
-    int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0;
+    int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0, nproviders = 0;
+    avo_llm_provider *providers = NULL;
     const char *dsn;
 
     memset(&d, 0, sizeof d);
@@ -234,6 +291,12 @@ int main(int argc, char **argv)
     }
     if (avo_log_set_level(s.log_level) < 0) {
         fprintf(stderr, "avod: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
+        return 2;
+    }
+    /* Checked before anything starts: a broken providers file is a
+     * configuration error, not something to find at the first agent job. */
+    if (load_providers(s.providers, &providers, &nproviders, err, sizeof err) < 0) {
+        fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
 
@@ -316,6 +379,7 @@ int main(int argc, char **argv)
     avo_db_listen(&d.listen, "avo_jobs");
     avo_db_listen(&d.listen, "avo_events");
     if (avo_engine_start(&d.engine, d.loop, &d.db, s.kernels, (unsigned)s.engine_interval_ms) < 0 ||
+        avo_agent_start(&d.agent, d.loop, &d.db, s.kernels, providers, nproviders, kick_engine, &d) < 0 ||
         avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels, s.home) < 0 ||
         avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
                           s.retry_backoff) < 0)
@@ -330,6 +394,8 @@ int main(int argc, char **argv)
         uv_run(d.loop, UV_RUN_DEFAULT);
         goto cleanup;
     }
+    avo_engine_set_agent(d.engine, d.agent);
+    avo_api_set_agent(d.api, d.agent);
     avo_db_connect(&d.db);
     avo_db_connect(&d.listen);
     uv_signal_init(d.loop, &d.sigint);
@@ -345,6 +411,7 @@ int main(int argc, char **argv)
     rc = 0;
 
 cleanup:
+    free(providers);
     if (loop_ready)
         uv_loop_close(d.loop);
     if (pg_started)

@@ -92,6 +92,20 @@ static void test_seed_budgets_and_stops(void **state)
     assert_int_equal(s.stagnation_limit, 0);
     avo_jobspec_clear(&s);
 
+    /* an agent job: its provider and limits, and the LLM budgets, in the stored spec */
+    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"operator\":\"agent\",\"agent\":{\"provider\":\"claude\"},"
+                           "\"budget\":{\"tokens\":5000,\"cost_usd\":2.5}}", &s, &n, err, sizeof err),
+                     0);
+    assert_string_equal(s.agent_provider, "claude");
+    assert_int_equal(s.agent_max_turns, 40);
+    json_t *ag = json_object_get(n, "agent");
+    assert_string_equal(json_string_value(json_object_get(ag, "provider")), "claude");
+    assert_int_equal(json_integer_value(json_object_get(ag, "step_tokens")), 500000);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "budget"), "tokens")), 5000);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "budget"), "cost_usd")) == 2.5);
+    json_decref(n);
+    avo_jobspec_clear(&s);
+
     /* one of the package's named seeds, kept in the stored spec */
     assert_int_equal(parse("{\"problem\":\"gemm_bf16\",\"seed\":{\"name\":\"sm90\",\"knobs\":{\"BN\":128}}}", &s, &n,
                            err, sizeof err),
@@ -137,6 +151,13 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":1,\"source\":\"x\"}}", "seed: give either source");
     expect_error("{\"problem\":\"p\",\"seed\":{\"file\":\"a.c\"}}", "seed.file: needs seed.source");
     expect_error("{\"problem\":\"p\",\"seed\":{\"name\":\"\"}}", "seed.name: must be a non-empty string");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\"}", "agent: an agent job needs {\"provider\": NAME}");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"turns\":3}}",
+                 "agent.turns: unknown field (expected one of: provider, max_turns, step_tokens)");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"max_turns\":0}}",
+                 "agent.max_turns: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"agent\":{\"provider\":\"c\"}}", "agent: applies to agent jobs only");
+    expect_error("{\"problem\":\"p\",\"operator\":\"genetic\"}", "operator: unknown operator 'genetic' (available: tune, agent)");
     expect_error("{\"problem\":\"p\",\"seed\":{\"name\":7}}", "seed.name: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"seed\":{\"source\":\"\"}}", "seed.source: must be");
     expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":0}}", "seed.candidate: must be a candidate id");

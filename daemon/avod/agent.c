@@ -1,0 +1,916 @@
+#include "agent.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agenttools.h"
+#include "avo_hash.h"
+#include "avo_log.h"
+#include "avo_problem.h"
+#include "evolve.h"
+#include "llmcall.h"
+#include "llmhttp.h"
+#include "srcdiff.h"
+
+/* Answers without a tool call the model is reminded about before its step
+ * ends; steps in a row that end before evaluating anything (a missing key,
+ * a provider that keeps failing) before the job itself fails. */
+#define MAX_NUDGES 2
+#define MAX_BARREN_STEPS 3
+#define POLL_MS 250
+#define MAX_STREAKS 64
+
+typedef struct step step;
+
+struct avo_agent {
+    uv_loop_t *loop;
+    avo_db *db;
+    char kernels_dir[1024];
+    avo_llm_provider *prov;
+    int nprov;
+    avo_llmhttp *http;
+    void (*kick)(void *);
+    void *kick_arg;
+    step *steps;
+    struct {
+        long long job;
+        int barren;
+    } streaks[MAX_STREAKS];
+    int stopping;
+};
+
+struct step {
+    avo_agent *a;
+    step *next;
+    long long job, id, head;
+    int island;
+    avo_problem prob;
+    int have_prob;
+    char setup_error[600];      /* why the step cannot run (recorded, then it ends) */
+    char *head_src;
+    avo_agent_ws ws;
+    json_t *conv, *tools;
+    size_t sent;                /* conversation length already stored in the transcript */
+    const avo_llm_provider *pv;
+    char key[4096];
+    int turns, max_turns, nudges, evals;
+    long long tokens, max_tokens;
+    double cost, epsilon;
+    json_t *calls;              /* the tool calls of the answer being worked through */
+    size_t next_call;
+    const char *call_id;        /* of the tool call being run */
+    long long wait_eval;
+    uv_timer_t timer;
+    int timer_open;
+    avo_llmcall *call;
+    double call_t0;
+    int pending;                /* queries, the provider call and the timer in flight */
+    int ended, dead;
+};
+
+static void turn(step *s);
+static void run_next_tool(step *s);
+static void end_step(step *s, const char *state, const char *reason);
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+static void step_free(step *s)
+{
+    avo_agent *a = s->a;
+    for (step **p = &a->steps; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    if (s->have_prob)
+        avo_problem_free(&s->prob);
+    free(s->head_src);
+    avo_agent_ws_free(&s->ws);
+    json_decref(s->conv);
+    json_decref(s->tools);
+    json_decref(s->calls);
+    memset(s->key, 0, sizeof s->key);
+    free(s);
+    if (a->stopping && !a->steps) {
+        free(a->prov);
+        free(a);
+    }
+}
+
+/* Called whenever something in flight comes back: a dead step goes once
+ * nothing refers to it any more. */
+static int settle(step *s)
+{
+    s->pending--;
+    if (s->dead && s->pending == 0) {
+        step_free(s);
+        return 1;
+    }
+    return s->dead;
+}
+
+static int query(step *s, const char *sql, int n, const char *const *params, avo_db_cb cb)
+{
+    s->pending++;
+    if (avo_db_query(s->a->db, sql, n, params, cb, s) < 0) {
+        s->pending--;
+        return -EIO;
+    }
+    return 0;
+}
+
+static void on_ignored(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    (void)res;
+    if (err)
+        avo_warn("agent", "job %lld: %s", s->job, err);
+    settle(s);
+}
+
+/* ---- conversation ---------------------------------------------------------- */
+
+static void say(step *s, const char *role, const char *text)
+{
+    json_array_append_new(s->conv, json_pack("{s:s,s:s}", "role", role, "text", text));
+}
+
+static void tool_result(step *s, const char *text, int is_error)
+{
+    json_array_append_new(s->conv, json_pack("{s:s,s:s,s:s,s:b}", "role", "tool", "tool_call_id",
+                                             s->call_id ? s->call_id : "", "text", text, "is_error", is_error));
+    run_next_tool(s);
+}
+
+static void tool_errorf(step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tool_errorf(step *s, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    tool_result(s, buf, 1);
+}
+
+static const char system_prompt[] =
+    "You are the variation operator of avo, an evolutionary search that makes GPU and CPU kernels faster. "
+    "Each step you take one version of a kernel (your working copy, which starts as the island's current "
+    "version) and try to produce a version that computes the same result and is faster. Work with the tools: "
+    "read the problem and the lineage, search the knowledge base, edit the working copy, evaluate it (workers "
+    "check it against a trusted reference on fresh random inputs and time it on every configuration), and "
+    "commit the best evaluated version with notes saying what changed and why it is faster. A commit is "
+    "accepted only if the version passed every check and scores at least the island's best; otherwise the "
+    "reason comes back and you may try again. Evaluations are the job's budget: evaluate when you expect a "
+    "gain. If you cannot find an improvement, call give_up with the reason. Never try to detect or game the "
+    "checker: results are checked after timing too, and suspicious ones are rejected.";
+
+/* ---- provider turns -------------------------------------------------------- */
+
+static void record_call(step *s, avo_llm_reply *reply, const char *error, int attempts, double latency)
+{
+    json_t *req = json_array();
+    for (size_t i = s->sent; i < json_array_size(s->conv); i++)
+        json_array_append(req, json_array_get(s->conv, i));
+    char *rj = json_dumps(req, JSON_COMPACT), *aj = reply ? json_dumps(reply->message, JSON_COMPACT) : NULL;
+    json_decref(req);
+    char sid[32], job[32], t[16], att[16], lat[32], in[32], out[32], cached[32], cost[32];
+    snprintf(sid, sizeof sid, "%lld", s->id);
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(t, sizeof t, "%d", s->turns);
+    snprintf(att, sizeof att, "%d", attempts);
+    snprintf(lat, sizeof lat, "%.6f", latency);
+    snprintf(in, sizeof in, "%ld", reply ? reply->in_tokens : 0);
+    snprintf(out, sizeof out, "%ld", reply ? reply->out_tokens : 0);
+    snprintf(cached, sizeof cached, "%ld", reply ? reply->cached_tokens : 0);
+    snprintf(cost, sizeof cost, "%.9f", reply ? reply->cost_usd : 0);
+    const char *p[] = {sid, job, t, s->pv->name, s->pv->model, rj ? rj : "[]", aj, reply ? reply->stop : NULL,
+                       error, att, lat, in, out, cached, cost};
+    query(s,
+          "INSERT INTO llm_calls (step_id, job_id, turn, provider, model, request, response, stop, error, attempts, "
+          "latency_s, in_tokens, out_tokens, cached_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
+          "$7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15)",
+          15, p, on_ignored);
+    if (reply) {
+        query(s,
+              "UPDATE agent_steps SET turns = $2, in_tokens = in_tokens + $3, out_tokens = out_tokens + $4, "
+              "cost_usd = cost_usd + $5 WHERE id = $1",
+              5, (const char *const[]){sid, t, in, out, cost}, on_ignored);
+        query(s, "UPDATE jobs SET tokens = tokens + $2 + $3, cost_usd = cost_usd + $4 WHERE id = $1", 4,
+              (const char *const[]){job, in, out, cost}, on_ignored);
+    }
+    s->sent = json_array_size(s->conv);
+    free(rj);
+    free(aj);
+}
+
+static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
+{
+    step *s = arg;
+    s->call = NULL;
+    if (settle(s))
+        return;
+    record_call(s, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts, uv_now(s->a->loop) / 1e3 - s->call_t0);
+    if (rc < 0) {
+        char why[700];
+        snprintf(why, sizeof why, "provider %s: %s", s->pv->name, reason ? reason : "failed");
+        end_step(s, "ended", why);
+        return;
+    }
+    s->tokens += reply->in_tokens + reply->out_tokens;
+    s->cost += reply->cost_usd;
+    json_array_append(s->conv, reply->message);
+    s->sent = json_array_size(s->conv);
+    json_t *calls = json_object_get(reply->message, "tool_calls");
+    if (json_array_size(calls) > 0) {
+        json_decref(s->calls);
+        s->calls = json_incref(calls);
+        s->next_call = 0;
+        run_next_tool(s);
+        return;
+    }
+    if (++s->nudges > MAX_NUDGES) {
+        char why[160];
+        snprintf(why, sizeof why, "the model answered without a tool call %d times in a row", s->nudges);
+        end_step(s, "ended", why);
+        return;
+    }
+    say(s, "user",
+        !strcmp(reply->stop, "max_tokens")
+            ? "Your answer was cut off by the output token limit. Continue with a tool call, and keep arguments "
+              "short (edit_source rather than write_source for small changes)."
+            : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");
+    turn(s);
+}
+
+static void turn(step *s)
+{
+    char why[640], err[400];
+    if (s->ended)
+        return;
+    if (s->turns >= s->max_turns) {
+        snprintf(why, sizeof why, "turn limit reached (%d turns)", s->max_turns);
+        end_step(s, "ended", why);
+        return;
+    }
+    if (s->tokens >= s->max_tokens) {
+        snprintf(why, sizeof why, "the step's token limit is reached (%lld of %lld)", s->tokens, s->max_tokens);
+        end_step(s, "ended", why);
+        return;
+    }
+    s->turns++;
+    s->call_t0 = uv_now(s->a->loop) / 1e3;
+    s->pending++;
+    if (avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, s->conv, s->tools, on_reply, s, err,
+                          sizeof err) < 0) {
+        s->pending--;
+        s->call = NULL;
+        snprintf(why, sizeof why, "provider %s: %s", s->pv->name, err);
+        end_step(s, "ended", why);
+    }
+}
+
+/* ---- tools ------------------------------------------------------------------ */
+
+/* A query whose one JSON (or text) column is the tool's answer; NULL means
+ * not found, with the message given. */
+typedef struct {
+    step *s;
+    char missing[160];
+} answer_q;
+
+static void on_answer(void *arg, PGresult *res, const char *err)
+{
+    answer_q *q = arg;
+    step *s = q->s;
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s", q->missing);
+    free(q);
+    if (settle(s))
+        return;
+    if (err)
+        tool_errorf(s, "the database failed: %s; try again", err);
+    else if (PQntuples(res) < 1 || PQgetisnull(res, 0, 0))
+        tool_result(s, missing, 1);
+    else
+        tool_result(s, PQgetvalue(res, 0, 0), 0);
+}
+
+static void answer(step *s, const char *sql, int n, const char *const *params, const char *missing)
+{
+    answer_q *q = calloc(1, sizeof *q);
+    if (!q) {
+        tool_errorf(s, "out of memory");
+        return;
+    }
+    q->s = s;
+    snprintf(q->missing, sizeof q->missing, "%s", missing);
+    s->pending++;
+    if (avo_db_query(s->a->db, sql, n, params, on_answer, q) < 0) {
+        s->pending--;
+        free(q);
+        tool_errorf(s, "the database is unavailable; try again");
+    }
+}
+
+static void poll_eval(uv_timer_t *t);
+
+static void on_eval_row(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1) {
+        uv_timer_start(&s->timer, poll_eval, POLL_MS, 0);
+        return;
+    }
+    const char *state = PQgetvalue(res, 0, 0);
+    if (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0) {
+        uv_timer_start(&s->timer, poll_eval, POLL_MS, 0);
+        return;
+    }
+    s->wait_eval = 0;
+    json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
+    double best = atof(PQgetvalue(res, 0, 2));
+    const char *cand = PQgetvalue(res, 0, 3);
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    const char *detail = json_string_value(json_object_get(r, "detail"));
+    const char *unit = json_string_value(json_object_get(r, "unit"));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        json_decref(r);
+        tool_errorf(s, "out of memory");
+        return;
+    }
+    fprintf(f, "candidate %s: outcome %s", cand, outcome ? outcome : state);
+    if (outcome && !strcmp(outcome, "ok"))
+        fprintf(f, ", aggregate %.6g %s (the island's best is %.6g; a commit needs at least %.6g)",
+                json_number_value(json_object_get(r, "aggregate")), unit ? unit : "", best,
+                best * (1 - s->epsilon));
+    fprintf(f, "\n");
+    if (detail && *detail)
+        fprintf(f, "detail: %s\n", detail);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "configs"), i, c) {
+        if (!i)
+            fprintf(f, "per configuration (score, median seconds):\n");
+        fprintf(f, "  %s: %.6g, %.6g\n", json_string_value(json_object_get(c, "name")),
+                json_number_value(json_object_get(c, "score")), json_number_value(json_object_get(c, "median_s")));
+    }
+    const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
+    if (log && *log && outcome && strcmp(outcome, "ok") != 0)
+        fprintf(f, "compiler output (end):\n%s\n", strlen(log) > 3000 ? log + strlen(log) - 3000 : log);
+    fclose(f);
+    const int failed = !(outcome && !strcmp(outcome, "ok"));
+    json_decref(r);
+    tool_result(s, buf, failed);
+    free(buf);
+}
+
+static void poll_eval(uv_timer_t *t)
+{
+    step *s = t->data;
+    if (s->ended || !s->wait_eval)
+        return;
+    char e[32], job[32], isl[16];
+    snprintf(e, sizeof e, "%lld", s->wait_eval);
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(isl, sizeof isl, "%d", s->island);
+    const char *p[] = {e, job, isl};
+    if (query(s,
+              "SELECT e.state, COALESCE(e.result, '{}'::jsonb)::text, "
+              "COALESCE((SELECT best FROM islands WHERE job_id = $2 AND idx = $3::int), 0), e.candidate_id "
+              "FROM evaluations e WHERE e.id = $1",
+              3, p, on_eval_row) < 0)
+        uv_timer_start(&s->timer, poll_eval, POLL_MS * 4, 0);
+}
+
+static void on_proposed(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    json_t *r = !err && PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!r) {
+        tool_errorf(s, "the evaluation could not be queued: %s; try again", err ? err : "no answer");
+        return;
+    }
+    const char *e = json_string_value(json_object_get(r, "error"));
+    if (e) {
+        tool_errorf(s, "evaluate: %s; commit an evaluated version or give_up", e);
+        json_decref(r);
+        return;
+    }
+    s->wait_eval = json_integer_value(json_object_get(r, "evaluation"));
+    if (json_is_true(json_object_get(r, "fresh"))) {
+        s->evals++;
+        char sid[32];
+        snprintf(sid, sizeof sid, "%lld", s->id);
+        query(s, "UPDATE agent_steps SET evaluations = evaluations + 1 WHERE id = $1", 1, (const char *const[]){sid},
+              on_ignored);
+    }
+    json_decref(r);
+    poll_eval(&s->timer);
+}
+
+static void tool_evaluate(step *s)
+{
+    if (!s->ws.src) {
+        tool_errorf(s, "evaluate: there is no working copy; write_source first");
+        return;
+    }
+    char sha[AVO_SHA256_HEX], job[32], isl[16], head[32];
+    char *diff = NULL;
+    if (avo_sha256_hex(s->ws.src, strlen(s->ws.src), sha) < 0) {
+        tool_errorf(s, "out of memory");
+        return;
+    }
+    if (s->head_src && avo_srcdiff(s->head_src, s->prob.seed, s->ws.src, s->prob.seed, &diff) < 0)
+        diff = NULL;
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(isl, sizeof isl, "%d", s->island);
+    snprintf(head, sizeof head, "%lld", s->head);
+    const char *p[] = {job, isl, head, sha, s->ws.src, diff};
+    if (query(s, "SELECT avo_agent_propose($1, $2::int, $3, $4, $5, $6)", 6, p, on_proposed) < 0)
+        tool_errorf(s, "the database is unavailable; try again");
+    free(diff);
+}
+
+static void on_commit_check(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err) {
+        tool_errorf(s, "the database failed: %s; try again", err);
+        return;
+    }
+    json_t *call = json_array_get(s->calls, s->next_call - 1);
+    json_t *args = json_object_get(call, "arguments");
+    long long cand = json_integer_value(json_object_get(args, "candidate"));
+    if (PQntuples(res) != 1 || atoll(PQgetvalue(res, 0, 0)) != s->job || strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+        tool_errorf(s, "commit: candidate %lld is not one of this step's evaluated attempts (evaluate returns "
+                       "their ids)", cand);
+        return;
+    }
+    if (PQgetisnull(res, 0, 2)) {
+        tool_errorf(s, "commit: candidate %lld has no finished evaluation yet", cand);
+        return;
+    }
+    const char *outcome = PQgetvalue(res, 0, 2);
+    double agg = atof(PQgetvalue(res, 0, 3)), best = atof(PQgetvalue(res, 0, 4));
+    if (strcmp(outcome, "ok") != 0) {
+        tool_errorf(s, "commit: candidate %lld failed its evaluation (%s); only a version that passed every check "
+                       "can be committed", cand, outcome);
+        return;
+    }
+    if (!avo_commit_rule(agg, best, s->epsilon)) {
+        tool_errorf(s, "commit: candidate %lld scores %.6g, under the island's best %.6g (a commit needs at least "
+                       "%.6g); improve it or give_up", cand, agg, best, best * (1 - s->epsilon));
+        return;
+    }
+    char c[32], why[160];
+    snprintf(c, sizeof c, "%lld", cand);
+    const char *p[] = {c, json_string_value(json_object_get(args, "notes"))};
+    query(s, "UPDATE candidates SET commit_requested = true, notes = $2 WHERE id = $1", 2, p, on_ignored);
+    snprintf(why, sizeof why, "committed candidate %lld (%.6g, island best was %.6g)", cand, agg, best);
+    end_step(s, "committed", why);
+}
+
+static void tool_commit(step *s, json_t *args)
+{
+    char c[32], isl[16];
+    snprintf(c, sizeof c, "%lld", (long long)json_integer_value(json_object_get(args, "candidate")));
+    snprintf(isl, sizeof isl, "%d", s->island);
+    const char *p[] = {c, isl};
+    if (query(s,
+              "SELECT c.job_id, c.hold, e.outcome, e.aggregate, "
+              "COALESCE((SELECT best FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0) "
+              "FROM candidates c LEFT JOIN LATERAL (SELECT outcome, aggregate FROM evaluations "
+              "WHERE candidate_id = c.id AND state IN ('done','failed') ORDER BY id DESC LIMIT 1) e ON true "
+              "WHERE c.id = $1",
+              2, p, on_commit_check) < 0)
+        tool_errorf(s, "the database is unavailable; try again");
+}
+
+static void run_tool(step *s, json_t *call)
+{
+    const char *name = json_string_value(json_object_get(call, "name"));
+    json_t *args = json_object_get(call, "arguments");
+    const char *aerr = json_string_value(json_object_get(call, "arguments_error"));
+    char err[1024], msg[512];
+    s->call_id = json_string_value(json_object_get(call, "id"));
+    if (aerr) {
+        tool_errorf(s, "%s: the arguments are not a JSON object (%s); send them again as JSON", name ? name : "?",
+                    aerr);
+        return;
+    }
+    if (avo_agent_tool_check(name, args, err, sizeof err) < 0) {
+        tool_result(s, err, 1);
+        return;
+    }
+    char job[32], id[32], lim[16], isl[16];
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(isl, sizeof isl, "%d", s->island);
+    if (!strcmp(name, "problem")) {
+        char *t = avo_agent_problem_text(&s->prob);
+        if (!t) {
+            tool_errorf(s, "out of memory");
+            return;
+        }
+        tool_result(s, t, 0);
+        free(t);
+    } else if (!strcmp(name, "write_source") || !strcmp(name, "edit_source")) {
+        int rc = !strcmp(name, "write_source")
+                     ? avo_agent_ws_write(&s->ws, json_string_value(json_object_get(args, "source")), msg, sizeof msg)
+                     : avo_agent_ws_edit(&s->ws, json_string_value(json_object_get(args, "search")),
+                                         json_string_value(json_object_get(args, "replace")), msg, sizeof msg);
+        tool_result(s, msg, rc < 0);
+    } else if (!strcmp(name, "read_candidate")) {
+        json_t *c = json_object_get(args, "candidate");
+        if (!c) {
+            tool_result(s, s->ws.src ? s->ws.src : "(the working copy is empty)", !s->ws.src);
+            return;
+        }
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(c));
+        snprintf(msg, sizeof msg, "no candidate %s", id);
+        answer(s, "SELECT s.body FROM candidates c JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $1", 1,
+               (const char *const[]){id}, msg);
+    } else if (!strcmp(name, "lineage")) {
+        json_t *i = json_object_get(args, "island"), *l = json_object_get(args, "limit");
+        if (i)
+            snprintf(isl, sizeof isl, "%lld", (long long)json_integer_value(i));
+        snprintf(lim, sizeof lim, "%lld", l ? (long long)json_integer_value(l) : 20LL);
+        answer(s,
+               "SELECT jsonb_pretty(jsonb_build_object("
+               "'island_best', (SELECT jsonb_build_object('candidate', best_candidate, 'aggregate', best) "
+               "FROM islands WHERE job_id = $1 AND idx = $2::int), "
+               "'committed', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', id, 'island', island, "
+               "'parent', parent_id, 'aggregate', aggregate, 'operator', operator, 'notes', notes) ORDER BY id DESC) "
+               "FROM (SELECT * FROM candidates WHERE job_id = $1 AND committed ORDER BY id DESC LIMIT $3::int) x), "
+               "'[]'), "
+               "'failed_attempts', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', c.id, 'outcome', "
+               "c.outcome, 'aggregate', c.aggregate, 'detail', left(e.result->>'detail', 200)) ORDER BY c.id DESC) "
+               "FROM (SELECT * FROM candidates WHERE job_id = $1 AND NOT committed AND outcome IS NOT NULL "
+               "ORDER BY id DESC LIMIT $3::int) c LEFT JOIN LATERAL (SELECT result FROM evaluations "
+               "WHERE candidate_id = c.id ORDER BY id DESC LIMIT 1) e ON true), '[]')))",
+               3, (const char *const[]){job, isl, lim}, "no lineage");
+    } else if (!strcmp(name, "search_knowledge")) {
+        json_t *l = json_object_get(args, "limit");
+        snprintf(lim, sizeof lim, "%lld", l ? (long long)json_integer_value(l) : 8LL);
+        answer(s, "SELECT jsonb_pretty(avo_kb_search($1, $2::int))", 2,
+               (const char *const[]){json_string_value(json_object_get(args, "query")), lim}, "no hits");
+    } else if (!strcmp(name, "read_knowledge")) {
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(args, "id")));
+        snprintf(msg, sizeof msg, "no knowledge-base entry %s (search_knowledge gives the ids)", id);
+        answer(s, "SELECT jsonb_pretty(avo_kb_chunk_json($1))", 1, (const char *const[]){id}, msg);
+    } else if (!strcmp(name, "evaluate")) {
+        tool_evaluate(s);
+    } else if (!strcmp(name, "commit")) {
+        tool_commit(s, args);
+    } else if (!strcmp(name, "give_up")) {
+        snprintf(msg, sizeof msg, "gave up: %s", json_string_value(json_object_get(args, "reason")));
+        end_step(s, "ended", msg);
+    } else {
+        tool_errorf(s, "%s is not available in this version of avo yet; evaluate reports the compiler's messages "
+                       "and per-configuration times", name);
+    }
+}
+
+static void run_next_tool(step *s)
+{
+    if (s->ended)
+        return;
+    if (s->next_call >= json_array_size(s->calls)) {
+        s->nudges = 0;
+        turn(s);
+        return;
+    }
+    run_tool(s, json_array_get(s->calls, s->next_call++));
+}
+
+/* ---- start and end ------------------------------------------------------------ */
+
+static int *streak_of(avo_agent *a, long long job)
+{
+    int free_slot = -1;
+    for (int i = 0; i < MAX_STREAKS; i++) {
+        if (a->streaks[i].job == job)
+            return &a->streaks[i].barren;
+        if (a->streaks[i].job == 0 && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot < 0)
+        free_slot = (int)(job % MAX_STREAKS);
+    a->streaks[free_slot].job = job;
+    a->streaks[free_slot].barren = 0;
+    return &a->streaks[free_slot].barren;
+}
+
+static void on_released(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    (void)res;
+    if (err)
+        avo_warn("agent", "job %lld: releasing the step's attempts: %s", s->job, err);
+    avo_agent *a = s->a;
+    settle(s);
+    if (!a->stopping && a->kick)
+        a->kick(a->kick_arg);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    settle(h->data);
+}
+
+static void end_step(step *s, const char *state, const char *reason)
+{
+    if (s->ended)
+        return;
+    s->ended = 1;
+    avo_agent *a = s->a;
+    avo_info("agent", "job %lld island %d: step %lld %s after %d turns, %d evaluations, %lld tokens: %s", s->job,
+             s->island, s->id, state, s->turns, s->evals, s->tokens, reason);
+    if (s->call)
+        avo_llmcall_cancel(s->call);
+    if (s->timer_open) {
+        uv_timer_stop(&s->timer);
+        s->pending++;
+        uv_close((uv_handle_t *)&s->timer, on_timer_closed);
+        s->timer_open = 0;
+    }
+    char sid[32], job[32], isl[16];
+    snprintf(sid, sizeof sid, "%lld", s->id);
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(isl, sizeof isl, "%d", s->island);
+    if (!a->stopping) {
+        if (s->id > 0)
+            query(s, "UPDATE agent_steps SET state = $2, reason = $3, ended_at = now() WHERE id = $1", 3,
+                  (const char *const[]){sid, state, reason}, on_ignored);
+        /* The attempts go to the engine now: the committed one (if any) under
+         * the rule, the others as the island's failed attempts. */
+        query(s, "UPDATE candidates SET hold = false WHERE job_id = $1 AND island = $2::int AND hold", 2,
+              (const char *const[]){job, isl}, on_released);
+        int *barren = streak_of(a, s->job);
+        *barren = s->evals == 0 && strcmp(state, "committed") != 0 ? *barren + 1 : 0;
+        if (*barren >= MAX_BARREN_STEPS) {
+            char why[900];
+            snprintf(why, sizeof why, "agent: %d steps in a row ended before evaluating anything; the last: %s",
+                     *barren, reason);
+            json_t *d = json_pack("{s:{s:s,s:s}}", "finish", "state", "failed", "reason", why);
+            char *dj = json_dumps(d, JSON_COMPACT);
+            json_decref(d);
+            if (dj)
+                query(s, "SELECT avo_job_apply($1, $2::jsonb)", 2, (const char *const[]){job, dj}, on_ignored);
+            free(dj);
+            *barren = 0;
+        }
+    }
+    s->dead = 1;
+    s->pending++;
+    settle(s);
+}
+
+static void on_head(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1) {
+        end_step(s, "ended", err ? err : "the island's head could not be read");
+        return;
+    }
+    s->head_src = strdup(PQgetvalue(res, 0, 0));
+    char msg[128];
+    if (!s->head_src || avo_agent_ws_write(&s->ws, s->head_src, msg, sizeof msg) < 0) {
+        end_step(s, "ended", "out of memory");
+        return;
+    }
+    s->ws.version = 0;
+    say(s, "system", system_prompt);
+    char *problem = avo_agent_problem_text(&s->prob), *first = NULL;
+    if (!problem || asprintf(&first,
+                             "%s\nYour working copy is candidate %lld, the current version of island %d, scoring "
+                             "%s %s. Its source is below; improve it.\n\n%s",
+                             problem, s->head, s->island, PQgetvalue(res, 0, 1), s->prob.unit, s->head_src) < 0) {
+        free(problem);
+        end_step(s, "ended", "out of memory");
+        return;
+    }
+    say(s, "user", first);
+    free(problem);
+    free(first);
+    turn(s);
+}
+
+static void on_inserted(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1) {
+        end_step(s, "ended", err ? err : "the step could not be recorded");
+        return;
+    }
+    s->id = atoll(PQgetvalue(res, 0, 0));
+    if (s->setup_error[0]) {
+        end_step(s, "ended", s->setup_error);
+        return;
+    }
+    char head[32];
+    snprintf(head, sizeof head, "%lld", s->head);
+    query(s,
+          "SELECT s.body, COALESCE(c.aggregate, 0) FROM candidates c JOIN sources s ON s.sha256 = c.sha256 "
+          "WHERE c.id = $1",
+          1, (const char *const[]){head}, on_head);
+}
+
+static void setup(step *s, json_t *snap)
+{
+    avo_agent *a = s->a;
+    json_t *spec = json_object_get(snap, "spec"), *ag = json_object_get(spec, "agent");
+    const char *pname = json_string_value(json_object_get(ag, "provider"));
+    const char *problem = json_string_value(json_object_get(snap, "problem"));
+    const char *seed_name = json_string_value(json_object_get(json_object_get(spec, "seed"), "name"));
+    char dir[2048], err[512];
+    s->max_turns = (int)json_integer_value(json_object_get(ag, "max_turns"));
+    s->max_tokens = json_integer_value(json_object_get(ag, "step_tokens"));
+    if (s->max_turns <= 0)
+        s->max_turns = 40;
+    if (s->max_tokens <= 0)
+        s->max_tokens = 500000;
+    s->epsilon = json_number_value(json_object_get(spec, "epsilon"));
+    for (int i = 0; i < a->nprov; i++)
+        if (pname && !strcmp(a->prov[i].name, pname))
+            s->pv = &a->prov[i];
+    if (!s->pv) {
+        snprintf(s->setup_error, sizeof s->setup_error, "no provider '%s' is configured in avod",
+                 pname ? pname : "");
+        return;
+    }
+    if (avo_llm_load_key(s->pv, s->key, sizeof s->key, err, sizeof err) < 0) {
+        snprintf(s->setup_error, sizeof s->setup_error, "provider %s: %s", s->pv->name, err);
+        return;
+    }
+    if (!problem || avo_problem_resolve(a->kernels_dir, problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(&s->prob, dir, err, sizeof err) < 0) {
+        snprintf(s->setup_error, sizeof s->setup_error, "problem '%s': %s", problem ? problem : "?", err);
+        return;
+    }
+    s->have_prob = 1;
+    if (avo_problem_use_seed(&s->prob, seed_name, err, sizeof err) < 0) {
+        snprintf(s->setup_error, sizeof s->setup_error, "%s", err);
+        return;
+    }
+    if (!(s->conv = json_array()) || !(s->tools = avo_agent_tools()))
+        snprintf(s->setup_error, sizeof s->setup_error, "out of memory");
+}
+
+void avo_agent_ensure(avo_agent *a, json_t *snap)
+{
+    if (!a || a->stopping)
+        return;
+    const long long job = json_integer_value(json_object_get(snap, "id"));
+    const char *state = json_string_value(json_object_get(snap, "state"));
+    json_t *islands = json_object_get(snap, "islands");
+    if (!state || strcmp(state, "running") != 0 || json_integer_value(json_object_get(snap, "best_candidate")) <= 0 ||
+        json_integer_value(json_object_get(snap, "total")) >= json_integer_value(json_object_get(snap, "budget")))
+        return;
+    size_t i;
+    json_t *isl;
+    json_array_foreach(islands, i, isl) {
+        const int k = (int)json_integer_value(json_object_get(isl, "idx"));
+        int busy = 0;
+        for (step *s = a->steps; s; s = s->next)
+            busy |= s->job == job && s->island == k;
+        if (busy || json_integer_value(json_object_get(isl, "head")) <= 0)
+            continue;
+        step *s = calloc(1, sizeof *s);
+        if (!s)
+            return;
+        s->a = a;
+        s->job = job;
+        s->island = k;
+        s->head = json_integer_value(json_object_get(isl, "head"));
+        s->timer.data = s;
+        uv_timer_init(a->loop, &s->timer);
+        s->timer_open = 1;
+        s->next = a->steps;
+        a->steps = s;
+        setup(s, snap);
+        char jb[32], kb[16];
+        snprintf(jb, sizeof jb, "%lld", job);
+        snprintf(kb, sizeof kb, "%d", k);
+        if (query(s, "INSERT INTO agent_steps (job_id, island) VALUES ($1, $2::int) RETURNING id", 2,
+                  (const char *const[]){jb, kb}, on_inserted) < 0)
+            end_step(s, "ended", "the database is unavailable");
+        else
+            avo_info("agent", "job %lld island %d: step starts from candidate %lld", job, k, s->head);
+    }
+}
+
+void avo_agent_stop_job(avo_agent *a, long long job)
+{
+    if (!a)
+        return;
+    for (step *s = a->steps, *n; s; s = n) {
+        n = s->next;
+        if (s->job == job && !s->ended)
+            end_step(s, "ended", "the job ended");
+    }
+}
+
+void avo_agent_prune(avo_agent *a, json_t *active)
+{
+    if (!a || !json_is_array(active))
+        return;
+    for (step *s = a->steps, *n; s; s = n) {
+        n = s->next;
+        int live = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(active, i, v) live |= json_integer_value(v) == s->job;
+        if (!live && !s->ended)
+            end_step(s, "ended", "the job is no longer running");
+    }
+}
+
+int avo_agent_has_provider(const avo_agent *a, const char *name, char *names, size_t nameslen)
+{
+    size_t n = 0;
+    int found = 0;
+    if (nameslen)
+        names[0] = 0;
+    for (int i = 0; a && i < a->nprov; i++) {
+        found |= name && !strcmp(a->prov[i].name, name);
+        if (n < nameslen)
+            n += (size_t)snprintf(names + n, nameslen - n, "%s%s", i ? ", " : "", a->prov[i].name);
+    }
+    return found;
+}
+
+static void on_cleared(void *arg, PGresult *res, const char *err)
+{
+    (void)arg;
+    (void)res;
+    if (err)
+        avo_warn("agent", "clearing steps of a previous avod: %s", err);
+}
+
+int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
+                    const avo_llm_provider *providers, int nproviders, void (*kick)(void *), void *kick_arg)
+{
+    avo_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    a->loop = loop;
+    a->db = db;
+    a->kick = kick;
+    a->kick_arg = kick_arg;
+    snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
+    if (nproviders > 0) {
+        if (!(a->prov = calloc((size_t)nproviders, sizeof *a->prov))) {
+            free(a);
+            return -ENOMEM;
+        }
+        memcpy(a->prov, providers, (size_t)nproviders * sizeof *a->prov);
+        a->nprov = nproviders;
+    }
+    int rc = avo_llmhttp_init(&a->http, loop);
+    if (rc < 0) {
+        free(a->prov);
+        free(a);
+        return rc;
+    }
+    /* Steps do not survive a restart (their conversation lived here): what
+     * was running is recorded as interrupted and its attempts go to the
+     * engine; new steps start from the islands' heads. */
+    avo_db_query(db, "UPDATE agent_steps SET state = 'interrupted', reason = 'avod restarted', ended_at = now() "
+                     "WHERE state = 'running'", 0, NULL, on_cleared, NULL);
+    avo_db_query(db, "UPDATE candidates SET hold = false WHERE hold", 0, NULL, on_cleared, NULL);
+    *out = a;
+    return 0;
+}
+
+void avo_agent_stop(avo_agent *a)
+{
+    if (!a)
+        return;
+    a->stopping = 1;
+    for (step *s = a->steps, *n; s; s = n) {
+        n = s->next;
+        end_step(s, "interrupted", "avod is stopping");
+    }
+    avo_llmhttp_close(a->http);
+    if (!a->steps) {
+        free(a->prov);
+        free(a);
+    }
+}
