@@ -9,10 +9,12 @@
 #include "agenttools.h"
 #include "avo_hash.h"
 #include "avo_log.h"
+#include "avo_paths.h"
 #include "avo_problem.h"
 #include "evolve.h"
 #include "llmcall.h"
 #include "llmhttp.h"
+#include "seedcheck.h"
 #include "srcdiff.h"
 
 /* Answers without a tool call the model is reminded about before its step
@@ -29,6 +31,8 @@ struct avo_agent {
     uv_loop_t *loop;
     avo_db *db;
     char kernels_dir[1024];
+    char worker_bin[2100];      /* avo-worker beside avod: the sandboxed compile of the compile tool */
+    char compile_cache[1200];
     avo_llm_provider *prov;
     int nprov;
     avo_llmhttp *http;
@@ -49,8 +53,10 @@ struct step {
     int island;
     avo_problem prob;
     int have_prob;
+    char target[16];
     char setup_error[600];      /* why the step cannot run (recorded, then it ends) */
     char *head_src;
+    char head_score[32];
     avo_agent_ws ws;
     json_t *conv, *tools;
     size_t sent;                /* conversation length already stored in the transcript */
@@ -274,6 +280,24 @@ static void turn(step *s)
 }
 
 /* ---- tools ------------------------------------------------------------------ */
+
+/* The lineage as the agent reads it ($1 job, $2 island, $3 how many): the
+ * island's best, the committed versions with their notes, and the failed
+ * attempts' one-line summaries, newest first. The first message of a step
+ * carries it too, so each step starts from what earlier steps learnt. */
+static const char lineage_sql[] =
+    "SELECT jsonb_pretty(jsonb_build_object("
+    "'island_best', (SELECT jsonb_build_object('candidate', best_candidate, 'aggregate', best) "
+    "FROM islands WHERE job_id = $1 AND idx = $2::int), "
+    "'committed', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', id, 'island', island, "
+    "'parent', parent_id, 'aggregate', aggregate, 'operator', operator, 'notes', notes) ORDER BY id DESC) "
+    "FROM (SELECT * FROM candidates WHERE job_id = $1 AND committed ORDER BY id DESC LIMIT $3::int) x), "
+    "'[]'), "
+    "'failed_attempts', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', c.id, 'outcome', "
+    "c.outcome, 'aggregate', c.aggregate, 'detail', left(e.result->>'detail', 200)) ORDER BY c.id DESC) "
+    "FROM (SELECT * FROM candidates WHERE job_id = $1 AND NOT committed AND outcome IS NOT NULL "
+    "ORDER BY id DESC LIMIT $3::int) c LEFT JOIN LATERAL (SELECT result FROM evaluations "
+    "WHERE candidate_id = c.id ORDER BY id DESC LIMIT 1) e ON true), '[]')))";
 
 /* A query whose one JSON (or text) column is the tool's answer; NULL means
  * not found, with the message given. */
@@ -499,6 +523,62 @@ static void tool_commit(step *s, json_t *args)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
+static void on_compiled(void *arg, int compiled, const char *detail, const char *log)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    char *buf = NULL;
+    if (asprintf(&buf, "%s%s%s%s", compiled > 0 ? "compiles" : compiled == 0 ? "does not compile: " : "could not "
+                                                                                                     "compile here: ",
+                 compiled > 0 ? "" : detail ? detail : "", log && *log ? "\ncompiler output:\n" : "",
+                 log ? (strlen(log) > 6000 ? log + strlen(log) - 6000 : log) : "") < 0) {
+        tool_errorf(s, "out of memory");
+        return;
+    }
+    tool_result(s, buf, compiled <= 0);
+    free(buf);
+}
+
+static void tool_compile(step *s)
+{
+    if (!s->ws.src) {
+        tool_errorf(s, "compile: there is no working copy; write_source first");
+        return;
+    }
+    if (!s->a->worker_bin[0]) {
+        tool_errorf(s, "compile: avod cannot find avo-worker beside itself; evaluate reports the compiler's messages");
+        return;
+    }
+    s->pending++;
+    if (avo_seedcheck_start(s->a->loop, s->a->worker_bin, s->a->compile_cache, s->prob.dir, s->target, s->ws.src,
+                            on_compiled, s) < 0) {
+        s->pending--;
+        tool_errorf(s, "compile: the compiler could not be started; evaluate reports the compiler's messages");
+    }
+}
+
+static void on_diff_sources(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    json_t *args = json_object_get(json_array_get(s->calls, s->next_call - 1), "arguments");
+    const int to_ws = !json_object_get(args, "to");
+    if (err || PQntuples(res) != 1 || PQgetisnull(res, 0, 0) || (!to_ws && PQgetisnull(res, 0, 1))) {
+        tool_errorf(s, "diff: %s", err ? err : "no such candidate (read_candidate and lineage give ids)");
+        return;
+    }
+    const char *b = to_ws ? s->ws.src : PQgetvalue(res, 0, 1);
+    char *d = NULL;
+    if (!b || avo_srcdiff(PQgetvalue(res, 0, 0), s->prob.seed, b, s->prob.seed, &d) < 0) {
+        tool_errorf(s, "diff: %s", b ? "the diff failed" : "there is no working copy");
+        return;
+    }
+    tool_result(s, d && *d ? d : "(no differences)", 0);
+    free(d);
+}
+
 static void run_tool(step *s, json_t *call)
 {
     const char *name = json_string_value(json_object_get(call, "name"));
@@ -547,20 +627,7 @@ static void run_tool(step *s, json_t *call)
         if (i)
             snprintf(isl, sizeof isl, "%lld", (long long)json_integer_value(i));
         snprintf(lim, sizeof lim, "%lld", l ? (long long)json_integer_value(l) : 20LL);
-        answer(s,
-               "SELECT jsonb_pretty(jsonb_build_object("
-               "'island_best', (SELECT jsonb_build_object('candidate', best_candidate, 'aggregate', best) "
-               "FROM islands WHERE job_id = $1 AND idx = $2::int), "
-               "'committed', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', id, 'island', island, "
-               "'parent', parent_id, 'aggregate', aggregate, 'operator', operator, 'notes', notes) ORDER BY id DESC) "
-               "FROM (SELECT * FROM candidates WHERE job_id = $1 AND committed ORDER BY id DESC LIMIT $3::int) x), "
-               "'[]'), "
-               "'failed_attempts', COALESCE((SELECT jsonb_agg(jsonb_build_object('candidate', c.id, 'outcome', "
-               "c.outcome, 'aggregate', c.aggregate, 'detail', left(e.result->>'detail', 200)) ORDER BY c.id DESC) "
-               "FROM (SELECT * FROM candidates WHERE job_id = $1 AND NOT committed AND outcome IS NOT NULL "
-               "ORDER BY id DESC LIMIT $3::int) c LEFT JOIN LATERAL (SELECT result FROM evaluations "
-               "WHERE candidate_id = c.id ORDER BY id DESC LIMIT 1) e ON true), '[]')))",
-               3, (const char *const[]){job, isl, lim}, "no lineage");
+        answer(s, lineage_sql, 3, (const char *const[]){job, isl, lim}, "no lineage");
     } else if (!strcmp(name, "search_knowledge")) {
         json_t *l = json_object_get(args, "limit");
         snprintf(lim, sizeof lim, "%lld", l ? (long long)json_integer_value(l) : 8LL);
@@ -572,14 +639,26 @@ static void run_tool(step *s, json_t *call)
         answer(s, "SELECT jsonb_pretty(avo_kb_chunk_json($1))", 1, (const char *const[]){id}, msg);
     } else if (!strcmp(name, "evaluate")) {
         tool_evaluate(s);
+    } else if (!strcmp(name, "compile")) {
+        tool_compile(s);
+    } else if (!strcmp(name, "diff")) {
+        char from[32], to[32];
+        json_t *t = json_object_get(args, "to");
+        snprintf(from, sizeof from, "%lld", (long long)json_integer_value(json_object_get(args, "from")));
+        snprintf(to, sizeof to, "%lld", t ? (long long)json_integer_value(t) : 0LL);
+        if (query(s,
+                  "SELECT (SELECT s.body FROM candidates c JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $1), "
+                  "(SELECT s.body FROM candidates c JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $2)",
+                  2, (const char *const[]){from, to}, on_diff_sources) < 0)
+            tool_errorf(s, "the database is unavailable; try again");
     } else if (!strcmp(name, "commit")) {
         tool_commit(s, args);
     } else if (!strcmp(name, "give_up")) {
         snprintf(msg, sizeof msg, "gave up: %s", json_string_value(json_object_get(args, "reason")));
         end_step(s, "ended", msg);
     } else {
-        tool_errorf(s, "%s is not available in this version of avo yet; evaluate reports the compiler's messages "
-                       "and per-configuration times", name);
+        tool_errorf(s, "%s is not available in this version of avo yet; compile reports the compiler's messages, "
+                       "evaluate the per-configuration times", name);
     }
 }
 
@@ -678,6 +757,32 @@ static void end_step(step *s, const char *state, const char *reason)
     settle(s);
 }
 
+/* The first message: the problem, what earlier steps committed and what
+ * failed (their notes and one-line summaries), and the working copy. */
+static void on_first_lineage(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    const char *lineage = !err && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? PQgetvalue(res, 0, 0) : "{}";
+    say(s, "system", system_prompt);
+    char *problem = avo_agent_problem_text(&s->prob), *first = NULL;
+    if (!problem ||
+        asprintf(&first,
+                 "%s\nThe lineage so far (newest first: committed versions with their notes, and failed attempts):\n"
+                 "%s\n\nYour working copy is candidate %lld, the current version of island %d, scoring %s %s. Its "
+                 "source is below; improve it.\n\n%s",
+                 problem, lineage, s->head, s->island, s->head_score, s->prob.unit, s->head_src) < 0) {
+        free(problem);
+        end_step(s, "ended", "out of memory");
+        return;
+    }
+    say(s, "user", first);
+    free(problem);
+    free(first);
+    turn(s);
+}
+
 static void on_head(void *arg, PGresult *res, const char *err)
 {
     step *s = arg;
@@ -694,20 +799,12 @@ static void on_head(void *arg, PGresult *res, const char *err)
         return;
     }
     s->ws.version = 0;
-    say(s, "system", system_prompt);
-    char *problem = avo_agent_problem_text(&s->prob), *first = NULL;
-    if (!problem || asprintf(&first,
-                             "%s\nYour working copy is candidate %lld, the current version of island %d, scoring "
-                             "%s %s. Its source is below; improve it.\n\n%s",
-                             problem, s->head, s->island, PQgetvalue(res, 0, 1), s->prob.unit, s->head_src) < 0) {
-        free(problem);
-        end_step(s, "ended", "out of memory");
-        return;
-    }
-    say(s, "user", first);
-    free(problem);
-    free(first);
-    turn(s);
+    snprintf(s->head_score, sizeof s->head_score, "%s", PQgetvalue(res, 0, 1));
+    char job[32], isl[16];
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(isl, sizeof isl, "%d", s->island);
+    if (query(s, lineage_sql, 3, (const char *const[]){job, isl, "10"}, on_first_lineage) < 0)
+        end_step(s, "ended", "the database is unavailable");
 }
 
 static void on_inserted(void *arg, PGresult *res, const char *err)
@@ -747,6 +844,9 @@ static void setup(step *s, json_t *snap)
     if (s->max_tokens <= 0)
         s->max_tokens = 500000;
     s->epsilon = json_number_value(json_object_get(spec, "epsilon"));
+    snprintf(s->target, sizeof s->target, "%s",
+             json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))
+                                                                 : "cpu");
     for (int i = 0; i < a->nprov; i++)
         if (pname && !strcmp(a->prov[i].name, pname))
             s->pv = &a->prov[i];
@@ -864,7 +964,7 @@ static void on_cleared(void *arg, PGresult *res, const char *err)
         avo_warn("agent", "clearing steps of a previous avod: %s", err);
 }
 
-int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
+int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, const char *home,
                     const avo_llm_provider *providers, int nproviders, void (*kick)(void *), void *kick_arg)
 {
     avo_agent *a = calloc(1, sizeof *a);
@@ -875,6 +975,10 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
     a->kick = kick;
     a->kick_arg = kick_arg;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
+    snprintf(a->compile_cache, sizeof a->compile_cache, "%s/cache/seed-check", home);
+    char dir[2048];
+    if (avo_path_exe_dir(dir, sizeof dir) == 0)
+        snprintf(a->worker_bin, sizeof a->worker_bin, "%s/avo-worker", dir);
     if (nproviders > 0) {
         if (!(a->prov = calloc((size_t)nproviders, sizeof *a->prov))) {
             free(a);

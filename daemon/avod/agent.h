@@ -22,7 +22,7 @@ typedef struct avo_agent avo_agent;
  * the engine for a pass (a step released its attempts). At start, steps
  * left running by a previous avod are marked interrupted and their attempts
  * released. Returns 0 or a negative int. */
-int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
+int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, const char *home,
                     const avo_llm_provider *providers, int nproviders, void (*kick)(void *), void *kick_arg);
 
 /* The engine's call for an agent job in its pass: make sure each island

@@ -379,7 +379,7 @@ int main(int argc, char **argv)
     avo_db_listen(&d.listen, "avo_jobs");
     avo_db_listen(&d.listen, "avo_events");
     if (avo_engine_start(&d.engine, d.loop, &d.db, s.kernels, (unsigned)s.engine_interval_ms) < 0 ||
-        avo_agent_start(&d.agent, d.loop, &d.db, s.kernels, providers, nproviders, kick_engine, &d) < 0 ||
+        avo_agent_start(&d.agent, d.loop, &d.db, s.kernels, s.home, providers, nproviders, kick_engine, &d) < 0 ||
         avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels, s.home) < 0 ||
         avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
                           s.retry_backoff) < 0)

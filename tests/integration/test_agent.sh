@@ -64,8 +64,12 @@ step_checks() {  # LABEL JOB SEED AGENT_CANDS LOG
         test "$(q "SELECT state || ':' || turns || ':' || evaluations FROM agent_steps WHERE job_id = $job")" = "committed:4:2"
     check "$label: every request and answer is stored, with tokens and cost, and the job's totals add up" \
         test "$(q "SELECT count(*) = 4 AND sum(in_tokens + out_tokens) = (SELECT tokens FROM jobs WHERE id = $job) AND abs(sum(cost_usd) - (SELECT cost_usd FROM jobs WHERE id = $job)) < 1e-9 AND bool_and(response IS NOT NULL) FROM llm_calls WHERE job_id = $job")" = t
-    check "$label: the provider saw the tool results: the problem, the compiler's error, the fixed version's score" \
+    check "$label: the first message carries the problem, the lineage and the working copy" \
+        bash -c 'sed -n 1p "$0" | grep -q "The lineage so far" && sed -n 1p "$0" | grep -q "island_best" &&
+                 sed -n 1p "$0" | grep -q "Your working copy is candidate $1"' "$log" "$seed"
+    check "$label: the provider saw the tool results: the problem, the compiler's error, compile, diff, the score" \
         bash -c 'sed -n 2p "$0" | grep -q "int sgemm(void" && sed -n 3p "$0" | grep -q "outcome compile_error" &&
+                 sed -n 4p "$0" | grep -q "\"compiles" && sed -n 4p "$0" | grep -q "+#define ORDER 1" &&
                  sed -n 4p "$0" | grep -q "outcome ok, aggregate"' "$log"
     check "$label: the key went to the provider and nowhere into the database" \
         bash -c 'grep -q REDACTED "$0" && ! pg_dump_avo | grep -q "$AVO_TEST_KEY"' "$log"
