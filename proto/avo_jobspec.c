@@ -13,7 +13,8 @@ static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
-static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", NULL};
+static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", "supervise_after",
+                                           "supervise_failures", NULL};
 
 static int check_known(json_t *obj, const char *const *known, const char *where, char *err, size_t errlen)
 {
@@ -214,6 +215,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
     const int agent = !strcmp(s->op, "agent");
     s->agent_max_turns = 40;
     s->agent_step_tokens = 500000;
+    s->agent_supervise_after = 3;
+    s->agent_supervise_failures = 4;
     json_t *ag = json_object_get(in, "agent");
     if (ag && !agent) {
         snprintf(err, errlen, "agent: applies to agent jobs only (this job's operator is '%s')", s->op);
@@ -228,7 +231,9 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         if ((rc = check_known(ag, agent_fields, "agent", err, errlen)) < 0 ||
             (rc = get_str(ag, "agent.", "provider", s->agent_provider, sizeof s->agent_provider, err, errlen)) < 0 ||
             (rc = get_int(ag, "max_turns", "agent.", 1, 10000, &s->agent_max_turns, err, errlen)) < 0 ||
-            (rc = get_int(ag, "step_tokens", "agent.", 1000, 100000000, &s->agent_step_tokens, err, errlen)) < 0)
+            (rc = get_int(ag, "step_tokens", "agent.", 1000, 100000000, &s->agent_step_tokens, err, errlen)) < 0 ||
+            (rc = get_int(ag, "supervise_after", "agent.", 1, 1000, &s->agent_supervise_after, err, errlen)) < 0 ||
+            (rc = get_int(ag, "supervise_failures", "agent.", 1, 1000, &s->agent_supervise_failures, err, errlen)) < 0)
             return rc;
     }
     if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
@@ -322,8 +327,11 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         if (s->cost_usd > 0)
             json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
         if (agent)
-            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i}", "provider", s->agent_provider, "max_turns",
-                                                      s->agent_max_turns, "step_tokens", s->agent_step_tokens));
+            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i}", "provider", s->agent_provider,
+                                                      "max_turns", s->agent_max_turns, "step_tokens",
+                                                      s->agent_step_tokens, "supervise_after",
+                                                      s->agent_supervise_after, "supervise_failures",
+                                                      s->agent_supervise_failures));
         if (s->stagnation_limit > 0)
             json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
         if (s->target_score > 0)

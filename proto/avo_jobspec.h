@@ -22,6 +22,8 @@ typedef struct {
     char agent_provider[64];  /* agent jobs: one of avod's configured providers */
     int agent_max_turns;      /* agent jobs: model turns per step */
     int agent_step_tokens;    /* agent jobs: tokens per step */
+    int agent_supervise_after;    /* agent jobs: steps in a row without a commit before a supervisor call */
+    int agent_supervise_failures; /* agent jobs: failed evaluations in a row before a supervisor call */
     double target_score;      /* stop once the best aggregate reaches it, 0 = none */
     int patience;             /* evaluations without a commit before an island is stagnant */
     int stagnation_limit;     /* evaluations without a commit (any island) that end the job, 0 = none */

@@ -19,6 +19,7 @@ CREATE TABLE agent_steps (
     reason      text,
     turns       int NOT NULL DEFAULT 0,
     evaluations int NOT NULL DEFAULT 0,
+    repeats     int NOT NULL DEFAULT 0,      -- evaluate calls on a source the job had evaluated before
     in_tokens   bigint NOT NULL DEFAULT 0,
     out_tokens  bigint NOT NULL DEFAULT 0,
     cost_usd    float8 NOT NULL DEFAULT 0,

@@ -18,8 +18,9 @@
 #include "srcdiff.h"
 
 /* Answers without a tool call the model is reminded about before its step
- * ends; steps in a row that end before evaluating anything (a missing key,
- * a provider that keeps failing) before the job itself fails. */
+ * ends; steps in a row that end without a single answer from the provider
+ * (a missing key, an unreachable or failing provider) before the job itself
+ * fails. */
 #define MAX_NUDGES 2
 #define MAX_BARREN_STEPS 3
 #define POLL_MS 250
@@ -56,6 +57,10 @@ struct step {
     char target[16];
     char setup_error[600];      /* why the step cannot run (recorded, then it ends) */
     char *head_src;
+    char *lineage;              /* the lineage at the step's start (first message, supervisor) */
+    char *directions;           /* the supervisor's, for this step's first message */
+    int supervise_after, supervise_failures, repeats;
+    json_t *sup_conv;           /* the supervisor call's conversation, while it runs */
     char head_score[32];
     avo_agent_ws ws;
     json_t *conv, *tools;
@@ -94,6 +99,9 @@ static void step_free(step *s)
     if (s->have_prob)
         avo_problem_free(&s->prob);
     free(s->head_src);
+    free(s->lineage);
+    free(s->directions);
+    json_decref(s->sup_conv);
     avo_agent_ws_free(&s->ws);
     json_decref(s->conv);
     json_decref(s->tools);
@@ -213,6 +221,73 @@ static void record_call(step *s, avo_llm_reply *reply, const char *error, int at
     free(aj);
 }
 
+/* One line of a dropped message for the compaction summary. */
+static void summarise(FILE *f, json_t *m)
+{
+    const char *role = json_string_value(json_object_get(m, "role"));
+    const char *text = json_string_value(json_object_get(m, "text"));
+    int n = text ? (int)strcspn(text, "\n") : 0;
+    if (role && !strcmp(role, "tool")) {
+        fprintf(f, "- result%s: %.*s%s\n", json_is_true(json_object_get(m, "is_error")) ? " (error)" : "",
+                n > 160 ? 160 : n, text ? text : "", n > 160 ? " ..." : "");
+        return;
+    }
+    if (text && *text)
+        fprintf(f, "- %s: %.*s%s\n", role && !strcmp(role, "assistant") ? "you said" : "note", n > 160 ? 160 : n, text,
+                n > 160 ? " ..." : "");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(m, "tool_calls"), i, c) {
+        char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+        int an = a ? (int)strlen(a) : 0;
+        fprintf(f, "- you called %s %.*s%s\n", json_string_value(json_object_get(c, "name")), an > 120 ? 120 : an,
+                a ? a : "", an > 120 ? " ..." : "");
+        free(a);
+    }
+}
+
+/* Near the model's context window, the turns before the last two are
+ * replaced by a summary of what was done and what came back (one line per
+ * message), appended to the first message: the system prompt, the problem,
+ * the lineage and the latest turns stay whole. The cut falls before an
+ * assistant message, so no tool result loses its call. */
+static void compact(step *s, long prompt_tokens)
+{
+    size_t n = json_array_size(s->conv), cut = n, kept = 0;
+    while (cut > 2 && kept < 2)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(s->conv, --cut), "role")), "assistant"))
+            kept++;
+    if (cut <= 2)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return;
+    fprintf(f, "\n\nEarlier turns of this step, compacted to stay within the model's context (one line each):\n");
+    for (size_t i = 2; i < cut; i++)
+        summarise(f, json_array_get(s->conv, i));
+    fclose(f);
+    json_t *first = json_array_get(s->conv, 1);
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s", json_string_value(json_object_get(first, "text")), buf) >= 0) {
+        json_object_set_new(first, "text", json_string(joined));
+        for (size_t i = 2; i < cut; i++)
+            json_array_remove(s->conv, 2);
+        s->sent = json_array_size(s->conv);
+        char job[32], data[160];
+        snprintf(job, sizeof job, "%lld", s->job);
+        snprintf(data, sizeof data, "{\"step\": %lld, \"island\": %d, \"messages_compacted\": %zu, \"prompt_tokens\": %ld}",
+                 s->id, s->island, cut - 2, prompt_tokens);
+        query(s, "SELECT avo_event($1, 'agent_compacted', $2::jsonb)", 2, (const char *const[]){job, data},
+              on_ignored);
+        avo_info("agent", "job %lld island %d: step %lld compacted %zu messages (prompt %ld tokens of %ld)", s->job,
+                 s->island, s->id, cut - 2, prompt_tokens, s->pv->context_tokens);
+    }
+    free(joined);
+    free(buf);
+}
+
 static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
 {
     step *s = arg;
@@ -230,6 +305,8 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
     s->cost += reply->cost_usd;
     json_array_append(s->conv, reply->message);
     s->sent = json_array_size(s->conv);
+    if (reply->in_tokens + reply->out_tokens >= s->pv->context_tokens * 7 / 10)
+        compact(s, reply->in_tokens);
     json_t *calls = json_object_get(reply->message, "tool_calls");
     if (json_array_size(calls) > 0) {
         json_decref(s->calls);
@@ -432,7 +509,13 @@ static void on_proposed(void *arg, PGresult *res, const char *err)
         return;
     }
     s->wait_eval = json_integer_value(json_object_get(r, "evaluation"));
-    if (json_is_true(json_object_get(r, "fresh"))) {
+    if (!json_is_true(json_object_get(r, "fresh"))) {
+        char sid[32];
+        snprintf(sid, sizeof sid, "%lld", s->id);
+        s->repeats++;
+        query(s, "UPDATE agent_steps SET repeats = repeats + 1 WHERE id = $1", 1, (const char *const[]){sid},
+              on_ignored);
+    } else {
         s->evals++;
         char sid[32];
         snprintf(sid, sizeof sid, "%lld", s->id);
@@ -738,10 +821,11 @@ static void end_step(step *s, const char *state, const char *reason)
         query(s, "UPDATE candidates SET hold = false WHERE job_id = $1 AND island = $2::int AND hold", 2,
               (const char *const[]){job, isl}, on_released);
         int *barren = streak_of(a, s->job);
-        *barren = s->evals == 0 && strcmp(state, "committed") != 0 ? *barren + 1 : 0;
+        /* barren: the provider never answered (no key, unreachable, failing) */
+        *barren = s->tokens == 0 && strcmp(state, "committed") != 0 ? *barren + 1 : 0;
         if (*barren >= MAX_BARREN_STEPS) {
             char why[900];
-            snprintf(why, sizeof why, "agent: %d steps in a row ended before evaluating anything; the last: %s",
+            snprintf(why, sizeof why, "agent: %d steps in a row ended without an answer from the provider; the last: %s",
                      *barren, reason);
             json_t *d = json_pack("{s:{s:s,s:s}}", "finish", "state", "failed", "reason", why);
             char *dj = json_dumps(d, JSON_COMPACT);
@@ -758,21 +842,21 @@ static void end_step(step *s, const char *state, const char *reason)
 }
 
 /* The first message: the problem, what earlier steps committed and what
- * failed (their notes and one-line summaries), and the working copy. */
-static void on_first_lineage(void *arg, PGresult *res, const char *err)
+ * failed (their notes and one-line summaries), the supervisor's directions
+ * when it intervened, and the working copy. Then the first turn. */
+static void begin(step *s)
 {
-    step *s = arg;
-    if (settle(s))
-        return;
-    const char *lineage = !err && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? PQgetvalue(res, 0, 0) : "{}";
     say(s, "system", system_prompt);
     char *problem = avo_agent_problem_text(&s->prob), *first = NULL;
     if (!problem ||
         asprintf(&first,
                  "%s\nThe lineage so far (newest first: committed versions with their notes, and failed attempts):\n"
-                 "%s\n\nYour working copy is candidate %lld, the current version of island %d, scoring %s %s. Its "
-                 "source is below; improve it.\n\n%s",
-                 problem, lineage, s->head, s->island, s->head_score, s->prob.unit, s->head_src) < 0) {
+                 "%s\n%s%s%s\nYour working copy is candidate %lld, the current version of island %d, scoring %s %s. "
+                 "Its source is below; improve it.\n\n%s",
+                 problem, s->lineage ? s->lineage : "{}",
+                 s->directions ? "\nA supervisor reviewed the search so far; its directions for this step:\n" : "",
+                 s->directions ? s->directions : "", s->directions ? "\n" : "", s->head, s->island, s->head_score,
+                 s->prob.unit, s->head_src) < 0) {
         free(problem);
         end_step(s, "ended", "out of memory");
         return;
@@ -781,6 +865,116 @@ static void on_first_lineage(void *arg, PGresult *res, const char *err)
     free(problem);
     free(first);
     turn(s);
+}
+
+static const char supervisor_prompt[] =
+    "You supervise avo, an evolutionary search in which an LLM agent edits a kernel to make it faster, one step at "
+    "a time. The search has stalled. From the trajectory below, give the next step two to five concrete "
+    "directions: what to try next, what to stop trying, and why. Plain text, at most 200 words.";
+
+static void on_supervised(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
+{
+    step *s = arg;
+    s->call = NULL;
+    if (settle(s))
+        return;
+    json_t *conv = s->conv;
+    s->conv = s->sup_conv;       /* the transcript row holds the supervisor's own request */
+    s->sent = 0;
+    record_call(s, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts, uv_now(s->a->loop) / 1e3 - s->call_t0);
+    s->conv = conv;
+    s->sent = 0;
+    json_decref(s->sup_conv);
+    s->sup_conv = NULL;
+    const char *text = rc == 0 ? json_string_value(json_object_get(reply->message, "text")) : NULL;
+    if (text && *text) {
+        s->directions = strdup(text);
+        s->tokens += reply->in_tokens + reply->out_tokens;
+        char job[32];
+        snprintf(job, sizeof job, "%lld", s->job);
+        json_t *d = json_pack("{s:I,s:i,s:s}", "step", (json_int_t)s->id, "island", s->island, "directions", text);
+        char *dj = d ? json_dumps(d, JSON_COMPACT) : NULL;
+        json_decref(d);
+        if (dj)
+            query(s, "SELECT avo_event($1, 'agent_supervised', $2::jsonb)", 2, (const char *const[]){job, dj},
+                  on_ignored);
+        free(dj);
+        avo_info("agent", "job %lld island %d: the supervisor intervened before step %lld", s->job, s->island, s->id);
+    } else {
+        /* the step goes ahead without directions; the reason is in llm_calls */
+        avo_warn("agent", "job %lld: the supervisor gave no directions: %s", s->job, rc ? reason : "an empty answer");
+    }
+    begin(s);
+}
+
+/* Should a supervisor review the trajectory before this step? After every
+ * supervise_after steps in a row without a commit, every
+ * supervise_failures failed evaluations in a row, or when the last step
+ * kept evaluating sources already evaluated (a loop of the same edits). */
+static void on_supervise_check(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1) {
+        begin(s);
+        return;
+    }
+    long barren = atol(PQgetvalue(res, 0, 0)), failed = atol(PQgetvalue(res, 0, 1)), repeats = atol(PQgetvalue(res, 0, 2));
+    char why[200] = "";
+    if (barren > 0 && barren % s->supervise_after == 0)
+        snprintf(why, sizeof why, "%ld steps in a row ended without a commit", barren);
+    else if (failed > 0 && failed % s->supervise_failures == 0)
+        snprintf(why, sizeof why, "the last %ld evaluations failed", failed);
+    else if (repeats >= 2)
+        snprintf(why, sizeof why, "the last step evaluated %ld sources that had been evaluated before", repeats);
+    if (!why[0]) {
+        begin(s);
+        return;
+    }
+    char *user = NULL;
+    if (asprintf(&user, "Problem %s. Why you are called: %s.\n\nRecent steps (newest first):\n%s\n\nLineage "
+                        "(newest first):\n%s",
+                 s->prob.name, why, PQgetvalue(res, 0, 3), s->lineage ? s->lineage : "{}") < 0 ||
+        !(s->sup_conv = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "system", "text", supervisor_prompt, "role", "user",
+                                  "text", user))) {
+        free(user);
+        begin(s);
+        return;
+    }
+    free(user);
+    char e[400];
+    s->call_t0 = uv_now(s->a->loop) / 1e3;
+    s->pending++;
+    if (avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, s->sup_conv, NULL, on_supervised, s, e,
+                          sizeof e) < 0) {
+        s->pending--;
+        s->call = NULL;
+        begin(s);
+    }
+}
+
+static void on_first_lineage(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    s->lineage = strdup(!err && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? PQgetvalue(res, 0, 0) : "{}");
+    char job[32], sid[32];
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(sid, sizeof sid, "%lld", s->id);
+    if (query(s,
+              "SELECT (SELECT count(*) FROM agent_steps WHERE job_id = $1 AND id < $2 AND state <> 'committed' "
+              "AND id > COALESCE((SELECT max(id) FROM agent_steps WHERE job_id = $1 AND state = 'committed'), 0)), "
+              "(SELECT count(*) FROM candidates WHERE job_id = $1 AND operator = 'agent' AND outcome IS NOT NULL "
+              "AND outcome <> 'ok' AND id > COALESCE((SELECT max(id) FROM candidates WHERE job_id = $1 "
+              "AND operator = 'agent' AND outcome = 'ok'), 0)), "
+              "COALESCE((SELECT repeats FROM agent_steps WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 1), 0), "
+              "COALESCE((SELECT jsonb_pretty(jsonb_agg(jsonb_build_object('step', id, 'state', state, 'reason', "
+              "reason, 'evaluations', evaluations) ORDER BY id DESC)) FROM (SELECT * FROM agent_steps "
+              "WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 6) x), '[]')",
+              2, (const char *const[]){job, sid}, on_supervise_check) < 0)
+        begin(s);
 }
 
 static void on_head(void *arg, PGresult *res, const char *err)
@@ -843,6 +1037,12 @@ static void setup(step *s, json_t *snap)
         s->max_turns = 40;
     if (s->max_tokens <= 0)
         s->max_tokens = 500000;
+    s->supervise_after = (int)json_integer_value(json_object_get(ag, "supervise_after"));
+    s->supervise_failures = (int)json_integer_value(json_object_get(ag, "supervise_failures"));
+    if (s->supervise_after <= 0)
+        s->supervise_after = 3;
+    if (s->supervise_failures <= 0)
+        s->supervise_failures = 4;
     s->epsilon = json_number_value(json_object_get(spec, "epsilon"));
     snprintf(s->target, sizeof s->target, "%s",
              json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))

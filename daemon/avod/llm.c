@@ -41,7 +41,7 @@ int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t e
 {
     int rc;
     char kind[32] = "openai";
-    double max_tokens = 4096, retries = 5;
+    double max_tokens = 4096, retries = 5, context = 128000;
     memset(p, 0, sizeof *p);
     p->temperature = -1;
     p->timeout_s = 120;
@@ -61,12 +61,14 @@ int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t e
         (rc = get_num(cfg, "max_tokens", 1, 1000000, &max_tokens, err, errlen)) ||
         (rc = get_num(cfg, "timeout_s", 1, 3600, &p->timeout_s, err, errlen)) ||
         (rc = get_num(cfg, "max_retries", 0, 20, &retries, err, errlen)) ||
+        (rc = get_num(cfg, "context_tokens", 1000, 1e8, &context, err, errlen)) ||
         (rc = get_num(price, "input", 0, 1e4, &p->price_in, err, errlen)) ||
         (rc = get_num(price, "output", 0, 1e4, &p->price_out, err, errlen)) ||
         (rc = get_num(price, "cached_input", 0, 1e4, &p->price_cached_in, err, errlen)))
         return rc;
     p->max_tokens = (int)max_tokens;
     p->max_retries = (int)retries;
+    p->context_tokens = (long)context;
     if (!strcmp(kind, "openai"))
         p->kind = AVO_LLM_OPENAI;
     else if (!strcmp(kind, "anthropic"))

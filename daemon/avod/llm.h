@@ -31,11 +31,13 @@ typedef struct {
     double price_in, price_out; /* USD per million input / output tokens */
     double price_cached_in;   /* USD per million cached input tokens (< 0: as price_in) */
     int max_retries;          /* on 429, 5xx, timeouts */
+    long context_tokens;      /* the model's context window; a step's conversation is compacted near it */
 } avo_llm_provider;
 
 /* Fill defaults, then read a provider from its JSON config:
  * {"name","kind":"openai"|"anthropic","base_url","model","api_key_env"|"api_key_file",
- *  "temperature","max_tokens","timeout_s","price_per_mtok":{"input","output","cached_input"},"max_retries"}.
+ *  "temperature","max_tokens","timeout_s","price_per_mtok":{"input","output","cached_input"},"max_retries",
+ *  "context_tokens"}.
  * Returns 0 or a negative int with "FIELD: reason" in err. */
 int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t errlen);
 

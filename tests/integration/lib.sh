@@ -45,6 +45,14 @@ psql_avo() {  # SQL -> unaligned, tuples only
     psql -X -q -A -t -v ON_ERROR_STOP=1 "host=$AVO_HOME/pg/run dbname=avo user=avo" -c "$1"
 }
 
+stop_workers() {  # this test's workers only: other runs on the machine keep theirs
+    local p
+    for p in "${PIDS[@]}"; do
+        [ "$(ps -o comm= -p "$p" 2>/dev/null)" = avo-worker ] && stop_pid "$p"
+    done
+    return 0
+}
+
 stop_pid() {  # pid: SIGTERM, wait up to 30 s, then SIGKILL
     local pid=$1
     kill -TERM "$pid" 2>/dev/null || return 0

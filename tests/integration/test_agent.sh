@@ -26,6 +26,8 @@ start_fake an anthropic step 6
 start_fake oah openai hostile 0
 start_fake anh anthropic hostile 0
 start_fake tb openai step 0
+start_fake cp openai step 9
+start_fake sv anthropic supervise 0
 cat >"$T/providers.json" <<JSON
 [
  {"name": "fake-openai", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_oa/v1", "model": "fake-1",
@@ -37,6 +39,10 @@ cat >"$T/providers.json" <<JSON
  {"name": "hostile-anthropic", "kind": "anthropic", "base_url": "http://127.0.0.1:$PORT_anh", "model": "fake-2",
   "api_key_env": "AVO_TEST_KEY", "max_retries": 2, "timeout_s": 30},
  {"name": "budgeted", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_tb/v1", "model": "fake-1",
+  "api_key_env": "AVO_TEST_KEY", "max_retries": 0, "timeout_s": 30},
+ {"name": "compacting", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_cp/v1", "model": "fake-1",
+  "api_key_env": "AVO_TEST_KEY", "max_retries": 0, "timeout_s": 30, "context_tokens": 1200},
+ {"name": "supervised", "kind": "anthropic", "base_url": "http://127.0.0.1:$PORT_sv", "model": "fake-2",
   "api_key_env": "AVO_TEST_KEY", "max_retries": 0, "timeout_s": 30},
  {"name": "keyless", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_oa/v1", "model": "fake-1",
   "api_key_env": "AVO_TEST_NO_SUCH_KEY"}
@@ -105,6 +111,26 @@ step_checks anthropic "$J2" 4 5 6 "$T/an.log"
 check "anthropic: requests go to /v1/messages with tool_use/tool_result blocks and prompt caching" \
     bash -c 'sed -n 2p "$0" | jq -e "(.path == \"/v1/messages\") and (.body | fromjson | [.messages[].content | arrays | .[] | .type] | index(\"tool_result\") != null) and (.body | test(\"cache_control\"))" >/dev/null' "$T/an.log"
 
+# --- a model with a small context window: older turns are compacted ----------------
+J5=$(agent_job compacting 3)
+wait_job "$J5" 180
+check "compaction: the step still commits its fixed version" \
+    test "$(q "SELECT state || ':' || (reason LIKE 'committed candidate 9 %') FROM agent_steps WHERE job_id = $J5")" = "committed:true"
+check "compaction: older turns were summarised into the first message, recorded as events" \
+    bash -c 'sed -n 4p "$0" | grep -q "Earlier turns of this step, compacted" && sed -n 4p "$0" | grep -q "you called read_candidate" &&
+             [ "$(q "SELECT count(*) FROM events WHERE job_id = $1 AND kind = '"'"'agent_compacted'"'"'")" -ge 1 ]' "$T/cp.log" "$J5"
+
+# --- a stalled search: after three steps without a commit, a supervisor call --------
+J6=$(agent_job supervised 5)
+wait_for 120 "[ \"\$(q \"SELECT count(*) FROM agent_steps WHERE job_id = $J6 AND state = 'ended'\")\" -ge 4 ]"
+api POST "/v1/jobs/$J6/cancel" >/dev/null
+check "supervisor: called after three steps without a commit, its call recorded as turn 0 of the fourth step" \
+    bash -c 'sed -n 4p "$0" | grep -q "You supervise avo" && sed -n 4p "$0" | grep -q "3 steps in a row ended without a commit" &&
+             [ "$(q "SELECT count(*) FROM llm_calls WHERE job_id = $1 AND turn = 0")" -ge 1 ]' "$T/sv.log" "$J6"
+check "supervisor: its directions are an event and open the next step's first message" \
+    bash -c 'sed -n 5p "$0" | grep -q "A supervisor reviewed the search so far" && sed -n 5p "$0" | grep -q "Stop giving up. Try ORDER=1" &&
+             [ "$(q "SELECT data->>'"'"'directions'"'"' FROM events WHERE job_id = $1 AND kind = '"'"'agent_supervised'"'"'")" = "Stop giving up. Try ORDER=1 with BM=32 BN=256 BK=64 UNROLL=4 first." ]' "$T/sv.log" "$J6"
+
 # --- hostile answers: each gets an error the model can act on; the step ends by give_up
 for fmt in openai anthropic; do
     prov=hostile-$fmt
@@ -134,7 +160,7 @@ check "agent settings on a tune job are refused" grep -q "agent: applies to agen
 J3=$(agent_job keyless 5)
 wait_job "$J3" 120
 check "a provider without its key: steps end with the reason, then the job fails saying why" \
-    test "$(q "SELECT state || ':' || (reason LIKE 'agent: 3 steps in a row ended before evaluating anything; the last: provider keyless: %AVO_TEST_NO_SUCH_KEY%') FROM jobs WHERE id = $J3")" = "failed:true"
+    test "$(q "SELECT state || ':' || (reason LIKE 'agent: 3 steps in a row ended without an answer from the provider; the last: provider keyless: %AVO_TEST_NO_SUCH_KEY%') FROM jobs WHERE id = $J3")" = "failed:true"
 J4=$(api POST /v1/jobs '{"problem": "cpu/sgemm", "operator": "agent", "agent": {"provider": "budgeted"},
                          "budget": {"evaluations": 10, "tokens": 1000}}' | jq -r .id)
 wait_job "$J4" 120

@@ -123,7 +123,7 @@ check "both worker hosts took evaluations" \
     test "$(psql_ext "SELECT count(DISTINCT worker_id) FROM evaluations WHERE job_id = $JOB")" = 2
 
 # The Slurm script, as Slurm would run it on one node with GPUs 0 and 2.
-for p in $(pgrep -x avo-worker); do stop_pid "$p"; done
+stop_workers
 before=$(psql_ext "SELECT count(*) FROM workers")
 SLURM_JOB_ID=4242 SLURM_NNODES=1 SLURM_JOB_GPUS=0,2 AVO_BIN="$BIN" AVO_KERNELS="$K" AVO_WORKER_TARGET=cpu \
     AVO_DB="host=$T/dbsock port=$PORT dbname=avo user=avo" "$ROOT/contrib/slurm/avo-workers.sbatch" >"$T/slurm.out" 2>&1 &

@@ -34,7 +34,7 @@ sleep 1
 t0=$(date +%s.%N)
 check "avoctl cancel accepts the running job" avoctl cancel "$JOB"
 gone=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 400); do
     if ! harness_running; then
         gone=$(date +%s.%N); break
     fi
@@ -42,8 +42,11 @@ for _ in $(seq 1 100); do
 done
 lat=$(python3 -c "print(round(${gone:-0} - $t0, 2))" 2>/dev/null)
 echo "# harness gone ${lat} s after avoctl cancel"
-check "the running harness is killed within a second of the cancel (not at the heartbeat, 30 s)" \
-    python3 -c "import sys; sys.exit(0 if '$gone' and $lat < 1.0 else 1)"
+# The mechanism, not a speed: the NOTIFY path kills it in ~0.2 s on an idle
+# machine (docs/benchmarks.md); the heartbeat fallback would take 30 s. The
+# bound leaves room for a loaded CI machine.
+check "the running harness is killed well before the heartbeat would (NOTIFY, not the 30 s lease check)" \
+    python3 -c "import sys; sys.exit(0 if '$gone' and $lat < 10.0 else 1)"
 check "the worker says why it stopped" grep -q "was cancelled; stopping it" "$T/worker.log"
 check "no evaluation of the cancelled job is left queued or running" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state IN ('queued','running')")" = 0
@@ -84,7 +87,7 @@ check "avod lost the database and connected again" \
     bash -c "grep -q 'database connection lost' '$T/avod.log' && [ \$(grep -c 'db: connected' '$T/avod.log') -ge 2 ]"
 
 # --- 8 workers racing on 1,000 evaluations -------------------------------------
-for p in $(pgrep -x avo-worker); do stop_pid "$p"; done
+stop_workers
 : >"$T/worker.log"
 for _ in 1 2 3 4 5 6 7 8; do start_worker --kernels "$K" --lease 60 --poll-ms 200; done
 # A real job supplies the spec and the candidate; the thousand evaluations
