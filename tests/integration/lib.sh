@@ -45,10 +45,14 @@ psql_avo() {  # SQL -> unaligned, tuples only
     psql -X -q -A -t -v ON_ERROR_STOP=1 "host=$AVO_HOME/pg/run dbname=avo user=avo" -c "$1"
 }
 
-stop_workers() {  # this test's workers only: other runs on the machine keep theirs
-    local p
-    for p in "${PIDS[@]}"; do
-        [ "$(ps -o comm= -p "$p" 2>/dev/null)" = avo-worker ] && stop_pid "$p"
+stop_workers() {  # this test's workers only (descendants of this shell): other runs keep theirs
+    local p a
+    for p in $(pgrep -x avo-worker); do
+        a=$p
+        while [ -n "$a" ] && [ "$a" -gt 1 ] && [ "$a" != $$ ]; do
+            a=$(ps -o ppid= -p "$a" 2>/dev/null | tr -d ' ')
+        done
+        [ "$a" = $$ ] && stop_pid "$p"
     done
     return 0
 }

@@ -28,6 +28,7 @@ start_fake anh anthropic hostile 0
 start_fake tb openai step 0
 start_fake cp openai step 9
 start_fake sv anthropic supervise 0
+start_fake fl openai failing 0
 cat >"$T/providers.json" <<JSON
 [
  {"name": "fake-openai", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_oa/v1", "model": "fake-1",
@@ -44,6 +45,8 @@ cat >"$T/providers.json" <<JSON
   "api_key_env": "AVO_TEST_KEY", "max_retries": 0, "timeout_s": 30, "context_tokens": 1200},
  {"name": "supervised", "kind": "anthropic", "base_url": "http://127.0.0.1:$PORT_sv", "model": "fake-2",
   "api_key_env": "AVO_TEST_KEY", "max_retries": 0, "timeout_s": 30},
+ {"name": "failing", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_fl/v1", "model": "fake-1",
+  "api_key_env": "AVO_TEST_KEY", "max_retries": 2, "timeout_s": 1},
  {"name": "keyless", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_oa/v1", "model": "fake-1",
   "api_key_env": "AVO_TEST_NO_SUCH_KEY"}
 ]
@@ -131,6 +134,10 @@ check "supervisor: its directions are an event and open the next step's first me
     bash -c 'sed -n 5p "$0" | grep -q "A supervisor reviewed the search so far" && sed -n 5p "$0" | grep -q "Stop giving up. Try ORDER=1" &&
              [ "$(q "SELECT data->>'"'"'directions'"'"' FROM events WHERE job_id = $1 AND kind = '"'"'agent_supervised'"'"'")" = "Stop giving up. Try ORDER=1 with BM=32 BN=256 BK=64 UNROLL=4 first." ]' "$T/sv.log" "$J6"
 
+# A tune job beside the agent jobs that follow (after the scripted ones, whose
+# candidate ids the scripts know): the daemon serves both kinds at once.
+TUNE=$(avoctl --json submit --problem cpu/softmax --evaluations 6 | jq -r .id)
+
 # --- hostile answers: each gets an error the model can act on; the step ends by give_up
 for fmt in openai anthropic; do
     prov=hostile-$fmt
@@ -169,6 +176,13 @@ check "a token budget ends the job with that reason, and its step with it" \
 out=$(avoctl submit "$ROOT/kernels/gemm_bf16/agent-job.json" 2>&1)
 check "the example agent job file of docs/agent.md is a valid spec (refused here only for its provider)" \
     grep -q "agent.provider: no provider 'claude' is configured in avod" <<<"$out"
+J7=$(agent_job failing 5)
+wait_for 120 "[ \"\$(q \"SELECT count(*) FROM agent_steps WHERE job_id = $J7 AND state = 'ended'\")\" -ge 2 ]"
+api POST "/v1/jobs/$J7/cancel" >/dev/null
+check "repeated 500s end a step after the retries, saying so; the next step's answers time out, saying so" \
+    test "$(q "SELECT string_agg((reason = 'provider failing: failing answered 500 after 3 attempts: upstream overloaded' OR reason ~ '^provider failing: failing unreachable after 3 attempts: .*[Tt]imed? ?out')::text, ',' ORDER BY id) FROM (SELECT * FROM agent_steps WHERE job_id = $J7 ORDER BY id LIMIT 2) s"):$(q "SELECT count(*) FROM agent_steps WHERE job_id = $J7 AND reason LIKE '%unreachable%'")" = "true,true:1"
+timeout 120 avoctl watch "$TUNE" >/dev/null 2>&1
+check "the tune job submitted beside them succeeded meanwhile" test "$(q "SELECT state FROM jobs WHERE id = $TUNE")" = succeeded
 check "avod keeps serving" avoctl health
 check "the other jobs' lineage is intact" test "$(q "SELECT count(*) FROM candidates WHERE job_id IN ($J1, $J2) AND committed")" = 4
 
