@@ -1175,10 +1175,7 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
     a->kick = kick;
     a->kick_arg = kick_arg;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
-    snprintf(a->compile_cache, sizeof a->compile_cache, "%s/cache/seed-check", home);
-    char dir[2048];
-    if (avo_path_exe_dir(dir, sizeof dir) == 0)
-        snprintf(a->worker_bin, sizeof a->worker_bin, "%s/avo-worker", dir);
+    avo_path_compile_check(home, a->compile_cache, sizeof a->compile_cache, a->worker_bin, sizeof a->worker_bin);
     if (nproviders > 0) {
         if (!(a->prov = calloc((size_t)nproviders, sizeof *a->prov))) {
             free(a);

@@ -963,10 +963,7 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
     a->db = db;
     a->engine = engine;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
-    snprintf(a->check_cache, sizeof a->check_cache, "%s/cache/seed-check", home);
-    char dir[2048];
-    if (avo_path_exe_dir(dir, sizeof dir) == 0)
-        snprintf(a->worker_bin, sizeof a->worker_bin, "%s/avo-worker", dir);
+    avo_path_compile_check(home, a->check_cache, sizeof a->check_cache, a->worker_bin, sizeof a->worker_bin);
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     uv_timer_start(&a->timer, on_timer, 2000, 2000);

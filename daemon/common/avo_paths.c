@@ -21,6 +21,16 @@ int avo_path_exe_dir(char *out, size_t len)
     return 0;
 }
 
+void avo_path_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen)
+{
+    char dir[PATH_MAX];
+    snprintf(cache, cachelen, "%s/cache/seed-check", home);
+    if (avo_path_exe_dir(dir, sizeof dir) == 0)
+        snprintf(worker, workerlen, "%s/avo-worker", dir);
+    else if (workerlen)
+        worker[0] = 0;
+}
+
 static int is_dir(const char *p)
 {
     struct stat st;
