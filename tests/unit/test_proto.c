@@ -153,7 +153,7 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"seed\":{\"name\":\"\"}}", "seed.name: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\"}", "agent: an agent job needs {\"provider\": NAME}");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"turns\":3}}",
-                 "agent.turns: unknown field (expected one of: provider, max_turns, step_tokens)");
+                 "agent.turns: unknown field (expected one of: provider, max_turns, step_tokens, supervise_after, supervise_failures)");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"max_turns\":0}}",
                  "agent.max_turns: 0 is outside");
     expect_error("{\"problem\":\"p\",\"agent\":{\"provider\":\"c\"}}", "agent: applies to agent jobs only");
