@@ -72,6 +72,11 @@ host_run() {  # host_run NODE CMD...: the command on that worker host
     local i=$1; shift
     if [ "$MODE" = netns ]; then ip netns exec "avo-n$i-$SUF" "$@"; else "$@"; fi
 }
+host_spawn() {  # host_spawn NODE CMD... &: as host_run, but the background job IS the command
+    # (exec), so $! names the worker itself and killing it leaves no orphan behind
+    local i=$1; shift
+    if [ "$MODE" = netns ]; then exec ip netns exec "avo-n$i-$SUF" "$@"; else exec "$@"; fi
+}
 db_addr() { if [ "$MODE" = netns ]; then echo "10.10$1.$NET.1"; else echo 127.0.0.1; fi; }
 for i in "${NODES[@]}"; do
     mkdir -p "$T/node$i"
@@ -87,7 +92,7 @@ if [ "$MODE" = netns ]; then
 fi
 
 # A wrong password is refused with a message that says so.
-host_run 1 "$BIN/avo-worker" --db "host=$(db_addr 1) port=$PORT dbname=avo user=avo passfile=$T/node1/badpass" \
+host_spawn 1 "$BIN/avo-worker" --db "host=$(db_addr 1) port=$PORT dbname=avo user=avo passfile=$T/node1/badpass" \
     --kernels "$K" --home "$T/node1" >"$T/bad.log" 2>&1 &
 BAD=$!
 PIDS+=("$BAD")
@@ -97,7 +102,7 @@ check "the refused worker never registered" test "$(psql_ext "SELECT count(*) FR
 { kill -KILL "$BAD"; wait "$BAD"; } 2>/dev/null
 
 for i in "${NODES[@]}"; do
-    host_run "$i" "$BIN/avo-worker" --db "host=$(db_addr "$i") port=$PORT dbname=avo user=avo passfile=$T/node$i/pgpass" \
+    host_spawn "$i" "$BIN/avo-worker" --db "host=$(db_addr "$i") port=$PORT dbname=avo user=avo passfile=$T/node$i/pgpass" \
         --kernels "$K" --home "$T/node$i" >>"$T/worker.log" 2>&1 &
     PIDS+=("$!")
 done
