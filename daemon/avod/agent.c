@@ -184,11 +184,14 @@ static const char system_prompt[] =
 
 /* ---- provider turns -------------------------------------------------------- */
 
-static void record_call(step *s, avo_llm_reply *reply, const char *error, int attempts, double latency)
+/* One transcript row: conv's messages from `from` on (what this request
+ * added), the answer or the error, and the step's and job's totals. */
+static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply, const char *error, int attempts)
 {
+    const double latency = uv_now(s->a->loop) / 1e3 - s->call_t0;
     json_t *req = json_array();
-    for (size_t i = s->sent; i < json_array_size(s->conv); i++)
-        json_array_append(req, json_array_get(s->conv, i));
+    for (size_t i = from; i < json_array_size(conv); i++)
+        json_array_append(req, json_array_get(conv, i));
     char *rj = json_dumps(req, JSON_COMPACT), *aj = reply ? json_dumps(reply->message, JSON_COMPACT) : NULL;
     json_decref(req);
     char sid[32], job[32], t[16], att[16], lat[32], in[32], out[32], cached[32], cost[32];
@@ -216,9 +219,22 @@ static void record_call(step *s, avo_llm_reply *reply, const char *error, int at
         query(s, "UPDATE jobs SET tokens = tokens + $2 + $3, cost_usd = cost_usd + $4 WHERE id = $1", 4,
               (const char *const[]){job, in, out, cost}, on_ignored);
     }
-    s->sent = json_array_size(s->conv);
     free(rj);
     free(aj);
+}
+
+/* Start a provider request on conv; 0, or a negative int with err (no
+ * callback then). */
+static int call_provider(step *s, json_t *conv, json_t *tools, avo_llmcall_cb cb, char *err, size_t errlen)
+{
+    s->call_t0 = uv_now(s->a->loop) / 1e3;
+    s->pending++;
+    int rc = avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, conv, tools, cb, s, err, errlen);
+    if (rc < 0) {
+        s->pending--;
+        s->call = NULL;
+    }
+    return rc;
 }
 
 /* One line of a dropped message for the compaction summary. */
@@ -294,7 +310,8 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
     s->call = NULL;
     if (settle(s))
         return;
-    record_call(s, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts, uv_now(s->a->loop) / 1e3 - s->call_t0);
+    record_call(s, s->conv, s->sent, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
+    s->sent = json_array_size(s->conv);
     if (rc < 0) {
         char why[700];
         snprintf(why, sizeof why, "provider %s: %s", s->pv->name, reason ? reason : "failed");
@@ -345,12 +362,7 @@ static void turn(step *s)
         return;
     }
     s->turns++;
-    s->call_t0 = uv_now(s->a->loop) / 1e3;
-    s->pending++;
-    if (avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, s->conv, s->tools, on_reply, s, err,
-                          sizeof err) < 0) {
-        s->pending--;
-        s->call = NULL;
+    if (call_provider(s, s->conv, s->tools, on_reply, err, sizeof err) < 0) {
         snprintf(why, sizeof why, "provider %s: %s", s->pv->name, err);
         end_step(s, "ended", why);
     }
@@ -878,12 +890,8 @@ static void on_supervised(void *arg, int rc, avo_llm_reply *reply, const char *r
     s->call = NULL;
     if (settle(s))
         return;
-    json_t *conv = s->conv;
-    s->conv = s->sup_conv;       /* the transcript row holds the supervisor's own request */
-    s->sent = 0;
-    record_call(s, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts, uv_now(s->a->loop) / 1e3 - s->call_t0);
-    s->conv = conv;
-    s->sent = 0;
+    /* the transcript row holds the supervisor's own request, whole */
+    record_call(s, s->sup_conv, 0, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
     json_decref(s->sup_conv);
     s->sup_conv = NULL;
     const char *text = rc == 0 ? json_string_value(json_object_get(reply->message, "text")) : NULL;
@@ -944,14 +952,8 @@ static void on_supervise_check(void *arg, PGresult *res, const char *err)
     }
     free(user);
     char e[400];
-    s->call_t0 = uv_now(s->a->loop) / 1e3;
-    s->pending++;
-    if (avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, s->sup_conv, NULL, on_supervised, s, e,
-                          sizeof e) < 0) {
-        s->pending--;
-        s->call = NULL;
+    if (call_provider(s, s->sup_conv, NULL, on_supervised, e, sizeof e) < 0)
         begin(s);
-    }
 }
 
 static void on_first_lineage(void *arg, PGresult *res, const char *err)

@@ -803,18 +803,22 @@ done:
     json_decref(in);
 }
 
-/* ?limit=N for a list: dflt when absent; 0 with out set to its decimal
- * text, or -1 after replying 400. */
-static int query_limit(avo_http_req *req, long dflt, long max, char *out, size_t outlen)
+/* ?KEY=N, a positive integer up to max: out gets its decimal text, or
+ * dflt's when absent (dflt 0: out stays "", the parameter is NULL). 0, or
+ * -1 after replying 400. */
+static int query_int(avo_http_req *req, const char *key, long dflt, long max, char *out, size_t outlen)
 {
-    const char *l = avo_http_query(req, "limit");
+    const char *v = avo_http_query(req, key);
     char *end = NULL;
-    long limit = l ? strtol(l, &end, 10) : dflt;
-    if (l && (*end || limit < 1 || limit > max)) {
-        avo_http_reply_error(req, 400, "bad_request", "limit: '%s' is not in 1..%ld", l, max);
+    long n = v ? strtol(v, &end, 10) : dflt;
+    if (v && (*end || n < 1 || n > max)) {
+        avo_http_reply_error(req, 400, "bad_request", "%s: '%s' is not in 1..%ld", key, v, max);
         return -1;
     }
-    snprintf(out, outlen, "%ld", limit);
+    if (n > 0)
+        snprintf(out, outlen, "%ld", n);
+    else if (outlen)
+        out[0] = 0;
     return 0;
 }
 
@@ -826,7 +830,7 @@ static void h_kb_search(avo_api *a, avo_http_req *req)
         avo_http_reply_error(req, 400, "bad_request", "q: the words to search for (1 to 512 characters)");
         return;
     }
-    if (query_limit(req, 10, 100, lb, sizeof lb) < 0)
+    if (query_int(req, "limit", 10, 100, lb, sizeof lb) < 0)
         return;
     const char *params[] = {q, lb};
     query_json(a, req, 0, "SELECT avo_kb_search($1, $2::int)", 2, params, NULL, 200);
@@ -867,7 +871,7 @@ void avo_api_handle(void *arg, avo_http_req *req)
         return;
     case AVO_ROUTE_JOB_LIST: {
         char lb[16];
-        if (query_limit(req, 50, 1000, lb, sizeof lb) < 0)
+        if (query_int(req, "limit", 50, 1000, lb, sizeof lb) < 0)
             return;
         const char *pl[] = {lb};
         query_json(a, req, 0,
@@ -902,16 +906,10 @@ void avo_api_handle(void *arg, avo_http_req *req)
         query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
         return;
     case AVO_ROUTE_JOB_TRANSCRIPT: {
-        const char *st = avo_http_query(req, "step");
-        char *end = NULL;
-        long n = st ? strtol(st, &end, 10) : 0;
-        if (st && (*end || n < 1 || n > 1000000)) {
-            avo_http_reply_error(req, 400, "bad_request", "step: '%s' is not a step number (1, 2, ...)", st);
-            return;
-        }
         char nb[16];
-        snprintf(nb, sizeof nb, "%ld", n);
-        const char *pt[] = {idb, st ? nb : NULL};
+        if (query_int(req, "step", 0, 1000000, nb, sizeof nb) < 0)
+            return;
+        const char *pt[] = {idb, nb[0] ? nb : NULL};
         query_json(a, req, id, "SELECT avo_job_transcript($1, $2::int)", 2, pt, nf, 200);
         return;
     }
