@@ -53,7 +53,8 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 # avo-harness-cuda: the same harness sources built with the CUDA runtime
 # (shared libcudart, as the candidates use, so one runtime serves both).
 HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c
-HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o
+HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
+                    $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -127,6 +128,11 @@ $(BUILD)/obj-cuda/%.o: %.c
 $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o: daemon/gpu/avo_cupti.cu daemon/gpu/avo_cupti.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 -Xcompiler -Wall,-Wextra,-Werror -c $< -o $@
+
+# The timing gate is device code: built for the same targets as the candidates.
+$(BUILD)/obj-cuda/daemon/gpu/avo_gate.o: daemon/gpu/avo_gate.cu daemon/gpu/avo_gate.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xcompiler -Wextra -c $< -o $@
 
 $(BUILD)/bin/avo-harness-cuda: $(HARNESS_CUDA_OBJ) $(LIB_PROTO)
 	@mkdir -p $(dir $@)

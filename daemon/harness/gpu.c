@@ -26,11 +26,11 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 }
 
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
-                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
-                size_t errlen)
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, unsigned *notes,
+                char *err, size_t errlen)
 {
     (void)g, (void)fn, (void)host, (void)bytes, (void)n, (void)sizes, (void)flags, (void)poison_mask, (void)ret;
-    (void)seconds, (void)sm_mhz;
+    (void)seconds, (void)sm_mhz, (void)notes;
     snprintf(err, errlen, "no CUDA in this build");
     return -ENOTSUP;
 }
@@ -50,6 +50,7 @@ int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *
 #include <jansson.h>
 
 #include "avo_cupti.h"
+#include "avo_gate.h"
 #include "avo_nvml.h"
 
 struct avo_gpu {
@@ -58,6 +59,7 @@ struct avo_gpu {
     cudaEvent_t start, end;
     void *flush;
     size_t flush_bytes;
+    avo_gate *gate;     /* NULL when it could not be set up: calls run ungated */
     void *dev[AVO_PROBLEM_MAX_TENSORS];
     size_t cap[AVO_PROBLEM_MAX_TENSORS];
     int nvml;            /* NVML index of this device, -1 if unknown */
@@ -121,6 +123,9 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
         avo_gpu_close(g);
         return -ENOMEM;
     }
+    char gerr[160];
+    if (avo_gate_open(&g->gate, gerr, sizeof gerr) < 0)
+        g->gate = NULL;
     /* Match this CUDA device to its NVML index by UUID (NVML prints it as
      * GPU-8-4-4-4-12 hex), for clocks: CUDA_VISIBLE_DEVICES renumbers CUDA
      * devices but not NVML ones. */
@@ -150,6 +155,7 @@ void avo_gpu_close(avo_gpu *g)
             cudaFree(g->dev[i]);
     if (g->flush)
         cudaFree(g->flush);
+    avo_gate_close(g->gate);
     if (g->start)
         cudaEventDestroy(g->start);
     if (g->end)
@@ -194,12 +200,13 @@ static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
 }
 
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
-                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
-                size_t errlen)
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, unsigned *notes,
+                char *err, size_t errlen)
 {
     cudaError_t e;
     int rc;
     *ret = 0;
+    *notes = 0;
     *seconds = 0;
     *sm_mhz = 0;
     for (int i = 0; i < n; i++)
@@ -228,6 +235,12 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     int64_t sz[AVO_PROBLEM_MAX_SIZES];
     memcpy(ptrs, g->dev, sizeof ptrs);
     memcpy(sz, sizes, sizeof sz);
+    int gated = 0;
+    if (flags & AVO_GPU_GATED) {
+        gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS) == 0;
+        if (!gated)
+            *notes |= AVO_GPU_NOTE_UNGATED;
+    }
     cudaEventRecord(g->start, g->stream);
     if (flags & AVO_GPU_EMPTY) {
         /* Calibration: the smallest piece of device work (a 4-byte memset)
@@ -237,6 +250,8 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     } else {
         *ret = fn(ptrs, sz, (void *)g->stream);
     }
+    if (gated)
+        avo_gate_release(g->gate);
     /* Device-wide: work the candidate queued on any other stream ends
      * before the end mark, so it cannot escape the timed region. */
     e = cudaDeviceSynchronize();
@@ -248,6 +263,8 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
         e = cudaGetLastError();
     if (e != cudaSuccess)
         return fail(e, "running the kernel", err, errlen) == AVO_GPU_ESTICKY ? AVO_GPU_ESTICKY : AVO_GPU_ELAUNCH;
+    if (gated && avo_gate_timed_out(g->gate))
+        *notes |= AVO_GPU_NOTE_GATE_TIMEOUT;
     float ms = 0;
     cudaEventElapsedTime(&ms, g->start, g->end);
     *seconds = ms * 1e-3;
@@ -288,10 +305,10 @@ static int profiled_call(void *arg)
     profile_call *pc = arg;
     int ret = 0;
     double s;
-    unsigned mhz;
+    unsigned mhz, notes;
     /* Copies are not kernels, so only the candidate's launches become ranges. */
     pc->rc = avo_gpu_run(pc->g, pc->fn, pc->host, pc->bytes, pc->n, pc->sizes, AVO_GPU_COPY_IN, 0, &ret, &s, &mhz,
-                         pc->err, sizeof pc->err);
+                         &notes, pc->err, sizeof pc->err);
     return pc->rc;
 }
 

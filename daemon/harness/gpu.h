@@ -2,8 +2,8 @@
  * mirrors of the host tensors, and one launch of a kernel entry point with
  * everything the protocol needs around it: host-to-device copies, poisoning
  * of outputs on the device, an L2 flush (a write over a buffer larger than
- * L2), CUDA events around the call with a device-wide synchronisation before
- * the end mark (so work the candidate put on other streams is inside the
+ * L2), CUDA events around the call (the start gated: avo_gate.h) with a
+ * device-wide synchronisation before the end mark (so work the candidate put on other streams is inside the
  * timed region), the SM clock read after the run, sticky-error detection,
  * and device-to-host copies for checking.
  *
@@ -29,7 +29,18 @@ enum {
     AVO_GPU_POISON = 8,      /* fill the tensors in poison_mask with 0xFF bytes (NaN) on the device first */
     AVO_GPU_COPY_INPUTS = 16, /* host -> device for the tensors not in poison_mask (the inputs) */
     AVO_GPU_EMPTY = 32,      /* time the protocol around no call at all (calibration) */
+    AVO_GPU_GATED = 64,      /* hold the stream behind a gate until the call has returned (avo_gate.h) */
 };
+
+/* What *notes says about a call. */
+enum {
+    AVO_GPU_NOTE_UNGATED = 1,      /* a gate was asked for but could not be set: the call ran ungated */
+    AVO_GPU_NOTE_GATE_TIMEOUT = 2, /* the call waited on its own work, so the gate opened by its time
+                                      limit: the sample includes that wait and must not be used */
+};
+
+/* Longer than any host-side launch sequence worth timing. */
+#define AVO_GPU_GATE_LIMIT_MS 50
 
 /* Errors beyond the usual negative errno values. */
 #define AVO_GPU_ESTICKY (-10001)   /* the context is broken (illegal address, trap...): process must exit */
@@ -45,12 +56,13 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 
 /* One call of fn on n tensors whose host copies are host[i] (bytes[i] long).
  * *seconds is the CUDA-event time of the call (plus the device-wide
- * synchronisation), *sm_mhz the SM clock right after it (0 if unknown).
+ * synchronisation), *sm_mhz the SM clock right after it (0 if unknown),
+ * *notes the AVO_GPU_NOTE_* bits.
  * Returns 0, the entry's nonzero return as AVO_GPU_ELAUNCH (with *ret), or
  * AVO_GPU_ESTICKY / a negative errno with the reason in err. */
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
-                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, char *err,
-                size_t errlen);
+                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, unsigned *notes,
+                char *err, size_t errlen);
 
 /* The counters pass (CUPTI range profiler, one range per kernel the call
  * launches, each replayed for every pass the metric set needs): copies the

@@ -46,6 +46,7 @@ typedef struct {
     uint32_t seq;
     int32_t status, ret;
     uint32_t mhz;                        /* CUDA runners: SM clock after the run */
+    uint32_t notes;                      /* CUDA runners: AVO_GPU_NOTE_* */
     double runner_s;
     char msg[464];
 } reply_msg;
@@ -84,7 +85,7 @@ static int read_cmd(cmd_msg *c)
     return 1;
 }
 
-static void reply_mhz(uint32_t seq, int status, int ret, double t, unsigned mhz, const char *msg)
+static void reply_gpu(uint32_t seq, int status, int ret, double t, unsigned mhz, unsigned notes, const char *msg)
 {
     reply_msg m;
     memset(&m, 0, sizeof m);
@@ -92,6 +93,7 @@ static void reply_mhz(uint32_t seq, int status, int ret, double t, unsigned mhz,
     m.status = status;
     m.ret = ret;
     m.mhz = mhz;
+    m.notes = notes;
     m.runner_s = t;
     if (msg)
         snprintf(m.msg, sizeof m.msg, "%s", msg);
@@ -101,7 +103,7 @@ static void reply_mhz(uint32_t seq, int status, int ret, double t, unsigned mhz,
 
 static void reply(uint32_t seq, int status, int ret, double t, const char *msg)
 {
-    reply_mhz(seq, status, ret, t, 0, msg);
+    reply_gpu(seq, status, ret, t, 0, 0, msg);
 }
 
 _Noreturn void avo_runner_main(int argc, char **argv)
@@ -201,20 +203,20 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                 }
                 int ret = 0;
                 double t = 0;
-                unsigned mhz = 0;
+                unsigned mhz = 0, notes = 0;
                 int rc = avo_gpu_run(gpu, (avo_gpu_fn)(uintptr_t)fn, ptrs, tb, c.ntensors, sizes, c.flags,
-                                     c.poison_mask, &ret, &t, &mhz, gerr, sizeof gerr);
+                                     c.poison_mask, &ret, &t, &mhz, &notes, gerr, sizeof gerr);
                 if (rc == AVO_GPU_ESTICKY) {
                     /* The context is gone: say why and leave. */
                     reply(c.seq, ST_FAULT, 0, 0, gerr);
                     _exit(0);
                 }
                 if (rc == AVO_GPU_ELAUNCH)
-                    reply_mhz(c.seq, ST_OK, ret ? ret : -1, t, mhz, gerr);
+                    reply_gpu(c.seq, ST_OK, ret ? ret : -1, t, mhz, notes, gerr);
                 else if (rc)
                     reply(c.seq, ST_NOGPU, 0, 0, gerr);
                 else
-                    reply_mhz(c.seq, ST_OK, ret, t, mhz, NULL);
+                    reply_gpu(c.seq, ST_OK, ret, t, mhz, notes, NULL);
                 continue;
             }
             const double t0 = avo_now();
@@ -528,7 +530,7 @@ int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *
 
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, double *runner_s, unsigned *mhz, char *why, size_t wl)
+                    double *round_trip_s, double *runner_s, unsigned *mhz, unsigned *notes, char *why, size_t wl)
 {
     cmd_msg c;
     reply_msg m;
@@ -580,6 +582,8 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     *runner_s = m.runner_s;
     if (mhz)
         *mhz = m.mhz;
+    if (notes)
+        *notes = m.notes;
     return AVO_RUNNER_OK;
 }
 

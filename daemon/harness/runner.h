@@ -58,7 +58,7 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
  * (avo_now()). */
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, double *runner_s, unsigned *mhz, char *why, size_t wl);
+                    double *round_trip_s, double *runner_s, unsigned *mhz, unsigned *notes, char *why, size_t wl);
 
 /* CUDA runners: the counters pass for one call (gpu.h, avo_gpu_profile);
  * the JSON report lands in the shared region at aux_off (at most aux_len

@@ -65,6 +65,7 @@ declare -A EXPECT=(
     [late_launch]="wrong_result cheat_suspected crash"
     [calls_cublas]="any"
     [compile_error]="compile_error"
+    [device_sync]="ok"
 )
 # Problem per case (default: the small fixture).
 declare -A PROBLEM=([side_stream]="$P4096" [fp16_accumulate]="$FULL")
@@ -96,6 +97,18 @@ try:
     print(next((c.get("median_s") or 0) for c in r.get("configs", []) if c.get("name") == sys.argv[2]))
 except Exception:
     print(0)
+PY
+}
+
+# runner.timing_start of a result: "mode<TAB>reason"
+timing_start() {
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    t = json.load(open(sys.argv[1]))["runner"]["timing_start"]
+    print("%s\t%s" % (t.get("mode"), t.get("reason") or "-"))
+except Exception as e:
+    print("none\t%s" % e)
 PY
 }
 
@@ -152,6 +165,12 @@ for prob in "$FULL" "$SMALL" "$P4096"; do
         ok "seed on $pname: outcome ok, aggregate $agg ($(($(date +%s) - t0)) s)"
     else
         notok "seed on $pname: expected ok, got $outcome (exit $rc; $detail) $(tail -2 "$out.err" | tr '\n' ' ')"
+    fi
+    IFS=$'\t' read -r mode why < <(timing_start "$out")
+    if [ "$mode" = gated ]; then
+        ok "seed on $pname: timed from a gated start"
+    else
+        notok "seed on $pname: timing start $mode ($why), expected gated"
     fi
 done
 
@@ -231,6 +250,15 @@ for name in "${cases[@]}"; do
             ok "side_stream: median $ms s not much lower than the seed's $mseed s"
         else
             notok "side_stream: median $ms s much lower than the seed's $mseed s"
+        fi
+    fi
+
+    if [ "$name" = device_sync ] && [ "$outcome" = ok ]; then
+        IFS=$'\t' read -r mode why < <(timing_start "$out")
+        if [ "$mode" = ungated ] && [[ "$why" == *"waits on its own work"* ]]; then
+            ok "device_sync: timed without the gate ($why)"
+        else
+            notok "device_sync: timing start $mode ($why), expected ungated because it waits on its own work"
         fi
     fi
 

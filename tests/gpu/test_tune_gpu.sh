@@ -49,3 +49,9 @@ psql_avo "SELECT jsonb_pretty(jsonb_build_object('candidate', c.id, 'knobs', c.k
 cat "$T/best.json"
 [ -n "${OUT:-}" ] && cp "$T/best.json" "$OUT/tune-best.json" && cp "$T/watch.out" "$OUT/tune-watch.txt"
 check "the best evaluation reports cuBLAS measured in the same run" grep -q cublas_tflops "$T/best.json"
+check "every evaluation was timed from a gated start" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND result->'runner'->'timing_start'->>'mode' IS DISTINCT FROM 'gated'")" = 0
+# Two islands keep two evaluations queued: the worker compiles the next one
+# while the GPU times the current one.
+check "the worker compiled an evaluation while the previous one ran" grep -q "precompiled in" "$T/worker.log"
+[ -n "${OUT:-}" ] && cp "$T/worker.log" "$OUT/tune-worker.log"
