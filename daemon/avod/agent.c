@@ -24,6 +24,9 @@
 #define MAX_NUDGES 2
 #define MAX_BARREN_STEPS 3
 #define POLL_MS 250
+/* How long a microbenchmark may wait for a worker and run (compile + run
+ * bounds on the worker are 120 s + AVO_PROGRAM_TIMEOUT_S). */
+#define PROGRAM_WAIT_S 300
 #define MAX_STREAKS 64
 
 typedef struct step step;
@@ -74,6 +77,9 @@ struct step {
     size_t next_call;
     const char *call_id;        /* of the tool call being run */
     long long wait_eval;
+    long long last_eval;        /* the step's last finished evaluation (profile reads its counters) */
+    long long wait_program;     /* the microbenchmark being waited on */
+    double program_deadline;
     uv_timer_t timer;
     int timer_open;
     avo_llmcall *call;
@@ -445,6 +451,7 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
         uv_timer_start(&s->timer, poll_eval, POLL_MS, 0);
         return;
     }
+    s->last_eval = s->wait_eval;
     s->wait_eval = 0;
     json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
     double best = atof(PQgetvalue(res, 0, 2));
@@ -618,9 +625,10 @@ static void tool_commit(step *s, json_t *args)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
-static void on_compiled(void *arg, int compiled, const char *detail, const char *log)
+static void on_compiled(void *arg, int compiled, const char *detail, const char *log, const json_t *disasm)
 {
     step *s = arg;
+    (void)disasm;
     if (settle(s))
         return;
     char *buf = NULL;
@@ -635,22 +643,188 @@ static void on_compiled(void *arg, int compiled, const char *detail, const char 
     free(buf);
 }
 
-static void tool_compile(step *s)
+static void on_disassembled(void *arg, int compiled, const char *detail, const char *log, const json_t *disasm)
+{
+    step *s = arg;
+    (void)log;
+    if (settle(s))
+        return;
+    if (compiled <= 0) {
+        tool_errorf(s, "disassemble: the working copy %s%s; compile shows the compiler's messages",
+                    compiled == 0 ? "does not compile: " : "could not be compiled here: ", detail ? detail : "");
+        return;
+    }
+    const char *text = json_string_value(json_object_get(disasm, "text"));
+    if (!text) {
+        const char *why = json_string_value(json_object_get(disasm, "error"));
+        tool_errorf(s, "disassemble: %s", why ? why : "the worker returned no disassembly");
+        return;
+    }
+    json_t *args = json_object_get(json_array_get(s->calls, s->next_call - 1), "arguments");
+    char *out = NULL, err[600];
+    if (avo_agent_disasm_filter(text, json_string_value(json_object_get(args, "pattern")),
+                                json_string_value(json_object_get(args, "kernel")), &out, err, sizeof err) < 0) {
+        tool_result(s, err, 1);
+        return;
+    }
+    tool_result(s, out, 0);
+    free(out);
+}
+
+/* compile and disassemble: the worker's sandboxed compile beside avod
+ * (`avo-worker eval --compile-only`, nothing of the source runs), which for
+ * disassemble also disassembles the object there; avod only reads text. */
+static void start_compile(step *s, const char *tool, int disassemble, avo_seedcheck_cb cb)
 {
     if (!s->ws.src) {
-        tool_errorf(s, "compile: there is no working copy; write_source first");
+        tool_errorf(s, "%s: there is no working copy; write_source first", tool);
         return;
     }
     if (!s->a->worker_bin[0]) {
-        tool_errorf(s, "compile: avod cannot find avo-worker beside itself; evaluate reports the compiler's messages");
+        tool_errorf(s, "%s: avod cannot find avo-worker beside itself; evaluate reports the compiler's messages",
+                    tool);
         return;
     }
     s->pending++;
     if (avo_seedcheck_start(s->a->loop, s->a->worker_bin, s->a->compile_cache, s->prob.dir, s->target, s->ws.src,
-                            on_compiled, s) < 0) {
+                            disassemble, cb, s) < 0) {
         s->pending--;
-        tool_errorf(s, "compile: the compiler could not be started; evaluate reports the compiler's messages");
+        tool_errorf(s, "%s: the compiler could not be started; evaluate reports the compiler's messages", tool);
     }
+}
+
+static void poll_program(uv_timer_t *t);
+
+static void on_program_row(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    const char *state = !err && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : NULL;
+    if (!state || !strcmp(state, "queued") || !strcmp(state, "running")) {
+        if (uv_now(s->a->loop) / 1e3 < s->program_deadline) {
+            uv_timer_start(&s->timer, poll_program, state ? POLL_MS : POLL_MS * 4, 0);
+            return;
+        }
+        char pid[32];
+        snprintf(pid, sizeof pid, "%lld", s->wait_program);
+        query(s, "UPDATE programs SET state = 'failed', finished_at = now() WHERE id = $1 AND state = 'queued'", 1,
+              (const char *const[]){pid}, on_ignored);
+        s->wait_program = 0;
+        tool_errorf(s, "microbenchmark: no worker for target %s ran it within %d s (are the job's workers busy or "
+                       "gone?); go on without it", s->target, PROGRAM_WAIT_S);
+        return;
+    }
+    long long id = s->wait_program;
+    s->wait_program = 0;
+    json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    char *buf = NULL;
+    int rc;
+    if (outcome && !strcmp(outcome, "compile_error"))
+        rc = asprintf(&buf, "microbenchmark %lld does not compile:\n%s", id,
+                      json_string_value(json_object_get(r, "compile_log")) ?: "");
+    else if (outcome && (!strcmp(outcome, "ran") || !strcmp(outcome, "timeout") || !strcmp(outcome, "crash")))
+        rc = asprintf(&buf, "microbenchmark %lld: %s, exit code %lld, signal %lld, %.3f s%s\nstdout:\n%s\nstderr:\n%s",
+                      id, outcome, (long long)json_integer_value(json_object_get(r, "exit_code")),
+                      (long long)json_integer_value(json_object_get(r, "signal")),
+                      json_number_value(json_object_get(r, "wall_s")),
+                      !strcmp(outcome, "timeout") ? " (killed at the time limit)" : "",
+                      json_string_value(json_object_get(r, "stdout")) ?: "",
+                      json_string_value(json_object_get(r, "stderr")) ?: "");
+    else
+        rc = asprintf(&buf, "microbenchmark %lld did not run: %s", id,
+                      json_string_value(json_object_get(r, "detail")) ?: (outcome ? outcome : "no result"));
+    json_decref(r);
+    if (rc < 0) {
+        tool_errorf(s, "out of memory");
+        return;
+    }
+    tool_result(s, buf, !(outcome && !strcmp(outcome, "ran")));
+    free(buf);
+}
+
+static void poll_program(uv_timer_t *t)
+{
+    step *s = t->data;
+    if (s->ended || !s->wait_program)
+        return;
+    char pid[32];
+    snprintf(pid, sizeof pid, "%lld", s->wait_program);
+    if (query(s, "SELECT state, COALESCE(result, '{}'::jsonb)::text FROM programs WHERE id = $1", 1,
+              (const char *const[]){pid}, on_program_row) < 0)
+        uv_timer_start(&s->timer, poll_program, POLL_MS * 4, 0);
+}
+
+static void on_program_queued(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1) {
+        tool_errorf(s, "microbenchmark: it could not be queued (%s); try again", err ? err : "no row");
+        return;
+    }
+    s->wait_program = atoll(PQgetvalue(res, 0, 0));
+    s->program_deadline = uv_now(s->a->loop) / 1e3 + PROGRAM_WAIT_S;
+    poll_program(&s->timer);
+}
+
+/* The program runs on a worker of the job's target, in the sandbox, never in
+ * avod: it goes through its own queue (sql/007_programs.sql). */
+static void tool_microbenchmark(step *s, json_t *args)
+{
+    char job[32], sid[32];
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(sid, sizeof sid, "%lld", s->id);
+    const char *lang = json_string_value(json_object_get(args, "language"));
+    if (!strcmp(lang, "cuda") && strncmp(s->target, "sm_", 3) != 0) {
+        tool_errorf(s, "microbenchmark: this job runs on %s workers, which have no GPU; write it in c", s->target);
+        return;
+    }
+    const char *p[] = {job, sid, s->target, lang, json_string_value(json_object_get(args, "source"))};
+    if (query(s,
+              "INSERT INTO programs (job_id, step_id, target, language, source) "
+              "VALUES ($1, NULLIF($2, '0')::bigint, $3, $4, $5) RETURNING id",
+              5, p, on_program_queued) < 0)
+        tool_errorf(s, "the database is unavailable; try again");
+}
+
+static void on_profile_row(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    json_t *r = !err && PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!r) {
+        tool_errorf(s, "profile: the evaluation could not be read (%s); try again", err ? err : "no row");
+        return;
+    }
+    json_t *args = json_object_get(json_array_get(s->calls, s->next_call - 1), "arguments");
+    char *out = NULL, why[600];
+    if (avo_agent_profile_text(r, atoll(PQgetvalue(res, 0, 1)), json_string_value(json_object_get(args, "config")),
+                               &out, why, sizeof why) < 0)
+        tool_result(s, why, 1);
+    else
+        tool_result(s, out, 0);
+    free(out);
+    json_decref(r);
+}
+
+/* Counters come with every evaluation (a separate pass after timing), so
+ * profile reads those of the step's last evaluated version. */
+static void tool_profile(step *s)
+{
+    if (!s->last_eval) {
+        tool_errorf(s, "profile: nothing has been evaluated in this step yet; evaluate first (the counters are "
+                       "read in the same evaluation)");
+        return;
+    }
+    char e[32];
+    snprintf(e, sizeof e, "%lld", s->last_eval);
+    if (query(s, "SELECT result::text, candidate_id FROM evaluations WHERE id = $1 AND result IS NOT NULL", 1,
+              (const char *const[]){e}, on_profile_row) < 0)
+        tool_errorf(s, "the database is unavailable; try again");
 }
 
 static void on_diff_sources(void *arg, PGresult *res, const char *err)
@@ -735,7 +909,13 @@ static void run_tool(step *s, json_t *call)
     } else if (!strcmp(name, "evaluate")) {
         tool_evaluate(s);
     } else if (!strcmp(name, "compile")) {
-        tool_compile(s);
+        start_compile(s, "compile", 0, on_compiled);
+    } else if (!strcmp(name, "disassemble")) {
+        start_compile(s, "disassemble", 1, on_disassembled);
+    } else if (!strcmp(name, "profile")) {
+        tool_profile(s);
+    } else if (!strcmp(name, "microbenchmark")) {
+        tool_microbenchmark(s, args);
     } else if (!strcmp(name, "diff")) {
         char from[32], to[32];
         json_t *t = json_object_get(args, "to");
@@ -752,8 +932,7 @@ static void run_tool(step *s, json_t *call)
         snprintf(msg, sizeof msg, "gave up: %s", json_string_value(json_object_get(args, "reason")));
         end_step(s, "ended", msg);
     } else {
-        tool_errorf(s, "%s is not available in this version of avo yet; compile reports the compiler's messages, "
-                       "evaluate the per-configuration times", name);
+        tool_errorf(s, "%s is declared but this avod does not run it; use the other tools", name);
     }
 }
 
@@ -825,9 +1004,16 @@ static void end_step(step *s, const char *state, const char *reason)
     snprintf(job, sizeof job, "%lld", s->job);
     snprintf(isl, sizeof isl, "%d", s->island);
     if (!a->stopping) {
-        if (s->id > 0)
+        if (s->id > 0) {
             query(s, "UPDATE agent_steps SET state = $2, reason = $3, ended_at = now() WHERE id = $1", 3,
                   (const char *const[]){sid, state, reason}, on_ignored);
+            /* Nobody waits for its microbenchmarks any more. */
+            query(s,
+                  "UPDATE programs SET state = 'failed', finished_at = now(), "
+                  "result = '{\"outcome\": \"cancelled\", \"detail\": \"the step ended\"}' "
+                  "WHERE step_id = $1 AND state = 'queued'",
+                  1, (const char *const[]){sid}, on_ignored);
+        }
         /* The attempts go to the engine now: the committed one (if any) under
          * the rule, the others as the island's failed attempts. */
         query(s, "UPDATE candidates SET hold = false WHERE job_id = $1 AND island = $2::int AND hold", 2,

@@ -1,6 +1,7 @@
 #include "agenttools.h"
 
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,4 +402,219 @@ char *avo_agent_problem_text(const avo_problem *p)
         return NULL;
     }
     return buf;
+}
+
+/* ---- disassemble ------------------------------------------------------------ */
+
+/* The function a header line opens, or NULL: cuobjdump's "Function : NAME",
+ * objdump's "0000000000001139 <NAME>:". */
+static int function_header(const char *line, char *name, size_t namelen)
+{
+    const char *f = strstr(line, "Function : ");
+    if (f) {
+        snprintf(name, namelen, "%s", f + 11);
+        name[strcspn(name, " \t\r")] = 0;
+        return 1;
+    }
+    const char *p = line;
+    while (*p && strchr("0123456789abcdef", *p))
+        p++;
+    if (p == line || strncmp(p, " <", 2) != 0)
+        return 0;
+    const char *end = strstr(p, ">:");
+    if (!end || end[2])
+        return 0;
+    snprintf(name, namelen, "%.*s", (int)(end - p - 2), p + 2);
+    return 1;
+}
+
+/* An instruction line with its encoding comment cut off, or NULL for
+ * anything else (headers, encoding-only lines, blank lines). */
+static const char *instruction(char *line)
+{
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!*p || !strncmp(p, "/* 0x", 5) || !strncmp(p, ".", 1) || !strncmp(p, "code for", 8) ||
+        !strncmp(p, "Disassembly", 11))
+        return NULL;
+    char *semi = strrchr(p, ';');
+    char *enc = strstr(p, "/* 0x");
+    if (semi && enc && enc > semi)
+        *enc = 0;
+    size_t n = strlen(p);
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        p[--n] = 0;
+    /* cuobjdump lines open with the offset in a comment, objdump lines with
+     * "address:". */
+    if (!strncmp(p, "/*", 2) || strchr(p, ':'))
+        return p;
+    return NULL;
+}
+
+int avo_agent_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
+                            size_t errlen)
+{
+    regex_t re;
+    int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char why[200];
+        regerror(rc, &re, why, sizeof why);
+        snprintf(err, errlen, "disassemble: pattern is not an extended regular expression (%s)", why);
+        return -EINVAL;
+    }
+    char *body = NULL, *copy = strdup(text ? text : "");
+    size_t blen = 0;
+    FILE *f = copy ? open_memstream(&body, &blen) : NULL;
+    if (!f) {
+        free(copy);
+        regfree(&re);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    char fn[512] = "", names[1024] = "";
+    int in_fn = 0, want = 0, fns = 0, fns_matched = 0, shown = 0, matched = 0, header_done = 0;
+    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[512];
+        if (function_header(line, name, sizeof name)) {
+            snprintf(fn, sizeof fn, "%s", name);
+            in_fn = 1;
+            fns++;
+            want = !kernel || strstr(fn, kernel) != NULL;
+            header_done = 0;
+            if (want && strlen(names) + strlen(fn) + 3 < sizeof names)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", fn);
+            continue;
+        }
+        const char *ins = in_fn && want ? instruction(line) : NULL;
+        if (!ins || regexec(&re, ins, 0, NULL, 0) != 0)
+            continue;
+        matched++;
+        if (shown >= AVO_AGENT_DISASM_LINES)
+            continue;
+        if (!header_done) {
+            fprintf(f, "== %s\n", fn);
+            header_done = 1;
+            fns_matched++;
+        }
+        fprintf(f, "%s\n", ins);
+        shown++;
+    }
+    fclose(f);
+    free(copy);
+    regfree(&re);
+    if (kernel && !names[0]) {
+        free(body);
+        snprintf(err, errlen, "disassemble: no function name contains \"%s\" (%d functions in the object)", kernel,
+                 fns);
+        return -EINVAL;
+    }
+    char *o = NULL;
+    int n;
+    if (!matched)
+        n = asprintf(&o, "no instruction matches /%s/ in %s", pattern, names[0] ? names : "the object");
+    else
+        n = asprintf(&o, "%d instruction%s match /%s/%s:\n%s%s", matched, matched == 1 ? "" : "s", pattern,
+                     kernel ? " in the named kernel" : "", body ? body : "",
+                     matched > shown ? "... more lines not shown: narrow the pattern or name a kernel\n" : "");
+    free(body);
+    if (n < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    *out = o;
+    return 0;
+}
+
+/* ---- profile ---------------------------------------------------------------- */
+
+static void print_metrics(FILE *f, json_t *m, const char *indent)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v) {
+        if (json_is_number(v))
+            fprintf(f, "%s%s = %.6g\n", indent, k, json_number_value(v));
+        else if (json_is_string(v))
+            fprintf(f, "%s%s = %s\n", indent, k, json_string_value(v));
+        else if (json_is_boolean(v))
+            fprintf(f, "%s%s = %s\n", indent, k, json_is_true(v) ? "true" : "false");
+    }
+}
+
+int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
+                           size_t errlen)
+{
+    json_t *configs = json_object_get(result, "configs"), *c = NULL, *x;
+    size_t i;
+    char names[512] = "";
+    double longest = -1;
+    json_array_foreach(configs, i, x) {
+        const char *name = json_string_value(json_object_get(x, "name"));
+        if (!name)
+            continue;
+        if (strlen(names) + strlen(name) + 3 < sizeof names)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", name);
+        double t = json_number_value(json_object_get(x, "median_s"));
+        if (config ? !strcmp(name, config) : t > longest) {
+            c = x;
+            longest = t;
+        }
+    }
+    if (!c) {
+        if (config)
+            snprintf(err, errlen, "profile: candidate %lld has no configuration \"%s\" (it has: %s)", candidate,
+                     config, names[0] ? names : "none");
+        else
+            snprintf(err, errlen, "profile: candidate %lld has no timed configuration (outcome %s)", candidate,
+                     json_string_value(json_object_get(result, "outcome")) ?: "unknown");
+        return -EINVAL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    const char *name = json_string_value(json_object_get(c, "name"));
+    fprintf(f, "counters of candidate %lld, configuration %s (median %.6g s):\n", candidate, name,
+            json_number_value(json_object_get(c, "median_s")));
+    json_t *ctr = json_object_get(c, "counters"), *top = json_object_get(result, "counters");
+    json_t *kernels = json_object_get(ctr, "kernels");
+    if (json_is_array(kernels) && json_array_size(kernels)) {
+        /* A GPU: CUPTI's ranges, one per kernel launch. */
+        fprintf(f, "source: %s, %lld replay passes\n",
+                json_string_value(json_object_get(ctr, "source")) ?: "CUPTI range profiler",
+                (long long)json_integer_value(json_object_get(ctr, "passes")));
+        json_array_foreach(kernels, i, x) {
+            fprintf(f, "kernel %zu: %s\n", i + 1, json_string_value(json_object_get(x, "range")) ?: "?");
+            print_metrics(f, json_object_get(x, "metrics"), "  ");
+        }
+        json_t *un = json_object_get(ctr, "unsupported");
+        if (json_array_size(un)) {
+            char *t = json_dumps(un, JSON_COMPACT);
+            fprintf(f, "not supported on this GPU: %s\n", t ? t : "");
+            free(t);
+        }
+    } else if (json_is_object(ctr) && !json_is_false(json_object_get(ctr, "available"))) {
+        print_metrics(f, ctr, "  ");
+    } else {
+        const char *why = json_string_value(json_object_get(ctr, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(top, "reason"));
+        fprintf(f, "no hardware counters for this evaluation: %s\n", why ? why : "the worker reported none");
+    }
+    if (json_is_object(top) && !json_is_array(kernels)) {
+        /* The CPU's perf events: what the worker could read. */
+        json_t *ev = json_object_get(top, "events");
+        if (json_array_size(ev)) {
+            char *t = json_dumps(ev, JSON_COMPACT);
+            fprintf(f, "events the worker reads: %s\n", t ? t : "");
+            free(t);
+        }
+    }
+    fclose(f);
+    *out = buf;
+    return 0;
 }

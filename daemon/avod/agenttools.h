@@ -50,4 +50,24 @@ void avo_agent_ws_free(avo_agent_ws *w);
  * the seed's knobs and constraints. Caller frees; NULL when out of memory. */
 char *avo_agent_problem_text(const avo_problem *p);
 
+/* Most lines the disassemble tool returns. */
+#define AVO_AGENT_DISASM_LINES 400
+
+/* The disassemble tool's answer from a whole disassembly (cuobjdump -sass or
+ * objdump -d): the instruction lines matching the extended regular
+ * expression `pattern`, grouped by function, only in functions whose name
+ * contains `kernel` (NULL: all), at most AVO_AGENT_DISASM_LINES of them,
+ * with counts. Returns 0 with *out (caller frees), or -EINVAL with the
+ * reason in err (a bad pattern, no such function). */
+int avo_agent_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
+                            size_t errlen);
+
+/* The profile tool's answer from an evaluation result (docs/evaluation.md):
+ * the hardware counters of configuration `config` (NULL: the one with the
+ * longest median time), kernel by kernel on a GPU, or why there are none.
+ * Returns 0 with *out (caller frees), or -EINVAL with the reason in err (no
+ * such configuration: the names are listed). */
+int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
+                           size_t errlen);
+
 #endif

@@ -234,9 +234,10 @@ static void submit_insert(submission *sub)
     submission_free(sub);
 }
 
-static void on_seed_checked(void *arg, int compiled, const char *detail, const char *log)
+static void on_seed_checked(void *arg, int compiled, const char *detail, const char *log, const json_t *disasm)
 {
     submission *sub = arg;
+    (void)disasm;
     if (avo_http_gone(sub->req)) {
         submission_free(sub);
         return;
@@ -376,7 +377,7 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         avo_problem_start_knobs(&p, s->seed_knobs, v);
         const char *name = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
         if (avo_problem_render(&p, v, s->seed_source, name ? name : "seed", &rendered) == 0 && a->worker_bin[0] &&
-            avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p.dir, s->target, rendered, on_seed_checked,
+            avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p.dir, s->target, rendered, 0, on_seed_checked,
                                 sub) == 0) {
             free(rendered);
             sub = NULL;         /* on_seed_checked owns it now */

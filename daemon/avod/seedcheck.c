@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #define CHECK_TIMEOUT_MS (180 * 1000)
-#define OUTPUT_CAP (1 << 20)
+/* A disassembly is capped at 2 MiB by the worker; JSON escaping adds to it. */
+#define OUTPUT_CAP (8 << 20)
 
 typedef struct check check;
 struct check {
@@ -62,17 +63,17 @@ static void finish(check *c)
     char why[256];
     if (c->timed_out || (outcome && !strcmp(outcome, "timeout"))) {
         /* Slow is not broken: a loaded host must not refuse a good seed. */
-        c->cb(c->arg, -1, "the compile check ran past its time limit", "");
+        c->cb(c->arg, -1, "the compile check ran past its time limit", "", NULL);
     } else if (outcome && !strcmp(outcome, "ok")) {
-        c->cb(c->arg, 1, detail ? detail : "", log ? log : "");
+        c->cb(c->arg, 1, detail ? detail : "", log ? log : "", json_object_get(r, "disassembly"));
     } else if (outcome) {
-        c->cb(c->arg, 0, detail ? detail : outcome, log ? log : "");
+        c->cb(c->arg, 0, detail ? detail : outcome, log ? log : "", NULL);
     } else {
         /* Exit 2: it could not be checked here (no compiler for the
          * target, say); the seed's first evaluation will tell. */
         snprintf(why, sizeof why, "avo-worker eval --compile-only exited %lld without a result",
                  (long long)c->exit_status);
-        c->cb(c->arg, -1, why, "");
+        c->cb(c->arg, -1, why, "", NULL);
     }
     json_decref(r);
     uv_close((uv_handle_t *)&c->out, on_closed);
@@ -127,7 +128,7 @@ static void on_timeout(uv_timer_t *t)
 }
 
 int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cache_dir, const char *problem_dir,
-                        const char *target, const char *src, avo_seedcheck_cb cb, void *arg)
+                        const char *target, const char *src, int disassemble, avo_seedcheck_cb cb, void *arg)
 {
     check *c = calloc(1, sizeof *c);
     if (!c)
@@ -152,8 +153,16 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
     char arch[32] = "";
     if (strncmp(target, "sm_", 3) == 0)
         snprintf(arch, sizeof arch, "%s%s", target, atoi(target + 3) >= 90 ? "a" : "");
-    char *args[] = {(char *)worker_bin, "eval", (char *)problem_dir, c->path, "--compile-only", "--json",
-                    "--cache", (char *)cache_dir, arch[0] ? "--gpu-arch" : NULL, arch, NULL};
+    char *args[12] = {(char *)worker_bin, "eval", (char *)problem_dir, c->path, "--compile-only", "--json",
+                      "--cache", (char *)cache_dir};
+    int na = 8;
+    if (disassemble)
+        args[na++] = "--disassemble";
+    if (arch[0]) {
+        args[na++] = "--gpu-arch";
+        args[na++] = arch;
+    }
+    args[na] = NULL;
     c->cb = cb;
     c->arg = arg;
     uv_pipe_init(loop, &c->out, 0);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -509,6 +510,43 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
 
 /* ---- avo-worker eval ---------------------------------------------------- */
 
+/* The disassembler for a compiled candidate: cuobjdump -sass beside nvcc
+ * (SASS of every kernel) or objdump -d for a C object. Run in the sandbox
+ * like the compiler (it parses an untrusted file). Returns a new object
+ * {"tool", "text"} or {"tool", "error"}. */
+static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, double timeout)
+{
+    char tool[4200] = "objdump";
+    if (cuda) {
+        const char *nvcc = o->nvcc ? o->nvcc : "nvcc";
+        const char *slash = strrchr(nvcc, '/');
+        if (slash)
+            snprintf(tool, sizeof tool, "%.*s/cuobjdump", (int)(slash - nvcc), nvcc);
+        else
+            snprintf(tool, sizeof tool, "cuobjdump");
+    }
+    char *const argv_cuda[] = {tool, "-sass", (char *)obj, NULL};
+    char *const argv_c[] = {tool, "-d", "--no-show-raw-insn", "-C", (char *)obj, NULL};
+    avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = "/", .timeout_s = timeout,
+                           .out_cap = AVO_DISASM_CAP, .keep_head = 1};
+    avo_sandbox_result sr;
+    char err[256];
+    json_t *r;
+    if (avo_sandbox_run(&so, &sr, err, sizeof err))
+        return json_pack("{s:s,s:s}", "tool", tool, "error", err);
+    if (sr.exited && sr.exit_code == 0)
+        r = json_pack("{s:s,s:s,s:b}", "tool", tool, "text", sr.out, "truncated", sr.out_len >= AVO_DISASM_CAP);
+    else if (sr.exited && sr.exit_code == 127)
+        r = json_pack("{s:s,s:s}", "tool", tool, "error",
+                      cuda ? "cuobjdump was not found beside nvcc on this host (it ships with the CUDA toolkit)"
+                           : "objdump was not found on this host (binutils)");
+    else
+        r = json_pack("{s:s,s:s++}", "tool", tool, "error", "the disassembler failed: ", sr.err_len ? sr.err : "",
+                      sr.timed_out ? " (timed out)" : "");
+    avo_sandbox_result_free(&sr);
+    return r;
+}
+
 int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
                           json_t **result, char *err, size_t errlen)
 {
@@ -533,8 +571,76 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
                         "detail", cand.ok ? "compiles" : line, "compile", compile_json(&cand, cuda));
     if (!*result)
         rc = -ENOMEM;
+    else if (o->disassemble && cand.ok)
+        json_object_set_new(*result, "disassembly", disassemble(o, cuda, cand.so_path, timeout));
 cleanup:
     avo_compile_result_free(&cand);
+    avo_sandbox_rmtree(scratch);
+    return rc;
+}
+
+int avo_eval_program(const avo_eval_opts *o, const char *language, const char *src, size_t len, json_t **result,
+                     char *err, size_t errlen)
+{
+    const int cuda = strcmp(language, "cuda") == 0;
+    char scratch[4200] = "", arch[32] = "", gencode[128] = "", file[4300];
+    avo_sandbox_result cr = {0}, rr = {0};
+    int rc;
+    *result = NULL;
+    if (!cuda && strcmp(language, "c") != 0) {
+        snprintf(err, errlen, "language must be c or cuda, not %s", language);
+        return -EINVAL;
+    }
+    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
+        return rc;
+    snprintf(file, sizeof file, "%s/%s", scratch, cuda ? "prog.cu" : "prog.c");
+    FILE *f = fopen(file, "w");
+    if (!f || fwrite(src, 1, len, f) != len || fclose(f) != 0) {
+        rc = -EIO;
+        snprintf(err, errlen, "cannot write %s", file);
+        goto cleanup;
+    }
+    if (cuda)
+        snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
+    char *const cc_argv[] = {(char *)(o->cc ? o->cc : "cc"), "-O2", "-march=native", "-std=gnu17", "-o", "prog",
+                             "prog.c", "-lm", "-lpthread", NULL};
+    char *const nvcc_argv[] = {(char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog",
+                               "prog.cu", NULL};
+    avo_sandbox_opts co = {.argv = cuda ? nvcc_argv : cc_argv, .cwd = scratch, .timeout_s = 120,
+                           .no_as_limit = cuda, .out_cap = AVO_COMPILE_LOG_CAP, .keep_head = 1};
+    if ((rc = avo_sandbox_run(&co, &cr, err, errlen)))
+        goto cleanup;
+    if (!cr.exited || cr.exit_code != 0) {
+        *result = json_pack("{s:s,s:s++}", "outcome", cr.timed_out ? "timeout" : "compile_error", "compile_log",
+                            cr.err ? cr.err : "", cr.out ? cr.out : "", cr.timed_out ? "\n(compiler timed out)" : "");
+        goto done;
+    }
+    /* nobody runs it: the directory and the program must be reachable. */
+    char prog[4300];
+    snprintf(prog, sizeof prog, "%s/prog", scratch);
+    if (chmod(scratch, 0755) != 0 || chmod(prog, 0755) != 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot open the scratch dir to the sandbox user: %s", strerror(errno));
+        goto cleanup;
+    }
+    char *const run_argv[] = {"./prog", NULL};
+    avo_sandbox_opts ro = {.argv = run_argv, .cwd = scratch, .timeout_s = AVO_PROGRAM_TIMEOUT_S,
+                           .no_as_limit = cuda, .netns = 1, .drop_uid = 1, .out_cap = AVO_PROGRAM_OUT_CAP,
+                           .keep_head = 1, .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
+    if ((rc = avo_sandbox_run(&ro, &rr, err, errlen)))
+        goto cleanup;
+    const char *outcome = rr.timed_out ? "timeout" : rr.signal ? "crash" : "ran";
+    *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code",
+                        rr.exited ? rr.exit_code : -1, "signal", rr.signal, "stdout", rr.out ? rr.out : "", "stderr",
+                        rr.err ? rr.err : "", "wall_s", rr.wall_s, "compile_log", cr.err ? cr.err : "");
+done:
+    if (!*result) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+    }
+cleanup:
+    avo_sandbox_result_free(&cr);
+    avo_sandbox_result_free(&rr);
     avo_sandbox_rmtree(scratch);
     return rc;
 }
@@ -616,7 +722,7 @@ static void print_human(const json_t *r)
 static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
-                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only]\n");
+                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]]\n");
     return 2;
 }
 
@@ -647,6 +753,8 @@ int avo_eval_cli(int argc, char **argv)
             as_json = 1;
         } else if (strcmp(a, "--compile-only") == 0) {
             compile_only = 1;
+        } else if (strcmp(a, "--disassemble") == 0) {
+            o.disassemble = 1;
         } else if (strcmp(a, "--seed") == 0 && v) {
             char *end;
             errno = 0;
@@ -682,6 +790,10 @@ int avo_eval_cli(int argc, char **argv)
     }
     if (npos != 2)
         return usage();
+    if (o.disassemble && !compile_only) {
+        fprintf(stderr, "avo-worker eval: --disassemble goes with --compile-only\n");
+        return 2;
+    }
     if (!o.cache_dir) {
         if (default_cache(cache, sizeof cache)) {
             fprintf(stderr, "avo-worker eval: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");

@@ -22,6 +22,7 @@ typedef struct {
     int gpu_index;              /* NVML index of this worker's GPU (energy, arch) */
     double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
     uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
+    int disassemble;            /* compile-only: add the object's disassembly ("disassembly") */
     /* Polled while the harness runs; when it returns nonzero the harness's
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);
@@ -43,12 +44,29 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
 int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
                         size_t errlen);
 
+/* Disassembly kept per compile (the head: kernels come in file order). */
+#define AVO_DISASM_CAP (2u << 20)
+
 /* Compile the candidate only, in the sandbox and through the cache, as
  * avo_eval_candidate would: {"outcome": "ok"|"compile_error"|"timeout",
  * "detail", "compile"}. avod asks for this (`avo-worker eval --compile-only`)
- * to refuse a seed that does not compile at submission. Nothing is run. */
+ * to refuse a seed that does not compile at submission, and for the agent's
+ * compile and disassemble tools (o->disassemble adds "disassembly":
+ * {"tool", "text"|"error"}). Nothing of the candidate is run. */
 int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
                           json_t **result, char *err, size_t errlen);
+
+/* A microbenchmark (the agent's microbenchmark tool): compile one
+ * standalone program (language "c" or "cuda", for this worker's GPU) in the
+ * sandbox and run it there as nobody, without network, under
+ * AVO_PROGRAM_TIMEOUT_S, output capped at AVO_PROGRAM_OUT_CAP per stream.
+ * *result: {"outcome": "ran"|"compile_error"|"timeout"|"crash", "exit_code",
+ * "signal", "stdout", "stderr", "wall_s", "compile_log"}. Returns a negative
+ * int only when it could not be attempted. */
+#define AVO_PROGRAM_TIMEOUT_S 60
+#define AVO_PROGRAM_OUT_CAP (64u << 10)
+int avo_eval_program(const avo_eval_opts *o, const char *language, const char *src, size_t len, json_t **result,
+                     char *err, size_t errlen);
 
 /* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
  * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */

@@ -184,6 +184,132 @@ static void test_problem_text(void **state)
     avo_problem_free(&p);
 }
 
+
+/* Shaped like cuobjdump -sass output (CUDA 12/13): a header per kernel,
+ * instruction lines with their offset and encoding comments, encoding-only
+ * continuation lines. */
+static const char sass[] =
+    "\n\tcode for sm_90a\n"
+    "\t\tFunction : _Z8gemm_tmaPK13__nv_bfloat16\n"
+    "\t.headerflags\t@\"EF_CUDA_TEXMODE_UNIFIED\"\n"
+    "        /*0000*/                   LDC R1, c[0x0][0x28] ;                      /* 0x00000a00ff017b82 */\n"
+    "                                                                                /* 0x000fe40000000800 */\n"
+    "        /*0010*/                   USETMAXREG.DEALLOC.CTAPOOL 0x28 ;           /* 0x00000028000079c8 */\n"
+    "        /*0020*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ; /* 0x0 */\n"
+    "        /*0030*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;   /* 0x0 */\n"
+    "        /*0040*/                   STL.64 [R1], R24 ;                           /* 0x0 */\n"
+    "\t\t..........\n"
+    "\t\tFunction : _Z5plainPf\n"
+    "        /*0000*/                   LDL R2, [R1] ;                              /* 0x0 */\n"
+    "        /*0010*/                   EXIT ;                                      /* 0x0 */\n";
+
+static const char objdump_text[] =
+    "\ncand.so:     file format elf64-x86-64\n\nDisassembly of section .text:\n\n"
+    "0000000000001139 <sgemm>:\n"
+    "    1139:\tpush   %rbp\n"
+    "    113a:\tvfmadd231ps %ymm1,%ymm2,%ymm0\n"
+    "    1140:\tret\n"
+    "\n0000000000001150 <helper>:\n"
+    "    1150:\tvfmadd231ps %ymm3,%ymm4,%ymm5\n"
+    "    1156:\tret\n";
+
+static void test_disasm_filter(void **state)
+{
+    (void)state;
+    char *out = NULL, err[300];
+    /* Matching lines, grouped by kernel, encodings cut off. */
+    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA|LDL|STL", NULL, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "4 instructions match"));
+    assert_non_null(strstr(out, "== _Z8gemm_tmaPK13__nv_bfloat16\n"));
+    assert_non_null(strstr(out, "== _Z5plainPf\n"));
+    assert_non_null(strstr(out, "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ;\n"));
+    assert_null(strstr(out, "0x000"));
+    assert_null(strstr(out, "USETMAXREG"));
+    free(out);
+    /* One kernel by a substring of its name. */
+    assert_int_equal(avo_agent_disasm_filter(sass, "LDL|STL", "plain", &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "1 instruction match"));
+    assert_non_null(strstr(out, "LDL R2, [R1]"));
+    assert_null(strstr(out, "STL.64"));
+    free(out);
+    /* No match says where it looked. */
+    assert_int_equal(avo_agent_disasm_filter(sass, "IMMA", "gemm", &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "no instruction matches /IMMA/ in _Z8gemm_tmaPK13__nv_bfloat16"));
+    free(out);
+    /* objdump's layout, C functions. */
+    assert_int_equal(avo_agent_disasm_filter(objdump_text, "vfmadd", "sgemm", &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "== sgemm\n"));
+    assert_non_null(strstr(out, "113a:\tvfmadd231ps"));
+    assert_null(strstr(out, "1150"));
+    free(out);
+    /* Errors the model can act on. */
+    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA(", NULL, &out, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "not an extended regular expression"));
+    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA", "flash", &out, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "no function name contains \"flash\" (2 functions"));
+}
+
+static void test_disasm_cap(void **state)
+{
+    (void)state;
+    char *big = NULL, *out = NULL, err[300];
+    size_t len = 0;
+    FILE *f = open_memstream(&big, &len);
+    fprintf(f, "0000000000001000 <k>:\n");
+    for (int i = 0; i < AVO_AGENT_DISASM_LINES + 50; i++)
+        fprintf(f, "    %x:\tnop\n", 0x1000 + i);
+    fclose(f);
+    assert_int_equal(avo_agent_disasm_filter(big, "nop", NULL, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "450 instructions match"));
+    assert_non_null(strstr(out, "more lines not shown"));
+    int lines = 0;
+    for (const char *p = out; *p; p++)
+        lines += *p == '\n';
+    assert_true(lines <= AVO_AGENT_DISASM_LINES + 3);
+    free(out);
+    free(big);
+}
+
+static void test_profile_text(void **state)
+{
+    (void)state;
+    json_t *gpu = json_loads(
+        "{\"outcome\":\"ok\",\"configs\":["
+        "{\"name\":\"1024\",\"median_s\":0.0001,\"counters\":{\"available\":true,\"passes\":28,"
+        "\"source\":\"CUPTI range profiler, AutoRange + KernelReplay\",\"unsupported\":[],"
+        "\"kernels\":[{\"range\":\"gemm_tma\",\"metrics\":{\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":41.5}}]}},"
+        "{\"name\":\"8192\",\"median_s\":0.0015,\"counters\":{\"available\":true,\"passes\":28,"
+        "\"unsupported\":[\"smsp__foo\"],"
+        "\"kernels\":[{\"range\":\"gemm_tma\",\"metrics\":{\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":88.25,"
+        "\"gpu__time_duration.sum\":1460000}}]}}]}",
+        0, NULL);
+    assert_non_null(gpu);
+    char *out = NULL, err[300];
+    /* Default: the longest configuration. */
+    assert_int_equal(avo_agent_profile_text(gpu, 7, NULL, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "candidate 7, configuration 8192"));
+    assert_non_null(strstr(out, "kernel 1: gemm_tma"));
+    assert_non_null(strstr(out, "sm__throughput.avg.pct_of_peak_sustained_elapsed = 88.25"));
+    assert_non_null(strstr(out, "not supported on this GPU: [\"smsp__foo\"]"));
+    free(out);
+    assert_int_equal(avo_agent_profile_text(gpu, 7, "1024", &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "= 41.5"));
+    free(out);
+    assert_int_equal(avo_agent_profile_text(gpu, 7, "4096", &out, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "no configuration \"4096\" (it has: 1024, 8192)"));
+    json_decref(gpu);
+    /* A CPU without a PMU: no counters, and why. */
+    json_t *cpu = json_loads("{\"outcome\":\"ok\",\"configs\":[{\"name\":\"256\",\"median_s\":0.01,\"counters\":null}],"
+                             "\"counters\":{\"available\":false,\"reason\":\"perf_event_open(cycles): ENOENT\","
+                             "\"events\":[\"task_clock\"]}}",
+                             0, NULL);
+    assert_int_equal(avo_agent_profile_text(cpu, 3, NULL, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "no hardware counters for this evaluation: perf_event_open(cycles): ENOENT"));
+    assert_non_null(strstr(out, "events the worker reads: [\"task_clock\"]"));
+    free(out);
+    json_decref(cpu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +317,9 @@ int main(void)
         cmocka_unit_test(test_checks),
         cmocka_unit_test(test_working_copy),
         cmocka_unit_test(test_problem_text),
+        cmocka_unit_test(test_disasm_filter),
+        cmocka_unit_test(test_disasm_cap),
+        cmocka_unit_test(test_profile_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
