@@ -533,13 +533,10 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
     char err[256];
     json_t *r;
     if (avo_sandbox_run(&so, &sr, err, sizeof err))
-        return json_pack("{s:s,s:s}", "tool", tool, "error", err);
+        return json_pack("{s:s,s:s++}", "tool", tool, "error", err, " on this host",
+                         cuda ? " (cuobjdump ships with the CUDA toolkit, beside nvcc)" : " (objdump: binutils)");
     if (sr.exited && sr.exit_code == 0)
         r = json_pack("{s:s,s:s,s:b}", "tool", tool, "text", sr.out, "truncated", sr.out_len >= AVO_DISASM_CAP);
-    else if (sr.exited && sr.exit_code == 127)
-        r = json_pack("{s:s,s:s}", "tool", tool, "error",
-                      cuda ? "cuobjdump was not found beside nvcc on this host (it ships with the CUDA toolkit)"
-                           : "objdump was not found on this host (binutils)");
     else
         r = json_pack("{s:s,s:s++}", "tool", tool, "error", "the disassembler failed: ", sr.err_len ? sr.err : "",
                       sr.timed_out ? " (timed out)" : "");

@@ -66,6 +66,31 @@ static void capture_add(capture *c, const char *d, size_t n)
     c->len += n;
 }
 
+/* The child's PATH. Programs are looked up in it by the parent, and run with
+ * that absolute path as argv[0]: glibc's execvpe would search the worker's
+ * own PATH instead, and nvcc finds its installation (nvcc.profile, headers)
+ * by searching the child's PATH for argv[0], so the two must agree (with
+ * a /usr/local/bin/nvcc wrapper script they did not: no CUDA headers). */
+#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/cuda/bin"
+
+static void resolve(const char *name, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", name);
+    if (strchr(name, '/'))
+        return;
+    const char *p = SANDBOX_PATH;
+    while (*p) {
+        size_t n = strcspn(p, ":");
+        char cand[4200];
+        snprintf(cand, sizeof cand, "%.*s/%s", (int)n, p, name);
+        if (access(cand, X_OK) == 0) {
+            snprintf(out, outlen, "%s", cand);
+            return;
+        }
+        p += n + (p[n] == ':');
+    }
+}
+
 /* As avo-harness's runner: nobody, which owns nothing of the worker's. */
 #define SANDBOX_NOBODY 65534
 
@@ -77,8 +102,8 @@ static void set_limit(int res, rlim_t v)
 
 /* Runs in the forked child: only async-signal-safe calls from here to exec,
  * since the worker may be multithreaded. Everything was prepared before fork. */
-static void child(const avo_sandbox_opts *o, char *const *envp, int out_w, int err_w, int res_w, int st_w,
-                  rlim_t cpu, rlim_t as, rlim_t fsize, rlim_t nofile, rlim_t nproc)
+static void child(const avo_sandbox_opts *o, char *const *argv, char *const *envp, int out_w, int err_w, int res_w,
+                  int st_w, rlim_t cpu, rlim_t as, rlim_t fsize, rlim_t nofile, rlim_t nproc)
 {
     child_status st = {0, 0};
     setsid();
@@ -114,7 +139,7 @@ static void child(const avo_sandbox_opts *o, char *const *envp, int out_w, int e
         (setgroups(0, NULL) != 0 || setgid(SANDBOX_NOBODY) != 0 || setuid(SANDBOX_NOBODY) != 0))
         goto fail;
     signal(SIGPIPE, SIG_DFL);
-    execvpe(o->argv[0], o->argv, envp);
+    execve(argv[0], argv, envp);
     st.stage = ST_EXEC;
     st.err = errno;
     (void)!write(st_w, &st, sizeof st);
@@ -156,7 +181,7 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
     if ((v = getenv("LD_LIBRARY_PATH")))
         snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s", v);
-    char *envp[8] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/cuda/bin", "LC_ALL=C", home, tmp, NULL};
+    char *envp[8] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", home, tmp, NULL};
     int ne = 4;
     if (cvd[0])
         envp[ne++] = cvd;
@@ -164,7 +189,17 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         envp[ne++] = ldp;
     envp[ne] = NULL;
 
-    if (!cout.buf || !cerr.buf || (o->result_fd && !cres.buf)) {
+    size_t argc = 0;
+    while (o->argv[argc])
+        argc++;
+    char exe[4200];
+    resolve(o->argv[0], exe, sizeof exe);
+    char **argv = calloc(argc + 1, sizeof *argv);
+    if (argv) {
+        memcpy(argv, o->argv, argc * sizeof *argv);
+        argv[0] = exe;
+    }
+    if (!argv || !cout.buf || !cerr.buf || (o->result_fd && !cres.buf)) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -191,7 +226,7 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         goto cleanup;
     }
     if (pid == 0)
-        child(o, envp, p_out[1], p_err[1], p_res[1], p_st[1], cpu, as, fsize, nofile, nproc);
+        child(o, argv, envp, p_out[1], p_err[1], p_res[1], p_st[1], cpu, as, fsize, nofile, nproc);
     /* setsid in the child may not have run yet when a kill comes; also call
      * setpgid from here so -pid is a valid group as early as possible. */
     setpgid(pid, pid);
@@ -290,6 +325,7 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     }
 
 cleanup:
+    free(argv);
     close_fd(&p_out[0]);
     close_fd(&p_out[1]);
     close_fd(&p_err[0]);

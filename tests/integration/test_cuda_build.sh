@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CUDA candidates are built on any machine with nvcc, GPU or not (CI has
+# nvcc but no GPU): the worker's sandboxed compile (`avo-worker eval
+# --compile-only`, as avod's seed check and the agent's compile tool run it)
+# builds both gemm_bf16 seeds for sm_90a with the ptxas report, serves the
+# second build from the cache, reports a broken candidate as compile_error
+# with nvcc's message, and says what is missing for a disassembly.
+source "$(dirname "$0")/lib.sh"
+
+NVCC=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+if [ -z "$NVCC" ]; then
+    echo "# skipped: no nvcc on this machine (the CUDA build is checked where nvcc exists)"
+    exit 0
+fi
+G="$ROOT/kernels/gemm_bf16"
+jqt() { jq -e "$@" >/dev/null; }
+build() {  # SOURCE OUT [extra args]
+    local src=$1 out=$2; shift 2
+    avo-worker eval "$G" "$src" --compile-only --json --gpu-arch sm_90a --cache "$T/cache" "$@" >"$out" 2>"$out.err"
+}
+for seed in seed.cu seed_sm90.cu; do
+    build "$G/$seed" "$T/$seed.json"
+    check "$seed compiles for sm_90a in the worker's sandbox ($(jq -r .detail "$T/$seed.json"))" \
+        test "$(jq -r .outcome "$T/$seed.json")" = ok
+    check "$seed: the ptxas report gives each kernel's registers and spills" \
+        jqt '.compile.ptxas | length > 0 and all(.[]; .registers > 0 and has("spill_store_bytes"))' "$T/$seed.json"
+done
+build "$G/seed_sm90.cu" "$T/again.json"
+check "the same source again is served from the compile cache" jqt '.compile.cached == true' "$T/again.json"
+printf 'this is not CUDA;\n' | cat "$G/seed.cu" - >"$T/broken.cu"
+build "$T/broken.cu" "$T/broken.json"
+check "a broken candidate is a compile_error with nvcc's message" \
+    jqt '.outcome == "compile_error" and (.detail | test("error"))' "$T/broken.json"
+build "$G/seed.cu" "$T/dis.json" --disassemble
+if command -v cuobjdump >/dev/null || [ -x "$(dirname "$NVCC")/cuobjdump" ]; then
+    check "--disassemble gives the SASS of the kernels" \
+        jqt '.disassembly.text | test("Function :")' "$T/dis.json"
+else
+    check "--disassemble says cuobjdump is missing and where it comes from" \
+        jqt '.disassembly.error | test("cuobjdump ships with the CUDA toolkit")' "$T/dis.json"
+fi
+[ "$FAILS" -eq 0 ]
