@@ -64,6 +64,10 @@ struct step {
     char *directions;           /* the supervisor's, for this step's first message */
     int supervise_after, supervise_failures, repeats;
     json_t *sup_conv;           /* the supervisor call's conversation, while it runs */
+    json_t *cmp_conv;           /* the compaction call's conversation, while it runs */
+    size_t cmp_cut;             /* messages [2, cmp_cut) are being summarised */
+    long cmp_prompt;            /* the prompt size that called for it */
+    char stop[16];              /* why the last answer stopped */
     char head_score[32];
     avo_agent_ws ws;
     json_t *conv, *tools;
@@ -108,6 +112,7 @@ static void step_free(step *s)
     free(s->lineage);
     free(s->directions);
     json_decref(s->sup_conv);
+    json_decref(s->cmp_conv);
     avo_agent_ws_free(&s->ws);
     json_decref(s->conv);
     json_decref(s->tools);
@@ -268,46 +273,136 @@ static void summarise(FILE *f, json_t *m)
     }
 }
 
-/* Near the model's context window, the turns before the last two are
- * replaced by a summary of what was done and what came back (one line per
- * message), appended to the first message: the system prompt, the problem,
- * the lineage and the latest turns stay whole. The cut falls before an
- * assistant message, so no tool result loses its call. */
-static void compact(step *s, long prompt_tokens)
+/* Near the model's context window the turns before the last two are
+ * replaced by a summary, appended to the first message: the system prompt,
+ * the problem, the lineage and the latest turns stay whole. The cut falls
+ * before an assistant message, so no tool result loses its call. Returns
+ * the cut (messages [2, cut) go), or 0 when there is nothing to compact. */
+static size_t compaction_cut(step *s)
 {
-    size_t n = json_array_size(s->conv), cut = n, kept = 0;
+    size_t cut = json_array_size(s->conv), kept = 0;
     while (cut > 2 && kept < 2)
         if (!strcmp(json_string_value(json_object_get(json_array_get(s->conv, --cut), "role")), "assistant"))
             kept++;
-    if (cut <= 2)
+    return cut > 2 ? cut : 0;
+}
+
+static void apply_compaction(step *s, size_t cut, const char *summary, const char *by)
+{
+    json_t *first = json_array_get(s->conv, 1);
+    char *joined = NULL;
+    if (asprintf(&joined, "%s\n\nEarlier turns of this step, %s to stay within the model's context:\n%s",
+                 json_string_value(json_object_get(first, "text")),
+                 !strcmp(by, "model") ? "summarised by the model" : "compacted (one line each)", summary) < 0)
         return;
+    json_object_set_new(first, "text", json_string(joined));
+    free(joined);
+    for (size_t i = 2; i < cut; i++)
+        json_array_remove(s->conv, 2);
+    s->sent = json_array_size(s->conv);
+    char job[32], data[200];
+    snprintf(job, sizeof job, "%lld", s->job);
+    snprintf(data, sizeof data,
+             "{\"step\": %lld, \"island\": %d, \"messages_compacted\": %zu, \"prompt_tokens\": %ld, \"by\": \"%s\"}",
+             s->id, s->island, cut - 2, s->cmp_prompt, by);
+    query(s, "SELECT avo_event($1, 'agent_compacted', $2::jsonb)", 2, (const char *const[]){job, data}, on_ignored);
+    avo_info("agent", "job %lld island %d: step %lld compacted %zu messages (%s; prompt %ld tokens of %ld)", s->job,
+             s->island, s->id, cut - 2, by, s->cmp_prompt, s->pv->context_tokens);
+}
+
+/* Without a summary from the model: one line per dropped message. */
+static void compact_mechanically(step *s, size_t cut)
+{
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return;
-    fprintf(f, "\n\nEarlier turns of this step, compacted to stay within the model's context (one line each):\n");
     for (size_t i = 2; i < cut; i++)
         summarise(f, json_array_get(s->conv, i));
     fclose(f);
-    json_t *first = json_array_get(s->conv, 1);
-    char *joined = NULL;
-    if (asprintf(&joined, "%s%s", json_string_value(json_object_get(first, "text")), buf) >= 0) {
-        json_object_set_new(first, "text", json_string(joined));
-        for (size_t i = 2; i < cut; i++)
-            json_array_remove(s->conv, 2);
-        s->sent = json_array_size(s->conv);
-        char job[32], data[160];
-        snprintf(job, sizeof job, "%lld", s->job);
-        snprintf(data, sizeof data, "{\"step\": %lld, \"island\": %d, \"messages_compacted\": %zu, \"prompt_tokens\": %ld}",
-                 s->id, s->island, cut - 2, prompt_tokens);
-        query(s, "SELECT avo_event($1, 'agent_compacted', $2::jsonb)", 2, (const char *const[]){job, data},
-              on_ignored);
-        avo_info("agent", "job %lld island %d: step %lld compacted %zu messages (prompt %ld tokens of %ld)", s->job,
-                 s->island, s->id, cut - 2, prompt_tokens, s->pv->context_tokens);
-    }
-    free(joined);
+    apply_compaction(s, cut, buf, "mechanical");
     free(buf);
+}
+
+static void go_on(step *s);
+
+static const char compaction_prompt[] =
+    "You keep the notes of an LLM agent that is optimising a kernel, turn by turn, with tools. Its conversation "
+    "is about to exceed the model's context, so the turns below will be dropped and replaced by your summary. "
+    "Write what the agent needs to carry on: what it tried, what each tool returned (scores, candidate ids, "
+    "exact compiler errors, counters), what worked, what failed and why, and what it meant to do next. Keep "
+    "numbers and identifiers exact. Plain text, at most 300 words.";
+
+static void on_compacted(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
+{
+    step *s = arg;
+    s->call = NULL;
+    if (settle(s))
+        return;
+    record_call(s, s->cmp_conv, 0, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
+    json_decref(s->cmp_conv);
+    s->cmp_conv = NULL;
+    const char *text = rc == 0 ? json_string_value(json_object_get(reply->message, "text")) : NULL;
+    if (rc == 0) {
+        s->tokens += reply->in_tokens + reply->out_tokens;
+        s->cost += reply->cost_usd;
+    }
+    if (text && *text) {
+        apply_compaction(s, s->cmp_cut, text, "model");
+    } else {
+        avo_warn("agent", "job %lld: no summary from the model (%s); compacting line by line", s->job,
+                 rc ? reason : "an empty answer");
+        compact_mechanically(s, s->cmp_cut);
+    }
+    go_on(s);
+}
+
+/* Ask the model for the summary (one request, no tools, recorded in the
+ * transcript like any other); on any failure fall back to the one-line
+ * summaries. Returns 0 when the request is under way (go_on follows). */
+static int start_compaction(step *s, long prompt_tokens)
+{
+    size_t cut = compaction_cut(s);
+    if (!cut)
+        return -1;
+    s->cmp_cut = cut;
+    s->cmp_prompt = prompt_tokens;
+    /* The dropped turns, each cut short, within about half the context. */
+    const size_t cap = (size_t)(s->pv->context_tokens > 0 ? s->pv->context_tokens : 8000) * 2;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return -1;
+    for (size_t i = 2; i < cut && (size_t)ftell(f) < cap; i++) {
+        json_t *m = json_array_get(s->conv, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *text = json_string_value(json_object_get(m, "text"));
+        if (text && *text)
+            fprintf(f, "[%s] %.*s%s\n", role ? role : "?", (int)strnlen(text, 600), text,
+                    strlen(text) > 600 ? " ..." : "");
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
+            char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+            fprintf(f, "[call] %s %.*s%s\n", json_string_value(json_object_get(c, "name")),
+                    a ? (int)strnlen(a, 200) : 0, a ? a : "", a && strlen(a) > 200 ? " ..." : "");
+            free(a);
+        }
+    }
+    fclose(f);
+    s->cmp_conv = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "system", "text", compaction_prompt, "role", "user",
+                            "text", buf ? buf : "");
+    free(buf);
+    char err[400];
+    if (!s->cmp_conv || call_provider(s, s->cmp_conv, NULL, on_compacted, err, sizeof err) < 0) {
+        json_decref(s->cmp_conv);
+        s->cmp_conv = NULL;
+        compact_mechanically(s, cut);
+        return -1;
+    }
+    return 0;
 }
 
 static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
@@ -328,13 +423,21 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
     s->cost += reply->cost_usd;
     json_array_append(s->conv, reply->message);
     s->sent = json_array_size(s->conv);
-    if (reply->in_tokens + reply->out_tokens >= s->pv->context_tokens * 7 / 10)
-        compact(s, reply->in_tokens);
     json_t *calls = json_object_get(reply->message, "tool_calls");
-    if (json_array_size(calls) > 0) {
-        json_decref(s->calls);
-        s->calls = json_incref(calls);
-        s->next_call = 0;
+    json_decref(s->calls);
+    s->calls = json_array_size(calls) > 0 ? json_incref(calls) : NULL;
+    s->next_call = 0;
+    snprintf(s->stop, sizeof s->stop, "%s", reply->stop);
+    if (reply->in_tokens + reply->out_tokens >= s->pv->context_tokens * 7 / 10 &&
+        start_compaction(s, reply->in_tokens) == 0)
+        return;
+    go_on(s);
+}
+
+/* After an answer (and its compaction): run its tool calls, or nudge. */
+static void go_on(step *s)
+{
+    if (s->calls) {
         run_next_tool(s);
         return;
     }
@@ -345,7 +448,7 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
         return;
     }
     say(s, "user",
-        !strcmp(reply->stop, "max_tokens")
+        !strcmp(s->stop, "max_tokens")
             ? "Your answer was cut off by the output token limit. Continue with a tool call, and keep arguments "
               "short (edit_source rather than write_source for small changes)."
             : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");

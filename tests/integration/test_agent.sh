@@ -26,7 +26,7 @@ start_fake an anthropic step 6
 start_fake oah openai hostile 0
 start_fake anh anthropic hostile 0
 start_fake tb openai step 0
-start_fake cp openai step 9
+start_fake cp openai compact 9
 start_fake sv anthropic supervise 0
 start_fake fl openai failing 0
 cat >"$T/providers.json" <<JSON
@@ -129,9 +129,13 @@ J5=$(agent_job compacting 3)
 wait_job "$J5" 180
 check "compaction: the step still commits its fixed version" \
     test "$(q "SELECT state || ':' || (reason LIKE 'committed candidate 9 %') FROM agent_steps WHERE job_id = $J5")" = "committed:true"
-check "compaction: older turns were summarised into the first message, recorded as events" \
-    bash -c 'sed -n 4p "$0" | grep -q "Earlier turns of this step, compacted" && sed -n 4p "$0" | grep -q "you called read_candidate" &&
-             [ "$(q "SELECT count(*) FROM events WHERE job_id = $1 AND kind = '"'"'agent_compacted'"'"'")" -ge 1 ]' "$T/cp.log" "$J5"
+check "compaction: the model summarised the older turns (one request without tools, the dropped turns in it)" \
+    bash -c 'sed -n 4p "$0" | jq -e ".body | fromjson | (has(\"tools\") | not) and (.messages[0].content | test(\"keep the notes\")) and (.messages[1].content | test(\"\\\\[call\\\\] read_candidate\"))" >/dev/null' "$T/cp.log"
+check "compaction: the summary replaced them in the first message of the next request" \
+    bash -c 'sed -n 5p "$0" | grep -q "summarised by the model" && sed -n 5p "$0" | grep -q "SUMMARY-MARKER" &&
+             ! sed -n 5p "$0" | grep -q "Let me look at the problem first"' "$T/cp.log"
+check "compaction: a failed summary request falls back to one line per turn; both are events" \
+    test "$(q "SELECT string_agg(data->>'by', ',' ORDER BY id) FROM events WHERE job_id = $J5 AND kind = 'agent_compacted'")" = "model,mechanical"
 
 # --- a stalled search: after three steps without a commit, a supervisor call --------
 J6=$(agent_job supervised 5)
