@@ -72,7 +72,8 @@ struct step {
     avo_agent_ws ws;
     json_t *conv, *tools;
     size_t sent;                /* conversation length already stored in the transcript */
-    const avo_llm_provider *pv;
+    const avo_llm_provider *pv; /* &pvc: the step's own copy, so a reload cannot pull it away */
+    avo_llm_provider pvc;
     char key[4096];
     int turns, max_turns, nudges, evals;
     long long tokens, max_tokens;
@@ -1339,8 +1340,10 @@ static void setup(step *s, json_t *snap)
              json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))
                                                                  : "cpu");
     for (int i = 0; i < a->nprov; i++)
-        if (pname && !strcmp(a->prov[i].name, pname))
-            s->pv = &a->prov[i];
+        if (pname && !strcmp(a->prov[i].name, pname)) {
+            s->pvc = a->prov[i];
+            s->pv = &s->pvc;
+        }
     if (!s->pv) {
         snprintf(s->setup_error, sizeof s->setup_error, "no provider '%s' is configured in avod",
                  pname ? pname : "");
@@ -1453,6 +1456,19 @@ static void on_cleared(void *arg, PGresult *res, const char *err)
     (void)res;
     if (err)
         avo_warn("agent", "clearing steps of a previous avod: %s", err);
+}
+
+int avo_agent_set_providers(avo_agent *a, const avo_llm_provider *providers, int nproviders)
+{
+    avo_llm_provider *copy = NULL;
+    if (nproviders > 0 && !(copy = calloc((size_t)nproviders, sizeof *copy)))
+        return -ENOMEM;
+    if (nproviders > 0)
+        memcpy(copy, providers, (size_t)nproviders * sizeof *copy);
+    free(a->prov);
+    a->prov = copy;
+    a->nprov = nproviders > 0 ? nproviders : 0;
+    return 0;
 }
 
 int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, const char *home,

@@ -31,6 +31,10 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
 void avo_agent_ensure(avo_agent *a, json_t *snap);
 /* The job ended: its steps stop (their provider calls are cancelled). */
 void avo_agent_stop_job(avo_agent *a, long long job);
+
+/* Replace the providers (a configuration reload): steps already running
+ * keep the copy they started with; new steps use these. 0 or -ENOMEM. */
+int avo_agent_set_providers(avo_agent *a, const avo_llm_provider *providers, int nproviders);
 /* Steps of jobs not in active (a JSON array of the active job ids) stop. */
 void avo_agent_prune(avo_agent *a, json_t *active);
 

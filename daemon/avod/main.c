@@ -30,6 +30,7 @@
 #include "migrate.h"
 #include "pgembed.h"
 #include "rescuer.h"
+#include "service.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -86,7 +87,10 @@ typedef struct {
     avo_agent *agent;
     avo_api *api;
     avo_http *http;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
+    avo_service *service;
+    int argc;                   /* the command line as given, for reloads */
+    char **argv;
     int stopping;
     int dbs_open;
 } avod;
@@ -101,7 +105,7 @@ static void shutdown_daemon(avod *d)
     if (d->stopping)
         return;
     d->stopping = 1;
-    sd_notify(0, "STOPPING=1");
+    avo_service_stop(d->service);
     avo_info("avod", "shutting down");
     /* Order: stop producing work, end client streams, then the database. The
      * engine and the API free themselves in close callbacks that run after
@@ -115,6 +119,49 @@ static void shutdown_daemon(avod *d)
     avo_db_close(&d->listen, on_db_closed);
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+}
+
+static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
+
+/* SIGHUP (systemctl reload): the configuration is read again from the same
+ * command line, file and environment; what can change while running is
+ * applied (the log level, the LLM providers for new agent steps). A bad
+ * configuration changes nothing and says why, in the log and in STATUS. */
+static void on_reload(uv_signal_t *h, int signum)
+{
+    avod *d = h->data;
+    (void)signum;
+    avo_service_reloading(d->service);
+    avod_settings s;
+    avo_llm_provider *prov = NULL;
+    int nrest = 0, n = 0;
+    char err[2048], note[300];
+    char **argv = calloc((size_t)d->argc + 1, sizeof *argv);
+    if (!argv) {
+        snprintf(err, sizeof err, "out of memory");
+    } else {
+        memcpy(argv, d->argv, (size_t)d->argc * sizeof *argv);
+        if (avo_config_load(avod_rows, NROWS, &s, d->argc, argv, &nrest, err, sizeof err) == 0 &&
+            load_providers(s.providers, &prov, &n, err, sizeof err) == 0) {
+            if (avo_log_set_level(s.log_level) < 0)
+                snprintf(err, sizeof err, "log-level: '%s' is not one of error, warn, info, debug", s.log_level);
+            else if (avo_agent_set_providers(d->agent, prov, n) < 0)
+                snprintf(err, sizeof err, "out of memory");
+            else
+                err[0] = 0;
+        }
+    }
+    free(argv);
+    free(prov);
+    if (err[0]) {
+        avo_err("avod", "reload failed, the running configuration stays: %s", err);
+        snprintf(note, sizeof note, "last reload failed: %.240s", err);
+    } else {
+        avo_info("avod", "configuration reloaded: log level %s, %d LLM providers", s.log_level, n);
+        snprintf(note, sizeof note, "reloaded: log level %.16s, %d LLM providers", s.log_level, n);
+    }
+    avo_service_reloaded(d->service, note);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -271,6 +318,11 @@ int main(int argc, char **argv)
     memset(&pg, 0, sizeof pg);
     avo_log_init("avod");
     signal(SIGPIPE, SIG_IGN);
+    /* avo_config_load compacts argv; a reload parses the original again. */
+    d.argc = argc;
+    if (!(d.argv = calloc((size_t)argc + 1, sizeof *d.argv)))
+        return 1;
+    memcpy(d.argv, argv, (size_t)argc * sizeof *argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             avo_config_usage(avod_rows, NROWS, "avod", "[options]");
@@ -394,24 +446,29 @@ int main(int argc, char **argv)
         uv_run(d.loop, UV_RUN_DEFAULT);
         goto cleanup;
     }
+    if (avo_service_start(&d.service, d.loop, &d.db) < 0)
+        goto cleanup;
     avo_engine_set_agent(d.engine, d.agent);
     avo_api_set_agent(d.api, d.agent);
     avo_db_connect(&d.db);
     avo_db_connect(&d.listen);
     uv_signal_init(d.loop, &d.sigint);
     uv_signal_init(d.loop, &d.sigterm);
-    d.sigint.data = d.sigterm.data = &d;
+    uv_signal_init(d.loop, &d.sighup);
+    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d.sighup, on_reload, SIGHUP);
 
     avo_info("avod", "avod %s ready: api %s, kernels %s, database %s", AVO_VERSION, s.socket, s.kernels,
              *s.db ? "external (--db)" : "embedded");
-    sd_notify(0, "READY=1");
+    avo_service_ready(d.service);
     uv_run(d.loop, UV_RUN_DEFAULT);
     rc = 0;
 
 cleanup:
     free(providers);
+    free(d.argv);
     if (loop_ready)
         uv_loop_close(d.loop);
     if (pg_started)
