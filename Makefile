@@ -61,7 +61,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 # Benchmark programs (bench/*.c): built with everything, run by bench/*.sh.
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps build run test test-unit test-integration test-gpu clean
+.PHONY: all deps build run test test-unit test-integration test-gpu clean install uninstall
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(UNIT_BINS) $(CUDA_BINS) $(BENCH_BINS)
@@ -174,5 +174,38 @@ test-gpu: all
 
 clean:
 	rm -rf $(BUILD)
+
+# install: binaries, the schema migrations and problem packages (found by
+# avod and the workers at <bindir>/../share/avo), docs, and the systemd
+# units, sysusers and tmpfiles snippets with their paths set to PREFIX.
+PREFIX  ?= /usr/local
+BINDIR  := $(PREFIX)/bin
+DATADIR := $(PREFIX)/share/avo
+DOCDIR  := $(PREFIX)/share/doc/avo
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+UNITS := avod.service avo-worker@.service
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	install -m 0755 $(BINS) $(CUDA_BINS) $(DESTDIR)$(BINDIR)/
+	rm -rf $(DESTDIR)$(DATADIR)/sql $(DESTDIR)$(DATADIR)/kernels
+	cp -R --no-preserve=ownership sql kernels $(DESTDIR)$(DATADIR)/
+	cp -R --no-preserve=ownership README.md docs/. $(DESTDIR)$(DOCDIR)/
+	for u in $(UNITS); do \
+	    sed -e 's#/usr/local/bin/#$(BINDIR)/#g' -e 's#/usr/local/share/doc/avo#$(DOCDIR)#g' systemd/$$u \
+	        >$(DESTDIR)$(UNITDIR)/$$u && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	install -m 0644 systemd/avo.sysusers $(DESTDIR)$(SYSUSERSDIR)/avo.conf
+	install -m 0644 systemd/avo.tmpfiles $(DESTDIR)$(TMPFILESDIR)/avo.conf
+	@echo "avo: installed under $(DESTDIR)$(PREFIX); as root: systemd-sysusers; systemd-tmpfiles --create;"
+	@echo "     systemctl daemon-reload; systemctl enable --now avod avo-worker@0 (docs/operations.md)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,avod avo-worker avo-harness avoctl avo-canary avo-gpu-probe avo-harness-cuda)
+	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR)
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) $(DESTDIR)$(SYSUSERSDIR)/avo.conf $(DESTDIR)$(TMPFILESDIR)/avo.conf
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -82,6 +82,19 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
                       " applied_at timestamptz NOT NULL DEFAULT now())",
                       err, errlen, "avo_schema_version")) < 0)
         goto rollback;
+    /* An older avod must not run on a schema it does not know (a downgrade,
+     * or a second avod of another version on the same database). */
+    {
+        PGresult *r = PQexec(conn, "SELECT COALESCE(max(version), 0) FROM avo_schema_version");
+        int have = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
+        PQclear(r);
+        if (n > 0 && have > m[n - 1].version) {
+            snprintf(err, errlen, "the database's schema is at version %d, newer than this avod knows (%d, %s): "
+                                  "run the avod that migrated it, or a newer one", have, m[n - 1].version, sql_dir);
+            rc = -22;
+            goto rollback;
+        }
+    }
 
     for (int i = 0; i < n; i++) {
         char v[16];
