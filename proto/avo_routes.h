@@ -23,7 +23,8 @@
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \
     X(KB_SEARCH,  "GET",  "/v1/kb/search",          "full-text search: ?q=WORDS[&limit=N]") \
-    X(KB_CHUNK,   "GET",  "/v1/kb/{id}",            "one knowledge-base chunk in full")
+    X(KB_CHUNK,   "GET",  "/v1/kb/{id}",            "one knowledge-base chunk in full") \
+    X(METRICS,    "GET",  "/metrics",               "Prometheus metrics (text exposition format 0.0.4)")
 
 typedef enum {
 #define AVO_ROUTE_ENUM(id, m, p, h) AVO_ROUTE_##id,

@@ -122,6 +122,34 @@ static void query_json(avo_api *a, avo_http_req *req, int64_t id, const char *sq
     }
 }
 
+/* GET /metrics: the exposition text is computed by avo_metrics()
+ * (sql/008_metrics.sql) in one snapshot. */
+static void on_metrics(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    if (!avo_http_gone(c->req)) {
+        if (err || PQntuples(res) != 1)
+            avo_http_reply_text(c->req, 503, "text/plain; charset=utf-8",
+                                "# avod cannot read its database now; avo_up would be 0\n");
+        else
+            avo_http_reply_text(c->req, 200, "text/plain; version=0.0.4; charset=utf-8", PQgetvalue(res, 0, 0));
+    }
+    call_free(c);
+}
+
+static void h_metrics(avo_api *a, avo_http_req *req)
+{
+    call *c = call_new(a, req, 0);
+    if (!c) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (avo_db_query(a->db, "SELECT avo_metrics()", 0, NULL, on_metrics, c) < 0) {
+        avo_http_reply_text(req, 503, "text/plain; charset=utf-8", "# avod cannot read its database now\n");
+        call_free(c);
+    }
+}
+
 /* ---- submission ---- */
 
 /* A submission in flight: a transfer seed is looked up in the database
@@ -925,6 +953,9 @@ void avo_api_handle(void *arg, avo_http_req *req)
     }
     case AVO_ROUTE_CANDIDATE_DIFF:
         h_diff(a, req, id);
+        return;
+    case AVO_ROUTE_METRICS:
+        h_metrics(a, req);
         return;
     case AVO_ROUTE_WORKERS:
         query_json(a, req, 0,

@@ -126,6 +126,14 @@ void avo_http_reply_json(avo_http_req *r, int status, json_t *body)
     set_response(r, (unsigned)status, resp);
 }
 
+void avo_http_reply_text(avo_http_req *r, int status, const char *content_type, const char *text)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    set_response(r, (unsigned)status, resp);
+}
+
 void avo_http_reply_error(avo_http_req *r, int status, const char *code, const char *fmt, ...)
 {
     char msg[1024];

@@ -45,6 +45,8 @@ int avo_http_gone(const avo_http_req *r);
 
 /* Answer with JSON; body is stolen. */
 void avo_http_reply_json(avo_http_req *r, int status, json_t *body);
+/* Answer with text of the given content type (copied). */
+void avo_http_reply_text(avo_http_req *r, int status, const char *content_type, const char *text);
 /* Answer {"error":{"code","message"}}. */
 void avo_http_reply_error(avo_http_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
