@@ -32,9 +32,9 @@ LIB_HARNESS := $(BUILD)/lib/libavoharness.a
 LIB_CLIENT  := $(BUILD)/lib/libavoclient.a
 
 LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto -lgit2 $(LDLIBS_BASE)
-LIBS_WORKER := -lpq -lcrypto $(LDLIBS_BASE)
+LIBS_WORKER := -lpq -lcrypto -lsystemd $(LDLIBS_BASE)
 LIBS_HARN   := $(LDLIBS_BASE)
-LIBS_CLIENT := -lcurl $(LDLIBS_BASE)
+LIBS_CLIENT := -lcurl -lsystemd $(LDLIBS_BASE)
 
 BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUILD)/bin/avoctl
 

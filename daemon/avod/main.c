@@ -31,6 +31,7 @@
 #include "pgembed.h"
 #include "rescuer.h"
 #include "service.h"
+#include "eventlog.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -89,6 +90,7 @@ typedef struct {
     avo_http *http;
     uv_signal_t sigint, sigterm, sighup;
     avo_service *service;
+    avo_eventlog *eventlog;
     int argc;                   /* the command line as given, for reloads */
     char **argv;
     int stopping;
@@ -106,6 +108,7 @@ static void shutdown_daemon(avod *d)
         return;
     d->stopping = 1;
     avo_service_stop(d->service);
+    avo_eventlog_stop(d->eventlog);
     avo_info("avod", "shutting down");
     /* Order: stop producing work, end client streams, then the database. The
      * engine and the API free themselves in close callbacks that run after
@@ -179,8 +182,10 @@ static void kick_engine(void *arg)
 static void on_notify(void *arg, const char *channel, const char *payload)
 {
     avod *d = arg;
-    if (!strcmp(channel, "avo_events"))
+    if (!strcmp(channel, "avo_events")) {
         avo_api_job_event(d->api, strtoll(payload, NULL, 10));
+        avo_eventlog_kick(d->eventlog);
+    }
     else
         avo_engine_kick(d->engine);
 }
@@ -191,6 +196,7 @@ static void on_db_state(void *arg, int up)
     if (up) {
         avo_info("db", "connected");
         avo_engine_kick(d->engine);
+        avo_eventlog_kick(d->eventlog);
     }
 }
 
@@ -446,7 +452,7 @@ int main(int argc, char **argv)
         uv_run(d.loop, UV_RUN_DEFAULT);
         goto cleanup;
     }
-    if (avo_service_start(&d.service, d.loop, &d.db) < 0)
+    if (avo_service_start(&d.service, d.loop, &d.db) < 0 || avo_eventlog_start(&d.eventlog, &d.db) < 0)
         goto cleanup;
     avo_engine_set_agent(d.engine, d.agent);
     avo_api_set_agent(d.api, d.agent);

@@ -403,8 +403,10 @@ static int evaluate_one(worker *w, PGresult *claim)
     w->eval_id = strtoll(PQgetvalue(claim, 0, 0), NULL, 10);
     w->lease_lost = 0;
     w->next_heartbeat = now_s() + 1;
-    avo_info("worker", "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id, PQgetvalue(claim, 0, 1),
-             PQgetvalue(claim, 0, 2), problem);
+    const avo_log_ctx lc = {strtoll(PQgetvalue(claim, 0, 1), NULL, 10), strtoll(PQgetvalue(claim, 0, 2), NULL, 10),
+                            w->eval_id, w->worker_id};
+    avo_logx(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id,
+             PQgetvalue(claim, 0, 1), PQgetvalue(claim, 0, 2), problem);
     set_state(w, "busy");
     prefetch(w);
 
@@ -423,7 +425,7 @@ static int evaluate_one(worker *w, PGresult *claim)
             .cancel_arg = w,
         };
         if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
-            avo_err("worker", "evaluation %lld could not run: %s", w->eval_id, err);
+            avo_logx(AVO_LOG_ERROR, "worker", &lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,
                                "configs");
         }
@@ -444,7 +446,7 @@ static int evaluate_one(worker *w, PGresult *claim)
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(aggs, sizeof aggs, "%.17g", agg);
     const char *params[] = {eid, wid, outcome, aggs, text};
-    avo_info("worker", "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
+    avo_logx(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
              json_string_value(json_object_get(result, "unit")) ? json_string_value(json_object_get(result, "unit")) : "");
 
     /* The result must not be lost to a database blip: retry until stored or
