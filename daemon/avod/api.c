@@ -885,10 +885,10 @@ void avo_api_handle(void *arg, avo_http_req *req)
 
     switch (route) {
     case -404:
-        avo_http_reply_error(req, 404, "not_found", "no route %s %s (see avoctl help api)", method, path);
+        avo_http_reply_error(req, 404, "no_route", "no route %s %s (proto/openapi.yaml lists them)", method, path);
         return;
     case -405:
-        avo_http_reply_error(req, 405, "bad_request", "%s is not allowed on %s", method, path);
+        avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s", method, path);
         return;
     case AVO_ROUTE_HEALTH:
         avo_http_reply_json(req, avo_db_is_up(a->db) ? 200 : 503,
@@ -899,14 +899,28 @@ void avo_api_handle(void *arg, avo_http_req *req)
         h_submit(a, req);
         return;
     case AVO_ROUTE_JOB_LIST: {
-        char lb[16];
-        if (query_int(req, "limit", 50, 1000, lb, sizeof lb) < 0)
+        /* Newest first, a page at a time: ?before=ID continues where the
+         * last page ended (its "next_before"); ?state= filters. */
+        char lb[16], bb[32];
+        const char *state = avo_http_query(req, "state");
+        if (query_int(req, "limit", 50, 1000, lb, sizeof lb) < 0 ||
+            query_int(req, "before", 0, 9007199254740991L, bb, sizeof bb) < 0)
             return;
-        const char *pl[] = {lb};
+        if (state && strcmp(state, "queued") && strcmp(state, "running") && strcmp(state, "succeeded") &&
+            strcmp(state, "failed") && strcmp(state, "cancelled")) {
+            avo_http_reply_error(req, 400, "bad_request",
+                                 "state: '%s' is not one of queued, running, succeeded, failed, cancelled", state);
+            return;
+        }
+        const char *pl[] = {lb, bb[0] ? bb : NULL, state};
         query_json(a, req, 0,
-                   "SELECT jsonb_build_object('jobs', COALESCE(jsonb_agg(avo_job_json(id) ORDER BY id DESC), "
-                   "'[]')) FROM (SELECT id FROM jobs ORDER BY id DESC LIMIT $1) s",
-                   1, pl, NULL, 200);
+                   "WITH page AS (SELECT id FROM jobs WHERE ($2::bigint IS NULL OR id < $2) "
+                   "AND ($3::text IS NULL OR state = $3) ORDER BY id DESC LIMIT $1::int + 1) "
+                   "SELECT jsonb_build_object('jobs', COALESCE((SELECT jsonb_agg(avo_job_json(id) ORDER BY id DESC) "
+                   "FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p), '[]'), "
+                   "'next_before', CASE WHEN (SELECT count(*) FROM page) > $1::int "
+                   "THEN (SELECT min(id) FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p) END)",
+                   3, pl, NULL, 200);
         return;
     }
     case AVO_ROUTE_JOB_GET:
