@@ -50,6 +50,20 @@ int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *e
             g->socket = v;
             i += used;
             continue;
+        } else if ((strncmp(s, "--url", 5) == 0 && (s[5] == 0 || s[5] == '=')) ||
+                   (strncmp(s, "--token-file", 12) == 0 && (s[12] == 0 || s[12] == '='))) {
+            const int is_url = s[2] == 'u';
+            const size_t n = is_url ? 5 : 12;
+            int used;
+            const char *v = take_value(s[n] == '=' ? s + n + 1 : NULL, i, argc, argv, &used);
+            if (!v || !*v)
+                return fail(err, errlen, "option '%s' needs a value%s", is_url ? "--url" : "--token-file", NULL);
+            if (is_url)
+                g->url = v;
+            else
+                g->token_file = v;
+            i += used;
+            continue;
         } else {
             return fail(err, errlen, "unknown global option '%s'%s", s, NULL);
         }

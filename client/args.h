@@ -34,6 +34,8 @@ typedef struct {
     int help;
     int version;
     const char *socket;   /* NULL: the avo_home default */
+    const char *url;      /* avod's TCP listener (--url, AVO_URL); NULL: the socket */
+    const char *token_file; /* its bearer token (--token-file, AVO_TOKEN_FILE) */
 } avoctl_globals;
 
 /* Parse the flags before the command. Returns the index of the command in

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,7 +37,9 @@ typedef struct avoctl_command avoctl_command;
 typedef struct {
     avoctl_globals g;
     int json;                   /* --json before or after the command */
-    char socket[4096];
+    char socket[4096];          /* the socket path, or the TCP URL: where avod is, for messages */
+    const char *url;            /* TCP: avod's listener */
+    char token[256];            /* TCP: the bearer token */
     avoctl_http *http;          /* opened on first use */
     const avoctl_command *cmd;
 } avoctl_ctx;
@@ -95,7 +98,7 @@ static int print_json(const json_t *v, size_t flags)
 
 static int unreachable(const avoctl_ctx *c, const char *why)
 {
-    errorf("cannot reach avod at %s: %s; is avod running? (set AVO_HOME or --socket)", c->socket,
+    errorf("cannot reach avod at %s: %s; is avod running? (set AVO_HOME, --socket or --url)", c->socket,
            why);
     return EXIT_UNREACHABLE;
 }
@@ -114,11 +117,43 @@ static int daemon_error(const avoctl_response *r)
     return EXIT_FAIL;
 }
 
+/* The first token in a token file (avod's format: one per line, '#'
+ * comments). The file must not be readable by others: it is a password. */
+static int read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+    struct stat st;
+    FILE *f = NULL;
+    if (stat(path, &st) < 0 || !(f = fopen(path, "r"))) {
+        snprintf(err, errlen, "token file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (st.st_mode & 007) {
+        fclose(f);
+        snprintf(err, errlen, "token file %s is readable by others; chmod 600 it", path);
+        return -1;
+    }
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *t = line + strspn(line, " \t");
+        t[strcspn(t, " \t\r\n")] = 0;
+        if (*t && *t != '#' && strlen(t) < outlen) {
+            snprintf(out, outlen, "%s", t);
+            found = 1;
+        }
+    }
+    fclose(f);
+    memset(line, 0, sizeof line);
+    if (!found)
+        snprintf(err, errlen, "token file %s has no token", path);
+    return found ? 0 : -1;
+}
+
 static int open_http(avoctl_ctx *c)
 {
     if (c->http)
         return 0;
-    if (avoctl_http_open(&c->http, c->socket) < 0) {
+    if (avoctl_http_open(&c->http, c->url ? NULL : c->socket, c->url, c->token) < 0) {
         errorf("cannot initialise libcurl");
         return -ENOMEM;
     }
@@ -1370,6 +1405,8 @@ static int print_help(const char *topic, FILE *out)
                 "\nglobal options (before the command; --json and -h also after it):\n"
                 "  --json          machine-readable JSON output\n"
                 "  --socket PATH   avod's socket (default $AVO_HOME/" AVO_SOCKET_NAME ")\n"
+                "  --url URL       avod's TCP listener instead (AVO_URL), e.g. http://gpu-head:7460\n"
+                "  --token-file F  its bearer token, first line of F (AVO_TOKEN_FILE; chmod 600)\n"
                 "  -h, --help      this help\n"
                 "  --version       print avoctl's version\n"
                 "\nexit status: 0 ok, 1 failed (daemon error, job not succeeded), 2 usage,\n"
@@ -1456,7 +1493,27 @@ int main(int argc, char **argv)
         ex = usage_error(&c, err);
         goto cleanup;
     }
-    if (c.g.socket) {
+    c.url = c.g.url ? c.g.url : getenv("AVO_URL");
+    if (c.url && !*c.url)
+        c.url = NULL;
+    if (c.url) {
+        const char *tf = c.g.token_file ? c.g.token_file : getenv("AVO_TOKEN_FILE");
+        if (strncmp(c.url, "http://", 7) != 0 && strncmp(c.url, "https://", 8) != 0) {
+            ex = usage_error(&c, "--url wants http://HOST:PORT (avod's --listen address)");
+            goto cleanup;
+        }
+        if (!tf || !*tf) {
+            ex = usage_error(&c, "--url needs --token-file FILE (or AVO_TOKEN_FILE): avod's TCP listener "
+                                 "answers only requests with a bearer token");
+            goto cleanup;
+        }
+        if (read_token(tf, c.token, sizeof c.token, err, sizeof err) < 0) {
+            errorf("%s", err);
+            ex = EXIT_USAGE;
+            goto cleanup;
+        }
+        snprintf(c.socket, sizeof c.socket, "%s", c.url);
+    } else if (c.g.socket) {
         snprintf(c.socket, sizeof c.socket, "%s", c.g.socket);
     } else if (avo_home_path(AVO_SOCKET_NAME, c.socket, sizeof c.socket) < 0) {
         errorf("cannot determine AVO_HOME (no HOME); use --socket PATH");

@@ -16,6 +16,9 @@
 struct avoctl_http {
     CURL *curl;
     char *socket;
+    char base[512];             /* "http://avod" on the socket, else the TCP listener's URL */
+    char auth[300];             /* "Authorization: Bearer ..." or "" */
+    int tcp;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -34,7 +37,7 @@ void avoctl_response_free(avoctl_response *r)
     r->body = NULL;
 }
 
-int avoctl_http_open(avoctl_http **out, const char *socket_path)
+int avoctl_http_open(avoctl_http **out, const char *socket_path, const char *base_url, const char *token)
 {
     avoctl_http *h = NULL;
 
@@ -44,7 +47,13 @@ int avoctl_http_open(avoctl_http **out, const char *socket_path)
     h = calloc(1, sizeof *h);
     if (!h)
         goto fail;
-    h->socket = strdup(socket_path);
+    h->socket = strdup(socket_path ? socket_path : "");
+    h->tcp = base_url && *base_url;
+    snprintf(h->base, sizeof h->base, "%s", h->tcp ? base_url : "http://avod");
+    for (size_t n = strlen(h->base); n > 0 && h->base[n - 1] == '/'; n--)
+        h->base[n - 1] = 0;
+    if (token && *token)
+        snprintf(h->auth, sizeof h->auth, "Authorization: Bearer %s", token);
     h->curl = curl_easy_init();
     if (!h->socket || !h->curl)
         goto fail;
@@ -67,6 +76,7 @@ void avoctl_http_close(avoctl_http *h)
         return;
     curl_easy_cleanup(h->curl);
     free(h->socket);
+    memset(h->auth, 0, sizeof h->auth);
     free(h);
     curl_global_cleanup();
 }
@@ -114,12 +124,13 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *q
     transfer t = {.h = h, .cb = cb, .arg = arg};
     struct curl_slist *hdrs = NULL;
     char *payload = NULL;
-    char url[1024] = "http://avod";
+    char url[1024];
     const char *method = avo_routes[route].method;
     int rc = 0;
     CURLcode cc;
 
     memset(r, 0, sizeof *r);
+    snprintf(url, sizeof url, "%s", h->base);
     if (avoctl_route_path(route, id, query, url + strlen(url), sizeof url - strlen(url)) < 0) {
         snprintf(r->error, sizeof r->error, "request path too long");
         return -ENAMETOOLONG;
@@ -128,7 +139,10 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *q
     CURL *c = h->curl;
     curl_easy_reset(c);
     h->errbuf[0] = 0;
-    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->socket);
+    if (!h->tcp)
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->socket);
+    if (h->auth[0])
+        hdrs = curl_slist_append(hdrs, h->auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -24,7 +24,9 @@ void avoctl_response_free(avoctl_response *r);
  * negative int to abort it; that value is returned by avoctl_http_stream(). */
 typedef int (*avoctl_stream_cb)(const char *data, size_t len, void *arg);
 
-int avoctl_http_open(avoctl_http **h, const char *socket_path);
+/* To avod on its unix socket, or (base_url set, e.g. "http://host:7460") on
+ * its TCP listener with "Authorization: Bearer token". */
+int avoctl_http_open(avoctl_http **h, const char *socket_path, const char *base_url, const char *token);
 void avoctl_http_close(avoctl_http *h);
 
 /* "/v1/jobs/7/events?after=3" from a route, its {id} and an optional query

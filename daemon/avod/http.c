@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netdb.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,9 @@ struct avo_http {
     uv_timer_t timer;
     avo_http_handler handler;
     void *arg;
+    int tcp;                     /* a TCP listener: every request needs a bearer token */
+    char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
+    int ntokens;
     int stopping;
     int closing_handles;
     avo_http_req *reqs;          /* every live request, for shutdown */
@@ -237,6 +242,21 @@ static enum MHD_Result queue_pending(avo_http_req *r)
     return ret;
 }
 
+/* "Bearer TOKEN" against each configured token, in constant time for
+ * equal lengths (a token's length is not a secret worth the complexity). */
+static int authorized(const avo_http *h, const char *value)
+{
+    if (!value || strncmp(value, "Bearer ", 7) != 0)
+        return 0;
+    const char *t = value + 7;
+    size_t n = strlen(t);
+    int ok = 0;
+    for (int i = 0; i < h->ntokens; i++)
+        if (strlen(h->tokens[i]) == n && n > 0 && CRYPTO_memcmp(h->tokens[i], t, n) == 0)
+            ok = 1;
+    return ok;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload,
                                  size_t *upload_size, void **con_cls)
@@ -280,7 +300,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     if (!r->dispatched) {
         r->dispatched = 1;
-        if (r->too_large)
+        if (h->tcp && !authorized(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
+            avo_http_reply_error(r, 401, "unauthorized",
+                                 "this listener needs 'Authorization: Bearer TOKEN' with a token from avod's "
+                                 "token file");
+            MHD_add_response_header(r->response, "WWW-Authenticate", "Bearer realm=\"avod\"");
+        } else if (r->too_large)
             avo_http_reply_error(r, 413, "too_large", "request body over %d bytes", AVO_HTTP_MAX_BODY);
         else
             h->handler(h->arg, r);
@@ -351,6 +376,42 @@ static void on_poll(uv_poll_t *p, int status, int events)
     http_run(p->data);
 }
 
+/* MHD on the listening socket in h->listen_fd, driven from the loop. */
+static int serve(avo_http *h, const char *what, char *err, size_t errlen)
+{
+    h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, h,
+                              MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+                              on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!h->mhd) {
+        snprintf(err, errlen, "cannot start the HTTP server on %s", what);
+        return -5;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info) {
+        snprintf(err, errlen, "libmicrohttpd has no epoll support");
+        return -5;
+    }
+    uv_poll_init(h->loop, &h->poll, info->epoll_fd);
+    h->poll.data = h;
+    uv_poll_start(&h->poll, UV_READABLE, on_poll);
+    uv_timer_init(h->loop, &h->timer);
+    h->timer.data = h;
+    http_kick(h);
+    return 0;
+}
+
+/* Undo a start that failed before serve() took over the socket. */
+static void start_failed(avo_http *h)
+{
+    if (h->mhd)
+        MHD_stop_daemon(h->mhd);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
+    memset(h->tokens, 0, sizeof h->tokens);
+    free(h);
+}
+
 int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
                    void *arg, char *err, size_t errlen)
 {
@@ -379,34 +440,78 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
         snprintf(err, errlen, "cannot listen on %s: %s", socket_path, strerror(errno));
         goto fail;
     }
-    h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, h,
-                              MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-                              on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
-    if (!h->mhd) {
-        snprintf(err, errlen, "cannot start the HTTP server on %s", socket_path);
+    if (serve(h, socket_path, err, errlen) < 0)
         goto fail;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!info) {
-        snprintf(err, errlen, "libmicrohttpd has no epoll support");
-        goto fail;
-    }
-    uv_poll_init(loop, &h->poll, info->epoll_fd);
-    h->poll.data = h;
-    uv_poll_start(&h->poll, UV_READABLE, on_poll);
-    uv_timer_init(loop, &h->timer);
-    h->timer.data = h;
-    http_kick(h);
     *out = h;
     return 0;
 fail:
-    if (h->mhd)
-        MHD_stop_daemon(h->mhd);
-    if (h->listen_fd >= 0)
-        close(h->listen_fd);
+    start_failed(h);
     unlink(socket_path);
-    free(h);
+    return -5;
+}
+
+int avo_http_set_tokens(avo_http *h, char tokens[][AVO_HTTP_TOKEN_MAX + 1], int n)
+{
+    if (n < 1 || n > AVO_HTTP_MAX_TOKENS)
+        return -22;
+    for (int i = 0; i < n; i++)
+        memcpy(h->tokens[i], tokens[i], sizeof h->tokens[i]);
+    h->ntokens = n;
+    return 0;
+}
+
+int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, char tokens[][AVO_HTTP_TOKEN_MAX + 1],
+                       int ntokens, avo_http_handler handler, void *arg, char *err, size_t errlen)
+{
+    char host[256], port[16];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host || strlen(colon + 1) >= sizeof port ||
+        !colon[1]) {
+        snprintf(err, errlen, "listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:7460, [::1]:7460)", addr);
+        return -22;
+    }
+    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+    snprintf(port, sizeof port, "%s", colon + 1);
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    if (ntokens < 1) {
+        snprintf(err, errlen, "listen %s: a TCP listener needs a token file (--token-file) with at least one token",
+                 addr);
+        return -22;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errlen, "listen %s: %s", addr, gai_strerror(gai));
+        return -22;
+    }
+    avo_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        freeaddrinfo(ai);
+        return -12;
+    }
+    h->loop = loop;
+    h->handler = handler;
+    h->arg = arg;
+    h->tcp = 1;
+    avo_http_set_tokens(h, tokens, ntokens);
+    int one = 1;
+    h->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (h->listen_fd < 0 || setsockopt(h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(h->listen_fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(h->listen_fd, 128) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+        freeaddrinfo(ai);
+        goto fail;
+    }
+    freeaddrinfo(ai);
+    if (serve(h, addr, err, errlen) < 0)
+        goto fail;
+    *out = h;
+    return 0;
+fail:
+    start_failed(h);
     return -5;
 }
 
@@ -433,7 +538,9 @@ void avo_http_stop(avo_http *h)
     h->mhd = NULL;
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
-    unlink(h->path);
+    if (!h->tcp)
+        unlink(h->path);
+    memset(h->tokens, 0, sizeof h->tokens);
     h->closing_handles = 2;
     uv_poll_stop(&h->poll);
     uv_close((uv_handle_t *)&h->poll, handle_closed);

@@ -25,6 +25,19 @@ typedef void (*avo_http_close_cb)(avo_http_req *req);
 
 int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
                    void *arg, char *err, size_t errlen);
+/* Bearer tokens of a TCP listener: at most this many (old and new during a
+ * rotation), each at most this long. */
+#define AVO_HTTP_MAX_TOKENS 8
+#define AVO_HTTP_TOKEN_MAX 255
+
+/* A TCP listener on HOST:PORT ("127.0.0.1:7460", "[::]:7460"): the same
+ * handler, but every request must carry "Authorization: Bearer TOKEN" with
+ * one of the tokens, or gets 401 unauthorized (the token is never logged). */
+int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, char tokens[][AVO_HTTP_TOKEN_MAX + 1],
+                       int ntokens, avo_http_handler handler, void *arg, char *err, size_t errlen);
+/* Replace the tokens (a reload: rotation). 0 or -EINVAL for none. */
+int avo_http_set_tokens(avo_http *h, char tokens[][AVO_HTTP_TOKEN_MAX + 1], int n);
+
 /* Ends streams, drops pending requests and closes the socket. */
 void avo_http_stop(avo_http *h);
 

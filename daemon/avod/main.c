@@ -44,6 +44,8 @@ typedef struct {
     char pg_user[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
     char providers[AVO_CFG_STRLEN];
+    char listen[AVO_CFG_STRLEN];
+    char token_file[AVO_CFG_STRLEN];
     long long engine_interval_ms;
     long long rescue_interval_ms;
     long long max_attempts;
@@ -67,6 +69,10 @@ static const avo_cfg_row avod_rows[] = {
     ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
     ROW("providers", AVO_CFG_STR, providers, NULL, "AVO_PROVIDERS", 1, 0,
         "LLM providers for agent jobs: a JSON file, an array of provider objects (docs/agent.md)"),
+    ROW("listen", AVO_CFG_STR, listen, NULL, "AVO_LISTEN", 1, 0,
+        "also serve the API on TCP HOST:PORT (e.g. 127.0.0.1:7460); every request needs a bearer token"),
+    ROW("token-file", AVO_CFG_STR, token_file, NULL, "AVO_TOKEN_FILE", 1, 0,
+        "bearer tokens for the TCP listener, one per line, '#' comments; not readable by others"),
     ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
         "evolution engine polling interval (NOTIFY wakes it sooner)"),
     ROW("rescue-interval-ms", AVO_CFG_INT, rescue_interval_ms, "2000", NULL, 100, 600000,
@@ -88,6 +94,7 @@ typedef struct {
     avo_agent *agent;
     avo_api *api;
     avo_http *http;
+    avo_http *http_tcp;         /* --listen: the same API on TCP, behind bearer tokens */
     uv_signal_t sigint, sigterm, sighup;
     avo_service *service;
     avo_eventlog *eventlog;
@@ -118,6 +125,7 @@ static void shutdown_daemon(avod *d)
     avo_rescuer_stop(d->rescuer);
     avo_api_stop(d->api);
     avo_http_stop(d->http);
+    avo_http_stop(d->http_tcp);
     avo_db_close(&d->db, on_db_closed);
     avo_db_close(&d->listen, on_db_closed);
     uv_close((uv_handle_t *)&d->sigint, NULL);
@@ -126,6 +134,59 @@ static void shutdown_daemon(avod *d)
 }
 
 static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
+
+/* The token file: one token per line, blank lines and '#' comments skipped.
+ * Like a key file it must be ours and not readable by others: a token is
+ * the whole of the TCP listener's access control. Tokens are never logged.
+ * Returns how many, or a negative int with err. */
+static int load_tokens(const char *path, char tokens[][AVO_HTTP_TOKEN_MAX + 1], char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        snprintf(err, errlen, "token-file %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if ((st.st_mode & 007) || st.st_uid != geteuid()) {
+        snprintf(err, errlen, "token-file %s: must be owned by this user and not readable by others (chmod 600)",
+                 path);
+        return -EPERM;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "token-file %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    char line[1024];
+    int n = 0, lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *t = line + strspn(line, " \t");
+        t[strcspn(t, "\r\n")] = 0;
+        for (size_t k = strlen(t); k > 0 && (t[k - 1] == ' ' || t[k - 1] == '\t'); k--)
+            t[k - 1] = 0;
+        if (!*t || *t == '#')
+            continue;
+        if (strlen(t) < 16 || strlen(t) > AVO_HTTP_TOKEN_MAX || strpbrk(t, " \t")) {
+            snprintf(err, errlen, "token-file %s line %d: a token is 16 to %d characters without blanks", path,
+                     lineno, AVO_HTTP_TOKEN_MAX);
+            rc = -EINVAL;
+            break;
+        }
+        if (n == AVO_HTTP_MAX_TOKENS) {
+            snprintf(err, errlen, "token-file %s: more than %d tokens", path, AVO_HTTP_MAX_TOKENS);
+            rc = -EINVAL;
+            break;
+        }
+        snprintf(tokens[n++], AVO_HTTP_TOKEN_MAX + 1, "%s", t);
+    }
+    fclose(f);
+    memset(line, 0, sizeof line);
+    if (!rc && n == 0) {
+        snprintf(err, errlen, "token-file %s: no token in it", path);
+        rc = -EINVAL;
+    }
+    return rc < 0 ? rc : n;
+}
 
 /* SIGHUP (systemctl reload): the configuration is read again from the same
  * command line, file and environment; what can change while running is
@@ -147,12 +208,20 @@ static void on_reload(uv_signal_t *h, int signum)
         memcpy(argv, d->argv, (size_t)d->argc * sizeof *argv);
         if (avo_config_load(avod_rows, NROWS, &s, d->argc, argv, &nrest, err, sizeof err) == 0 &&
             load_providers(s.providers, &prov, &n, err, sizeof err) == 0) {
-            if (avo_log_set_level(s.log_level) < 0)
+            char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
+            int nt = d->http_tcp && *s.token_file ? load_tokens(s.token_file, tokens, err, sizeof err) : 0;
+            if (nt < 0)
+                ; /* err says why */
+            else if (avo_log_set_level(s.log_level) < 0)
                 snprintf(err, sizeof err, "log-level: '%s' is not one of error, warn, info, debug", s.log_level);
             else if (avo_agent_set_providers(d->agent, prov, n) < 0)
                 snprintf(err, sizeof err, "out of memory");
-            else
+            else {
                 err[0] = 0;
+                if (nt > 0)
+                    avo_http_set_tokens(d->http_tcp, tokens, nt);
+            }
+            memset(tokens, 0, sizeof tokens);
         }
     }
     free(argv);
@@ -319,6 +388,8 @@ int main(int argc, char **argv)
     int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0, nproviders = 0;
     avo_llm_provider *providers = NULL;
     const char *dsn;
+    char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
+    int ntokens = 0;
 
     memset(&d, 0, sizeof d);
     memset(&pg, 0, sizeof pg);
@@ -355,6 +426,14 @@ int main(int argc, char **argv)
      * configuration error, not something to find at the first agent job. */
     if (load_providers(s.providers, &providers, &nproviders, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
+        return 2;
+    }
+    if (*s.listen && (ntokens = *s.token_file ? load_tokens(s.token_file, tokens, err, sizeof err) : 0) <= 0) {
+        if (ntokens == 0)
+            snprintf(err, sizeof err, "listen %s: a TCP listener needs --token-file (tokens, one per line)",
+                     s.listen);
+        fprintf(stderr, "avod: %s\n", err);
+        free(providers);
         return 2;
     }
 
@@ -442,8 +521,11 @@ int main(int argc, char **argv)
         avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
                           s.retry_backoff) < 0)
         goto cleanup;
-    if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0) {
+    if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0 ||
+        (*s.listen && avo_http_start_tcp(&d.http_tcp, d.loop, s.listen, tokens, ntokens, avo_api_handle, d.api, err,
+                                         sizeof err) < 0)) {
         fprintf(stderr, "avod: %s\n", err);
+        avo_http_stop(d.http);
         avo_engine_stop(d.engine);
         avo_rescuer_stop(d.rescuer);
         avo_api_stop(d.api);
@@ -454,6 +536,8 @@ int main(int argc, char **argv)
     }
     if (avo_service_start(&d.service, d.loop, &d.db) < 0 || avo_eventlog_start(&d.eventlog, &d.db) < 0)
         goto cleanup;
+    if (*s.listen)
+        avo_info("avod", "API also on TCP %s (bearer tokens: %d)", s.listen, ntokens);
     avo_engine_set_agent(d.engine, d.agent);
     avo_api_set_agent(d.api, d.agent);
     avo_db_connect(&d.db);
@@ -473,6 +557,7 @@ int main(int argc, char **argv)
     rc = 0;
 
 cleanup:
+    memset(tokens, 0, sizeof tokens);
     free(providers);
     free(d.argv);
     if (loop_ready)
