@@ -185,7 +185,7 @@ DOCDIR  := $(PREFIX)/share/doc/avo
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
-UNITS := avod.service avo-worker@.service
+UNITS := avod.service avo-worker@.service avo-nightly.service avo-nightly.timer
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \

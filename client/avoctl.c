@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "format.h"
 #include "http.h"
 #include "lineage.h"
+#include "campaign.h"
 #include "report.h"
 #include "show.h"
 #include "spec.h"
@@ -1249,6 +1251,170 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
     return usage_error(c, msg);
 }
 
+/* ---- campaign ---------------------------------------------------------- */
+
+static void utc_now(char *buf, size_t len, const char *fmt)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, fmt, &tm);
+}
+
+/* Write text to path through a temporary file and a rename, so a reader
+ * (or the next campaign) never sees half a summary. */
+static int write_atomic(const char *path, const json_t *summary, int markdown)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        errorf("cannot write %s: %s", tmp, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int rc = markdown ? avoctl_campaign_markdown(summary, f) : json_dumpf(summary, f, JSON_INDENT(2));
+    if (!markdown)
+        fputc('\n', f);
+    if (fclose(f) != 0 || rc < 0 || rename(tmp, path) != 0) {
+        errorf("cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* Cancel a campaign's job (a finished one answers 409 conflict: said, and
+ * nothing more to do). */
+static void cancel_quietly(avoctl_ctx *c, json_int_t id)
+{
+    json_t *r = NULL;
+    long status = 0;
+    call_status(c, AVO_ROUTE_JOB_CANCEL, id, NULL, NULL, &r, &status);
+    json_decref(r);
+}
+
+static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
+{
+    if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
+        return usage_error(c, strcmp(a->pos[0], "run") ? "campaign: the subcommand is 'run'"
+                                                        : "campaign run: give one campaign FILE");
+    const char *out_dir = avoctl_args_get(a, "out") ? avoctl_args_get(a, "out") : ".";
+    const char *timeout_s = avoctl_args_get(a, "timeout");
+    char err[512], started[32], finished[32], stamp[32], path[4200];
+    int64_t timeout = 0;
+    if (timeout_s && avoctl_parse_i64("--timeout", timeout_s, 1, 30 * 86400, &timeout, err, sizeof err) < 0)
+        return usage_error(c, err);
+    json_error_t je;
+    json_t *doc = json_load_file(a->pos[1], 0, &je), *specs, *prev = NULL, *ids = json_array(), *jobs = json_array();
+    json_t *summary = NULL;
+    const char *name;
+    double tol;
+    int ex = EXIT_FAIL;
+    if (!doc) {
+        errorf("%s: %s%s", a->pos[1], je.text, je.line > 0 ? "" : "");
+        goto cleanup;
+    }
+    if (avoctl_campaign_parse(doc, &name, &tol, &specs, err, sizeof err) < 0) {
+        errorf("%s: %s", a->pos[1], err);
+        ex = EXIT_USAGE;
+        goto cleanup;
+    }
+    struct stat st;
+    if (stat(out_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        errorf("--out %s: not a directory", out_dir);
+        ex = EXIT_USAGE;
+        goto cleanup;
+    }
+    /* The previous campaign of this name, to compare each problem's best. */
+    const char *prev_path = avoctl_args_get(a, "previous");
+    snprintf(path, sizeof path, "%s/%s-latest.json", out_dir, name);
+    if (!prev_path && access(path, R_OK) == 0)
+        prev_path = path;
+    if (prev_path && !(prev = json_load_file(prev_path, 0, &je))) {
+        errorf("previous summary %s: %s", prev_path, je.text);
+        goto cleanup;
+    }
+    utc_now(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ");
+    size_t i;
+    json_t *spec;
+    json_array_foreach(specs, i, spec) {
+        json_t *job = NULL;
+        if ((ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job)) != EXIT_OK) {
+            errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", name, i + 1,
+                   avoctl_str(spec, "problem"), json_array_size(ids));
+            size_t k;
+            json_t *id;
+            json_array_foreach(ids, k, id) cancel_quietly(c, json_integer_value(id));
+            goto cleanup;
+        }
+        json_array_append_new(ids, json_integer(json_integer_value(json_object_get(job, "id"))));
+        if (!c->json)
+            printf("campaign %s: job %lld submitted (%s)\n", name,
+                   (long long)json_integer_value(json_object_get(job, "id")), avoctl_str(spec, "problem"));
+        json_decref(job);
+    }
+    fflush(stdout);
+    /* Wait for every job; a timeout cancels what is left (it then counts as
+     * failed in the summary). */
+    const double t0 = now_s();
+    size_t done = 0, shown = 0;
+    for (;;) {
+        done = 0;
+        json_array_clear(jobs);
+        json_t *id;
+        json_array_foreach(ids, i, id) {
+            json_t *job = NULL;
+            if ((ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job)) != EXIT_OK)
+                goto cleanup;
+            done += is_final(avoctl_str(job, "state"));
+            json_array_append_new(jobs, job);
+        }
+        if (!c->json && done != shown) {
+            printf("campaign %s: %zu of %zu jobs finished\n", name, done, json_array_size(ids));
+            fflush(stdout);
+            shown = done;
+        }
+        if (done == json_array_size(ids))
+            break;
+        if (timeout && now_s() - t0 > (double)timeout) {
+            errorf("campaign %s: --timeout %lld s reached; cancelling the jobs still running", name,
+                   (long long)timeout);
+            json_array_foreach(ids, i, id) cancel_quietly(c, json_integer_value(id));
+            timeout = 0; /* one more pass collects their final states */
+        }
+        struct timespec nap = {2, 0};
+        nanosleep(&nap, NULL);
+    }
+    utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
+    utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
+    if (!(summary = avoctl_campaign_summary(name, jobs, prev, tol, started, finished))) {
+        errorf("out of memory");
+        ex = EXIT_FAIL;
+        goto cleanup;
+    }
+    json_object_set_new(summary, "previous_summary", prev_path ? json_string(prev_path) : json_null());
+    char json_path[4200], md_path[4200];
+    snprintf(json_path, sizeof json_path, "%s/%s-%s.json", out_dir, name, stamp);
+    snprintf(md_path, sizeof md_path, "%s/%s-%s.md", out_dir, name, stamp);
+    if ((ex = write_atomic(json_path, summary, 0)) != EXIT_OK || (ex = write_atomic(md_path, summary, 1)) != EXIT_OK ||
+        (ex = write_atomic(path, summary, 0)) != EXIT_OK)
+        goto cleanup;
+    if (c->json) {
+        print_json(summary, JSON_INDENT(2));
+    } else {
+        avoctl_campaign_markdown(summary, stdout);
+        printf("\nwrote %s and %s\n", json_path, md_path);
+    }
+    ex = json_is_true(json_object_get(summary, "ok")) ? EXIT_OK : EXIT_FAIL;
+cleanup:
+    json_decref(doc);
+    json_decref(prev);
+    json_decref(ids);
+    json_decref(jobs);
+    json_decref(summary);
+    return ex;
+}
+
 static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)a;
@@ -1334,6 +1500,12 @@ static const avoctl_opt kb_opts[] = {
     {"limit", 'n', 1, "N", "search: at most N hits (default 10, at most 100)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt campaign_opts[] = {
+    {"out", 'o', 1, "DIR", "where the summaries go (default .): NAME-STAMP.json/.md and NAME-latest.json"},
+    {"previous", 0, 1, "FILE", "compare with this summary (default DIR/NAME-latest.json, when present)"},
+    {"timeout", 't', 1, "SECONDS", "cancel what is still running after this long"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt best_opts[] = {
     {"output", 'o', 1, "FILE", "write the best candidate's source to FILE"},
     {NULL, 0, 0, NULL, NULL},
@@ -1373,6 +1545,10 @@ static const avoctl_command commands[] = {
     {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
      "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
      "JOB"},
+    {"campaign", cmd_campaign, "avoctl campaign run FILE [--out DIR] [--previous FILE] [--timeout SECONDS]",
+     "submit a campaign's jobs, wait for them, write a summary against the previous one; exit 1 when a job "
+     "failed or a problem's best regressed",
+     campaign_opts, 2, 2, "run FILE"},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
     {"kb", cmd_kb,
      "avoctl kb add FILE...\n"

@@ -16,7 +16,7 @@ check "binaries in bin/, migrations and problem packages in share/avo/, docs in 
              test -f "$0/share/avo/kernels/cpu/sgemm/problem.json" && test -f "$0/share/doc/avo/operations.md" &&
              test -f "$0/share/doc/avo/README.md"' "$R$P" "$ROOT"
 check "the units start the installed binaries; sysusers and tmpfiles snippets are in lib/" \
-    bash -c 'for u in avod.service avo-worker@.service; do
+    bash -c 'for u in avod.service avo-worker@.service avo-nightly.service; do
                  exe=$(sed -n "s/^ExecStart=\([^ ]*\).*/\1/p" "$0/lib/systemd/system/$u")
                  case $exe in '"$P"'/bin/*) test -x "$1$exe" || exit 1;; *) exit 1;; esac
              done && test -f "$0/lib/sysusers.d/avo.conf" && test -f "$0/lib/tmpfiles.d/avo.conf"' "$R$P" "$R"

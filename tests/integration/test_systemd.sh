@@ -11,12 +11,14 @@ source "$(dirname "$0")/lib.sh"
 # --- the unit files ------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then
     mkdir -p "$T/units"
-    for u in avod.service avo-worker@.service; do
+    for u in avod.service avo-worker@.service avo-nightly.service avo-nightly.timer; do
         sed "s#/usr/local/bin/#$BIN/#" "$ROOT/systemd/$u" >"$T/units/$u"
     done
     cp "$T/units/avo-worker@.service" "$T/units/avo-worker@0.service"
-    out=$(systemd-analyze verify "$T/units/avod.service" "$T/units/avo-worker@0.service" 2>&1)
-    check "systemd-analyze verify passes on avod.service and avo-worker@0.service${out:+: $out}" test -z "$out"
+    out=$(cd "$T/units" && systemd-analyze verify avod.service avo-worker@0.service avo-nightly.service \
+          avo-nightly.timer 2>&1)
+    check "systemd-analyze verify passes on avod, avo-worker@0 and the nightly service and timer${out:+: $out}" \
+        test -z "$out"
     check "the units are Type=notify with a watchdog and a reload, and hardened" \
         bash -c 'grep -q "^Type=notify" "$0" && grep -q "^WatchdogSec=" "$0" && grep -q "^ExecReload=" "$0" &&
                  grep -q "^ProtectSystem=strict" "$0" && grep -q "^NoNewPrivileges=yes" "$0" &&

@@ -1,0 +1,171 @@
+#include "campaign.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "format.h"
+
+int avoctl_campaign_parse(const json_t *doc, const char **name, double *tolerance, json_t **jobs, char *err,
+                          size_t errlen)
+{
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "a campaign is a JSON object {\"name\", \"jobs\": [spec, ...]}");
+        return -EINVAL;
+    }
+    const char *n = json_string_value(json_object_get(doc, "name"));
+    if (!n || !*n || strlen(n) > 64 || strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+                                           strlen(n)) {
+        snprintf(err, errlen, "name: 1 to 64 letters, digits, '-' or '_' (it names the summary files)");
+        return -EINVAL;
+    }
+    json_t *tol = json_object_get(doc, "tolerance");
+    double t = tol ? json_number_value(tol) : 0.02;
+    if (tol && (!json_is_number(tol) || t < 0 || t >= 1)) {
+        snprintf(err, errlen, "tolerance: a fraction in [0, 1), e.g. 0.02 (2%%)");
+        return -EINVAL;
+    }
+    json_t *j = json_object_get(doc, "jobs");
+    if (!json_is_array(j) || json_array_size(j) == 0) {
+        snprintf(err, errlen, "jobs: a non-empty array of job specs");
+        return -EINVAL;
+    }
+    size_t i;
+    json_t *s;
+    json_array_foreach(j, i, s) {
+        if (!json_is_object(s) || !json_is_string(json_object_get(s, "problem"))) {
+            snprintf(err, errlen, "jobs[%zu]: a job spec object with a \"problem\"", i);
+            return -EINVAL;
+        }
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)doc, k, v) {
+        if (strcmp(k, "name") && strcmp(k, "tolerance") && strcmp(k, "jobs") && strcmp(k, "description")) {
+            snprintf(err, errlen, "%s: unknown field (name, description, tolerance, jobs)", k);
+            return -EINVAL;
+        }
+    }
+    *name = n;
+    *tolerance = t;
+    *jobs = j;
+    return 0;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json_t *previous, double tolerance,
+                                const char *started_at, const char *finished_at)
+{
+    json_t *out = json_pack("{s:s,s:s,s:s,s:f,s:[],s:{}}", "campaign", name, "started_at", started_at,
+                            "finished_at", finished_at, "tolerance", tolerance, "jobs", "problems");
+    if (!out)
+        return NULL;
+    json_t *list = json_object_get(out, "jobs"), *probs = json_object_get(out, "problems");
+    json_t *prev_probs = json_object_get(previous, "problems");
+    int failed = 0, regressions = 0;
+    size_t i;
+    json_t *j;
+    json_array_foreach((json_t *)jobs, i, j) {
+        const char *problem = avoctl_str(j, "problem"), *state = avoctl_str(j, "state");
+        const char *unit = avoctl_str(j, "unit");
+        json_t *best = json_object_get(json_object_get(j, "best"), "aggregate");
+        json_t *seed = json_object_get(json_object_get(j, "seed"), "aggregate");
+        const int ok = state && !strcmp(state, "succeeded");
+        failed += !ok;
+        json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:o,s:o,s:O,s:O,s:O}", "id",
+                                              (json_int_t)json_integer_value(json_object_get(j, "id")), "problem",
+                                              problem ? problem : "?", "state", state ? state : "unknown", "reason",
+                                              avoctl_str(j, "reason") ? json_string(avoctl_str(j, "reason"))
+                                                                      : json_null(),
+                                              "unit", unit ? json_string(unit) : json_null(), "seed",
+                                              seed ? seed : json_null(), "best", best ? best : json_null(), "speedup",
+                                              json_object_get(j, "speedup") ? json_object_get(j, "speedup")
+                                                                            : json_null()));
+        if (!ok || !problem || !json_is_number(best))
+            continue;
+        json_t *p = json_object_get(probs, problem);
+        if (!p || json_number_value(best) > json_number_value(json_object_get(p, "best")))
+            json_object_set_new(probs, problem,
+                                json_pack("{s:O,s:o,s:I}", "best", best, "unit", unit ? json_string(unit) : json_null(),
+                                          "job", (json_int_t)json_integer_value(json_object_get(j, "id"))));
+    }
+    /* A problem with no successful job this time keeps no best: its failed
+     * jobs already fail the campaign. */
+    const char *pname;
+    json_t *p;
+    json_object_foreach(probs, pname, p) {
+        json_t *prev = json_object_get(json_object_get(prev_probs, pname), "best");
+        const double now = json_number_value(json_object_get(p, "best"));
+        int regressed = 0;
+        if (json_is_number(prev) && json_number_value(prev) > 0) {
+            const double change = now / json_number_value(prev);
+            regressed = change < 1 - tolerance;
+            json_object_set_new(p, "previous", json_real(json_number_value(prev)));
+            json_object_set_new(p, "change", num_or_null(change));
+        } else {
+            json_object_set_new(p, "previous", json_null());
+            json_object_set_new(p, "change", json_null());
+        }
+        json_object_set_new(p, "regressed", json_boolean(regressed));
+        regressions += regressed;
+    }
+    json_object_set_new(out, "failed", json_integer(failed));
+    json_object_set_new(out, "regressions", json_integer(regressions));
+    json_object_set_new(out, "ok", json_boolean(!failed && !regressions));
+    return out;
+}
+
+static void cell_num(FILE *f, const json_t *v, const char *fmt)
+{
+    if (json_is_number(v))
+        fprintf(f, fmt, json_number_value(v));
+    else
+        fputs("-", f);
+}
+
+int avoctl_campaign_markdown(const json_t *s, FILE *out)
+{
+    fprintf(out, "# Campaign %s\n\n", avoctl_str(s, "campaign") ? avoctl_str(s, "campaign") : "?");
+    fprintf(out, "%s to %s. **%s**: %lld job(s) failed, %lld problem(s) regressed (tolerance %.1f%%).\n\n",
+            avoctl_str(s, "started_at") ? avoctl_str(s, "started_at") : "?",
+            avoctl_str(s, "finished_at") ? avoctl_str(s, "finished_at") : "?",
+            json_is_true(json_object_get(s, "ok")) ? "OK" : "FAILED",
+            (long long)json_integer_value(json_object_get(s, "failed")),
+            (long long)json_integer_value(json_object_get(s, "regressions")),
+            json_number_value(json_object_get(s, "tolerance")) * 100);
+    fprintf(out, "## Problems\n\n| problem | best | unit | job | previous | change | |\n|---|---|---|---|---|---|---|\n");
+    const char *name;
+    json_t *p;
+    json_object_foreach(json_object_get(s, "problems"), name, p) {
+        fprintf(out, "| %s | ", name);
+        cell_num(out, json_object_get(p, "best"), "%.6g");
+        fprintf(out, " | %s | %lld | ", avoctl_str(p, "unit") ? avoctl_str(p, "unit") : "",
+                (long long)json_integer_value(json_object_get(p, "job")));
+        cell_num(out, json_object_get(p, "previous"), "%.6g");
+        fputs(" | ", out);
+        json_t *ch = json_object_get(p, "change");
+        if (json_is_number(ch))
+            fprintf(out, "%+.1f%%", (json_number_value(ch) - 1) * 100);
+        else
+            fputs("new", out);
+        fprintf(out, " | %s |\n", json_is_true(json_object_get(p, "regressed")) ? "**regressed**" : "");
+    }
+    fprintf(out, "\n## Jobs\n\n| job | problem | state | seed | best | speedup | reason |\n|---|---|---|---|---|---|---|\n");
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(s, "jobs"), i, j) {
+        fprintf(out, "| %lld | %s | %s | ", (long long)json_integer_value(json_object_get(j, "id")),
+                avoctl_str(j, "problem"), avoctl_str(j, "state"));
+        cell_num(out, json_object_get(j, "seed"), "%.6g");
+        fputs(" | ", out);
+        cell_num(out, json_object_get(j, "best"), "%.6g");
+        fputs(" | ", out);
+        cell_num(out, json_object_get(j, "speedup"), "x%.2f");
+        fprintf(out, " | %s |\n", avoctl_str(j, "reason") ? avoctl_str(j, "reason") : "");
+    }
+    return ferror(out) ? -EIO : 0;
+}

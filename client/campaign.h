@@ -1,0 +1,37 @@
+/* `avoctl campaign run FILE`: a set of jobs submitted together, waited for,
+ * and summarised (JSON and markdown) against the previous campaign of the
+ * same name, so a nightly run fails when a job failed or a problem's best
+ * fell. Pure: JSON in, JSON and text out; the I/O is in avoctl.c.
+ *
+ * Campaign file: {"name": "nightly", "tolerance": 0.02,
+ *                 "jobs": [JOB SPEC, ...]}   (docs/jobs.md for a spec) */
+#ifndef AVOCTL_CAMPAIGN_H
+#define AVOCTL_CAMPAIGN_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+
+/* Check a campaign document: a name of letters, digits, '-', '_' (it names
+ * the files), jobs a non-empty array of objects that name a problem,
+ * tolerance in [0, 1) (default 0.02: a best more than 2% under the previous
+ * campaign's is a regression). *jobs is borrowed from doc. 0, or -EINVAL
+ * with the field in err. */
+int avoctl_campaign_parse(const json_t *doc, const char **name, double *tolerance, json_t **jobs, char *err,
+                          size_t errlen);
+
+/* The summary of finished jobs (their /v1/jobs/{id} objects, in campaign
+ * order) against previous (the last summary of this campaign, or NULL):
+ * {"campaign", "started_at", "finished_at", "tolerance",
+ *  "jobs": [{"id","problem","state","reason","unit","seed","best","speedup"}],
+ *  "problems": {P: {"best","unit","job","previous","change","regressed"}},
+ *  "failed", "regressions", "ok"}. A problem's best is the highest over its
+ * jobs that succeeded (scores are higher-is-better); "change" is best /
+ * previous best. NULL when out of memory. */
+json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json_t *previous, double tolerance,
+                                const char *started_at, const char *finished_at);
+
+/* The summary as a markdown document. 0 or -EIO. */
+int avoctl_campaign_markdown(const json_t *summary, FILE *out);
+
+#endif
