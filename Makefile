@@ -13,7 +13,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ]
 
 PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
             libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev \
-            postgresql postgresql-client curl jq iproute2 systemd python3-yaml
+            postgresql postgresql-client curl jq iproute2 systemd python3-yaml clang libclang-rt-14-dev
 
 PROTO_SRC   := $(wildcard proto/*.c)
 COMMON_SRC  := $(wildcard daemon/common/*.c)
@@ -61,7 +61,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 # Benchmark programs (bench/*.c): built with everything, run by bench/*.sh.
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps build run test test-unit test-integration test-gpu clean install uninstall
+.PHONY: all deps build run test test-unit test-integration test-gpu clean install uninstall fuzz
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(UNIT_BINS) $(CUDA_BINS) $(BENCH_BINS)
@@ -147,6 +147,18 @@ $(BUILD)/bin/avo-gpu-probe: daemon/gpu/probe.cu daemon/gpu/avo_cupti.cu daemon/g
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Idaemon/common -Idaemon/gpu -o $@ daemon/gpu/probe.cu daemon/gpu/avo_cupti.cu \
 	    daemon/common/avo_nvml.c $(CUDA_LINK) -lcupti -lcuda -ljansson -ldl -Xlinker -export-dynamic
+
+# The fuzz target (tests/fuzz): the parsers it drives are compiled into it
+# with clang's libFuzzer and sanitizers, so coverage reaches into them.
+FUZZ_CC ?= clang
+FUZZ_SRC := tests/fuzz/fuzz_parsers.c proto/avo_routes.c proto/avo_jobspec.c daemon/avod/llm.c daemon/avod/tune.c \
+            client/sse.c client/buf.c
+fuzz: $(BUILD)/fuzz/fuzz_parsers
+$(BUILD)/fuzz/fuzz_parsers: $(FUZZ_SRC) $(LIB_PROTO) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -O1 -g -std=c17 -D_GNU_SOURCE -I. -Iproto -Idaemon/common -Idaemon/avod \
+	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC) \
+	    $(LIB_PROTO) $(LIB_COMMON) $(LDLIBS_BASE)
 
 # Unit tests link every library; static linking pulls only what each needs.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)

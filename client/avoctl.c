@@ -21,6 +21,7 @@
 #include "http.h"
 #include "lineage.h"
 #include "campaign.h"
+#include "islands.h"
 #include "report.h"
 #include "show.h"
 #include "spec.h"
@@ -233,6 +234,9 @@ typedef struct {
     char state[32];       /* from job_finished */
     char unit[32];        /* learnt from events that carry one */
     int error;            /* a local failure (not the network) */
+    avoctl_islands view;  /* per island, for the live lines and the summary */
+    int live;             /* stdout is a terminal: redraw the island lines under the events */
+    int drawn;            /* island lines on screen now */
 } watch_state;
 
 static double now_s(void)
@@ -281,8 +285,14 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
             else
                 print_json(obj, JSON_COMPACT);
         } else {
+            avoctl_islands_event(&w->view, obj);
             avoctl_fmt_event(obj, w->unit[0] ? w->unit : NULL, line, sizeof line);
+            /* The event scrolls above; the island lines stay at the bottom. */
+            if (w->drawn)
+                printf("\033[%dA\033[J", w->drawn);
             puts(line);
+            if (w->live)
+                w->drawn = avoctl_islands_print(&w->view, avoctl_term_width(stdout), stdout);
         }
         fflush(stdout);
         const char *kind = avoctl_str(obj, "kind");
@@ -339,6 +349,14 @@ static int check_finished(avoctl_ctx *c, int64_t job)
     return ex;
 }
 
+/* How the job ended, one line, after the events (people only). */
+static int watch_end(watch_state *w, int ex)
+{
+    if (!w->c->json && w->view.finished)
+        avoctl_islands_summary(&w->view, stdout);
+    return ex;
+}
+
 static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_before)
 {
     watch_state w = {.c = c, .last_id = after};
@@ -349,6 +367,22 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
 
     if (open_http(c) < 0)
         return EXIT_FAIL;
+    /* The job's shape for the island lines: how many, and the budget. */
+    {
+        avoctl_response r;
+        json_t *spec = NULL;
+        int islands = 1, budget = 0;
+        const char *unit = NULL;
+        if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 && r.status == 200) {
+            spec = json_object_get(r.body, "spec");
+            islands = (int)json_integer_value(json_object_get(spec, "islands"));
+            budget = (int)json_integer_value(json_object_get(json_object_get(spec, "budget"), "evaluations"));
+            unit = avoctl_str(r.body, "unit");
+        }
+        avoctl_islands_init(&w.view, islands, budget, unit);
+        avoctl_response_free(&r);
+        w.live = !c->json && isatty(STDOUT_FILENO);
+    }
     for (;;) {
         avoctl_response r;
         avoctl_sse_init(&w.sse); /* a partial event from a lost stream is replayed */
@@ -359,7 +393,7 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
 
         if (w.finished) {
             avoctl_response_free(&r);
-            return exit_for_state(w.state);
+            return watch_end(&w, exit_for_state(w.state));
         }
         if (w.error) {
             errorf("cannot read the event stream: %s", strerror(-w.error));

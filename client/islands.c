@@ -1,0 +1,141 @@
+#include "islands.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "format.h"
+
+void avoctl_islands_init(avoctl_islands *v, int islands, int budget, const char *unit)
+{
+    memset(v, 0, sizeof *v);
+    v->nislands = islands > 0 && islands <= AVOCTL_MAX_ISLANDS ? islands : 1;
+    v->budget = budget > 0 ? budget : 0;
+    snprintf(v->unit, sizeof v->unit, "%s", unit ? unit : "");
+}
+
+static avoctl_island *island_of(avoctl_islands *v, const json_t *data)
+{
+    json_t *i = json_object_get(data, "island");
+    long long k = json_is_integer(i) ? json_integer_value(i) : 0;
+    if (k < 0 || k >= AVOCTL_MAX_ISLANDS)
+        return NULL;
+    if (k + 1 > v->nislands)
+        v->nislands = (int)k + 1;
+    return &v->isl[k];
+}
+
+static void push_best(avoctl_island *s, double best)
+{
+    s->best = best;
+    if (s->nhistory == AVOCTL_SPARK) {
+        memmove(s->history, s->history + 1, (AVOCTL_SPARK - 1) * sizeof *s->history);
+        s->nhistory--;
+    }
+    s->history[s->nhistory++] = best;
+}
+
+void avoctl_islands_event(avoctl_islands *v, const json_t *ev)
+{
+    const char *kind = avoctl_str(ev, "kind");
+    const json_t *d = json_object_get(ev, "data");
+    if (!kind)
+        return;
+    const char *unit = avoctl_str(d, "unit");
+    if (unit && !v->unit[0])
+        snprintf(v->unit, sizeof v->unit, "%s", unit);
+    if (!strcmp(kind, "candidate_evaluated") || !strcmp(kind, "evaluation_finished")) {
+        avoctl_island *s = island_of(v, d);
+        if (s) {
+            s->evaluations++;
+            const char *o = avoctl_str(d, "outcome");
+            s->failed += o && strcmp(o, "ok") != 0;
+        }
+    } else if (!strcmp(kind, "committed") || !strcmp(kind, "island_migrated")) {
+        avoctl_island *s = island_of(v, d);
+        json_t *agg = json_object_get(d, "aggregate");
+        if (s && json_is_number(agg)) {
+            /* The first commit of the job is its seed. */
+            if (v->seed == 0 && json_is_null(json_object_get(d, "parent")) && !strcmp(kind, "committed"))
+                v->seed = json_number_value(agg);
+            push_best(s, json_number_value(agg));
+        }
+    } else if (!strcmp(kind, "job_finished")) {
+        v->finished = 1;
+        snprintf(v->state, sizeof v->state, "%s", avoctl_str(d, "state") ? avoctl_str(d, "state") : "");
+        snprintf(v->reason, sizeof v->reason, "%s", avoctl_str(d, "reason") ? avoctl_str(d, "reason") : "");
+        json_t *sp = json_object_get(d, "speedup");
+        v->speedup = json_is_number(sp) ? json_number_value(sp) : 0;
+        json_t *seed = json_object_get(json_object_get(d, "seed"), "aggregate");
+        if (json_is_number(seed))
+            v->seed = json_number_value(seed);
+    }
+}
+
+/* Eight levels of block elements, scaled between the smallest and largest
+ * point shown. */
+static void sparkline(const avoctl_island *s, char *out, size_t len)
+{
+    static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < s->nhistory; i++) {
+        lo = fmin(lo, s->history[i]);
+        hi = fmax(hi, s->history[i]);
+    }
+    out[0] = 0;
+    for (int i = 0; i < s->nhistory && strlen(out) + 4 < len; i++) {
+        int k = hi > lo ? (int)((s->history[i] - lo) / (hi - lo) * 7.0 + 0.5) : 7;
+        strcat(out, bars[k < 0 ? 0 : k > 7 ? 7 : k]);
+    }
+}
+
+int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
+{
+    int total = 0;
+    for (int i = 0; i < v->nislands; i++)
+        total += v->isl[i].evaluations;
+    for (int i = 0; i < v->nislands; i++) {
+        const avoctl_island *s = &v->isl[i];
+        char line[512], spark[AVOCTL_SPARK * 4 + 1], best[64] = "-", speed[32] = "";
+        if (s->best > 0)
+            snprintf(best, sizeof best, "%.4g %s", s->best, v->unit);
+        if (s->best > 0 && v->seed > 0)
+            snprintf(speed, sizeof speed, "x%.2f", s->best / v->seed);
+        sparkline(s, spark, sizeof spark);
+        int n;
+        if (v->budget)
+            n = snprintf(line, sizeof line, "island %-2d %4d evals (job %d/%d)  best %-18s %-7s %s", i,
+                         s->evaluations, total, v->budget, best, speed, spark);
+        else
+            n = snprintf(line, sizeof line, "island %-2d %4d evals  best %-18s %-7s %s", i, s->evaluations, best,
+                         speed, spark);
+        if (s->failed)
+            n += snprintf(line + n, sizeof line - (size_t)n, "  (%d failed)", s->failed);
+        /* Cut at the terminal's width, counting a multi-byte bar as one column. */
+        size_t cols = 0, cut = strlen(line);
+        for (size_t b = 0; line[b]; b++) {
+            if (((unsigned char)line[b] & 0xC0) != 0x80)
+                cols++;
+            if (width && cols > width) {
+                cut = b;
+                break;
+            }
+        }
+        fprintf(out, "%.*s\n", (int)cut, line);
+    }
+    return v->nislands;
+}
+
+void avoctl_islands_summary(const avoctl_islands *v, FILE *out)
+{
+    int total = 0;
+    double best = 0;
+    for (int i = 0; i < v->nislands; i++) {
+        total += v->isl[i].evaluations;
+        best = fmax(best, v->isl[i].best);
+    }
+    fprintf(out, "job %s: %s; best %.4g %s", v->state[0] ? v->state : "ended", v->reason[0] ? v->reason : "-", best,
+            v->unit);
+    if (v->seed > 0)
+        fprintf(out, " vs seed %.4g (x%.2f)", v->seed, v->speedup > 0 ? v->speedup : best / v->seed);
+    fprintf(out, " after %d evaluations on %d island%s\n", total, v->nislands, v->nislands == 1 ? "" : "s");
+}

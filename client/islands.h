@@ -1,0 +1,44 @@
+/* `avoctl watch` on a terminal: one live line per island (evaluations done
+ * of the budget, best score, speedup over the seed, a sparkline of the best
+ * over time) redrawn as events arrive, and a summary when the job ends.
+ * Pure: events in (the API's event objects), text out. */
+#ifndef AVOCTL_ISLANDS_H
+#define AVOCTL_ISLANDS_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#define AVOCTL_MAX_ISLANDS 64
+#define AVOCTL_SPARK 24          /* points of history kept per island */
+
+typedef struct {
+    int evaluations, failed;
+    double best;                 /* 0 until a commit */
+    double history[AVOCTL_SPARK];
+    int nhistory;
+} avoctl_island;
+
+typedef struct {
+    avoctl_island isl[AVOCTL_MAX_ISLANDS];
+    int nislands;                /* highest island seen + 1 (at least the job's count) */
+    int budget;                  /* evaluations of the job's budget, 0 if unknown */
+    double seed;                 /* the seed's score, 0 until known */
+    char unit[32];
+    int finished;
+    char state[32], reason[256];
+    double speedup;
+} avoctl_islands;
+
+/* islands: the job's island count; budget: its evaluation budget (0 if
+ * none). */
+void avoctl_islands_init(avoctl_islands *v, int islands, int budget, const char *unit);
+/* Fold one event ({"kind", "data"}) into the view. */
+void avoctl_islands_event(avoctl_islands *v, const json_t *event);
+/* The lines, one per island, each at most width columns (0: no limit).
+ * Returns how many lines were written. */
+int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out);
+/* One line: how the job ended, its best, speedup and evaluations. */
+void avoctl_islands_summary(const avoctl_islands *v, FILE *out);
+
+#endif
