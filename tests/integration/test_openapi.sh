@@ -95,6 +95,22 @@ print(("OK" if ok else "FAIL"), "pagination", pages, "pages", seen)
 st, ct, data = call("GET", "/v1/jobs?state=running")
 print(("OK" if st == 200 and all(j["state"] == "running" for j in json.loads(data)["jobs"]) else "FAIL"), "state filter")
 
+# Resuming a stream: ?after=N and the Last-Event-ID header give the same
+# events, all after N. Job 1 has finished or is cancelled below, so its
+# stream ends.
+call("POST", "/v1/jobs/1/cancel")
+def ids_from(url, headers=None):
+    c = Unix("avod", timeout=10); c.request("GET", url, headers=headers or {}); r = c.getresponse()
+    body = r.read().decode(); c.close()
+    return [int(l[4:]) for l in body.splitlines() if l.startswith("id: ")]
+all_ids = ids_from("/v1/jobs/1/events")
+if len(all_ids) >= 2:
+    a = ids_from(f"/v1/jobs/1/events?after={all_ids[0]}")
+    b = ids_from("/v1/jobs/1/events", {"Last-Event-ID": str(all_ids[0])})
+    print(("OK" if a == b == all_ids[1:] else "FAIL"), "resume", all_ids, a, b)
+else:
+    print("FAIL resume: too few events", all_ids)
+
 api_md = open(f"{root}/docs/api.md").read()
 for path in spec["paths"]:
     if f"`{path}`" not in api_md:
@@ -109,5 +125,7 @@ check "bad input gets its stable code (no_route, method_not_allowed, bad_request
     bash -c '[ "$(grep -c "^OK bad input" "$0")" = 7 ]' "$T/openapi.out"
 check "the job list pages with ?before= (next_before, null on the last page) and filters by state" \
     bash -c 'grep -q "^OK pagination" "$0" && grep -q "^OK state filter" "$0"' "$T/openapi.out"
+check "an event stream resumes after ?after=N and after a Last-Event-ID header alike" \
+    grep -q "^OK resume" "$T/openapi.out"
 check "docs/api.md names every path" bash -c '! grep -q "docs/api.md does not name" "$0"' "$T/openapi.out"
 [ "$FAILS" -eq 0 ]
