@@ -146,7 +146,7 @@ static int read_token(const char *path, char *out, size_t outlen, char *err, siz
         }
     }
     fclose(f);
-    memset(line, 0, sizeof line);
+    explicit_bzero(line, sizeof line);
     if (!found)
         snprintf(err, errlen, "token file %s has no token", path);
     return found ? 0 : -1;
@@ -253,6 +253,17 @@ static void sleep_s(double s)
         ;
 }
 
+/* Before a message on stderr: take the island lines off the screen (they
+ * come back with the next event), so the message is not drawn over. */
+static void lift_lines(watch_state *w)
+{
+    if (w->drawn) {
+        printf("\033[%dA\033[J", w->drawn);
+        fflush(stdout);
+        w->drawn = 0;
+    }
+}
+
 static int on_event(const avoctl_sse_event *ev, void *arg)
 {
     watch_state *w = arg;
@@ -271,6 +282,7 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
         return 0;
     }
     if (!obj) {
+        lift_lines(w);
         fprintf(stderr, "avoctl: skipping event %s: data is not JSON: %s\n", ev->id, je.text);
     } else {
         const json_t *d = json_object_get(obj, "data");
@@ -408,8 +420,10 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
         if (r.status != 0) {
             last_ok = now_s();
             connected_before = 1;
-            if (outage)
+            if (outage) {
+                lift_lines(&w);
                 fprintf(stderr, "avoctl: reconnected to avod\n");
+            }
             outage = 0;
         }
         if (rc == 0 && r.status == 200) {
@@ -432,6 +446,7 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
         /* A clean close of a live job (avod shutting down) is not news; the
          * failure to reconnect that usually follows it is. */
         if (!outage && (rc < 0 || r.status != 200)) {
+            lift_lines(&w);
             fprintf(stderr, "avoctl: event stream interrupted (%s); reconnecting after event %lld\n",
                     r.error[0] ? r.error : "avod unavailable", (long long)w.last_id);
             outage = 1;
@@ -1345,7 +1360,11 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     double tol;
     int ex = EXIT_FAIL;
     if (!doc) {
-        errorf("%s: %s%s", a->pos[1], je.text, je.line > 0 ? "" : "");
+        if (je.line > 0)
+            errorf("%s: %s (line %d)", a->pos[1], je.text, je.line);
+        else
+            errorf("%s", je.text);
+        ex = EXIT_USAGE;
         goto cleanup;
     }
     if (avoctl_campaign_parse(doc, &name, &tol, &specs, err, sizeof err) < 0) {
@@ -1703,7 +1722,12 @@ int main(int argc, char **argv)
         ex = usage_error(&c, err);
         goto cleanup;
     }
-    c.url = c.g.url ? c.g.url : getenv("AVO_URL");
+    if (c.g.url && c.g.socket) {
+        ex = usage_error(&c, "--url and --socket name two different daemons; give one");
+        goto cleanup;
+    }
+    /* A flag beats the environment: --socket wins over AVO_URL. */
+    c.url = c.g.url ? c.g.url : c.g.socket ? NULL : getenv("AVO_URL");
     if (c.url && !*c.url)
         c.url = NULL;
     if (c.url) {
@@ -1733,6 +1757,7 @@ int main(int argc, char **argv)
     ex = c.cmd->run(&c, &a);
 cleanup:
     avoctl_http_close(c.http);
+    explicit_bzero(c.token, sizeof c.token);
     fflush(stdout);
     return ex;
 }

@@ -13,6 +13,7 @@ CREATE TABLE programs (
     state         text NOT NULL DEFAULT 'queued'
                   CHECK (state IN ('queued', 'running', 'done', 'failed')),
     worker_id     bigint REFERENCES workers (id),
+    attempts      int NOT NULL DEFAULT 0,
     lease_expires timestamptz,
     result        jsonb,
     created_at    timestamptz NOT NULL DEFAULT now(),
@@ -31,12 +32,16 @@ END $$;
 CREATE TRIGGER programs_notify AFTER INSERT ON programs FOR EACH ROW EXECUTE FUNCTION avo_notify_program();
 
 -- One queued program for this worker's target, or none. A running program
--- whose lease ran out (its worker died) is queued again by the same claim.
+-- whose lease ran out (its worker died) is queued again by the same claim,
+-- once: a program that loses its worker twice is failed, not retried.
 CREATE OR REPLACE FUNCTION avo_claim_program(p_worker bigint, p_target text, p_lease_s double precision)
 RETURNS TABLE (id bigint, language text, source text)
 LANGUAGE sql AS $$
+    UPDATE programs SET state = 'failed', finished_at = now(), lease_expires = NULL,
+           result = '{"outcome": "crash", "detail": "its worker was lost twice while running it"}'
+     WHERE state = 'running' AND lease_expires < now() AND attempts >= 2;
     UPDATE programs p
-       SET state = 'running', worker_id = p_worker, claimed_at = now(),
+       SET state = 'running', worker_id = p_worker, claimed_at = now(), attempts = p.attempts + 1,
            lease_expires = now() + make_interval(secs => p_lease_s)
       FROM (SELECT q.id FROM programs q
              WHERE q.target = p_target

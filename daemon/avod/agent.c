@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agenttools.h"
+#include "avo_utf8.h"
 #include "avo_hash.h"
 #include "avo_log.h"
 #include "avo_paths.h"
@@ -255,21 +256,23 @@ static void summarise(FILE *f, json_t *m)
     const char *role = json_string_value(json_object_get(m, "role"));
     const char *text = json_string_value(json_object_get(m, "text"));
     int n = text ? (int)strcspn(text, "\n") : 0;
+    /* Cut at a character boundary: the summary must stay valid UTF-8. */
+    const int shown = n > 160 ? (int)avo_utf8_cut(text, 160) : n;
     if (role && !strcmp(role, "tool")) {
-        fprintf(f, "- result%s: %.*s%s\n", json_is_true(json_object_get(m, "is_error")) ? " (error)" : "",
-                n > 160 ? 160 : n, text ? text : "", n > 160 ? " ..." : "");
+        fprintf(f, "- result%s: %.*s%s\n", json_is_true(json_object_get(m, "is_error")) ? " (error)" : "", shown,
+                text ? text : "", n > 160 ? " ..." : "");
         return;
     }
     if (text && *text)
-        fprintf(f, "- %s: %.*s%s\n", role && !strcmp(role, "assistant") ? "you said" : "note", n > 160 ? 160 : n, text,
+        fprintf(f, "- %s: %.*s%s\n", role && !strcmp(role, "assistant") ? "you said" : "note", shown, text,
                 n > 160 ? " ..." : "");
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(m, "tool_calls"), i, c) {
         char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
         int an = a ? (int)strlen(a) : 0;
-        fprintf(f, "- you called %s %.*s%s\n", json_string_value(json_object_get(c, "name")), an > 120 ? 120 : an,
-                a ? a : "", an > 120 ? " ..." : "");
+        fprintf(f, "- you called %s %.*s%s\n", json_string_value(json_object_get(c, "name")),
+                an > 120 ? (int)avo_utf8_cut(a, 120) : an, a ? a : "", an > 120 ? " ..." : "");
         free(a);
     }
 }
@@ -296,8 +299,11 @@ static void apply_compaction(step *s, size_t cut, const char *summary, const cha
                  json_string_value(json_object_get(first, "text")),
                  !strcmp(by, "model") ? "summarised by the model" : "compacted (one line each)", summary) < 0)
         return;
-    json_object_set_new(first, "text", json_string(joined));
+    avo_utf8_scrub(joined);
+    int rc = json_object_set_new(first, "text", json_string(joined));
     free(joined);
+    if (rc < 0)
+        return; /* nothing dropped: the turns stay rather than vanish unsummarised */
     for (size_t i = 2; i < cut; i++)
         json_array_remove(s->conv, 2);
     s->sent = json_array_size(s->conv);
@@ -344,6 +350,8 @@ static void on_compacted(void *arg, int rc, avo_llm_reply *reply, const char *re
     record_call(s, s->cmp_conv, 0, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
     json_decref(s->cmp_conv);
     s->cmp_conv = NULL;
+    if (s->ended)
+        return; /* cancelled by the step's end: nothing to compact for */
     const char *text = rc == 0 ? json_string_value(json_object_get(reply->message, "text")) : NULL;
     if (rc == 0) {
         s->tokens += reply->in_tokens + reply->out_tokens;
@@ -381,14 +389,14 @@ static int start_compaction(step *s, long prompt_tokens)
         const char *role = json_string_value(json_object_get(m, "role"));
         const char *text = json_string_value(json_object_get(m, "text"));
         if (text && *text)
-            fprintf(f, "[%s] %.*s%s\n", role ? role : "?", (int)strnlen(text, 600), text,
+            fprintf(f, "[%s] %.*s%s\n", role ? role : "?", (int)avo_utf8_cut(text, 600), text,
                     strlen(text) > 600 ? " ..." : "");
         size_t k;
         json_t *c;
         json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
             char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
             fprintf(f, "[call] %s %.*s%s\n", json_string_value(json_object_get(c, "name")),
-                    a ? (int)strnlen(a, 200) : 0, a ? a : "", a && strlen(a) > 200 ? " ..." : "");
+                    a ? (int)avo_utf8_cut(a, 200) : 0, a ? a : "", a && strlen(a) > 200 ? " ..." : "");
             free(a);
         }
     }
@@ -812,11 +820,12 @@ static void on_program_row(void *arg, PGresult *res, const char *err)
         }
         char pid[32];
         snprintf(pid, sizeof pid, "%lld", s->wait_program);
-        query(s, "UPDATE programs SET state = 'failed', finished_at = now() WHERE id = $1 AND state = 'queued'", 1,
-              (const char *const[]){pid}, on_ignored);
+        query(s, "UPDATE programs SET state = 'failed', finished_at = now() WHERE id = $1 AND state IN "
+                 "('queued', 'running')", 1, (const char *const[]){pid}, on_ignored);
         s->wait_program = 0;
-        tool_errorf(s, "microbenchmark: no worker for target %s ran it within %d s (are the job's workers busy or "
-                       "gone?); go on without it", s->target, PROGRAM_WAIT_S);
+        tool_errorf(s, "microbenchmark: %s within %d s (are the job's %s workers busy or gone?); go on without it",
+                    state && !strcmp(state, "running") ? "it did not finish" : "no worker took it", PROGRAM_WAIT_S,
+                    s->target);
         return;
     }
     long long id = s->wait_program;
@@ -839,12 +848,13 @@ static void on_program_row(void *arg, PGresult *res, const char *err)
     else
         rc = asprintf(&buf, "microbenchmark %lld did not run: %s", id,
                       json_string_value(json_object_get(r, "detail")) ?: (outcome ? outcome : "no result"));
+    const int ran = outcome && !strcmp(outcome, "ran");
     json_decref(r);
     if (rc < 0) {
         tool_errorf(s, "out of memory");
         return;
     }
-    tool_result(s, buf, !(outcome && !strcmp(outcome, "ran")));
+    tool_result(s, buf, !ran);
     free(buf);
 }
 
@@ -1115,7 +1125,7 @@ static void end_step(step *s, const char *state, const char *reason)
             query(s,
                   "UPDATE programs SET state = 'failed', finished_at = now(), "
                   "result = '{\"outcome\": \"cancelled\", \"detail\": \"the step ended\"}' "
-                  "WHERE step_id = $1 AND state = 'queued'",
+                  "WHERE step_id = $1 AND state IN ('queued', 'running')",
                   1, (const char *const[]){sid}, on_ignored);
         }
         /* The attempts go to the engine now: the committed one (if any) under

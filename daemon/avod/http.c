@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +41,7 @@ struct avo_http_req {
     char *body;
     size_t body_len;
     int too_large;
+    int unauthorized;            /* TCP without a valid token: its body is not even kept */
     int dispatched;
     int suspended;
     int completed;               /* MHD is done with it */
@@ -246,7 +248,7 @@ static enum MHD_Result queue_pending(avo_http_req *r)
  * equal lengths (a token's length is not a secret worth the complexity). */
 static int authorized(const avo_http *h, const char *value)
 {
-    if (!value || strncmp(value, "Bearer ", 7) != 0)
+    if (!value || strncasecmp(value, "Bearer ", 7) != 0) /* the scheme is case-insensitive (RFC 7235) */
         return 0;
     const char *t = value + 7;
     size_t n = strlen(t);
@@ -277,10 +279,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             h->reqs->prev = r;
         h->reqs = r;
         *con_cls = r;
+        /* Headers are all here on the first call: decide before any body is
+         * read into memory on a stranger's behalf. */
+        r->unauthorized = h->tcp && !authorized(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"));
         return MHD_YES;
     }
     if (*upload_size) {
-        if (r->body_len + *upload_size > AVO_HTTP_MAX_BODY) {
+        if (r->unauthorized) {
+            /* discarded */
+        } else if (r->body_len + *upload_size > AVO_HTTP_MAX_BODY) {
             r->too_large = 1;
         } else if (!r->too_large) {
             char *nb = realloc(r->body, r->body_len + *upload_size + 1);
@@ -300,7 +307,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     if (!r->dispatched) {
         r->dispatched = 1;
-        if (h->tcp && !authorized(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
+        if (r->unauthorized) {
             avo_http_reply_error(r, 401, "unauthorized",
                                  "this listener needs 'Authorization: Bearer TOKEN' with a token from avod's "
                                  "token file");
@@ -387,6 +394,7 @@ static int serve(avo_http *h, const char *what, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the HTTP server on %s", what);
         return -5;
     }
+    h->listen_fd = -1; /* MHD's now: stopping it closes the socket */
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info) {
         snprintf(err, errlen, "libmicrohttpd has no epoll support");
@@ -401,14 +409,14 @@ static int serve(avo_http *h, const char *what, char *err, size_t errlen)
     return 0;
 }
 
-/* Undo a start that failed before serve() took over the socket. */
+/* Undo a failed start: MHD closes the socket when it had it, we otherwise. */
 static void start_failed(avo_http *h)
 {
     if (h->mhd)
         MHD_stop_daemon(h->mhd);
     if (h->listen_fd >= 0)
         close(h->listen_fd);
-    memset(h->tokens, 0, sizeof h->tokens);
+    OPENSSL_cleanse(h->tokens, sizeof h->tokens);
     free(h);
 }
 
@@ -454,6 +462,7 @@ int avo_http_set_tokens(avo_http *h, char tokens[][AVO_HTTP_TOKEN_MAX + 1], int 
 {
     if (n < 1 || n > AVO_HTTP_MAX_TOKENS)
         return -22;
+    OPENSSL_cleanse(h->tokens, sizeof h->tokens);
     for (int i = 0; i < n; i++)
         memcpy(h->tokens[i], tokens[i], sizeof h->tokens[i]);
     h->ntokens = n;
@@ -540,7 +549,7 @@ void avo_http_stop(avo_http *h)
         close(lfd);
     if (!h->tcp)
         unlink(h->path);
-    memset(h->tokens, 0, sizeof h->tokens);
+    OPENSSL_cleanse(h->tokens, sizeof h->tokens);
     h->closing_handles = 2;
     uv_poll_stop(&h->poll);
     uv_close((uv_handle_t *)&h->poll, handle_closed);

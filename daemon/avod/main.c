@@ -180,7 +180,7 @@ static int load_tokens(const char *path, char tokens[][AVO_HTTP_TOKEN_MAX + 1], 
         snprintf(tokens[n++], AVO_HTTP_TOKEN_MAX + 1, "%s", t);
     }
     fclose(f);
-    memset(line, 0, sizeof line);
+    explicit_bzero(line, sizeof line);
     if (!rc && n == 0) {
         snprintf(err, errlen, "token-file %s: no token in it", path);
         rc = -EINVAL;
@@ -221,7 +221,7 @@ static void on_reload(uv_signal_t *h, int signum)
                 if (nt > 0)
                     avo_http_set_tokens(d->http_tcp, tokens, nt);
             }
-            memset(tokens, 0, sizeof tokens);
+            explicit_bzero(tokens, sizeof tokens);
         }
     }
     free(argv);
@@ -379,7 +379,9 @@ static int prepare_database(const char *dsn, const char *sql_dir, char *err, siz
     return rc;
 }
 
-int main(int argc, char **argv)
+/* argv_copy: the command line before avo_config_load compacts argv, kept
+ * for reloads (main owns it, so no return path can leak it). */
+static int run(int argc, char **argv, char **argv_copy)
 {
     avod_settings s;
     avod d;
@@ -395,11 +397,8 @@ int main(int argc, char **argv)
     memset(&pg, 0, sizeof pg);
     avo_log_init("avod");
     signal(SIGPIPE, SIG_IGN);
-    /* avo_config_load compacts argv; a reload parses the original again. */
     d.argc = argc;
-    if (!(d.argv = calloc((size_t)argc + 1, sizeof *d.argv)))
-        return 1;
-    memcpy(d.argv, argv, (size_t)argc * sizeof *argv);
+    d.argv = argv_copy;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             avo_config_usage(avod_rows, NROWS, "avod", "[options]");
@@ -557,9 +556,8 @@ int main(int argc, char **argv)
     rc = 0;
 
 cleanup:
-    memset(tokens, 0, sizeof tokens);
+    explicit_bzero(tokens, sizeof tokens);
     free(providers);
-    free(d.argv);
     if (loop_ready)
         uv_loop_close(d.loop);
     if (pg_started)
@@ -568,5 +566,16 @@ cleanup:
         close(lock_fd);
     if (rc == 0)
         avo_info("avod", "stopped");
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    char **copy = calloc((size_t)argc + 1, sizeof *copy);
+    if (!copy)
+        return 1;
+    memcpy(copy, argv, (size_t)argc * sizeof *argv);
+    int rc = run(argc, argv, copy);
+    free(copy);
     return rc;
 }

@@ -113,6 +113,10 @@ void avo_service_reloading(avo_service *s)
 void avo_service_reloaded(avo_service *s, const char *note)
 {
     snprintf(s->note, sizeof s->note, "%s", note ? note : "");
+    /* One line: a newline would start another notify field. */
+    for (char *p = s->note; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
     sd_notifyf(0, "READY=1\nSTATUS=%s", s->note);
     refresh(s);
 }

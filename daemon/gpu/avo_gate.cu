@@ -120,10 +120,14 @@ extern "C" int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms
     g->h->ready = 0;
     g->h->timed_out = 0;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* An error left by earlier work is not the gate's: clear it first, so
+     * what follows is about the gate alone (and a failed gate launch is
+     * not blamed on the candidate's call after it). */
+    (void)cudaGetLastError();
     if (cudaMemsetAsync(g->d, 0, sizeof(dev_words), stream) != cudaSuccess)
         return -EIO;
     avo_gate_kernel<<<g->blocks, g->threads, 0, stream>>>(g->h_dev, g->d, (unsigned long long)limit_ms * 1000000ull);
-    if (cudaPeekAtLastError() != cudaSuccess)
+    if (cudaGetLastError() != cudaSuccess)
         return -EIO;
     /* Until every block is resident (bounded): a kernel the call puts on
      * another stream then finds no room before the gate opens. */

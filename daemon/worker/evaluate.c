@@ -2,6 +2,7 @@
 
 #include "avo_file.h"
 #include "avo_nvml.h"
+#include "avo_utf8.h"
 #include "ptxas.h"
 
 #include <errno.h>
@@ -535,6 +536,10 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
     if (avo_sandbox_run(&so, &sr, err, sizeof err))
         return json_pack("{s:s,s:s++}", "tool", tool, "error", err, " on this host",
                          cuda ? " (cuobjdump ships with the CUDA toolkit, beside nvcc)" : " (objdump: binutils)");
+    if (sr.out)
+        avo_utf8_scrub(sr.out);
+    if (sr.err)
+        avo_utf8_scrub(sr.err);
     if (sr.exited && sr.exit_code == 0)
         r = json_pack("{s:s,s:s,s:b}", "tool", tool, "text", sr.out, "truncated", sr.out_len >= AVO_DISASM_CAP);
     else
@@ -607,9 +612,22 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                            .no_as_limit = cuda, .out_cap = AVO_COMPILE_LOG_CAP, .keep_head = 1};
     if ((rc = avo_sandbox_run(&co, &cr, err, errlen)))
         goto cleanup;
+    if (cr.err)
+        avo_utf8_scrub(cr.err);
+    if (cr.out)
+        avo_utf8_scrub(cr.out);
     if (!cr.exited || cr.exit_code != 0) {
         *result = json_pack("{s:s,s:s++}", "outcome", cr.timed_out ? "timeout" : "compile_error", "compile_log",
                             cr.err ? cr.err : "", cr.out ? cr.out : "", cr.timed_out ? "\n(compiler timed out)" : "");
+        goto done;
+    }
+    /* Code an agent wrote runs only fully isolated: as nobody (the worker
+     * must be root to switch to it) and in a network namespace of its own.
+     * Without either, it is not run at all. */
+    if (geteuid() != 0) {
+        *result = json_pack("{s:s,s:s}", "outcome", "refused", "detail",
+                            "microbenchmarks run only on workers started as root (they run each program as nobody "
+                            "without network); this worker cannot drop privileges");
         goto done;
     }
     /* nobody runs it: the directory and the program must be reachable. */
@@ -622,11 +640,17 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
     }
     char *const run_argv[] = {"./prog", NULL};
     avo_sandbox_opts ro = {.argv = run_argv, .cwd = scratch, .timeout_s = AVO_PROGRAM_TIMEOUT_S,
-                           .no_as_limit = cuda, .netns = 1, .drop_uid = 1, .out_cap = AVO_PROGRAM_OUT_CAP,
+                           .no_as_limit = cuda, .netns = 1, .netns_required = 1, .drop_uid = 1,
+                           .out_cap = AVO_PROGRAM_OUT_CAP,
                            .keep_head = 1, .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
     if ((rc = avo_sandbox_run(&ro, &rr, err, errlen)))
         goto cleanup;
     const char *outcome = rr.timed_out ? "timeout" : rr.signal ? "crash" : "ran";
+    /* Its output is untrusted bytes; JSON needs UTF-8. */
+    if (rr.out)
+        avo_utf8_scrub(rr.out);
+    if (rr.err)
+        avo_utf8_scrub(rr.err);
     *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code",
                         rr.exited ? rr.exit_code : -1, "signal", rr.signal, "stdout", rr.out ? rr.out : "", "stderr",
                         rr.err ? rr.err : "", "wall_s", rr.wall_s, "compile_log", cr.err ? cr.err : "");

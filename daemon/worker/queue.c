@@ -488,10 +488,29 @@ static int evaluate_one(worker *w, PGresult *claim)
     return 0;
 }
 
-static int stop_now(void *arg)
+/* While a microbenchmark compiles and runs (minutes at worst), the worker
+ * stays alive in the database and keeps the lease of an evaluation it has
+ * already prefetched, as heartbeat() does during an evaluation. */
+static int program_tick(void *arg)
 {
     worker *w = arg;
-    return *w->o->stop > 1;
+    if (*w->o->stop > 1)
+        return 1;
+    const double t = now_s();
+    if (t < w->next_heartbeat || PQstatus(w->conn) != CONNECTION_OK)
+        return 0;
+    w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
+    char wid[32], lease[32], nid[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    snprintf(nid, sizeof nid, "%lld", w->next_id);
+    if (w->next_id)
+        PQclear(exec(w,
+                     "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
+                     "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+                     3, (const char *const[]){nid, wid, lease}));
+    PQclear(exec(w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, (const char *const[]){wid}));
+    return 0;
 }
 
 /* A queued microbenchmark (sql/007_programs.sql), run before any
@@ -506,8 +525,8 @@ static int run_program(worker *w)
     snprintf(lease, sizeof lease, "%d", 120 + AVO_PROGRAM_TIMEOUT_S + 60);
     const char *p[] = {wid, w->o->target, lease};
     PGresult *r = exec(w, "SELECT * FROM avo_claim_program($1, $2, $3)", 3, p);
-    if (!r)
-        return -5;
+    if (!r) /* a lost connection shows in the evaluation claim; nothing else may stop evaluations */
+        return 0;
     if (PQntuples(r) != 1) {
         PQclear(r);
         return 0;
@@ -515,8 +534,9 @@ static int run_program(worker *w)
     const char *id = PQgetvalue(r, 0, 0);
     avo_info("worker", "program %s (%s): compiling and running it", id, PQgetvalue(r, 0, 1));
     set_state(w, "busy");
+    w->next_heartbeat = now_s() + 1;
     avo_eval_opts eo = {.cache_dir = w->o->cache_dir, .scratch_root = w->o->scratch_root,
-                        .gpu_index = w->o->gpu_index, .should_cancel = stop_now, .cancel_arg = w};
+                        .gpu_index = w->o->gpu_index, .should_cancel = program_tick, .cancel_arg = w};
     json_t *res = NULL;
     char err[600];
     if (avo_eval_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,

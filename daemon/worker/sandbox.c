@@ -108,6 +108,8 @@ static void child(const avo_sandbox_opts *o, char *const *argv, char *const *env
     child_status st = {0, 0};
     setsid();
     if (o->netns && unshare(CLONE_NEWNET) != 0) {
+        if (o->netns_required)
+            goto fail;
         st.stage = ST_NETNS;
         st.err = errno;
         (void)!write(st_w, &st, sizeof st);

@@ -19,6 +19,7 @@ typedef struct {
     int nofile;                 /* RLIMIT_NOFILE; 0 = 64 */
     int nproc;                  /* RLIMIT_NPROC; 0 = 256 */
     int netns;                  /* try unshare(CLONE_NEWNET) */
+    int netns_required;         /* and do not run the program without it (fail at setup) */
     int drop_uid;               /* when root: run as nobody (uid/gid 65534, no groups) */
     int result_fd;              /* give the child a pipe on fd 3 */
     size_t result_cap;          /* bytes kept from fd 3; 0 = 1 MiB */
