@@ -1410,18 +1410,33 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     /* Wait for every job; a timeout cancels what is left (it then counts as
      * failed in the summary). */
     const double t0 = now_s();
+    double down_since = 0;
     size_t done = 0, shown = 0;
     for (;;) {
         done = 0;
         json_array_clear(jobs);
         json_t *id;
+        int lost = 0;
         json_array_foreach(ids, i, id) {
             json_t *job = NULL;
-            if ((ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job)) != EXIT_OK)
-                goto cleanup;
+            if ((ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job)) != EXIT_OK) {
+                /* avod restarting is waited out (its jobs go on); anything
+                 * else, or two minutes without it, ends the campaign. */
+                if (ex != EXIT_UNREACHABLE || (down_since && now_s() - down_since > 120))
+                    goto cleanup;
+                lost = 1;
+                break;
+            }
             done += is_final(avoctl_str(job, "state"));
             json_array_append_new(jobs, job);
         }
+        if (lost) {
+            if (!down_since)
+                down_since = now_s();
+            sleep_s(2);
+            continue;
+        }
+        down_since = 0;
         if (!c->json && done != shown) {
             printf("campaign %s: %zu of %zu jobs finished\n", name, done, json_array_size(ids));
             fflush(stdout);

@@ -93,12 +93,28 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
                                 json_pack("{s:O,s:o,s:I}", "best", best, "unit", unit ? json_string(unit) : json_null(),
                                           "job", (json_int_t)json_integer_value(json_object_get(j, "id"))));
     }
-    /* A problem with no successful job this time keeps no best: its failed
-     * jobs already fail the campaign. */
+    /* A problem with no successful job this time has no best, but keeps its
+     * baseline for the next campaign (its failed jobs already fail this
+     * one): a regression is then still measured against the last good run. */
     const char *pname;
     json_t *p;
+    json_object_foreach(prev_probs, pname, p) {
+        json_t *base = json_object_get(p, "baseline");
+        if (!json_is_number(base))
+            base = json_object_get(p, "best");
+        if (!json_object_get(probs, pname) && json_is_number(base))
+            json_object_set_new(probs, pname,
+                                json_pack("{s:n,s:O,s:n,s:O,s:n,s:b,s:O}", "best", "unit", json_object_get(p, "unit")
+                                              ? json_object_get(p, "unit") : json_null(),
+                                          "job", "previous", base, "change", "regressed", 0, "baseline", base));
+    }
     json_object_foreach(probs, pname, p) {
-        json_t *prev = json_object_get(json_object_get(prev_probs, pname), "best");
+        if (json_object_get(p, "baseline"))
+            continue; /* carried over above */
+        json_t *pp = json_object_get(prev_probs, pname);
+        json_t *prev = json_object_get(pp, "baseline");
+        if (!json_is_number(prev))
+            prev = json_object_get(pp, "best");
         const double now = json_number_value(json_object_get(p, "best"));
         int regressed = 0;
         if (json_is_number(prev) && json_number_value(prev) > 0) {
@@ -111,6 +127,7 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
             json_object_set_new(p, "change", json_null());
         }
         json_object_set_new(p, "regressed", json_boolean(regressed));
+        json_object_set_new(p, "baseline", json_real(now));
         regressions += regressed;
     }
     json_object_set_new(out, "failed", json_integer(failed));
@@ -148,7 +165,9 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
         cell_num(out, json_object_get(p, "previous"), "%.6g");
         fputs(" | ", out);
         json_t *ch = json_object_get(p, "change");
-        if (json_is_number(ch))
+        if (!json_is_number(json_object_get(p, "best")))
+            fputs("no successful job (baseline kept)", out);
+        else if (json_is_number(ch))
             fprintf(out, "%+.1f%%", (json_number_value(ch) - 1) * 100);
         else
             fputs("new", out);

@@ -24,10 +24,12 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
  * order) against previous (the last summary of this campaign, or NULL):
  * {"campaign", "started_at", "finished_at", "tolerance",
  *  "jobs": [{"id","problem","state","reason","unit","seed","best","speedup"}],
- *  "problems": {P: {"best","unit","job","previous","change","regressed"}},
+ *  "problems": {P: {"best","unit","job","previous","change","regressed","baseline"}},
  *  "failed", "regressions", "ok"}. A problem's best is the highest over its
  * jobs that succeeded (scores are higher-is-better); "change" is best /
- * previous best. NULL when out of memory. */
+ * the previous campaign's baseline; "baseline" is what the next campaign
+ * compares with: this best, or the previous baseline when no job of the
+ * problem succeeded (best null). NULL when out of memory. */
 json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json_t *previous, double tolerance,
                                 const char *started_at, const char *finished_at);
 

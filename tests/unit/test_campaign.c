@@ -67,7 +67,11 @@ static void test_summary(void **state)
     /* a: 12 vs 12.1 is -0.8%, inside 2%; b: 9.7 vs 10 is -3%, a regression */
     assert_false(json_is_true(json_object_get(json_object_get(p, "a"), "regressed")));
     assert_true(json_is_true(json_object_get(json_object_get(p, "b"), "regressed")));
-    assert_null(json_object_get(p, "c"));
+    /* c: no successful job now; its baseline (the previous best) is kept */
+    json_t *c = json_object_get(p, "c");
+    assert_true(json_is_null(json_object_get(c, "best")));
+    assert_true(json_number_value(json_object_get(c, "baseline")) == 1);
+    assert_false(json_is_true(json_object_get(c, "regressed")));
     assert_int_equal(json_integer_value(json_object_get(s, "failed")), 1);
     assert_int_equal(json_integer_value(json_object_get(s, "regressions")), 1);
     assert_false(json_is_true(json_object_get(s, "ok")));
@@ -79,7 +83,20 @@ static void test_summary(void **state)
     assert_non_null(strstr(md, "**FAILED**: 1 job(s) failed, 1 problem(s) regressed (tolerance 2.0%)"));
     assert_non_null(strstr(md, "| b | 9.7 | GFLOP/s | 3 | 10 | -3.0% | **regressed** |"));
     assert_non_null(strstr(md, "| 4 | c | failed |"));
+    assert_non_null(strstr(md, "| c | - |"));
+    assert_non_null(strstr(md, "no successful job (baseline kept)"));
     free(md);
+    /* The night after: c succeeds at 0.5, compared with the kept baseline 1. */
+    json_t *jobs2 = json_array();
+    json_array_append_new(jobs2, job(5, "c", "succeeded", 0.4, 0.5));
+    json_t *s2 = avoctl_campaign_summary("n", jobs2, s, 0.02, "t2", "t3");
+    json_t *c2 = json_object_get(json_object_get(s2, "problems"), "c");
+    assert_true(json_number_value(json_object_get(c2, "previous")) == 1);
+    assert_true(json_is_true(json_object_get(c2, "regressed")));
+    /* a and b had no job this time: carried, not regressed */
+    assert_false(json_is_true(json_object_get(json_object_get(json_object_get(s2, "problems"), "b"), "regressed")));
+    json_decref(s2);
+    json_decref(jobs2);
     json_decref(s);
     /* No previous campaign: nothing regresses, each best is new. */
     s = avoctl_campaign_summary("n", jobs, NULL, 0.02, "t0", "t1");
