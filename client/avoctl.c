@@ -4,11 +4,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "avo_home.h"
 #include "avo_routes.h"
+#include "avo_tokens.h"
 #include "avo_version.h"
 #include "format.h"
 #include "http.h"
@@ -42,7 +43,7 @@ typedef struct {
     int json;                   /* --json before or after the command */
     char socket[4096];          /* the socket path, or the TCP URL: where avod is, for messages */
     const char *url;            /* TCP: avod's listener */
-    char token[256];            /* TCP: the bearer token */
+    char token[AVO_TOKEN_MAX + 1]; /* TCP: the bearer token */
     avoctl_http *http;          /* opened on first use */
     const avoctl_command *cmd;
 } avoctl_ctx;
@@ -120,36 +121,15 @@ static int daemon_error(const avoctl_response *r)
     return EXIT_FAIL;
 }
 
-/* The first token in a token file (avod's format: one per line, '#'
- * comments). The file must not be readable by others: it is a password. */
+/* The first token of a token file (avod's format, proto/avo_tokens.h). */
 static int read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-    struct stat st;
-    FILE *f = NULL;
-    if (stat(path, &st) < 0 || !(f = fopen(path, "r"))) {
-        snprintf(err, errlen, "token file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (st.st_mode & 007) {
-        fclose(f);
-        snprintf(err, errlen, "token file %s is readable by others; chmod 600 it", path);
-        return -1;
-    }
-    char line[512];
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        char *t = line + strspn(line, " \t");
-        t[strcspn(t, " \t\r\n")] = 0;
-        if (*t && *t != '#' && strlen(t) < outlen) {
-            snprintf(out, outlen, "%s", t);
-            found = 1;
-        }
-    }
-    fclose(f);
-    explicit_bzero(line, sizeof line);
-    if (!found)
-        snprintf(err, errlen, "token file %s has no token", path);
-    return found ? 0 : -1;
+    char tokens[AVO_TOKENS_MAX][AVO_TOKEN_MAX + 1];
+    int n = avo_tokens_load(path, tokens, 0, err, errlen);
+    if (n > 0)
+        snprintf(out, outlen, "%s", tokens[0]);
+    explicit_bzero(tokens, sizeof tokens);
+    return n > 0 ? 0 : -1;
 }
 
 static int open_http(avoctl_ctx *c)

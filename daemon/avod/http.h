@@ -25,10 +25,11 @@ typedef void (*avo_http_close_cb)(avo_http_req *req);
 
 int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
                    void *arg, char *err, size_t errlen);
-/* Bearer tokens of a TCP listener: at most this many (old and new during a
- * rotation), each at most this long. */
-#define AVO_HTTP_MAX_TOKENS 8
-#define AVO_HTTP_TOKEN_MAX 255
+#include "avo_tokens.h"
+
+/* Bearer tokens of a TCP listener (proto/avo_tokens.h reads them). */
+#define AVO_HTTP_MAX_TOKENS AVO_TOKENS_MAX
+#define AVO_HTTP_TOKEN_MAX AVO_TOKEN_MAX
 
 /* A TCP listener on HOST:PORT ("127.0.0.1:7460", "[::]:7460"): the same
  * handler, but every request must carry "Authorization: Bearer TOKEN" with

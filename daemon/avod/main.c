@@ -21,6 +21,7 @@
 #include "avo_home.h"
 #include "avo_log.h"
 #include "avo_paths.h"
+#include "avo_tokens.h"
 #include "avo_version.h"
 #include "agent.h"
 #include "avo_file.h"
@@ -135,59 +136,6 @@ static void shutdown_daemon(avod *d)
 
 static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
 
-/* The token file: one token per line, blank lines and '#' comments skipped.
- * Like a key file it must be ours and not readable by others: a token is
- * the whole of the TCP listener's access control. Tokens are never logged.
- * Returns how many, or a negative int with err. */
-static int load_tokens(const char *path, char tokens[][AVO_HTTP_TOKEN_MAX + 1], char *err, size_t errlen)
-{
-    struct stat st;
-    if (stat(path, &st) < 0) {
-        snprintf(err, errlen, "token-file %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    if ((st.st_mode & 007) || st.st_uid != geteuid()) {
-        snprintf(err, errlen, "token-file %s: must be owned by this user and not readable by others (chmod 600)",
-                 path);
-        return -EPERM;
-    }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "token-file %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    char line[1024];
-    int n = 0, lineno = 0, rc = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *t = line + strspn(line, " \t");
-        t[strcspn(t, "\r\n")] = 0;
-        for (size_t k = strlen(t); k > 0 && (t[k - 1] == ' ' || t[k - 1] == '\t'); k--)
-            t[k - 1] = 0;
-        if (!*t || *t == '#')
-            continue;
-        if (strlen(t) < 16 || strlen(t) > AVO_HTTP_TOKEN_MAX || strpbrk(t, " \t")) {
-            snprintf(err, errlen, "token-file %s line %d: a token is 16 to %d characters without blanks", path,
-                     lineno, AVO_HTTP_TOKEN_MAX);
-            rc = -EINVAL;
-            break;
-        }
-        if (n == AVO_HTTP_MAX_TOKENS) {
-            snprintf(err, errlen, "token-file %s: more than %d tokens", path, AVO_HTTP_MAX_TOKENS);
-            rc = -EINVAL;
-            break;
-        }
-        snprintf(tokens[n++], AVO_HTTP_TOKEN_MAX + 1, "%s", t);
-    }
-    fclose(f);
-    explicit_bzero(line, sizeof line);
-    if (!rc && n == 0) {
-        snprintf(err, errlen, "token-file %s: no token in it", path);
-        rc = -EINVAL;
-    }
-    return rc < 0 ? rc : n;
-}
-
 /* SIGHUP (systemctl reload): the configuration is read again from the same
  * command line, file and environment; what can change while running is
  * applied (the log level, the LLM providers for new agent steps). A bad
@@ -209,7 +157,7 @@ static void on_reload(uv_signal_t *h, int signum)
         if (avo_config_load(avod_rows, NROWS, &s, d->argc, argv, &nrest, err, sizeof err) == 0 &&
             load_providers(s.providers, &prov, &n, err, sizeof err) == 0) {
             char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
-            int nt = d->http_tcp && *s.token_file ? load_tokens(s.token_file, tokens, err, sizeof err) : 0;
+            int nt = d->http_tcp && *s.token_file ? avo_tokens_load(s.token_file, tokens, 1, err, sizeof err) : 0;
             if (nt < 0)
                 ; /* err says why */
             else if (avo_log_set_level(s.log_level) < 0)
@@ -427,7 +375,7 @@ static int run(int argc, char **argv, char **argv_copy)
         fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
-    if (*s.listen && (ntokens = *s.token_file ? load_tokens(s.token_file, tokens, err, sizeof err) : 0) <= 0) {
+    if (*s.listen && (ntokens = *s.token_file ? avo_tokens_load(s.token_file, tokens, 1, err, sizeof err) : 0) <= 0) {
         if (ntokens == 0)
             snprintf(err, sizeof err, "listen %s: a TCP listener needs --token-file (tokens, one per line)",
                      s.listen);

@@ -266,6 +266,21 @@ static void note_draining(worker *w)
 }
 
 /* Called by the evaluator every ~100 ms while the harness runs. */
+/* Keep the lease of the evaluation claimed ahead (prefetch), if any. */
+static void renew_prefetched(worker *w)
+{
+    if (!w->next_id)
+        return;
+    char nid[32], wid[32], lease[32];
+    snprintf(nid, sizeof nid, "%lld", w->next_id);
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    PQclear(exec(w,
+                 "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
+                 "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+                 3, (const char *const[]){nid, wid, lease}));
+}
+
 static int heartbeat(void *arg)
 {
     worker *w = arg;
@@ -281,17 +296,11 @@ static int heartbeat(void *arg)
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
     if (PQstatus(w->conn) != CONNECTION_OK)
         return 0;               /* keep going; completion will reconnect */
-    char eid[32], wid[32], lease[32], nid[32];
+    char eid[32], wid[32], lease[32];
     snprintf(eid, sizeof eid, "%lld", w->eval_id);
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    snprintf(nid, sizeof nid, "%lld", w->next_id);
-    const char *pn[] = {nid, wid, lease};
-    if (w->next_id)
-        PQclear(exec(w,
-                     "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
-                     "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-                     3, pn));
+    renew_prefetched(w);
     const char *p[] = {eid, wid, lease};
     PGresult *r = exec(w,
                        "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
@@ -500,15 +509,9 @@ static int program_tick(void *arg)
     if (t < w->next_heartbeat || PQstatus(w->conn) != CONNECTION_OK)
         return 0;
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
-    char wid[32], lease[32], nid[32];
+    char wid[32];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    snprintf(nid, sizeof nid, "%lld", w->next_id);
-    if (w->next_id)
-        PQclear(exec(w,
-                     "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
-                     "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-                     3, (const char *const[]){nid, wid, lease}));
+    renew_prefetched(w);
     PQclear(exec(w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, (const char *const[]){wid}));
     return 0;
 }

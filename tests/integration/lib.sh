@@ -18,6 +18,9 @@ FAILS=0
 
 ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
+jqt() {  # jqt FILTER FILE...: jq -e, quiet: true when the filter holds
+    jq -e "$@" >/dev/null
+}
 check() {  # check NAME CMD...: ok when CMD succeeds
     local name=$1; shift
     if "$@"; then ok "$name"; else notok "$name"; fi

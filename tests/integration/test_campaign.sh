@@ -6,7 +6,6 @@
 # exits 1 and says which; a bad campaign file is a usage error naming the
 # field.
 source "$(dirname "$0")/lib.sh"
-jqt() { jq -e "$@" >/dev/null; }
 
 check "avod starts" start_avod
 start_worker

@@ -13,7 +13,6 @@ if [ -z "$NVCC" ]; then
     exit 0
 fi
 G="$ROOT/kernels/gemm_bf16"
-jqt() { jq -e "$@" >/dev/null; }
 build() {  # SOURCE OUT [extra args]
     local src=$1 out=$2; shift 2
     avo-worker eval "$G" "$src" --compile-only --json --gpu-arch sm_90a --cache "$T/cache" "$@" >"$out" 2>"$out.err"

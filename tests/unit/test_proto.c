@@ -1,14 +1,20 @@
 /* proto/: the job spec (fields, defaults, errors naming the field) and the
  * shared route table. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "avo_jobspec.h"
 #include "avo_routes.h"
+#include "avo_tokens.h"
 
 static int parse(const char *text, avo_jobspec *s, json_t **norm, char *err, size_t errlen)
 {
@@ -199,6 +205,41 @@ static void test_routes(void **state)
     }
 }
 
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_token_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/avo-tokens-XXXXXX", path[64], err[256];
+    char tokens[AVO_TOKENS_MAX][AVO_TOKEN_MAX + 1];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t", dir);
+    write_file(path, "# rotation\n\n  0123456789abcdef0123  \nfedcba9876543210fedc\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
+    assert_string_equal(tokens[0], "0123456789abcdef0123");
+    assert_string_equal(tokens[1], "fedcba9876543210fedc");
+    write_file(path, "0123456789abcdef0123\n", 0644);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EPERM);
+    assert_non_null(strstr(err, "not readable by others"));
+    write_file(path, "# only a comment\nshort\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 2: a token is 16 to 255 characters"));
+    assert_null(strstr(err, "short"));   /* never the token itself */
+    write_file(path, "# nothing\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "no token in it"));
+    unlink(path);
+    assert_true(avo_tokens_load(path, tokens, 0, err, sizeof err) < 0);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_seed_budgets_and_stops),
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_token_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
