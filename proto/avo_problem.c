@@ -195,7 +195,7 @@ static int parse_sizes(ctx *c, avo_problem *p, json_t *v)
 
 static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
 {
-    static const char *const keys[] = {"name", "dtype", "role", "shape", NULL};
+    static const char *const keys[] = {"name", "dtype", "role", "shape", "scale", NULL};
     if (!v)
         return errf(c, "tensors", "missing");
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -246,6 +246,17 @@ static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
             return errf(c, field, "unknown role '%s' (input, output, inout)", rs);
         if (ts->role != AVO_ROLE_INPUT)
             outputs++;
+
+        snprintf(field, sizeof field, "tensors[%zu].scale", i);
+        json_t *sc = json_object_get(t, "scale");
+        ts->scale = 1.0;
+        if (sc) {
+            if (!json_is_number(sc) || !(json_number_value(sc) > 0) || json_number_value(sc) > 65504)
+                return errf(c, field, "must be a number in (0, 65504]");
+            if (ts->role == AVO_ROLE_OUTPUT)
+                return errf(c, field, "applies to inputs (an output is poisoned, not filled)");
+            ts->scale = json_number_value(sc);
+        }
 
         snprintf(field, sizeof field, "tensors[%zu].shape", i);
         json_t *sh = json_object_get(t, "shape");
@@ -303,6 +314,7 @@ static int parse_configs(ctx *c, avo_problem *p, json_t *v)
             return errf(c, field, sz ? "must be an object {\"NAME\": value}" : "missing");
         const char *key;
         json_t *val;
+        int seen[AVO_PROBLEM_MAX_SIZES] = {0};
         json_object_foreach(sz, key, val) {
             int found = -1;
             for (int s = 0; s < p->nsizes; s++)
@@ -311,12 +323,14 @@ static int parse_configs(ctx *c, avo_problem *p, json_t *v)
             snprintf(field, sizeof field, "configs[%zu].sizes.%s", i, key);
             if (found < 0)
                 return errf(c, field, "unknown size '%s'", key);
-            if (!json_is_integer(val) || json_integer_value(val) <= 0)
-                return errf(c, field, "must be a positive integer");
+            /* 0 is a value (a flag such as CAUSAL); shapes are checked positive. */
+            if (!json_is_integer(val) || json_integer_value(val) < 0)
+                return errf(c, field, "must be a non-negative integer");
             cs->size[found] = json_integer_value(val);
+            seen[found] = 1;
         }
         for (int s = 0; s < p->nsizes; s++)
-            if (cs->size[s] == 0) {
+            if (!seen[s]) {
                 snprintf(field, sizeof field, "configs[%zu].sizes.%s", i, p->sizes[s]);
                 return errf(c, field, "missing");
             }
@@ -599,6 +613,7 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
     const char *key;
     json_t *val;
     char field[96];
+    int seen[AVO_PROBLEM_MAX_SIZES] = {0};
     json_object_foreach(sz, key, val) {
         int found = -1;
         for (int s = 0; s < p->nsizes; s++)
@@ -607,12 +622,13 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
         snprintf(field, sizeof field, "validate.sizes.%s", key);
         if (found < 0)
             return errf(c, field, "unknown size '%s'", key);
-        if (!json_is_integer(val) || json_integer_value(val) <= 0)
-            return errf(c, field, "must be a positive integer");
+        if (!json_is_integer(val) || json_integer_value(val) < 0)
+            return errf(c, field, "must be a non-negative integer");
         p->validate_size[found] = json_integer_value(val);
+        seen[found] = 1;
     }
     for (int s = 0; s < p->nsizes; s++)
-        if (p->validate_size[s] == 0) {
+        if (!seen[s]) {
             snprintf(field, sizeof field, "validate.sizes.%s", p->sizes[s]);
             return errf(c, field, "missing");
         }

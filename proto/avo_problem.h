@@ -23,6 +23,7 @@ typedef struct {
     avo_role role;
     int rank;
     char *shape[8];          /* expressions over the named sizes */
+    double scale;            /* inputs: random values uniform in [-scale, scale); 1 unless declared */
 } avo_tensor_spec;
 
 typedef struct {

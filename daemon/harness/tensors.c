@@ -138,8 +138,9 @@ void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int c
             continue;
         uint64_t s = seed ^ ((uint64_t)(config + 1) << 48) ^ ((uint64_t)(set + 1) << 32) ^ (uint64_t)(i + 1);
         mix(&s);
+        const float scale = (float)p->tensors[i].scale;
         for (int64_t e = 0; e < t->elems[i]; e++) {
-            float v = unit(&s);
+            float v = unit(&s) * scale;
             switch (p->tensors[i].dtype) {
             case AVO_DTYPE_F32: ((float *)t->ptr[i])[e] = v; break;
             case AVO_DTYPE_F64: ((double *)t->ptr[i])[e] = (double)v; break;

@@ -33,6 +33,7 @@ static void test_load_sgemm(void **state)
     assert_int_equal(p.ntensors, 3);
     assert_int_equal(p.tensors[2].role, AVO_ROLE_OUTPUT);
     assert_int_equal(p.tensors[0].dtype, AVO_DTYPE_F32);
+    assert_true(p.tensors[0].scale == 1.0); /* not declared: uniform in [-1, 1) */
     assert_int_equal(p.nconfigs, 4);
     assert_string_equal(p.configs[2].name, "384x320x288");
     assert_int_equal(p.configs[2].size[1], 320);
@@ -147,6 +148,15 @@ static void m_tensor_key(json_t *j)
     json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "layout", json_string("row"));
 }
 
+static void m_scale_output(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 2), "scale", json_real(2));
+}
+static void m_scale_zero(json_t *j)
+{
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "scale", json_real(0));
+}
+
 static void m_validate_size(json_t *j)
 {
     json_object_del(json_object_get(json_object_get(j, "validate"), "sizes"), "K");
@@ -200,6 +210,8 @@ static void test_spec_errors(void **state)
     expect_error(m_reference_escape, "reference: '../x.c' must be a file name inside the problem directory");
     expect_error(m_timing, "timing.min_runs: must be an integer in [1, 100000]");
     expect_error(m_tensor_key, "tensors[0]: unknown field 'layout'");
+    expect_error(m_scale_output, "tensors[2].scale: applies to inputs (an output is poisoned, not filled)");
+    expect_error(m_scale_zero, "tensors[0].scale: must be a number in (0, 65504]");
 }
 
 static void test_bad_json(void **state)
