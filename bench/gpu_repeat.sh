@@ -29,7 +29,10 @@ else
 fi
 for i in $(seq 1 "$N"); do
     avo-worker eval bench/gemm_bf16/repeat "$CAND" --json --seed "$i" \
-        >"$OUTDIR/repeat-$i.json" 2>"$OUTDIR/repeat-$i.err" || echo "run $i: exit $?"
+        >"$OUTDIR/repeat-$i.json" 2>"$OUTDIR/repeat-$i.err" ||
+        { echo "run $i: exit $?: $(tail -2 "$OUTDIR/repeat-$i.err" | tr '\n' ' ')"
+          python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("  outcome", r.get("outcome"), r.get("detail"))' \
+              "$OUTDIR/repeat-$i.json" 2>/dev/null; }
 done
 python3 - "$OUTDIR" "$N" <<'PY'
 import json, sys, statistics
