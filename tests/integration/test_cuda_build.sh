@@ -2,7 +2,8 @@
 # CUDA candidates are built on any machine with nvcc, GPU or not (CI has
 # nvcc but no GPU): the worker's sandboxed compile (`avo-worker eval
 # --compile-only`, as avod's seed check and the agent's compile tool run it)
-# builds both gemm_bf16 seeds for sm_90a with the ptxas report, serves the
+# builds both gemm_bf16 seeds and both attention seeds for sm_90a with the
+# ptxas report (the attention seeds without spills), serves the
 # second build from the cache, reports a broken candidate as compile_error
 # with nvcc's message, and says what is missing for a disassembly.
 source "$(dirname "$0")/lib.sh"
@@ -24,6 +25,19 @@ for seed in seed.cu seed_sm90.cu; do
     check "$seed: the ptxas report gives each kernel's registers and spills" \
         jqt '.compile.ptxas | length > 0 and all(.[]; .registers > 0 and has("spill_store_bytes"))' "$T/$seed.json"
 done
+A="$ROOT/kernels/attention"
+for seed in seed.cu seed_sm90.cu; do
+    avo-worker eval "$A" "$A/$seed" --compile-only --json --gpu-arch sm_90a --cache "$T/cache" \
+        >"$T/attn-$seed.json" 2>"$T/attn-$seed.err"
+    check "attention $seed compiles for sm_90a in the worker's sandbox ($(jq -r .detail "$T/attn-$seed.json"))" \
+        test "$(jq -r .outcome "$T/attn-$seed.json")" = ok
+    check "attention $seed: no kernel spills or uses a stack frame" \
+        jqt '.compile.ptxas | length > 0 and all(.[]; .spill_store_bytes == 0 and .spill_load_bytes == 0 and .stack_bytes == 0)' \
+        "$T/attn-$seed.json"
+done
+check "the attention reference compiles with the warnings on" \
+    "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler=-Wall,-Wextra,-Werror -cudart=shared \
+    -Xcompiler=-fPIC -shared -o "$T/ref.so" "$A/reference.cu"
 build "$G/seed_sm90.cu" "$T/again.json"
 check "the same source again is served from the compile cache" jqt '.compile.cached == true' "$T/again.json"
 printf 'this is not CUDA;\n' | cat "$G/seed.cu" - >"$T/broken.cu"

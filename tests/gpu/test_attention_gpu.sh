@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# On a GPU host: the attention problem's correctness (kernels/attention).
+# A copy of the package with small, awkward configurations (S = 1, odd S,
+# S not a multiple of any tile, GQA groups of 2 and 4, both head dims, both
+# masks) and validate sizes without the causal mask (the package's own
+# validate sizes have it, so both paths of the reference are checked against
+# its float64 twin) is evaluated with `avo-worker eval` for each seed at its
+# defaults and at other knob settings; every one must come out ok on every
+# configuration with the reference validated. The seeds' SASS is checked
+# too: HMMA (mma.sync) in seed.cu, HGMMA (wgmma) in seed_sm90.cu on Hopper,
+# no spills. Prints "ok - ..." / "not ok - ..." lines and ends with
+# "N passed, N failed".
+#   tests/gpu/test_attention_gpu.sh
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 2
+setup_log=$(mktemp)
+source tests/gpu/bare-host-setup.sh >"$setup_log" 2>&1
+rm -f "$setup_log"
+export PATH="$ROOT/build/bin:/usr/local/cuda/bin:$PATH"
+unset AVO_DB AVO_CONFIG AVO_KERNELS
+T=$(mktemp -d /tmp/avo-attn.XXXXXX)
+chmod 755 "$T"
+export AVO_HOME="$T/home" TMPDIR="$T/tmp"
+mkdir -p "$AVO_HOME" "$TMPDIR"
+trap 'rm -rf "$T"' EXIT
+PASS=0
+FAIL=0
+ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
+notok() { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
+
+SMALL="$T/attention_small"
+mkdir -p "$SMALL"
+cp kernels/attention/*.cu "$SMALL/"
+python3 - kernels/attention/problem.json "$SMALL/problem.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+def c(b, h, hkv, s, d, causal):
+    return {"name": "b%d-h%d-kv%d-s%d-d%d%s" % (b, h, hkv, s, d, "-causal" if causal else ""),
+            "sizes": {"B": b, "H": h, "HKV": hkv, "S": s, "D": d, "CAUSAL": causal}}
+p["description"] = "tests/gpu/test_attention_gpu.sh: kernels/attention with small awkward configurations"
+p["configs"] = [c(1, 2, 1, 1, 64, 0), c(1, 2, 2, 1, 128, 1), c(2, 4, 2, 77, 64, 1), c(1, 2, 2, 200, 128, 0),
+                c(1, 4, 1, 333, 128, 1), c(2, 2, 2, 1000, 64, 0), c(1, 8, 4, 1024, 128, 1),
+                c(1, 2, 2, 4096, 64, 1), c(1, 4, 2, 2049, 128, 0)]
+p["validate"] = {"sizes": {"B": 1, "H": 4, "HKV": 2, "S": 130, "D": 128, "CAUSAL": 0}}
+p["timing"] = {"max_seconds": 0.05, "min_runs": 2}
+p["check"] = {"input_sets": 2}
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PY
+
+# eval SEEDFILE "NAME V ..." -> checks; the candidate is rendered like the
+# tune operator renders it (defines first).
+evaluate() {
+    local file=$1 knobs=$2 label cand out
+    label="$(basename "$file")${knobs:+ ($knobs)}"
+    cand="$T/cand-$RANDOM.cu"
+    : >"$cand"
+    [ -n "$knobs" ] && tr ',' '\n' <<<"$knobs" | sed 's/^ */#define /; s/=/ /' >>"$cand"
+    cat "$file" >>"$cand"
+    out="$T/out-$RANDOM.json"
+    timeout -k 5 600 avo-worker eval "$SMALL" "$cand" --json --timeout 300 --seed 20261203 >"$out" 2>"$out.err"
+    python3 - "$out" "$label" <<'PY'
+import json, sys
+label = sys.argv[2]
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("not ok - %s: no result (%s)" % (label, e)); sys.exit(1)
+bad = [c["name"] + ": " + str(c.get("detail") or c.get("outcome")) for c in r.get("configs", [])
+       if c.get("outcome", "ok") != "ok"]
+ok = r.get("outcome") == "ok" and r.get("reference_validated") is True and not bad
+print("%s - %s: outcome %s, reference %s%s" % ("ok" if ok else "not ok", label, r.get("outcome"),
+      r.get("reference_validation"), ("; " + "; ".join(bad[:3])) if bad else
+      ("" if ok else "; " + " ".join(str(r.get("detail")).split())[:300])))
+p = (r.get("compile") or {}).get("ptxas") or []
+if p:
+    spills = sum(int(k.get("spill_store_bytes", 0)) + int(k.get("spill_load_bytes", 0)) for k in p)
+    for k in p:
+        print("# ptxas %s: %s registers, %s bytes smem, %s bytes stack" % (k.get("kernel", "?")[:90],
+              k.get("registers"), k.get("smem_bytes"), k.get("stack_bytes")))
+    print("%s - %s: no spills (%d bytes)" % ("ok" if spills == 0 else "not ok", label, spills))
+PY
+}
+
+run_case() {
+    local line
+    while IFS= read -r line; do
+        echo "$line"
+        case $line in "ok - "*) PASS=$((PASS + 1));; "not ok - "*) FAIL=$((FAIL + 1));; esac
+    done < <(evaluate "$@")
+}
+
+CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+run_case kernels/attention/seed.cu ""
+for k in ${AVO_ATTN_SEED_KNOBS:-}; do run_case kernels/attention/seed.cu "$k"; done
+if [ "$CC" = 9.0 ]; then
+    run_case kernels/attention/seed_sm90.cu ""
+    for k in ${AVO_ATTN_SM90_KNOBS:-}; do run_case kernels/attention/seed_sm90.cu "$k"; done
+else
+    echo "# seed_sm90.cu skipped: compute capability $CC is not Hopper (9.0)"
+fi
+
+# The machine code: tensor-core instructions present, no local memory.
+for f in seed.cu seed_sm90.cu; do
+    [ "$f" = seed_sm90.cu ] && [ "$CC" != 9.0 ] && continue
+    arch=$(echo "$CC" | tr -d .); [ "$CC" = 9.0 ] && arch=90a
+    nvcc -O3 -std=c++17 -gencode=arch=compute_$arch,code=sm_$arch -cudart=shared -Xcompiler=-fPIC -shared \
+        -o "$T/$f.so" "kernels/attention/$f" 2>"$T/$f.nvcc" || { notok "$f compiles ($(tail -1 "$T/$f.nvcc"))"; continue; }
+    cuobjdump -sass "$T/$f.so" >"$T/$f.sass"
+    want=HMMA; [ "$f" = seed_sm90.cu ] && want=HGMMA
+    n=$(grep -c "$want" "$T/$f.sass")
+    [ "$n" -gt 0 ] && ok "$f: $n $want instructions in its SASS" || notok "$f: no $want in its SASS"
+    n=$(grep -cE '\b(LDL|STL)\b' "$T/$f.sass")
+    [ "$n" = 0 ] && ok "$f: no local-memory loads or stores (LDL/STL)" || notok "$f: $n LDL/STL instructions"
+done
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
