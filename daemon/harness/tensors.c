@@ -1,6 +1,8 @@
 #include "tensors.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,78 @@ void avo_tensors_free(avo_tensors *t)
     memset(t, 0, sizeof *t);
 }
 
+/* One thread's share of a tensor's fill: elements [begin, end) of the
+ * splitmix64 stream whose state before element 0 is `state`. Element e
+ * takes the state state + (e + 1) * gamma whatever thread computes it, so
+ * a split fill writes exactly what a sequential one would. */
+typedef struct {
+    void *dst;
+    avo_dtype dtype;
+    float scale;
+    uint64_t state;
+    int64_t begin, end;
+} fill_job;
+
+static void fill_range(const fill_job *j)
+{
+    uint64_t s = j->state + (uint64_t)j->begin * 0x9e3779b97f4a7c15ULL;
+    for (int64_t e = j->begin; e < j->end; e++) {
+        float v = unit(&s) * j->scale;
+        switch (j->dtype) {
+        case AVO_DTYPE_F32: ((float *)j->dst)[e] = v; break;
+        case AVO_DTYPE_F64: ((double *)j->dst)[e] = (double)v; break;
+        case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)v; break;
+        case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = to_bf16(v); break;
+        case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f); break;
+        }
+    }
+}
+
+static void *fill_thread(void *arg)
+{
+    fill_range(arg);
+    return NULL;
+}
+
+/* Threads for a pass over n elements (fill, compare): the CPUs this
+ * process may run on, at most WORK_MAX_THREADS, and no more than one per
+ * WORK_MIN_ELEMS elements (a small tensor is not worth a thread). Large
+ * problems (attention's inputs are 0.4-0.8 GB per configuration, filled
+ * and compared several times per evaluation) spend most of an evaluation
+ * in these passes otherwise. */
+#define WORK_MAX_THREADS 16
+#define WORK_MIN_ELEMS (1 << 21)
+
+static int work_threads(int64_t n)
+{
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int64_t by_size = n / WORK_MIN_ELEMS;
+    int k = cpus < WORK_MAX_THREADS ? cpus : WORK_MAX_THREADS;
+    if (by_size < k)
+        k = (int)by_size;
+    return k < 1 ? 1 : k;
+}
+
+/* Run fn on jobs[0..k) (each job_size bytes): jobs 1.. on threads, job 0
+ * here. A thread that cannot be started (a sandbox's process limit counts
+ * threads) leaves its job to this one. */
+static void run_split(int k, void *(*fn)(void *), void *jobs, size_t job_size)
+{
+    pthread_t tid[WORK_MAX_THREADS];
+    int started[WORK_MAX_THREADS] = {0};
+    char *base = jobs;
+    for (int j = 1; j < k; j++)
+        started[j] = pthread_create(&tid[j], NULL, fn, base + (size_t)j * job_size) == 0;
+    fn(base);
+    for (int j = 1; j < k; j++) {
+        if (started[j])
+            pthread_join(tid[j], NULL);
+        else
+            fn(base + (size_t)j * job_size);
+    }
+}
+
 void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set)
 {
     for (int i = 0; i < t->n; i++) {
@@ -138,17 +212,14 @@ void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int c
             continue;
         uint64_t s = seed ^ ((uint64_t)(config + 1) << 48) ^ ((uint64_t)(set + 1) << 32) ^ (uint64_t)(i + 1);
         mix(&s);
-        const float scale = (float)p->tensors[i].scale;
-        for (int64_t e = 0; e < t->elems[i]; e++) {
-            float v = unit(&s) * scale;
-            switch (p->tensors[i].dtype) {
-            case AVO_DTYPE_F32: ((float *)t->ptr[i])[e] = v; break;
-            case AVO_DTYPE_F64: ((double *)t->ptr[i])[e] = (double)v; break;
-            case AVO_DTYPE_F16: ((_Float16 *)t->ptr[i])[e] = (_Float16)v; break;
-            case AVO_DTYPE_BF16: ((uint16_t *)t->ptr[i])[e] = to_bf16(v); break;
-            case AVO_DTYPE_I32: ((int32_t *)t->ptr[i])[e] = (int32_t)(v * 100.0f); break;
-            }
-        }
+        const int64_t n = t->elems[i];
+        const int k = work_threads(n);
+        fill_job jobs[WORK_MAX_THREADS];
+        for (int j = 0; j < k; j++)
+            jobs[j] = (fill_job){.dst = t->ptr[i], .dtype = p->tensors[i].dtype,
+                                 .scale = (float)p->tensors[i].scale, .state = s,
+                                 .begin = n * j / k, .end = n * (j + 1) / k};
+        run_split(k, fill_thread, jobs, sizeof jobs[0]);
     }
 }
 
@@ -217,31 +288,70 @@ int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine
     return -1;
 }
 
-/* got holds dtype gd; want holds dtype wd (the same, or f64 for the twin). */
+/* One thread's share of a comparison: elements [begin, end), its sums and
+ * its worst element (the first non-finite one ends its share). */
+typedef struct {
+    const void *got, *want;
+    avo_dtype gd, wd;
+    int64_t begin, end;
+    double num, den;
+    avo_check c;
+} cmp_job;
+
+static void *compare_range(void *arg)
+{
+    cmp_job *j = arg;
+    for (int64_t e = j->begin; e < j->end; e++) {
+        double g = load(j->got, e, j->gd), w = load(j->want, e, j->wd);
+        if (!isfinite(g)) {
+            j->c.nonfinite = 1;
+            j->c.worst = e;
+            j->c.got = g;
+            j->c.want = w;
+            return NULL;
+        }
+        double diff = fabs(g - w);
+        j->num += diff * diff;
+        j->den += w * w;
+        if (diff > j->c.max_abs || e == j->begin) {
+            j->c.max_abs = diff;
+            j->c.worst = e;
+            j->c.got = g;
+            j->c.want = w;
+        }
+    }
+    return NULL;
+}
+
+/* got holds dtype gd; want holds dtype wd (the same, or f64 for the twin).
+ * The result is the sequential pass's: the first non-finite element, or
+ * the first element of largest error (shares are merged in order). */
 static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype wd, int64_t n, avo_tolerance tol,
                     avo_check *out)
 {
     memset(out, 0, sizeof *out);
+    const int k = work_threads(n);
+    cmp_job jobs[WORK_MAX_THREADS];
+    memset(jobs, 0, sizeof jobs);
+    for (int j = 0; j < k; j++)
+        jobs[j] = (cmp_job){.got = got, .want = want, .gd = gd, .wd = wd, .begin = n * j / k,
+                            .end = n * (j + 1) / k};
+    run_split(k, compare_range, jobs, sizeof jobs[0]);
     double num = 0, den = 0;
-    for (int64_t e = 0; e < n; e++) {
-        double g = load(got, e, gd), w = load(want, e, wd);
-        if (!isfinite(g)) {
-            out->nonfinite = 1;
-            out->worst = e;
-            out->got = g;
-            out->want = w;
+    for (int j = 0; j < k; j++) {
+        if (jobs[j].c.nonfinite) {
+            *out = jobs[j].c;
             out->rel_l2 = INFINITY;
             out->max_abs = INFINITY;
             return;
         }
-        double diff = fabs(g - w);
-        num += diff * diff;
-        den += w * w;
-        if (diff > out->max_abs || e == 0) {
-            out->max_abs = diff;
-            out->worst = e;
-            out->got = g;
-            out->want = w;
+        num += jobs[j].num;
+        den += jobs[j].den;
+        if (jobs[j].begin < jobs[j].end && (jobs[j].c.max_abs > out->max_abs || j == 0)) {
+            out->max_abs = jobs[j].c.max_abs;
+            out->worst = jobs[j].c.worst;
+            out->got = jobs[j].c.got;
+            out->want = jobs[j].c.want;
         }
     }
     out->rel_l2 = den > 0 ? sqrt(num) / sqrt(den) : sqrt(num);
