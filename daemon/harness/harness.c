@@ -832,6 +832,10 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const char *outcome = "ok";
     char detail[1024] = "";
     double logsum = 0;
+    /* Where an evaluation's wall time goes (result "phases_s"): large
+     * problems spend far more in the protocol than in the timed calls. */
+    const double t_start = avo_now();
+    double t0, ph_ref = 0, ph_checks = 0, ph_timing = 0, ph_base = 0, ph_ctr = 0;
 
     r.run.cmd_w = r.run.reply_r = -1;
     r.base.cmd_w = r.base.reply_r = -1;
@@ -846,7 +850,10 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         rc = -ENOMEM;
         goto cleanup;
     }
-    if ((rc = run_reference(&r, ref_so, err, errlen)) || (rc = make_shm(&r, err, errlen)))
+    t0 = avo_now();
+    rc = run_reference(&r, ref_so, err, errlen);
+    ph_ref = avo_now() - t0;
+    if (rc || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
     if (!r.cuda && (rc = avo_flusher_init(&fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
@@ -899,11 +906,13 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes, err, errlen)) ||
             (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
             goto cleanup;
+        t0 = avo_now();
         for (int s = 0; s < r.nsets && res == CHECK_OK; s++) {
             res = checked_call(&r, c, s, &x, &pristine, why, sizeof why);
             if (res > 0)
                 snprintf(detail, sizeof detail, "config %s, input set %d: %s", p->configs[c].name, s, why);
         }
+        ph_checks += avo_now() - t0;
         if (res < 0) {
             rc = res;
             snprintf(err, errlen, "runner protocol: %s", why);
@@ -918,10 +927,12 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         json_t *ctrs = NULL;
         int discarded = 0;
         json_t *clock = NULL;
+        t0 = avo_now();
         if (r.cuda)
             res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, &clock, why, sizeof why);
         else
             res = time_config(&r, c, &x, &pristine, &fl, &st, &claimed, &ctrs, why, sizeof why);
+        ph_timing += avo_now() - t0;
         if (res < 0) {
             rc = res;
             snprintf(err, errlen, "timing failed: %s", res == -ENOMEM ? "out of memory" : why);
@@ -934,7 +945,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         }
         /* A fresh input set after timing: a candidate that caches its output
          * across calls passes the checks above and fails here. */
+        t0 = avo_now();
         res = checked_call(&r, c, r.nsets, &x, &pristine, why, sizeof why);
+        ph_checks += avo_now() - t0;
         if (res != CHECK_OK) {
             json_decref(ctrs);
             json_decref(clock);
@@ -994,8 +1007,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             clock = NULL;
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
-        if (base_so)
+        if (base_so) {
+            t0 = avo_now();
             json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, st.median));
+            ph_base += avo_now() - t0;
+        }
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
@@ -1003,6 +1019,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     snprintf(detail, sizeof detail, "%d configs, %d input sets each plus one after timing: all within tolerance",
              p->nconfigs, r.nsets);
     /* Counters in a separate pass, never during timing. */
+    t0 = avo_now();
     if (r.cuda && getenv("AVO_NO_COUNTERS") == NULL) {
         for (int c = 0; c < p->nconfigs; c++) {
             if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - PROFILE_AREA, err, errlen)) ||
@@ -1016,6 +1033,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                 break;      /* the runner died profiling: keep the timing results */
         }
     }
+    ph_ctr = avo_now() - t0;
 
 done:
     /* The runner is gone before the result exists: nothing of the
@@ -1035,6 +1053,10 @@ done:
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(&r, calibrated));
+    json_object_set_new(*result, "phases_s",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "reference", jreal(ph_ref), "checks", jreal(ph_checks),
+                                  "timing", jreal(ph_timing), "baseline", jreal(ph_base), "counters", jreal(ph_ctr),
+                                  "total", jreal(avo_now() - t_start)));
     if (r.cuda) {
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "event_overhead_s",
