@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tensors.h"
 #include "runner.h"
 
 static int write_all(int fd, const char *s, size_t n)
@@ -48,6 +49,11 @@ int main(int argc, char **argv)
     if (!getenv("AVO_NO_PIN") && sched_getaffinity(0, sizeof set, &set) == 0) {
         int cpu = -1;
         const char *want = getenv("AVO_HARNESS_CPU");
+        /* Filling and comparing tensors (never during a timed run) may
+         * still use every CPU the harness was given, unless a CPU was
+         * assigned to it alone (a worker per CPU: its neighbours time). */
+        if (!(want && *want))
+            avo_tensors_set_workers(&set, 0, 0);
         if (want && *want)
             cpu = atoi(want);
         else

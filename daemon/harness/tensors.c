@@ -166,36 +166,62 @@ static void *fill_thread(void *arg)
     return NULL;
 }
 
-/* Threads for a pass over n elements (fill, compare): the CPUs this
- * process may run on, at most WORK_MAX_THREADS, and no more than one per
- * WORK_MIN_ELEMS elements (a small tensor is not worth a thread). Large
- * problems (attention's inputs are 0.4-0.8 GB per configuration, filled
- * and compared several times per evaluation) spend most of an evaluation
- * in these passes otherwise. */
+/* Threads for a pass over n elements (fill, compare): the CPUs the passes
+ * may use (avo_tensors_set_workers; else this thread's own), at most
+ * WORK_MAX_THREADS, and no more than one per min_elems elements (a small
+ * tensor is not worth a thread). Large problems (attention's inputs are
+ * 0.4-0.8 GB per configuration, filled and compared several times per
+ * evaluation) would otherwise spend long in these passes on one core. */
 #define WORK_MAX_THREADS 16
 #define WORK_MIN_ELEMS (1 << 21)
 
+static struct {
+    int have_cpus;
+    cpu_set_t cpus;
+    int threads;          /* > 0: forced (tests) */
+    int64_t min_elems;
+} workers = {.min_elems = WORK_MIN_ELEMS};
+
+void avo_tensors_set_workers(const cpu_set_t *cpus, int threads, int64_t min_elems)
+{
+    workers.have_cpus = cpus != NULL;
+    if (cpus)
+        workers.cpus = *cpus;
+    workers.threads = threads > WORK_MAX_THREADS ? WORK_MAX_THREADS : threads;
+    workers.min_elems = min_elems > 0 ? min_elems : WORK_MIN_ELEMS;
+}
+
 static int work_threads(int64_t n)
 {
-    cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    int64_t by_size = n / WORK_MIN_ELEMS;
-    int k = cpus < WORK_MAX_THREADS ? cpus : WORK_MAX_THREADS;
+    int k = workers.threads;
+    if (k <= 0) {
+        cpu_set_t own;
+        k = workers.have_cpus ? CPU_COUNT(&workers.cpus)
+            : sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own) : 1;
+        k = k < WORK_MAX_THREADS ? k : WORK_MAX_THREADS;
+    }
+    const int64_t by_size = n / workers.min_elems;
     if (by_size < k)
         k = (int)by_size;
     return k < 1 ? 1 : k;
 }
 
-/* Run fn on jobs[0..k) (each job_size bytes): jobs 1.. on threads, job 0
- * here. A thread that cannot be started (a sandbox's process limit counts
- * threads) leaves its job to this one. */
+/* Run fn on jobs[0..k) (each job_size bytes): jobs 1.. on threads (on the
+ * workers' CPUs when set), job 0 here. A thread that cannot be started (a
+ * sandbox's process limit counts threads) leaves its job to this one. */
 static void run_split(int k, void *(*fn)(void *), void *jobs, size_t job_size)
 {
     pthread_t tid[WORK_MAX_THREADS];
     int started[WORK_MAX_THREADS] = {0};
     char *base = jobs;
+    pthread_attr_t attr;
+    const int attr_ok = k > 1 && pthread_attr_init(&attr) == 0;
+    if (attr_ok && workers.have_cpus)
+        pthread_attr_setaffinity_np(&attr, sizeof workers.cpus, &workers.cpus);
     for (int j = 1; j < k; j++)
-        started[j] = pthread_create(&tid[j], NULL, fn, base + (size_t)j * job_size) == 0;
+        started[j] = pthread_create(&tid[j], attr_ok ? &attr : NULL, fn, base + (size_t)j * job_size) == 0;
+    if (attr_ok)
+        pthread_attr_destroy(&attr);
     fn(base);
     for (int j = 1; j < k; j++) {
         if (started[j])
@@ -301,6 +327,7 @@ typedef struct {
 static void *compare_range(void *arg)
 {
     cmp_job *j = arg;
+    double num = 0, den = 0, max_abs = 0;
     for (int64_t e = j->begin; e < j->end; e++) {
         double g = load(j->got, e, j->gd), w = load(j->want, e, j->wd);
         if (!isfinite(g)) {
@@ -311,15 +338,21 @@ static void *compare_range(void *arg)
             return NULL;
         }
         double diff = fabs(g - w);
-        j->num += diff * diff;
-        j->den += w * w;
-        if (diff > j->c.max_abs || e == j->begin) {
+        num += diff * diff;
+        den += w * w;
+        /* The sequential rule in every share (element 0 first, then only a
+         * strictly larger error): a NaN in the reference at a share's first
+         * element then cannot hide the rest of the share. */
+        if (diff > max_abs || e == 0) {
+            max_abs = diff;
             j->c.max_abs = diff;
             j->c.worst = e;
             j->c.got = g;
             j->c.want = w;
         }
     }
+    j->num = num;
+    j->den = den;
     return NULL;
 }
 
@@ -347,7 +380,7 @@ static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype w
         }
         num += jobs[j].num;
         den += jobs[j].den;
-        if (jobs[j].begin < jobs[j].end && (jobs[j].c.max_abs > out->max_abs || j == 0)) {
+        if (jobs[j].begin < jobs[j].end && (jobs[j].c.max_abs > out->max_abs || jobs[j].begin == 0)) {
             out->max_abs = jobs[j].c.max_abs;
             out->worst = jobs[j].c.worst;
             out->got = jobs[j].c.got;

@@ -3,6 +3,7 @@
 #ifndef AVO_HARNESS_TENSORS_H
 #define AVO_HARNESS_TENSORS_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,11 @@ int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte);
 /* Bytes avo_tensors_place needs for `config`. */
 size_t avo_tensors_span(const avo_problem *p, int config);
 void avo_tensors_free(avo_tensors *t);
+
+/* The CPUs the fill and comparison passes may spread over (NULL: the
+ * calling thread's own affinity); threads > 0 forces that many threads and
+ * min_elems > 0 the elements per thread (tests); 0 keeps the defaults. */
+void avo_tensors_set_workers(const cpu_set_t *cpus, int threads, int64_t min_elems);
 
 /* Fill every input and inout tensor from the stream identified by
  * (seed, config, set); the same triple always gives the same data. */

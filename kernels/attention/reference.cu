@@ -25,6 +25,10 @@ typedef __nv_bfloat16 bf16;
 
 constexpr int kTile = 64, kStep = 16, kThreads = 256;
 
+#ifndef AVO_REF_CHUNK_ELEMS
+#define AVO_REF_CHUNK_ELEMS (1LL << 28)
+#endif
+
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ void store(float *p, float v) { *p = v; }
@@ -178,8 +182,10 @@ extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStr
                *V = static_cast<const bf16 *>(tensors[2]);
     bf16 *O = static_cast<bf16 *>(tensors[3]);
     float *LSE = static_cast<float *>(tensors[4]);
-    /* Query rows per chunk: the fp32 score chunk stays within 1 GiB. */
-    int64_t rows = ((int64_t)1 << 28) / S;
+    /* Query rows per chunk: the fp32 score chunk stays within 1 GiB
+     * (AVO_REF_CHUNK_ELEMS scores; the GPU test makes it small so that
+     * small sizes run in many chunks too). */
+    int64_t rows = (int64_t)(AVO_REF_CHUNK_ELEMS) / S;
     rows = rows < 1 ? 1 : rows > S ? S : rows;
     float *scratch = nullptr;
     cudaError_t e = cudaMalloc(&scratch, (size_t)rows * S * sizeof(float));
@@ -211,7 +217,11 @@ extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStr
                     rc = (int)e;
             }
         }
-    /* cudaFree waits for the device: the scratch outlives the kernels. */
+    /* The scratch must outlive the kernels; a fault in one of them is
+     * reported here rather than by a later call. */
+    e = cudaStreamSynchronize(stream);
+    if (!rc && e != cudaSuccess)
+        rc = (int)e;
     e = cudaFree(scratch);
     return rc ? rc : (int)e;
 }

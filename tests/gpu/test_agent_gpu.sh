@@ -53,7 +53,7 @@ check "the step ended by the commit rule: committed, or refused as slower than t
     bash -c 'case "$0" in "committed: committed candidate 2 "*) true;; "ended: gave up: the commit rule refused"*)
              grep -q "commit: candidate 2 scores .*, under the island.s best" "$1";; *) false;; esac' "$STEP" "$T/transcript.txt"
 check "compile answered with the ptxas report of the GPU build" \
-    bash -c 'sed -n 3p "$0" | grep -q "compiles" && sed -n 3p "$0" | grep -Eq "registers"' "$T/gpu.log"
+    bash -c 'sed -n 3p "$0" | grep -q "compiles" && sed -n 3p "$0" | grep -Eq "Used [0-9]+ registers"' "$T/gpu.log"
 check "evaluate ran the version on the GPU worker: outcome ok with a score" \
     bash -c 'sed -n 3p "$0" | grep -q "candidate 2: outcome ok, aggregate"' "$T/gpu.log"
 if [ "$(id -u)" = 0 ]; then
@@ -69,9 +69,9 @@ check "profile answered with the CUPTI counters of the evaluated version" \
              sed -n 4p "$0" | grep -q "sm__throughput.avg.pct_of_peak_sustained_elapsed"' "$T/gpu.log"
 if [ "$SEED_NAME" = sm90 ]; then
     check "disassemble answered with the SASS of the version: HGMMA (wgmma) instructions" \
-        bash -c 'sed -n 4p "$0" | grep -Eq "[0-9]+ instructions? match" && sed -n 4p "$0" | grep -q "HGMMA"' "$T/gpu.log"
+        bash -c 'sed -n 4p "$0" | grep -Eq "[1-9][0-9]* instructions? match" && sed -n 4p "$0" | grep -Eq "HGMMA\.64x[0-9]+x16"' "$T/gpu.log"
 else
-    check "disassemble answered from the version's SASS" bash -c 'sed -n 4p "$0" | grep -Eq "instructions? match"' "$T/gpu.log"
+    check "disassemble answered from the version's SASS" bash -c 'sed -n 4p "$0" | grep -Eq "[1-9][0-9]* instructions? match"' "$T/gpu.log"
 fi
 check "the program is stored as a program, not a candidate" \
     test "$(q "SELECT count(*) FILTER (WHERE state = 'done') || ':' || count(*) FROM programs WHERE job_id = $JOB"):$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB")" = "1:1:2"

@@ -35,12 +35,14 @@ static void test_parallel_fill_is_the_sequential_stream(void **state)
     char err[512] = "";
     if (avo_problem_load(&p, "kernels/cpu/sgemm", err, sizeof err))
         fail_msg("%s", err);
-    const int64_t size[] = {2500, 7, 2100}; /* A: 5.25M floats, several fill threads where CPUs allow */
+    const int64_t size[] = {2500, 7, 2100}; /* A: 5.25M floats */
     avo_tensors t = {0};
     if (avo_tensors_alloc_at(&t, &p, size, -1, err, sizeof err))
         fail_msg("%s", err);
     const uint64_t seed = 0x1234abcdULL;
+    avo_tensors_set_workers(NULL, 7, 1000); /* seven shares whatever the CPUs */
     avo_tensors_fill(&t, &p, seed, 3, 1);
+    avo_tensors_set_workers(NULL, 0, 0);
     for (int i = 0; i < 2; i++) {
         uint64_t s = seed ^ ((uint64_t)(3 + 1) << 48) ^ ((uint64_t)(1 + 1) << 32) ^ (uint64_t)(i + 1);
         splitmix(&s);
@@ -83,6 +85,7 @@ static void test_scale(void **state)
 static void test_split_compare(void **state)
 {
     (void)state;
+    avo_tensors_set_workers(NULL, 7, 1000); /* seven shares whatever the CPUs */
     const int64_t n = 5 * 1000 * 1000;
     float *got = malloc((size_t)n * sizeof *got), *want = malloc((size_t)n * sizeof *want);
     assert_non_null(got);
@@ -106,12 +109,22 @@ static void test_split_compare(void **state)
     assert_int_equal(c.worst, 1000001);
     assert_true(fabs(c.max_abs - 0.5) < 1e-6 && !c.nonfinite && c.pass);
     assert_true(fabs(c.rel_l2 - sqrt(num) / sqrt(den)) < 1e-9 * c.rel_l2);
-    /* Two non-finite elements: the first is reported, whatever share holds it. */
+    /* A NaN in the reference at the first element of a share: the rest of
+     * that share still counts (the largest error, later, is reported). */
+    const int64_t share1 = n / 7;
+    want[share1] = NAN;
+    got[share1 + 10] = want[share1 + 10] + 0.75f;
+    avo_tensors_compare(got, want, n, AVO_DTYPE_F32, tol, &c);
+    assert_int_equal(c.worst, share1 + 10);
+    assert_true(fabs(c.max_abs - 0.75) < 1e-6 && !c.pass);
+    want[share1] = 0.0f;
+    /* Non-finite elements in two shares: the first is reported. */
     got[4500000] = NAN;
-    got[3000000] = INFINITY;
+    got[2 * share1 + 5] = INFINITY;
     avo_tensors_compare(got, want, n, AVO_DTYPE_F32, tol, &c);
     assert_true(c.nonfinite && !c.pass && isinf(c.rel_l2));
-    assert_int_equal(c.worst, 3000000);
+    assert_int_equal(c.worst, 2 * share1 + 5);
+    avo_tensors_set_workers(NULL, 0, 0);
     free(got);
     free(want);
 }
