@@ -145,8 +145,9 @@ typedef struct {
     int64_t begin, end;
 } fill_job;
 
-static void fill_range(const fill_job *j)
+static void *fill_range(void *arg)
 {
+    const fill_job *j = arg;
     uint64_t s = j->state + (uint64_t)j->begin * 0x9e3779b97f4a7c15ULL;
     for (int64_t e = j->begin; e < j->end; e++) {
         float v = unit(&s) * j->scale;
@@ -158,11 +159,6 @@ static void fill_range(const fill_job *j)
         case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f); break;
         }
     }
-}
-
-static void *fill_thread(void *arg)
-{
-    fill_range(arg);
     return NULL;
 }
 
@@ -245,7 +241,7 @@ void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int c
             jobs[j] = (fill_job){.dst = t->ptr[i], .dtype = p->tensors[i].dtype,
                                  .scale = (float)p->tensors[i].scale, .state = s,
                                  .begin = n * j / k, .end = n * (j + 1) / k};
-        run_split(k, fill_thread, jobs, sizeof jobs[0]);
+        run_split(k, fill_range, jobs, sizeof jobs[0]);
     }
 }
 

@@ -20,12 +20,9 @@ SEEDSRC=kernels/gemm_bf16/$([ "$SEED_NAME" = sm90 ] && echo seed_sm90.cu || echo
 export AVO_TEST_KEY="sk-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 # A fresh database: the seed is candidate 1, the agent's version 2.
-python3 tests/fixtures/agent/make_script.py openai gpu "$SEEDSRC" 2 >"$T/gpu.script.json"
-python3 tests/fakes/fake_llm.py --port 0 --script "$T/gpu.script.json" --log "$T/gpu.log" >"$T/gpu.port" 2>"$T/gpu.err" &
-PIDS+=($!)
-for _ in $(seq 1 100); do [ -s "$T/gpu.port" ] && break; sleep 0.05; done
+start_fake_llm gpu openai gpu "$SEEDSRC" 2
 cat >"$T/providers.json" <<JSON
-[{"name": "fake-openai", "kind": "openai", "base_url": "http://127.0.0.1:$(head -1 "$T/gpu.port")/v1",
+[{"name": "fake-openai", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_gpu/v1",
   "model": "fake-1", "api_key_env": "AVO_TEST_KEY", "max_retries": 1, "timeout_s": 60}]
 JSON
 check "avod starts (embedded PostgreSQL) with the fake provider" start_avod "${PG_ARGS[@]}" --providers "$T/providers.json"

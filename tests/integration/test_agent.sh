@@ -9,18 +9,10 @@
 source "$(dirname "$0")/lib.sh"
 q() { psql_avo "$1"; }
 api() { curl -s --unix-socket "$AVO_HOME/avod.sock" -X "$1" ${3:+-d "$3"} "http://avod$2"; }
-FAKE="$ROOT/tests/fakes/fake_llm.py"
-MAKE="$ROOT/tests/fixtures/agent/make_script.py"
 SEEDSRC="$ROOT/kernels/cpu/sgemm/seed.c"
 export AVO_TEST_KEY="sk-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
-start_fake() {  # NAME FORMAT SCENARIO COMMIT_ID -> port in PORT_<NAME>
-    python3 "$MAKE" "$2" "$3" "$SEEDSRC" "$4" >"$T/$1.script.json"
-    python3 "$FAKE" --port 0 --script "$T/$1.script.json" --log "$T/$1.log" >"$T/$1.port" 2>"$T/$1.err" &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do [ -s "$T/$1.port" ] && break; sleep 0.05; done
-    eval "PORT_$1=$(head -1 "$T/$1.port")"
-}
+start_fake() { start_fake_llm "$1" "$2" "$3" "$SEEDSRC" "$4"; }  # NAME FORMAT SCENARIO COMMIT_ID
 start_fake oa openai step 3
 start_fake an anthropic step 6
 start_fake oah openai hostile 0
