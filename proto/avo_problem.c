@@ -595,6 +595,49 @@ static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
     return 0;
 }
 
+/* "counters": {"configs": [names]}: the configurations the counters pass
+ * profiles (every one by default). Each profiled configuration replays its
+ * kernels once per metric pass, seconds for large ones, and the agent needs
+ * the hardware's view of a few representative sizes, not of every one. */
+static int parse_counters(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"configs", NULL};
+    for (int i = 0; i < p->nconfigs; i++)
+        p->configs[i].profile = 1;
+    if (!v)
+        return 0;
+    int rc;
+    if (!json_is_object(v))
+        return errf(c, "counters", "must be an object");
+    if ((rc = check_keys(c, "counters", v, keys)))
+        return rc;
+    json_t *list = json_object_get(v, "configs");
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return errf(c, "counters.configs", "must be a non-empty array of configuration names");
+    for (int i = 0; i < p->nconfigs; i++)
+        p->configs[i].profile = 0;
+    size_t k;
+    json_t *name;
+    json_array_foreach(list, k, name) {
+        char field[64];
+        snprintf(field, sizeof field, "counters.configs[%zu]", k);
+        if (!json_is_string(name))
+            return errf(c, field, "must be a configuration name");
+        int found = 0;
+        for (int i = 0; i < p->nconfigs; i++)
+            if (strcmp(p->configs[i].name, json_string_value(name)) == 0) {
+                if (p->configs[i].profile)
+                    return errf(c, field, "'%s' is listed twice", json_string_value(name));
+                p->configs[i].profile = found = 1;
+            }
+        if (!found)
+            return errf(c, field, "no configuration is named '%s'", json_string_value(name));
+    }
+    return 0;
+}
+
 /* "validate": {"sizes": {...}}: one small size vector, every size given, on
  * which every tensor shape must evaluate like a config's. */
 static int parse_validate(ctx *c, avo_problem *p, json_t *v)
@@ -818,7 +861,7 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
                                       "reference", "seed", "cflags", "knobs", "constraints",
                                       "timing", "check", "validate", "roofline", "language",
-                                      "nvcc_flags", "baseline", "seeds", NULL};
+                                      "nvcc_flags", "baseline", "seeds", "counters", NULL};
     memset(p, 0, sizeof *p);
     char file[4200];
     snprintf(file, sizeof file, "%s/problem.json", dir);
@@ -922,6 +965,7 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
                             p->cflags, 32, &p->ncflags)) ||
         (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
         (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
+        (rc = parse_counters(&c, p, json_object_get(j, "counters"))) ||
         (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
         goto cleanup;
     rc = 0;

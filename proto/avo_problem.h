@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     char name[64];
     int64_t size[AVO_PROBLEM_MAX_SIZES];   /* in the order of avo_problem.sizes */
+    int profile;             /* the counters pass profiles it ("counters.configs"; default every config) */
 } avo_config_spec;
 
 typedef struct {

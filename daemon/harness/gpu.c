@@ -25,6 +25,15 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
     return -ENOTSUP;
 }
 
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen)
+{
+    (void)g, (void)ptr, (void)bytes;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
+
+void avo_gpu_unpin(avo_gpu *g, void *ptr) { (void)g, (void)ptr; }
+
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, unsigned *notes,
                 char *err, size_t errlen)
@@ -182,6 +191,29 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
     if (g->nvml >= 0)
         avo_nvml_sm_clock(g->nvml, &cur, max_sm_mhz);
     return 0;
+}
+
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen)
+{
+    (void)g;
+    const char *off = getenv("AVO_HARNESS_PAGEABLE");
+    if (off && *off && strcmp(off, "0") != 0) {
+        snprintf(err, errlen, "AVO_HARNESS_PAGEABLE is set");
+        return -EPERM;
+    }
+    cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
+    if (e != cudaSuccess) {
+        cudaGetLastError();   /* not sticky: clear it so the next call does not see it */
+        return fail(e, "page-locking host tensors", err, errlen);
+    }
+    return 0;
+}
+
+void avo_gpu_unpin(avo_gpu *g, void *ptr)
+{
+    (void)g;
+    if (ptr && cudaHostUnregister(ptr) != cudaSuccess)
+        cudaGetLastError();
 }
 
 static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)

@@ -50,6 +50,16 @@ int avo_gpu_available(void);
 int avo_gpu_open(avo_gpu **out, char *err, size_t errlen);
 void avo_gpu_close(avo_gpu *g);
 
+/* Page-lock host memory the copies of avo_gpu_run read and write, so they
+ * run at the link's speed instead of through the driver's staging buffers
+ * (pageable copies of attention's 0.5 GB per call took most of an
+ * evaluation). Returns 0, or a negative int with the reason in err; callers
+ * go on with pageable copies then. AVO_HARNESS_PAGEABLE=1 disables it (for
+ * measuring what it saves). Every pinned range is unpinned with
+ * avo_gpu_unpin before it is freed or unmapped. */
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen);
+void avo_gpu_unpin(avo_gpu *g, void *ptr);
+
 /* Device name, compute capability, SM count, L2 size, max SM clock. */
 int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
                      int *l2_bytes, unsigned *max_sm_mhz);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,35 @@ typedef struct {
     int ungated;                          /* CUDA: timed calls start without the gate (gpu.h) */
     char ungated_why[200];
     unsigned call_notes;                  /* CUDA: AVO_GPU_NOTE_* of the last call */
+    unsigned char *area;                  /* the checker's own tensors (reference, pristine inputs), */
+    size_t area_bytes;                    /* sized for the largest config and reused by every one */
+    int area_pinned;                      /* page-locked while the reference runs on it */
+    char ref_copies[240];                 /* CUDA: how the reference's copies ran */
 } run_ctx;
+
+/* AVO_HARNESS_TRACE=1 (a run of the harness by hand; the worker's sandbox
+ * passes no such variable): each step's wall time on stderr, to find where
+ * an evaluation's phases go. */
+static void trace(const char *fmt, ...)
+{
+    static int on = -1;
+    static double last;
+    if (on < 0) {
+        const char *v = getenv("AVO_HARNESS_TRACE");
+        on = v && *v && strcmp(v, "0") != 0;
+        last = avo_now();
+    }
+    if (!on)
+        return;
+    const double t = avo_now();
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "trace %8.3f s  ", t - last);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    last = t;
+}
 
 static void **refslot(run_ctx *r, int config, int set, int tensor)
 {
@@ -234,6 +263,29 @@ cleanup:
     return rc;
 }
 
+/* The reference's tensors live in the checker's area, page-locked while it
+ * runs (as the runner's region is): its copies are most of the reference
+ * phase. Pageable copies when pinning fails; ref_copies says which. */
+static void pin_area(run_ctx *r)
+{
+    char why[200];
+    if (!r->cuda)
+        return;
+    if (avo_gpu_pin(r->gpu, r->area, r->area_bytes, why, sizeof why) == 0) {
+        r->area_pinned = 1;
+        snprintf(r->ref_copies, sizeof r->ref_copies, "pinned");
+    } else {
+        snprintf(r->ref_copies, sizeof r->ref_copies, "pageable: %s", why);
+    }
+}
+
+static void unpin_area(run_ctx *r)
+{
+    if (r->area_pinned)
+        avo_gpu_unpin(r->gpu, r->area);
+    r->area_pinned = 0;
+}
+
 static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errlen)
 {
     const avo_problem *p = r->p;
@@ -263,13 +315,17 @@ static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errle
     }
     if ((rc = validate_reference(r, h, ref, err, errlen)))
         goto cleanup;
+    pin_area(r);
+    trace("reference: pin %zu bytes (%s)", r->area_bytes, r->ref_copies);
     for (int c = 0; c < p->nconfigs; c++) {
-        if ((rc = avo_tensors_alloc(&t, p, c, err, errlen)))
+        if ((rc = avo_tensors_place(&t, p, c, r->area, r->area_bytes, err, errlen)))
             goto cleanup;
         for (int s = 0; s <= r->nsets; s++) {
             avo_tensors_fill(&t, p, r->seed, c, s);
             avo_tensors_poison(&t, p);
+            trace("reference %s set %d: fill", p->configs[c].name, s);
             int ret = call_ref(r, ref, p->configs[c].size, &t);
+            trace("reference %s set %d: copies and kernel", p->configs[c].name, s);
             if (ret != 0) {
                 snprintf(err, errlen, "reference invalid: it returned %d on config %s", ret, p->configs[c].name);
                 rc = AVO_HARNESS_EREFERENCE;
@@ -287,11 +343,11 @@ static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errle
                 memcpy(copy, t.ptr[i], t.bytes[i]);
                 *refslot(r, c, s, i) = copy;
             }
+            trace("reference %s set %d: keep the outputs", p->configs[c].name, s);
         }
-        avo_tensors_free(&t);
     }
 cleanup:
-    avo_tensors_free(&t);
+    unpin_area(r);
     /* The checker's device memory goes before the candidate's context comes. */
     avo_gpu_close(r->gpu);
     r->gpu = NULL;
@@ -355,14 +411,19 @@ static int check_call(run_ctx *r, int config, int set, int ret, const avo_tensor
 static int checked_call(run_ctx *r, int c, int set, avo_tensors *x, avo_tensors *pristine, char *why, size_t wl)
 {
     avo_tensors_fill(pristine, r->p, r->seed, c, set);
+    trace("check %s set %d: fill", r->p->configs[c].name, set);
     avo_tensors_copy_inputs(x, pristine, r->p);
     avo_tensors_poison(x, r->p);
+    trace("check %s set %d: copy and poison", r->p->configs[c].name, set);
     int ret = 0;
     double rt, claimed;
     int res = cand_call(r, c, x, &ret, &rt, &claimed, why, wl);
+    trace("check %s set %d: call", r->p->configs[c].name, set);
     if (res != CHECK_OK)
         return res;
-    return check_call(r, c, set, ret, x, pristine, why, wl);
+    res = check_call(r, c, set, ret, x, pristine, why, wl);
+    trace("check %s set %d: compare", r->p->configs[c].name, set);
+    return res;
 }
 
 static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, double score, double gflops,
@@ -486,8 +547,14 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
     char err[300];
     if (!t || !rts)
         goto oom;
-    /* The second set lives after the first in the shared region. */
-    {
+    /* The second set lives after the first in the shared region. With one
+     * check set both are set 0: the same bytes, so x serves for both (the
+     * candidate sees device buffers only, never where the copies came
+     * from). */
+    if (sets[0] == sets[1]) {
+        xs[1] = x;
+        pr[1] = pristine;
+    } else {
         size_t off = 0;
         for (int i = 0; i < x->n; i++) {
             size_t end = (size_t)((unsigned char *)x->ptr[i] - r->shm) + x->bytes[i] + x->guard[i];
@@ -502,8 +569,10 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         avo_tensors_copy_inputs(&xs1, &pr1, p);
         avo_tensors_poison(&xs1, p);
     }
-    avo_tensors_copy_inputs(x, pristine, p);
+    /* x holds the last checked call: inputs equal to pristine (checked),
+     * outputs the candidate's, which must not survive into a timed run. */
     avo_tensors_poison(x, p);
+    trace("timing %s: second input set", p->configs[c].name);
     *discarded = 0;
     const double start = avo_now();
     for (;; iter++) {
@@ -519,6 +588,7 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         res = cand_call_flags(r, c, xs[k], flags, &ret, &rt, &ev, &mhz, sub, sizeof sub);
         if (res == CHECK_OK && (check || ret != 0))
             res = check_call(r, c, sets[k], ret, xs[k], pr[k], sub, sizeof sub);
+        trace("timing %s run %d%s", p->configs[c].name, iter, check ? " (checked)" : "");
         if (res == CHECK_OK && (!(ev > 0) || ev > rt + 1e-4)) {
             snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev, rt);
             res = CHECK_FORGED;
@@ -850,6 +920,16 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         rc = -ENOMEM;
         goto cleanup;
     }
+    for (int c = 0; c < p->nconfigs; c++)
+        if (avo_tensors_span(p, c) > r.area_bytes)
+            r.area_bytes = avo_tensors_span(p, c);
+    r.area_bytes = (r.area_bytes + 4095) / 4096 * 4096;
+    if (!(r.area = aligned_alloc(4096, r.area_bytes))) {
+        snprintf(err, errlen, "cannot allocate %zu bytes for the checker's tensors", r.area_bytes);
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    trace("start");
     t0 = avo_now();
     rc = run_reference(&r, ref_so, err, errlen);
     ph_ref = avo_now() - t0;
@@ -873,6 +953,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         snprintf(detail, sizeof detail, "%s", why);
         goto done;
     }
+    trace("runner started (%s)", r.run.host_copies[0] ? r.run.host_copies : "cpu");
     if (rc == 0)
         rc = calibrate(&r, why, sizeof why);
     if (rc) {
@@ -904,7 +985,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         int res = CHECK_OK;
         r.worst_rel_l2 = r.worst_max_abs = 0;
         if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes, err, errlen)) ||
-            (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
+            (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)))
             goto cleanup;
         t0 = avo_now();
         for (int s = 0; s < r.nsets && res == CHECK_OK; s++) {
@@ -1022,10 +1103,17 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     t0 = avo_now();
     if (r.cuda && getenv("AVO_NO_COUNTERS") == NULL) {
         for (int c = 0; c < p->nconfigs; c++) {
+            if (!p->configs[c].profile) {
+                json_object_set_new(json_array_get(configs, (size_t)c), "counters",
+                                    json_pack("{s:b,s:s}", "available", 0, "reason",
+                                              "not profiled: the problem's counters.configs does not list it"));
+                continue;
+            }
             if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - PROFILE_AREA, err, errlen)) ||
-                (rc = avo_tensors_alloc(&pristine, p, c, err, errlen)))
+                (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)))
                 goto cleanup;
             json_t *ctr = profile_config(&r, c, &x, &pristine);
+            trace("counters %s: profile", p->configs[c].name);
             json_object_set_new(json_array_get(configs, (size_t)c), "counters", ctr);
             avo_tensors_free(&x);
             avo_tensors_free(&pristine);
@@ -1066,6 +1154,8 @@ done:
     }
     if (r.cuda) {
         json_t *rj = json_object_get(*result, "runner");
+        json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
+        json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
         json_object_set_new(rj, "event_overhead_s",
                             json_pack("{s:o,s:o}", "min", jreal(r.ev_overhead), "median", jreal(r.ev_overhead_median)));
         /* How the timed region started: "gated" (the stream held until the
@@ -1093,6 +1183,7 @@ cleanup:
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_flusher_free(&fl);
+    free(r.area);
     if (r.shm)
         munmap(r.shm, r.shm_bytes);
     if (r.shm_fd >= 0)

@@ -133,6 +133,18 @@ _Noreturn void avo_runner_main(int argc, char **argv)
         reply(c.seq, ST_NOGPU, 0, 0, gerr);
         _exit(0);
     }
+    /* Page-locked, the shared region's copies to and from the device run
+     * at the link's speed (pageable ones go through the driver's staging
+     * buffers: most of an attention evaluation). Done before the candidate
+     * loads; never unpinned (the process ends with _exit). */
+    char copies[200] = "";
+    if (cuda) {
+        char perr[160];
+        if (avo_gpu_pin(gpu, base, bytes, perr, sizeof perr) == 0)
+            snprintf(copies, sizeof copies, "pinned");
+        else
+            snprintf(copies, sizeof copies, "pageable: %s", perr);
+    }
     void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
     close(FD_OBJ);
     if (!h) {
@@ -145,7 +157,7 @@ _Noreturn void avo_runner_main(int argc, char **argv)
         reply(c.seq, ST_NOSYM, 0, 0, entry);
         _exit(0);
     }
-    reply(c.seq, ST_OK, 0, 0, NULL);
+    reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
 
     while (read_cmd(&c)) {
         if (c.op == OP_PING) {
@@ -493,6 +505,9 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
         else
             snprintf(why, wl, "cannot load the candidate: %s", m.msg);
         avo_runner_stop(r);
+    } else if (cuda) {
+        m.msg[sizeof m.msg - 1] = 0;
+        snprintf(r->host_copies, sizeof r->host_copies, "%.150s", m.msg);
     }
 
 cleanup:

@@ -36,6 +36,7 @@ typedef struct {
     int stopped;             /* SIGSTOPped by us, waiting for SIGCONT */
     int uid;                 /* uid the runner runs as */
     int exit_code, signal;   /* how it ended, once reaped (-1 / 0 unknown) */
+    char host_copies[160];   /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
 } avo_runner;
 
 /* Fork and exec the runner with the shared region mem_fd (mem_bytes long,

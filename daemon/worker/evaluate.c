@@ -6,6 +6,7 @@
 #include "ptxas.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -240,6 +241,17 @@ static unsigned long long harness_as(const avo_problem *p)
     return (unsigned long long)as;
 }
 
+/* RLIMIT_CPU counts every thread of a process, and the harness fills and
+ * compares tensors on all the CPUs it was given (daemon/harness/tensors.c):
+ * a limit of the wall timeout killed large evaluations (attention, 16 CPUs)
+ * after a quarter of it. The wall clock stays the real bound. */
+static double harness_cpu_s(double timeout)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return (timeout + 5) * (n > 1 ? n : 1);
+}
+
 /* RLIMIT_FSIZE also caps the harness's shared tensor region (a memfd), so
  * it grows with the largest configuration. */
 static unsigned long long harness_fsize(const avo_problem *p)
@@ -391,6 +403,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,
+                           .cpu_s = harness_cpu_s(timeout),
                            .as_bytes = harness_as(p),
                            .fsize_bytes = harness_fsize(p),
                            .no_as_limit = cuda,

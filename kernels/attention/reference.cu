@@ -10,7 +10,8 @@
  * checked against, so it stays obviously correct rather than fast (about a
  * second for the 16k configurations on an H200; it is not timed).
  * Both products use one tiled fp32 GEMM (64 x 64 tiles, 4 x 4 per thread,
- * each thread sums its k in order). Scratch: the score chunk, at most 1 GiB,
+ * each thread sums its k in order), over many heads per launch where their
+ * scores fit. Scratch: the score chunk, at most 1 GiB,
  * allocated per call (the reference is run a few times per evaluation, never
  * timed). avo_reference_f64 is the float64 twin the harness validates it
  * against on the "validate" sizes: one thread per query row, three passes. */
@@ -34,17 +35,33 @@ __device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ void store(float *p, float v) { *p = v; }
 __device__ __forceinline__ void store(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
+/* Which key/value head a query head reads (grouped-query attention), for
+ * launches that cover heads head0 .. head0 + gridDim.z - 1. */
+struct KvMap {
+    int64_t head0, H, HKV, stride;   /* stride: elements per key/value head (S * D) */
+    __device__ int64_t offset(int z) const
+    {
+        const int64_t head = head0 + z;
+        return ((head / H) * HKV + (head % H) / (H / HKV)) * stride;
+    }
+};
+
 /* C[m][n] = alpha * sum_k A(m, k) B(k, n), A(m, k) = A[m*sam + k*sak],
- * B(k, n) = B[k*sbk + n*sbn], C[m*ldc + n]. Each block loads its 64 x 16
- * and 16 x 64 slabs walking the contiguous dimension fastest. */
+ * B(k, n) = B[k*sbk + n*sbn], C[m*ldc + n], for the head blockIdx.z: A and
+ * C advance by saz and scz per head, B is that head's key/value head. Each
+ * block loads its 64 x 16 and 16 x 64 slabs walking the contiguous
+ * dimension fastest. */
 template <typename TA, typename TB, typename TC>
-__global__ void __launch_bounds__(kThreads) gemm_f32(const TA *__restrict__ A, int64_t sam, int64_t sak,
-                                                     const TB *__restrict__ B, int64_t sbk, int64_t sbn,
-                                                     TC *__restrict__ C, int64_t ldc, int M, int N, int K,
-                                                     float alpha)
+__global__ void __launch_bounds__(kThreads) gemm_f32(const TA *__restrict__ A, int64_t sam, int64_t sak, int64_t saz,
+                                                     const TB *__restrict__ B, int64_t sbk, int64_t sbn, KvMap kv,
+                                                     TC *__restrict__ C, int64_t ldc, int64_t scz, int M, int N,
+                                                     int K, float alpha)
 {
     __shared__ float As[kStep][kTile + 1];
     __shared__ float Bs[kStep][kTile + 1];
+    A += blockIdx.z * saz;
+    B += kv.offset((int)blockIdx.z);
+    C += blockIdx.z * scz;
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
     float acc[4][4] = {};
@@ -96,14 +113,17 @@ __device__ float block_reduce(float v, bool is_max, float *red)
     return v;
 }
 
-/* One block per query row of the chunk (rows ld apart): its first nkeys
- * scores -> P in place, and its LSE. */
-__global__ void __launch_bounds__(kThreads) softmax_rows(float *__restrict__ S, int64_t ld, float *__restrict__ lse,
-                                                         int64_t row0, int64_t nkeys, int causal)
+/* One block per query row of the chunk (rows ld apart) of head blockIdx.y
+ * (its scores sz, its LSE lz further on): the row's first nkeys scores ->
+ * P in place, and its LSE. */
+__global__ void __launch_bounds__(kThreads) softmax_rows(float *__restrict__ S, int64_t ld, int64_t sz,
+                                                         float *__restrict__ lse, int64_t lz, int64_t row0,
+                                                         int64_t nkeys, int causal)
 {
     __shared__ float red[kThreads / 32];
     const int64_t i = row0 + blockIdx.x;
-    float *s = S + (int64_t)blockIdx.x * ld;
+    float *s = S + blockIdx.y * sz + (int64_t)blockIdx.x * ld;
+    lse += blockIdx.y * lz;
     const int64_t allowed = causal ? i + 1 : nkeys;
     float m = -INFINITY;
     for (int64_t j = threadIdx.x; j < allowed; j += kThreads)
@@ -182,41 +202,45 @@ extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStr
                *V = static_cast<const bf16 *>(tensors[2]);
     bf16 *O = static_cast<bf16 *>(tensors[3]);
     float *LSE = static_cast<float *>(tensors[4]);
-    /* Query rows per chunk: the fp32 score chunk stays within 1 GiB
-     * (AVO_REF_CHUNK_ELEMS scores; the GPU test makes it small so that
-     * small sizes run in many chunks too). */
-    int64_t rows = (int64_t)(AVO_REF_CHUNK_ELEMS) / S;
-    rows = rows < 1 ? 1 : rows > S ? S : rows;
+    /* The fp32 scores of one launch stay within AVO_REF_CHUNK_ELEMS (1 GiB):
+     * whole heads per launch when S * S fits (blockIdx.z the head, so short
+     * sequences fill the GPU instead of launching 3 x B x H small grids),
+     * else chunks of query rows of one head. The GPU test makes the chunk
+     * small so that small sizes take both paths. */
+    const int64_t heads = B * H, chunk = (int64_t)(AVO_REF_CHUNK_ELEMS);
+    int64_t per = S <= chunk / S ? chunk / (S * S) : 1;
+    per = per > heads ? heads : per > 65535 ? 65535 : per;
+    int64_t rows = per > 1 || S * S <= chunk ? S : chunk / S;
+    rows = rows < 1 ? 1 : rows;
     float *scratch = nullptr;
-    cudaError_t e = cudaMalloc(&scratch, (size_t)rows * S * sizeof(float));
+    cudaError_t e = cudaMalloc(&scratch, (size_t)(per * rows * S) * sizeof(float));
     if (e != cudaSuccess)
         return (int)e;
     const float scale = 1.0f / sqrtf((float)D);
-    for (int64_t b = 0; b < B && !rc; b++)
-        for (int64_t h = 0; h < H && !rc; h++) {
-            const int64_t head = b * H + h, kvh = b * HKV + h / (H / HKV);
-            const bf16 *k = K + kvh * S * D, *v = V + kvh * S * D;
-            for (int64_t r0 = 0; r0 < S; r0 += rows) {
-                const int64_t n = S - r0 < rows ? S - r0 : rows;
-                const bf16 *q = Q + (head * S + r0) * D;
-                /* Keys past the causal limit of the chunk's last row are
-                 * allowed to none of its rows: neither computed nor read
-                 * (softmax_rows writes P = 0 for each row's masked keys
-                 * below that limit). */
-                const int64_t keys = causal ? r0 + n : S;
-                dim3 g1((unsigned)((keys + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile));
-                gemm_f32<bf16, bf16, float><<<g1, kThreads, 0, stream>>>(q, D, 1, k, 1, D, scratch, S, (int)n,
-                                                                         (int)keys, (int)D, scale);
-                softmax_rows<<<(unsigned)n, kThreads, 0, stream>>>(scratch, S, LSE + head * S, r0, keys,
-                                                                    (int)causal);
-                dim3 g2((unsigned)((D + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile));
-                gemm_f32<float, bf16, bf16><<<g2, kThreads, 0, stream>>>(scratch, S, 1, v, D, 1,
-                                                                        O + (head * S + r0) * D, D, (int)n,
-                                                                        (int)D, (int)keys, 1.0f);
-                if ((e = cudaGetLastError()) != cudaSuccess)
-                    rc = (int)e;
-            }
+    for (int64_t head0 = 0; head0 < heads && !rc; head0 += per) {
+        const int64_t hb = heads - head0 < per ? heads - head0 : per;
+        const KvMap kv = {head0, H, HKV, S * D};
+        for (int64_t r0 = 0; r0 < S && !rc; r0 += rows) {
+            const int64_t n = S - r0 < rows ? S - r0 : rows;
+            /* Keys past the causal limit of the chunk's last row are
+             * allowed to none of its rows: neither computed nor read
+             * (softmax_rows writes P = 0 for each row's masked keys
+             * below that limit). */
+            const int64_t keys = causal ? r0 + n : S;
+            dim3 g1((unsigned)((keys + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile), (unsigned)hb);
+            gemm_f32<bf16, bf16, float><<<g1, kThreads, 0, stream>>>(Q + (head0 * S + r0) * D, D, 1, S * D, K, 1, D,
+                                                                     kv, scratch, S, n * S, (int)n, (int)keys,
+                                                                     (int)D, scale);
+            softmax_rows<<<dim3((unsigned)n, (unsigned)hb), kThreads, 0, stream>>>(scratch, S, n * S, LSE + head0 * S,
+                                                                                 S, r0, keys, (int)causal);
+            dim3 g2((unsigned)((D + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile), (unsigned)hb);
+            gemm_f32<float, bf16, bf16><<<g2, kThreads, 0, stream>>>(scratch, S, 1, n * S, V, D, 1, kv,
+                                                                    O + (head0 * S + r0) * D, D, S * D, (int)n,
+                                                                    (int)D, (int)keys, 1.0f);
+            if ((e = cudaGetLastError()) != cudaSuccess)
+                rc = (int)e;
         }
+    }
     /* The scratch must outlive the kernels; a fault in one of them is
      * reported here rather than by a later call. */
     e = cudaStreamSynchronize(stream);

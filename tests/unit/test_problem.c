@@ -171,6 +171,56 @@ static void m_roofline_nobytes(json_t *j)
     json_object_set_new(j, "roofline", json_pack("{s:f}", "gbps", 10.0));
 }
 
+static void m_counters_unknown(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("{s:[s,s]}", "configs", "256", "1024"));
+}
+static void m_counters_twice(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("{s:[s,s]}", "configs", "256", "256"));
+}
+static void m_counters_empty(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "configs")); }
+static void m_counters_key(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "metrics")); }
+static void m_counters_type(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[i]}", "configs", 1)); }
+
+/* counters.configs: which configurations the counters pass profiles. */
+static void test_counters_configs(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512], dir[64];
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    for (int i = 0; i < p.nconfigs; i++)
+        assert_int_equal(p.configs[i].profile, 1);   /* default: every config */
+    avo_problem_free(&p);
+
+    strcpy(dir, "/tmp/avo-test-counters-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cp " SGEMM "/* %s/", dir);
+    assert_int_equal(system(cmd), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/problem.json", dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    assert_non_null(j);
+    json_object_set_new(j, "counters", json_pack("{s:[s,s]}", "configs", "512", "256"));
+    assert_int_equal(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    for (int i = 0; i < p.nconfigs; i++)
+        assert_int_equal(p.configs[i].profile,
+                         strcmp(p.configs[i].name, "512") == 0 || strcmp(p.configs[i].name, "256") == 0);
+    avo_problem_free(&p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+
+    expect_error(m_counters_unknown, "counters.configs[1]: no configuration is named '1024'");
+    expect_error(m_counters_twice, "counters.configs[1]: '256' is listed twice");
+    expect_error(m_counters_empty, "counters.configs: must be a non-empty array of configuration names");
+    expect_error(m_counters_key, "counters: unknown field 'metrics'");
+    expect_error(m_counters_type, "counters.configs[0]: must be a configuration name");
+}
+
 static void test_validate_roofline(void **state)
 {
     (void)state;
@@ -365,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
+        cmocka_unit_test(test_counters_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
