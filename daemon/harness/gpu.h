@@ -55,8 +55,9 @@ void avo_gpu_close(avo_gpu *g);
  * (pageable copies of attention's 0.5 GB per call took most of an
  * evaluation). Returns 0, or a negative int with the reason in err; callers
  * go on with pageable copies then. AVO_HARNESS_PAGEABLE=1 disables it (for
- * measuring what it saves). Every pinned range is unpinned with
- * avo_gpu_unpin before it is freed or unmapped. */
+ * measuring what it saves). A range the process keeps is unpinned with
+ * avo_gpu_unpin before it is freed or unmapped (the runner's region is
+ * pinned until it exits). */
 int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen);
 void avo_gpu_unpin(avo_gpu *g, void *ptr);
 

@@ -522,6 +522,16 @@ static int time_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine,
     return res;
 }
 
+/* After a checked call copied every tensor back: outputs poisoned again,
+ * inout tensors (which now hold results) restored from the pristine set. */
+static void restore_after_check(run_ctx *r, avo_tensors *x, const avo_tensors *pristine)
+{
+    avo_tensors_poison(x, r->p);
+    for (int i = 0; i < r->p->ntensors; i++)
+        if (r->p->tensors[i].role == AVO_ROLE_INOUT)
+            memcpy(x->ptr[i], pristine->ptr[i], x->bytes[i]);
+}
+
 /* Timed runs of config c on a GPU. Every run gets its inputs copied to the
  * device again, alternating between two input sets (the last check set,
  * already in x, and set 0, placed right after it in the shared region), so a
@@ -569,9 +579,10 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         avo_tensors_copy_inputs(&xs1, &pr1, p);
         avo_tensors_poison(&xs1, p);
     }
-    /* x holds the last checked call: inputs equal to pristine (checked),
-     * outputs the candidate's, which must not survive into a timed run. */
-    avo_tensors_poison(x, p);
+    /* x holds the last checked call: its inputs equal pristine's (checked),
+     * its outputs and inout tensors are the candidate's results, which must
+     * not survive into a timed run. */
+    restore_after_check(r, x, pristine);
     trace("timing %s: second input set", p->configs[c].name);
     *discarded = 0;
     const double start = avo_now();
@@ -594,7 +605,7 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
             res = CHECK_FORGED;
         }
         if (check && res == CHECK_OK)
-            avo_tensors_poison(xs[k], p);   /* the copied-back outputs are not inputs for the next run */
+            restore_after_check(r, xs[k], pr[k]);   /* copied-back results are not the next run's inputs */
         if (res != CHECK_OK) {
             if (res > 0)
                 snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
@@ -826,8 +837,8 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
         if (s > need)
             need = s;
     }
-    if (r->cuda)
-        need = (need + 63) / 64 * 128 + PROFILE_AREA;   /* two input sets for timing, and a report */
+    if (r->cuda)   /* two input sets for timing (when they differ), and a report */
+        need = (need + 63) / 64 * 64 * (r->nsets > 1 ? 2 : 1) + PROFILE_AREA;
     r->shm_bytes = need;
     r->shm_fd = memfd_create("avo-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (r->shm_fd < 0 || ftruncate(r->shm_fd, (off_t)need) != 0 ||

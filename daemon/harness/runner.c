@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -443,6 +444,11 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
         goto cleanup;
     }
 
+    /* The candidate's CPU time: the wall time left plus 5 s, as the worker
+     * gives a process (the harness's own limit is that times its CPUs, for
+     * its fill and compare threads, and must not pass on to the candidate). */
+    const double left = deadline - avo_now();
+    const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
     const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -461,6 +467,12 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
         /* fd 3 (the worker's result pipe) and everything else: gone. */
         close_range(3, FD_CMD - 1, 0);
         close_range(FD_EXE + 1, ~0u, 0);
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_CPU, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > cpu_s)) {
+            rl.rlim_cur = rl.rlim_max = cpu_s;
+            if (setrlimit(RLIMIT_CPU, &rl) != 0)
+                _exit(126);
+        }
         if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(RUNNER_UID, RUNNER_UID, RUNNER_UID) ||
                                setresuid(RUNNER_UID, RUNNER_UID, RUNNER_UID))) {
             fprintf(stderr, "avo-harness: runner cannot drop to uid %d: %s\n", RUNNER_UID, strerror(errno));
@@ -506,8 +518,13 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
             snprintf(why, wl, "cannot load the candidate: %s", m.msg);
         avo_runner_stop(r);
     } else if (cuda) {
+        /* Sent after the candidate loaded, so only its form is checked:
+         * the result labels it as the runner's report. */
         m.msg[sizeof m.msg - 1] = 0;
-        snprintf(r->host_copies, sizeof r->host_copies, "%.150s", m.msg);
+        if (strcmp(m.msg, "pinned") == 0 || strncmp(m.msg, "pageable: ", 10) == 0)
+            snprintf(r->host_copies, sizeof r->host_copies, "%.150s", m.msg);
+        else
+            snprintf(r->host_copies, sizeof r->host_copies, "unknown (malformed report)");
     }
 
 cleanup:

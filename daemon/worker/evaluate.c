@@ -249,7 +249,10 @@ static double harness_cpu_s(double timeout)
 {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    return (timeout + 5) * (n > 1 ? n : 1);
+    /* The harness's passes use at most 16 threads besides its own; the
+     * runner sets its candidate back to timeout + 5 s. */
+    n = n < 1 ? 1 : n > 17 ? 17 : n;
+    return (timeout + 5) * n;
 }
 
 /* RLIMIT_FSIZE also caps the harness's shared tensor region (a memfd), so
@@ -262,9 +265,10 @@ static unsigned long long harness_fsize(const avo_problem *p)
         if (cfg > big)
             big = cfg;
     }
-    /* CUDA: two input sets for timing rotation, plus the counters report. */
+    /* CUDA: two input sets for timing rotation (with two or more check
+     * sets), plus the counters report. */
     if (strcmp(p->backend, "cuda") == 0)
-        big = 2 * big + (1 << 20);
+        big = (p->check_input_sets > 1 ? 2 : 1) * big + (1 << 20);
     return (unsigned long long)(big + (64ull << 20));
 }
 

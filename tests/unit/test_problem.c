@@ -182,6 +182,7 @@ static void m_counters_twice(json_t *j)
 static void m_counters_empty(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "configs")); }
 static void m_counters_key(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "metrics")); }
 static void m_counters_type(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[i]}", "configs", 1)); }
+static void m_counters_array(json_t *j) { json_object_set_new(j, "counters", json_pack("[s]", "256")); }
 
 /* counters.configs: which configurations the counters pass profiles. */
 static void test_counters_configs(void **state)
@@ -203,6 +204,12 @@ static void test_counters_configs(void **state)
     snprintf(path, sizeof path, "%s/problem.json", dir);
     json_t *j = json_load_file(path, 0, NULL);
     assert_non_null(j);
+    json_object_set_new(j, "counters", json_object());   /* no list: every config */
+    assert_int_equal(json_dump_file(j, path, 0), 0);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    for (int i = 0; i < p.nconfigs; i++)
+        assert_int_equal(p.configs[i].profile, 1);
+    avo_problem_free(&p);
     json_object_set_new(j, "counters", json_pack("{s:[s,s]}", "configs", "512", "256"));
     assert_int_equal(json_dump_file(j, path, 0), 0);
     json_decref(j);
@@ -219,6 +226,7 @@ static void test_counters_configs(void **state)
     expect_error(m_counters_empty, "counters.configs: must be a non-empty array of configuration names");
     expect_error(m_counters_key, "counters: unknown field 'metrics'");
     expect_error(m_counters_type, "counters.configs[0]: must be a configuration name");
+    expect_error(m_counters_array, "counters: must be an object");
 }
 
 static void test_validate_roofline(void **state)
