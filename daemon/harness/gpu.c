@@ -25,10 +25,10 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
     return -ENOTSUP;
 }
 
-int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen)
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen)
 {
     (void)g, (void)ptr, (void)bytes;
-    snprintf(err, errlen, "no CUDA in this build");
+    snprintf(note, notelen, "pageable: no CUDA in this build");
     return -ENOTSUP;
 }
 
@@ -193,19 +193,22 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
     return 0;
 }
 
-int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen)
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen)
 {
     (void)g;
     const char *off = getenv("AVO_HARNESS_PAGEABLE");
     if (off && *off && strcmp(off, "0") != 0) {
-        snprintf(err, errlen, "AVO_HARNESS_PAGEABLE is set");
+        snprintf(note, notelen, "pageable: AVO_HARNESS_PAGEABLE is set");
         return -EPERM;
     }
     cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
     if (e != cudaSuccess) {
         cudaGetLastError();   /* not sticky: clear it so the next call does not see it */
-        return fail(e, "page-locking host tensors", err, errlen);
+        snprintf(note, notelen, "pageable: page-locking host tensors: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        return -EIO;
     }
+    snprintf(note, notelen, "pinned");
     return 0;
 }
 

@@ -53,12 +53,12 @@ void avo_gpu_close(avo_gpu *g);
 /* Page-lock host memory the copies of avo_gpu_run read and write, so they
  * run at the link's speed instead of through the driver's staging buffers
  * (pageable copies of attention's 0.5 GB per call took most of an
- * evaluation). Returns 0, or a negative int with the reason in err; callers
- * go on with pageable copies then. AVO_HARNESS_PAGEABLE=1 disables it (for
+ * evaluation). Returns 0 with "pinned" in note, or a negative int with
+ * "pageable: <why>" in note; callers go on with pageable copies then. AVO_HARNESS_PAGEABLE=1 disables it (for
  * measuring what it saves). A range the process keeps is unpinned with
  * avo_gpu_unpin before it is freed or unmapped (the runner's region is
  * pinned until it exits). */
-int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *err, size_t errlen);
+int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen);
 void avo_gpu_unpin(avo_gpu *g, void *ptr);
 
 /* Device name, compute capability, SM count, L2 size, max SM clock. */

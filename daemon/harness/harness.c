@@ -268,15 +268,8 @@ cleanup:
  * phase. Pageable copies when pinning fails; ref_copies says which. */
 static void pin_area(run_ctx *r)
 {
-    char why[200];
-    if (!r->cuda)
-        return;
-    if (avo_gpu_pin(r->gpu, r->area, r->area_bytes, why, sizeof why) == 0) {
-        r->area_pinned = 1;
-        snprintf(r->ref_copies, sizeof r->ref_copies, "pinned");
-    } else {
-        snprintf(r->ref_copies, sizeof r->ref_copies, "pageable: %s", why);
-    }
+    if (r->cuda)
+        r->area_pinned = avo_gpu_pin(r->gpu, r->area, r->area_bytes, r->ref_copies, sizeof r->ref_copies) == 0;
 }
 
 static void unpin_area(run_ctx *r)

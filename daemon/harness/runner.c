@@ -139,13 +139,8 @@ _Noreturn void avo_runner_main(int argc, char **argv)
      * buffers: most of an attention evaluation). Done before the candidate
      * loads; never unpinned (the process ends with _exit). */
     char copies[200] = "";
-    if (cuda) {
-        char perr[160];
-        if (avo_gpu_pin(gpu, base, bytes, perr, sizeof perr) == 0)
-            snprintf(copies, sizeof copies, "pinned");
-        else
-            snprintf(copies, sizeof copies, "pageable: %s", perr);
-    }
+    if (cuda)
+        avo_gpu_pin(gpu, base, bytes, copies, sizeof copies);
     void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
     close(FD_OBJ);
     if (!h) {

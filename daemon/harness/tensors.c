@@ -164,11 +164,10 @@ static void *fill_range(void *arg)
 
 /* Threads for a pass over n elements (fill, compare): the CPUs the passes
  * may use (avo_tensors_set_workers; else this thread's own), at most
- * WORK_MAX_THREADS, and no more than one per min_elems elements (a small
+ * AVO_TENSORS_MAX_THREADS, and no more than one per min_elems elements (a small
  * tensor is not worth a thread). Large problems (attention's inputs are
  * 0.4-0.8 GB per configuration, filled and compared several times per
  * evaluation) would otherwise spend long in these passes on one core. */
-#define WORK_MAX_THREADS 16
 #define WORK_MIN_ELEMS (1 << 21)
 
 static struct {
@@ -183,7 +182,7 @@ void avo_tensors_set_workers(const cpu_set_t *cpus, int threads, int64_t min_ele
     workers.have_cpus = cpus != NULL;
     if (cpus)
         workers.cpus = *cpus;
-    workers.threads = threads > WORK_MAX_THREADS ? WORK_MAX_THREADS : threads;
+    workers.threads = threads > AVO_TENSORS_MAX_THREADS ? AVO_TENSORS_MAX_THREADS : threads;
     workers.min_elems = min_elems > 0 ? min_elems : WORK_MIN_ELEMS;
 }
 
@@ -194,7 +193,7 @@ static int work_threads(int64_t n)
         cpu_set_t own;
         k = workers.have_cpus ? CPU_COUNT(&workers.cpus)
             : sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own) : 1;
-        k = k < WORK_MAX_THREADS ? k : WORK_MAX_THREADS;
+        k = k < AVO_TENSORS_MAX_THREADS ? k : AVO_TENSORS_MAX_THREADS;
     }
     const int64_t by_size = n / workers.min_elems;
     if (by_size < k)
@@ -207,8 +206,8 @@ static int work_threads(int64_t n)
  * sandbox's process limit counts threads) leaves its job to this one. */
 static void run_split(int k, void *(*fn)(void *), void *jobs, size_t job_size)
 {
-    pthread_t tid[WORK_MAX_THREADS];
-    int started[WORK_MAX_THREADS] = {0};
+    pthread_t tid[AVO_TENSORS_MAX_THREADS];
+    int started[AVO_TENSORS_MAX_THREADS] = {0};
     char *base = jobs;
     pthread_attr_t attr;
     const int attr_ok = k > 1 && pthread_attr_init(&attr) == 0;
@@ -236,7 +235,7 @@ void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int c
         mix(&s);
         const int64_t n = t->elems[i];
         const int k = work_threads(n);
-        fill_job jobs[WORK_MAX_THREADS];
+        fill_job jobs[AVO_TENSORS_MAX_THREADS];
         for (int j = 0; j < k; j++)
             jobs[j] = (fill_job){.dst = t->ptr[i], .dtype = p->tensors[i].dtype,
                                  .scale = (float)p->tensors[i].scale, .state = s,
@@ -360,7 +359,7 @@ static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype w
 {
     memset(out, 0, sizeof *out);
     const int k = work_threads(n);
-    cmp_job jobs[WORK_MAX_THREADS];
+    cmp_job jobs[AVO_TENSORS_MAX_THREADS];
     memset(jobs, 0, sizeof jobs);
     for (int j = 0; j < k; j++)
         jobs[j] = (cmp_job){.got = got, .want = want, .gd = gd, .wd = wd, .begin = n * j / k,

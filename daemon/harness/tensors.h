@@ -51,6 +51,10 @@ int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte);
 size_t avo_tensors_span(const avo_problem *p, int config);
 void avo_tensors_free(avo_tensors *t);
 
+/* The most threads a fill or comparison pass uses (the worker sizes the
+ * harness's CPU-time limit by it). */
+#define AVO_TENSORS_MAX_THREADS 16
+
 /* The CPUs the fill and comparison passes may spread over (NULL: the
  * calling thread's own affinity); threads > 0 forces that many threads and
  * min_elems > 0 the elements per thread (tests); 0 keeps the defaults. */

@@ -4,6 +4,7 @@
 #include "avo_nvml.h"
 #include "avo_utf8.h"
 #include "ptxas.h"
+#include "daemon/harness/tensors.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -249,9 +250,9 @@ static double harness_cpu_s(double timeout)
 {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    /* The harness's passes use at most 16 threads besides its own; the
-     * runner sets its candidate back to timeout + 5 s. */
-    n = n < 1 ? 1 : n > 17 ? 17 : n;
+    /* The harness's passes use at most AVO_TENSORS_MAX_THREADS besides its
+     * own; the runner sets its candidate back to timeout + 5 s. */
+    n = n < 1 ? 1 : n > AVO_TENSORS_MAX_THREADS + 1 ? AVO_TENSORS_MAX_THREADS + 1 : n;
     return (timeout + 5) * n;
 }
 
