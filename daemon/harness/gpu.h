@@ -2,10 +2,11 @@
  * mirrors of the host tensors, and one launch of a kernel entry point with
  * everything the protocol needs around it: host-to-device copies, poisoning
  * of outputs on the device, an L2 flush (a write over a buffer larger than
- * L2), CUDA events around the call (the start gated: avo_gate.h) with a
- * device-wide synchronisation before the end mark (so work the candidate put on other streams is inside the
- * timed region), the SM clock read after the run, sticky-error detection,
- * and device-to-host copies for checking.
+ * L2), CUDA events around the call (the start gated: avo_gate.h), a mark
+ * where the call's own stream ends and a device-wide synchronisation before
+ * the end mark (so work the candidate put on other streams is measured too),
+ * the SM clock read after the run, sticky-error detection, and
+ * device-to-host copies for checking.
  *
  * Built for real only in avo-harness-cuda (AVO_WITH_CUDA); in the plain CPU
  * harness every function reports -ENOTSUP, so callers need no #ifdefs. */
@@ -65,15 +66,24 @@ void avo_gpu_unpin(avo_gpu *g, void *ptr);
 int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
                      int *l2_bytes, unsigned *max_sm_mhz);
 
-/* One call of fn on n tensors whose host copies are host[i] (bytes[i] long).
- * *seconds is the CUDA-event time of the call (plus the device-wide
- * synchronisation), *sm_mhz the SM clock right after it (0 if unknown),
- * *notes the AVO_GPU_NOTE_* bits.
+/* What one call measured. The events are start, stream end (recorded on
+ * the call's stream right after the entry point returns, so the GPU takes it
+ * when the work queued there is done) and end (recorded by the host after
+ * the device-wide synchronisation, so it follows work on every stream, plus
+ * the host's wake-up and launch latency). */
+typedef struct {
+    double seconds;   /* start -> end */
+    double tail_s;    /* stream end -> end: the host's latency, and any work left on other streams */
+    unsigned sm_mhz;  /* the SM clock right after the run (0 if unknown) */
+    unsigned notes;   /* AVO_GPU_NOTE_* */
+} avo_gpu_times;
+
+/* One call of fn on n tensors whose host copies are host[i] (bytes[i] long);
+ * *t what it measured (times zero when the call did not run).
  * Returns 0, the entry's nonzero return as AVO_GPU_ELAUNCH (with *ret), or
  * AVO_GPU_ESTICKY / a negative errno with the reason in err. */
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
-                unsigned flags, unsigned poison_mask, int *ret, double *seconds, unsigned *sm_mhz, unsigned *notes,
-                char *err, size_t errlen);
+                unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen);
 
 /* The counters pass (CUPTI range profiler, one range per kernel the call
  * launches, each replayed for every pass the metric set needs): copies the

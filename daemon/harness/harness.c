@@ -33,10 +33,29 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Samples taken while the SM clock ran under this fraction of its maximum
  * (thermal or power throttling, a neighbour) are discarded and counted. */
 #define MIN_CLOCK_FRACTION 0.75
+/* Calls of the protocol around no call before each config's timed runs. */
+#define CALIBRATION_CALLS 32
+/* A timed run's tail (its stream's end -> the end mark after the
+ * device-wide synchronisation) up to this percentile of the calibration's
+ * tails, plus TAIL_SLACK of the call's own time (the host's latency grows
+ * with the call's length), is the host's and left out of the sample; beyond
+ * it, it is counted (work left on other streams). */
+#define TAIL_ALLOW_PERCENTILE 90
+#define TAIL_SLACK 0.01
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
 /* A measurement this far above the declared roofline is impossible. */
 #define ROOFLINE_SLACK 1.05
+
+/* CUDA: the timing protocol around no call, calibrated in the runner about
+ * to be timed (the host's latency differs from one process to the next)
+ * before each config's timed runs. */
+typedef struct {
+    double stream_min, stream_median;  /* start -> stream end of an empty call; the minimum is subtracted */
+    double tail_median, tail_allow;    /* stream end -> end mark; the allowance is left out of every sample */
+    int ungated;                       /* timed calls start without the gate (gpu.h) */
+    char ungated_why[200];
+} gpu_timing;
 
 typedef struct {
     const avo_problem *p;
@@ -62,10 +81,8 @@ typedef struct {
     avo_runner base;                      /* its own runner, started on first use */
     int base_state;                       /* 0 not started, 1 running, -1 failed */
     char base_err[400];
-    double ev_overhead, ev_overhead_median;   /* CUDA: event time of an empty call */
-    int ungated;                          /* CUDA: timed calls start without the gate (gpu.h) */
-    char ungated_why[200];
-    unsigned call_notes;                  /* CUDA: AVO_GPU_NOTE_* of the last call */
+    gpu_timing tm;                        /* CUDA: the runner timed now (candidate or baseline) */
+    gpu_timing base_tm;                   /* the other one's, while the candidate's is in tm */
     unsigned char *area;                  /* the checker's own tensors (reference, pristine inputs), */
     size_t area_bytes;                    /* sized for the largest config and reused by every one */
     int area_pinned;                      /* page-locked while the reference runs on it */
@@ -113,11 +130,10 @@ static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tenso
     if (!r->cuda)
         return call_host(fn, size, t);
     int ret = 0;
-    double s;
-    unsigned mhz, notes;
+    avo_gpu_times times;
     char err[400];
     int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)fn, t->ptr, t->bytes, t->n, size,
-                         AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, 0, &ret, &s, &mhz, &notes, err, sizeof err);
+                         AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, 0, &ret, &times, err, sizeof err);
     if (rc)
         fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
     return rc ? (ret ? ret : -1) : 0;
@@ -137,7 +153,7 @@ static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
  * and the checker's own round-trip time, a CHECK_ code for a runner that
  * died, hung or forged answers, or a negative int (the checker's failure). */
 static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
-                           double *claimed, unsigned *mhz, char *why, size_t wl)
+                           avo_gpu_times *claimed, char *why, size_t wl)
 {
     uint64_t offs[AVO_PROBLEM_MAX_TENSORS], bytes[AVO_PROBLEM_MAX_TENSORS];
     unsigned outputs = 0;
@@ -147,9 +163,8 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
         if (r->p->tensors[i].role == AVO_ROLE_OUTPUT)
             outputs |= 1u << i;
     }
-    r->call_notes = 0;
     int rc = avo_runner_call(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, flags, outputs,
-                             r->deadline, ret, rt, claimed, mhz, &r->call_notes, why, wl);
+                             r->deadline, ret, rt, claimed, why, wl);
     switch (rc) {
     case AVO_RUNNER_OK: return CHECK_OK;
     case AVO_RUNNER_DIED: return CHECK_CRASH;
@@ -164,12 +179,16 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
 static int cand_call(run_ctx *r, int c, const avo_tensors *x, int *ret, double *rt, double *claimed, char *why,
                      size_t wl)
 {
-    unsigned mhz;
-    return cand_call_flags(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, ret, rt, claimed, &mhz, why, wl);
+    avo_gpu_times t;
+    int res = cand_call_flags(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, ret, rt, &t, why, wl);
+    *claimed = t.seconds;
+    return res;
 }
 
 static int cmp_double(const void *a, const void *b);
-static int go_ungated(run_ctx *r, avo_tensors *x, const char *why_ungated, char *why, size_t wl);
+static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
+static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
+                      size_t wl);
 
 static json_t *jreal(double v)
 {
@@ -530,25 +549,33 @@ static void restore_after_check(run_ctx *r, avo_tensors *x, const avo_tensors *p
  * already in x, and set 0, placed right after it in the shared region), so a
  * candidate that remembers its last inputs and replays the output does not
  * see the same inputs twice in a row; the runner fills the outputs with NaN
- * on the device and flushes L2 first. A sample is the CUDA-event time of the
- * call up to a device-wide synchronisation, less the calibrated time of that
- * protocol around no call. The runner reports the time, so the checker
- * bounds it by its own round trip (a claim longer than the whole call is
- * forged) and checks the outputs of the first runs and every CHECK_EVERY-th.
+ * on the device and flushes L2 first. A sample is the CUDA-event time from
+ * the start mark to the end of the call's own stream, less the calibrated
+ * time of that protocol around no call, plus the part of the tail (stream
+ * end -> the end mark after a device-wide synchronisation) beyond the
+ * calibrated host latency, which is work the call left on other streams
+ * (avo_gpu_sample). The runner reports the times, so the checker bounds them
+ * by its own round trip (a claim longer than the whole call is forged) and
+ * checks the outputs of the first runs and every CHECK_EVERY-th.
  * Samples taken under MIN_CLOCK_FRACTION of the maximum SM clock are
- * discarded and counted. */
+ * discarded and counted. *events (when asked for) says what the protocol
+ * measured: the calibration, the timed runs' median tail, and how many were
+ * charged for a tail beyond the allowance. */
 static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_stats *st,
-                            double *rt_median, int *discarded, json_t **clock, char *why, size_t wl)
+                            double *rt_median, int *discarded, json_t **clock, json_t **events, char *why, size_t wl)
 {
     unsigned clk_min = 0, clk_max = 0;
     const avo_problem *p = r->p;
     const int sets[2] = {r->nsets - 1, 0};
+    const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
     avo_tensors xs1 = {0}, pr1 = {0};
     avo_tensors *xs[2] = {x, &xs1}, *pr[2] = {pristine, &pr1};
-    int cap = 64, n = 0, res = CHECK_OK, iter = 0;
-    double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts);
+    int cap = 64, n = 0, res = CHECK_OK, iter = 0, charged = 0;
+    double charged_max = 0;
+    double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
+           *tails = malloc((size_t)cap * sizeof *tails);
     char err[300];
-    if (!t || !rts)
+    if (!t || !rts || !tails)
         goto oom;
     /* The second set lives after the first in the shared region. With one
      * check set both are set 0: the same bytes, so x serves for both (the
@@ -577,24 +604,34 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
      * not survive into a timed run. */
     restore_after_check(r, x, pristine);
     trace("timing %s: second input set", p->configs[c].name);
+    if ((res = calibrate_cuda(r, c, x, steps, why, wl)) != CHECK_OK)
+        goto out;
+    trace("timing %s: calibrated", p->configs[c].name);
     *discarded = 0;
     const double start = avo_now();
     for (;; iter++) {
         const int k = iter & 1;
         const int check = iter < 2 || iter % CHECK_EVERY == 0;
-        unsigned flags = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON | (r->ungated ? 0 : AVO_GPU_GATED);
+        unsigned flags = steps | (r->tm.ungated ? 0 : AVO_GPU_GATED);
         if (check)
             flags |= AVO_GPU_COPY_OUT;
         int ret = 0;
-        double rt = 0, ev = 0;
-        unsigned mhz = 0;
+        double rt = 0;
+        avo_gpu_times ev;
         char sub[400];
-        res = cand_call_flags(r, c, xs[k], flags, &ret, &rt, &ev, &mhz, sub, sizeof sub);
+        res = cand_call_flags(r, c, xs[k], flags, &ret, &rt, &ev, sub, sizeof sub);
+        const unsigned mhz = ev.sm_mhz;
         if (res == CHECK_OK && (check || ret != 0))
             res = check_call(r, c, sets[k], ret, xs[k], pr[k], sub, sizeof sub);
         trace("timing %s run %d%s", p->configs[c].name, iter, check ? " (checked)" : "");
-        if (res == CHECK_OK && (!(ev > 0) || ev > rt + 1e-4)) {
-            snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev, rt);
+        if (res == CHECK_OK && (!(ev.seconds > 0) || ev.seconds > rt + 1e-4)) {
+            snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev.seconds,
+                     rt);
+            res = CHECK_FORGED;
+        }
+        if (res == CHECK_OK && !(ev.tail_s >= 0 && ev.tail_s <= ev.seconds)) {
+            snprintf(sub, sizeof sub, "the runner reported a tail of %.6g s in a call of %.6g s", ev.tail_s,
+                     ev.seconds);
             res = CHECK_FORGED;
         }
         if (check && res == CHECK_OK)
@@ -604,10 +641,10 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
                 snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
             break;
         }
-        if (r->call_notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
+        if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
             /* The sample holds the gate's time limit: drop it and time
              * the rest of the evaluation from an ungated start. */
-            if ((res = go_ungated(r, x, "the entry point waits on its own work before returning", sub,
+            if ((res = go_ungated(r, c, x, steps, "the entry point waits on its own work before returning", sub,
                                   sizeof sub)) != CHECK_OK) {
                 if (res > 0)
                     snprintf(why, wl, "recalibrating without the gate: %s", sub);
@@ -615,8 +652,8 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
             }
             continue;
         }
-        if ((r->call_notes & AVO_GPU_NOTE_UNGATED) && !r->ungated)
-            snprintf(r->ungated_why, sizeof r->ungated_why, "the gate could not be set up in the runner");
+        if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->tm.ungated)
+            snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "the gate could not be set up in the runner");
         if (mhz) {
             clk_min = clk_min && clk_min < mhz ? clk_min : mhz;
             clk_max = clk_max > mhz ? clk_max : mhz;
@@ -627,17 +664,26 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
             if (n == cap) {
                 cap *= 2;
                 double *g = realloc(t, (size_t)cap * sizeof *t), *h = g ? realloc(rts, (size_t)cap * sizeof *rts) : NULL;
+                double *k2 = h ? realloc(tails, (size_t)cap * sizeof *tails) : NULL;
                 if (g)
                     t = g;
                 if (h)
                     rts = h;
-                if (!g || !h) {
+                if (k2)
+                    tails = k2;
+                if (!g || !h || !k2) {
                     res = -ENOMEM;
                     break;
                 }
             }
             rts[n] = rt;
-            t[n++] = fmax(ev - r->ev_overhead, 1e-9);
+            tails[n] = ev.tail_s;
+            t[n++] = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK);
+            const double excess = ev.tail_s - r->tm.tail_allow - TAIL_SLACK * (ev.seconds - ev.tail_s);
+            if (excess > 0) {
+                charged++;
+                charged_max = fmax(charged_max, excess);
+            }
         }
         const int enough = n >= p->timing_min_runs;
         if (enough)
@@ -660,52 +706,76 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         if (clock)
             *clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max, "max_possible_mhz",
                                (int)r->max_mhz, "discarded", *discarded);
+        if (events) {
+            avo_stats ts;
+            avo_stats_compute(tails, n, &ts);
+            *events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o}", "overhead_s", jreal(r->tm.stream_min),
+                                "overhead_median_s", jreal(r->tm.stream_median), "calibrated_tail_median_s",
+                                jreal(r->tm.tail_median), "tail_allowance_s", jreal(r->tm.tail_allow), "tail_median_s",
+                                jreal(ts.median), "tail_charged_runs", charged, "tail_charged_max_s",
+                                jreal(charged_max));
+        }
     }
+out:
     free(t);
     free(rts);
+    free(tails);
     avo_tensors_free(&pr1);
     return res;
 oom:
     free(t);
     free(rts);
+    free(tails);
     avo_tensors_free(&pr1);
     return -ENOMEM;
 }
 
-/* The event time of the timing protocol around no call (flush excluded):
- * the minimum of a few dozen, subtracted from every sample; bounded, since
- * the runner reports it. */
-static int calibrate_cuda(run_ctx *r, avo_tensors *x, char *why, size_t wl)
+/* The timing protocol around no call, CALIBRATION_CALLS times in the runner
+ * about to be timed (the host's latency differs from one process to the
+ * next), with the steps (flags) the timed runs of config c take before it,
+ * so the two differ only by the call. The minimum of start -> stream end is
+ * subtracted from every sample, and the TAIL_ALLOW_PERCENTILE-th percentile
+ * of the tails is the host latency a sample leaves out (TAIL_SLACK covers
+ * its growth with the call's length). Both bounded, since the runner
+ * reports them. */
+static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
 {
-    double ev[48];
+    enum { CALLS = CALIBRATION_CALLS };
+    double stream[CALLS], tail[CALLS];
     int n = 0;
-    for (int i = 0; i < 48; i++) {
+    for (int i = 0; i < CALLS; i++) {
         int ret = 0;
         double rt = 0;
-        unsigned mhz;
-        int res = cand_call_flags(r, 0, x, AVO_GPU_EMPTY | (r->ungated ? 0 : AVO_GPU_GATED), &ret, &rt, &ev[n], &mhz,
-                                  why, wl);
+        avo_gpu_times ev;
+        int res = cand_call_flags(r, c, x, flags | AVO_GPU_EMPTY | (r->tm.ungated ? 0 : AVO_GPU_GATED), &ret, &rt,
+                                  &ev, why, wl);
         if (res != CHECK_OK)
             return res;
-        if (ev[n] > 0 && ev[n] <= rt)
-            n++;
+        if (ev.seconds > 0 && ev.seconds <= rt && ev.tail_s >= 0 && ev.tail_s <= ev.seconds) {
+            stream[n] = ev.seconds - ev.tail_s;
+            tail[n++] = ev.tail_s;
+        }
     }
     if (n == 0)
         return CHECK_OK;
-    qsort(ev, (size_t)n, sizeof *ev, cmp_double);
-    r->ev_overhead = fmin(ev[0], 50e-6);
-    r->ev_overhead_median = ev[n / 2];
+    qsort(stream, (size_t)n, sizeof *stream, cmp_double);
+    qsort(tail, (size_t)n, sizeof *tail, cmp_double);
+    r->tm.stream_min = fmin(stream[0], 50e-6);
+    r->tm.stream_median = stream[n / 2];
+    r->tm.tail_median = tail[n / 2];
+    r->tm.tail_allow = fmin(tail[(n - 1) * TAIL_ALLOW_PERCENTILE / 100], 50e-6);
     return CHECK_OK;
 }
 
 /* From here on every timed call starts without the gate (why says what made
  * the gate unusable); the empty call is calibrated again, since its event
  * time now includes the launch gap. */
-static int go_ungated(run_ctx *r, avo_tensors *x, const char *why_ungated, char *why, size_t wl)
+static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
+                      size_t wl)
 {
-    r->ungated = 1;
-    snprintf(r->ungated_why, sizeof r->ungated_why, "%s", why_ungated);
-    return calibrate_cuda(r, x, why, wl);
+    r->tm.ungated = 1;
+    snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "%s", why_ungated);
+    return calibrate_cuda(r, c, x, flags, why, wl);
 }
 
 /* The vendor baseline (cuBLAS for gemm_bf16) on config c, measured by the
@@ -729,16 +799,21 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     if (r->base_state < 0)
         return json_pack("{s:s}", "error", r->base_err);
     avo_runner cand = r->run;
+    gpu_timing cand_tm = r->tm;
     double wr = r->worst_rel_l2, wm = r->worst_max_abs;
     r->run = r->base;
+    r->tm = r->base_tm;
     avo_stats st;
     double rt = 0;
     int discarded = 0;
+    json_t *events = NULL;
     int res = checked_call(r, c, r->nsets - 1, x, pristine, why, sizeof why);
     if (res == CHECK_OK)
-        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, NULL, why, sizeof why);
+        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, NULL, &events, why, sizeof why);
     r->base = r->run;
+    r->base_tm = r->tm;
     r->run = cand;
+    r->tm = cand_tm;
     r->worst_rel_l2 = wr;
     r->worst_max_abs = wm;
     if (res != CHECK_OK) {
@@ -750,9 +825,9 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double flops = 0;
     if (r->p->flops)
         avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
-    return json_pack("{s:o,s:o,s:i,s:o}", "median_s", jreal(st.median), "tflops",
+    return json_pack("{s:o,s:o,s:i,s:o,s:o}", "median_s", jreal(st.median), "tflops",
                      r->p->flops ? jreal(flops / st.median * 1e-12) : json_null(), "runs", st.runs,
-                     "vs_baseline", jreal(st.median / cand_median));
+                     "vs_baseline", jreal(st.median / cand_median), "events", events ? events : json_null());
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
@@ -971,7 +1046,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     if (r.cuda) {
         if ((rc = avo_tensors_place(&x, p, 0, r.shm, r.shm_bytes, err, errlen)))
             goto cleanup;
-        int res = calibrate_cuda(&r, &x, why, sizeof why);
+        int res = calibrate_cuda(&r, 0, &x, 0, why, sizeof why);
         avo_tensors_free(&x);
         if (res != CHECK_OK) {
             if (res < 0) {
@@ -1011,10 +1086,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         double claimed = 0;
         json_t *ctrs = NULL;
         int discarded = 0;
-        json_t *clock = NULL;
+        json_t *clock = NULL, *events = NULL;
         t0 = avo_now();
         if (r.cuda)
-            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, &clock, why, sizeof why);
+            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, &clock, &events, why,
+                                   sizeof why);
         else
             res = time_config(&r, c, &x, &pristine, &fl, &st, &claimed, &ctrs, why, sizeof why);
         ph_timing += avo_now() - t0;
@@ -1036,6 +1112,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         if (res != CHECK_OK) {
             json_decref(ctrs);
             json_decref(clock);
+            json_decref(events);
             if (res < 0) {
                 rc = res;
                 snprintf(err, errlen, "runner protocol: %s", why);
@@ -1067,6 +1144,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         if (p->roofline_gflops > 0 && p->flops && gflops > ROOFLINE_SLACK * p->roofline_gflops) {
             json_decref(ctrs);
             json_decref(clock);
+            json_decref(events);
             outcome = "cheat_suspected";
             snprintf(detail, sizeof detail,
                      "config %s: %.4g GFLOP/s measured, beyond the declared arithmetic peak of %.4g GFLOP/s: "
@@ -1077,6 +1155,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         if (!(score > 0) || !isfinite(score)) {
             json_decref(ctrs);
             json_decref(clock);
+            json_decref(events);
             outcome = "wrong_result";
             snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score",
                      p->configs[c].name, st.median);
@@ -1089,7 +1168,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "round_trip_median_s", jreal(claimed));
             json_object_set_new(cj, "clock_discarded", json_integer(discarded));
             json_object_set_new(cj, "sm_clock", clock ? clock : json_null());
-            clock = NULL;
+            json_object_set_new(cj, "events", events ? events : json_null());
+            clock = events = NULL;
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
         if (base_so) {
@@ -1160,13 +1240,11 @@ done:
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
         json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
-        json_object_set_new(rj, "event_overhead_s",
-                            json_pack("{s:o,s:o}", "min", jreal(r.ev_overhead), "median", jreal(r.ev_overhead_median)));
         /* How the timed region started: "gated" (the stream held until the
          * call had queued its work) or "ungated" with the reason. */
         json_object_set_new(rj, "timing_start",
-                            r.ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", r.ungated_why)
-                                             : json_pack("{s:s}", "mode", "gated"));
+                            r.tm.ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", r.tm.ungated_why)
+                                                : json_pack("{s:s}", "mode", "gated"));
     }
     if (r.gpu_info) {
         json_object_set_new(*result, "gpu", r.gpu_info);

@@ -49,6 +49,7 @@ typedef struct {
     uint32_t mhz;                        /* CUDA runners: SM clock after the run */
     uint32_t notes;                      /* CUDA runners: AVO_GPU_NOTE_* */
     double runner_s;
+    double tail_s;                       /* CUDA runners: the call's stream end -> end mark */
     char msg[464];
 } reply_msg;
 
@@ -86,16 +87,17 @@ static int read_cmd(cmd_msg *c)
     return 1;
 }
 
-static void reply_gpu(uint32_t seq, int status, int ret, double t, unsigned mhz, unsigned notes, const char *msg)
+static void reply_gpu(uint32_t seq, int status, int ret, const avo_gpu_times *t, const char *msg)
 {
     reply_msg m;
     memset(&m, 0, sizeof m);
     m.seq = seq;
     m.status = status;
     m.ret = ret;
-    m.mhz = mhz;
-    m.notes = notes;
-    m.runner_s = t;
+    m.mhz = t->sm_mhz;
+    m.notes = t->notes;
+    m.runner_s = t->seconds;
+    m.tail_s = t->tail_s;
     if (msg)
         snprintf(m.msg, sizeof m.msg, "%s", msg);
     if (write_full(FD_REPLY, &m, sizeof m))
@@ -104,7 +106,8 @@ static void reply_gpu(uint32_t seq, int status, int ret, double t, unsigned mhz,
 
 static void reply(uint32_t seq, int status, int ret, double t, const char *msg)
 {
-    reply_gpu(seq, status, ret, t, 0, 0, msg);
+    const avo_gpu_times times = {.seconds = t};
+    reply_gpu(seq, status, ret, &times, msg);
 }
 
 _Noreturn void avo_runner_main(int argc, char **argv)
@@ -210,21 +213,20 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                     continue;
                 }
                 int ret = 0;
-                double t = 0;
-                unsigned mhz = 0, notes = 0;
+                avo_gpu_times t;
                 int rc = avo_gpu_run(gpu, (avo_gpu_fn)(uintptr_t)fn, ptrs, tb, c.ntensors, sizes, c.flags,
-                                     c.poison_mask, &ret, &t, &mhz, &notes, gerr, sizeof gerr);
+                                     c.poison_mask, &ret, &t, gerr, sizeof gerr);
                 if (rc == AVO_GPU_ESTICKY) {
                     /* The context is gone: say why and leave. */
                     reply(c.seq, ST_FAULT, 0, 0, gerr);
                     _exit(0);
                 }
                 if (rc == AVO_GPU_ELAUNCH)
-                    reply_gpu(c.seq, ST_OK, ret ? ret : -1, t, mhz, notes, gerr);
+                    reply_gpu(c.seq, ST_OK, ret ? ret : -1, &t, gerr);
                 else if (rc)
                     reply(c.seq, ST_NOGPU, 0, 0, gerr);
                 else
-                    reply_gpu(c.seq, ST_OK, ret, t, mhz, notes, NULL);
+                    reply_gpu(c.seq, ST_OK, ret, &t, NULL);
                 continue;
             }
             const double t0 = avo_now();
@@ -557,11 +559,12 @@ int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *
 
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, double *runner_s, unsigned *mhz, unsigned *notes, char *why, size_t wl)
+                    double *round_trip_s, avo_gpu_times *claimed, char *why, size_t wl)
 {
     cmd_msg c;
     reply_msg m;
     memset(&c, 0, sizeof c);
+    memset(claimed, 0, sizeof *claimed);
     c.op = OP_RUN;
     c.nsizes = nsizes;
     c.ntensors = ntensors;
@@ -606,11 +609,10 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
         return AVO_RUNNER_PROTOCOL;
     }
     *ret = m.ret;
-    *runner_s = m.runner_s;
-    if (mhz)
-        *mhz = m.mhz;
-    if (notes)
-        *notes = m.notes;
+    claimed->seconds = m.runner_s;
+    claimed->tail_s = m.tail_s;
+    claimed->sm_mhz = m.mhz;
+    claimed->notes = m.notes;
     return AVO_RUNNER_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "avo_problem.h"
+#include "gpu.h"
 
 /* What avo_runner_call / avo_runner_start report about the runner. */
 enum {
@@ -52,14 +53,15 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
 
 /* One call of the entry point on the tensors at offs[] (bytes from the start
  * of the shared region) with sizes[]. A CUDA runner (started with cuda = 1)
- * mirrors the tensors on the device as `flags` (AVO_GPU_*) say, times the
- * call with CUDA events (its *runner_s) and reports the SM clock in *mhz. *round_trip_s is the checker's own
+ * mirrors the tensors on the device as `flags` (AVO_GPU_*) say and times the
+ * call with CUDA events (gpu.h). *round_trip_s is the checker's own
  * CLOCK_MONOTONIC measurement from before the command to after the answer;
- * *runner_s is what the runner claims (untrusted). deadline is absolute
+ * *claimed is what the runner reports (untrusted): seconds its own time of
+ * the call, the rest only from CUDA runners. deadline is absolute
  * (avo_now()). */
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, double *runner_s, unsigned *mhz, unsigned *notes, char *why, size_t wl);
+                    double *round_trip_s, avo_gpu_times *claimed, char *why, size_t wl);
 
 /* CUDA runners: the counters pass for one call (gpu.h, avo_gpu_profile);
  * the JSON report lands in the shared region at aux_off (at most aux_len

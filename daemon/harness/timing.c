@@ -99,3 +99,10 @@ void avo_stats_compute(double *t, int n, avo_stats *s)
     s->max = t[n - 1];
     s->median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
+
+double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack)
+{
+    const double stream = seconds - tail_s;
+    const double s = fmax(stream - overhead_s, 0) + fmax(tail_s - tail_allow_s - slack * fmax(stream, 0), 0);
+    return fmax(s, 1e-9);
+}

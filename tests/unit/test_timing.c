@@ -1,0 +1,104 @@
+/* The harness's timing arithmetic (daemon/harness/timing.c): summary
+ * statistics of a set of samples, and how a GPU run's event times become a
+ * sample (the host's usual latency after the call left out, work left on
+ * other streams counted). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "daemon/harness/timing.h"
+
+static void test_stats_odd_and_even(void **state)
+{
+    (void)state;
+    double t[] = {5, 1, 3, 2, 4};
+    avo_stats s;
+    avo_stats_compute(t, 5, &s);
+    assert_int_equal(s.runs, 5);
+    assert_true(s.median == 3 && s.min == 1 && s.max == 5 && s.mean == 3);
+    /* sample standard deviation sqrt(2.5); rse = sd / sqrt(n) / mean */
+    assert_true(fabs(s.stddev - sqrt(2.5)) < 1e-12);
+    assert_true(fabs(s.rse - sqrt(2.5) / sqrt(5) / 3) < 1e-12);
+    double u[] = {4, 1, 3, 2};
+    avo_stats_compute(u, 4, &s);
+    assert_true(s.median == 2.5);
+}
+
+static void test_stats_one_sample(void **state)
+{
+    (void)state;
+    double t[] = {7e-3};
+    avo_stats s;
+    avo_stats_compute(t, 1, &s);
+    assert_true(s.median == 7e-3 && s.min == 7e-3 && s.max == 7e-3);
+    /* One sample says nothing about its precision: rse 1, never "enough". */
+    assert_true(s.stddev == 0 && s.rse == 1.0);
+}
+
+/* An honest call: 200 us on its stream, 2 us of it the protocol's own, then
+ * 7.5 us of host latency before the end mark, within an allowance of 8 us.
+ * The sample is the stream's time less the overhead; the host's latency,
+ * whatever it was under the allowance, does not show. */
+static void test_gpu_sample_leaves_out_host_latency(void **state)
+{
+    (void)state;
+    const double a = avo_gpu_sample(209.5e-6, 7.5e-6, 2e-6, 8e-6, 0);
+    const double b = avo_gpu_sample(206.0e-6, 4.0e-6, 2e-6, 8e-6, 0);
+    assert_true(fabs(a - 200e-6) < 1e-12);
+    assert_true(fabs(b - 200e-6) < 1e-12);
+}
+
+/* Work on another stream that ends 100 us after the call's own stream: the
+ * tail grows by 100 us and all of it beyond the allowance is counted, so the
+ * sample is within (allowance - host latency) of the whole work's time. */
+static void test_gpu_sample_counts_work_left_on_other_streams(void **state)
+{
+    (void)state;
+    const double host = 6e-6, allow = 8e-6, side = 100e-6;
+    const double s = avo_gpu_sample(202e-6 + side + host, side + host, 2e-6, allow, 0);
+    assert_true(s >= 200e-6 + side - (allow - host) - 1e-12);
+    assert_true(s <= 200e-6 + side + 1e-12);
+}
+
+/* Never zero or negative (a sample is divided into flops), even when the
+ * overhead measured larger than this call's stream time. */
+static void test_gpu_sample_floor(void **state)
+{
+    (void)state;
+    assert_true(avo_gpu_sample(5e-6, 4e-6, 2e-6, 8e-6, 0.01) > 0);
+    assert_true(avo_gpu_sample(0, 0, 2e-6, 8e-6, 0.01) > 0);
+    /* An empty tail on a forged-short call: still the stream time less overhead. */
+    assert_true(fabs(avo_gpu_sample(50e-6, 0, 2e-6, 8e-6, 0.01) - 48e-6) < 1e-12);
+}
+
+/* The slack grows with the call: after a 1.5 ms call a tail 10 us over the
+ * calibrated latency is the host's (within 1% of the call) and left out;
+ * 100 us of work left on another stream is counted beyond that bound. */
+static void test_gpu_sample_slack_scales_with_the_call(void **state)
+{
+    (void)state;
+    const double stream = 1.5e-3, allow = 8e-6, slack = 0.01;
+    assert_true(fabs(avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack) - (stream - 2e-6)) < 1e-12);
+    const double s = avo_gpu_sample(stream + 108e-6, 108e-6, 2e-6, allow, slack);
+    assert_true(fabs(s - (stream - 2e-6 + 108e-6 - allow - slack * stream)) < 1e-12);
+    assert_true(s >= stream - 2e-6 + 100e-6 - allow - slack * stream - 1e-12);
+    /* A 200 us call gets 2 us of slack: 10 us over the allowance is counted but for them. */
+    assert_true(fabs(avo_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack) - (198e-6 + 8e-6)) < 1e-12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats_odd_and_even),
+        cmocka_unit_test(test_stats_one_sample),
+        cmocka_unit_test(test_gpu_sample_leaves_out_host_latency),
+        cmocka_unit_test(test_gpu_sample_counts_work_left_on_other_streams),
+        cmocka_unit_test(test_gpu_sample_floor),
+        cmocka_unit_test(test_gpu_sample_slack_scales_with_the_call),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
