@@ -42,6 +42,13 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * it, it is counted (work left on other streams). */
 #define TAIL_ALLOW_PERCENTILE 90
 #define TAIL_SLACK 0.01
+/* Caps on what a calibration may set (it runs in the candidate's process,
+ * which could disturb it): the overhead subtracted (H200: about 2 us gated;
+ * ungated it holds the host's launch gap, 8-19 us) and the tail allowance
+ * (6-10 us). They bound what a candidate gains by skewing them. */
+#define OVERHEAD_MAX_GATED 5e-6
+#define OVERHEAD_MAX_UNGATED 25e-6
+#define TAIL_ALLOW_MAX 15e-6
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
 /* A measurement this far above the declared roofline is impossible. */
@@ -678,8 +685,8 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
             }
             rts[n] = rt;
             tails[n] = ev.tail_s;
-            t[n++] = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK);
-            const double excess = ev.tail_s - r->tm.tail_allow - TAIL_SLACK * (ev.seconds - ev.tail_s);
+            double excess;
+            t[n++] = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
             if (excess > 0) {
                 charged++;
                 charged_max = fmax(charged_max, excess);
@@ -751,19 +758,20 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
                                   &ev, why, wl);
         if (res != CHECK_OK)
             return res;
-        if (ev.seconds > 0 && ev.seconds <= rt && ev.tail_s >= 0 && ev.tail_s <= ev.seconds) {
-            stream[n] = ev.seconds - ev.tail_s;
-            tail[n++] = ev.tail_s;
+        if (!(ev.seconds > 0 && ev.seconds <= rt + 1e-4 && ev.tail_s >= 0 && ev.tail_s <= ev.seconds)) {
+            snprintf(why, wl, "calibration: the runner reported %.6g s with a tail of %.6g s for a call of %.6g s",
+                     ev.seconds, ev.tail_s, rt);
+            return CHECK_FORGED;
         }
+        stream[n] = ev.seconds - ev.tail_s;
+        tail[n++] = ev.tail_s;
     }
-    if (n == 0)
-        return CHECK_OK;
     qsort(stream, (size_t)n, sizeof *stream, cmp_double);
     qsort(tail, (size_t)n, sizeof *tail, cmp_double);
-    r->tm.stream_min = fmin(stream[0], 50e-6);
+    r->tm.stream_min = fmin(stream[0], r->tm.ungated ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED);
     r->tm.stream_median = stream[n / 2];
     r->tm.tail_median = tail[n / 2];
-    r->tm.tail_allow = fmin(tail[(n - 1) * TAIL_ALLOW_PERCENTILE / 100], 50e-6);
+    r->tm.tail_allow = fmin(tail[(n - 1) * TAIL_ALLOW_PERCENTILE / 100], TAIL_ALLOW_MAX);
     return CHECK_OK;
 }
 
@@ -825,9 +833,13 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double flops = 0;
     if (r->p->flops)
         avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
-    return json_pack("{s:o,s:o,s:i,s:o,s:o}", "median_s", jreal(st.median), "tflops",
+    const gpu_timing *bt = &r->base_tm;
+    return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(st.median), "tflops",
                      r->p->flops ? jreal(flops / st.median * 1e-12) : json_null(), "runs", st.runs,
-                     "vs_baseline", jreal(st.median / cand_median), "events", events ? events : json_null());
+                     "vs_baseline", jreal(st.median / cand_median), "events", events ? events : json_null(),
+                     "timing_start",
+                     bt->ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", bt->ungated_why)
+                                        : json_pack("{s:s}", "mode", "gated"));
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
@@ -1044,6 +1056,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     }
     calibrated = 1;
     if (r.cuda) {
+        /* The runner's first GPU calls, before any reference work: a
+         * runner that cannot time (or forges) fails here, cheaply. Each
+         * config calibrates again, with its own steps, before timing. */
         if ((rc = avo_tensors_place(&x, p, 0, r.shm, r.shm_bytes, err, errlen)))
             goto cleanup;
         int res = calibrate_cuda(&r, 0, &x, 0, why, sizeof why);

@@ -100,9 +100,12 @@ void avo_stats_compute(double *t, int n, avo_stats *s)
     s->median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack)
+double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
+                      double *charged)
 {
     const double stream = seconds - tail_s;
-    const double s = fmax(stream - overhead_s, 0) + fmax(tail_s - tail_allow_s - slack * fmax(stream, 0), 0);
-    return fmax(s, 1e-9);
+    const double extra = fmax(tail_s - tail_allow_s - slack * fmax(stream, 0), 0);
+    if (charged)
+        *charged = extra;
+    return fmax(fmax(stream - overhead_s, 0) + extra, 1e-9);
 }

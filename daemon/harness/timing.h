@@ -36,7 +36,9 @@ void avo_stats_compute(double *t, int n, avo_stats *s);
  * other streams after its own stream ended. Of the tail, the part beyond
  * tail_allow_s (the calibrated latency) plus slack x the stream's time is
  * counted: the host is left out, work on other streams beyond that bound is
- * not. Never below 1 ns. */
-double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack);
+ * not. Never below 1 ns. *charged (may be NULL) gets the part of the tail
+ * counted (0 when it is all the host's). */
+double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
+                      double *charged);
 
 #endif

@@ -46,8 +46,8 @@ static void test_stats_one_sample(void **state)
 static void test_gpu_sample_leaves_out_host_latency(void **state)
 {
     (void)state;
-    const double a = avo_gpu_sample(209.5e-6, 7.5e-6, 2e-6, 8e-6, 0);
-    const double b = avo_gpu_sample(206.0e-6, 4.0e-6, 2e-6, 8e-6, 0);
+    const double a = avo_gpu_sample(209.5e-6, 7.5e-6, 2e-6, 8e-6, 0, NULL);
+    const double b = avo_gpu_sample(206.0e-6, 4.0e-6, 2e-6, 8e-6, 0, NULL);
     assert_true(fabs(a - 200e-6) < 1e-12);
     assert_true(fabs(b - 200e-6) < 1e-12);
 }
@@ -59,7 +59,7 @@ static void test_gpu_sample_counts_work_left_on_other_streams(void **state)
 {
     (void)state;
     const double host = 6e-6, allow = 8e-6, side = 100e-6;
-    const double s = avo_gpu_sample(202e-6 + side + host, side + host, 2e-6, allow, 0);
+    const double s = avo_gpu_sample(202e-6 + side + host, side + host, 2e-6, allow, 0, NULL);
     assert_true(s >= 200e-6 + side - (allow - host) - 1e-12);
     assert_true(s <= 200e-6 + side + 1e-12);
 }
@@ -69,10 +69,10 @@ static void test_gpu_sample_counts_work_left_on_other_streams(void **state)
 static void test_gpu_sample_floor(void **state)
 {
     (void)state;
-    assert_true(avo_gpu_sample(5e-6, 4e-6, 2e-6, 8e-6, 0.01) > 0);
-    assert_true(avo_gpu_sample(0, 0, 2e-6, 8e-6, 0.01) > 0);
+    assert_true(avo_gpu_sample(5e-6, 4e-6, 2e-6, 8e-6, 0.01, NULL) > 0);
+    assert_true(avo_gpu_sample(0, 0, 2e-6, 8e-6, 0.01, NULL) > 0);
     /* An empty tail on a forged-short call: still the stream time less overhead. */
-    assert_true(fabs(avo_gpu_sample(50e-6, 0, 2e-6, 8e-6, 0.01) - 48e-6) < 1e-12);
+    assert_true(fabs(avo_gpu_sample(50e-6, 0, 2e-6, 8e-6, 0.01, NULL) - 48e-6) < 1e-12);
 }
 
 /* The slack grows with the call: after a 1.5 ms call a tail 10 us over the
@@ -82,12 +82,16 @@ static void test_gpu_sample_slack_scales_with_the_call(void **state)
 {
     (void)state;
     const double stream = 1.5e-3, allow = 8e-6, slack = 0.01;
-    assert_true(fabs(avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack) - (stream - 2e-6)) < 1e-12);
-    const double s = avo_gpu_sample(stream + 108e-6, 108e-6, 2e-6, allow, slack);
+    assert_true(fabs(avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (stream - 2e-6)) < 1e-12);
+    double charged = -1;
+    const double s = avo_gpu_sample(stream + 108e-6, 108e-6, 2e-6, allow, slack, &charged);
     assert_true(fabs(s - (stream - 2e-6 + 108e-6 - allow - slack * stream)) < 1e-12);
+    assert_true(fabs(charged - (108e-6 - allow - slack * stream)) < 1e-12);
+    avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, &charged);
+    assert_true(charged == 0);
     assert_true(s >= stream - 2e-6 + 100e-6 - allow - slack * stream - 1e-12);
     /* A 200 us call gets 2 us of slack: 10 us over the allowance is counted but for them. */
-    assert_true(fabs(avo_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack) - (198e-6 + 8e-6)) < 1e-12);
+    assert_true(fabs(avo_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (198e-6 + 8e-6)) < 1e-12);
 }
 
 int main(void)
