@@ -8,8 +8,9 @@
 #     healthy, so the next candidate would run;
 #   - no process of the case is left running.
 # To keep the run short most cases use tests/fixtures/problems/gemm_bf16_small
-# (configs 1024 and 2048, 0.5 s of timing per config); side_stream uses
-# gemm_bf16_4096 (one real size, for a meaningful time comparison) and
+# (configs 1024 and 2048, 0.5 s of timing per config); side_stream and
+# side_tail use gemm_bf16_4096 (one real size, for a meaningful time
+# comparison with their honest twins) and
 # fp16_accumulate the full kernels/gemm_bf16 (K up to 8192). The seed is
 # evaluated on each of the three. Prints TAP-style "ok - ..." / "not ok - ..."
 # lines and ends with "N passed, N failed"; exit status 0 when none failed.
@@ -48,6 +49,7 @@ declare -A EXPECT=(
     [deadlock]="timeout"
     [oob_write]="crash wrong_result"
     [side_stream]="ok"
+    [side_tail]="ok"
     [partial_output]="wrong_result"
     [nan]="wrong_result"
     [reads_reference]="wrong_result"
@@ -68,7 +70,7 @@ declare -A EXPECT=(
     [device_sync]="ok"
 )
 # Problem per case (default: the small fixture).
-declare -A PROBLEM=([side_stream]="$P4096" [fp16_accumulate]="$FULL")
+declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate]="$FULL")
 # --timeout per case (default 60 s). It bounds the compile and the harness
 # separately; the harness's own deadline is 2 s (10%) earlier.
 declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180)
@@ -250,6 +252,33 @@ for name in "${cases[@]}"; do
             ok "side_stream: median $ms s not much lower than the seed's $mseed s"
         else
             notok "side_stream: median $ms s much lower than the seed's $mseed s"
+        fi
+    fi
+
+    if [ "$name" = side_tail ] && [ "$outcome" = ok ]; then
+        # A tenth of the work runs on a private stream after the caller's
+        # stream has ended: counted beyond the host's latency + 1% of the
+        # call, so the time stays within 2% of the honest twin's.
+        twin="$T/side_tail_honest.cu"
+        { echo "#define HONEST 1"; cat "$src"; } >"$twin"
+        eval_case "$prob" "$twin" "$to" "$T/twin.json"
+        IFS=$'\t' read -r toutcome tagg tdetail < <(summary "$T/twin.json")
+        cfg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["configs"][0]["name"])' "$prob/problem.json")
+        ms=$(median_of "$out" "$cfg")
+        mt=$(median_of "$T/twin.json" "$cfg")
+        charged=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["configs"][0]; print((c.get("events") or {}).get("tail_charged_runs", 0), c.get("runs", 0))' "$out" 2>/dev/null)
+        if [ "$toutcome" != ok ]; then
+            notok "side_tail: its honest twin (all of it on the caller's stream) is $toutcome ($tdetail)"
+        elif awk -v s="$ms" -v t="$mt" 'BEGIN { exit !(s >= 0.98 * t && t > 0) }'; then
+            ok "side_tail: median $ms s on config $cfg, the honest twin's $mt s: the tail left on a private stream is counted"
+        else
+            notok "side_tail: median $ms s on config $cfg, under 0.98 x the honest twin's $mt s: the tail escaped the timer"
+        fi
+        read -r nch nruns <<<"$charged"
+        if [ "${nch:-0}" -gt 0 ]; then
+            ok "side_tail: $nch of $nruns timed runs charged for their tail (events.tail_charged_runs)"
+        else
+            notok "side_tail: no timed run charged for its tail ($charged)"
         fi
     fi
 
