@@ -192,6 +192,30 @@ static int cand_call(run_ctx *r, int c, const avo_tensors *x, int *ret, double *
     return res;
 }
 
+/* What a CUDA runner claims for a call, against what the checker saw: the
+ * event time within the checker's own round trip rt (with 0.1 ms for clock
+ * granularity), the tail within the event time. CHECK_FORGED otherwise. */
+static int check_claim(const avo_gpu_times *ev, double rt, char *why, size_t wl)
+{
+    if (!(ev->seconds > 0) || ev->seconds > rt + 1e-4) {
+        snprintf(why, wl, "the runner reported %.6g s for a call that took %.6g s end to end", ev->seconds, rt);
+        return CHECK_FORGED;
+    }
+    if (!(ev->tail_s >= 0 && ev->tail_s <= ev->seconds)) {
+        snprintf(why, wl, "the runner reported a tail of %.6g s in a call of %.6g s", ev->tail_s, ev->seconds);
+        return CHECK_FORGED;
+    }
+    return CHECK_OK;
+}
+
+/* How timed calls started: "gated" (the stream held until the call had
+ * queued its work) or "ungated" with the reason. */
+static json_t *timing_start_json(const char *ungated_why)
+{
+    return ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", ungated_why)
+                          : json_pack("{s:s}", "mode", "gated");
+}
+
 static int cmp_double(const void *a, const void *b);
 static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
@@ -551,6 +575,16 @@ static void restore_after_check(run_ctx *r, avo_tensors *x, const avo_tensors *p
             memcpy(x->ptr[i], pristine->ptr[i], x->bytes[i]);
 }
 
+/* *a resized to n doubles; 0, or -ENOMEM with *a untouched. */
+static int grow(double **a, int n)
+{
+    double *g = realloc(*a, (size_t)n * sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    *a = g;
+    return 0;
+}
+
 /* Timed runs of config c on a GPU. Every run gets its inputs copied to the
  * device again, alternating between two input sets (the last check set,
  * already in x, and set 0, placed right after it in the shared region), so a
@@ -631,16 +665,8 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         if (res == CHECK_OK && (check || ret != 0))
             res = check_call(r, c, sets[k], ret, xs[k], pr[k], sub, sizeof sub);
         trace("timing %s run %d%s", p->configs[c].name, iter, check ? " (checked)" : "");
-        if (res == CHECK_OK && (!(ev.seconds > 0) || ev.seconds > rt + 1e-4)) {
-            snprintf(sub, sizeof sub, "the runner reported %.6g s for a call that took %.6g s end to end", ev.seconds,
-                     rt);
-            res = CHECK_FORGED;
-        }
-        if (res == CHECK_OK && !(ev.tail_s >= 0 && ev.tail_s <= ev.seconds)) {
-            snprintf(sub, sizeof sub, "the runner reported a tail of %.6g s in a call of %.6g s", ev.tail_s,
-                     ev.seconds);
-            res = CHECK_FORGED;
-        }
+        if (res == CHECK_OK)
+            res = check_claim(&ev, rt, sub, sizeof sub);
         if (check && res == CHECK_OK)
             restore_after_check(r, xs[k], pr[k]);   /* copied-back results are not the next run's inputs */
         if (res != CHECK_OK) {
@@ -670,15 +696,7 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
         } else {
             if (n == cap) {
                 cap *= 2;
-                double *g = realloc(t, (size_t)cap * sizeof *t), *h = g ? realloc(rts, (size_t)cap * sizeof *rts) : NULL;
-                double *k2 = h ? realloc(tails, (size_t)cap * sizeof *tails) : NULL;
-                if (g)
-                    t = g;
-                if (h)
-                    rts = h;
-                if (k2)
-                    tails = k2;
-                if (!g || !h || !k2) {
+                if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap)) {
                     res = -ENOMEM;
                     break;
                 }
@@ -730,11 +748,8 @@ out:
     avo_tensors_free(&pr1);
     return res;
 oom:
-    free(t);
-    free(rts);
-    free(tails);
-    avo_tensors_free(&pr1);
-    return -ENOMEM;
+    res = -ENOMEM;
+    goto out;
 }
 
 /* The timing protocol around no call, CALIBRATION_CALLS times in the runner
@@ -749,7 +764,6 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
 {
     enum { CALLS = CALIBRATION_CALLS };
     double stream[CALLS], tail[CALLS];
-    int n = 0;
     for (int i = 0; i < CALLS; i++) {
         int ret = 0;
         double rt = 0;
@@ -758,20 +772,20 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
                                   &ev, why, wl);
         if (res != CHECK_OK)
             return res;
-        if (!(ev.seconds > 0 && ev.seconds <= rt + 1e-4 && ev.tail_s >= 0 && ev.tail_s <= ev.seconds)) {
-            snprintf(why, wl, "calibration: the runner reported %.6g s with a tail of %.6g s for a call of %.6g s",
-                     ev.seconds, ev.tail_s, rt);
-            return CHECK_FORGED;
+        char sub[300];
+        if ((res = check_claim(&ev, rt, sub, sizeof sub)) != CHECK_OK) {
+            snprintf(why, wl, "calibration: %s", sub);
+            return res;
         }
-        stream[n] = ev.seconds - ev.tail_s;
-        tail[n++] = ev.tail_s;
+        stream[i] = ev.seconds - ev.tail_s;
+        tail[i] = ev.tail_s;
     }
-    qsort(stream, (size_t)n, sizeof *stream, cmp_double);
-    qsort(tail, (size_t)n, sizeof *tail, cmp_double);
+    qsort(stream, CALLS, sizeof *stream, cmp_double);
+    qsort(tail, CALLS, sizeof *tail, cmp_double);
     r->tm.stream_min = fmin(stream[0], r->tm.ungated ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED);
-    r->tm.stream_median = stream[n / 2];
-    r->tm.tail_median = tail[n / 2];
-    r->tm.tail_allow = fmin(tail[(n - 1) * TAIL_ALLOW_PERCENTILE / 100], TAIL_ALLOW_MAX);
+    r->tm.stream_median = stream[CALLS / 2];
+    r->tm.tail_median = tail[CALLS / 2];
+    r->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], TAIL_ALLOW_MAX);
     return CHECK_OK;
 }
 
@@ -833,13 +847,10 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double flops = 0;
     if (r->p->flops)
         avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
-    const gpu_timing *bt = &r->base_tm;
     return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(st.median), "tflops",
                      r->p->flops ? jreal(flops / st.median * 1e-12) : json_null(), "runs", st.runs,
                      "vs_baseline", jreal(st.median / cand_median), "events", events ? events : json_null(),
-                     "timing_start",
-                     bt->ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", bt->ungated_why)
-                                        : json_pack("{s:s}", "mode", "gated"));
+                     "timing_start", timing_start_json(r->base_tm.ungated_why));
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
@@ -1255,11 +1266,7 @@ done:
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
         json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
-        /* How the timed region started: "gated" (the stream held until the
-         * call had queued its work) or "ungated" with the reason. */
-        json_object_set_new(rj, "timing_start",
-                            r.tm.ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", r.tm.ungated_why)
-                                                : json_pack("{s:s}", "mode", "gated"));
+        json_object_set_new(rj, "timing_start", timing_start_json(r.tm.ungated_why));
     }
     if (r.gpu_info) {
         json_object_set_new(*result, "gpu", r.gpu_info);
