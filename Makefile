@@ -52,7 +52,8 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 
 # avo-harness-cuda: the same harness sources built with the CUDA runtime
 # (shared libcudart, as the candidates use, so one runtime serves both).
-HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c
+HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c daemon/common/avo_cgroup.c \
+                    daemon/common/avo_utf8.c
 HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o
 
@@ -113,8 +114,9 @@ $(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_C
 $(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO) $(LIBS_AVOD)
-# The harness is the only process that runs candidate code: libc + jansson only.
-$(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO)
+# The harness is the only process that runs candidate code: libc + jansson
+# only (of libavocommon it takes the control-group and UTF-8 objects).
+$(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_HARN)
 $(BUILD)/bin/avoctl: $(BUILD)/obj/client/avoctl.o $(LIB_CLIENT) $(LIB_PROTO)

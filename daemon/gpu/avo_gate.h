@@ -43,6 +43,13 @@ int avo_gate_timed_out(const avo_gate *g);
 
 void avo_gate_close(avo_gate *g);
 
+/* Launch one tiny kernel on stream and wait for it: how long that took is
+ * how long the GPU kept it waiting. Run from the checker's own context right
+ * after a call returned, it finds work the call left running (the GPU
+ * time-slices between processes, so the probe waits for it). Returns 0 with
+ * *seconds (host clock, launch to completion), or a negative int. */
+int avo_gate_probe(cudaStream_t stream, double *seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,19 @@ int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *
     return -ENOTSUP;
 }
 
+unsigned avo_gpu_sm_clock(avo_gpu *g)
+{
+    (void)g;
+    return 0;
+}
+
+int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
+{
+    (void)g;
+    *seconds = 0;
+    return -ENOTSUP;
+}
+
 #else
 
 #include <cuda.h>
@@ -221,6 +234,32 @@ void avo_gpu_unpin(avo_gpu *g, void *ptr)
         cudaGetLastError();
 }
 
+/* Every tensor device -> host, finished. */
+static int copy_back(avo_gpu *g, void *const *host, const size_t *bytes, int n, char *err, size_t errlen)
+{
+    cudaError_t e;
+    for (int i = 0; i < n; i++)
+        if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, g->stream)) != cudaSuccess)
+            return fail(e, "copying a tensor back", err, errlen);
+    if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+        return fail(e, "copying tensors back", err, errlen);
+    return 0;
+}
+
+unsigned avo_gpu_sm_clock(avo_gpu *g)
+{
+    unsigned cur = 0, max = 0;
+    if (g && g->nvml >= 0)
+        avo_nvml_sm_clock(g->nvml, &cur, &max);
+    return cur;
+}
+
+int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
+{
+    *seconds = 0;
+    return g ? avo_gate_probe(g->stream, seconds) : -EINVAL;
+}
+
 static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
 {
     if (g->cap[i] >= bytes && g->dev[i])
@@ -246,6 +285,8 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     for (int i = 0; i < n; i++)
         if ((rc = ensure(g, i, bytes[i], err, errlen)))
             return rc;
+    if (flags & AVO_GPU_FETCH)
+        return copy_back(g, host, bytes, n, err, errlen);
     if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
         for (int i = 0; i < n; i++) {
             if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))
@@ -264,6 +305,8 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     /* Everything before the start mark is finished before it is taken. */
     if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
         return fail(e, "preparing the call", err, errlen);
+    if (flags & AVO_GPU_PREPARE)
+        return 0;
 
     void *ptrs[AVO_PROBLEM_MAX_TENSORS];
     int64_t sz[AVO_PROBLEM_MAX_SIZES];
@@ -307,22 +350,11 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     cudaEventElapsedTime(&tail_ms, g->stream_end, g->end);
     t->seconds = ms * 1e-3;
     t->tail_s = tail_ms * 1e-3;
-    if (g->nvml >= 0) {
-        unsigned max;
-        avo_nvml_sm_clock(g->nvml, &t->sm_mhz, &max);
-    }
     if (*ret != 0) {
         snprintf(err, errlen, "the entry point returned %d", *ret);
         return AVO_GPU_ELAUNCH;
     }
-    if (flags & AVO_GPU_COPY_OUT) {
-        for (int i = 0; i < n; i++)
-            if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, g->stream)) != cudaSuccess)
-                return fail(e, "copying a tensor back", err, errlen);
-        if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
-            return fail(e, "copying tensors back", err, errlen);
-    }
-    return 0;
+    return (flags & AVO_GPU_COPY_OUT) ? copy_back(g, host, bytes, n, err, errlen) : 0;
 }
 
 #endif

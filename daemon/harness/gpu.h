@@ -31,6 +31,8 @@ enum {
     AVO_GPU_COPY_INPUTS = 16, /* host -> device for the tensors not in poison_mask (the inputs) */
     AVO_GPU_EMPTY = 32,      /* time the protocol around no call at all (calibration) */
     AVO_GPU_GATED = 64,      /* hold the stream behind a gate until the call has returned (avo_gate.h) */
+    AVO_GPU_PREPARE = 128,   /* only the copies, poisoning and flush asked for, finished: no call, no events */
+    AVO_GPU_FETCH = 256,     /* only copy every tensor back: no call, no events */
 };
 
 /* What *notes says about a call. */
@@ -74,9 +76,18 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 typedef struct {
     double seconds;   /* start -> end */
     double tail_s;    /* stream end -> end: the host's latency, and any work left on other streams */
-    unsigned sm_mhz;  /* the SM clock right after the run (0 if unknown) */
+    unsigned sm_mhz;  /* the SM clock right after the run (0 if unknown; the checker reads its own) */
     unsigned notes;   /* AVO_GPU_NOTE_* */
 } avo_gpu_times;
+
+/* The SM clock now (NVML), 0 when unknown. The checker reads it from its
+ * own process after each call: the runner's report could be anything. */
+unsigned avo_gpu_sm_clock(avo_gpu *g);
+
+/* How long one tiny kernel of this context waits to run (avo_gate_probe):
+ * from the checker, right after a runner's call returned, it measures work
+ * that call left running on the GPU. Returns 0 or a negative int. */
+int avo_gpu_busy_probe(avo_gpu *g, double *seconds);
 
 /* One call of fn on n tensors whose host copies are host[i] (bytes[i] long);
  * *t what it measured (times zero when the call did not run).

@@ -11,25 +11,45 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "avo_utf8.h"
 #include "counters.h"
 #include "gpu.h"
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
 
-/* Empty round trips measured before any timing; their minimum is subtracted
- * from every timed round trip. */
+/* Empty round trips measured before the candidate is loaded; their minimum
+ * is subtracted from every CPU sample. */
 #define PINGS 200
+/* What that calibration may set: well above the ~16 us measured on a busy
+ * 2-core VM, far below any call worth timing. A host slower than this is
+ * measured with this bound subtracted. */
+#define CPU_OVERHEAD_MAX 200e-6
 /* Largest problem validated against float64 without "validate" sizes. */
 #define VALIDATE_MAX_ELEMS (1 << 22)
 
 /* Why a check failed; decides the outcome. */
-enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHECK_FORGED, CHECK_FAULT };
+enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHECK_FORGED, CHECK_FAULT, CHECK_IDLE };
 
-/* CUDA timed runs copy outputs back for checking on the first run and every
- * CHECK_EVERY-th after it (copies of large tensors dominate otherwise); the
- * fresh input set after timing is always checked. */
-#define CHECK_EVERY 8
+/* Checks of timed calls: each sampled call is checked afterwards with
+ * probability q (avo_check_rate: about as much reference time as call time,
+ * never under CHECK_Q_MIN); a config's timing does not end before
+ * CHECK_K_MIN such checks, and stops once CHECK_K_MAX were made where the
+ * reference is expensive (q at its floor). */
+#define CHECK_Q_MIN 0.25
+#define CHECK_K_MIN 2
+#define CHECK_K_MAX 8
+/* The checked samples are a random subset of all: when even the fastest of
+ * them is this much slower than the median of all, the calls that were not
+ * checked ran faster than the ones that were (skipped work that the draw
+ * happened to miss). An honest evaluation has each checked sample above
+ * 1.5x its median only in a rare outlier, so two at once almost never. */
+#define CONSISTENCY_FACTOR 1.5
+/* After a config's calls, the runner's group is let run this long with no
+ * command; more CPU than IDLE_CPU_MAX in it is work left running outside a
+ * call. */
+#define IDLE_PROBE_S 0.005
+#define IDLE_CPU_MAX 0.002
 /* Samples taken while the SM clock ran under this fraction of its maximum
  * (thermal or power throttling, a neighbour) are discarded and counted. */
 #define MIN_CLOCK_FRACTION 0.75
@@ -49,10 +69,34 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define OVERHEAD_MAX_GATED 5e-6
 #define OVERHEAD_MAX_UNGATED 25e-6
 #define TAIL_ALLOW_MAX 15e-6
+/* The same protocol is calibrated before the candidate loads (trusted);
+ * what a later calibration in the candidate's process may set is capped at
+ * that plus this drift (the host's latency moves a little over a minute). */
+#define CAL_DRIFT_ABS 1e-6
+#define CAL_DRIFT_REL 0.25
+/* The runner measures a call's GPU time in the candidate's own process,
+ * which could report less than it ran: a sample is never less than the
+ * checker's own measure of the call (its round trip less that of an empty
+ * call, before the candidate loaded) divided by this. */
+#define CLAIM_FACTOR 2.0
+/* After each call the checker's own context launches one tiny kernel: it
+ * waits long only when the GPU is still running the candidate's work
+ * (time-sliced between the two processes), which the call left behind.
+ * Longer than GPU_BUSY_FACTOR x the 90th percentile of such probes before
+ * the candidate loaded (at least GPU_BUSY_MIN) is work left running. */
+#define GPU_BUSY_FACTOR 3.0
+#define GPU_BUSY_MIN 50e-6
+#define BUSY_PROBES 16
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
 /* A measurement this far above the declared roofline is impossible. */
 #define ROOFLINE_SLACK 1.05
+/* CPU problems without a declared roofline: no core does more than this
+ * many float operations per second (5 GHz x 64, two AVX-512 FMA pipes on
+ * single precision), so a faster median is not an optimisation. */
+#define HOST_CORE_FLOPS (5e9 * 64)
+/* The input set a config's counters pass profiles: none of its calls had it. */
+#define PROFILE_SET (1 << 30)
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)
@@ -64,17 +108,24 @@ typedef struct {
     char ungated_why[200];
 } gpu_timing;
 
+/* The empty GPU call as measured before the candidate loaded: trusted. */
+typedef struct {
+    double stream_min, tail_allow;     /* as in gpu_timing */
+    double rt_over;                    /* median of (checker's round trip - event time): the protocol's own */
+} gpu_preload;
+
 typedef struct {
     const avo_problem *p;
     uint64_t seed;
-    int nsets;        /* check sets; set nsets is the fresh one after timing */
-    void **refout;    /* [(config * (nsets + 1) + set) * ntensors + tensor] */
+    int nsets;        /* calls of each config always checked, before its samples */
+    void *ref_handle; /* the reference object, loaded in this process only */
+    avo_kernel_fn ref;
     avo_runner run;   /* the candidate's process */
     int shm_fd;       /* the tensors the runner sees: memfd, mapped shared */
     unsigned char *shm;
     size_t shm_bytes;
     double deadline;  /* absolute, avo_now() */
-    double overhead, overhead_median;    /* empty round trip: min (subtracted), median */
+    double overhead, overhead_median, overhead_measured;  /* empty round trip: subtracted (capped), median, min */
     avo_counters ctr;
     int ctr_open;
     int ref_validated;
@@ -89,12 +140,31 @@ typedef struct {
     int base_state;                       /* 0 not started, 1 running, -1 failed */
     char base_err[400];
     gpu_timing tm;                        /* CUDA: the runner timed now (candidate or baseline) */
+    gpu_preload pre[2];                   /* CUDA: [gated, ungated], calibrated before the candidate loaded */
+    double busy_max;                      /* CUDA: the longest a busy probe may wait (also before the load) */
     gpu_timing base_tm;                   /* the other one's, while the candidate's is in tm */
-    unsigned char *area;                  /* the checker's own tensors (reference, pristine inputs), */
-    size_t area_bytes;                    /* sized for the largest config and reused by every one */
-    int area_pinned;                      /* page-locked while the reference runs on it */
+    unsigned char *area;                  /* the checker's own tensors: the call's pristine inputs, */
+    unsigned char *ref_area;              /* and the reference's run on them, */
+    size_t area_bytes;                    /* each sized for the largest config and reused by every one */
+    int area_pinned;                      /* page-locked (CUDA) */
     char ref_copies[240];                 /* CUDA: how the reference's copies ran */
+    avo_flusher fl;                       /* CPU: the cache flush before every call */
+    avo_check_rng rng;                    /* which calls get checked: secret, not from seed */
+    double ph_ref, ph_checks;             /* wall time in reference runs and comparisons */
 } run_ctx;
+
+/* What one config's calls found. */
+typedef struct {
+    avo_stats st;              /* the samples */
+    double claimed_median;     /* CPU: the runner's own time; CUDA: the checker's round trip */
+    int calls, checked, random_checks, samples_checked;
+    double q;                  /* the check probability of a sampled call */
+    double checked_median;     /* median of the samples whose call was checked (NAN: none) */
+    double idle_cpu_s;         /* CPU its group used with no call (-1 unknown) */
+    int discarded;             /* CUDA: samples under the clock floor */
+    int fail_call;             /* the call a check failed on */
+    json_t *clock, *events, *counters;
+} config_run;
 
 /* AVO_HARNESS_TRACE=1 (a run of the harness by hand; the worker's sandbox
  * passes no such variable): each step's wall time on stderr, to find where
@@ -120,17 +190,18 @@ static void trace(const char *fmt, ...)
     last = t;
 }
 
-static void **refslot(run_ctx *r, int config, int set, int tensor)
-{
-    return &r->refout[((size_t)config * (size_t)(r->nsets + 1) + (size_t)set) * (size_t)r->p->ntensors +
-                      (size_t)tensor];
-}
-
 /* The reference (trusted, in this process) gets fresh copies of the
  * pointer and size arrays on every call, like the candidate in the runner.
  * A CUDA reference runs on the checker's own context: tensors copied to the
  * device, the kernel, everything copied back. */
-static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t);
+static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
+{
+    void *ptrs[AVO_PROBLEM_MAX_TENSORS];
+    int64_t sizes[AVO_PROBLEM_MAX_SIZES];
+    memcpy(ptrs, t->ptr, sizeof ptrs);
+    memcpy(sizes, size, sizeof sizes);
+    return fn(ptrs, sizes);
+}
 
 static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
 {
@@ -146,19 +217,11 @@ static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tenso
     return rc ? (ret ? ret : -1) : 0;
 }
 
-static int call_host(avo_kernel_fn fn, const int64_t *size, avo_tensors *t)
-{
-    void *ptrs[AVO_PROBLEM_MAX_TENSORS];
-    int64_t sizes[AVO_PROBLEM_MAX_SIZES];
-    memcpy(ptrs, t->ptr, sizeof ptrs);
-    memcpy(sizes, size, sizeof sizes);
-    return fn(ptrs, sizes);
-}
-
-/* One candidate call in the runner on the tensors of x (which live in the
- * shared region). Returns CHECK_OK with the candidate's return value in *ret
- * and the checker's own round-trip time, a CHECK_ code for a runner that
- * died, hung or forged answers, or a negative int (the checker's failure). */
+/* One call of the entry point in the runner on the tensors of x (which live
+ * in the shared region). Returns CHECK_OK with the candidate's return value
+ * in *ret and the checker's own round-trip time, a CHECK_ code for a runner
+ * that died, hung or forged answers, or a negative int (the checker's
+ * failure). */
 static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
                            avo_gpu_times *claimed, char *why, size_t wl)
 {
@@ -180,16 +243,6 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
     case AVO_RUNNER_FAULT: return CHECK_FAULT;
     default: return rc < 0 ? rc : -EIO;
     }
-}
-
-/* A checking call: on a GPU every tensor goes to the device and back. */
-static int cand_call(run_ctx *r, int c, const avo_tensors *x, int *ret, double *rt, double *claimed, char *why,
-                     size_t wl)
-{
-    avo_gpu_times t;
-    int res = cand_call_flags(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, ret, rt, &t, why, wl);
-    *claimed = t.seconds;
-    return res;
 }
 
 /* What a CUDA runner claims for a call, against what the checker saw: the
@@ -218,12 +271,147 @@ static json_t *timing_start_json(const char *ungated_why)
 
 static int cmp_double(const void *a, const void *b);
 static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
+static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
+                    avo_gpu_times *ev, char *why, size_t wl);
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                       size_t wl);
 
 static json_t *jreal(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int validate_reference(run_ctx *r, void *h, avo_kernel_fn ref, char *err, size_t errlen);
+
+
+/* The checker's two areas (the call's pristine inputs, the reference's run
+ * on them) page-locked for the CUDA reference's copies, as the runner's
+ * region is. Pageable copies when pinning fails; ref_copies says which. */
+static void pin_areas(run_ctx *r)
+{
+    if (!r->cuda)
+        return;
+    char note[240];
+    r->area_pinned = avo_gpu_pin(r->gpu, r->area, r->area_bytes, r->ref_copies, sizeof r->ref_copies) == 0;
+    if (r->area_pinned && avo_gpu_pin(r->gpu, r->ref_area, r->area_bytes, note, sizeof note) == 0)
+        r->area_pinned = 2;
+}
+
+static void unpin_areas(run_ctx *r)
+{
+    if (r->area_pinned)
+        avo_gpu_unpin(r->gpu, r->area);
+    if (r->area_pinned == 2)
+        avo_gpu_unpin(r->gpu, r->ref_area);
+    r->area_pinned = 0;
+}
+
+/* Load the reference into this process (the runner, a fresh exec of its
+ * own in namespaces of its own, never sees it), open the checker's GPU
+ * context for a CUDA problem, and validate the reference against its
+ * float64 twin. The reference then runs on demand: on the inputs of every
+ * call that is checked. */
+static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errlen)
+{
+    int rc;
+    r->ref_handle = dlopen(ref_so, RTLD_NOW | RTLD_LOCAL);
+    if (!r->ref_handle) {
+        const char *e = dlerror();
+        avo_utf8_scrub((char *)e);
+        snprintf(err, errlen, "reference invalid: cannot load it: %s", e ? e : "?");
+        return AVO_HARNESS_EREFERENCE;
+    }
+    r->ref = (avo_kernel_fn)(uintptr_t)dlsym(r->ref_handle, "avo_reference");
+    if (!r->ref) {
+        snprintf(err, errlen, "reference invalid: it does not export avo_reference");
+        return AVO_HARNESS_EREFERENCE;
+    }
+    if (r->cuda) {
+        if ((rc = avo_gpu_open(&r->gpu, err, errlen)))
+            return rc == -ENOTSUP ? -ENOTSUP : -ENODEV;
+        char name[256];
+        int ma, mi, sms, l2;
+        avo_gpu_describe(r->gpu, name, sizeof name, &ma, &mi, &sms, &l2, &r->max_mhz);
+        r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms",
+                                sms, "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
+    }
+    if ((rc = validate_reference(r, r->ref_handle, r->ref, err, errlen)))
+        return rc;
+    pin_areas(r);
+    return 0;
+}
+
+/* What every call is held to, checked or not: its return value, nothing
+ * written past a tensor's end, its inputs untouched. */
+static int check_basic(run_ctx *r, int ret, const avo_tensors *x, const avo_tensors *pristine, char *why,
+                       size_t whylen)
+{
+    const avo_problem *p = r->p;
+    if (ret != 0) {
+        snprintf(why, whylen, "%s returned %d", p->entry, ret);
+        return CHECK_WRONG;
+    }
+    int64_t elem;
+    int tg = avo_tensors_guard_broken(x, &elem);
+    if (tg >= 0) {
+        snprintf(why, whylen, "wrote past the end of %s (byte %lld after its last element)", p->tensors[tg].name,
+                 (long long)elem);
+        return CHECK_INPUTS;
+    }
+    int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
+    if (ti >= 0) {
+        snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
+                 (long long)elem);
+        return CHECK_INPUTS;
+    }
+    return CHECK_OK;
+}
+
+/* A checked call: the reference run on the same pristine inputs (in the
+ * checker, while the runner is frozen), then every output compared. */
+static int check_outputs(run_ctx *r, int c, const avo_tensors *x, const avo_tensors *pristine, avo_tensors *rx,
+                         double *ref_s, char *why, size_t whylen)
+{
+    const avo_problem *p = r->p;
+    const double t0 = avo_now();
+    for (int i = 0; i < p->ntensors; i++)
+        memcpy(rx->ptr[i], pristine->ptr[i], pristine->bytes[i]);
+    avo_tensors_poison(rx, p);
+    int ret = call_ref(r, r->ref, p->configs[c].size, rx);
+    const double t1 = avo_now();
+    *ref_s = t1 - t0;
+    r->ph_ref += t1 - t0;
+    if (ret != 0) {
+        snprintf(why, whylen, "the reference returned %d", ret);
+        return AVO_HARNESS_EREFERENCE;
+    }
+    int res = CHECK_OK;
+    for (int i = 0; i < p->ntensors && res == CHECK_OK; i++) {
+        if (p->tensors[i].role == AVO_ROLE_INPUT)
+            continue;
+        avo_dtype d = p->tensors[i].dtype;
+        avo_tolerance tol = p->tol[d];
+        avo_check ck;
+        avo_tensors_compare(x->ptr[i], rx->ptr[i], x->elems[i], d, tol, &ck);
+        if (ck.rel_l2 > r->worst_rel_l2 || isnan(ck.rel_l2))
+            r->worst_rel_l2 = ck.rel_l2;
+        if (ck.max_abs > r->worst_max_abs || isnan(ck.max_abs))
+            r->worst_max_abs = ck.max_abs;
+        if (ck.pass)
+            continue;
+        if (ck.nonfinite)
+            snprintf(why, whylen, "%s[%lld] = %g vs %g: not finite (unwritten or overflowed output)",
+                     p->tensors[i].name, (long long)ck.worst, ck.got, ck.want);
+        else if (ck.rel_l2 > tol.rel_l2)
+            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, rel_l2 %.3g > %.3g", p->tensors[i].name,
+                     (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2);
+        else
+            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, max_abs %.3g > %.3g", p->tensors[i].name,
+                     (long long)ck.worst, ck.got, ck.want, ck.max_abs, tol.max_abs);
+        res = CHECK_WRONG;
+    }
+    r->ph_checks += avo_now() - t1;
+    return res;
 }
 
 /* Run the reference and its float64 twin on one small size vector (the
@@ -313,161 +501,6 @@ cleanup:
     return rc;
 }
 
-/* The reference's tensors live in the checker's area, page-locked while it
- * runs (as the runner's region is): its copies are most of the reference
- * phase. Pageable copies when pinning fails; ref_copies says which. */
-static void pin_area(run_ctx *r)
-{
-    if (r->cuda)
-        r->area_pinned = avo_gpu_pin(r->gpu, r->area, r->area_bytes, r->ref_copies, sizeof r->ref_copies) == 0;
-}
-
-static void unpin_area(run_ctx *r)
-{
-    if (r->area_pinned)
-        avo_gpu_unpin(r->gpu, r->area);
-    r->area_pinned = 0;
-}
-
-static int run_reference(run_ctx *r, const char *ref_so, char *err, size_t errlen)
-{
-    const avo_problem *p = r->p;
-    int rc = 0;
-    avo_tensors t = {0};
-    void *h = dlopen(ref_so, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(err, errlen, "reference invalid: cannot load it: %s", dlerror());
-        return AVO_HARNESS_EREFERENCE;
-    }
-    avo_kernel_fn ref = (avo_kernel_fn)(uintptr_t)dlsym(h, "avo_reference");
-    if (!ref) {
-        snprintf(err, errlen, "reference invalid: %s does not export avo_reference", ref_so);
-        rc = AVO_HARNESS_EREFERENCE;
-        goto cleanup;
-    }
-    if (r->cuda) {
-        if ((rc = avo_gpu_open(&r->gpu, err, errlen))) {
-            rc = rc == -ENOTSUP ? -ENOTSUP : -ENODEV;
-            goto cleanup;
-        }
-        char name[256];
-        int ma, mi, sms, l2;
-        avo_gpu_describe(r->gpu, name, sizeof name, &ma, &mi, &sms, &l2, &r->max_mhz);
-        r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms",
-                                sms, "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
-    }
-    if ((rc = validate_reference(r, h, ref, err, errlen)))
-        goto cleanup;
-    pin_area(r);
-    trace("reference: pin %zu bytes (%s)", r->area_bytes, r->ref_copies);
-    for (int c = 0; c < p->nconfigs; c++) {
-        if ((rc = avo_tensors_place(&t, p, c, r->area, r->area_bytes, err, errlen)))
-            goto cleanup;
-        for (int s = 0; s <= r->nsets; s++) {
-            avo_tensors_fill(&t, p, r->seed, c, s);
-            avo_tensors_poison(&t, p);
-            trace("reference %s set %d: fill", p->configs[c].name, s);
-            int ret = call_ref(r, ref, p->configs[c].size, &t);
-            trace("reference %s set %d: copies and kernel", p->configs[c].name, s);
-            if (ret != 0) {
-                snprintf(err, errlen, "reference invalid: it returned %d on config %s", ret, p->configs[c].name);
-                rc = AVO_HARNESS_EREFERENCE;
-                goto cleanup;
-            }
-            for (int i = 0; i < p->ntensors; i++) {
-                if (p->tensors[i].role == AVO_ROLE_INPUT)
-                    continue;
-                void *copy = malloc(t.bytes[i]);
-                if (!copy) {
-                    snprintf(err, errlen, "out of memory keeping reference outputs");
-                    rc = -ENOMEM;
-                    goto cleanup;
-                }
-                memcpy(copy, t.ptr[i], t.bytes[i]);
-                *refslot(r, c, s, i) = copy;
-            }
-            trace("reference %s set %d: keep the outputs", p->configs[c].name, s);
-        }
-    }
-cleanup:
-    unpin_area(r);
-    /* The checker's device memory goes before the candidate's context comes. */
-    avo_gpu_close(r->gpu);
-    r->gpu = NULL;
-    /* Unloaded before the runner starts; the runner is a fresh exec that
-     * never loads it at all. */
-    dlclose(h);
-    return rc;
-}
-
-/* Check one finished candidate call: return code, untouched inputs, outputs
- * against the reference of (config, set). */
-static int check_call(run_ctx *r, int config, int set, int ret, const avo_tensors *x, const avo_tensors *pristine,
-                      char *why, size_t whylen)
-{
-    const avo_problem *p = r->p;
-    if (ret != 0) {
-        snprintf(why, whylen, "%s returned %d", p->entry, ret);
-        return CHECK_WRONG;
-    }
-    int64_t elem;
-    int tg = avo_tensors_guard_broken(x, &elem);
-    if (tg >= 0) {
-        snprintf(why, whylen, "wrote past the end of %s (byte %lld after its last element)", p->tensors[tg].name,
-                 (long long)elem);
-        return CHECK_INPUTS;
-    }
-    int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
-    if (ti >= 0) {
-        snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
-                 (long long)elem);
-        return CHECK_INPUTS;
-    }
-    for (int i = 0; i < p->ntensors; i++) {
-        if (p->tensors[i].role == AVO_ROLE_INPUT)
-            continue;
-        avo_dtype d = p->tensors[i].dtype;
-        avo_tolerance tol = p->tol[d];
-        avo_check ck;
-        avo_tensors_compare(x->ptr[i], *refslot(r, config, set, i), x->elems[i], d, tol, &ck);
-        if (ck.rel_l2 > r->worst_rel_l2 || isnan(ck.rel_l2))
-            r->worst_rel_l2 = ck.rel_l2;
-        if (ck.max_abs > r->worst_max_abs || isnan(ck.max_abs))
-            r->worst_max_abs = ck.max_abs;
-        if (ck.pass)
-            continue;
-        if (ck.nonfinite)
-            snprintf(why, whylen, "%s[%lld] = %g vs %g: not finite (unwritten or overflowed output)",
-                     p->tensors[i].name, (long long)ck.worst, ck.got, ck.want);
-        else if (ck.rel_l2 > tol.rel_l2)
-            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, rel_l2 %.3g > %.3g", p->tensors[i].name,
-                     (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2);
-        else
-            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, max_abs %.3g > %.3g", p->tensors[i].name,
-                     (long long)ck.worst, ck.got, ck.want, ck.max_abs, tol.max_abs);
-        return CHECK_WRONG;
-    }
-    return CHECK_OK;
-}
-
-/* One checked call on input set `set`: fill, copy, poison, call, check. */
-static int checked_call(run_ctx *r, int c, int set, avo_tensors *x, avo_tensors *pristine, char *why, size_t wl)
-{
-    avo_tensors_fill(pristine, r->p, r->seed, c, set);
-    trace("check %s set %d: fill", r->p->configs[c].name, set);
-    avo_tensors_copy_inputs(x, pristine, r->p);
-    avo_tensors_poison(x, r->p);
-    trace("check %s set %d: copy and poison", r->p->configs[c].name, set);
-    int ret = 0;
-    double rt, claimed;
-    int res = cand_call(r, c, x, &ret, &rt, &claimed, why, wl);
-    trace("check %s set %d: call", r->p->configs[c].name, set);
-    if (res != CHECK_OK)
-        return res;
-    res = check_call(r, c, set, ret, x, pristine, why, wl);
-    trace("check %s set %d: compare", r->p->configs[c].name, set);
-    return res;
-}
 
 static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, double score, double gflops,
                            double gbps, double claimed, json_t *counters, const run_ctx *r)
@@ -490,91 +523,6 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
                      jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
 }
 
-/* Timed runs of config c on the inputs already in pristine/x (the last
- * check set). Every run is poisoned before and checked after, outside the
- * timed region, so a candidate cannot be fast only when it is not looked at.
- * A sample is the checker's own round trip minus the calibrated empty round
- * trip: what the runner says about time is recorded, never used. */
-static int time_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_flusher *fl,
-                       avo_stats *st, double *claimed_median, json_t **counters, char *why, size_t wl)
-{
-    const avo_problem *p = r->p;
-    const int set = r->nsets - 1;
-    int cap = 64, n = 0, res = CHECK_OK;
-    double *t = malloc((size_t)cap * sizeof *t), *cl = malloc((size_t)cap * sizeof *cl);
-    if (!t || !cl) {
-        free(t);
-        free(cl);
-        return -ENOMEM;
-    }
-    avo_counter_values cv;
-    if (r->ctr_open)
-        avo_counters_start(&r->ctr);
-    const double start = avo_now();
-    while (1) {
-        avo_tensors_copy_inputs(x, pristine, p);
-        avo_tensors_poison(x, p);
-        /* The runner may still be frozen from the last call: let it go back
-         * to waiting for a command before the flush, so waking it up is not
-         * inside the timed round trip. */
-        avo_runner_resume(&r->run);
-        avo_flusher_run(fl);
-        int ret = 0;
-        double rt = 0, claimed = 0;
-        char sub[400];
-        res = cand_call(r, c, x, &ret, &rt, &claimed, sub, sizeof sub);
-        if (res == CHECK_OK)
-            res = check_call(r, c, set, ret, x, pristine, sub, sizeof sub);
-        if (res != CHECK_OK) {
-            if (res > 0)
-                snprintf(why, wl, "timed run %d, after passing the checks: %s", n + 1, sub);
-            break;
-        }
-        if (n == cap) {
-            cap *= 2;
-            double *g = realloc(t, (size_t)cap * sizeof *t), *h = g ? realloc(cl, (size_t)cap * sizeof *cl) : NULL;
-            if (g)
-                t = g;
-            if (h)
-                cl = h;
-            if (!g || !h) {
-                res = -ENOMEM;
-                break;
-            }
-        }
-        cl[n] = claimed;
-        t[n++] = fmax(rt - r->overhead, 1e-9);
-        if (n < p->timing_min_runs)
-            continue;
-        avo_stats_compute(t, n, st); /* reorders t; order does not matter */
-        if (st->rse <= p->timing_rse || avo_now() - start >= p->timing_max_seconds || n >= 100000)
-            break;
-    }
-    if (r->ctr_open) {
-        avo_counters_stop(&r->ctr, &cv);
-        if (res == CHECK_OK)
-            *counters = avo_counters_values_json(&r->ctr, &cv, n);
-    }
-    if (res == CHECK_OK) {
-        avo_stats cs;
-        avo_stats_compute(cl, n, &cs);
-        *claimed_median = cs.median;
-    }
-    free(t);
-    free(cl);
-    return res;
-}
-
-/* After a checked call copied every tensor back: outputs poisoned again,
- * inout tensors (which now hold results) restored from the pristine set. */
-static void restore_after_check(run_ctx *r, avo_tensors *x, const avo_tensors *pristine)
-{
-    avo_tensors_poison(x, r->p);
-    for (int i = 0; i < r->p->ntensors; i++)
-        if (r->p->tensors[i].role == AVO_ROLE_INOUT)
-            memcpy(x->ptr[i], pristine->ptr[i], x->bytes[i]);
-}
-
 /* *a resized to n doubles; 0, or -ENOMEM with *a untouched. */
 static int grow(double **a, int n)
 {
@@ -585,135 +533,196 @@ static int grow(double **a, int n)
     return 0;
 }
 
-/* Timed runs of config c on a GPU. Every run gets its inputs copied to the
- * device again, alternating between two input sets (the last check set,
- * already in x, and set 0, placed right after it in the shared region), so a
- * candidate that remembers its last inputs and replays the output does not
- * see the same inputs twice in a row; the runner fills the outputs with NaN
- * on the device and flushes L2 first. A sample is the CUDA-event time from
- * the start mark to the end of the call's own stream, less the calibrated
- * time of that protocol around no call, plus the part of the tail (stream
- * end -> the end mark after a device-wide synchronisation) beyond the
- * calibrated host latency, which is work the call left on other streams
- * (avo_gpu_sample). The runner reports the times, so the checker bounds them
- * by its own round trip (a claim longer than the whole call is forged) and
- * checks the outputs of the first runs and every CHECK_EVERY-th.
- * Samples taken under MIN_CLOCK_FRACTION of the maximum SM clock are
- * discarded and counted. *events (when asked for) says what the protocol
- * measured: the calibration, the timed runs' median tail, and how many were
- * charged for a tail beyond the allowance. */
-static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_stats *st,
-                            double *rt_median, int *discarded, json_t **clock, json_t **events, char *why, size_t wl)
+/* The calls of config c, in the runner now in r->run (the candidate's, or
+ * the baseline's when trusted). Every call gets an input set of its own,
+ * never seen before in this process (set i of the config's stream), laid
+ * out, poisoned and (CPU) flushed the same way, so nothing the candidate
+ * sees tells one call from another; the first r->nsets calls are always
+ * checked and not timed (they warm up), every later one is a sample and is
+ * checked, after it returned, with probability q (a secret draw; never for
+ * a trusted baseline). Every call, checked or not, must return 0, stay
+ * within its tensors and leave its inputs alone.
+ *
+ * A CPU sample is the checker's own round trip (from the command to the
+ * runner's group frozen again) less the empty round trip calibrated before
+ * the candidate loaded; a faster call is forged. A CUDA sample is the
+ * CUDA-event time from the start mark to the end of the call's own stream,
+ * less the calibrated time of that protocol around no call, plus the part of
+ * the tail (stream end -> the end mark after a device-wide synchronisation)
+ * beyond the calibrated host latency (avo_gpu_sample); the runner reports
+ * the times, so the checker bounds them by its own round trip. Samples
+ * taken under MIN_CLOCK_FRACTION of the maximum SM clock are discarded and
+ * counted.
+ *
+ * Stops once n >= timing.min_runs, CHECK_K_MIN random checks were made,
+ * and the relative standard error is within timing.rse, or the calls used
+ * timing.max_seconds (checks not counted), or CHECK_K_MAX checks were made
+ * at the floor rate. Then the runner's group gets an idle moment: work
+ * still running without a call fails the config. */
+static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, int trusted,
+                      config_run *out, char *why, size_t wl)
 {
-    unsigned clk_min = 0, clk_max = 0;
     const avo_problem *p = r->p;
-    const int sets[2] = {r->nsets - 1, 0};
+    /* CUDA: every call's prep (untimed, a command of its own), then the
+     * call, then its tensors back (another command). */
     const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
-    avo_tensors xs1 = {0}, pr1 = {0};
-    avo_tensors *xs[2] = {x, &xs1}, *pr[2] = {pristine, &pr1};
-    int cap = 64, n = 0, res = CHECK_OK, iter = 0, charged = 0;
-    double charged_max = 0;
+    const int warm = r->nsets;
+    unsigned clk_min = 0, clk_max = 0;
+    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0;
+    double charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0, busy_max = 0;
+    int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
-           *tails = malloc((size_t)cap * sizeof *tails);
-    char err[300];
-    if (!t || !rts || !tails)
-        goto oom;
-    /* The second set lives after the first in the shared region. With one
-     * check set both are set 0: the same bytes, so x serves for both (the
-     * candidate sees device buffers only, never where the copies came
-     * from). */
-    if (sets[0] == sets[1]) {
-        xs[1] = x;
-        pr[1] = pristine;
-    } else {
-        size_t off = 0;
-        for (int i = 0; i < x->n; i++) {
-            size_t end = (size_t)((unsigned char *)x->ptr[i] - r->shm) + x->bytes[i] + x->guard[i];
-            if (end > off)
-                off = end;
-        }
-        off = (off + 63) / 64 * 64;
-        if (avo_tensors_place(&xs1, p, c, r->shm + off, r->shm_bytes - PROFILE_AREA - off, err, sizeof err) ||
-            avo_tensors_alloc(&pr1, p, c, err, sizeof err))
-            goto oom;
-        avo_tensors_fill(&pr1, p, r->seed, c, sets[1]);
-        avo_tensors_copy_inputs(&xs1, &pr1, p);
-        avo_tensors_poison(&xs1, p);
-    }
-    /* x holds the last checked call: its inputs equal pristine's (checked),
-     * its outputs and inout tensors are the candidate's results, which must
-     * not survive into a timed run. */
-    restore_after_check(r, x, pristine);
-    trace("timing %s: second input set", p->configs[c].name);
-    if ((res = calibrate_cuda(r, c, x, steps, why, wl)) != CHECK_OK)
+           *tails = malloc((size_t)cap * sizeof *tails), *tc = malloc((size_t)cap * sizeof *tc),
+           *cl = malloc((size_t)cap * sizeof *cl);
+    avo_counter_values cv;
+    memset(out, 0, sizeof *out);
+    out->q = trusted ? 0 : 1;
+    out->checked_median = NAN;
+    out->idle_cpu_s = -1;
+    if (!t || !rts || !tails || !tc || !cl) {
+        res = -ENOMEM;
         goto out;
-    trace("timing %s: calibrated", p->configs[c].name);
-    *discarded = 0;
-    const double start = avo_now();
-    for (;; iter++) {
-        const int k = iter & 1;
-        const int check = iter < 2 || iter % CHECK_EVERY == 0;
-        unsigned flags = steps | (r->tm.ungated ? 0 : AVO_GPU_GATED);
-        if (check)
-            flags |= AVO_GPU_COPY_OUT;
+    }
+    if (r->cuda && (res = calibrate_cuda(r, c, x, steps, why, wl)) != CHECK_OK)
+        goto out;
+    trace("config %s: calibrated", p->configs[c].name);
+    for (int i = 0;; i++) {
+        const double t_begin = avo_now();
+        avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_tensors_copy_inputs(x, pristine, p);
+        avo_tensors_poison(x, p);
+        if (!r->cuda)
+            avo_flusher_run(&r->fl);
+        if (i == warm && r->ctr_open && !r->cuda)
+            avo_counters_start(&r->ctr);
         int ret = 0;
-        double rt = 0;
+        double rt = 0, busy = 0;
+        unsigned mhz = 0;
         avo_gpu_times ev;
         char sub[400];
-        res = cand_call_flags(r, c, xs[k], flags, &ret, &rt, &ev, sub, sizeof sub);
-        const unsigned mhz = ev.sm_mhz;
-        if (res == CHECK_OK && (check || ret != 0))
-            res = check_call(r, c, sets[k], ret, xs[k], pr[k], sub, sizeof sub);
-        trace("timing %s run %d%s", p->configs[c].name, iter, check ? " (checked)" : "");
+        if (r->cuda) {
+            res = gpu_call(r, c, x, steps, r->tm.ungated ? 0 : AVO_GPU_GATED, &ret, &rt, &ev, sub, sizeof sub);
+            if (res == CHECK_OK)
+                res = check_claim(&ev, rt, sub, sizeof sub);
+            if (res == CHECK_OK) {
+                /* From the checker's own process: the clock, and whether
+                 * the GPU still runs something the call left behind. */
+                mhz = avo_gpu_sm_clock(r->gpu);
+                if (avo_gpu_busy_probe(r->gpu, &busy) == 0 && busy > r->busy_max) {
+                    snprintf(sub, sizeof sub,
+                             "the GPU was still busy %.0f us after call %d returned: work left running outside "
+                             "the call",
+                             busy * 1e6, i);
+                    res = CHECK_IDLE;
+                }
+                busy_max = fmax(busy_max, busy);
+            }
+            if (res == CHECK_OK && ret == 0) {
+                int fret = 0;
+                double frt = 0;
+                avo_gpu_times fev;
+                res = cand_call_flags(r, c, x, AVO_GPU_FETCH, &fret, &frt, &fev, sub, sizeof sub);
+            }
+        } else {
+            res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
+        }
         if (res == CHECK_OK)
-            res = check_claim(&ev, rt, sub, sizeof sub);
-        if (check && res == CHECK_OK)
-            restore_after_check(r, xs[k], pr[k]);   /* copied-back results are not the next run's inputs */
+            res = check_basic(r, ret, x, pristine, sub, sizeof sub);
+        if (i >= warm)
+            spent += avo_now() - t_begin;
+        rt_sum += rt;
+        rt_n++;
+        out->calls = i + 1;
+        /* Decided now that the call is over: the candidate cannot know. */
+        const double draw = avo_check_rng_next(&r->rng);
+        const int check = res == CHECK_OK && (i < warm || (!trusted && (force || draw < out->q)));
+        if (check) {
+            double ref_s = 0;
+            res = check_outputs(r, c, x, pristine, rx, &ref_s, sub, sizeof sub);
+            ref_sum += ref_s;
+            ref_n++;
+            out->checked++;
+            if (i >= warm)
+                out->random_checks++;
+        }
+        trace("config %s call %d%s", p->configs[c].name, i, check ? " (checked)" : "");
         if (res != CHECK_OK) {
+            out->fail_call = i;
             if (res > 0)
-                snprintf(why, wl, "timed run %d, after passing the checks: %s", iter + 1, sub);
+                snprintf(why, wl, "%s", sub);
             break;
         }
-        if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
-            /* The sample holds the gate's time limit: drop it and time
-             * the rest of the evaluation from an ungated start. */
-            if ((res = go_ungated(r, c, x, steps, "the entry point waits on its own work before returning", sub,
-                                  sizeof sub)) != CHECK_OK) {
-                if (res > 0)
-                    snprintf(why, wl, "recalibrating without the gate: %s", sub);
-                break;
-            }
+        if (!trusted && i + 1 >= warm)
+            out->q = avo_check_rate(rt_sum / rt_n, ref_sum / (ref_n ? ref_n : 1), CHECK_Q_MIN);
+        if (i < warm)
             continue;
-        }
-        if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->tm.ungated)
-            snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "the gate could not be set up in the runner");
-        if (mhz) {
-            clk_min = clk_min && clk_min < mhz ? clk_min : mhz;
-            clk_max = clk_max > mhz ? clk_max : mhz;
-        }
-        if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
-            (*discarded)++;
-        } else {
-            if (n == cap) {
-                cap *= 2;
-                if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap)) {
-                    res = -ENOMEM;
+        double sample = 0, excess = 0;
+        if (r->cuda) {
+            if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
+                /* The sample holds the gate's time limit: drop it and time
+                 * the rest of the evaluation from an ungated start. */
+                if ((res = go_ungated(r, c, x, steps, "the entry point waits on its own work before returning", sub,
+                                      sizeof sub)) != CHECK_OK) {
+                    if (res > 0)
+                        snprintf(why, wl, "recalibrating without the gate: %s", sub);
                     break;
                 }
+                continue;
             }
-            rts[n] = rt;
-            tails[n] = ev.tail_s;
-            double excess;
-            t[n++] = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
-            if (excess > 0) {
-                charged++;
-                charged_max = fmax(charged_max, excess);
+            if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->tm.ungated)
+                snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "the gate could not be set up in the runner");
+            if (mhz) {
+                clk_min = clk_min && clk_min < mhz ? clk_min : mhz;
+                clk_max = clk_max > mhz ? clk_max : mhz;
             }
+            if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
+                out->discarded++;
+                continue;
+            }
+            sample = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
+            const double floor_s = (rt - r->pre[r->tm.ungated].rt_over) / CLAIM_FACTOR;
+            if (sample < floor_s) {
+                sample = floor_s;
+                floored++;
+            }
+        } else if (avo_cpu_sample(rt, r->overhead, &sample) != 0) {
+            out->fail_call = i;
+            snprintf(why, wl,
+                     "call %d came back in %.3g us, faster than an empty round trip (%.3g us, measured before the "
+                     "candidate loaded): the time was not the call's",
+                     i, rt * 1e6, r->overhead * 1e6);
+            res = CHECK_FORGED;
+            break;
+        }
+        if (n == cap) {
+            cap *= 2;
+            if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap) || grow(&tc, cap) || grow(&cl, cap)) {
+                res = -ENOMEM;
+                break;
+            }
+        }
+        rts[n] = rt;
+        tails[n] = ev.tail_s;
+        cl[n] = ev.seconds;
+        if (check)
+            tc[nc++] = sample;
+        t[n++] = sample;
+        if (excess > 0) {
+            charged++;
+            charged_max = fmax(charged_max, excess);
         }
         const int enough = n >= p->timing_min_runs;
         if (enough)
-            avo_stats_compute(t, n, st);
-        if ((enough && st->rse <= p->timing_rse) || avo_now() - start >= p->timing_max_seconds || n >= 100000)
+            avo_stats_compute(t, n, &out->st); /* reorders t; order does not matter */
+        const int checks_done = trusted || out->random_checks >= CHECK_K_MIN;
+        const int at_floor = !trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
+        if (enough && checks_done && (out->st.rse <= p->timing_rse || spent >= p->timing_max_seconds || at_floor))
+            break;
+        /* Out of time with too few checks: every call from here is checked
+         * (which only an honest candidate can welcome). */
+        if (spent >= p->timing_max_seconds && !checks_done)
+            force = 1;
+        if (n >= 100000)
             break;
     }
     if (res == CHECK_OK && n == 0) {
@@ -721,35 +730,75 @@ static int time_config_cuda(run_ctx *r, int c, avo_tensors *x, avo_tensors *pris
                  MIN_CLOCK_FRACTION * 100, r->max_mhz);
         res = -EAGAIN;
     }
-    if (res == CHECK_OK) {
-        avo_stats_compute(t, n, st);
-        avo_stats rs;
-        avo_stats_compute(rts, n, &rs);
-        *rt_median = rs.median;
+    if (r->ctr_open && !r->cuda && out->calls > warm) {
+        avo_counters_stop(&r->ctr, &cv);
+        if (res == CHECK_OK)
+            out->counters = avo_counters_values_json(&r->ctr, &cv, n);
+    }
+    if (res != CHECK_OK)
+        goto out;
+    avo_stats_compute(t, n, &out->st);
+    out->samples_checked = nc;
+    if (nc) {
+        avo_stats cs;
+        avo_stats_compute(tc, nc, &cs);
+        out->checked_median = cs.median;
+        if (!trusted && avo_checked_consistent(tc, nc, out->st.median, CONSISTENCY_FACTOR) != 0) {
+            out->fail_call = out->calls - 1;
+            snprintf(why, wl,
+                     "its %d checked calls (fastest %.4g s) were all over %.1fx slower than the median of its %d "
+                     "samples (%.4g s): the calls that were not checked ran faster",
+                     nc, cs.min, CONSISTENCY_FACTOR, n, out->st.median);
+            res = CHECK_FORGED;
+            goto out;
+        }
+    }
+    avo_stats ms;
+    avo_stats_compute(r->cuda ? rts : cl, n, &ms);
+    out->claimed_median = ms.median;
+    if (r->cuda) {
         /* The SM clock read after every timed run (NVML): its range, and how
          * many samples fell under the floor and were dropped. */
-        if (clock)
-            *clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max, "max_possible_mhz",
-                               (int)r->max_mhz, "discarded", *discarded);
-        if (events) {
-            avo_stats ts;
-            avo_stats_compute(tails, n, &ts);
-            *events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o}", "overhead_s", jreal(r->tm.stream_min),
-                                "overhead_median_s", jreal(r->tm.stream_median), "calibrated_tail_median_s",
-                                jreal(r->tm.tail_median), "tail_allowance_s", jreal(r->tm.tail_allow), "tail_median_s",
-                                jreal(ts.median), "tail_charged_runs", charged, "tail_charged_max_s",
-                                jreal(charged_max));
+        out->clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max,
+                               "max_possible_mhz", (int)r->max_mhz, "discarded", out->discarded);
+        avo_stats ts;
+        avo_stats_compute(tails, n, &ts);
+        const gpu_preload *pre = &r->pre[r->tm.ungated];
+        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o},s:i,s:o,s:o}", "overhead_s",
+                                jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
+                                "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
+                                jreal(r->tm.tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
+                                charged, "tail_charged_max_s", jreal(charged_max), "before_load", "overhead_s",
+                                jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
+                                jreal(pre->rt_over), "claim_floor_runs", floored, "busy_probe_max_s",
+                                jreal(busy_max), "busy_probe_limit_s", jreal(r->busy_max));
+    }
+    if (!trusted) {
+        /* Nothing of the candidate's may go on working between calls: its
+         * group runs for a moment with no command and must stay idle. */
+        char sub[300];
+        int rc = avo_runner_idle(&r->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
+        if (rc == AVO_RUNNER_DIED) {
+            res = CHECK_CRASH;
+            snprintf(why, wl, "after its calls: %s", sub);
+        } else if (rc) {
+            res = rc < 0 ? rc : CHECK_TIMEOUT;
+            snprintf(why, wl, "after its calls: %s", sub);
+        } else if (out->idle_cpu_s > IDLE_CPU_MAX) {
+            res = CHECK_IDLE;
+            snprintf(why, wl,
+                     "work left running outside the calls: its processes used %.3g ms of CPU in a %.0f ms wait "
+                     "with no call",
+                     out->idle_cpu_s * 1e3, IDLE_PROBE_S * 1e3);
         }
     }
 out:
     free(t);
     free(rts);
     free(tails);
-    avo_tensors_free(&pr1);
+    free(tc);
+    free(cl);
     return res;
-oom:
-    res = -ENOMEM;
-    goto out;
 }
 
 /* The timing protocol around no call, CALIBRATION_CALLS times in the runner
@@ -760,16 +809,35 @@ oom:
  * of the tails is the host latency a sample leaves out (TAIL_SLACK covers
  * its growth with the call's length). Both bounded, since the runner
  * reports them. */
-static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
+/* One CUDA call as every call goes: its tensors laid out and the L2
+ * flushed in one command (prep, untimed), then the call itself in a command
+ * of its own (run), so the checker's round trip *rt covers the call and the
+ * protocol around it, not the copies. */
+static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
+                    avo_gpu_times *ev, char *why, size_t wl)
+{
+    double prt;
+    avo_gpu_times pev;
+    int pret = 0;
+    int res = cand_call_flags(r, c, x, prep | AVO_GPU_PREPARE, &pret, &prt, &pev, why, wl);
+    if (res != CHECK_OK)
+        return res;
+    return cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
+}
+
+/* CALIBRATION_CALLS calls of the protocol around no call, each after the
+ * prep the timed calls have (prep flags): start -> stream end (sorted),
+ * the tails (sorted), and the median of round trip less event time. */
+static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, int ungated, double *stream,
+                           double *tail, double *rt_over, char *why, size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
-    double stream[CALLS], tail[CALLS];
+    double over[CALLS];
     for (int i = 0; i < CALLS; i++) {
         int ret = 0;
         double rt = 0;
         avo_gpu_times ev;
-        int res = cand_call_flags(r, c, x, flags | AVO_GPU_EMPTY | (r->tm.ungated ? 0 : AVO_GPU_GATED), &ret, &rt,
-                                  &ev, why, wl);
+        int res = gpu_call(r, c, x, prep, AVO_GPU_EMPTY | (ungated ? 0 : AVO_GPU_GATED), &ret, &rt, &ev, why, wl);
         if (res != CHECK_OK)
             return res;
         char sub[300];
@@ -779,13 +847,66 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
         }
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
+        over[i] = rt - ev.seconds;
     }
     qsort(stream, CALLS, sizeof *stream, cmp_double);
     qsort(tail, CALLS, sizeof *tail, cmp_double);
-    r->tm.stream_min = fmin(stream[0], r->tm.ungated ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED);
+    qsort(over, CALLS, sizeof *over, cmp_double);
+    *rt_over = over[CALLS / 2];
+    return CHECK_OK;
+}
+
+/* Before the candidate loads (the runner has its context but no candidate
+ * code): the empty call gated and ungated, with only the flush as prep.
+ * What later calibrations in the candidate's process may set is capped by
+ * these, and the floor on every sample uses their round trips. */
+static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
+{
+    enum { CALLS = CALIBRATION_CALLS };
+    double stream[CALLS], tail[CALLS];
+    avo_tensors none = {0};
+    for (int u = 0; u < 2; u++) {
+        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u].rt_over, why, wl);
+        if (res != CHECK_OK)
+            return res;
+        r->pre[u].stream_min = stream[0];
+        r->pre[u].tail_allow = tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100];
+    }
+    /* The checker's probe while the runner's context is idle. */
+    double probe[BUSY_PROBES];
+    for (int i = 0; i < BUSY_PROBES; i++)
+        if (avo_gpu_busy_probe(r->gpu, &probe[i]) != 0)
+            probe[i] = 0;
+    qsort(probe, BUSY_PROBES, sizeof *probe, cmp_double);
+    r->busy_max = fmax(GPU_BUSY_MIN, GPU_BUSY_FACTOR * probe[(BUSY_PROBES - 1) * 9 / 10]);
+    return CHECK_OK;
+}
+
+/* The timing protocol around no call, CALIBRATION_CALLS times in the runner
+ * about to be timed (the host's latency differs from one process to the
+ * next), with the prep (flags) the timed calls of config c take, so the two
+ * differ only by the call. The minimum of start -> stream end is subtracted
+ * from every sample, and the TAIL_ALLOW_PERCENTILE-th percentile of the
+ * tails is the host latency a sample leaves out (TAIL_SLACK covers its
+ * growth with the call's length). Both are capped by what the same protocol
+ * measured before the candidate loaded (plus a little drift) and by fixed
+ * bounds, since the runner reports them from the candidate's process. */
+static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
+{
+    enum { CALLS = CALIBRATION_CALLS };
+    double stream[CALLS], tail[CALLS], over;
+    const int u = r->tm.ungated;
+    int res = calibrate_calls(r, c, x, flags, u, stream, tail, &over, why, wl);
+    if (res != CHECK_OK)
+        return res;
+    const gpu_preload *pre = &r->pre[u];
+    const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
+                                   pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));
+    const double cap_tail = fmin(TAIL_ALLOW_MAX, pre->tail_allow + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->tail_allow));
+    r->tm.stream_min = fmin(stream[0], cap_stream);
     r->tm.stream_median = stream[CALLS / 2];
     r->tm.tail_median = tail[CALLS / 2];
-    r->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], TAIL_ALLOW_MAX);
+    r->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], cap_tail);
     return CHECK_OK;
 }
 
@@ -801,19 +922,20 @@ static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, c
 }
 
 /* The vendor baseline (cuBLAS for gemm_bf16) on config c, measured by the
- * same checker on the same inputs with the same protocol, but in a runner of
- * its own: the candidate's process never has the library's entry point to
- * fall back on. One checked call, then the timing loop. Returns the
- * "baseline" object for the config (an "error" member when it failed; the
- * candidate's outcome never depends on it). */
-static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, double cand_median)
+ * same checker on the same kind of inputs with the same protocol, but in a
+ * runner of its own: the candidate's process never has the library's entry
+ * point to fall back on. Trusted: its first calls are checked, the rest not.
+ * Returns the "baseline" object for the config (an "error" member when it
+ * failed; the candidate's outcome never depends on it). */
+static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+                             double cand_median)
 {
     char why[600];
     if (!r->cuda)
         return json_pack("{s:s}", "error", "baseline timing is implemented for CUDA problems");
     if (r->base_state == 0) {
-        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, r->shm_bytes,
-                                  r->deadline, NULL, NULL, why, sizeof why);
+        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, r->deadline, why,
+                                  sizeof why);
         r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
         if (rc != AVO_RUNNER_OK)
             snprintf(r->base_err, sizeof r->base_err, "cannot start: %.360s", why);
@@ -825,20 +947,17 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double wr = r->worst_rel_l2, wm = r->worst_max_abs;
     r->run = r->base;
     r->tm = r->base_tm;
-    avo_stats st;
-    double rt = 0;
-    int discarded = 0;
-    json_t *events = NULL;
-    int res = checked_call(r, c, r->nsets - 1, x, pristine, why, sizeof why);
-    if (res == CHECK_OK)
-        res = time_config_cuda(r, c, x, pristine, &st, &rt, &discarded, NULL, &events, why, sizeof why);
+    config_run cr;
+    int res = run_config(r, c, x, pristine, rx, 1, &cr, why, sizeof why);
     r->base = r->run;
     r->base_tm = r->tm;
     r->run = cand;
     r->tm = cand_tm;
     r->worst_rel_l2 = wr;
     r->worst_max_abs = wm;
+    json_decref(cr.clock);
     if (res != CHECK_OK) {
+        json_decref(cr.events);
         if (res < 0 || r->base.pid == 0)
             r->base_state = -1;
         snprintf(r->base_err, sizeof r->base_err, "%.390s", why);
@@ -847,21 +966,22 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double flops = 0;
     if (r->p->flops)
         avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
-    return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(st.median), "tflops",
-                     r->p->flops ? jreal(flops / st.median * 1e-12) : json_null(), "runs", st.runs,
-                     "vs_baseline", jreal(st.median / cand_median), "events", events ? events : json_null(),
-                     "timing_start", timing_start_json(r->base_tm.ungated_why));
+    return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(cr.st.median), "tflops",
+                     r->p->flops ? jreal(flops / cr.st.median * 1e-12) : json_null(), "runs", cr.st.runs,
+                     "vs_baseline", jreal(cr.st.median / cand_median), "events",
+                     cr.events ? cr.events : json_null(), "timing_start", timing_start_json(r->base_tm.ungated_why));
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
- * c on the first check set's inputs. The report comes from the runner (the
- * candidate's process, so it is data, not evidence): parsed with a size cap,
- * attached as the config's "counters" and never part of the score. */
+ * c on an input set none of its calls had. The report comes from the
+ * runner (the candidate's process, so it is data, not evidence): parsed
+ * with a size cap, attached as the config's "counters" and never part of
+ * the score. */
 static json_t *profile_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine)
 {
     char why[600];
     uint64_t offs[AVO_PROBLEM_MAX_TENSORS], bytes[AVO_PROBLEM_MAX_TENSORS];
-    avo_tensors_fill(pristine, r->p, r->seed, c, 0);
+    avo_tensors_fill(pristine, r->p, r->seed, c, PROFILE_SET);
     avo_tensors_copy_inputs(x, pristine, r->p);
     avo_tensors_poison(x, r->p);
     for (int i = 0; i < x->n; i++) {
@@ -873,11 +993,10 @@ static json_t *profile_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pr
     int status = 0;
     int rc = avo_runner_profile(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, aux, PROFILE_AREA,
                                 r->deadline, &status, why, sizeof why);
-    if (rc != AVO_RUNNER_OK)
-        return json_pack("{s:b,s:s}", "available", 0, "reason", why);
-    if (status)
+    if (rc != AVO_RUNNER_OK || status)
         return json_pack("{s:b,s:s}", "available", 0, "reason", why);
     r->shm[aux + PROFILE_AREA - 1] = 0;
+    avo_utf8_scrub((char *)r->shm + aux);
     json_error_t je;
     json_t *doc = json_loads((const char *)r->shm + aux, 0, &je);
     if (!json_is_object(doc)) {
@@ -905,21 +1024,15 @@ static void zero_scores(json_t *configs)
     json_array_foreach(configs, i, c) json_object_set_new(c, "score", json_real(0));
 }
 
-static void before_load(void *arg, pid_t pid)
-{
-    run_ctx *r = arg;
-    avo_counters_open(&r->ctr, pid);
-    r->ctr_open = 1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* The shared tensor region: big enough for the largest config, sealed
- * against resizing so the runner cannot truncate it under the checker. */
+/* The shared tensor region: big enough for the largest config (and, for
+ * CUDA, a counters report), sealed against resizing so the runner cannot
+ * truncate it under the checker. */
 static int make_shm(run_ctx *r, char *err, size_t errlen)
 {
     size_t need = 64;
@@ -928,8 +1041,8 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
         if (s > need)
             need = s;
     }
-    if (r->cuda)   /* two input sets for timing (when they differ), and a report */
-        need = (need + 63) / 64 * 64 * (r->nsets > 1 ? 2 : 1) + PROFILE_AREA;
+    if (r->cuda)
+        need = (need + 63) / 64 * 64 + PROFILE_AREA;
     r->shm_bytes = need;
     r->shm_fd = memfd_create("avo-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (r->shm_fd < 0 || ftruncate(r->shm_fd, (off_t)need) != 0 ||
@@ -948,7 +1061,10 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
     return 0;
 }
 
-/* Median and minimum of PINGS empty round trips. */
+/* PINGS empty round trips, each with the freeze and thaw every call has,
+ * before the candidate is loaded: nothing of it exists yet to slow them.
+ * The minimum is subtracted from every sample (capped at
+ * CPU_OVERHEAD_MAX), the median reported. */
 static int calibrate(run_ctx *r, char *why, size_t wl)
 {
     double t[PINGS];
@@ -958,7 +1074,8 @@ static int calibrate(run_ctx *r, char *why, size_t wl)
             return rc;
     }
     qsort(t, PINGS, sizeof *t, cmp_double);
-    r->overhead = t[0];
+    r->overhead_measured = t[0];
+    r->overhead = fmin(t[0], CPU_OVERHEAD_MAX);
     r->overhead_median = t[PINGS / 2];
     return 0;
 }
@@ -972,11 +1089,13 @@ static json_t *runner_json(const run_ctx *r, int calibrated)
         snprintf(name, sizeof name, "SIG%s", ab ? ab : "?");
         sig = json_string(name);
     }
-    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o}", "separate_process", 1, "uid", r->run.uid,
+    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid", r->run.uid,
                      "overhead_s", calibrated ? json_real(r->overhead) : json_null(), "overhead_median_s",
                      calibrated ? json_real(r->overhead_median) : json_null(), "overhead_pings",
                      calibrated ? PINGS : 0, "signal", sig, "exit",
-                     r->run.exit_code >= 0 && !r->run.signal ? json_integer(r->run.exit_code) : json_null());
+                     r->run.exit_code >= 0 && !r->run.signal ? json_integer(r->run.exit_code) : json_null(), "pidns",
+                     r->run.pidns, "freezer", r->run.freezer ? r->run.freezer : "none", "isolation_note",
+                     r->run.isolation_note[0] ? json_string(r->run.isolation_note) : json_null());
 }
 
 static const char *outcome_of(int res, int timed)
@@ -988,8 +1107,18 @@ static const char *outcome_of(int res, int timed)
     case CHECK_TIMEOUT: return "timeout";
     case CHECK_FORGED: return "cheat_suspected";
     case CHECK_FAULT: return "crash";
+    case CHECK_IDLE: return "cheat_suspected";
     default: return "ok";
     }
+}
+
+/* The config's "checks": how its calls were checked. */
+static json_t *checks_json(const config_run *cr)
+{
+    return json_pack("{s:i,s:i,s:i,s:o,s:i,s:o,s:o}", "calls", cr->calls, "checked", cr->checked, "random_checks",
+                     cr->random_checks, "check_probability", jreal(cr->q), "samples_checked", cr->samples_checked,
+                     "checked_median_s", jreal(cr->checked_median), "idle_cpu_s",
+                     cr->idle_cpu_s >= 0 ? jreal(cr->idle_cpu_s) : json_null());
 }
 
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
@@ -998,8 +1127,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     int rc = 0, calibrated = 0;
     run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
                  .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so};
-    avo_tensors x = {0}, pristine = {0};
-    avo_flusher fl = {0};
+    avo_tensors x = {0}, pristine = {0}, rx = {0};
     json_t *configs = json_array();
     const char *outcome = "ok";
     char detail[1024] = "";
@@ -1007,17 +1135,18 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     /* Where an evaluation's wall time goes (result "phases_s"): large
      * problems spend far more in the protocol than in the timed calls. */
     const double t_start = avo_now();
-    double t0, ph_ref = 0, ph_checks = 0, ph_timing = 0, ph_base = 0, ph_ctr = 0;
+    double t0, ph_calls = 0, ph_base = 0, ph_ctr = 0, ph_ref = 0;
 
+    avo_cgroup_clear(&r.run.cg);
+    avo_cgroup_clear(&r.base.cg);
     r.run.cmd_w = r.run.reply_r = -1;
     r.base.cmd_w = r.base.reply_r = -1;
     r.deadline = avo_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
         r.ctr.fd[i] = -1;
+    avo_check_rng_init(&r.rng);
     *result = NULL;
-    size_t nslots = (size_t)p->nconfigs * (size_t)(r.nsets + 1) * (size_t)p->ntensors;
-    r.refout = calloc(nslots, sizeof *r.refout);
-    if (!r.refout || !configs) {
+    if (!configs) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -1026,132 +1155,100 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         if (avo_tensors_span(p, c) > r.area_bytes)
             r.area_bytes = avo_tensors_span(p, c);
     r.area_bytes = (r.area_bytes + 4095) / 4096 * 4096;
-    if (!(r.area = aligned_alloc(4096, r.area_bytes))) {
-        snprintf(err, errlen, "cannot allocate %zu bytes for the checker's tensors", r.area_bytes);
+    if (!(r.area = aligned_alloc(4096, r.area_bytes)) || !(r.ref_area = aligned_alloc(4096, r.area_bytes))) {
+        snprintf(err, errlen, "cannot allocate %zu bytes for the checker's tensors", 2 * r.area_bytes);
         rc = -ENOMEM;
         goto cleanup;
     }
     trace("start");
     t0 = avo_now();
-    rc = run_reference(&r, ref_so, err, errlen);
+    rc = load_reference(&r, ref_so, err, errlen);
     ph_ref = avo_now() - t0;
     if (rc || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
-    if (!r.cuda && (rc = avo_flusher_init(&fl))) {
+    if (!r.cuda && (rc = avo_flusher_init(&r.fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         goto cleanup;
     }
 
     char why[600];
-    rc = avo_runner_start(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, r.shm_bytes, r.deadline, before_load, &r, why,
-                          sizeof why);
+    rc = avo_runner_spawn(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, r.deadline, why, sizeof why);
+    if (rc == 0) {
+        /* Counters open on the runner before the candidate loads, so
+         * threads it starts are counted too. */
+        avo_counters_open(&r.ctr, r.run.pid);
+        r.ctr_open = 1;
+        rc = calibrate(&r, why, sizeof why);
+    }
+    if (rc == 0 && r.cuda) {
+        int res = calibrate_cuda_preload(&r, why, sizeof why);
+        if (res < 0) {
+            rc = res;
+            snprintf(err, errlen, "runner, calibrating: %s", why);
+            goto cleanup;
+        }
+        if (res != CHECK_OK) {
+            outcome = outcome_of(res, 0);
+            snprintf(detail, sizeof detail, "runner, calibrating before the candidate loaded: %s", why);
+            goto done;
+        }
+    }
+    calibrated = rc == 0;
+    if (rc == 0)
+        rc = avo_runner_load(&r.run, r.deadline, why, sizeof why);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot start the runner: %s", why);
+        snprintf(err, errlen, "%s%s", rc == -ENODEV ? "" : "runner: ", why);
         goto cleanup;
     }
-    if (rc == AVO_RUNNER_LOAD) {
+    if (rc) {
+        int res = rc == AVO_RUNNER_DIED ? CHECK_CRASH : rc == AVO_RUNNER_TIMEOUT ? CHECK_TIMEOUT : CHECK_FORGED;
+        outcome = rc == AVO_RUNNER_LOAD ? "compile_error" : outcome_of(res, 0);
+        if (rc == AVO_RUNNER_LOAD)
+            snprintf(detail, sizeof detail, "%s", why);
+        else
+            snprintf(detail, sizeof detail, "runner, %s the candidate: %s", calibrated ? "loading" : "before loading",
+                     why);
         rc = 0;
-        outcome = "compile_error";
-        snprintf(detail, sizeof detail, "%s", why);
         goto done;
     }
     trace("runner started (%s)", r.run.host_copies[0] ? r.run.host_copies : "cpu");
-    if (rc == 0)
-        rc = calibrate(&r, why, sizeof why);
-    if (rc) {
-        int res = rc == AVO_RUNNER_DIED ? CHECK_CRASH : rc == AVO_RUNNER_TIMEOUT ? CHECK_TIMEOUT : CHECK_FORGED;
-        rc = 0;
-        outcome = outcome_of(res, 0);
-        snprintf(detail, sizeof detail, "runner, loading the candidate: %s", why);
-        goto done;
-    }
-    calibrated = 1;
-    if (r.cuda) {
-        /* The runner's first GPU calls, before any reference work: a
-         * runner that cannot time (or forges) fails here, cheaply. Each
-         * config calibrates again, with its own steps, before timing. */
-        if ((rc = avo_tensors_place(&x, p, 0, r.shm, r.shm_bytes, err, errlen)))
-            goto cleanup;
-        int res = calibrate_cuda(&r, 0, &x, 0, why, sizeof why);
-        avo_tensors_free(&x);
-        if (res != CHECK_OK) {
-            if (res < 0) {
-                rc = res;
-                snprintf(err, errlen, "runner protocol: %s", why);
-                goto cleanup;
-            }
-            outcome = outcome_of(res, 0);
-            snprintf(detail, sizeof detail, "runner, calibrating: %s", why);
-            goto done;
-        }
-    }
 
     for (int c = 0; c < p->nconfigs; c++) {
-        int res = CHECK_OK;
         r.worst_rel_l2 = r.worst_max_abs = 0;
-        if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes, err, errlen)) ||
-            (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)))
+        if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - (r.cuda ? PROFILE_AREA : 0), err, errlen)) ||
+            (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)) ||
+            (rc = avo_tensors_place(&rx, p, c, r.ref_area, r.area_bytes, err, errlen)))
             goto cleanup;
+        config_run cr;
         t0 = avo_now();
-        for (int s = 0; s < r.nsets && res == CHECK_OK; s++) {
-            res = checked_call(&r, c, s, &x, &pristine, why, sizeof why);
-            if (res > 0)
-                snprintf(detail, sizeof detail, "config %s, input set %d: %s", p->configs[c].name, s, why);
+        int res = run_config(&r, c, &x, &pristine, &rx, 0, &cr, why, sizeof why);
+        ph_calls += avo_now() - t0;
+        if (res == AVO_HARNESS_EREFERENCE) {
+            rc = res;
+            snprintf(err, errlen, "reference invalid: on config %s: %s", p->configs[c].name, why);
+            goto cleanup;
         }
-        ph_checks += avo_now() - t0;
         if (res < 0) {
             rc = res;
-            snprintf(err, errlen, "runner protocol: %s", why);
+            snprintf(err, errlen, "config %s: %s", p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
             goto cleanup;
         }
         if (res != CHECK_OK) {
-            outcome = outcome_of(res, 0);
-            goto done;
-        }
-        avo_stats st;
-        double claimed = 0;
-        json_t *ctrs = NULL;
-        int discarded = 0;
-        json_t *clock = NULL, *events = NULL;
-        t0 = avo_now();
-        if (r.cuda)
-            res = time_config_cuda(&r, c, &x, &pristine, &st, &claimed, &discarded, &clock, &events, why,
-                                   sizeof why);
-        else
-            res = time_config(&r, c, &x, &pristine, &fl, &st, &claimed, &ctrs, why, sizeof why);
-        ph_timing += avo_now() - t0;
-        if (res < 0) {
-            rc = res;
-            snprintf(err, errlen, "timing failed: %s", res == -ENOMEM ? "out of memory" : why);
-            goto cleanup;
-        }
-        if (res != CHECK_OK) {
-            outcome = outcome_of(res, 1);
-            snprintf(detail, sizeof detail, "config %s: %s", p->configs[c].name, why);
-            goto done;
-        }
-        /* A fresh input set after timing: a candidate that caches its output
-         * across calls passes the checks above and fails here. */
-        t0 = avo_now();
-        res = checked_call(&r, c, r.nsets, &x, &pristine, why, sizeof why);
-        ph_checks += avo_now() - t0;
-        if (res != CHECK_OK) {
-            json_decref(ctrs);
-            json_decref(clock);
-            json_decref(events);
-            if (res < 0) {
-                rc = res;
-                snprintf(err, errlen, "runner protocol: %s", why);
-                goto cleanup;
-            }
-            outcome = res == CHECK_WRONG ? "cheat_suspected" : outcome_of(res, 1);
-            if (res == CHECK_WRONG || res == CHECK_INPUTS)
+            json_decref(cr.counters);
+            json_decref(cr.clock);
+            json_decref(cr.events);
+            const int sampled = cr.fail_call >= r.nsets;
+            outcome = outcome_of(res, sampled);
+            if ((res == CHECK_WRONG) && sampled)
                 snprintf(detail, sizeof detail,
-                         "config %s: correct before timing, wrong on a fresh input set after it "
-                         "(output cached across calls?): %s",
-                         p->configs[c].name, why);
+                         "config %s: correct on its first %d calls, wrong on call %d (a fresh input set, checked "
+                         "unannounced): %s",
+                         p->configs[c].name, r.nsets, cr.fail_call, why);
+            else if (res == CHECK_IDLE)
+                snprintf(detail, sizeof detail, "config %s: %s", p->configs[c].name, why);
             else
-                snprintf(detail, sizeof detail, "config %s, input set after timing: %s", p->configs[c].name, why);
+                snprintf(detail, sizeof detail, "config %s, call %d%s: %s", p->configs[c].name, cr.fail_call,
+                         sampled ? "" : " (checked before timing)", why);
             goto done;
         }
         double flops = 0, bytes = 0;
@@ -1159,55 +1256,61 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             avo_problem_eval_config(p, c, p->flops, &flops, NULL, 0);
         if (p->bytes)
             avo_problem_eval_config(p, c, p->bytes, &bytes, NULL, 0);
-        double gflops = flops / st.median * 1e-9, gbps = bytes / st.median * 1e-9;
+        const double med = cr.st.median;
+        double gflops = flops / med * 1e-9, gbps = bytes / med * 1e-9;
         double score = strcmp(p->score_metric, "flops") == 0 ? gflops : gbps;
         /* Faster than the hardware can go is not an optimisation: the work
-         * ran outside the timed region (a late launch, a host thread), or the
-         * time was forged. */
-        /* Only the arithmetic peak is a hard bound: a byte rate computed from
-         * the minimal traffic can legitimately beat DRAM bandwidth when
-         * outputs stay in cache. */
-        if (p->roofline_gflops > 0 && p->flops && gflops > ROOFLINE_SLACK * p->roofline_gflops) {
-            json_decref(ctrs);
-            json_decref(clock);
-            json_decref(events);
+         * ran outside the timed region, or the time was forged. Only the
+         * arithmetic peak is a hard bound (a byte rate computed from the
+         * minimal traffic can beat DRAM bandwidth when data stays in cache);
+         * a CPU problem without a declared peak gets the host's. */
+        const double peak = p->roofline_gflops > 0 ? p->roofline_gflops
+                            : r.cuda                ? 0
+                                                    : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
+        if (peak > 0 && p->flops && gflops > ROOFLINE_SLACK * peak) {
+            json_decref(cr.counters);
+            json_decref(cr.clock);
+            json_decref(cr.events);
             outcome = "cheat_suspected";
             snprintf(detail, sizeof detail,
-                     "config %s: %.4g GFLOP/s measured, beyond the declared arithmetic peak of %.4g GFLOP/s: "
-                     "the work was not inside the timed region",
-                     p->configs[c].name, gflops, p->roofline_gflops);
+                     "config %s: %.4g GFLOP/s measured, beyond the %s arithmetic peak of %.4g GFLOP/s: the work "
+                     "was not inside the timed region",
+                     p->configs[c].name, gflops, p->roofline_gflops > 0 ? "declared" : "host's", peak);
             goto done;
         }
         if (!(score > 0) || !isfinite(score)) {
-            json_decref(ctrs);
-            json_decref(clock);
-            json_decref(events);
+            json_decref(cr.counters);
+            json_decref(cr.clock);
+            json_decref(cr.events);
             outcome = "wrong_result";
-            snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score",
-                     p->configs[c].name, st.median);
+            snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score", p->configs[c].name,
+                     med);
             goto done;
         }
         logsum += log(score);
-        json_t *cj = config_json(p, c, &st, score, gflops, gbps, r.cuda ? NAN : claimed, ctrs, &r);
+        json_t *cj = config_json(p, c, &cr.st, score, gflops, gbps, r.cuda ? NAN : cr.claimed_median, cr.counters, &r);
+        json_object_set_new(cj, "checks", checks_json(&cr));
         if (r.cuda) {
             json_object_set_new(cj, "timing_source", json_string("cuda_events"));
-            json_object_set_new(cj, "round_trip_median_s", jreal(claimed));
-            json_object_set_new(cj, "clock_discarded", json_integer(discarded));
-            json_object_set_new(cj, "sm_clock", clock ? clock : json_null());
-            json_object_set_new(cj, "events", events ? events : json_null());
-            clock = events = NULL;
+            json_object_set_new(cj, "round_trip_median_s", jreal(cr.claimed_median));
+            json_object_set_new(cj, "clock_discarded", json_integer(cr.discarded));
+            json_object_set_new(cj, "sm_clock", cr.clock ? cr.clock : json_null());
+            json_object_set_new(cj, "events", cr.events ? cr.events : json_null());
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
         if (base_so) {
             t0 = avo_now();
-            json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, st.median));
+            json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, &rx, med));
             ph_base += avo_now() - t0;
         }
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
+        avo_tensors_free(&rx);
     }
-    snprintf(detail, sizeof detail, "%d configs, %d input sets each plus one after timing: all within tolerance",
+    snprintf(detail, sizeof detail,
+             "%d configs, every call on an input set of its own: the first %d of each and a random share of the "
+             "timed ones checked, all within tolerance",
              p->nconfigs, r.nsets);
     /* Counters in a separate pass, never during timing. */
     t0 = avo_now();
@@ -1240,6 +1343,7 @@ done:
     avo_runner_stop(&r.base);
     if (strcmp(outcome, "ok") != 0)
         zero_scores(configs);
+    avo_utf8_scrub(detail);
     *result = result_json(p, outcome, detail, strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs) : 0.0,
                           configs, seed);
     configs = NULL;
@@ -1252,14 +1356,17 @@ done:
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(&r, calibrated));
     {
-        /* "other": GPU context and runner start-up, calibration, laying
-         * out and allocating each configuration's tensors. */
+        /* "reference": loading and validating it, and its runs for checked
+         * calls; "checks": comparing outputs; "timing": the calls
+         * themselves with their inputs laid out; "other": GPU context and
+         * runner start-up, calibration, laying out each configuration. */
         const double total = avo_now() - t_start;
+        const double ref = ph_ref + r.ph_ref, timing = ph_calls - r.ph_ref - r.ph_checks;
         json_object_set_new(*result, "phases_s",
-                            json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "reference", jreal(ph_ref), "checks",
-                                      jreal(ph_checks), "timing", jreal(ph_timing), "baseline", jreal(ph_base),
+                            json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "reference", jreal(ref), "checks",
+                                      jreal(r.ph_checks), "timing", jreal(timing), "baseline", jreal(ph_base),
                                       "counters", jreal(ph_ctr), "other",
-                                      jreal(total - ph_ref - ph_checks - ph_timing - ph_base - ph_ctr), "total",
+                                      jreal(total - ref - r.ph_checks - timing - ph_base - ph_ctr), "total",
                                       jreal(total)));
     }
     if (r.cuda) {
@@ -1278,24 +1385,24 @@ done:
 
 cleanup:
     avo_runner_stop(&r.base);
-    json_decref(r.gpu_info);
-    avo_gpu_close(r.gpu);
     avo_runner_stop(&r.run);
+    json_decref(r.gpu_info);
+    unpin_areas(&r);
+    avo_gpu_close(r.gpu);
+    if (r.ref_handle)
+        dlclose(r.ref_handle);
     if (r.ctr_open)
         avo_counters_close(&r.ctr);
     json_decref(configs);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
-    avo_flusher_free(&fl);
+    avo_tensors_free(&rx);
+    avo_flusher_free(&r.fl);
     free(r.area);
+    free(r.ref_area);
     if (r.shm)
         munmap(r.shm, r.shm_bytes);
     if (r.shm_fd >= 0)
         close(r.shm_fd);
-    if (r.refout) {
-        for (size_t i = 0; i < nslots; i++)
-            free(r.refout[i]);
-        free(r.refout);
-    }
     return rc;
 }

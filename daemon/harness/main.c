@@ -1,4 +1,4 @@
-/* avo-harness <problem-dir> <candidate.so> <reference.so> --seed N [--deadline S]
+/* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
  * The checker: writes exactly one JSON result object to fd 3 when it is
  * open (the worker's result pipe), else to stdout, and exits 0 when it could
  * evaluate, whatever the candidate did. Exit 2: usage, spec or internal
@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--runner") == 0)
         avo_runner_main(argc, argv);
+    /* A runner that died leaves a closed pipe: the write reports EPIPE and
+     * the runner is reaped as dead, instead of SIGPIPE ending the checker. */
+    signal(SIGPIPE, SIG_IGN);
     /* Not dumpable: a process of the same uid (the runner, when the checker
      * is not root) can neither ptrace this one nor open its /proc fds or
      * memory. */
@@ -80,6 +84,23 @@ int main(int argc, char **argv)
                 fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--seed-stdin") == 0) {
+            /* How the worker passes it: a seed on the command line can be
+             * read by any process that sees this one in /proc. */
+            char line[32] = "", *end;
+            ssize_t n = read(0, line, sizeof line - 1);
+            line[n > 0 ? n : 0] = 0;
+            errno = 0;
+            seed = strtoull(line, &end, 10);
+            if (n <= 0 || end == line || (*end && *end != '\n') || errno || seed > (unsigned long long)INT64_MAX) {
+                fprintf(stderr, "avo-harness: --seed-stdin wants an integer in [0, 2^63) on stdin\n");
+                return 2;
+            }
+            int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (devnull >= 0) {
+                dup2(devnull, 0);
+                close(devnull);
+            }
         } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
             baseline = argv[++i];
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
@@ -97,7 +118,7 @@ int main(int argc, char **argv)
         }
     }
     if (npos != 3) {
-        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> --seed N\n");
+        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin)\n");
         return 2;
     }
     /* Decided before any candidate code runs; close-on-exec so the runner

@@ -1,6 +1,7 @@
 #include "runner.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -13,11 +14,15 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "avo_utf8.h"
 #include "gpu.h"
 #include "timing.h"
 
@@ -110,10 +115,30 @@ static void reply(uint32_t seq, int status, int ret, double t, const char *msg)
     reply_gpu(seq, status, ret, &times, msg);
 }
 
+/* A runner that is still uid 0 (the checker's user namespace maps no
+ * other uid, or dropping failed) gives up every capability before any
+ * candidate code runs: it can then neither mount, nor ptrace, nor thaw its
+ * own group, nor regain them by exec. */
+static void drop_capabilities(void)
+{
+    for (int c = 0; c <= 63; c++)
+        prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    syscall(SYS_capset, &h, d);
+}
+
 _Noreturn void avo_runner_main(int argc, char **argv)
 {
     if (argc < 3)
         _exit(2);
+    /* Exec made it dumpable again: no process of its uid (another
+     * evaluation's runner) may ptrace it or read its memory. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (geteuid() == 0)
+        drop_capabilities();
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     const char *entry = argv[2];
     const int cuda = argc > 4 && strcmp(argv[4], "--cuda") == 0;
     avo_gpu *gpu = NULL;
@@ -128,37 +153,50 @@ _Noreturn void avo_runner_main(int argc, char **argv)
     /* Closed before any candidate code (constructors included) runs. */
     close(FD_MEM);
 
-    cmd_msg c;
-    if (!read_cmd(&c) || c.op != OP_LOAD)
-        _exit(2);
-    /* The context exists before the candidate loads, so its creation is in
-     * no timed call. Its failure is the machine's, not the candidate's. */
-    if (cuda && avo_gpu_open(&gpu, gerr, sizeof gerr) != 0) {
-        reply(c.seq, ST_NOGPU, 0, 0, gerr);
-        _exit(0);
-    }
-    /* Page-locked, the shared region's copies to and from the device run
-     * at the link's speed (pageable ones go through the driver's staging
-     * buffers: most of an attention evaluation). Done before the candidate
-     * loads; never unpinned (the process ends with _exit). */
+    /* The context exists before anything is timed, and before the
+     * candidate loads: its creation is in no call, and the checker
+     * calibrates both protocols (empty round trips, empty GPU calls) while
+     * no candidate code exists to disturb them. Its failure is the
+     * machine's, not the candidate's. */
+    int gpu_failed = 0;
     char copies[200] = "";
-    if (cuda)
-        avo_gpu_pin(gpu, base, bytes, copies, sizeof copies);
-    void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
-    close(FD_OBJ);
-    if (!h) {
-        const char *e = dlerror();
-        reply(c.seq, ST_NOLOAD, 0, 0, e ? e : "dlopen failed");
-        _exit(0);
+    if (cuda) {
+        gpu_failed = avo_gpu_open(&gpu, gerr, sizeof gerr) != 0;
+        /* Page-locked, the shared region's copies to and from the device
+         * run at the link's speed (pageable ones go through the driver's
+         * staging buffers: most of an attention evaluation). Never unpinned
+         * (the process ends with _exit). */
+        if (!gpu_failed)
+            avo_gpu_pin(gpu, base, bytes, copies, sizeof copies);
     }
-    int (*fn)(void *const *, const int64_t *) = (int (*)(void *const *, const int64_t *))(uintptr_t)dlsym(h, entry);
-    if (!fn) {
-        reply(c.seq, ST_NOSYM, 0, 0, entry);
-        _exit(0);
-    }
-    reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
-
+    int (*fn)(void *const *, const int64_t *) = NULL;
+    cmd_msg c;
     while (read_cmd(&c)) {
+        if (c.op == OP_LOAD && !fn) {
+            if (gpu_failed) {
+                reply(c.seq, ST_NOGPU, 0, 0, gerr);
+                _exit(0);
+            }
+            void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
+            close(FD_OBJ);
+            if (!h) {
+                const char *e = dlerror();
+                reply(c.seq, ST_NOLOAD, 0, 0, e ? e : "dlopen failed");
+                _exit(0);
+            }
+            fn = (int (*)(void *const *, const int64_t *))(uintptr_t)dlsym(h, entry);
+            if (!fn) {
+                reply(c.seq, ST_NOSYM, 0, 0, entry);
+                _exit(0);
+            }
+            reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
+            continue;
+        }
+        /* Before the load only the calibration's commands: pings, and on a
+         * GPU the protocol around no call. */
+        if (!fn && !(c.op == OP_PING ||
+                     (c.op == OP_RUN && cuda && !gpu_failed && (c.flags & (AVO_GPU_EMPTY | AVO_GPU_PREPARE)))))
+            break;
         if (c.op == OP_PING) {
             reply(c.seq, ST_OK, 0, 0, NULL);
         } else if (c.op == OP_PROFILE && cuda && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS &&
@@ -293,12 +331,17 @@ static void reap_after_eof(avo_runner *r)
 void avo_runner_stop(avo_runner *r)
 {
     if (r->pid) {
-        /* Our kill, not the candidate's end: not reported as its signal. */
+        /* Our kill, not the candidate's end: not reported as its signal.
+         * The runner is the first process of its PID namespace, so its
+         * death ends everything it started; the group kill is for a host
+         * without namespaces. */
         kill(r->pid, SIGKILL);
+        avo_cgroup_kill(&r->cg);
         reap(r, 1);
         r->signal = 0;
         r->exit_code = -1;
     }
+    avo_cgroup_destroy(&r->cg);
     if (r->cmd_w > 0)
         close(r->cmd_w);
     if (r->reply_r > 0)
@@ -307,12 +350,16 @@ void avo_runner_stop(avo_runner *r)
     r->pid = 0;
 }
 
-void avo_runner_resume(avo_runner *r)
+/* Let the runner (and all it started) run: right before a command. */
+static void thaw(avo_runner *r)
 {
-    if (r->pid && r->stopped) {
+    if (!r->pid || !r->stopped)
+        return;
+    if (r->cg.freezer >= 0)
+        avo_cgroup_freeze(&r->cg, 0, 0);
+    else
         kill(r->pid, SIGCONT);
-        r->stopped = 0;
-    }
+    r->stopped = 0;
 }
 
 /* Wait for one whole answer to seq, until deadline. */
@@ -353,11 +400,34 @@ static int wait_reply(avo_runner *r, double deadline, reply_msg *m, char *why, s
     return AVO_RUNNER_OK;
 }
 
-/* Freeze the runner right after its answer: a thread the candidate left
- * running cannot finish the work (or touch the tensors) while the checker
- * reads them. Returns DIED when it ended instead of stopping. */
-static int freeze(avo_runner *r, char *why, size_t wl)
+/* Freeze the runner right after its answer: with its group, every thread
+ * and process the candidate started; without one, the runner process by
+ * SIGSTOP. Nothing of it then runs while the checker reads the outputs or
+ * prepares the next call. Returns DIED when it ended instead. */
+static int freeze(avo_runner *r, double deadline, char *why, size_t wl)
 {
+    if (r->cg.freezer >= 0) {
+        double left = deadline - avo_now();
+        int rc = avo_cgroup_freeze(&r->cg, 1, left > 0 ? left : 0.01);
+        reap(r, 0);
+        if (!r->pid) {
+            describe_end(r, why, wl);
+            return AVO_RUNNER_DIED;
+        }
+        if (rc == -ETIMEDOUT) {
+            kill(r->pid, SIGKILL);
+            reap(r, 1);
+            snprintf(why, wl, "its processes could not be frozen before the harness's deadline; runner killed");
+            return AVO_RUNNER_TIMEOUT;
+        }
+        if (rc) {
+            snprintf(why, wl, "cannot freeze the runner's group: %s", strerror(-rc));
+            return rc;
+        }
+        r->stopped = 1;
+        r->cpu_s = avo_cgroup_cpu_s(&r->cg);
+        return AVO_RUNNER_OK;
+    }
     if (kill(r->pid, SIGSTOP) != 0) {
         reap_after_eof(r);
         describe_end(r, why, wl);
@@ -404,14 +474,99 @@ static int send_cmd(avo_runner *r, cmd_msg *c, char *why, size_t wl)
     return AVO_RUNNER_OK;
 }
 
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, size_t mem_bytes,
-                     double deadline, void (*before_load)(void *arg, pid_t pid), void *arg, char *why, size_t wl)
+/* One command, thawed for it and frozen again before its round trip ends
+ * (*rt, the checker's own clock). */
+static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, double *rt, char *why, size_t wl)
+{
+    thaw(r);
+    const double t0 = avo_now();
+    int rc = send_cmd(r, c, why, wl);
+    if (!rc)
+        rc = wait_reply(r, deadline, m, why, wl);
+    if (!rc)
+        rc = freeze(r, deadline, why, wl);
+    if (rt)
+        *rt = avo_now() - t0;
+    return rc;
+}
+
+/* In the child, between fork and exec (async-signal-safe calls only):
+ * namespaces of its own when it was cloned into them (a /proc showing only
+ * itself, mounts private), its group, then nobody when the checker is root. */
+static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, int rep_w, int mem_fd, int obj, int exe,
+                                   rlim_t cpu_s, const char *entry, const char *cand_so, int cuda)
+{
+    /* Its group first: the descriptors for joining close below. */
+    if (r->cg.freezer >= 0 && avo_cgroup_join(&r->cg) != 0)
+        _exit(126);
+    /* Move everything above the target numbers first so no dup2 below
+     * clobbers a descriptor still to be moved. */
+    int a = fcntl(cmd_r, F_DUPFD, 20), b = fcntl(rep_w, F_DUPFD, 20), m = fcntl(mem_fd, F_DUPFD, 20),
+        o = fcntl(obj, F_DUPFD, 20), e = fcntl(exe, F_DUPFD, 20);
+    if (a < 0 || b < 0 || m < 0 || o < 0 || e < 0 || dup2(a, FD_CMD) < 0 || dup2(b, FD_REPLY) < 0 ||
+        dup2(m, FD_MEM) < 0 || dup2(o, FD_OBJ) < 0 || dup3(e, FD_EXE, O_CLOEXEC) < 0)
+        _exit(126);
+    /* fd 3 (the worker's result pipe) and everything else: gone. */
+    close_range(3, FD_CMD - 1, 0);
+    close_range(FD_EXE + 1, ~0u, 0);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_CPU, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > cpu_s)) {
+        rl.rlim_cur = rl.rlim_max = cpu_s;
+        if (setrlimit(RLIMIT_CPU, &rl) != 0)
+            _exit(126);
+    }
+    if (pidns) {
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+            _exit(125);
+    }
+    /* nobody, when it exists here (a user namespace of the checker's own
+     * maps no other uid: the runner then keeps uid 0 there and gives up its
+     * capabilities in avo_runner_main). */
+    if (geteuid() == 0) {
+        /* EPERM: setgroups is denied in the checker's own user namespace
+         * (no groups to drop); EINVAL: nobody is not mapped there. */
+        if ((setgroups(0, NULL) != 0 && errno != EPERM) ||
+            (setresgid(RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL) ||
+            (setresuid(RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL))
+            _exit(126);
+    }
+    /* After the uid change, which would clear it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    /* The object path is only for ps (the runner loads fd 13). */
+    char *argv[] = {"avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL, NULL};
+    extern char **environ;
+    execveat(FD_EXE, "", argv, environ, AT_EMPTY_PATH);
+    _exit(127);
+}
+
+static int runner_seq;
+
+/* In a user namespace that maps one uid (the sandbox's, for a worker that
+ * is not root): "0 <uid> 1" in uid_map, not the host's "0 0 4294967295". */
+static int in_own_userns(void)
+{
+    char buf[128] = "";
+    int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    unsigned a, b, len;
+    return sscanf(buf, "%u %u %u", &a, &b, &len) == 3 && len != 4294967295u;
+}
+
+int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
+                     char *why, size_t wl)
 {
     memset(r, 0, sizeof *r);
+    avo_cgroup_clear(&r->cg);
     r->cmd_w = r->reply_r = -1;
     r->exit_code = -1;
+    r->cpu_s = -1;
     int rc = 0, obj = -1, src = -1, exe = -1, p_cmd[2] = {-1, -1}, p_rep[2] = {-1, -1};
-    (void)mem_bytes;
 
     /* The candidate object goes over as a sealed memfd copy: the runner, as
      * nobody, may not be able to read the cache, and learns no path. */
@@ -440,89 +595,46 @@ int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int 
         snprintf(why, wl, "cannot set up the runner: %s", strerror(errno));
         goto cleanup;
     }
+    /* Its own group, inside the checker's (the evaluation's): frozen
+     * between calls, its CPU time counted. */
+    char name[64];
+    snprintf(name, sizeof name, "avo-runner-%d-%d", (int)getpid(), ++runner_seq);
+    if (avo_cgroup_create(&r->cg, name, 0, r->isolation_note, sizeof r->isolation_note) != 0)
+        avo_cgroup_clear(&r->cg);
+    r->freezer = r->cg.freezer >= 0 ? avo_cgroup_freezer_name(&r->cg) : "SIGSTOP";
 
     /* The candidate's CPU time: the wall time left plus 5 s, as the worker
      * gives a process (the harness's own limit is that times its CPUs, for
      * its fill and compare threads, and must not pass on to the candidate). */
     const double left = deadline - avo_now();
     const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
-    const pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
+    r->pidns = pid >= 0;
+    if (pid < 0) {
+        size_t nl = strlen(r->isolation_note);
+        snprintf(r->isolation_note + nl, sizeof r->isolation_note - nl, "%sno PID namespace: %s", nl ? "; " : "",
+                 strerror(errno));
+        pid = fork();
+    }
     if (pid < 0) {
         rc = -errno;
         snprintf(why, wl, "fork: %s", strerror(errno));
         goto cleanup;
     }
-    if (pid == 0) {
-        /* Move everything above the target numbers first so no dup2 below
-         * clobbers a descriptor still to be moved. */
-        int a = fcntl(p_cmd[0], F_DUPFD, 20), b = fcntl(p_rep[1], F_DUPFD, 20), m = fcntl(mem_fd, F_DUPFD, 20),
-            o = fcntl(obj, F_DUPFD, 20), e = fcntl(exe, F_DUPFD, 20);
-        if (a < 0 || b < 0 || m < 0 || o < 0 || e < 0 || dup2(a, FD_CMD) < 0 || dup2(b, FD_REPLY) < 0 ||
-            dup2(m, FD_MEM) < 0 || dup2(o, FD_OBJ) < 0 || dup3(e, FD_EXE, O_CLOEXEC) < 0)
-            _exit(126);
-        /* fd 3 (the worker's result pipe) and everything else: gone. */
-        close_range(3, FD_CMD - 1, 0);
-        close_range(FD_EXE + 1, ~0u, 0);
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_CPU, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > cpu_s)) {
-            rl.rlim_cur = rl.rlim_max = cpu_s;
-            if (setrlimit(RLIMIT_CPU, &rl) != 0)
-                _exit(126);
-        }
-        if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(RUNNER_UID, RUNNER_UID, RUNNER_UID) ||
-                               setresuid(RUNNER_UID, RUNNER_UID, RUNNER_UID))) {
-            fprintf(stderr, "avo-harness: runner cannot drop to uid %d: %s\n", RUNNER_UID, strerror(errno));
-            _exit(126);
-        }
-        /* After the uid change, which would clear it. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        /* The object path is only for ps (the runner loads fd 13). */
-        char *argv[] = {"avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL, NULL};
-        extern char **environ;
-        execveat(FD_EXE, "", argv, environ, AT_EMPTY_PATH);
-        fprintf(stderr, "avo-harness: cannot exec the runner: %s\n", strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0)
+        runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, cpu_s, entry, cand_so, cuda);
     r->pid = pid;
-    r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid();
+    r->uid = geteuid() == 0 && !in_own_userns() ? RUNNER_UID : (int)geteuid();
     r->cmd_w = p_cmd[1];
     r->reply_r = p_rep[0];
     p_cmd[1] = p_rep[0] = -1;
-    if (before_load)
-        before_load(arg, pid);
-
-    cmd_msg c;
-    memset(&c, 0, sizeof c);
-    c.op = OP_LOAD;
-    reply_msg m;
-    if ((rc = send_cmd(r, &c, why, wl)) || (rc = wait_reply(r, deadline, &m, why, wl)))
-        goto cleanup;
-    if (m.status == ST_NOGPU) {
-        m.msg[sizeof m.msg - 1] = 0;
-        rc = -ENODEV;
-        snprintf(why, wl, "the runner has no usable GPU: %s", m.msg);
-        avo_runner_stop(r);
-    } else if (m.status != ST_OK) {
-        m.msg[sizeof m.msg - 1] = 0;
-        rc = AVO_RUNNER_LOAD;
-        if (m.status == ST_NOSYM)
-            snprintf(why, wl, "the candidate does not export '%s'", entry);
-        else
-            snprintf(why, wl, "cannot load the candidate: %s", m.msg);
-        avo_runner_stop(r);
-    } else if (cuda) {
-        /* Sent after the candidate loaded, so only its form is checked:
-         * the result labels it as the runner's report. */
-        m.msg[sizeof m.msg - 1] = 0;
-        if (strcmp(m.msg, "pinned") == 0 || strncmp(m.msg, "pageable: ", 10) == 0)
-            snprintf(r->host_copies, sizeof r->host_copies, "%.150s", m.msg);
-        else
-            snprintf(r->host_copies, sizeof r->host_copies, "unknown (malformed report)");
-    }
+    /* The child's ends close now: a runner that dies at any point is EOF
+     * at once, not a silence until the deadline. */
+    close(p_cmd[0]);
+    close(p_rep[1]);
+    p_cmd[0] = p_rep[1] = -1;
+    /* Until its first command the runner waits: nothing to freeze yet. */
+    r->stopped = 0;
 
 cleanup:
     if (src >= 0)
@@ -537,9 +649,51 @@ cleanup:
         if (p_rep[i] >= 0)
             close(p_rep[i]);
     }
-    if (rc < 0 && r->pid)
+    if (rc && r->pid)
         avo_runner_stop(r);
+    else if (rc)
+        avo_cgroup_destroy(&r->cg);
     return rc;
+}
+
+int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
+{
+    cmd_msg c;
+    memset(&c, 0, sizeof c);
+    c.op = OP_LOAD;
+    reply_msg m;
+    int rc = round_trip(r, &c, &m, deadline, NULL, why, wl);
+    if (rc)
+        return rc;
+    m.msg[sizeof m.msg - 1] = 0;
+    avo_utf8_scrub(m.msg);
+    if (m.status == ST_NOGPU) {
+        snprintf(why, wl, "the runner has no usable GPU: %s", m.msg);
+        avo_runner_stop(r);
+        return -ENODEV;
+    }
+    if (m.status != ST_OK) {
+        if (m.status == ST_NOSYM)
+            snprintf(why, wl, "the candidate does not export the entry point");
+        else
+            snprintf(why, wl, "cannot load the candidate: %s", m.msg);
+        avo_runner_stop(r);
+        return AVO_RUNNER_LOAD;
+    }
+    /* Sent after the candidate loaded, so only its form is checked: the
+     * result labels it as the runner's report. */
+    if (strcmp(m.msg, "pinned") == 0 || strncmp(m.msg, "pageable: ", 10) == 0)
+        snprintf(r->host_copies, sizeof r->host_copies, "%.150s", m.msg);
+    else if (m.msg[0])
+        snprintf(r->host_copies, sizeof r->host_copies, "unknown (malformed report)");
+    return AVO_RUNNER_OK;
+}
+
+int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
+                     char *why, size_t wl)
+{
+    int rc = avo_runner_spawn(r, cand_so, entry, cuda, mem_fd, deadline, why, wl);
+    return rc ? rc : avo_runner_load(r, deadline, why, wl);
 }
 
 int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *why, size_t wl)
@@ -548,13 +702,46 @@ int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *
     reply_msg m;
     memset(&c, 0, sizeof c);
     c.op = OP_PING;
-    avo_runner_resume(r);
-    const double t0 = avo_now();
-    int rc = send_cmd(r, &c, why, wl);
-    if (!rc)
-        rc = wait_reply(r, deadline, &m, why, wl);
-    *round_trip_s = avo_now() - t0;
-    return rc;
+    return round_trip(r, &c, &m, deadline, round_trip_s, why, wl);
+}
+
+int avo_runner_idle(avo_runner *r, double seconds, double *cpu_s, char *why, size_t wl)
+{
+    *cpu_s = -1;
+    if (!r->pid)
+        return AVO_RUNNER_DIED;
+    const double before = r->stopped ? r->cpu_s : -1;
+    thaw(r);
+    usleep((useconds_t)(seconds * 1e6));
+    int rc = freeze(r, avo_now() + 1.0, why, wl);
+    if (rc)
+        return rc;
+    if (before >= 0 && r->cpu_s >= 0)
+        *cpu_s = r->cpu_s - before;
+    return AVO_RUNNER_OK;
+}
+
+/* An answer's status, its message made a C string and valid UTF-8 first
+ * (the runner's text is the candidate's): AVO_RUNNER_OK, FAULT (the
+ * context is gone: reaped), PROTOCOL, or -EIO (the GPU failed). */
+static int answer_status(avo_runner *r, reply_msg *m, char *why, size_t wl)
+{
+    m->msg[sizeof m->msg - 1] = 0;
+    avo_utf8_scrub(m->msg);
+    if (m->status == ST_FAULT) {
+        snprintf(why, wl, "sticky CUDA error, GPU context lost: %s", m->msg);
+        reap_after_eof(r);
+        return AVO_RUNNER_FAULT;
+    }
+    if (m->status == ST_NOGPU) {
+        snprintf(why, wl, "GPU failure in the runner: %s", m->msg);
+        return -EIO;
+    }
+    if (m->status != ST_OK) {
+        snprintf(why, wl, "runner refused the command (status %d)", m->status);
+        return AVO_RUNNER_PROTOCOL;
+    }
+    return AVO_RUNNER_OK;
 }
 
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
@@ -574,36 +761,11 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     memcpy(c.off, offs, (size_t)ntensors * sizeof *offs);
     if (bytes)
         memcpy(c.bytes, bytes, (size_t)ntensors * sizeof *bytes);
-    avo_runner_resume(r);
-    const double t0 = avo_now();
-    int rc = send_cmd(r, &c, why, wl);
-    if (!rc)
-        rc = wait_reply(r, deadline, &m, why, wl);
-    const double t1 = avo_now();
-    *round_trip_s = t1 - t0;
-    if (rc)
+    int rc = round_trip(r, &c, &m, deadline, round_trip_s, why, wl);
+    if (rc || (rc = answer_status(r, &m, why, wl)))
         return rc;
-    if ((rc = freeze(r, why, wl)))
-        return rc;
-    if (m.status == ST_FAULT) {
-        m.msg[sizeof m.msg - 1] = 0;
-        snprintf(why, wl, "sticky CUDA error, GPU context lost: %s", m.msg);
-        reap_after_eof(r);
-        return AVO_RUNNER_FAULT;
-    }
-    if (m.status == ST_NOGPU) {
-        m.msg[sizeof m.msg - 1] = 0;
-        snprintf(why, wl, "GPU failure in the runner: %s", m.msg);
-        return -EIO;
-    }
-    if (m.status != ST_OK) {
-        snprintf(why, wl, "runner refused the command (status %d)", m.status);
-        return AVO_RUNNER_PROTOCOL;
-    }
-    if (m.ret != 0 && m.msg[0]) {
-        m.msg[sizeof m.msg - 1] = 0;
+    if (m.ret != 0 && m.msg[0])
         snprintf(why, wl, "%s", m.msg);
-    }
     if (extra_bytes(r)) {
         snprintf(why, wl, "extra bytes after the answer on the protocol pipe (forged answers)");
         return AVO_RUNNER_PROTOCOL;
@@ -631,22 +793,9 @@ int avo_runner_profile(avo_runner *r, const int64_t *sizes, int nsizes, const ui
     memcpy(c.bytes, bytes, (size_t)ntensors * sizeof *bytes);
     c.aux_off = aux_off;
     c.aux_len = aux_len;
-    avo_runner_resume(r);
-    int rc = send_cmd(r, &c, why, wl);
-    if (!rc)
-        rc = wait_reply(r, deadline, &m, why, wl);
-    if (rc)
+    int rc = round_trip(r, &c, &m, deadline, NULL, why, wl);
+    if (rc || (rc = answer_status(r, &m, why, wl)))
         return rc;
-    if ((rc = freeze(r, why, wl)))
-        return rc;
-    m.msg[sizeof m.msg - 1] = 0;
-    if (m.status == ST_FAULT) {
-        snprintf(why, wl, "sticky CUDA error, GPU context lost: %s", m.msg);
-        reap_after_eof(r);
-        return AVO_RUNNER_FAULT;
-    }
-    if (m.status != ST_OK)
-        return AVO_RUNNER_PROTOCOL;
     *status = m.ret;
     if (m.ret)
         snprintf(why, wl, "%s", m.msg);

@@ -7,9 +7,18 @@
  *
  * Protocol (fixed-size messages, each < PIPE_BUF so atomic): the checker
  * writes a command {op, seq, sizes, tensor offsets} on the runner's fd 10,
- * the runner answers {seq, status, ret, its own time} on fd 11. The checker
- * times the round trip itself and stops the runner (SIGSTOP) as soon as the
- * answer arrives, so nothing of the candidate runs while outputs are read. */
+ * the runner answers {seq, status, ret, its own time} on fd 11. The runner
+ * answers pings before it loads the candidate, so the empty round trip is
+ * measured before any candidate code exists.
+ *
+ * Between calls the runner and everything it started are frozen: through a
+ * control group of their own (avo_cgroup.h) where the host has one, else
+ * the runner process alone by SIGSTOP. A call thaws them, sends the command,
+ * and its round trip ends only once they are frozen again, so no work of
+ * the candidate's (a thread, a forked helper) runs outside a timed call.
+ * The runner is the first process of its own PID and mount namespaces,
+ * with a /proc of its own: it sees no process of the checker's (argv,
+ * environment) and nothing it starts can outlive it. */
 #ifndef AVO_HARNESS_RUNNER_H
 #define AVO_HARNESS_RUNNER_H
 
@@ -17,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "avo_cgroup.h"
 #include "avo_problem.h"
 #include "gpu.h"
 
@@ -34,22 +44,39 @@ typedef struct {
     pid_t pid;               /* 0 when not running */
     int cmd_w, reply_r;      /* the checker's ends */
     uint32_t seq;
-    int stopped;             /* SIGSTOPped by us, waiting for SIGCONT */
+    int stopped;             /* frozen (or SIGSTOPped) by us, until the next command */
     int uid;                 /* uid the runner runs as */
     int exit_code, signal;   /* how it ended, once reaped (-1 / 0 unknown) */
     char host_copies[160];   /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
+    avo_cgroup cg;           /* its own group (freezer), when the host has one */
+    int pidns;               /* started in PID and mount namespaces of its own */
+    const char *freezer;     /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
+    char isolation_note[200];/* what it did not get, and why */
+    double cpu_s;            /* CPU time of its group so far (-1 unknown), read while frozen */
 } avo_runner;
 
-/* Fork and exec the runner with the shared region mem_fd (mem_bytes long,
- * sealed against resizing) and the candidate object cand_so; before it
- * loads the candidate, before_load(arg, pid) runs (the checker opens its
- * counters there, so threads the candidate starts are counted too). Returns
- * AVO_RUNNER_OK, AVO_RUNNER_LOAD / DIED / TIMEOUT / PROTOCOL with the reason
- * in why (the candidate's fault), or a negative int with the reason in why
+/* Start the runner with the shared region mem_fd (sealed against resizing)
+ * and a sealed copy of the object cand_so, which it does not load yet: it
+ * answers pings until avo_runner_load. Returns AVO_RUNNER_OK, AVO_RUNNER_LOAD
+ * (the object cannot be read), or a negative int with the reason in why
  * (the checker's own failure). */
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, size_t mem_bytes,
-                     double deadline, void (*before_load)(void *arg, pid_t pid), void *arg, char *why,
-                     size_t wl);
+int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
+                     char *why, size_t wl);
+
+/* Load the object into a spawned runner. Returns AVO_RUNNER_OK,
+ * AVO_RUNNER_LOAD / DIED / TIMEOUT / PROTOCOL with the reason in why (the
+ * candidate's fault), or a negative int (the checker's). */
+int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl);
+
+/* Spawn and load at once (a trusted object: the vendor baseline). */
+int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
+                     char *why, size_t wl);
+
+/* Let the runner's group run for seconds with no command, then freeze it
+ * again; *cpu_s the CPU time it used meanwhile (-1 when the host cannot
+ * count it). An honest runner waits for its next command and uses none:
+ * more is work left running outside a call. */
+int avo_runner_idle(avo_runner *r, double seconds, double *cpu_s, char *why, size_t wl);
 
 /* One call of the entry point on the tensors at offs[] (bytes from the start
  * of the shared region) with sizes[]. A CUDA runner (started with cuda = 1)
@@ -74,9 +101,6 @@ int avo_runner_profile(avo_runner *r, const int64_t *sizes, int nsizes, const ui
 /* An empty round trip (no candidate code runs), for calibrating the
  * protocol overhead. */
 int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *why, size_t wl);
-
-/* Let a stopped runner go on (before the next command; a call does it too). */
-void avo_runner_resume(avo_runner *r);
 
 /* Kill and reap the runner (idempotent). */
 void avo_runner_stop(avo_runner *r);

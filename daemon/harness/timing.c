@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 double avo_now(void)
 {
@@ -108,4 +110,47 @@ double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double t
     if (charged)
         *charged = extra;
     return fmax(fmax(stream - overhead_s, 0) + extra, 1e-9);
+}
+
+int avo_cpu_sample(double round_trip_s, double overhead_s, double *sample)
+{
+    *sample = round_trip_s - overhead_s;
+    return *sample > 0 ? 0 : -1;
+}
+
+void avo_check_rng_init(avo_check_rng *g)
+{
+    if (getrandom(&g->state, sizeof g->state, 0) != (ssize_t)sizeof g->state) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        g->state = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 32;
+    }
+}
+
+double avo_check_rng_next(avo_check_rng *g)
+{
+    /* splitmix64 */
+    uint64_t z = (g->state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+double avo_check_rate(double call_s, double ref_s, double q_min)
+{
+    if (!(ref_s > 0) || !(call_s > 0))
+        return 1.0;
+    double q = call_s / ref_s;
+    return q < q_min ? q_min : q > 1 ? 1 : q;
+}
+
+int avo_checked_consistent(const double *checked, int nchecked, double median, double factor)
+{
+    if (nchecked < 2)
+        return 0;
+    double fastest = checked[0];
+    for (int i = 1; i < nchecked; i++)
+        fastest = fmin(fastest, checked[i]);
+    return fastest > factor * median ? -1 : 0;
 }

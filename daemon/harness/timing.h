@@ -5,6 +5,7 @@
 #define AVO_HARNESS_TIMING_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     unsigned char *buf;
@@ -40,5 +41,34 @@ void avo_stats_compute(double *t, int n, avo_stats *s);
  * counted (0 when it is all the host's). */
 double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
                       double *charged);
+
+/* A CPU sample: the checker's round trip less its calibrated empty round
+ * trip. 0 with *sample set, or -1 when the call came back faster than an
+ * empty round trip (nothing honest does: the overhead was moved, or the
+ * work was not inside the call). */
+int avo_cpu_sample(double round_trip_s, double overhead_s, double *sample);
+
+/* Which timed calls get checked. The decision is made after a call, from a
+ * generator seeded from the kernel's entropy (never the recorded input
+ * seed), so nothing the candidate can see tells a checked call from an
+ * unchecked one. */
+typedef struct {
+    uint64_t state;
+} avo_check_rng;
+
+void avo_check_rng_init(avo_check_rng *g);
+/* Uniform in [0, 1). */
+double avo_check_rng_next(avo_check_rng *g);
+
+/* The probability a sampled call is checked: reference time spent at about
+ * the calls' own time (call_s / ref_s), never under q_min, at most 1. A
+ * cheap reference checks every call; an expensive one q_min of them. */
+double avo_check_rate(double call_s, double ref_s, double q_min);
+
+/* The checked samples are a random subset of all the samples: 0 when they
+ * look like it, -1 when there are at least two and even the fastest of them
+ * is more than factor x the median of all (the unchecked calls ran faster:
+ * work skipped where no check landed). */
+int avo_checked_consistent(const double *checked, int nchecked, double median, double factor);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "avo_hash.h"
+#include "avo_utf8.h"
 #include "sandbox.h"
 
 static double now(void)
@@ -39,9 +40,9 @@ int avo_mkdir_p(const char *path)
     return 0;
 }
 
-static int write_file(const char *path, const char *data, size_t len)
+static int write_file(const char *path, const char *data, size_t len, mode_t mode)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
     while (len) {
@@ -57,6 +58,38 @@ static int write_file(const char *path, const char *data, size_t len)
         len -= (size_t)w;
     }
     return close(fd) ? -errno : 0;
+}
+
+/* The compiled object into the cache (a fresh file of ours: the compiler's
+ * output belongs to the sandbox user). Objects are 0644 in a 0700 dir: only
+ * the worker reaches them, and a disassembler it exposes one to can read it. */
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (in < 0)
+        return -errno;
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return -e;
+    }
+    char buf[65536];
+    ssize_t n;
+    int rc = 0;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n) {
+            rc = -EIO;
+            break;
+        }
+    if (n < 0)
+        rc = -errno;
+    close(in);
+    if (close(out) != 0 && !rc)
+        rc = -errno;
+    if (rc)
+        unlink(to);
+    return rc;
 }
 
 static char *read_small(const char *path, size_t cap)
@@ -87,6 +120,7 @@ int avo_compile_identity(const char *cc, char *out, size_t outlen)
     }
     char *argv[] = {(char *)cc, "--version", NULL};
     avo_sandbox_opts so = {.argv = argv, .cwd = "/", .timeout_s = 30, .out_cap = 4096, .keep_head = 1};
+    avo_sandbox_confine(&so, NULL);
     avo_sandbox_result sr;
     char err[256];
     if ((rc = avo_sandbox_run(&so, &sr, err, sizeof err)))
@@ -158,7 +192,9 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
     if (!f)
         return -ENOMEM;
     /* NUL separators keep field boundaries unambiguous. */
-    fprintf(f, "avo-compile-v1%c%s%c%s%c", 0, ident, 0, target, 0);
+    /* v2: compiles run confined since; a v1 entry's log may hold what an
+     * unconfined compiler read from the host (an #include of a host file). */
+    fprintf(f, "avo-compile-v2%c%s%c%s%c", 0, ident, 0, target, 0);
     for (int i = 0; i < p->ncflags; i++)
         fprintf(f, "%s%c", p->cflags[i], 0);
     for (int i = 0; extra && extra[i]; i++)
@@ -238,12 +274,25 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         return r->log ? 0 : -ENOMEM;
     }
 
+    /* The compiler runs as nobody (under a root worker) in the sandbox: it
+     * reads the source and writes the object in the scratch dir, nothing
+     * else of the host's (an #include or .incbin of a host file fails), and
+     * the object is copied into the cache here. */
+    if (geteuid() == 0 && chown(o->work_dir, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot hand %s to the sandbox user: %s", o->work_dir, strerror(errno));
+        return rc;
+    }
     snprintf(srcpath, sizeof srcpath, "%s/%s", o->work_dir, name);
-    if ((rc = write_file(srcpath, src, len))) {
+    if ((rc = write_file(srcpath, src, len, 0644))) {
         snprintf(err, errlen, "cannot write %s: %s", srcpath, strerror(-rc));
         return rc;
     }
-    /* Compiled beside its final place and renamed: readers never see a
+    static const char out_name[] = "avo-out.so";
+    char outpath[4400];
+    snprintf(outpath, sizeof outpath, "%s/%s", o->work_dir, out_name);
+    unlink(outpath);
+    /* Copied beside its final place and renamed: readers never see a
      * half-written object, and concurrent compiles of one key both succeed. */
     static unsigned counter;
     snprintf(tmp, sizeof tmp, "%s/.%s.%d.%u.tmp", cache, r->key, (int)getpid(),
@@ -263,9 +312,10 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     for (int i = 0; o->extra && o->extra[i] && argc < 40; i++)
         argv[argc++] = (char *)o->extra[i];
     argv[argc++] = "-o";
-    argv[argc++] = tmp;
+    argv[argc++] = (char *)out_name;
     argv[argc++] = (char *)name;
     argv[argc] = NULL;
+    const char *hide[] = {cache, o->hide_dir, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = o->work_dir,
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : 120,
@@ -275,6 +325,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
                            .keep_head = 1,
                            .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
+    avo_sandbox_confine(&so, hide);
     if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
         return rc;
     r->seconds = now() - start;
@@ -287,7 +338,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     r->log = malloc(loglen + 128);
     if (!r->log) {
         avo_sandbox_result_free(&sr);
-        unlink(tmp);
+        unlink(outpath);
         return -ENOMEM;
     }
     size_t n = (size_t)snprintf(r->log, loglen + 1, "%s%s", sr.err, sr.out);
@@ -297,24 +348,26 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         snprintf(r->log + n, 128, "%scompiler timed out after %.0f s", n ? "\n" : "", so.timeout_s);
     else if (sr.signal)
         snprintf(r->log + n, 128, "%scompiler killed by signal %d", n ? "\n" : "", sr.signal);
+    /* Candidate-controlled bytes (its own #error text): JSON needs UTF-8. */
+    avo_utf8_scrub(r->log);
 
-    if (sr.exited && sr.exit_code == 0 && access(tmp, R_OK) == 0) {
-        if (rename(tmp, path) != 0) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot store %s: %s", path, strerror(errno));
+    if (sr.exited && sr.exit_code == 0 && access(outpath, R_OK) == 0) {
+        if ((rc = copy_file(outpath, tmp)) || rename(tmp, path) != 0) {
+            rc = rc ? rc : -errno;
+            snprintf(err, errlen, "cannot store %s: %s", path, strerror(-rc));
             unlink(tmp);
             goto cleanup;
         }
         r->ok = 1;
-        write_file(logpath, r->log, strlen(r->log));
+        write_file(logpath, r->log, strlen(r->log), 0600);
     } else {
-        unlink(tmp);
         /* Only a clean compiler verdict is cached; timeouts and signals may
          * be the machine's fault, not the source's. */
         if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled)
-            write_file(failpath, r->log, strlen(r->log));
+            write_file(failpath, r->log, strlen(r->log), 0600);
     }
 cleanup:
+    unlink(outpath);
     avo_sandbox_result_free(&sr);
     return rc;
 }

@@ -18,7 +18,8 @@ typedef struct {
     const char *gpu_arch;       /* CUDA problems: the worker's GPU, e.g. "sm_90a" (required) */
     const char *const *extra;   /* more flags after the problem's (NULL-terminated; in the cache key) */
     const char *cache_dir;      /* created if missing */
-    const char *work_dir;       /* an existing scratch dir for the source file */
+    const char *work_dir;       /* an existing scratch dir for the source and the object (given to the sandbox user) */
+    const char *hide_dir;       /* besides the cache, hidden from the compiler (the worker's state dir), or NULL */
     double timeout_s;           /* <= 0: 120 */
     int (*should_cancel)(void *arg);
     void *cancel_arg;
@@ -38,7 +39,9 @@ typedef struct {
 /* Compile src (file name `name` in messages, e.g. "cand.c") with the
  * problem's cflags plus -shared -fPIC; for a CUDA problem with nvcc, its
  * nvcc flags, -gencode for o->gpu_arch, the ptxas report (-Xptxas -v) and
- * the shared CUDA runtime. Returns 0 when the compile ran or
+ * the shared CUDA runtime. The compiler runs confined (sandbox.h,
+ * avo_sandbox_confine): as nobody under a root worker, seeing only the
+ * toolchain and work_dir. Returns 0 when the compile ran or
  * was served from the cache (r->ok says whether it succeeded), or a negative
  * int with err when it could not be attempted. */
 int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,

@@ -7,6 +7,7 @@
 #include "daemon/harness/tensors.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <limits.h>
 #include <math.h>
@@ -43,7 +44,8 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-/* The last non-empty line of a capture, for a crash's detail. */
+/* The last non-empty line of a capture, for a crash's detail (the
+ * candidate's bytes: made valid UTF-8 for the JSON it lands in). */
 static void last_line(const char *text, char *out, size_t outlen)
 {
     out[0] = 0;
@@ -57,6 +59,7 @@ static void last_line(const char *text, char *out, size_t outlen)
         b--;
     snprintf(out, outlen, "%.*s", (int)(n - b), text + b);
     one_line(out);
+    avo_utf8_scrub(out);
 }
 
 /* First compiler line that names an error, else the first line. */
@@ -87,6 +90,7 @@ static json_t *base_result(const avo_problem *p, const char *outcome, const char
     char d[1024];
     snprintf(d, sizeof d, "%s", detail);
     one_line(d);
+    avo_utf8_scrub(d);
     return json_pack("{s:s, s:s, s:f, s:s, s:[], s:I}", "outcome", outcome, "detail", d, "aggregate", 0.0,
                      "unit", p->unit, "configs", "rng_seed", (json_int_t)seed);
 }
@@ -135,8 +139,13 @@ static long long energy_mj(int index)
     return ok ? (long long)mj : -1;
 }
 
-static json_t *sandbox_json(const avo_sandbox_result *s)
+static json_t *sandbox_json(avo_sandbox_result *s)
 {
+    /* The candidate's own bytes: JSON strings must be UTF-8. */
+    if (s->out)
+        avo_utf8_scrub(s->out);
+    if (s->err)
+        avo_utf8_scrub(s->err);
     json_t *sig = json_null();
     if (s->signal) {
         char name[32];
@@ -147,10 +156,15 @@ static json_t *sandbox_json(const avo_sandbox_result *s)
             snprintf(name, sizeof name, "%d", s->signal);
         sig = json_string(name);
     }
-    return json_pack("{s:f, s:o, s:o, s:b, s:o, s:s, s:s}", "wall_s", s->wall_s, "exit",
-                     s->exited ? json_integer(s->exit_code) : json_null(), "signal", sig, "netns", s->netns,
-                     "netns_note", s->netns_note[0] ? json_string(s->netns_note) : json_null(), "stdout_tail",
-                     s->out ? s->out : "", "stderr_tail", s->err ? s->err : "");
+    return json_pack("{s:f, s:o, s:o, s:b, s:o, s:s, s:s, s:{s:b, s:b, s:b, s:o, s:o, s:o, s:o}}", "wall_s",
+                     s->wall_s, "exit", s->exited ? json_integer(s->exit_code) : json_null(), "signal", sig, "netns",
+                     s->netns, "netns_note", s->netns_note[0] ? json_string(s->netns_note) : json_null(),
+                     "stdout_tail", s->out ? s->out : "", "stderr_tail", s->err ? s->err : "", "isolation", "pidns",
+                     s->pidns, "mountns", s->mountns, "userns", s->userns, "note",
+                     s->isolate_note[0] ? json_string(s->isolate_note) : json_null(), "cgroup",
+                     s->cgroup_kind[0] ? json_string(s->cgroup_kind) : json_null(), "pids_max",
+                     s->pids_limit ? json_integer(s->pids_limit) : json_null(), "cgroup_note",
+                     s->cgroup_note[0] ? json_string(s->cgroup_note) : json_null());
 }
 
 /* Enforce the rule the daemon relies on: not ok means no score at all. */
@@ -212,6 +226,9 @@ static int mkscratch(const char *root, char *out, size_t outlen, char *err, size
         snprintf(err, errlen, "cannot create a scratch dir under %s: %s", root, strerror(e));
         return -e;
     }
+    /* Traversable (not listable) by the sandbox user, who compiles in a
+     * subdirectory it is given. */
+    chmod(out, 0711);
     return 0;
 }
 
@@ -337,7 +354,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
 
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
                            .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
-                           .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
+                           .hide_dir = getenv("AVO_HOME"), .should_cancel = o->should_cancel,
+                           .cancel_arg = o->cancel_arg};
     char refpath[4400];
     size_t ref_len = 0;
     snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
@@ -396,15 +414,32 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
             first_error(base.log, base_note, sizeof base_note);
     }
 
-    char seedarg[32], deadarg[32];
-    snprintf(seedarg, sizeof seedarg, "%llu", (unsigned long long)seed);
+    /* The objects go to the harness as descriptors (fds 5, 6, 7): the
+     * cache stays out of its sight. The seed goes on its stdin: nothing the
+     * runner could read (argv, environment, files) holds it. */
+    char deadarg[32], seedline[32], cand_fd[32] = "/proc/self/fd/5", ref_fd[32] = "/proc/self/fd/6",
+         base_fd[32] = "/proc/self/fd/7";
+    int pass[3] = {-1, -1, -1}, npass = 0;
+    if ((pass[0] = open(cand.so_path, O_RDONLY | O_CLOEXEC)) < 0 || (pass[1] = open(ref.so_path, O_RDONLY | O_CLOEXEC)) < 0 ||
+        (base.ok && (pass[2] = open(base.so_path, O_RDONLY | O_CLOEXEC)) < 0)) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot open the compiled objects: %s", strerror(errno));
+        for (int i = 0; i < 3; i++)
+            if (pass[i] >= 0)
+                close(pass[i]);
+        goto cleanup;
+    }
+    npass = base.ok ? 3 : 2;
+    snprintf(seedline, sizeof seedline, "%llu\n", (unsigned long long)seed);
     /* The harness's own deadline comes a little before ours, so a hung
      * candidate is reported by the checker (which kills the runner) with
      * the evidence; our group kill stays the backstop. */
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[] = {harness, (char *)p->dir, cand.so_path, ref.so_path, "--seed", seedarg, "--deadline", deadarg,
-                    base.ok ? "--baseline" : NULL, base.ok ? base.so_path : NULL, NULL};
+    char *argv[] = {harness, (char *)p->dir, cand_fd, ref_fd, "--seed-stdin", "--deadline", deadarg,
+                    base.ok ? "--baseline" : NULL, base.ok ? base_fd : NULL, NULL};
+    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    const char *expose[] = {p->dir, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,
@@ -413,12 +448,26 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
                            .fsize_bytes = harness_fsize(p),
                            .no_as_limit = cuda,
                            .nproc = 64,
-                           .netns = 1,
                            .result_fd = 1,
+                           .stdin_data = seedline,
+                           .pass_fds = pass,
+                           .npass = npass,
+                           .expose = expose,
+                           .cgroup_rw = 1,
+                           .pids_max = AVO_EVAL_PIDS_MAX,
                            .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
+    avo_sandbox_confine(&so, hide);
+    /* The checker stays root (it freezes its runner through the control
+     * group and starts it in namespaces of its own); the runner drops to
+     * nobody itself. */
+    so.drop_uid = 0;
     long long e0 = cuda ? energy_mj(o->gpu_index) : -1;
-    if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
+    rc = avo_sandbox_run(&so, &sr, err, errlen);
+    for (int i = 0; i < 3; i++)
+        if (pass[i] >= 0)
+            close(pass[i]);
+    if (rc)
         goto cleanup;
     long long e1 = cuda ? energy_mj(o->gpu_index) : -1;
 
@@ -512,7 +561,8 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
     /* Exactly the options avo_eval_candidate compiles with, so its compiles
      * become cache hits. */
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL, .cache_dir = o->cache_dir,
-                           .work_dir = scratch, .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
+                           .work_dir = scratch, .hide_dir = getenv("AVO_HOME"),
+                           .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
     char refpath[4400];
     size_t ref_len = 0;
     snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
@@ -546,8 +596,13 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
     }
     char *const argv_cuda[] = {tool, "-sass", (char *)obj, NULL};
     char *const argv_c[] = {tool, "-d", "--no-show-raw-insn", "-C", (char *)obj, NULL};
+    /* It parses an untrusted file: confined like the compiler, with only
+     * that file of the cache in view. */
+    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    const char *expose[] = {obj, NULL};
     avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = "/", .timeout_s = timeout,
-                           .out_cap = AVO_DISASM_CAP, .keep_head = 1};
+                           .out_cap = AVO_DISASM_CAP, .keep_head = 1, .expose = expose};
+    avo_sandbox_confine(&so, hide);
     avo_sandbox_result sr;
     char err[256];
     json_t *r;
@@ -579,7 +634,8 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
         return rc;
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
-                           .cache_dir = o->cache_dir, .work_dir = scratch, .timeout_s = timeout};
+                           .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = getenv("AVO_HOME"),
+                           .timeout_s = timeout};
     if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
         goto cleanup;
     char line[600] = "";
@@ -626,8 +682,16 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                              "prog.c", "-lm", "-lpthread", NULL};
     char *const nvcc_argv[] = {(char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog",
                                "prog.cu", NULL};
+    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    /* The compiler, as for candidates: nobody, in a scratch dir given to it. */
+    if (geteuid() == 0 && chown(scratch, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot hand the scratch dir to the sandbox user: %s", strerror(errno));
+        goto cleanup;
+    }
     avo_sandbox_opts co = {.argv = cuda ? nvcc_argv : cc_argv, .cwd = scratch, .timeout_s = 120,
                            .no_as_limit = cuda, .out_cap = AVO_COMPILE_LOG_CAP, .keep_head = 1};
+    avo_sandbox_confine(&co, hide);
     if ((rc = avo_sandbox_run(&co, &cr, err, errlen)))
         goto cleanup;
     if (cr.err)
@@ -648,19 +712,14 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                             "without network); this worker cannot drop privileges");
         goto done;
     }
-    /* nobody runs it: the directory and the program must be reachable. */
-    char prog[4300];
-    snprintf(prog, sizeof prog, "%s/prog", scratch);
-    if (chmod(scratch, 0755) != 0 || chmod(prog, 0755) != 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot open the scratch dir to the sandbox user: %s", strerror(errno));
-        goto cleanup;
-    }
+    /* The program runs confined too, in a PID namespace and control group
+     * of its own: nothing it starts outlives it. */
     char *const run_argv[] = {"./prog", NULL};
     avo_sandbox_opts ro = {.argv = run_argv, .cwd = scratch, .timeout_s = AVO_PROGRAM_TIMEOUT_S,
-                           .no_as_limit = cuda, .netns = 1, .netns_required = 1, .drop_uid = 1,
-                           .out_cap = AVO_PROGRAM_OUT_CAP,
-                           .keep_head = 1, .should_cancel = o->should_cancel, .cancel_arg = o->cancel_arg};
+                           .no_as_limit = cuda, .netns_required = 1, .out_cap = AVO_PROGRAM_OUT_CAP,
+                           .keep_head = 1, .pids_max = 256, .should_cancel = o->should_cancel,
+                           .cancel_arg = o->cancel_arg};
+    avo_sandbox_confine(&ro, hide);
     if ((rc = avo_sandbox_run(&ro, &rr, err, errlen)))
         goto cleanup;
     const char *outcome = rr.timed_out ? "timeout" : rr.signal ? "crash" : "ran";

@@ -29,6 +29,11 @@ typedef struct {
     void *cancel_arg;
 } avo_eval_opts;
 
+/* Processes and threads one evaluation may have at once (the harness,
+ * its runner, the candidate's threads and helpers), where the host's
+ * control groups can count them. */
+#define AVO_EVAL_PIDS_MAX 512
+
 /* On success returns 0 and a new result object in *result (see
  * docs/evaluation.md), whatever the candidate's outcome. Returns a negative
  * int only when the evaluation itself could not be carried out (cannot fork,

@@ -1,5 +1,7 @@
 #include "sandbox.h"
 
+#include "avo_cgroup.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -10,17 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <limits.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Stages the child reports on the status pipe when it fails before exec. */
-enum { ST_NETNS = 1, ST_SETUP = 2, ST_EXEC = 3 };
+/* Stages the child reports on the status pipe. ST_NETNS and ST_ISOLATE are
+ * notes (the child goes on without that part); the others end the child. */
+enum { ST_NETNS = 1, ST_SETUP = 2, ST_EXEC = 3, ST_ISOLATE = 4 };
+/* Steps of the isolation the child could not take (ST_ISOLATE's step). */
+enum { IS_PRIVATE = 1, IS_RDONLY, IS_CGROUP_RW, IS_TMPFS, IS_HIDE, IS_EXPOSE, IS_PROC, IS_USERMAP, IS_CGJOIN };
+static const char *const is_name[] = {"", "private mounts", "read-only root", "writable /sys/fs/cgroup",
+                                      "private tmpfs", "hidden directory", "exposed path", "fresh /proc",
+                                      "user namespace map", "joining the control group"};
 
 typedef struct {
     int stage;
     int err;
+    int step;
+    int index;
 } child_status;
 
 /* A capture that keeps either the first or the last cap bytes. */
@@ -92,7 +106,197 @@ static void resolve(const char *name, char *out, size_t outlen)
 }
 
 /* As avo-harness's runner: nobody, which owns nothing of the worker's. */
-#define SANDBOX_NOBODY 65534
+#define SANDBOX_NOBODY AVO_SANDBOX_UID
+
+/* Directories every isolated child gets a private tmpfs for: the places
+ * anybody may write, so nothing written there outlives the child or is seen
+ * by another evaluation. */
+static const char *const private_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
+#define MAX_MOUNTS 24
+
+/* Everything the child's mount namespace is made of, prepared before the
+ * fork (the child may only make system calls). */
+typedef struct {
+    char priv[4][PATH_MAX];       /* private tmpfs mount points */
+    int npriv;
+    char hide[8][PATH_MAX];       /* empty read-only tmpfs over these */
+    int nhide;
+    char expose[MAX_MOUNTS][PATH_MAX]; /* bind-mounted back in over the private dirs */
+    int expose_rw[MAX_MOUNTS];
+    int expose_dir[MAX_MOUNTS];
+    int nexpose;
+    char tmpfs_opts[64];
+    char uid_map[64], gid_map[64];
+} mount_plan;
+
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+/* path (made absolute) stays visible: bind it back in when it lies under a
+ * private or hidden directory. */
+static void plan_expose(mount_plan *m, const char *path, int rw)
+{
+    char real[PATH_MAX];
+    if (!path || !*path || !realpath(path, real) || m->nexpose == MAX_MOUNTS)
+        return;
+    int covered = 0;
+    for (int i = 0; i < m->npriv; i++)
+        covered |= under(real, m->priv[i]);
+    for (int i = 0; i < m->nhide; i++)
+        covered |= under(real, m->hide[i]);
+    /* A path that contains a private dir would hide our own mounts. */
+    for (int i = 0; i < m->npriv; i++)
+        if (under(m->priv[i], real))
+            return;
+    for (int i = 0; i < m->nexpose; i++)
+        if (strcmp(m->expose[i], real) == 0) {
+            m->expose_rw[i] |= rw;
+            return;
+        }
+    if (!covered)
+        return;
+    struct stat st;
+    if (stat(real, &st) != 0)
+        return;
+    int i = m->nexpose++;
+    snprintf(m->expose[i], sizeof m->expose[i], "%s", real);
+    m->expose_rw[i] = rw;
+    m->expose_dir[i] = S_ISDIR(st.st_mode);
+}
+
+static void plan_mounts(const avo_sandbox_opts *o, const char *exe, mount_plan *m)
+{
+    memset(m, 0, sizeof *m);
+    for (const char *const *d = private_dirs; *d && m->npriv < 4; d++) {
+        char real[PATH_MAX];
+        struct stat st;
+        if (realpath(*d, real) && stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+            snprintf(m->priv[m->npriv++], PATH_MAX, "%s", real);
+    }
+    for (int i = 0; o->hide && o->hide[i] && m->nhide < 8; i++) {
+        char real[PATH_MAX];
+        int inside = 0;
+        if (!realpath(o->hide[i], real))
+            continue;
+        for (int j = 0; j < m->npriv; j++)
+            inside |= under(real, m->priv[j]);
+        if (!inside && strcmp(real, "/") != 0)
+            snprintf(m->hide[m->nhide++], PATH_MAX, "%s", real);
+    }
+    unsigned long long sz = o->tmpfs_bytes ? o->tmpfs_bytes : (256ull << 20);
+    snprintf(m->tmpfs_opts, sizeof m->tmpfs_opts, "size=%llu,mode=1777", sz);
+    plan_expose(m, o->cwd, 1);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.4000s", exe);
+    char *slash = strrchr(dir, '/');
+    if (dir[0] == '/' && slash != dir) {
+        *slash = 0;
+        plan_expose(m, dir, 0);
+    }
+    /* Carried libraries on bare GPU hosts. */
+    const char *ld = getenv("LD_LIBRARY_PATH");
+    while (ld && *ld) {
+        size_t n = strcspn(ld, ":");
+        snprintf(dir, sizeof dir, "%.*s", (int)n, ld);
+        plan_expose(m, dir, 0);
+        ld += n + (ld[n] == ':');
+    }
+    for (int i = 0; o->expose && o->expose[i]; i++)
+        plan_expose(m, o->expose[i], 0);
+    snprintf(m->uid_map, sizeof m->uid_map, "0 %u 1", (unsigned)getuid());
+    snprintf(m->gid_map, sizeof m->gid_map, "0 %u 1", (unsigned)getgid());
+}
+
+static void note(int st_w, int step, int index, int err)
+{
+    child_status st = {ST_ISOLATE, err, step, index};
+    (void)!write(st_w, &st, sizeof st);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+static int setattr(const char *path, int recursive, unsigned long long set, unsigned long long clr)
+{
+    struct mount_attr a = {.attr_set = set, .attr_clr = clr};
+    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a, sizeof a);
+}
+
+/* mkdir -p of path's directories (and path itself when dir), or an empty
+ * file at path: a mount point for an exposure. Async-signal-safe. */
+static void make_point(const char *path, int dir)
+{
+    char b[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof b)
+        return;
+    memcpy(b, path, n + 1);
+    for (size_t i = 1; i < n; i++) {
+        if (b[i] != '/')
+            continue;
+        b[i] = 0;
+        mkdir(b, 0755);
+        b[i] = '/';
+    }
+    if (dir) {
+        mkdir(b, 0755);
+    } else {
+        int fd = open(b, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+/* The child's filesystem view (the comment at the top of sandbox.h). Each
+ * step that fails is noted and skipped; the caller sees which in the result. */
+static void build_mounts(const avo_sandbox_opts *o, const mount_plan *m, int pidns, int st_w)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        note(st_w, IS_PRIVATE, 0, errno);
+        return;   /* anything more would show on the host */
+    }
+    /* Detached copies of what must stay visible, taken before the private
+     * dirs cover them (a bind mount needs its source in our namespace,
+     * which a descriptor opened before the clone is not). */
+    int tree[MAX_MOUNTS];
+    for (int i = 0; i < m->nexpose; i++)
+        tree[i] = (int)syscall(SYS_open_tree, AT_FDCWD, m->expose[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (setattr("/", 1, MOUNT_ATTR_RDONLY, 0) != 0)
+        note(st_w, IS_RDONLY, 0, errno);
+    else if (o->cgroup_rw && setattr("/sys/fs/cgroup", 1, 0, MOUNT_ATTR_RDONLY) != 0 && errno != ENOENT)
+        note(st_w, IS_CGROUP_RW, 0, errno);
+    for (int i = 0; i < m->npriv; i++)
+        if (mount("tmpfs", m->priv[i], "tmpfs", MS_NOSUID | MS_NODEV, m->tmpfs_opts) != 0)
+            note(st_w, IS_TMPFS, i, errno);
+    for (int i = 0; i < m->nhide; i++)
+        if (mount("tmpfs", m->hide[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=755") != 0)
+            note(st_w, IS_HIDE, i, errno);
+    for (int i = 0; i < m->nexpose; i++) {
+        make_point(m->expose[i], m->expose_dir[i]);
+        if (tree[i] < 0 ||
+            syscall(SYS_move_mount, tree[i], "", AT_FDCWD, m->expose[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+            setattr(m->expose[i], 1, m->expose_rw[i] ? 0 : MOUNT_ATTR_RDONLY,
+                    m->expose_rw[i] ? MOUNT_ATTR_RDONLY : 0) != 0)
+            note(st_w, IS_EXPOSE, i, errno);
+        if (tree[i] >= 0)
+            close(tree[i]);
+    }
+    for (int i = 0; i < m->nhide; i++)
+        setattr(m->hide[i], 0, MOUNT_ATTR_RDONLY, 0);
+    if (pidns && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        note(st_w, IS_PROC, 0, errno);
+}
 
 static void set_limit(int res, rlim_t v)
 {
@@ -100,48 +304,82 @@ static void set_limit(int res, rlim_t v)
     setrlimit(res, &rl);
 }
 
-/* Runs in the forked child: only async-signal-safe calls from here to exec,
- * since the worker may be multithreaded. Everything was prepared before fork. */
-static void child(const avo_sandbox_opts *o, char *const *argv, char *const *envp, int out_w, int err_w, int res_w,
-                  int st_w, rlim_t cpu, rlim_t as, rlim_t fsize, rlim_t nofile, rlim_t nproc)
+typedef struct {
+    const avo_sandbox_opts *o;
+    char *const *argv;
+    char *const *envp;
+    int out_w, err_w, res_w, in_r, st_w;
+    rlim_t cpu, as, fsize, nofile, nproc;
+    const mount_plan *m;
+    const avo_cgroup *cg;
+    unsigned long ns;   /* the namespaces the child was created in (CLONE_NEW*) */
+} child_args;
+
+/* Runs in the new child: only async-signal-safe calls from here to exec,
+ * since the worker may be multithreaded. Everything was prepared before. */
+static void child(const child_args *a)
 {
-    child_status st = {0, 0};
+    const avo_sandbox_opts *o = a->o;
+    child_status st = {0, 0, 0, 0};
+    int st_w = a->st_w;
     setsid();
-    if (o->netns && unshare(CLONE_NEWNET) != 0) {
+    if (a->cg && avo_cgroup_join(a->cg) != 0)
+        note(st_w, IS_CGJOIN, 0, errno);
+    if (a->ns & CLONE_NEWUSER) {
+        /* Root of our own user namespace, as the worker's uid outside. */
+        if (write_file("/proc/self/setgroups", "deny") != 0 || write_file("/proc/self/uid_map", a->m->uid_map) != 0 ||
+            write_file("/proc/self/gid_map", a->m->gid_map) != 0) {
+            note(st_w, IS_USERMAP, 0, errno);
+            if (o->isolate_required)
+                goto fail;
+        }
+    }
+    if (o->netns && !(a->ns & CLONE_NEWNET) && unshare(CLONE_NEWNET) != 0) {
         if (o->netns_required)
             goto fail;
         st.stage = ST_NETNS;
         st.err = errno;
         (void)!write(st_w, &st, sizeof st);
     }
+    if (a->ns & CLONE_NEWNS)
+        build_mounts(o, a->m, (a->ns & CLONE_NEWPID) != 0, st_w);
     if (o->cwd && chdir(o->cwd) != 0)
         goto fail;
-    int in = open("/dev/null", O_RDONLY);
-    if (in < 0 || dup2(in, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+    int in = a->in_r >= 0 ? a->in_r : open("/dev/null", O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0)
         goto fail;
-    if (res_w >= 0) {
-        if (dup2(res_w, 3) < 0)
+    /* The passed descriptors go to 5, 6, ... through copies above them all,
+     * so no dup2 clobbers one still to be moved. */
+    int high[8];
+    for (int i = 0; i < o->npass && i < 8; i++)
+        if ((high[i] = fcntl(o->pass_fds[i], F_DUPFD_CLOEXEC, 64 + o->npass)) < 0)
             goto fail;
-    }
-    /* The status pipe moves to fd 4 (or 3) and keeps FD_CLOEXEC, so a
-     * successful exec closes it and the parent sees EOF. */
-    int st_fd = res_w >= 0 ? 4 : 3;
-    if (dup3(st_w, st_fd, O_CLOEXEC) < 0)
+    if (a->res_w >= 0 && dup2(a->res_w, 3) < 0)
         goto fail;
-    st_w = st_fd;
-    close_range((unsigned)st_fd + 1, ~0u, 0);
-    set_limit(RLIMIT_CPU, cpu);
-    set_limit(RLIMIT_AS, as);
-    set_limit(RLIMIT_FSIZE, fsize);
-    set_limit(RLIMIT_NOFILE, nofile);
-    set_limit(RLIMIT_NPROC, nproc);
+    /* The status pipe moves to fd 4 and keeps FD_CLOEXEC, so a successful
+     * exec closes it and the parent sees EOF. */
+    if (dup3(st_w, 4, O_CLOEXEC) < 0)
+        goto fail;
+    st_w = 4;
+    for (int i = 0; i < o->npass && i < 8; i++)
+        if (dup2(high[i], 5 + i) < 0)
+            goto fail;
+    close_range((unsigned)(5 + (o->npass < 8 ? o->npass : 8)), ~0u, 0);
+    if (a->res_w < 0)
+        close(3);
+    set_limit(RLIMIT_CPU, a->cpu);
+    set_limit(RLIMIT_AS, a->as);
+    set_limit(RLIMIT_FSIZE, a->fsize);
+    set_limit(RLIMIT_NOFILE, a->nofile);
+    set_limit(RLIMIT_NPROC, a->nproc);
     set_limit(RLIMIT_CORE, 0);
-    /* Groups first, uid last: after setuid the others are not permitted. */
-    if (o->drop_uid && getuid() == 0 &&
+    /* Groups first, uid last: after setuid the others are not permitted.
+     * In a user namespace of our own only our uid exists: stay. */
+    if (o->drop_uid && getuid() == 0 && !(a->ns & CLONE_NEWUSER) &&
         (setgroups(0, NULL) != 0 || setgid(SANDBOX_NOBODY) != 0 || setuid(SANDBOX_NOBODY) != 0))
         goto fail;
     signal(SIGPIPE, SIG_DFL);
-    execve(argv[0], argv, envp);
+    execve(a->argv[0], a->argv, a->envp);
     st.stage = ST_EXEC;
     st.err = errno;
     (void)!write(st_w, &st, sizeof st);
@@ -153,6 +391,15 @@ fail:
     _exit(127);
 }
 
+/* fork, or clone into new namespaces: the child continues here on a copy of
+ * the stack, as after fork. */
+static pid_t spawn(unsigned long ns)
+{
+    if (!ns)
+        return fork();
+    return (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | ns, NULL, NULL, NULL, NULL);
+}
+
 static void close_fd(int *fd)
 {
     if (*fd >= 0)
@@ -160,16 +407,39 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* A note from the child, into the result's isolate_note. */
+static void add_note(avo_sandbox_result *r, const mount_plan *m, const child_status *cs)
+{
+    const char *what = cs->step > 0 && cs->step <= IS_CGJOIN ? is_name[cs->step] : "?";
+    const char *which = cs->step == IS_TMPFS && cs->index < m->npriv    ? m->priv[cs->index]
+                        : cs->step == IS_HIDE && cs->index < m->nhide   ? m->hide[cs->index]
+                        : cs->step == IS_EXPOSE && cs->index < m->nexpose ? m->expose[cs->index]
+                                                                          : "";
+    size_t n = strlen(r->isolate_note);
+    if (n + 8 < sizeof r->isolate_note)
+        snprintf(r->isolate_note + n, sizeof r->isolate_note - n, "%s%s%s%s: %s", n ? "; " : "", what,
+                 which[0] ? " " : "", which, strerror(cs->err));
+}
+
+static int next_eval_id(void)
+{
+    static int counter;
+    return __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+}
+
 int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_res[2] = {-1, -1}, p_st[2] = {-1, -1};
+    int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_res[2] = {-1, -1}, p_st[2] = {-1, -1}, p_in[2] = {-1, -1};
     int rc = 0;
     size_t out_cap = o->out_cap ? o->out_cap : 4096;
     capture cout = {malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
     capture cerr = {malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
     size_t res_cap = o->result_cap ? o->result_cap : (1u << 20);
     capture cres = {o->result_fd ? malloc(res_cap + 1) : NULL, 0, res_cap, 1, 0};
+    mount_plan *plan = o->isolate ? calloc(1, sizeof *plan) : NULL;
+    avo_cgroup cg;
+    avo_cgroup_clear(&cg);
     /* The child sees no secrets of the worker (DSN, API keys): a fixed env. */
     char home[4200];
     snprintf(home, sizeof home, "HOME=%s", o->cwd ? o->cwd : "/tmp");
@@ -183,8 +453,10 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
     if ((v = getenv("LD_LIBRARY_PATH")))
         snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s", v);
-    char *envp[8] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", home, tmp, NULL};
-    int ne = 4;
+    /* OpenMP runtimes spin between parallel regions by default; in a frozen
+     * group that is harmless, but an idle runner must use no CPU. */
+    char *envp[9] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", "OMP_WAIT_POLICY=passive", home, tmp, NULL};
+    int ne = 5;
     if (cvd[0])
         envp[ne++] = cvd;
     if (ldp[0])
@@ -201,16 +473,39 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         memcpy(argv, o->argv, argc * sizeof *argv);
         argv[0] = exe;
     }
-    if (!argv || !cout.buf || !cerr.buf || (o->result_fd && !cres.buf)) {
+    if (!argv || !cout.buf || !cerr.buf || (o->result_fd && !cres.buf) || (o->isolate && !plan)) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
     }
     if (pipe2(p_out, O_CLOEXEC) || pipe2(p_err, O_CLOEXEC) || pipe2(p_st, O_CLOEXEC) ||
-        (o->result_fd && pipe2(p_res, O_CLOEXEC))) {
+        (o->result_fd && pipe2(p_res, O_CLOEXEC)) || (o->stdin_data && pipe2(p_in, O_CLOEXEC))) {
         rc = -errno;
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto cleanup;
+    }
+    if (o->stdin_data) {
+        /* Small (a seed): fits the pipe, so it is written before the child exists. */
+        size_t n = strlen(o->stdin_data);
+        if (n >= PIPE_BUF || write(p_in[1], o->stdin_data, n) != (ssize_t)n) {
+            rc = -EIO;
+            snprintf(err, errlen, "cannot pass %zu bytes on the child's stdin", n);
+            goto cleanup;
+        }
+        close_fd(&p_in[1]);
+    }
+    if (plan)
+        plan_mounts(o, exe, plan);
+    long pids_limit = o->pids_max > 0 ? o->pids_max : 1024;
+    if (o->cgroup) {
+        char name[64], why[300];
+        snprintf(name, sizeof name, "avo-%d-%d", (int)getpid(), next_eval_id());
+        if (avo_cgroup_create(&cg, name, pids_limit, why, sizeof why) == 0) {
+            snprintf(r->cgroup_kind, sizeof r->cgroup_kind, "%s", avo_cgroup_freezer_name(&cg));
+            r->pids_limit = cg.pids >= 0 ? pids_limit : 0;
+        } else {
+            snprintf(r->cgroup_note, sizeof r->cgroup_note, "%.230s", why);
+        }
     }
     rlim_t cpu = (rlim_t)(o->cpu_s > 0 ? o->cpu_s : (o->timeout_s > 0 ? o->timeout_s + 5 : 600));
     /* CUDA reserves address space far beyond what it touches: no AS limit
@@ -218,17 +513,58 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     rlim_t as = o->no_as_limit ? RLIM_INFINITY : o->as_bytes ? o->as_bytes : (4ull << 30);
     rlim_t fsize = o->fsize_bytes ? o->fsize_bytes : (64ull << 20);
     rlim_t nofile = o->nofile ? (rlim_t)o->nofile : 64;
-    rlim_t nproc = o->nproc ? (rlim_t)o->nproc : 256;
+    /* RLIMIT_NPROC counts every process of the uid on the host (nobody is
+     * shared by every evaluation): where the group counts them per
+     * evaluation, the group is the limit. */
+    rlim_t nproc = r->pids_limit ? RLIM_INFINITY : o->nproc ? (rlim_t)o->nproc : 256;
 
+    child_args ca = {.o = o, .argv = argv, .envp = envp, .out_w = p_out[1], .err_w = p_err[1], .res_w = p_res[1],
+                     .in_r = p_in[0], .st_w = p_st[1], .cpu = cpu, .as = as, .fsize = fsize, .nofile = nofile,
+                     .nproc = nproc, .m = plan, .cg = cg.freezer >= 0 ? &cg : NULL};
     const double start = now();
-    pid_t pid = fork();
+    pid_t pid = -1;
+    if (o->isolate) {
+        /* The namespaces, as root; as another user inside a user namespace
+         * of its own; without the network namespace if that alone fails. */
+        const unsigned long base = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
+        const unsigned long tries[] = {base | (o->netns ? CLONE_NEWNET : 0),
+                                       base | CLONE_NEWUSER | (o->netns ? CLONE_NEWNET : 0), base,
+                                       base | CLONE_NEWUSER};
+        int first_errno = 0;
+        for (size_t i = 0; i < sizeof tries / sizeof *tries && pid < 0; i++) {
+            if ((tries[i] & CLONE_NEWUSER) && geteuid() == 0)
+                continue;
+            ca.ns = tries[i];
+            pid = spawn(ca.ns);
+            if (pid == 0)
+                child(&ca);
+            if (pid < 0 && !first_errno)
+                first_errno = errno;
+        }
+        if (pid < 0) {
+            if (o->isolate_required) {
+                rc = -first_errno;
+                snprintf(err, errlen, "cannot isolate %s (PID, mount and IPC namespaces): %s", o->argv[0],
+                         strerror(first_errno));
+                goto cleanup;
+            }
+            snprintf(r->isolate_note, sizeof r->isolate_note, "no namespaces: %s", strerror(first_errno));
+            ca.ns = 0;
+        }
+    }
+    if (pid < 0) {
+        pid = spawn(0);
+        if (pid == 0)
+            child(&ca);
+    }
     if (pid < 0) {
         rc = -errno;
         snprintf(err, errlen, "fork: %s", strerror(errno));
         goto cleanup;
     }
-    if (pid == 0)
-        child(o, argv, envp, p_out[1], p_err[1], p_res[1], p_st[1], cpu, as, fsize, nofile, nproc);
+    r->pidns = (ca.ns & CLONE_NEWPID) != 0;
+    r->mountns = (ca.ns & CLONE_NEWNS) != 0;
+    r->userns = (ca.ns & CLONE_NEWUSER) != 0;
     /* setsid in the child may not have run yet when a kill comes; also call
      * setpgid from here so -pid is a valid group as early as possible. */
     setpgid(pid, pid);
@@ -236,11 +572,12 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     close_fd(&p_err[1]);
     close_fd(&p_res[1]);
     close_fd(&p_st[1]);
+    close_fd(&p_in[0]);
 
     r->netns = o->netns;
     int status = 0, reaped = 0, killed = 0;
     double reaped_at = 0;
-    child_status st_exec = {0, 0};
+    child_status st_exec = {0, 0, 0, 0};
     char buf[65536];
     while (1) {
         struct pollfd pf[4];
@@ -274,7 +611,7 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
             if (caps[i]) {
                 capture_add(caps[i], buf, (size_t)got);
             } else {
-                /* Status messages are 8 bytes, written atomically. */
+                /* Status messages are small, written atomically. */
                 for (ssize_t off = 0; off + (ssize_t)sizeof(child_status) <= got; off += sizeof(child_status)) {
                     child_status cs;
                     memcpy(&cs, buf + off, sizeof cs);
@@ -282,6 +619,8 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
                         r->netns = 0;
                         snprintf(r->netns_note, sizeof r->netns_note, "unshare(CLONE_NEWNET): %s",
                                  strerror(cs.err));
+                    } else if (cs.stage == ST_ISOLATE) {
+                        add_note(r, plan, &cs);
                     } else {
                         st_exec = cs;
                     }
@@ -294,21 +633,29 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
             siginfo_t si;
             memset(&si, 0, sizeof si);
             if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) {
-                /* Anything the child left behind in its group goes too. */
+                /* Anything the child left behind in its group goes too (in
+                 * its own PID namespace the kernel has done it already). */
                 kill(-pid, SIGKILL);
+                if (cg.freezer >= 0)
+                    avo_cgroup_kill(&cg);
                 waitpid(pid, &status, 0);
                 reaped = 1;
                 reaped_at = now();
             }
         }
         if (!reaped && !killed) {
-            if (o->timeout_s > 0 && now() - start > o->timeout_s) {
-                r->timed_out = 1;
+            int stop = 0;
+            if (o->timeout_s > 0 && now() - start > o->timeout_s)
+                stop = r->timed_out = 1;
+            else if (o->should_cancel && o->should_cancel(o->cancel_arg))
+                stop = r->cancelled = 1;
+            if (stop) {
+                /* The child is the first process of its PID namespace: its
+                 * death takes every other process in it along. */
                 kill(-pid, SIGKILL);
-                killed = 1;
-            } else if (o->should_cancel && o->should_cancel(o->cancel_arg)) {
-                r->cancelled = 1;
-                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
+                if (cg.freezer >= 0)
+                    avo_cgroup_kill(&cg);
                 killed = 1;
             }
         }
@@ -327,6 +674,8 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     }
 
 cleanup:
+    avo_cgroup_destroy(&cg);
+    free(plan);
     free(argv);
     close_fd(&p_out[0]);
     close_fd(&p_out[1]);
@@ -336,6 +685,8 @@ cleanup:
     close_fd(&p_res[1]);
     close_fd(&p_st[0]);
     close_fd(&p_st[1]);
+    close_fd(&p_in[0]);
+    close_fd(&p_in[1]);
     if (cout.buf)
         cout.buf[cout.len] = 0;
     if (cerr.buf)
@@ -352,6 +703,15 @@ cleanup:
     if (rc)
         avo_sandbox_result_free(r);
     return rc;
+}
+
+void avo_sandbox_confine(avo_sandbox_opts *o, const char *const *hide)
+{
+    o->isolate = 1;
+    o->cgroup = 1;
+    o->netns = 1;
+    o->drop_uid = 1;
+    o->hide = hide;
 }
 
 void avo_sandbox_result_free(avo_sandbox_result *r)

@@ -1,8 +1,15 @@
-/* Run one untrusted program (the compiler, avo-harness) in a child process:
- * own process group, rlimits, fresh working directory, network namespace
- * where permitted, minimal environment, captured and capped output, an
- * optional result pipe on fd 3, a wall-clock timeout and cancellation that
- * kill the whole group. Never runs anything in the calling process. */
+/* Run one untrusted program (the compiler, avo-harness, a microbenchmark)
+ * in a child process: own process group, rlimits, fresh working directory,
+ * minimal environment, captured and capped output, an optional result pipe
+ * on fd 3, a wall-clock timeout and cancellation that kill the whole group.
+ * With `isolate`, the child is also the first process of its own PID, mount
+ * and IPC namespaces (and of a user namespace when the caller is not root),
+ * sees a private size-bounded /tmp, /var/tmp and /dev/shm, a /proc of its
+ * own namespace, the rest of the filesystem read-only, and the worker's
+ * state hidden; when it ends, everything it started ends with it. With
+ * `cgroup`, it runs in a control group of its own (frozen, counted and
+ * killed as a whole: avo_cgroup.h). Never runs anything in the calling
+ * process. docs/evaluation.md, "Isolation", says what each host gets. */
 #ifndef AVO_SANDBOX_H
 #define AVO_SANDBOX_H
 
@@ -21,6 +28,17 @@ typedef struct {
     int netns;                  /* try unshare(CLONE_NEWNET) */
     int netns_required;         /* and do not run the program without it (fail at setup) */
     int drop_uid;               /* when root: run as nobody (uid/gid 65534, no groups) */
+    int isolate;                /* own PID, mount, IPC namespaces; private /tmp; read-only rest (above) */
+    int isolate_required;       /* and do not run the program without them (fail at setup) */
+    unsigned long long tmpfs_bytes; /* size of each private tmpfs; 0 = 256 MiB */
+    const char *const *expose;  /* NULL-terminated: paths that stay visible (read-only) under a private or hidden dir */
+    const char *const *hide;    /* NULL-terminated: directories replaced by an empty read-only tmpfs */
+    int cgroup_rw;              /* keep /sys/fs/cgroup writable (the harness freezes its runner there) */
+    int cgroup;                 /* run in a control group of its own (created and removed here) */
+    long pids_max;              /* with cgroup: at most this many processes and threads; 0 = 1024 */
+    const char *stdin_data;     /* written to the child's stdin (a pipe), else stdin is /dev/null */
+    const int *pass_fds;        /* these descriptors become fds 5, 6, ... in the child */
+    int npass;
     int result_fd;              /* give the child a pipe on fd 3 */
     size_t result_cap;          /* bytes kept from fd 3; 0 = 1 MiB */
     size_t out_cap;             /* bytes kept of stdout and of stderr; 0 = 4 KiB */
@@ -38,12 +56,26 @@ typedef struct {
     double wall_s;
     int netns;                  /* the child runs without network */
     char netns_note[160];       /* why not, when netns was wanted but failed */
+    int pidns, mountns, userns; /* isolate: what the child got */
+    char isolate_note[240];     /* what it did not get, and why ("" when all of it) */
+    char cgroup_kind[16];       /* "cgroup2", "cgroup1" (its freezer) or "" */
+    long pids_limit;            /* pids.max in force, 0 when none */
+    char cgroup_note[240];      /* why no group, when one was wanted */
     char *out, *err;            /* NUL-terminated captures (capped) */
     size_t out_len, err_len;
     char *result;               /* what came on fd 3 (capped), NUL-terminated */
     size_t result_len;
     int result_truncated;
 } avo_sandbox_result;
+
+/* What every program that handles candidate input gets (the compiler, the
+ * disassembler, avo-harness, a microbenchmark): isolate, its own control
+ * group, no network, nobody when the worker is root, and the directories in
+ * hide (the compile cache, the worker's state) out of sight. */
+void avo_sandbox_confine(avo_sandbox_opts *o, const char *const *hide);
+
+/* The uid untrusted programs run as under a root worker (nobody). */
+#define AVO_SANDBOX_UID 65534
 
 /* Returns 0 when the child ran (whatever it did), or a negative int with a
  * message in err when it could not be started (pipe, fork, exec failed). */

@@ -6,7 +6,17 @@
 #   - the aggregate never exceeds the seed's on the same problem;
 #   - after a crash or a timeout the canary (avo-canary) still finds the GPU
 #     healthy, so the next candidate would run;
-#   - no process of the case is left running.
+#   - no process of the case is left running (none whose command line names
+#     this run's directory, none named avo-hostile-*), no new pid holds GPU
+#     memory (nvidia-smi --query-compute-apps), no /dev/shm/avo-hostile-*
+#     file is left;
+#   - a case that ends ok is no faster than the honest twin
+#     (tests/hostile/gpu/twins/twin_tiled.cu: the tiled kernel every case
+#     repeats, no cheat; evaluated once on gemm_bf16_small, not a case):
+#     every config's TFLOPS at most the twin's x 1.10 (x 1.03 for
+#     disturbs_calibration), for the cases on gemm_bf16_small;
+#   - after the cases that try to outlive their evaluation (helper_process,
+#     fills_shm), the next evaluation (the seed on gemm_bf16_small) is ok.
 # To keep the run short most cases use tests/fixtures/problems/gemm_bf16_small
 # (configs 1024 and 2048, 0.5 s of timing per config); side_stream and
 # side_tail use gemm_bf16_4096 (one real size, for a meaningful time
@@ -36,6 +46,7 @@ SEED=20261202
 HOSTILE="$ROOT/tests/hostile/gpu"
 FULL="$ROOT/kernels/gemm_bf16"
 SMALL="$ROOT/tests/fixtures/problems/gemm_bf16_small"
+TWIN_SRC="$HOSTILE/twins/twin_tiled.cu"
 P4096="$ROOT/tests/fixtures/problems/gemm_bf16_4096"
 START=$(date +%s)
 
@@ -68,6 +79,24 @@ declare -A EXPECT=(
     [calls_cublas]="any"
     [compile_error]="compile_error"
     [device_sync]="ok"
+    # Two slots keyed on sampled inputs, the replay padded to ~250 TFLOPS
+    # (under the roofline): today every timed run hits (ok, far above the
+    # twin: a hole); ok is allowed only within the twin rule.
+    [memo_two_slots]="ok cheat_suspected wrong_result"
+    # Skips the product on the timed runs the documented schedule leaves
+    # unchecked (told apart by the gate still holding the stream).
+    [skips_unchecked]="cheat_suspected wrong_result ok"
+    # Reads --seed from the checker's /proc cmdline and precomputes every
+    # input set; its stderr line must not appear (checked below).
+    [reads_seed]="ok wrong_result cheat_suspected"
+    # Honest product; disturbs the calibration in its own process (twin
+    # rule at 3%, below).
+    [disturbs_calibration]="ok cheat_suspected"
+    # Leaves a helper holding a CUDA context and device memory: any outcome,
+    # the checks after the evaluation are what count.
+    [helper_process]="any"
+    # Fills /dev/shm at load; the product is honest.
+    [fills_shm]="ok crash cheat_suspected"
 )
 # Problem per case (default: the small fixture).
 declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate]="$FULL")
@@ -76,6 +105,18 @@ declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate
 declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180)
 # Cases exempt from "not above the seed" (a policy question, reported).
 declare -A ABOVE_SEED_OK=([calls_cublas]=1)
+# The twin rule: an ok case on gemm_bf16_small at most this factor above the
+# honest twin's TFLOPS on every config (default 1.10); exempt: not built on
+# the tiled kernel.
+declare -A TWIN_MAX=([disturbs_calibration]=1.03)
+declare -A TWIN_EXEMPT=([calls_cublas]=1)
+# Cases whose harm would show in the next evaluation: the seed is evaluated
+# again right after them and must be ok.
+declare -A NEXT_EVAL=([helper_process]=1 [fills_shm]=1)
+# Cases for which the checks after the evaluation (named processes, GPU
+# memory, /dev/shm) print their "ok" lines too; for every other case only a
+# failure is printed.
+declare -A AFTER_CHECKS=([helper_process]=1 [fills_shm]=1)
 
 # summary JSON -> "outcome<TAB>aggregate<TAB>detail" (python3: no jq on a bare host)
 summary() {
@@ -116,6 +157,61 @@ PY
 
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
+# Per config of a result: "name<TAB>TFLOPS" (from tflops, else gflops / 1000)
+tflops_of() {
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    for c in json.load(open(sys.argv[1])).get("configs", []):
+        t = c.get("tflops")
+        if t is None and c.get("gflops") is not None:
+            t = c["gflops"] / 1000
+        print("%s\t%s" % (c.get("name"), float(t or 0)))
+except Exception:
+    pass
+PY
+}
+
+# What the calibration set per config, and how timing started (for reading
+# disturbs_calibration's result): "# ..." lines
+calibration_notes() {
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+    t = (r.get("runner") or {}).get("timing_start") or {}
+    print("# timing start: %s (%s)" % (t.get("mode"), t.get("reason") or "-"))
+    for c in r.get("configs", []):
+        e = c.get("events") or {}
+        print("# config %s: %s TFLOPS, overhead %s s (median %s), tail allowance %s s (calibrated median %s, "
+              "timed median %s), %s of %s runs charged" % (
+                  c.get("name"), c.get("tflops"), e.get("overhead_s"), e.get("overhead_median_s"),
+                  e.get("tail_allowance_s"), e.get("calibrated_tail_median_s"), e.get("tail_median_s"),
+                  e.get("tail_charged_runs"), c.get("runs")))
+except Exception as ex:
+    print("# no calibration figures (%s)" % " ".join(str(ex).split())[:120])
+PY
+}
+
+# Live processes named avo-hostile-* (by name, or argv[0] on the command
+# line): what a case that tries to outlive its evaluation leaves.
+hostile_procs() {
+    local p st
+    for p in $( { pgrep '^avo-hostile'; pgrep -f '^avo-hostile-'; } 2>/dev/null | sort -un); do
+        st=$(ps -o stat= -p "$p" 2>/dev/null) || continue
+        case $st in Z* | X* | "") ;; *) echo "$p" ;; esac
+    done
+}
+# What fills_shm leaves behind (the marker is this corpus's own).
+marker_files() { find /dev/shm /tmp -maxdepth 1 -name 'avo-hostile-shm-*' 2>/dev/null; }
+# Pids holding a compute context on the GPU, sorted for comm(1); and their
+# memory as nvidia-smi reports it.
+gpu_pids() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -o '[0-9][0-9]*' | sort -u; }
+gpu_mem_of() {  # PID -> "1234 MiB", or nothing
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null |
+        awk -F', *' -v p="$1" '$1 == p { print $2; exit }'
+}
+
 # eval_case PROBLEM FILE TIMEOUT OUT -> worker exit code. The outer timeout
 # covers the compile and the harness, each bounded by TIMEOUT.
 eval_case() {
@@ -132,8 +228,10 @@ strays() {
     done
 }
 kill_strays() { local p; for p in $(strays); do kill -KILL "$p" 2>/dev/null; done; }
+kill_hostile() { local p; for p in $(hostile_procs); do kill -KILL "$p" 2>/dev/null; done; }
+remove_marker_files() { local f; marker_files | while IFS= read -r f; do rm -f "$f"; done; }
 gpu_procs() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c '[0-9]'; }
-cleanup() { kill_strays; rm -rf "$T"; }
+cleanup() { kill_strays; kill_hostile; remove_marker_files; rm -rf "$T"; }
 trap cleanup EXIT
 
 canary() {  # LABEL: the GPU must still run a known-good kernel
@@ -176,6 +274,26 @@ for prob in "$FULL" "$SMALL" "$P4096"; do
     fi
 done
 
+# The honest twin on the cases' problem: the tiled kernel every case repeats,
+# no cheat. An ok case may not beat it (by more than TWIN_MAX).
+declare -A TWIN_TF
+TWIN_OK=0
+t0=$(date +%s)
+eval_case "$SMALL" "$TWIN_SRC" 60 "$T/twin-tiled.json"
+rc=$?
+IFS=$'\t' read -r outcome agg detail < <(summary "$T/twin-tiled.json")
+if [ "$outcome" = ok ] && gt "$agg" 0; then
+    TWIN_OK=1
+    figures=""
+    while IFS=$'\t' read -r cfg tf; do
+        TWIN_TF[$cfg]=$tf
+        figures+=" $cfg: $tf"
+    done < <(tflops_of "$T/twin-tiled.json")
+    ok "honest twin (twins/twin_tiled.cu) on gemm_bf16_small: outcome ok, aggregate $agg; TFLOPS per config:$figures ($(($(date +%s) - t0)) s)"
+else
+    notok "honest twin (twins/twin_tiled.cu) on gemm_bf16_small: expected ok, got $outcome (exit $rc; $detail): the twin rule cannot be applied"
+fi
+
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
     for src in "$HOSTILE"/*.cu; do cases+=("$(basename "$src" .cu)"); done
@@ -189,6 +307,7 @@ for name in "${cases[@]}"; do
     want=${EXPECT[$name]:-}
     seed_agg=${SEED_AGG[$prob]:-0}
     out="$T/$name.json"
+    gpu_before=$(gpu_pids)
     t0=$(date +%s)
     eval_case "$prob" "$src" "$to" "$out"
     rc=$?
@@ -228,6 +347,43 @@ for name in "${cases[@]}"; do
         notok "$name: aggregate $agg exceeds the seed's $seed_agg on $(basename "$prob")"
     else
         ok "$name: aggregate $agg does not exceed the seed's $seed_agg"
+    fi
+
+    # The twin rule: built on the tiled kernel, an ok case is no faster than
+    # it (by more than TWIN_MAX) on any config.
+    if [ "$outcome" = ok ] && [ "$prob" = "$SMALL" ] && [ -z "${TWIN_EXEMPT[$name]:-}" ]; then
+        fac=${TWIN_MAX[$name]:-1.10}
+        if [ "$TWIN_OK" -ne 1 ]; then
+            echo "# note: $name: the twin rule is not applied (the honest twin did not evaluate ok)"
+        else
+            while IFS=$'\t' read -r cfg tf; do
+                tw=${TWIN_TF[$cfg]:-0}
+                if ! gt "$tw" 0; then
+                    notok "$name: config $cfg at $tf TFLOPS: the honest twin has no figure for it"
+                elif gt "$tf" "$(awk -v t="$tw" -v f="$fac" 'BEGIN { print t * f }')"; then
+                    notok "$name: config $cfg at $tf TFLOPS, above $fac x the honest twin's $tw"
+                else
+                    ok "$name: config $cfg at $tf TFLOPS, within $fac x the honest twin's $tw"
+                fi
+            done < <(tflops_of "$out")
+        fi
+    fi
+
+    if [ "$name" = reads_seed ]; then
+        # Its line on stderr says it regenerated the inputs from a seed it
+        # could read: never, whatever the outcome.
+        said=$(grep -oh 'avo-hostile: predicted the inputs[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-220)
+        if [ -n "$said" ]; then
+            notok "reads_seed: it predicted the inputs: $said"
+        else
+            ok "reads_seed: no \"avo-hostile: predicted the inputs\" in the result: the inputs could not be predicted"
+        fi
+    fi
+
+    if [ "$name" = disturbs_calibration ]; then
+        echo "# disturbs_calibration (compare with the twin's overhead and allowance below):"
+        calibration_notes "$out"
+        [ "$TWIN_OK" -eq 1 ] && calibration_notes "$T/twin-tiled.json" | sed 's/^# /# twin: /'
     fi
 
     if [ "$name" = side_stream ] && [ "$outcome" = ok ]; then
@@ -317,6 +473,60 @@ for name in "${cases[@]}"; do
     fi
     gp=$(gpu_procs)
     [ "$gp" -gt "$GPU_PROCS0" ] && notok "$name: $gp processes on the GPU afterwards ($GPU_PROCS0 before the run)"
+
+    # After the evaluation. For a case that tries to outlive it, the next
+    # evaluation runs first, while whatever it left is still there, and must
+    # not notice; then nothing of it may be found.
+    if [ -n "${NEXT_EVAL[$name]:-}" ]; then
+        nout="$T/$name.next.json"
+        t1=$(date +%s)
+        eval_case "$SMALL" "$FULL/seed.cu" 180 "$nout"
+        nrc=$?
+        IFS=$'\t' read -r noutcome nagg ndetail < <(summary "$nout")
+        if [ "$noutcome" = ok ] && gt "$nagg" 0; then
+            ok "$name: the next evaluation (the seed on gemm_bf16_small) is ok, aggregate $nagg ($(($(date +%s) - t1)) s)"
+        else
+            notok "$name: the next evaluation (the seed on gemm_bf16_small) is $noutcome, expected ok (exit $nrc; $ndetail)"
+        fi
+    fi
+    hp=""
+    for _ in $(seq 1 20); do
+        hp=$(hostile_procs)
+        [ -z "$hp" ] && break
+        sleep 0.1
+    done
+    if [ -n "$hp" ]; then
+        notok "$name: processes named avo-hostile-* left running: $(ps -o pid=,user=,comm=,args= -p "$(paste -sd, <<<"$hp")" 2>/dev/null | cut -c1-100 | tr '\n' ';')"
+    elif [ -n "${AFTER_CHECKS[$name]:-}" ]; then
+        ok "$name: no process named avo-hostile-* left running"
+    fi
+    newgpu=""
+    for _ in $(seq 1 20); do
+        newgpu=$(comm -13 <(printf '%s\n' "$gpu_before") <(gpu_pids) | grep .)
+        [ -z "$newgpu" ] && break
+        sleep 0.1
+    done
+    if [ -n "$newgpu" ]; then
+        held=""
+        for p in $newgpu; do
+            held+="pid $p ($(ps -o user=,comm= -p "$p" 2>/dev/null | tr -s ' ' || echo gone), $(gpu_mem_of "$p")); "
+        done
+        notok "$name: GPU memory still held after the evaluation by new processes: $held"
+    elif [ -n "${AFTER_CHECKS[$name]:-}" ]; then
+        if [ -n "$hp" ] && [ -z "$(gpu_pids)" ]; then
+            echo "# note: $name: nvidia-smi lists no compute process at all while an avo-hostile process runs (pids hidden by a PID namespace?): the GPU check proves nothing here"
+        fi
+        ok "$name: no new process holds GPU memory (nvidia-smi --query-compute-apps)"
+    fi
+    left_files=$(marker_files)
+    if [ -n "$left_files" ]; then
+        notok "$name: left behind: $(head -4 <<<"$left_files" | tr '\n' ' ')($(wc -l <<<"$left_files") files, $(xargs du -ch <<<"$left_files" 2>/dev/null | tail -1 | cut -f1) in all)"
+    elif [ -n "${AFTER_CHECKS[$name]:-}" ]; then
+        ok "$name: no avo-hostile-shm-* file left in /dev/shm or /tmp"
+    fi
+    # Whatever it left: gone before the next case (by pid, one at a time).
+    kill_hostile
+    remove_marker_files
     rm -rf "${T:?}/tmp/"*
 done
 

@@ -9,10 +9,31 @@
 # survivor is found by its command line (`pgrep -f $T/`) without touching
 # anyone else's processes; fork_bomb's children also rename themselves
 # avo-hostile-fb. A file without a row in the table must at least not be ok.
+#
+# Evaluation integrity (issue 18): the cases in NEW_RULE are held to the
+# table as it must read once the harness defends against them; they fail
+# before that, on purpose (tests/hostile/ATTACKS-2026-12-03.md), and are
+# never waived through KNOWN_GAP. Instead of the seed's aggregate (which an
+# honest i-k-j product beats) they are held to an honest twin: each case,
+# where it computes honestly, uses the same single-thread i-k-j loop as
+# tests/hostile/twins/gemm_ikj.c, so an ok case may score at most TWIN_MARGIN
+# times the twin's score on every config (the attacks gain 5x to 10^6x).
+# Two runs of the twin differ by up to ~25% on one config on the 2-core VM
+# (more when something else runs there), so the twin is evaluated TWIN_RUNS
+# times and its best score per config is the bar; a case above the bar gets
+# one more twin run, right then, before it fails. Cases that try to outlive
+# their evaluation are followed at once by the honest threaded twin
+# (tests/hostile/twins/gemm_threads.c), which must be ok. include_secret and
+# incbin_secret are never compiled as committed (they name /etc/shadow): the
+# test plants a root-only 0600 file holding a random token and compiles
+# copies that name it instead (sed), in a 0700 directory.
+# HOSTILE_RESULTS_DIR=DIR keeps a copy of every result there (not the
+# secret cases').
 source "$(dirname "$0")/lib.sh"
 
 PROBLEM="$ROOT/kernels/cpu/sgemm"
 HOSTILE="$ROOT/tests/hostile"
+TWINS="$HOSTILE/twins"
 # The cache directory is left for the worker to create (0700), as in real
 # use: a world-readable cache would hand the reference .so to candidate code
 # running as another user (calls_reference).
@@ -21,9 +42,9 @@ export TMPDIR="$T/tmp"
 SEED=20261202
 DEFAULT_TIMEOUT=60
 
-# Allowed outcomes (space-separated). network is decided at run time: ok
-# proves the network namespace cut it off, so ok is required exactly when
-# the sandbox reports netns.
+# Allowed outcomes (space-separated; ANY: any outcome at all). network is
+# decided at run time: ok proves the network namespace cut it off, so ok is
+# required exactly when the sandbox reports netns.
 declare -A EXPECT=(
     [compile_error]="compile_error"
     [segfault]="crash"
@@ -46,7 +67,46 @@ declare -A EXPECT=(
     [overflow_output]="cheat_suspected"
     [flood_stdout]="ok"
     [network]="NETNS"
+    # issue 18, as it must be once defended
+    [slows_calibration]="ok cheat_suspected wrong_result"
+    [subtle_calibration]="ok cheat_suspected wrong_result"
+    [flush_thread]="ok cheat_suspected wrong_result"
+    [helper_process]="ok cheat_suspected wrong_result"
+    [memo_inputs]="ok cheat_suspected wrong_result"
+    [replay_when_timed]="ok cheat_suspected wrong_result"
+    [reads_seed]="ok cheat_suspected wrong_result"
+    [include_secret]="compile_error"
+    [incbin_secret]="compile_error"
+    [escapes_daemon]="ANY"
+    [squats_nproc]="ANY"
+    [fills_shm]="ANY"
+    [bad_utf8]="ok"
+    [dies_loading]="crash"
+    # skips the product on a random 60% of its later calls: a check lands on
+    # one, or the checked calls are all far slower than the median
+    [skips_some]="cheat_suspected"
 )
+# The rule each issue-18 case is held to, besides its outcome (and instead
+# of the seed's aggregate):
+#   twin:    when ok, no config above TWIN_MARGIN x the honest twin's score
+#   secret:  no line of the planted secret (nor of /etc/shadow) anywhere in
+#            the result
+#   outlive: the threaded twin evaluated right after it is ok, and no process
+#            named avo-hostile-* is alive
+#   files:   no avo-hostile-shm-* file left in /dev/shm or /tmp
+#   tails:   .sandbox is an object whose stdout_tail and stderr_tail are strings
+#   fast:    the crash is reported within FAST_CRASH_S of wall time
+declare -A NEW_RULE=(
+    [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
+    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin
+    [include_secret]=secret [incbin_secret]=secret
+    [escapes_daemon]=outlive [squats_nproc]=outlive
+    [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast
+)
+TWIN_MARGIN=1.3
+TWIN_RUNS=2
+FAST_CRASH_S=10
+SECRET_FILE=/etc/avo-hostile-secret
 # Wall-clock limits for the cases that never finish on their own. memory_hog
 # touches pages at ~200 MB/s on the 2-core VM, so reaching the 4 GiB
 # RLIMIT_AS takes ~20 s; 8 s shows the worker survives it either way.
@@ -54,14 +114,15 @@ declare -A TIMEOUT=([infinite_loop]=3 [sleeps]=3 [fork_bomb]=3 [memory_hog]=8)
 # Holes the harness does not close yet. A case listed here that breaks its
 # expectation prints an "ok ... # known gap (waived)" line instead of failing the
 # run; survival, strays and scratch leaks are never waived. Remove the entry
-# once the gap is closed (the line then says so).
+# once the gap is closed (the line then says so). Never for the NEW_RULE
+# cases: failing until the harness defends against them is their point.
 declare -A KNOWN_GAP=()
 
 # Live (non-zombie) processes of this test's cases. A SIGKILLed group may
 # stay as zombies for a moment until init reaps them: those are dead.
 strays() {
     local p st
-    for p in $(pgrep -f "$T/") $(pgrep '^avo-hostile'); do
+    for p in $({ pgrep -f "$T/"; pgrep '^avo-hostile'; } | sort -u); do
         st=$(ps -o stat= -p "$p" 2>/dev/null) || continue
         case $st in Z* | X* | "") ;; *) echo "$p" ;; esac
     done
@@ -71,7 +132,27 @@ kill_strays() {  # never leave a case running: by pid, one at a time
     local p
     for p in $(strays); do kill -KILL "$p" 2>/dev/null; done
 }
-trap 'kill_strays; cleanup' EXIT
+
+marker_files() {  # what fills_shm leaves behind (the marker is this corpus's own)
+    find /dev/shm /tmp -maxdepth 1 -name 'avo-hostile-shm-*' 2>/dev/null
+}
+
+remove_marker_files() {
+    local f
+    marker_files | while IFS= read -r f; do rm -f "$f"; done
+}
+
+PLANTED=0
+remove_planted() {
+    [ "$PLANTED" = 1 ] && rm -f "$SECRET_FILE"
+    remove_marker_files
+}
+trap 'kill_strays; remove_planted; cleanup' EXIT
+
+keep() {  # FILE
+    if [ -n "${HOSTILE_RESULTS_DIR:-}" ]; then cp "$1" "$HOSTILE_RESULTS_DIR/" 2>/dev/null; fi
+    return 0
+}
 
 eval_case() {  # FILE TIMEOUT OUTJSON -> worker exit code
     local rc
@@ -81,11 +162,80 @@ eval_case() {  # FILE TIMEOUT OUTJSON -> worker exit code
     return $rc
 }
 
-# The seed: the number no hostile case may beat.
+# The seed: the number no (old) hostile case may beat.
 eval_case "$PROBLEM/seed.c" "$DEFAULT_TIMEOUT" "$T/seed.json"
 SEED_AGG=$(jq -r 'if .outcome == "ok" then .aggregate else 0 end' "$T/seed.json" 2>/dev/null)
 check "the sgemm seed evaluates ok (aggregate ${SEED_AGG:-?})" \
     awk -v a="${SEED_AGG:-0}" 'BEGIN { exit !(a > 0) }'
+
+# The honest twins. gemm_ikj's best score per config over TWIN_RUNS runs is
+# the bar of the twin rule ({"config name": score} in TWIN_SCORES).
+TWIN_SCORES="$T/twin.scores.json"
+TWIN_EVALS=0
+echo '{}' >"$TWIN_SCORES"
+twin_eval() {  # one more run of gemm_ikj, merged into TWIN_SCORES (a config's bar only rises)
+    TWIN_EVALS=$((TWIN_EVALS + 1))
+    local out="$T/twin.$TWIN_EVALS.json"
+    eval_case "$TWINS/gemm_ikj.c" "$DEFAULT_TIMEOUT" "$out"
+    keep "$out"
+    jq -s '.[0] as $best | .[1] | if .outcome == "ok" then
+               reduce .configs[] as $c ($best; .[$c.name] = ([.[$c.name] // 0, $c.score] | max))
+           else $best end' "$TWIN_SCORES" "$out" >"$TWIN_SCORES.new" 2>/dev/null &&
+        mv "$TWIN_SCORES.new" "$TWIN_SCORES"
+    TWIN_AGG=$(jq -r '[.[]] | if length > 0 then (map(log) | add / length | exp) else 0 end' "$TWIN_SCORES")
+}
+for run in $(seq 1 "$TWIN_RUNS"); do
+    twin_eval
+    check "twin gemm_ikj (run $run) evaluates ok (aggregate $(jq -r '.aggregate // 0' "$T/twin.$TWIN_EVALS.json" 2>/dev/null))" \
+        jqt '.outcome == "ok" and .aggregate > 0' "$T/twin.$TWIN_EVALS.json"
+done
+eval_case "$TWINS/gemm_threads.c" "$DEFAULT_TIMEOUT" "$T/twin_threads.json"
+keep "$T/twin_threads.json"
+check "twin gemm_threads evaluates ok (aggregate $(jq -r '.aggregate // 0' "$T/twin_threads.json" 2>/dev/null))" \
+    jqt '.outcome == "ok" and .aggregate > 0' "$T/twin_threads.json"
+
+# The planted secret: a random token in a root-only file, which
+# include_secret and incbin_secret name instead of /etc/shadow. Their sources
+# and results stay in a 0700 directory.
+mkdir -m 700 "$T/secret"
+SECRET_TOKEN=""
+if [ "$(id -u)" -eq 0 ] && [ ! -e "$SECRET_FILE" ]; then
+    SECRET_TOKEN="AVOSECRET$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+    PLANTED=1
+    (umask 077 && printf '%s\navohostile:$6$%s$c2VjcmV0:20000:0:99999:7:::\n' "$SECRET_TOKEN" "$SECRET_TOKEN" \
+        >"$SECRET_FILE")
+    for n in include_secret incbin_secret; do
+        sed 's#/etc/shadow#'"$SECRET_FILE"'#g' "$HOSTILE/$n.c" >"$T/secret/$n.c"
+    done
+fi
+
+# How many lines of the planted secret and of /etc/shadow (and the token
+# itself) occur in FILE, as its bytes stand or as jq decodes its strings.
+# Only the count is ever printed.
+secret_hits() {  # FILE
+    local f=$1 hits=0 line
+    jq -r '.. | strings' "$f" >"$T/secret/strings" 2>/dev/null
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        if grep -qF -- "$line" "$f" "$T/secret/strings" 2>/dev/null; then hits=$((hits + 1)); fi
+    done < <(cat "$SECRET_FILE" /etc/shadow 2>/dev/null; echo "$SECRET_TOKEN")
+    rm -f "$T/secret/strings"
+    echo "$hits"
+}
+
+# The configs of an ok result above TWIN_MARGIN x the twin's score, with
+# their ratio; empty when there are none (or the result is not ok).
+above_twin() {  # FILE
+    jq -r --slurpfile tw "$TWIN_SCORES" --argjson m "$TWIN_MARGIN" '
+        $tw[0] as $t |
+        if .outcome != "ok" then empty
+        elif (.configs | length) != ($t | length) then
+            "\(.configs | length) configs, the twin has \($t | length)"
+        else
+            .configs[] | select(($t[.name] // 0) <= 0 or .score > $m * $t[.name]) |
+            "\(.name) x\(if ($t[.name] // 0) > 0 then (.score / $t[.name] * 10 | floor / 10) else "inf" end)"
+        end' "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
+}
 
 HOME_DIR=$(getent passwd "$(id -u)" | cut -d: -f6)
 touch "$T/start"
@@ -94,8 +244,21 @@ for src in "$HOSTILE"/*.c; do
     name=$(basename "$src" .c)
     to=${TIMEOUT[$name]:-$DEFAULT_TIMEOUT}
     out="$T/$name.json"
+    rule=${NEW_RULE[$name]:-}
+    if [ "$rule" = secret ]; then
+        # Never the committed file: it names /etc/shadow.
+        if [ -z "$SECRET_TOKEN" ]; then
+            ok "$name: skipped # SKIP needs root and no $SECRET_FILE already there (the planted secret)"
+            continue
+        fi
+        src="$T/secret/$name.c"
+        out="$T/secret/$name.json"
+    fi
+    t_start=$(date +%s.%N)
     eval_case "$src" "$to" "$out"
     rc=$?
+    wall=$(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    [ "$rule" = secret ] || keep "$out"
     outcome=$(jq -r '.outcome // "none"' "$out" 2>/dev/null || echo none)
     agg=$(jq -r '.aggregate // 0' "$out" 2>/dev/null || echo 0)
     detail=$(jq -r '.detail // ""' "$out" 2>/dev/null | cut -c1-120)
@@ -119,6 +282,9 @@ for src in "$HOSTILE"/*.c; do
     if [ -z "$want" ]; then
         [ "$outcome" != ok ] && [ "$outcome" != none ] && pass=1
         shown="anything but ok (no row in the table)"
+    elif [ "$want" = ANY ]; then
+        [ "$outcome" != none ] && pass=1
+        shown="any outcome"
     else
         for w in $want; do [ "$outcome" = "$w" ] && pass=1; done
         shown=${want// /|}
@@ -132,7 +298,10 @@ for src in "$HOSTILE"/*.c; do
     above=$(awk -v a="$agg" -v s="${SEED_AGG:-0}" 'BEGIN { print (a > s) ? 1 : 0 }')
     label="$name: outcome $outcome, expected $shown$note"
     gap=${KNOWN_GAP[$name]:-}
-    if [ -n "$gap" ] && { [ $pass -eq 0 ] || [ "$above" = 1 ]; }; then
+    if [ -n "$rule" ]; then
+        # issue 18: never waived; the twin instead of the seed.
+        if [ $pass -eq 1 ]; then ok "$label"; else notok "$label: $detail"; fi
+    elif [ -n "$gap" ] && { [ $pass -eq 0 ] || [ "$above" = 1 ]; }; then
         ok "$label, aggregate $agg vs seed $SEED_AGG # known gap (waived): $gap"
     else
         if [ -n "$gap" ]; then
@@ -141,6 +310,53 @@ for src in "$HOSTILE"/*.c; do
         if [ $pass -eq 1 ]; then ok "$label"; else notok "$label: $detail"; fi
         check "$name: aggregate $agg does not exceed the seed's $SEED_AGG" test "$above" = 0
     fi
+
+    case $rule in
+    twin)
+        over=$(above_twin "$out")
+        if [ -n "$over" ]; then
+            # A gain or the VM's noise? The twin once more, now: a real
+            # attack stays far above it.
+            twin_eval
+            over=$(above_twin "$out")
+        fi
+        check "$name: no config above ${TWIN_MARGIN}x its honest twin (aggregate $agg, twin's best $TWIN_AGG)${over:+; above: $over}" \
+            test -z "$over"
+        ;;
+    secret)
+        hits=$(secret_hits "$out")
+        check "$name: no line of the planted secret or of /etc/shadow anywhere in the result ($hits found)" \
+            test "$hits" -eq 0
+        ;;
+    outlive)
+        # At once, before what it left behind has a chance to end by itself.
+        eval_case "$TWINS/gemm_threads.c" "$DEFAULT_TIMEOUT" "$T/$name.after.json"
+        keep "$T/$name.after.json"
+        after=$(jq -r '"\(.outcome // "none"): \(.detail // "" | .[0:100])"' "$T/$name.after.json" 2>/dev/null)
+        check "$name: the honest threaded twin evaluated right after it is ok (${after:-no result})" \
+            jqt '.outcome == "ok"' "$T/$name.after.json"
+        alive=0
+        for p in $(pgrep '^avo-hostile'); do
+            case $(ps -o stat= -p "$p" 2>/dev/null) in Z* | X* | "") ;; *) alive=$((alive + 1)) ;; esac
+        done
+        check "$name: no process named avo-hostile-* alive afterwards ($alive alive)" test "$alive" -eq 0
+        ;;
+    files)
+        nleft=$(marker_files | wc -l)
+        check "$name: no avo-hostile-shm-* file left in /dev/shm or /tmp ($nleft left)" test "$nleft" -eq 0
+        remove_marker_files
+        ;;
+    tails)
+        check "$name: .sandbox is an object whose stdout_tail and stderr_tail are strings (.sandbox is $(jq -r '.sandbox | type' "$out" 2>/dev/null))" \
+            jqt '(.sandbox | type) == "object" and (.sandbox.stdout_tail | type) == "string"
+                 and (.sandbox.stderr_tail | type) == "string"' "$out"
+        ;;
+    fast)
+        sw=$(jq -r '.sandbox.wall_s // "none"' "$out" 2>/dev/null)
+        check "$name: the crash is reported within ${FAST_CRASH_S} s although the timeout is ${to} s (${wall} s measured, sandbox.wall_s ${sw})" \
+            awk -v w="$wall" -v m="$FAST_CRASH_S" 'BEGIN { exit !(w < m) }'
+        ;;
+    esac
 
     case $name in
     flood_stdout)
@@ -165,15 +381,24 @@ for src in "$HOSTILE"/*.c; do
         ;;
     esac
 
-    # No survivors: give a killed group a moment to die, then look.
+    # No survivors: give a killed group a moment (5 s of wall time, however
+    # long one look takes: 63 squatters make it seconds) to die, then look.
     left=""
-    for _ in $(seq 1 50); do
+    until_s=$((SECONDS + 5))
+    while :; do
         left=$(strays)
         [ -z "$left" ] && break
+        [ "$SECONDS" -ge "$until_s" ] && break
         sleep 0.1
     done
     check "$name: no process left running$( [ -n "$left" ] && echo " (left: $(echo $left | wc -w))")" test -z "$left"
     kill_strays
+    # Until init has reaped them too: a zombie still counts against its
+    # uid's RLIMIT_NPROC (63 killed squatters would starve the next case).
+    until_s=$((SECONDS + 10))
+    while [ -n "$({ pgrep -f "$T/"; pgrep '^avo-hostile'; } 2>/dev/null)" ] && [ "$SECONDS" -lt "$until_s" ]; do
+        sleep 0.1
+    done
     leaked=$(find "$T/tmp" -mindepth 1 -maxdepth 1 2>/dev/null)
     check "$name: no scratch directory left" test -z "$leaked"
     rm -rf "${T:?}/tmp/"*

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -94,6 +95,72 @@ static void test_gpu_sample_slack_scales_with_the_call(void **state)
     assert_true(fabs(avo_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (198e-6 + 8e-6)) < 1e-12);
 }
 
+/* A CPU call faster than the empty round trip calibrated before the
+ * candidate loaded is refused, never clamped to a tiny positive time (which
+ * had scored a moved calibration 10^6 times honest work). */
+static void test_cpu_sample_refuses_non_positive(void **state)
+{
+    (void)state;
+    double s = -1;
+    assert_int_equal(avo_cpu_sample(120e-6, 50e-6, &s), 0);
+    assert_true(fabs(s - 70e-6) < 1e-15);
+    assert_int_equal(avo_cpu_sample(50e-6, 50e-6, &s), -1);
+    assert_int_equal(avo_cpu_sample(10e-6, 50e-6, &s), -1);
+    assert_true(s < 0);
+}
+
+/* The check rate: about as much reference time as call time, at least
+ * q_min, at most every call; unknown times check every call. */
+static void test_check_rate(void **state)
+{
+    (void)state;
+    assert_true(fabs(avo_check_rate(1e-3, 2e-3, 0.25) - 0.5) < 1e-12);
+    assert_true(avo_check_rate(1e-3, 1e-1, 0.25) == 0.25);
+    assert_true(avo_check_rate(1e-3, 1e-4, 0.25) == 1.0);
+    assert_true(avo_check_rate(1e-3, 0, 0.25) == 1.0);
+    assert_true(avo_check_rate(0, 1e-3, 0.25) == 1.0);
+}
+
+/* The draw that decides a check: uniform in [0, 1), and two generators
+ * (two evaluations) do not share a sequence. */
+static void test_check_rng(void **state)
+{
+    (void)state;
+    avo_check_rng a, b;
+    avo_check_rng_init(&a);
+    avo_check_rng_init(&b);
+    int same = 0, below = 0;
+    const int n = 100000;
+    for (int i = 0; i < n; i++) {
+        double x = avo_check_rng_next(&a), y = avo_check_rng_next(&b);
+        assert_true(x >= 0 && x < 1);
+        same += x == y;
+        below += x < 0.25;
+    }
+    assert_true(same < 3);
+    /* 0.25 of 100000, within 6 standard deviations (137 each). */
+    assert_true(abs(below - n / 4) < 6 * 137);
+}
+
+/* Checked samples drawn at random from honest calls straddle the median;
+ * when every checked one is far slower than the median of all, the calls
+ * left unchecked were the fast ones. */
+static void test_checked_consistent(void **state)
+{
+    (void)state;
+    const double honest[] = {1.02e-3, 0.98e-3, 1.3e-3};
+    assert_int_equal(avo_checked_consistent(honest, 3, 1.0e-3, 1.5), 0);
+    /* One outlier alone is not evidence; two checks are needed. */
+    const double one[] = {5e-3};
+    assert_int_equal(avo_checked_consistent(one, 1, 1.0e-3, 1.5), 0);
+    /* Skipped work: the median sits among the fast (skipped) calls. */
+    const double slow[] = {1.0e-3, 1.05e-3};
+    assert_int_equal(avo_checked_consistent(slow, 2, 0.05e-3, 1.5), -1);
+    /* One fast checked call is enough to clear it. */
+    const double mixed[] = {1.0e-3, 0.06e-3};
+    assert_int_equal(avo_checked_consistent(mixed, 2, 0.05e-3, 1.5), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +170,10 @@ int main(void)
         cmocka_unit_test(test_gpu_sample_counts_work_left_on_other_streams),
         cmocka_unit_test(test_gpu_sample_floor),
         cmocka_unit_test(test_gpu_sample_slack_scales_with_the_call),
+        cmocka_unit_test(test_cpu_sample_refuses_non_positive),
+        cmocka_unit_test(test_check_rate),
+        cmocka_unit_test(test_check_rng),
+        cmocka_unit_test(test_checked_consistent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

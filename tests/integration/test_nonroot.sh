@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Evaluation as a worker that is not root (docs/evaluation.md, "Isolation":
+# what such a worker keeps and loses). `avo-worker eval` runs as nobody on
+# cpu/sgemm: the honest seed and twin are ok; the sandbox reports a user
+# namespace of its own (PID, mount, IPC and network namespaces inside it),
+# no control group; the seed stays out of reach (reads_seed no better than
+# its twin), nothing outlives the evaluation (escapes_daemon, fills_shm),
+# invalid UTF-8 on stderr keeps the evidence, and a host file stays out of
+# the compile log. Where the host refuses unprivileged user namespaces the
+# evaluation must still work, and the test says what was lost.
+source "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+    # Already unprivileged: the whole suite runs that way; nothing to switch to.
+    ok "# SKIP not root: test_hostile.sh already evaluates as a non-root worker here"
+    exit 0
+fi
+if ! command -v setpriv >/dev/null; then
+    ok "# SKIP setpriv (util-linux) not found"
+    exit 0
+fi
+
+# Everything nobody needs, in a tree it can read: the binaries, the
+# problem, the cases. Its own cache and scratch root.
+NR="$T/nonroot"
+mkdir -p "$NR/bin" "$NR/cases" "$NR/tmp" "$NR/home"
+cp "$BIN/avo-worker" "$BIN/avo-harness" "$NR/bin/"
+cp -r "$ROOT/kernels/cpu/sgemm" "$NR/sgemm"
+cp "$ROOT/tests/hostile/twins/gemm_ikj.c" "$ROOT/tests/hostile/twins/gemm_threads.c" \
+    "$ROOT/tests/hostile/reads_seed.c" "$ROOT/tests/hostile/escapes_daemon.c" "$ROOT/tests/hostile/fills_shm.c" \
+    "$ROOT/tests/hostile/bad_utf8.c" "$NR/cases/"
+# A file only this test's root may read, #included by a case: it must not
+# show in what the compile returns.
+SECRET="$T/secret-$RANDOM$RANDOM"
+echo "avo-nonroot-secret-$RANDOM$RANDOM" >"$SECRET"
+chmod 600 "$SECRET"
+printf '#include "%s"\nint sgemm(void *const *t, const long *s) { (void)t; (void)s; return 0; }\n' "$SECRET" \
+    >"$NR/cases/include_secret.c"
+chown -R 65534:65534 "$NR"
+chmod -R a+rX "$NR"
+
+nobody_eval() {  # FILE OUT [timeout]
+    timeout -k 5 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env -i PATH=/usr/bin:/bin HOME="$NR/home" TMPDIR="$NR/tmp" \
+        "$NR/bin/avo-worker" eval "$NR/sgemm" "$1" --json --timeout "${3:-60}" --cache "$NR/home/cache" \
+        >"$2" 2>"$2.err"
+}
+score_ok() {  # OUT -> per-config scores within 1.3x of the twin's
+    jq -e --slurpfile t "$T/twin.json" '
+        if .outcome != "ok" then true else
+        [.configs, $t[0].configs] | transpose | all(.[0].score <= 1.3 * .[1].score) end' "$1" >/dev/null
+}
+
+nobody_eval "$NR/cases/gemm_ikj.c" "$T/twin.json"
+check "as nobody: the honest twin evaluates ok ($(jq -r '.outcome + " " + (.detail|.[0:100])' "$T/twin.json" 2>/dev/null))" \
+    jqt '.outcome == "ok"' "$T/twin.json"
+userns=$(jq -r '.sandbox.isolation.userns' "$T/twin.json" 2>/dev/null)
+if [ "$userns" = true ]; then
+    check "as nobody: a user namespace of its own with PID and mount namespaces" \
+        jqt '.sandbox.isolation.pidns and .sandbox.isolation.mountns' "$T/twin.json"
+else
+    ok "as nobody: note: no user namespace here ($(jq -r '.sandbox.isolation.note' "$T/twin.json")): evaluation ran without isolation"
+fi
+check "as nobody: no control group (none delegated), said in the result" \
+    jqt '.sandbox.isolation.cgroup == null and (.sandbox.isolation.cgroup_note | type == "string")' "$T/twin.json"
+check "as nobody: the runner is frozen by SIGSTOP, said in the result" \
+    jqt '.runner.freezer == "SIGSTOP"' "$T/twin.json"
+
+nobody_eval "$NR/cases/gemm_threads.c" "$T/threads.json"
+check "as nobody: the threaded twin evaluates ok" jqt '.outcome == "ok"' "$T/threads.json"
+
+nobody_eval "$NR/cases/reads_seed.c" "$T/reads_seed.json"
+out=$(jq -r '.outcome' "$T/reads_seed.json" 2>/dev/null)
+check "as nobody: reads_seed (outcome $out) scores no better than its twin" score_ok "$T/reads_seed.json"
+check "as nobody: reads_seed found no seed to read" \
+    bash -c "! grep -q 'predicted the inputs' '$T/reads_seed.json'"
+
+touch "$T/start"
+nobody_eval "$NR/cases/escapes_daemon.c" "$T/escapes.json"
+nobody_eval "$NR/cases/fills_shm.c" "$T/fills.json"
+sleep 0.5
+left=$(pgrep -u 65534 -f 'avo-hostile' | tr '\n' ' ')
+check "as nobody: no process of escapes_daemon or fills_shm left (${left:-none})" test -z "$left"
+files=$(find /tmp /dev/shm -maxdepth 1 -name '*avo-hostile-shm-*' -newer "$T/start" 2>/dev/null | tr '\n' ' ')
+check "as nobody: nothing fills_shm wrote is left in /tmp or /dev/shm (${files:-none})" test -z "$files"
+[ -n "$left" ] && pkill -9 -u 65534 -f 'avo-hostile'
+# shellcheck disable=SC2086
+[ -n "$files" ] && rm -f $files
+
+nobody_eval "$NR/cases/bad_utf8.c" "$T/utf8.json"
+check "as nobody: invalid UTF-8 on stderr keeps the evidence (sandbox is an object)" \
+    jqt '(.sandbox | type == "object") and (.sandbox.stderr_tail | type == "string")' "$T/utf8.json"
+
+nobody_eval "$NR/cases/include_secret.c" "$T/secret.json"
+check "as nobody: #include of a file nobody may read is a compile error" \
+    jqt '.outcome == "compile_error"' "$T/secret.json"
+check "as nobody: the file's content is nowhere in the result" \
+    bash -c "! grep -q '$(cat "$SECRET")' '$T/secret.json'"
+
+exit 0
