@@ -77,6 +77,8 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 struct avo_gpu {
     int device;
     cudaStream_t stream;
+    cudaStream_t fetch;  /* the fetch's own, created before any candidate code: work the candidate
+                            queues late on the call's stream cannot make the copies wait for it */
     cudaEvent_t start, stream_end, end;
     void *flush;
     size_t flush_bytes;
@@ -132,6 +134,7 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
     /* CUDA_VISIBLE_DEVICES (set by the worker) selects the GPU: device 0. */
     if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&g->prop, 0)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g->fetch, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreate(&g->start)) != cudaSuccess || (e = cudaEventCreate(&g->stream_end)) != cudaSuccess ||
         (e = cudaEventCreate(&g->end)) != cudaSuccess) {
         fail(e, "CUDA initialisation", err, errlen);
@@ -186,6 +189,8 @@ void avo_gpu_close(avo_gpu *g)
         cudaEventDestroy(g->end);
     if (g->stream)
         cudaStreamDestroy(g->stream);
+    if (g->fetch)
+        cudaStreamDestroy(g->fetch);
     if (g->nvml_open)
         avo_nvml_close();
     avo_cupti_close(g->cupti);
@@ -234,14 +239,20 @@ void avo_gpu_unpin(avo_gpu *g, void *ptr)
         cudaGetLastError();
 }
 
-/* Every tensor device -> host, finished. */
-static int copy_back(avo_gpu *g, void *const *host, const size_t *bytes, int n, char *err, size_t errlen)
+/* Every tensor device -> host on stream st, finished; the tensors in
+ * first_mask (the outputs) first. */
+static int copy_back(avo_gpu *g, cudaStream_t st, void *const *host, const size_t *bytes, int n, unsigned first_mask,
+                     char *err, size_t errlen)
 {
     cudaError_t e;
-    for (int i = 0; i < n; i++)
-        if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, g->stream)) != cudaSuccess)
-            return fail(e, "copying a tensor back", err, errlen);
-    if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if ((int)((first_mask >> i) & 1) != (pass == 0))
+                continue;
+            if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, st)) != cudaSuccess)
+                return fail(e, "copying a tensor back", err, errlen);
+        }
+    if ((e = cudaStreamSynchronize(st)) != cudaSuccess)
         return fail(e, "copying tensors back", err, errlen);
     return 0;
 }
@@ -285,8 +296,12 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     for (int i = 0; i < n; i++)
         if ((rc = ensure(g, i, bytes[i], err, errlen)))
             return rc;
+    /* The fetch on a stream of its own, outputs first: a kernel the
+     * candidate launches after the call's end mark (from a thread of its
+     * own, on the call's stream) neither delays the copies nor has the
+     * outputs to itself before they are read. */
     if (flags & AVO_GPU_FETCH)
-        return copy_back(g, host, bytes, n, err, errlen);
+        return copy_back(g, g->fetch, host, bytes, n, poison_mask, err, errlen);
     if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
         for (int i = 0; i < n; i++) {
             if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))
@@ -354,7 +369,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
         snprintf(err, errlen, "the entry point returned %d", *ret);
         return AVO_GPU_ELAUNCH;
     }
-    return (flags & AVO_GPU_COPY_OUT) ? copy_back(g, host, bytes, n, err, errlen) : 0;
+    return (flags & AVO_GPU_COPY_OUT) ? copy_back(g, g->stream, host, bytes, n, 0, err, errlen) : 0;
 }
 
 #endif

@@ -79,13 +79,22 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * checker's own measure of the call (its round trip less that of an empty
  * call, before the candidate loaded) divided by this. */
 #define CLAIM_FACTOR 2.0
-/* After each call the checker's own context launches one tiny kernel: it
- * waits long only when the GPU is still running the candidate's work
- * (time-sliced between the two processes), which the call left behind.
- * Longer than GPU_BUSY_FACTOR x the 90th percentile of such probes before
- * the candidate loaded (at least GPU_BUSY_MIN) is work left running. */
-#define GPU_BUSY_FACTOR 3.0
-#define GPU_BUSY_MIN 50e-6
+/* After each call (and after its fetch) the checker's own context launches
+ * one tiny kernel and waits for it: the GPU time-slices between the two
+ * processes, so the probe waits for the switch from the runner's context
+ * (H200: 155-200 us, now and then 240; an immediate second probe takes
+ * 10-15 us) and for any work the call left running there. Before the
+ * candidate loads, the same probe after each of BUSY_PROBES empty calls
+ * gives the switch alone (p90). A probe longer than GPU_BUSY_FACTOR x p90 +
+ * GPU_BUSY_SLACK is over; work left running is more than GPU_BUSY_OVER_MIN
+ * probes over and more than GPU_BUSY_OVER_SHARE of a config's, or one probe
+ * over GPU_BUSY_HARD_FACTOR x p90 + GPU_BUSY_HARD_SLACK. */
+#define GPU_BUSY_FACTOR 1.5
+#define GPU_BUSY_SLACK 50e-6
+#define GPU_BUSY_OVER_MIN 3
+#define GPU_BUSY_OVER_SHARE 0.1
+#define GPU_BUSY_HARD_FACTOR 4.0
+#define GPU_BUSY_HARD_SLACK 1e-3
 #define BUSY_PROBES 16
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
@@ -111,7 +120,7 @@ typedef struct {
 /* The empty GPU call as measured before the candidate loaded: trusted. */
 typedef struct {
     double stream_min, tail_allow;     /* as in gpu_timing */
-    double rt_over;                    /* median of (checker's round trip - event time): the protocol's own */
+    double rt_over;                    /* median of (round trip to the answer - event time): the protocol's own */
 } gpu_preload;
 
 typedef struct {
@@ -141,7 +150,7 @@ typedef struct {
     char base_err[400];
     gpu_timing tm;                        /* CUDA: the runner timed now (candidate or baseline) */
     gpu_preload pre[2];                   /* CUDA: [gated, ungated], calibrated before the candidate loaded */
-    double busy_max;                      /* CUDA: the longest a busy probe may wait (also before the load) */
+    double busy_max, busy_hard;           /* CUDA: a busy probe over the first is over; over the second, fails */
     gpu_timing base_tm;                   /* the other one's, while the candidate's is in tm */
     unsigned char *area;                  /* the checker's own tensors: the call's pristine inputs, */
     unsigned char *ref_area;              /* and the reference's run on them, */
@@ -273,6 +282,8 @@ static int cmp_double(const void *a, const void *b);
 static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
 static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
                     avo_gpu_times *ev, char *why, size_t wl);
+static int busy_verdict(run_ctx *r, double busy, int i, const char *when, int *over, double *longest, char *why,
+                        size_t wl);
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                       size_t wl);
 
@@ -342,9 +353,8 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
 }
 
 /* What every call is held to, checked or not: its return value, nothing
- * written past a tensor's end, its inputs untouched. */
-static int check_basic(run_ctx *r, int ret, const avo_tensors *x, const avo_tensors *pristine, char *why,
-                       size_t whylen)
+ * written past a tensor's end. */
+static int check_basic(run_ctx *r, int ret, const avo_tensors *x, char *why, size_t whylen)
 {
     const avo_problem *p = r->p;
     if (ret != 0) {
@@ -358,21 +368,28 @@ static int check_basic(run_ctx *r, int ret, const avo_tensors *x, const avo_tens
                  (long long)elem);
         return CHECK_INPUTS;
     }
+    return CHECK_OK;
+}
+
+/* A checked call (call i of config c): its inputs in the checker's
+ * pristine copy (made again from the seed for CUDA; the call's own, in the
+ * shared region, are the candidate's to read, not to change), the
+ * reference run on them
+ * (in the checker, while the runner is frozen), then every output
+ * compared. */
+static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+                         double *ref_s, char *why, size_t whylen)
+{
+    const avo_problem *p = r->p;
+    if (r->cuda)
+        avo_tensors_fill(pristine, p, r->seed, c, i);
+    int64_t elem;
     int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
     if (ti >= 0) {
         snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
                  (long long)elem);
         return CHECK_INPUTS;
     }
-    return CHECK_OK;
-}
-
-/* A checked call: the reference run on the same pristine inputs (in the
- * checker, while the runner is frozen), then every output compared. */
-static int check_outputs(run_ctx *r, int c, const avo_tensors *x, const avo_tensors *pristine, avo_tensors *rx,
-                         double *ref_s, char *why, size_t whylen)
-{
-    const avo_problem *p = r->p;
     const double t0 = avo_now();
     for (int i = 0; i < p->ntensors; i++)
         memcpy(rx->ptr[i], pristine->ptr[i], pristine->bytes[i]);
@@ -568,7 +585,8 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
     const int warm = r->nsets;
     unsigned clk_min = 0, clk_max = 0;
-    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0;
+    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, busy_over = 0,
+        busy_probes = 0;
     double charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0, busy_max = 0;
     int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
@@ -588,46 +606,63 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     trace("config %s: calibrated", p->configs[c].name);
     for (int i = 0;; i++) {
         const double t_begin = avo_now();
-        avo_tensors_fill(pristine, p, r->seed, c, i);
-        avo_tensors_copy_inputs(x, pristine, p);
+        /* CPU: filled in the checker's copy (on all its CPUs) and copied
+         * in on the pinned CPU, as the flush expects: a fill straight into
+         * the shared region left lines of the inputs dirty in other cores'
+         * private caches, which the flush does not reach (sgemm at 512
+         * timed 3-5% slower). CUDA: straight in (the device gets them). */
+        if (r->cuda) {
+            avo_tensors_fill(x, p, r->seed, c, i);
+        } else {
+            avo_tensors_fill(pristine, p, r->seed, c, i);
+            avo_tensors_copy_inputs(x, pristine, p);
+        }
         avo_tensors_poison(x, p);
         if (!r->cuda)
             avo_flusher_run(&r->fl);
         if (i == warm && r->ctr_open && !r->cuda)
             avo_counters_start(&r->ctr);
         int ret = 0;
-        double rt = 0, busy = 0;
+        double rt = 0, busy = 0, reply_s = 0;
+        busy_probes += r->cuda;
         unsigned mhz = 0;
         avo_gpu_times ev;
         char sub[400];
         if (r->cuda) {
             res = gpu_call(r, c, x, steps, r->tm.ungated ? 0 : AVO_GPU_GATED, &ret, &rt, &ev, sub, sizeof sub);
-            if (res == CHECK_OK)
+            reply_s = r->run.reply_s;
+            /* A failed call has no times to check: it is wrong as it is. */
+            if (res == CHECK_OK && ret == 0)
                 res = check_claim(&ev, rt, sub, sizeof sub);
             if (res == CHECK_OK) {
                 /* From the checker's own process: the clock, and whether
                  * the GPU still runs something the call left behind. */
                 mhz = avo_gpu_sm_clock(r->gpu);
-                if (avo_gpu_busy_probe(r->gpu, &busy) == 0 && busy > r->busy_max) {
-                    snprintf(sub, sizeof sub,
-                             "the GPU was still busy %.0f us after call %d returned: work left running outside "
-                             "the call",
-                             busy * 1e6, i);
-                    res = CHECK_IDLE;
+                if (avo_gpu_busy_probe(r->gpu, &busy) == 0 && getenv("AVO_HARNESS_BUSY_LOG")) {
+                    double again = 0;
+                    avo_gpu_busy_probe(r->gpu, &again);
+                    fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n",
+                            p->configs[c].name, i, busy * 1e6, again * 1e6, r->busy_max * 1e6);
                 }
-                busy_max = fmax(busy_max, busy);
+                res = busy_verdict(r, busy, i, "returned", &busy_over, &busy_max, sub, sizeof sub);
             }
             if (res == CHECK_OK && ret == 0) {
                 int fret = 0;
-                double frt = 0;
+                double frt = 0, busy2 = 0;
                 avo_gpu_times fev;
                 res = cand_call_flags(r, c, x, AVO_GPU_FETCH, &fret, &frt, &fev, sub, sizeof sub);
+                /* Nor after the fetch: its thaw let the candidate's threads
+                 * run again. */
+                if (res == CHECK_OK && avo_gpu_busy_probe(r->gpu, &busy2) == 0)
+                    res = busy_verdict(r, busy2, i, "had its outputs fetched", &busy_over, &busy_max, sub,
+                                       sizeof sub);
+                busy_probes++;
             }
         } else {
             res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
         }
         if (res == CHECK_OK)
-            res = check_basic(r, ret, x, pristine, sub, sizeof sub);
+            res = check_basic(r, ret, x, sub, sizeof sub);
         if (i >= warm)
             spent += avo_now() - t_begin;
         rt_sum += rt;
@@ -638,7 +673,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         const int check = res == CHECK_OK && (i < warm || (!trusted && (force || draw < out->q)));
         if (check) {
             double ref_s = 0;
-            res = check_outputs(r, c, x, pristine, rx, &ref_s, sub, sizeof sub);
+            res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
             ref_sum += ref_s;
             ref_n++;
             out->checked++;
@@ -680,7 +715,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                 continue;
             }
             sample = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
-            const double floor_s = (rt - r->pre[r->tm.ungated].rt_over) / CLAIM_FACTOR;
+            const double floor_s = (reply_s - r->pre[r->tm.ungated].rt_over) / CLAIM_FACTOR;
             if (sample < floor_s) {
                 sample = floor_s;
                 floored++;
@@ -718,12 +753,19 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         const int at_floor = !trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
         if (enough && checks_done && (out->st.rse <= p->timing_rse || spent >= p->timing_max_seconds || at_floor))
             break;
-        /* Out of time with too few checks: every call from here is checked
-         * (which only an honest candidate can welcome). */
-        if (spent >= p->timing_max_seconds && !checks_done)
-            force = 1;
+        /* Out of time with too few checks: every call is checked until
+         * there are enough (which only an honest candidate can welcome). */
+        force = spent >= p->timing_max_seconds && !checks_done;
         if (n >= 100000)
             break;
+    }
+    if (res == CHECK_OK && busy_over > GPU_BUSY_OVER_MIN && busy_over > GPU_BUSY_OVER_SHARE * busy_probes &&
+        !getenv("AVO_HARNESS_BUSY_LOG")) {
+        snprintf(why, wl,
+                 "the GPU was still busy after %d of its %d calls' ends (over %.0f us, the context switch before "
+                 "the candidate loaded: %.0f us at most): work left running outside the calls",
+                 busy_over, busy_probes, r->busy_max * 1e6, (r->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
+        res = CHECK_IDLE;
     }
     if (res == CHECK_OK && n == 0) {
         snprintf(why, wl, "every timed run ran under %.0f%% of the maximum SM clock (%u MHz): no usable sample",
@@ -764,14 +806,14 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         avo_stats ts;
         avo_stats_compute(tails, n, &ts);
         const gpu_preload *pre = &r->pre[r->tm.ungated];
-        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o},s:i,s:o,s:o}", "overhead_s",
+        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o},s:i,s:o,s:o,s:i}", "overhead_s",
                                 jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
                                 "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
                                 jreal(r->tm.tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
                                 charged, "tail_charged_max_s", jreal(charged_max), "before_load", "overhead_s",
                                 jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
                                 jreal(pre->rt_over), "claim_floor_runs", floored, "busy_probe_max_s",
-                                jreal(busy_max), "busy_probe_limit_s", jreal(r->busy_max));
+                                jreal(busy_max), "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy_over);
     }
     if (!trusted) {
         /* Nothing of the candidate's may go on working between calls: its
@@ -809,6 +851,24 @@ out:
  * of the tails is the host latency a sample leaves out (TAIL_SLACK covers
  * its growth with the call's length). Both bounded, since the runner
  * reports them. */
+/* A busy probe's verdict (from the checker's context, after call i
+ * "returned" or "had its outputs fetched"): CHECK_IDLE when it waited
+ * beyond the hard bound; over the soft one it is counted (the config fails
+ * on too many, run_config). */
+static int busy_verdict(run_ctx *r, double busy, int i, const char *when, int *over, double *longest, char *why,
+                        size_t wl)
+{
+    *longest = fmax(*longest, busy);
+    if (busy > r->busy_max)
+        (*over)++;
+    if (busy > r->busy_hard && !getenv("AVO_HARNESS_BUSY_LOG")) {
+        snprintf(why, wl, "the GPU was still busy %.0f us after call %d %s: work left running outside the call",
+                 busy * 1e6, i, when);
+        return CHECK_IDLE;
+    }
+    return CHECK_OK;
+}
+
 /* One CUDA call as every call goes: its tensors laid out and the L2
  * flushed in one command (prep, untimed), then the call itself in a command
  * of its own (run), so the checker's round trip *rt covers the call and the
@@ -847,7 +907,7 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         }
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
-        over[i] = rt - ev.seconds;
+        over[i] = r->run.reply_s - ev.seconds;
     }
     qsort(stream, CALLS, sizeof *stream, cmp_double);
     qsort(tail, CALLS, sizeof *tail, cmp_double);
@@ -872,13 +932,25 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
         r->pre[u].stream_min = stream[0];
         r->pre[u].tail_allow = tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100];
     }
-    /* The checker's probe while the runner's context is idle. */
+    /* The checker's probe right after an empty call of the runner's, as
+     * after every timed call: the context switch and nothing else. */
     double probe[BUSY_PROBES];
-    for (int i = 0; i < BUSY_PROBES; i++)
+    for (int i = 0; i < BUSY_PROBES; i++) {
+        int ret = 0;
+        double rt = 0;
+        avo_gpu_times ev;
+        int res = gpu_call(r, 0, &none, AVO_GPU_FLUSH, AVO_GPU_EMPTY | AVO_GPU_GATED, &ret, &rt, &ev, why, wl);
+        if (res != CHECK_OK)
+            return res;
         if (avo_gpu_busy_probe(r->gpu, &probe[i]) != 0)
             probe[i] = 0;
+        if (getenv("AVO_HARNESS_BUSY_LOG"))
+            fprintf(stderr, "busy probe before the load: %.1f us\n", probe[i] * 1e6);
+    }
     qsort(probe, BUSY_PROBES, sizeof *probe, cmp_double);
-    r->busy_max = fmax(GPU_BUSY_MIN, GPU_BUSY_FACTOR * probe[(BUSY_PROBES - 1) * 9 / 10]);
+    const double p90 = probe[(BUSY_PROBES - 1) * 9 / 10];
+    r->busy_max = GPU_BUSY_FACTOR * p90 + GPU_BUSY_SLACK;
+    r->busy_hard = GPU_BUSY_HARD_FACTOR * p90 + GPU_BUSY_HARD_SLACK;
     return CHECK_OK;
 }
 

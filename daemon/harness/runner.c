@@ -37,6 +37,8 @@ enum { ST_OK = 0, ST_NOLOAD = 1, ST_NOSYM = 2, ST_BADCMD = 3, ST_FAULT = 4, ST_N
  * neither ptrace the checker, nor open /proc/<checker>/fd/3 or its memory,
  * nor signal it. */
 #define RUNNER_UID 65534
+/* Descriptors the candidate may hold (the checker may need more). */
+#define RUNNER_NOFILE 64
 
 typedef struct {
     uint32_t op, seq;
@@ -483,6 +485,7 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
     int rc = send_cmd(r, c, why, wl);
     if (!rc)
         rc = wait_reply(r, deadline, m, why, wl);
+    r->reply_s = avo_now() - t0;
     if (!rc)
         rc = freeze(r, deadline, why, wl);
     if (rt)
@@ -509,7 +512,12 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
     /* fd 3 (the worker's result pipe) and everything else: gone. */
     close_range(3, FD_CMD - 1, 0);
     close_range(FD_EXE + 1, ~0u, 0);
-    struct rlimit rl;
+    struct rlimit rl = {RUNNER_NOFILE, RUNNER_NOFILE};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > RUNNER_NOFILE) {
+        rl.rlim_cur = rl.rlim_max = RUNNER_NOFILE;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(126);
+    }
     if (getrlimit(RLIMIT_CPU, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > cpu_s)) {
         rl.rlim_cur = rl.rlim_max = cpu_s;
         if (setrlimit(RLIMIT_CPU, &rl) != 0)

@@ -53,6 +53,7 @@ typedef struct {
     const char *freezer;     /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
     char isolation_note[200];/* what it did not get, and why */
     double cpu_s;            /* CPU time of its group so far (-1 unknown), read while frozen */
+    double reply_s;          /* the last round trip up to the answer (before the freeze), checker's clock */
 } avo_runner;
 
 /* Start the runner with the shared region mem_fd (sealed against resizing)

@@ -448,6 +448,11 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
                            .fsize_bytes = harness_fsize(p),
                            .no_as_limit = cuda,
                            .nproc = 64,
+                           /* The checker holds its own GPU context (many
+                            * device fds) while it starts the baseline's
+                            * runner; the runner sets the candidate's own
+                            * limit back to 64. */
+                           .nofile = 1024,
                            .result_fd = 1,
                            .stdin_data = seedline,
                            .pass_fds = pass,

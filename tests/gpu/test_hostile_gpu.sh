@@ -231,7 +231,11 @@ kill_strays() { local p; for p in $(strays); do kill -KILL "$p" 2>/dev/null; don
 kill_hostile() { local p; for p in $(hostile_procs); do kill -KILL "$p" 2>/dev/null; done; }
 remove_marker_files() { local f; marker_files | while IFS= read -r f; do rm -f "$f"; done; }
 gpu_procs() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c '[0-9]'; }
-cleanup() { kill_strays; kill_hostile; remove_marker_files; rm -rf "$T"; }
+# HOSTILE_RESULTS_DIR=DIR keeps every result JSON (the evidence of a run).
+cleanup() {
+    [ -n "${HOSTILE_RESULTS_DIR:-}" ] && mkdir -p "$HOSTILE_RESULTS_DIR" && cp "$T"/*.json "$HOSTILE_RESULTS_DIR"/ 2>/dev/null
+    kill_strays; kill_hostile; remove_marker_files; rm -rf "$T"
+}
 trap cleanup EXIT
 
 canary() {  # LABEL: the GPU must still run a known-good kernel
