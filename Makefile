@@ -33,7 +33,7 @@ LIB_CLIENT  := $(BUILD)/lib/libavoclient.a
 
 LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto -lgit2 $(LDLIBS_BASE)
 LIBS_WORKER := -lpq -lcrypto -lsystemd $(LDLIBS_BASE)
-LIBS_HARN   := $(LDLIBS_BASE)
+LIBS_HARN   := -lcrypto $(LDLIBS_BASE)
 LIBS_CLIENT := -lcurl -lsystemd $(LDLIBS_BASE)
 
 BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUILD)/bin/avoctl
@@ -114,8 +114,9 @@ $(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_C
 $(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO) $(LIBS_AVOD)
-# The harness is the only process that runs candidate code: libc + jansson
-# only (of libavocommon it takes the control-group and UTF-8 objects).
+# The harness is the only process that runs candidate code: libc, jansson
+# and libcrypto (ChaCha20 for the input streams; of libavocommon it takes
+# the control-group and UTF-8 objects).
 $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_HARN)

@@ -523,10 +523,16 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
         if (setrlimit(RLIMIT_CPU, &rl) != 0)
             _exit(126);
     }
-    if (pidns) {
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-            _exit(125);
+    if (pidns && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+        /* A /proc of its own namespace (where a host refuses the mount, the
+         * evaluation's own /proc stays: it shows the checker, whose command
+         * line holds nothing secret); control-group files read-only, so a
+         * runner of the worker's own uid (a worker that is not root) cannot
+         * move or thaw itself. Each refusal leaves less isolation, not a
+         * broken runner. */
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+        syscall(SYS_mount_setattr, AT_FDCWD, "/sys/fs/cgroup", AT_RECURSIVE, &ro, sizeof ro);
     }
     /* nobody, when it exists here (a user namespace of the checker's own
      * maps no other uid: the runner then keeps uid 0 there and gives up its
@@ -534,9 +540,12 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
     if (geteuid() == 0) {
         /* EPERM: setgroups is denied in the checker's own user namespace
          * (no groups to drop); EINVAL: nobody is not mapped there. */
-        if ((setgroups(0, NULL) != 0 && errno != EPERM) ||
-            (setresgid(RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL) ||
-            (setresuid(RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL))
+        /* Raw system calls: after a raw clone glibc still counts the
+         * checker's threads (CUDA's, the fill's), and its set-id wrappers
+         * would signal threads that are not here. */
+        if ((syscall(SYS_setgroups, 0, NULL) != 0 && errno != EPERM) ||
+            (syscall(SYS_setresgid, RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL) ||
+            (syscall(SYS_setresuid, RUNNER_UID, RUNNER_UID, RUNNER_UID) != 0 && errno != EINVAL))
             _exit(126);
     }
     /* After the uid change, which would clear it. */
@@ -551,20 +560,7 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
 
 static int runner_seq;
 
-/* In a user namespace that maps one uid (the sandbox's, for a worker that
- * is not root): "0 <uid> 1" in uid_map, not the host's "0 0 4294967295". */
-static int in_own_userns(void)
-{
-    char buf[128] = "";
-    int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    unsigned a, b, len;
-    return sscanf(buf, "%u %u %u", &a, &b, &len) == 3 && len != 4294967295u;
-}
+
 
 int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
                      char *why, size_t wl)
@@ -632,7 +628,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
     if (pid == 0)
         runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, cpu_s, entry, cand_so, cuda);
     r->pid = pid;
-    r->uid = geteuid() == 0 && !in_own_userns() ? RUNNER_UID : (int)geteuid();
+    r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid();   /* until the load reads it */
     r->cmd_w = p_cmd[1];
     r->reply_r = p_rep[0];
     p_cmd[1] = p_rep[0] = -1;
@@ -688,6 +684,15 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
         avo_runner_stop(r);
         return AVO_RUNNER_LOAD;
     }
+    /* Which uid it runs as, from the kernel (not predicted). */
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)r->pid);
+    FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Uid: %*d %d", &r->uid) == 1)
+            break;
+    if (f)
+        fclose(f);
     /* Sent after the candidate loaded, so only its form is checked: the
      * result labels it as the runner's report. */
     if (strcmp(m.msg, "pinned") == 0 || strncmp(m.msg, "pageable: ", 10) == 0)

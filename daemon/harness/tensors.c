@@ -1,5 +1,7 @@
 #include "tensors.h"
 
+#include <openssl/evp.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -8,20 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* splitmix64: tiny, good enough to make inputs non-trivial, and fully
- * determined by the recorded seed. */
-static uint64_t mix(uint64_t *s)
+/* The inputs: a ChaCha20 keystream (OpenSSL), 32 bits per element, keyed
+ * by SHA-256 of the recorded seed, one stream per (config, set, tensor)
+ * named by the nonce. A candidate sees a call's inputs and must not be
+ * able to work out the next call's: with the old splitmix64 stream it
+ * could (the generator inverts: the seed came back from one tensor in 17 ms,
+ * and every later input set with it). The same seed still gives the same
+ * data, so a result is reproducible from its seed. */
+#define STREAM_CHUNK 16384   /* keystream bytes generated at a time */
+
+static void stream_key(uint64_t seed, unsigned char key[32])
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    unsigned char in[24] = "avo-inputs-v2";
+    for (int b = 0; b < 8; b++)
+        in[16 + b] = (unsigned char)(seed >> (8 * b));
+    unsigned int len = 32;
+    EVP_Digest(in, sizeof in, key, &len, EVP_sha256(), NULL);
 }
 
-/* Uniform in [-1, 1): never zeros, which hardware may shortcut. */
-static float unit(uint64_t *s)
+/* Uniform in [-1, 1) from 24 random bits (random data: never the zeros
+ * that hardware may shortcut). */
+static float unit32(uint32_t w)
 {
-    return (float)((double)(mix(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    return (float)((double)(w >> 8) * 0x1.0p-24 * 2.0 - 1.0);
 }
 
 static uint16_t to_bf16(float f)
@@ -134,31 +145,65 @@ void avo_tensors_free(avo_tensors *t)
 }
 
 /* One thread's share of a tensor's fill: elements [begin, end) of the
- * splitmix64 stream whose state before element 0 is `state`. Element e
- * takes the state state + (e + 1) * gamma whatever thread computes it, so
- * a split fill writes exactly what a sequential one would. */
+ * stream. Element e takes bytes 4e..4e+3 of the keystream whatever thread
+ * computes it (the cipher's block counter is set to where the share
+ * starts), so a split fill writes exactly what a sequential one would. */
 typedef struct {
     void *dst;
     avo_dtype dtype;
     float scale;
-    uint64_t state;
+    const unsigned char *key;
+    uint32_t nonce[3];
     int64_t begin, end;
 } fill_job;
 
 static void *fill_range(void *arg)
 {
     const fill_job *j = arg;
-    uint64_t s = j->state + (uint64_t)j->begin * 0x9e3779b97f4a7c15ULL;
-    for (int64_t e = j->begin; e < j->end; e++) {
-        float v = unit(&s) * j->scale;
-        switch (j->dtype) {
-        case AVO_DTYPE_F32: ((float *)j->dst)[e] = v; break;
-        case AVO_DTYPE_F64: ((double *)j->dst)[e] = (double)v; break;
-        case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)v; break;
-        case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = to_bf16(v); break;
-        case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f); break;
-        }
+    const uint64_t first = (uint64_t)j->begin * 4 / 64;  /* the block holding element begin */
+    unsigned char iv[16];
+    const uint32_t words[4] = {(uint32_t)first, j->nonce[0], j->nonce[1], j->nonce[2]};
+    for (int w = 0; w < 4; w++)
+        for (int b = 0; b < 4; b++)
+            iv[4 * w + b] = (unsigned char)(words[w] >> (8 * b));
+    static const unsigned char zero[STREAM_CHUNK];
+    unsigned char ks[STREAM_CHUNK];
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (!ctx || EVP_EncryptInit_ex(ctx, EVP_chacha20(), NULL, j->key, iv) != 1) {
+        /* No cipher: every element NaN, so nothing is ever checked as right. */
+        for (int64_t e = j->begin; e < j->end; e++)
+            switch (j->dtype) {
+            case AVO_DTYPE_F32: ((float *)j->dst)[e] = NAN; break;
+            case AVO_DTYPE_F64: ((double *)j->dst)[e] = NAN; break;
+            case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)NAN; break;
+            case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = 0x7fc0; break;
+            case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = INT32_MIN; break;
+            }
+        EVP_CIPHER_CTX_free(ctx);
+        return NULL;
     }
+    int64_t e = j->begin;
+    size_t skip = (size_t)((uint64_t)j->begin * 4 - first * 64);
+    while (e < j->end) {
+        const int64_t want = (j->end - e) * 4 + (int64_t)skip;
+        const int n = want < STREAM_CHUNK ? (int)((want + 63) / 64 * 64) : STREAM_CHUNK;
+        int got = 0;
+        EVP_EncryptUpdate(ctx, ks, &got, zero, n);
+        for (size_t o = skip; o + 4 <= (size_t)got && e < j->end; o += 4, e++) {
+            const uint32_t w = (uint32_t)ks[o] | (uint32_t)ks[o + 1] << 8 | (uint32_t)ks[o + 2] << 16 |
+                               (uint32_t)ks[o + 3] << 24;
+            const float v = unit32(w) * j->scale;
+            switch (j->dtype) {
+            case AVO_DTYPE_F32: ((float *)j->dst)[e] = v; break;
+            case AVO_DTYPE_F64: ((double *)j->dst)[e] = (double)v; break;
+            case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)v; break;
+            case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = to_bf16(v); break;
+            case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f); break;
+            }
+        }
+        skip = 0;
+    }
+    EVP_CIPHER_CTX_free(ctx);
     return NULL;
 }
 
@@ -228,17 +273,18 @@ static void run_split(int k, void *(*fn)(void *), void *jobs, size_t job_size)
 
 void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set)
 {
+    unsigned char key[32];
+    stream_key(seed, key);
     for (int i = 0; i < t->n; i++) {
         if (p->tensors[i].role == AVO_ROLE_OUTPUT)
             continue;
-        uint64_t s = seed ^ ((uint64_t)(config + 1) << 48) ^ ((uint64_t)(set + 1) << 32) ^ (uint64_t)(i + 1);
-        mix(&s);
         const int64_t n = t->elems[i];
         const int k = work_threads(n);
         fill_job jobs[AVO_TENSORS_MAX_THREADS];
         for (int j = 0; j < k; j++)
             jobs[j] = (fill_job){.dst = t->ptr[i], .dtype = p->tensors[i].dtype,
-                                 .scale = (float)p->tensors[i].scale, .state = s,
+                                 .scale = (float)p->tensors[i].scale, .key = key,
+                                 .nonce = {(uint32_t)config + 1, (uint32_t)set + 1, (uint32_t)i + 1},
                                  .begin = n * j / k, .end = n * (j + 1) / k};
         run_split(k, fill_range, jobs, sizeof jobs[0]);
     }

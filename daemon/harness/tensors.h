@@ -61,7 +61,9 @@ void avo_tensors_free(avo_tensors *t);
 void avo_tensors_set_workers(const cpu_set_t *cpus, int threads, int64_t min_elems);
 
 /* Fill every input and inout tensor from the stream identified by
- * (seed, config, set); the same triple always gives the same data. */
+ * (seed, config, set): ChaCha20 keyed by the seed, so the data of one set
+ * says nothing of another's without the seed; the same triple always gives
+ * the same data. */
 void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set);
 
 /* Write the NaN pattern (a fixed marker for i32) into every output-only

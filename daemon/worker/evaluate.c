@@ -25,6 +25,12 @@
 
 #define DEFAULT_TIMEOUT_S 120.0
 
+/* The worker's state directory, out of sight of everything it runs. */
+static const char *state_dir(const avo_eval_opts *o)
+{
+    return o->state_dir && *o->state_dir ? o->state_dir : getenv("AVO_HOME");
+}
+
 static const char *const outcomes[] = {"ok", "compile_error", "crash", "timeout", "wrong_result",
                                        "cheat_suspected", "cancelled", NULL};
 
@@ -354,7 +360,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
 
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
                            .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
-                           .hide_dir = getenv("AVO_HOME"), .should_cancel = o->should_cancel,
+                           .hide_dir = state_dir(o), .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
     char refpath[4400];
     size_t ref_len = 0;
@@ -438,7 +444,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
     char *argv[] = {harness, (char *)p->dir, cand_fd, ref_fd, "--seed-stdin", "--deadline", deadarg,
                     base.ok ? "--baseline" : NULL, base.ok ? base_fd : NULL, NULL};
-    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
     const char *expose[] = {p->dir, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
@@ -566,7 +572,7 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
     /* Exactly the options avo_eval_candidate compiles with, so its compiles
      * become cache hits. */
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL, .cache_dir = o->cache_dir,
-                           .work_dir = scratch, .hide_dir = getenv("AVO_HOME"),
+                           .work_dir = scratch, .hide_dir = state_dir(o),
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
     char refpath[4400];
     size_t ref_len = 0;
@@ -603,7 +609,7 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
     char *const argv_c[] = {tool, "-d", "--no-show-raw-insn", "-C", (char *)obj, NULL};
     /* It parses an untrusted file: confined like the compiler, with only
      * that file of the cache in view. */
-    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
     const char *expose[] = {obj, NULL};
     avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = "/", .timeout_s = timeout,
                            .out_cap = AVO_DISASM_CAP, .keep_head = 1, .expose = expose};
@@ -639,7 +645,7 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
         return rc;
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
-                           .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = getenv("AVO_HOME"),
+                           .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = state_dir(o),
                            .timeout_s = timeout};
     if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
         goto cleanup;
@@ -687,7 +693,7 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                              "prog.c", "-lm", "-lpthread", NULL};
     char *const nvcc_argv[] = {(char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog",
                                "prog.cu", NULL};
-    const char *hide[] = {o->cache_dir, getenv("AVO_HOME"), NULL};
+    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
     /* The compiler, as for candidates: nobody, in a scratch dir given to it. */
     if (geteuid() == 0 && chown(scratch, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
         rc = -errno;

@@ -15,6 +15,7 @@
 typedef struct {
     const char *harness_path;   /* the avo-harness binary */
     const char *cache_dir;      /* compile cache root (created if missing) */
+    const char *state_dir;      /* the worker's state (avod's home), hidden from everything run; NULL: $AVO_HOME */
     const char *scratch_root;   /* per-candidate scratch dirs go under it */
     const char *cc;             /* C compiler, NULL = "cc" */
     const char *nvcc;           /* CUDA compiler, NULL = "nvcc" (PATH, then /usr/local/cuda/bin) */

@@ -207,6 +207,7 @@ int main(int argc, char **argv)
         .target = s.target,
         .harness = s.harness,
         .cache_dir = s.cache,
+        .state_dir = s.home,
         .scratch_root = s.scratch,
         .lease_s = s.lease,
         .timeout_s = s.timeout,

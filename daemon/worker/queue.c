@@ -56,8 +56,9 @@ static void *warm_main(void *arg)
     avo_problem p;
     if (avo_problem_resolve(j->o->kernels, j->problem, dir, sizeof dir, err, sizeof err) == 0 &&
         avo_problem_load(&p, dir, err, sizeof err) == 0) {
-        avo_eval_opts eo = {.cache_dir = j->o->cache_dir, .scratch_root = j->o->scratch_root,
-                            .timeout_s = j->o->timeout_s, .gpu_index = j->o->gpu_index};
+        avo_eval_opts eo = {.cache_dir = j->o->cache_dir, .state_dir = j->o->state_dir,
+                            .scratch_root = j->o->scratch_root, .timeout_s = j->o->timeout_s,
+                            .gpu_index = j->o->gpu_index};
         double t0 = now_s();
         if (avo_eval_precompile(&eo, &p, j->src, j->len, err, sizeof err) == 0)
             avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->id,
@@ -427,6 +428,7 @@ static int evaluate_one(worker *w, PGresult *claim)
         avo_eval_opts eo = {
             .harness_path = w->o->harness,
             .cache_dir = w->o->cache_dir,
+            .state_dir = w->o->state_dir,
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
             .gpu_index = w->o->gpu_index,
@@ -538,8 +540,9 @@ static int run_program(worker *w)
     avo_info("worker", "program %s (%s): compiling and running it", id, PQgetvalue(r, 0, 1));
     set_state(w, "busy");
     w->next_heartbeat = now_s() + 1;
-    avo_eval_opts eo = {.cache_dir = w->o->cache_dir, .scratch_root = w->o->scratch_root,
-                        .gpu_index = w->o->gpu_index, .should_cancel = program_tick, .cancel_arg = w};
+    avo_eval_opts eo = {.cache_dir = w->o->cache_dir, .state_dir = w->o->state_dir,
+                        .scratch_root = w->o->scratch_root, .gpu_index = w->o->gpu_index,
+                        .should_cancel = program_tick, .cancel_arg = w};
     json_t *res = NULL;
     char err[600];
     if (avo_eval_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,

@@ -269,28 +269,40 @@ static void build_mounts(const avo_sandbox_opts *o, const mount_plan *m, int pid
     /* Detached copies of what must stay visible, taken before the private
      * dirs cover them (a bind mount needs its source in our namespace,
      * which a descriptor opened before the clone is not). */
-    int tree[MAX_MOUNTS];
-    for (int i = 0; i < m->nexpose; i++)
+    int tree[MAX_MOUNTS], skip_priv[4] = {0}, skip_hide[8] = {0};
+    for (int i = 0; i < m->nexpose; i++) {
         tree[i] = (int)syscall(SYS_open_tree, AT_FDCWD, m->expose[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree[i] >= 0)
+            continue;
+        /* It could not be carried over a private or hidden directory: that
+         * directory stays as it is (less isolation, said) rather than the
+         * program losing what it needs. */
+        note(st_w, IS_EXPOSE, i, errno);
+        for (int j = 0; j < m->npriv; j++)
+            skip_priv[j] |= under(m->expose[i], m->priv[j]);
+        for (int j = 0; j < m->nhide; j++)
+            skip_hide[j] |= under(m->expose[i], m->hide[j]);
+    }
     if (setattr("/", 1, MOUNT_ATTR_RDONLY, 0) != 0)
         note(st_w, IS_RDONLY, 0, errno);
     else if (o->cgroup_rw && setattr("/sys/fs/cgroup", 1, 0, MOUNT_ATTR_RDONLY) != 0 && errno != ENOENT)
         note(st_w, IS_CGROUP_RW, 0, errno);
     for (int i = 0; i < m->npriv; i++)
-        if (mount("tmpfs", m->priv[i], "tmpfs", MS_NOSUID | MS_NODEV, m->tmpfs_opts) != 0)
+        if (!skip_priv[i] && mount("tmpfs", m->priv[i], "tmpfs", MS_NOSUID | MS_NODEV, m->tmpfs_opts) != 0)
             note(st_w, IS_TMPFS, i, errno);
     for (int i = 0; i < m->nhide; i++)
-        if (mount("tmpfs", m->hide[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=755") != 0)
+        if (!skip_hide[i] &&
+            mount("tmpfs", m->hide[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=755") != 0)
             note(st_w, IS_HIDE, i, errno);
     for (int i = 0; i < m->nexpose; i++) {
+        if (tree[i] < 0)
+            continue;
         make_point(m->expose[i], m->expose_dir[i]);
-        if (tree[i] < 0 ||
-            syscall(SYS_move_mount, tree[i], "", AT_FDCWD, m->expose[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+        if (syscall(SYS_move_mount, tree[i], "", AT_FDCWD, m->expose[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
             setattr(m->expose[i], 1, m->expose_rw[i] ? 0 : MOUNT_ATTR_RDONLY,
                     m->expose_rw[i] ? MOUNT_ATTR_RDONLY : 0) != 0)
             note(st_w, IS_EXPOSE, i, errno);
-        if (tree[i] >= 0)
-            close(tree[i]);
+        close(tree[i]);
     }
     for (int i = 0; i < m->nhide; i++)
         setattr(m->hide[i], 0, MOUNT_ATTR_RDONLY, 0);
@@ -375,8 +387,12 @@ static void child(const child_args *a)
     set_limit(RLIMIT_CORE, 0);
     /* Groups first, uid last: after setuid the others are not permitted.
      * In a user namespace of our own only our uid exists: stay. */
+    /* Raw system calls: after a raw clone glibc still counts the worker's
+     * threads, and its set-id wrappers would signal threads that are not
+     * here (and wait for them). */
     if (o->drop_uid && getuid() == 0 && !(a->ns & CLONE_NEWUSER) &&
-        (setgroups(0, NULL) != 0 || setgid(SANDBOX_NOBODY) != 0 || setuid(SANDBOX_NOBODY) != 0))
+        (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, SANDBOX_NOBODY, SANDBOX_NOBODY, SANDBOX_NOBODY) != 0 ||
+         syscall(SYS_setresuid, SANDBOX_NOBODY, SANDBOX_NOBODY, SANDBOX_NOBODY) != 0))
         goto fail;
     signal(SIGPIPE, SIG_DFL);
     execve(a->argv[0], a->argv, a->envp);
@@ -447,18 +463,24 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     snprintf(tmp, sizeof tmp, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
     /* Besides: which GPU (CUDA_VISIBLE_DEVICES) and where carried libraries
      * are (LD_LIBRARY_PATH, on bare GPU hosts); neither is a secret. */
-    char cvd[256] = "", ldp[4200] = "";
+    char cvd[256] = "", ldp[4200] = "", acg[64] = "";
     const char *v;
     if ((v = getenv("CUDA_VISIBLE_DEVICES")))
         snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
+    /* How control groups are used (avo_cgroup.h; tests): the harness makes
+     * its runner's group with the same choice. */
+    if ((v = getenv("AVO_CGROUP")))
+        snprintf(acg, sizeof acg, "AVO_CGROUP=%.40s", v);
     if ((v = getenv("LD_LIBRARY_PATH")))
         snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s", v);
     /* OpenMP runtimes spin between parallel regions by default; in a frozen
      * group that is harmless, but an idle runner must use no CPU. */
-    char *envp[9] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", "OMP_WAIT_POLICY=passive", home, tmp, NULL};
+    char *envp[10] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", "OMP_WAIT_POLICY=passive", home, tmp, NULL};
     int ne = 5;
     if (cvd[0])
         envp[ne++] = cvd;
+    if (acg[0])
+        envp[ne++] = acg;
     if (ldp[0])
         envp[ne++] = ldp;
     envp[ne] = NULL;
@@ -621,6 +643,10 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
                                  strerror(cs.err));
                     } else if (cs.stage == ST_ISOLATE) {
                         add_note(r, plan, &cs);
+                        if (cs.step == IS_CGJOIN) {
+                            r->cgroup_kind[0] = 0;
+                            r->pids_limit = 0;
+                        }
                     } else {
                         st_exec = cs;
                     }

@@ -85,6 +85,8 @@ declare -A EXPECT=(
     # skips the product on a random 60% of its later calls: a check lands on
     # one, or the checked calls are all far slower than the median
     [skips_some]="cheat_suspected"
+    # sees no other process and is not dumpable (else it returns 1)
+    [sees_neighbours]="ok"
 )
 # The rule each issue-18 case is held to, besides its outcome (and instead
 # of the seed's aggregate):
@@ -98,7 +100,7 @@ declare -A EXPECT=(
 #   fast:    the crash is reported within FAST_CRASH_S of wall time
 declare -A NEW_RULE=(
     [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
-    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin
+    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin
     [include_secret]=secret [incbin_secret]=secret
     [escapes_daemon]=outlive [squats_nproc]=outlive
     [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast

@@ -2,6 +2,7 @@
  * sandbox, the sgemm problem, and the hostile candidates of tests/hostile/.
  * Run from the repository root; AVO_HARNESS overrides the harness path. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
 
 #include "daemon/worker/evaluate.h"
 
@@ -362,6 +364,102 @@ static void test_roofline(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The agent's microbenchmarks (issue 18): compiled and run confined. A
+ * program that pulls a root-only host file into its object with .incbin is
+ * a compile error (the compiler runs as nobody) and nothing of the file
+ * comes back; a program that leaves 100 session leaders behind leaves
+ * nothing once it has returned (its PID namespace). Needs a root worker
+ * (microbenchmarks are refused otherwise: checked too). */
+static json_t *program(const char *src)
+{
+    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60};
+    json_t *r = NULL;
+    char err[512] = "";
+    int rc = avo_eval_program(&o, "c", src, strlen(src), &r, err, sizeof err);
+    if (rc)
+        fail_msg("avo_eval_program: %d %s", rc, err);
+    assert_non_null(r);
+    return r;
+}
+
+static void test_program_reads_no_host_file(void **state)
+{
+    (void)state;
+    /* Outside /tmp (which the sandbox replaces): readable to root, not to
+     * nobody; the defence tested is the compiler's uid. */
+    char secret[PATH_MAX], token[64];
+    if (!getcwd(secret, sizeof secret - 40))
+        fail_msg("getcwd");
+    strcat(secret, "/build/avo-test-secret-XXXXXX");
+    int fd = mkstemp(secret);
+    assert_true(fd >= 0);
+    snprintf(token, sizeof token, "avo-secret-%d-%ld", (int)getpid(), (long)time(NULL));
+    assert_int_equal(write(fd, token, strlen(token)), (ssize_t)strlen(token));
+    close(fd);
+    chmod(secret, 0600);
+    char src[1024];
+    snprintf(src, sizeof src,
+             "#include <stdio.h>\n"
+             "__asm__(\".section .rodata\\n.global blob\\nblob: .incbin \\\"%s\\\"\\n.byte 0\\n.text\");\n"
+             "extern const char blob[];\n"
+             "int main(void) { puts(blob); return 0; }\n",
+             secret);
+    json_t *r = program(src);
+    char *text = json_dumps(r, 0);
+    unlink(secret);
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    if (geteuid() != 0) {
+        assert_true(strcmp(outcome, "refused") == 0 || strcmp(outcome, "compile_error") == 0);
+    } else {
+        if (strcmp(outcome, "compile_error") != 0)
+            fail_msg("outcome %s, wanted compile_error: %s", outcome, text);
+    }
+    if (strstr(text, token))
+        fail_msg("the secret came back: %s", text);
+    free(text);
+    json_decref(r);
+}
+
+static int nobody_processes_named(const char *name)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "pgrep -x %s | wc -l", name);
+    FILE *f = popen(cmd, "r");
+    int n = -1;
+    if (f && fscanf(f, "%d", &n) != 1)
+        n = -1;
+    if (f)
+        pclose(f);
+    return n;
+}
+
+static void test_program_leaves_nothing(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("# not root: microbenchmarks are refused here\n");
+        return;
+    }
+    const char *src = "#include <sys/prctl.h>\n#include <unistd.h>\n"
+                      "int main(void) {\n"
+                      "  for (int i = 0; i < 100; i++) if (fork() == 0) { setsid();\n"
+                      "    prctl(PR_SET_NAME, \"avo-test-left\"); sleep(120); _exit(0); }\n"
+                      "  return 0; }\n";
+    json_t *r = program(src);
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    if (strcmp(outcome, "ran") != 0) {
+        char *text = json_dumps(r, 0);
+        fail_msg("outcome %s: %s", outcome, text);
+    }
+    int left = -1;
+    for (int i = 0; i < 50 && (left = nobody_processes_named("avo-test-left")) != 0; i++)
+        usleep(100000);
+    if (left != 0)
+        system("pkill -9 -x avo-test-left");
+    assert_int_equal(left, 0);
+    json_decref(r);
+}
+
 static void test_missing_harness(void **state)
 {
     (void)state;
@@ -384,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_forges_result),   cmocka_unit_test(test_finds_reference),
         cmocka_unit_test(test_patches_clock),   cmocka_unit_test(test_forges_reply),
         cmocka_unit_test(test_reference_invalid), cmocka_unit_test(test_roofline),
+        cmocka_unit_test(test_program_reads_no_host_file), cmocka_unit_test(test_program_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,6 @@
 /* The harness's input fill (daemon/harness/tensors.c): a tensor large
  * enough to be filled by several threads holds exactly the sequential
- * splitmix64 stream the recorded seed names, element by element, so a
+ * ChaCha20 keystream the recorded seed names, element by element, so a
  * result stays reproducible from its seed whatever the number of CPUs;
  * a tensor's "scale" stretches the range; a comparison split across
  * threads reports what a sequential pass would (the first non-finite
@@ -17,15 +17,33 @@
 
 #include <cmocka.h>
 
+#include <openssl/evp.h>
+
 #include "avo_problem.h"
 #include "daemon/harness/tensors.h"
 
-static uint64_t splitmix(uint64_t *s)
+/* The stream as the docs define it, computed here in one pass: ChaCha20,
+ * key SHA-256("avo-inputs-v2" padded to 16 bytes, then the seed's 8 bytes
+ * little-endian), nonce (config + 1, set + 1, tensor + 1), 4 bytes an
+ * element. */
+static void keystream(uint64_t seed, int config, int set, int tensor, unsigned char *out, size_t n)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    unsigned char in[24] = "avo-inputs-v2", key[32], iv[16] = {0};
+    for (int b = 0; b < 8; b++)
+        in[16 + b] = (unsigned char)(seed >> (8 * b));
+    unsigned int len = 32;
+    EVP_Digest(in, sizeof in, key, &len, EVP_sha256(), NULL);
+    const uint32_t w[3] = {(uint32_t)config + 1, (uint32_t)set + 1, (uint32_t)tensor + 1};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 4; b++)
+            iv[4 + 4 * i + b] = (unsigned char)(w[i] >> (8 * b));
+    unsigned char *zero = calloc(1, n);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int got = 0;
+    assert_int_equal(EVP_EncryptInit_ex(ctx, EVP_chacha20(), NULL, key, iv), 1);
+    assert_int_equal(EVP_EncryptUpdate(ctx, out, &got, zero, (int)n), 1);
+    EVP_CIPHER_CTX_free(ctx);
+    free(zero);
 }
 
 static void test_parallel_fill_is_the_sequential_stream(void **state)
@@ -44,15 +62,27 @@ static void test_parallel_fill_is_the_sequential_stream(void **state)
     avo_tensors_fill(&t, &p, seed, 3, 1);
     avo_tensors_set_workers(NULL, 0, 0);
     for (int i = 0; i < 2; i++) {
-        uint64_t s = seed ^ ((uint64_t)(3 + 1) << 48) ^ ((uint64_t)(1 + 1) << 32) ^ (uint64_t)(i + 1);
-        splitmix(&s);
+        unsigned char *ks = malloc((size_t)t.elems[i] * 4);
+        keystream(seed, 3, 1, i, ks, (size_t)t.elems[i] * 4);
         const float *got = t.ptr[i];
         for (int64_t e = 0; e < t.elems[i]; e++) {
-            const float want = (float)((double)(splitmix(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+            uint32_t w;
+            memcpy(&w, ks + 4 * e, 4); /* little-endian host */
+            const float want = (float)((double)(w >> 8) * 0x1.0p-24 * 2.0 - 1.0);
             if (memcmp(&got[e], &want, sizeof want) != 0)
                 fail_msg("tensor %d element %lld: %.9g, the stream gives %.9g", i, (long long)e, got[e], want);
         }
+        free(ks);
     }
+    /* Another set or another seed: other data. */
+    avo_tensors u = {0};
+    if (avo_tensors_alloc_at(&u, &p, size, -1, err, sizeof err))
+        fail_msg("%s", err);
+    avo_tensors_fill(&u, &p, seed, 3, 2);
+    assert_true(memcmp(t.ptr[0], u.ptr[0], 1024) != 0);
+    avo_tensors_fill(&u, &p, seed + 1, 3, 1);
+    assert_true(memcmp(t.ptr[0], u.ptr[0], 1024) != 0);
+    avo_tensors_free(&u);
     avo_tensors_free(&t);
     avo_problem_free(&p);
 }
