@@ -76,7 +76,6 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 typedef struct {
     double seconds;   /* start -> end */
     double tail_s;    /* stream end -> end: the host's latency, and any work left on other streams */
-    unsigned sm_mhz;  /* the SM clock right after the run (0 if unknown; the checker reads its own) */
     unsigned notes;   /* AVO_GPU_NOTE_* */
 } avo_gpu_times;
 

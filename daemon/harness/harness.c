@@ -283,8 +283,15 @@ static int cmp_double(const void *a, const void *b);
 static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
 static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
                     avo_gpu_times *ev, char *why, size_t wl);
-static int busy_verdict(run_ctx *r, double busy, int i, const char *when, int *over, double *longest, char *why,
-                        size_t wl);
+/* The busy probes of one config: how many ran, how many waited over the
+ * soft bound, the longest wait. */
+typedef struct {
+    int probes, over;
+    double longest;
+} busy_stats;
+static int busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_stats *b, char *why, size_t wl);
+static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
+                          double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl);
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                       size_t wl);
 
@@ -586,9 +593,9 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
     const int warm = r->nsets;
     unsigned clk_min = 0, clk_max = 0;
-    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, busy_over = 0,
-        busy_probes = 0;
-    double charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0, busy_max = 0;
+    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0;
+    double charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0;
+    busy_stats busy = {0, 0, 0};
     int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
            *tails = malloc((size_t)cap * sizeof *tails), *tc = malloc((size_t)cap * sizeof *tc),
@@ -624,41 +631,12 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         if (i == warm && r->ctr_open && !r->cuda)
             avo_counters_start(&r->ctr);
         int ret = 0;
-        double rt = 0, busy = 0, reply_s = 0;
-        busy_probes += r->cuda;
+        double rt = 0, reply_s = 0;
         unsigned mhz = 0;
         avo_gpu_times ev;
         char sub[400];
         if (r->cuda) {
-            res = gpu_call(r, c, x, steps, r->tm.ungated ? 0 : AVO_GPU_GATED, &ret, &rt, &ev, sub, sizeof sub);
-            reply_s = r->run.reply_s;
-            /* A failed call has no times to check: it is wrong as it is. */
-            if (res == CHECK_OK && ret == 0)
-                res = check_claim(&ev, rt, sub, sizeof sub);
-            if (res == CHECK_OK) {
-                /* From the checker's own process: the clock, and whether
-                 * the GPU still runs something the call left behind. */
-                mhz = avo_gpu_sm_clock(r->gpu);
-                if (avo_gpu_busy_probe(r->gpu, &busy) == 0 && getenv("AVO_HARNESS_BUSY_LOG")) {
-                    double again = 0;
-                    avo_gpu_busy_probe(r->gpu, &again);
-                    fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n",
-                            p->configs[c].name, i, busy * 1e6, again * 1e6, r->busy_max * 1e6);
-                }
-                res = busy_verdict(r, busy, i, "returned", &busy_over, &busy_max, sub, sizeof sub);
-            }
-            if (res == CHECK_OK && ret == 0) {
-                int fret = 0;
-                double frt = 0, busy2 = 0;
-                avo_gpu_times fev;
-                res = cand_call_flags(r, c, x, AVO_GPU_FETCH, &fret, &frt, &fev, sub, sizeof sub);
-                /* Nor after the fetch: its thaw let the candidate's threads
-                 * run again. */
-                if (res == CHECK_OK && avo_gpu_busy_probe(r->gpu, &busy2) == 0)
-                    res = busy_verdict(r, busy2, i, "had its outputs fetched", &busy_over, &busy_max, sub,
-                                       sizeof sub);
-                busy_probes++;
-            }
+            res = gpu_timed_call(r, c, i, x, steps, &ret, &rt, &reply_s, &mhz, &ev, &busy, sub, sizeof sub);
         } else {
             res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
         }
@@ -764,12 +742,12 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         if (n >= 100000)
             break;
     }
-    if (res == CHECK_OK && busy_over > GPU_BUSY_OVER_MIN && busy_over > GPU_BUSY_OVER_SHARE * busy_probes &&
+    if (res == CHECK_OK && busy.over > GPU_BUSY_OVER_MIN && busy.over > GPU_BUSY_OVER_SHARE * busy.probes &&
         !getenv("AVO_HARNESS_BUSY_LOG")) {
         snprintf(why, wl,
                  "the GPU was still busy after %d of its %d calls' ends (over %.0f us, the context switch before "
                  "the candidate loaded: %.0f us at most): work left running outside the calls",
-                 busy_over, busy_probes, r->busy_max * 1e6, (r->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
+                 busy.over, busy.probes, r->busy_max * 1e6, (r->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
         res = CHECK_IDLE;
     }
     if (res == CHECK_OK && n == 0) {
@@ -818,7 +796,8 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                                 charged, "tail_charged_max_s", jreal(charged_max), "before_load", "overhead_s",
                                 jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
                                 jreal(pre->rt_over), "claim_floor_runs", floored, "busy_probe_max_s",
-                                jreal(busy_max), "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy_over);
+                                jreal(busy.longest), "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over",
+                                busy.over);
     }
     if (!trusted) {
         /* Nothing of the candidate's may go on working between calls: its
@@ -860,18 +839,57 @@ out:
  * "returned" or "had its outputs fetched"): CHECK_IDLE when it waited
  * beyond the hard bound; over the soft one it is counted (the config fails
  * on too many, run_config). */
-static int busy_verdict(run_ctx *r, double busy, int i, const char *when, int *over, double *longest, char *why,
-                        size_t wl)
+static int busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_stats *b, char *why, size_t wl)
 {
-    *longest = fmax(*longest, busy);
+    b->probes++;
+    b->longest = fmax(b->longest, busy);
     if (busy > r->busy_max)
-        (*over)++;
+        b->over++;
     if (busy > r->busy_hard && !getenv("AVO_HARNESS_BUSY_LOG")) {
         snprintf(why, wl, "the GPU was still busy %.0f us after call %d %s: work left running outside the call",
                  busy * 1e6, i, when);
         return CHECK_IDLE;
     }
     return CHECK_OK;
+}
+
+/* Call i of config c on a GPU, as every call goes (gpu_call: prep, then the
+ * run), then, from the checker's own process, the SM clock (*mhz) and a
+ * busy probe, then the fetch and a second probe. *reply_s: the run's round
+ * trip up to its answer. */
+static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
+                          double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl)
+{
+    const avo_problem *p = r->p;
+    int res = gpu_call(r, c, x, steps, r->tm.ungated ? 0 : AVO_GPU_GATED, ret, rt, ev, why, wl);
+    *reply_s = r->run.reply_s;
+    /* A failed call has no times to check: it is wrong as it is. */
+    if (res == CHECK_OK && *ret == 0)
+        res = check_claim(ev, *rt, why, wl);
+    if (res != CHECK_OK)
+        return res;
+    /* The clock, and whether the GPU still runs something the call left
+     * behind. */
+    *mhz = avo_gpu_sm_clock(r->gpu);
+    double busy = 0;
+    avo_gpu_busy_probe(r->gpu, &busy);
+    if (getenv("AVO_HARNESS_BUSY_LOG")) {
+        double again = 0;
+        avo_gpu_busy_probe(r->gpu, &again);
+        fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name,
+                i, busy * 1e6, again * 1e6, r->busy_max * 1e6);
+    }
+    if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
+        return res;
+    int fret = 0;
+    double frt = 0;
+    avo_gpu_times fev;
+    if ((res = cand_call_flags(r, c, x, AVO_GPU_FETCH, &fret, &frt, &fev, why, wl)) != CHECK_OK)
+        return res;
+    /* Nor after the fetch: its thaw let the candidate's threads run again. */
+    busy = 0;
+    avo_gpu_busy_probe(r->gpu, &busy);
+    return busy_verdict(r, busy, i, "had its outputs fetched", b, why, wl);
 }
 
 /* One CUDA call as every call goes: its tensors laid out and the L2

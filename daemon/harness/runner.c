@@ -53,7 +53,6 @@ typedef struct {
 typedef struct {
     uint32_t seq;
     int32_t status, ret;
-    uint32_t mhz;                        /* CUDA runners: SM clock after the run */
     uint32_t notes;                      /* CUDA runners: AVO_GPU_NOTE_* */
     double runner_s;
     double tail_s;                       /* CUDA runners: the call's stream end -> end mark */
@@ -101,7 +100,6 @@ static void reply_gpu(uint32_t seq, int status, int ret, const avo_gpu_times *t,
     m.seq = seq;
     m.status = status;
     m.ret = ret;
-    m.mhz = t->sm_mhz;
     m.notes = t->notes;
     m.runner_s = t->seconds;
     m.tail_s = t->tail_s;
@@ -786,7 +784,6 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     *ret = m.ret;
     claimed->seconds = m.runner_s;
     claimed->tail_s = m.tail_s;
-    claimed->sm_mhz = m.mhz;
     claimed->notes = m.notes;
     return AVO_RUNNER_OK;
 }

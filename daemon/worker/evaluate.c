@@ -250,9 +250,12 @@ static double config_bytes(const avo_problem *p, int c, double pad)
     return cfg;
 }
 
-/* Address space for the harness: 4 GiB, more when the tensors need it
- * (each config's tensors live in four copies plus the kept reference
- * outputs), so a big problem is not mistaken for a crashing candidate. */
+/* Address space for the harness (and its runner, which inherits it): 4 GiB,
+ * more when the tensors need it, so a big problem is not mistaken for a
+ * crashing candidate. The harness holds three copies of the largest config
+ * (the shared region, its pristine inputs, the reference's run); the sum
+ * below over every config is looser than that, kept from when reference
+ * outputs were kept for every set. */
 static unsigned long long harness_as(const avo_problem *p)
 {
     double need = 0;
@@ -289,8 +292,9 @@ static unsigned long long harness_fsize(const avo_problem *p)
         if (cfg > big)
             big = cfg;
     }
-    /* CUDA: two input sets for timing rotation (with two or more check
-     * sets), plus the counters report. */
+    /* CUDA: the counters report besides the tensors (the region holds one
+     * config's tensors now; room for two is kept from when timing rotated
+     * two input sets). */
     if (strcmp(p->backend, "cuda") == 0)
         big = (p->check_input_sets > 1 ? 2 : 1) * big + (1 << 20);
     return (unsigned long long)(big + (64ull << 20));
