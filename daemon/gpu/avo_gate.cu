@@ -114,8 +114,9 @@ static double mono_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-extern "C" int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms)
+extern "C" int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms, double *wait_s)
 {
+    *wait_s = -1;
     g->h->release = 0;
     g->h->ready = 0;
     g->h->timed_out = 0;
@@ -131,9 +132,12 @@ extern "C" int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms
         return -EIO;
     /* Until every block is resident (bounded): a kernel the call puts on
      * another stream then finds no room before the gate opens. */
-    const double until = mono_s() + 0.005;
-    while (!g->h->ready && mono_s() < until)
+    const double t0 = mono_s(), until = t0 + AVO_GATE_WAIT_MAX_S;
+    double t = t0;
+    while (!g->h->ready && (t = mono_s()) < until)
         ;
+    if (g->h->ready)
+        *wait_s = t - t0;
     return 0;
 }
 

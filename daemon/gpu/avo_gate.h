@@ -29,10 +29,16 @@ typedef struct avo_gate avo_gate;
  * int with the reason in err. */
 int avo_gate_open(avo_gate **out, char *err, size_t errlen);
 
-/* Queue the closed gate on stream and wait (at most a few milliseconds)
- * until all its blocks are resident. Returns 0, or a negative int when the
- * launch failed (the stream then holds no gate). */
-int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms);
+/* Queue the closed gate on stream and wait (at most AVO_GATE_WAIT_MAX_S)
+ * until all its blocks are resident; *wait_s how long that took (host
+ * clock), or -1 when they were not resident by then. A long wait means the
+ * GPU was running other work when the call began: a kernel the process
+ * launched before the gate (from a thread of its own) holds the SMs, and
+ * the start mark, queued behind the gate, waits for it, so that work
+ * escapes the events unless the wait is charged. Returns 0, or a negative
+ * int when the launch failed (the stream then holds no gate). */
+#define AVO_GATE_WAIT_MAX_S 0.005
+int avo_gate_hold(avo_gate *g, cudaStream_t stream, unsigned limit_ms, double *wait_s);
 
 /* Open the gate (the host's side of the flag). */
 void avo_gate_release(avo_gate *g);

@@ -1,9 +1,11 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef AVO_WITH_CUDA
 
@@ -33,6 +35,20 @@ int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen)
 }
 
 void avo_gpu_unpin(avo_gpu *g, void *ptr) { (void)g, (void)ptr; }
+
+int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapped, char *err, size_t errlen)
+{
+    (void)g, (void)n, (void)bytes, (void)fds, (void)mapped;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
+
+int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen)
+{
+    (void)g, (void)n, (void)fds, (void)mapped;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
 
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen)
@@ -68,6 +84,8 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "avo_cupti.h"
@@ -79,12 +97,17 @@ struct avo_gpu {
     cudaStream_t stream;
     cudaStream_t fetch;  /* the fetch's own, created before any candidate code: work the candidate
                             queues late on the call's stream cannot make the copies wait for it */
-    cudaEvent_t start, stream_end, end;
+    cudaEvent_t before, start, stream_end, end;
     void *flush;
     size_t flush_bytes;
     avo_gate *gate;     /* NULL when it could not be set up: calls run ungated */
     void *dev[AVO_PROBLEM_MAX_TENSORS];
     size_t cap[AVO_PROBLEM_MAX_TENSORS];
+    int imported;        /* runner: dev[0..imported) are the checker's tensors, mapped here */
+    void *sdev[AVO_PROBLEM_MAX_TENSORS];   /* checker: the tensors it shares, as mapped here */
+    int nshared;
+    CUmemGenericAllocationHandle mh[AVO_PROBLEM_MAX_TENSORS]; /* of the shared or imported tensors */
+    size_t msize[AVO_PROBLEM_MAX_TENSORS];
     int nvml;            /* NVML index of this device, -1 if unknown */
     int nvml_open;
     avo_cupti *cupti;    /* opened on the first counters pass */
@@ -135,7 +158,8 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
     if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&g->prop, 0)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g->fetch, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreate(&g->start)) != cudaSuccess || (e = cudaEventCreate(&g->stream_end)) != cudaSuccess ||
+        (e = cudaEventCreate(&g->before)) != cudaSuccess || (e = cudaEventCreate(&g->start)) != cudaSuccess ||
+        (e = cudaEventCreate(&g->stream_end)) != cudaSuccess ||
         (e = cudaEventCreate(&g->end)) != cudaSuccess) {
         fail(e, "CUDA initialisation", err, errlen);
         free(g);
@@ -175,12 +199,22 @@ void avo_gpu_close(avo_gpu *g)
 {
     if (!g)
         return;
-    for (int i = 0; i < AVO_PROBLEM_MAX_TENSORS; i++)
-        if (g->dev[i])
+    for (int i = 0; i < AVO_PROBLEM_MAX_TENSORS; i++) {
+        void *mapped = i < g->imported ? g->dev[i] : i < g->nshared ? g->sdev[i] : NULL;
+        if (mapped) {
+            cuMemUnmap((CUdeviceptr)(uintptr_t)mapped, g->msize[i]);
+            cuMemAddressFree((CUdeviceptr)(uintptr_t)mapped, g->msize[i]);
+        }
+        if (mapped || (i < g->nshared && g->mh[i]))
+            cuMemRelease(g->mh[i]);
+        if (g->dev[i] && i >= g->imported)
             cudaFree(g->dev[i]);
+    }
     if (g->flush)
         cudaFree(g->flush);
     avo_gate_close(g->gate);
+    if (g->before)
+        cudaEventDestroy(g->before);
     if (g->start)
         cudaEventDestroy(g->start);
     if (g->stream_end)
@@ -241,19 +275,147 @@ void avo_gpu_unpin(avo_gpu *g, void *ptr)
 
 /* Every tensor device -> host on stream st, finished; the tensors in
  * first_mask (the outputs) first. */
-static int copy_back(avo_gpu *g, cudaStream_t st, void *const *host, const size_t *bytes, int n, unsigned first_mask,
-                     char *err, size_t errlen)
+static int copy_back(void *const *dev, cudaStream_t st, void *const *host, const size_t *bytes, int n,
+                     unsigned first_mask, char *err, size_t errlen)
 {
     cudaError_t e;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             if ((int)((first_mask >> i) & 1) != (pass == 0))
                 continue;
-            if ((e = cudaMemcpyAsync(host[i], g->dev[i], bytes[i], cudaMemcpyDeviceToHost, st)) != cudaSuccess)
+            if ((e = cudaMemcpyAsync(host[i], dev[i], bytes[i], cudaMemcpyDeviceToHost, st)) != cudaSuccess)
                 return fail(e, "copying a tensor back", err, errlen);
         }
     if ((e = cudaStreamSynchronize(st)) != cudaSuccess)
         return fail(e, "copying tensors back", err, errlen);
+    return 0;
+}
+
+static int cu_fail(CUresult e, const char *what, char *err, size_t errlen)
+{
+    const char *name = NULL, *text = NULL;
+    cuGetErrorName(e, &name);
+    cuGetErrorString(e, &text);
+    snprintf(err, errlen, "%s: %s (%s)", what, text ? text : "?", name ? name : "?");
+    return e == CUDA_ERROR_NOT_SUPPORTED ? -ENOTSUP : -EIO;
+}
+
+/* Map allocation h (size bytes) read-write for device 0 of this process. */
+static CUresult map_handle(CUmemGenericAllocationHandle h, size_t size, void **out)
+{
+    CUdevice d;
+    CUdeviceptr p = 0;
+    CUresult e;
+    if ((e = cuDeviceGet(&d, 0)) != CUDA_SUCCESS || (e = cuMemAddressReserve(&p, size, 0, 0, 0)) != CUDA_SUCCESS)
+        return e;
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = d;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((e = cuMemMap(p, size, 0, h, 0)) != CUDA_SUCCESS) {
+        cuMemAddressFree(p, size);
+        return e;
+    }
+    if ((e = cuMemSetAccess(p, size, &a, 1)) != CUDA_SUCCESS) {
+        cuMemUnmap(p, size);
+        cuMemAddressFree(p, size);
+        return e;
+    }
+    *out = (void *)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapped, char *err, size_t errlen)
+{
+    CUdevice d;
+    CUresult e;
+    int vmm = 0, posix = 0;
+    for (int i = 0; i < n; i++)
+        fds[i] = -1;
+    if (n > AVO_PROBLEM_MAX_TENSORS || g->nshared)
+        return -EINVAL;
+    /* The runtime's primary context current on this thread, for the
+     * driver calls below. */
+    cudaFree(0);
+    if ((e = cuDeviceGet(&d, 0)) != CUDA_SUCCESS)
+        return cu_fail(e, "cuDeviceGet", err, errlen);
+    cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d);
+    cuDeviceGetAttribute(&posix, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d);
+    if (!vmm || !posix) {
+        snprintf(err, errlen, "the GPU or driver lacks %s", !vmm ? "virtual memory management"
+                                                                   : "POSIX file descriptor memory handles");
+        return -ENOTSUP;
+    }
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = d;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t gran = 0;
+    if ((e = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS || !gran)
+        return cu_fail(e, "cuMemGetAllocationGranularity", err, errlen);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const size_t size = ((bytes[i] ? bytes[i] : 1) + gran - 1) / gran * gran;
+        int fd = -1;
+        if ((e = cuMemCreate(&g->mh[i], size, &prop, 0)) != CUDA_SUCCESS) {
+            rc = cu_fail(e, "allocating a shared device tensor", err, errlen);
+            break;
+        }
+        g->msize[i] = size;
+        g->nshared = i + 1;
+        if ((e = map_handle(g->mh[i], size, &g->sdev[i])) != CUDA_SUCCESS)
+            rc = cu_fail(e, "mapping a shared device tensor", err, errlen);
+        else if ((e = cuMemExportToShareableHandle(&fd, g->mh[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) !=
+                 CUDA_SUCCESS)
+            rc = cu_fail(e, "exporting a shared device tensor", err, errlen);
+        else if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+            rc = -errno;
+        fds[i] = fd;
+        mapped[i] = size;
+    }
+    if (rc) {
+        for (int i = 0; i < n; i++)
+            if (fds[i] >= 0)
+                close(fds[i]), fds[i] = -1;
+        for (int i = 0; i < g->nshared; i++) {
+            if (g->sdev[i]) {
+                cuMemUnmap((CUdeviceptr)(uintptr_t)g->sdev[i], g->msize[i]);
+                cuMemAddressFree((CUdeviceptr)(uintptr_t)g->sdev[i], g->msize[i]);
+            }
+            cuMemRelease(g->mh[i]);
+            g->sdev[i] = NULL;
+        }
+        g->nshared = 0;
+    }
+    return rc;
+}
+
+int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen)
+{
+    CUresult e;
+    if (n > AVO_PROBLEM_MAX_TENSORS || g->imported)
+        return -EINVAL;
+    cudaFree(0);
+    for (int i = 0; i < n; i++) {
+        CUmemGenericAllocationHandle h;
+        if ((e = cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fds[i],
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) != CUDA_SUCCESS)
+            return cu_fail(e, "importing the checker's device tensor", err, errlen);
+        void *p = NULL;
+        if ((e = map_handle(h, mapped[i], &p)) != CUDA_SUCCESS) {
+            cuMemRelease(h);
+            return cu_fail(e, "mapping the checker's device tensor", err, errlen);
+        }
+        if (g->dev[i])
+            cudaFree(g->dev[i]);
+        g->dev[i] = p;
+        g->cap[i] = g->msize[i] = mapped[i];
+        g->mh[i] = h;
+        g->imported = i + 1;
+    }
     return 0;
 }
 
@@ -271,10 +433,22 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
     return g ? avo_gate_probe(g->stream, seconds) : -EINVAL;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
 {
     if (g->cap[i] >= bytes && g->dev[i])
         return 0;
+    if (i < g->imported) {
+        snprintf(err, errlen, "tensor %d (%zu bytes) larger than the device tensor the checker shares (%zu)", i, bytes,
+                 g->cap[i]);
+        return -EINVAL;
+    }
     if (g->dev[i])
         cudaFree(g->dev[i]);
     g->dev[i] = NULL;
@@ -293,26 +467,42 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     int rc;
     *ret = 0;
     memset(t, 0, sizeof *t);
-    for (int i = 0; i < n; i++)
-        if ((rc = ensure(g, i, bytes[i], err, errlen)))
-            return rc;
+    void *const *dev = g->dev;
+    if (flags & AVO_GPU_SHARED) {
+        if (n > g->nshared || !(flags & (AVO_GPU_PREPARE | AVO_GPU_FETCH))) {
+            snprintf(err, errlen, "shared tensors: %d asked for, %d shared; only a prep or a fetch uses them", n,
+                     g->nshared);
+            return -EINVAL;
+        }
+        for (int i = 0; i < n; i++)
+            if (bytes[i] > g->msize[i]) {
+                snprintf(err, errlen, "tensor %d (%zu bytes) larger than its shared one (%zu)", i, bytes[i],
+                         g->msize[i]);
+                return -EINVAL;
+            }
+        dev = g->sdev;
+    } else {
+        for (int i = 0; i < n; i++)
+            if ((rc = ensure(g, i, bytes[i], err, errlen)))
+                return rc;
+    }
     /* The fetch on a stream of its own, outputs first: a kernel the
      * candidate launches after the call's end mark (from a thread of its
      * own, on the call's stream) neither delays the copies nor has the
      * outputs to itself before they are read. */
     if (flags & AVO_GPU_FETCH)
-        return copy_back(g, g->fetch, host, bytes, n, poison_mask, err, errlen);
+        return copy_back(dev, g->fetch, host, bytes, n, poison_mask, err, errlen);
     if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
         for (int i = 0; i < n; i++) {
             if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))
                 continue;
-            if ((e = cudaMemcpyAsync(g->dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+            if ((e = cudaMemcpyAsync(dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
                 return fail(e, "copying a tensor to the device", err, errlen);
         }
     if (flags & AVO_GPU_POISON)
         for (int i = 0; i < n; i++)
             if ((poison_mask >> i) & 1)
-                if ((e = cudaMemsetAsync(g->dev[i], 0xff, bytes[i], g->stream)) != cudaSuccess)
+                if ((e = cudaMemsetAsync(dev[i], 0xff, bytes[i], g->stream)) != cudaSuccess)
                     return fail(e, "poisoning an output on the device", err, errlen);
     if ((flags & AVO_GPU_FLUSH) &&
         (e = cudaMemsetAsync(g->flush, 0x5a, g->flush_bytes, g->stream)) != cudaSuccess)
@@ -328,10 +518,21 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     memcpy(ptrs, g->dev, sizeof ptrs);
     memcpy(sz, sizes, sizeof sz);
     int gated = 0;
+    double t_ready = 0;
     if (flags & AVO_GPU_GATED) {
-        gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS) == 0;
+        /* A mark before the gate: the GPU takes it as soon as it runs this
+         * context, so mark -> start is the gate's time on the GPU, which
+         * is the host's hold plus whatever kept the gate's blocks from
+         * their SMs. */
+        cudaEventRecord(g->before, g->stream);
+        const double t_hold = mono_s();
+        double wait = 0;
+        gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS, &wait) == 0;
         if (!gated)
             t->notes |= AVO_GPU_NOTE_UNGATED;
+        else if (wait < 0)
+            t->notes |= AVO_GPU_NOTE_GATE_BUSY;
+        t_ready = t_hold + (wait >= 0 ? wait : AVO_GATE_WAIT_MAX_S);
     }
     cudaEventRecord(g->start, g->stream);
     if (flags & AVO_GPU_EMPTY) {
@@ -345,6 +546,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     /* Queued before the gate opens, so the GPU takes it as soon as the work
      * on this stream is done: no host latency in start -> stream end. */
     cudaEventRecord(g->stream_end, g->stream);
+    const double t_release = mono_s();
     if (gated)
         avo_gate_release(g->gate);
     /* Device-wide: work the candidate queued on any other stream ends
@@ -365,11 +567,18 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     cudaEventElapsedTime(&tail_ms, g->stream_end, g->end);
     t->seconds = ms * 1e-3;
     t->tail_s = tail_ms * 1e-3;
+    if (gated) {
+        /* Less the host's hold (gate resident -> opened): the GPU time
+         * before the start mark that the host did not account for. */
+        float pre_ms = 0;
+        cudaEventElapsedTime(&pre_ms, g->before, g->start);
+        t->gate_wait_s = fmax(0, pre_ms * 1e-3 - (t_release - t_ready));
+    }
     if (*ret != 0) {
         snprintf(err, errlen, "the entry point returned %d", *ret);
         return AVO_GPU_ELAUNCH;
     }
-    return (flags & AVO_GPU_COPY_OUT) ? copy_back(g, g->stream, host, bytes, n, 0, err, errlen) : 0;
+    return (flags & AVO_GPU_COPY_OUT) ? copy_back(g->dev, g->stream, host, bytes, n, 0, err, errlen) : 0;
 }
 
 #endif

@@ -33,6 +33,7 @@ enum {
     AVO_GPU_GATED = 64,      /* hold the stream behind a gate until the call has returned (avo_gate.h) */
     AVO_GPU_PREPARE = 128,   /* only the copies, poisoning and flush asked for, finished: no call, no events */
     AVO_GPU_FETCH = 256,     /* only copy every tensor back: no call, no events */
+    AVO_GPU_SHARED = 512,    /* the checker's copies, poisoning and fetch on the tensors it shares (avo_gpu_share) */
 };
 
 /* What *notes says about a call. */
@@ -40,6 +41,8 @@ enum {
     AVO_GPU_NOTE_UNGATED = 1,      /* a gate was asked for but could not be set: the call ran ungated */
     AVO_GPU_NOTE_GATE_TIMEOUT = 2, /* the call waited on its own work, so the gate opened by its time
                                       limit: the sample includes that wait and must not be used */
+    AVO_GPU_NOTE_GATE_BUSY = 4,    /* the gate's blocks were not all resident within AVO_GATE_WAIT_MAX_S:
+                                      the GPU was running other work when the call began */
 };
 
 /* Longer than any host-side launch sequence worth timing. */
@@ -64,6 +67,23 @@ void avo_gpu_close(avo_gpu *g);
 int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen);
 void avo_gpu_unpin(avo_gpu *g, void *ptr);
 
+/* Device tensors the checker owns and a runner maps, so that the checker
+ * lays out and fetches every call's tensors itself while the runner stays
+ * frozen: the runner (the candidate's process) then runs only inside the
+ * timed call, never during the untimed copies around it. CUDA virtual
+ * memory management, each tensor exported as a POSIX file descriptor.
+ *
+ * avo_gpu_share (checker): n tensors of at least bytes[i] each, mapped in
+ * this context for AVO_GPU_SHARED runs; fds[i] the exported handles (close
+ * on exec; the caller closes them), mapped[i] their rounded sizes, which
+ * the importer must be given. Returns 0, or -ENOTSUP / -EIO with the
+ * reason in err (a GPU or driver without the feature: the caller falls
+ * back to the runner's own copies and says so).
+ * avo_gpu_import (runner): map them as its tensors; calls whose tensors do
+ * not fit fail instead of reallocating. */
+int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapped, char *err, size_t errlen);
+int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen);
+
 /* Device name, compute capability, SM count, L2 size, max SM clock. */
 int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
                      int *l2_bytes, unsigned *max_sm_mhz);
@@ -76,6 +96,8 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
 typedef struct {
     double seconds;   /* start -> end */
     double tail_s;    /* stream end -> end: the host's latency, and any work left on other streams */
+    double gate_wait_s; /* gated calls: the gate's time on the GPU (a mark before it -> start) less
+                           the host's hold: what kept its blocks from their SMs (other work) */
     unsigned notes;   /* AVO_GPU_NOTE_* */
 } avo_gpu_times;
 

@@ -80,6 +80,11 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * checker's own measure of the call (its round trip less that of an empty
  * call, before the candidate loaded) divided by this. */
 #define CLAIM_FACTOR 2.0
+/* Work a thread of the candidate's launches when the runner thaws, before
+ * the gate (tests/hostile/gpu/computes_in_prep.cu), holds the SMs the gate
+ * needs, and the start mark waits behind the gate: the gate's wait beyond
+ * the longest before the load (plus this) is added to the sample. */
+#define GATE_WAIT_SLACK 10e-6
 /* After each call (and after its fetch) the checker's own context launches
  * one tiny kernel and waits for it: the GPU time-slices between the two
  * processes, so the probe waits for the switch from the runner's context
@@ -122,6 +127,8 @@ typedef struct {
 typedef struct {
     double stream_min, tail_allow;     /* as in gpu_timing */
     double rt_over;                    /* median of (round trip to the answer - event time): the protocol's own */
+    double rt_over_max;                /* and its largest */
+    double gate_wait_max;              /* the longest wait for the gate's SMs (gated) */
 } gpu_preload;
 
 typedef struct {
@@ -134,6 +141,9 @@ typedef struct {
     int shm_fd;       /* the tensors the runner sees: memfd, mapped shared */
     unsigned char *shm;
     size_t shm_bytes;
+    int shm_pinned;   /* CUDA: the checker's mapping of it page-locked (its own copies) */
+    avo_runner_devmem dev;     /* CUDA: device tensors the checker shares with its runners (n 0: none) */
+    char dev_note[300];        /* who lays out the device tensors, and why not the checker */
     double deadline;  /* absolute, avo_now() */
     double overhead, overhead_median, overhead_measured;  /* empty round trip: subtracted (capped), median, min */
     avo_counters ctr;
@@ -264,6 +274,10 @@ static int check_claim(const avo_gpu_times *ev, double rt, char *why, size_t wl)
         snprintf(why, wl, "the runner reported %.6g s for a call that took %.6g s end to end", ev->seconds, rt);
         return CHECK_FORGED;
     }
+    if (!(ev->gate_wait_s >= 0 && ev->gate_wait_s <= rt)) {
+        snprintf(why, wl, "the runner reported a gate wait of %.6g s in a call that took %.6g s", ev->gate_wait_s, rt);
+        return CHECK_FORGED;
+    }
     if (!(ev->tail_s >= 0 && ev->tail_s <= ev->seconds)) {
         snprintf(why, wl, "the runner reported a tail of %.6g s in a call of %.6g s", ev->tail_s, ev->seconds);
         return CHECK_FORGED;
@@ -294,6 +308,7 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
                           double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl);
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                       size_t wl);
+static int checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
 
 static json_t *jreal(double v)
 {
@@ -593,19 +608,20 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
     const int warm = r->nsets;
     unsigned clk_min = 0, clk_max = 0;
-    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0;
-    double charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0;
+    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, gate_busy = 0,
+        gate_charged = 0;
+    double charged_max = 0, gate_charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0;
     busy_stats busy = {0, 0, 0};
     int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
            *tails = malloc((size_t)cap * sizeof *tails), *tc = malloc((size_t)cap * sizeof *tc),
-           *cl = malloc((size_t)cap * sizeof *cl);
+           *cl = malloc((size_t)cap * sizeof *cl), *proto = malloc((size_t)cap * sizeof *proto);
     avo_counter_values cv;
     memset(out, 0, sizeof *out);
     out->q = trusted ? 0 : 1;
     out->checked_median = NAN;
     out->idle_cpu_s = -1;
-    if (!t || !rts || !tails || !tc || !cl) {
+    if (!t || !rts || !tails || !tc || !cl || !proto) {
         res = -ENOMEM;
         goto out;
     }
@@ -670,7 +686,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
             out->q = avo_check_rate(rt_sum / rt_n, ref_sum / (ref_n ? ref_n : 1), CHECK_Q_MIN);
         if (i < warm)
             continue;
-        double sample = 0, excess = 0;
+        double sample = 0, excess = 0, protocol = 0;
         if (r->cuda) {
             if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
                 /* The sample holds the gate's time limit: drop it and time
@@ -698,7 +714,20 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                 continue;
             }
             sample = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
-            const double floor_s = (reply_s - r->pre[r->tm.ungated].rt_over) / CLAIM_FACTOR;
+            const gpu_preload *pre = &r->pre[r->tm.ungated];
+            if (!r->tm.ungated) {
+                /* The GPU busy when the call began: with the candidate's
+                 * own work, launched before the start mark. */
+                const double over = ev.gate_wait_s - pre->gate_wait_max - GATE_WAIT_SLACK;
+                gate_busy += (ev.notes & AVO_GPU_NOTE_GATE_BUSY) != 0;
+                if (over > 0) {
+                    sample += over;
+                    gate_charged++;
+                    gate_charged_max = fmax(gate_charged_max, over);
+                }
+            }
+            const double floor_s = (reply_s - pre->rt_over) / CLAIM_FACTOR;
+            protocol = reply_s - ev.seconds;
             if (sample < floor_s) {
                 sample = floor_s;
                 floored++;
@@ -714,12 +743,14 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         }
         if (n == cap) {
             cap *= 2;
-            if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap) || grow(&tc, cap) || grow(&cl, cap)) {
+            if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap) || grow(&tc, cap) || grow(&cl, cap) ||
+                grow(&proto, cap)) {
                 res = -ENOMEM;
                 break;
             }
         }
         rts[n] = rt;
+        proto[n] = protocol;
         tails[n] = ev.tail_s;
         cl[n] = ev.seconds;
         if (check)
@@ -748,6 +779,13 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                  "the GPU was still busy after %d of its %d calls' ends (over %.0f us, the context switch before "
                  "the candidate loaded: %.0f us at most): work left running outside the calls",
                  busy.over, busy.probes, r->busy_max * 1e6, (r->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
+        res = CHECK_IDLE;
+    }
+    if (res == CHECK_OK && gate_busy > GPU_BUSY_OVER_MIN && gate_busy > GPU_BUSY_OVER_SHARE * n) {
+        snprintf(why, wl,
+                 "the GPU was busy when %d of its %d timed calls began (the timing gate found no room on the SMs "
+                 "within its limit): work started outside the calls",
+                 gate_busy, n);
         res = CHECK_IDLE;
     }
     if (res == CHECK_OK && n == 0) {
@@ -786,18 +824,25 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
          * many samples fell under the floor and were dropped. */
         out->clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max,
                                "max_possible_mhz", (int)r->max_mhz, "discarded", out->discarded);
-        avo_stats ts;
+        avo_stats ts, ps;
         avo_stats_compute(tails, n, &ts);
+        avo_stats_compute(proto, n, &ps);
         const gpu_preload *pre = &r->pre[r->tm.ungated];
-        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o},s:i,s:o,s:o,s:i}", "overhead_s",
+        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
+                                "s:i,s:o,s:i}",
+                                "overhead_s",
                                 jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
                                 "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
                                 jreal(r->tm.tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
                                 charged, "tail_charged_max_s", jreal(charged_max), "before_load", "overhead_s",
                                 jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
-                                jreal(pre->rt_over), "claim_floor_runs", floored, "busy_probe_max_s",
-                                jreal(busy.longest), "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over",
-                                busy.over);
+                                jreal(pre->rt_over), "round_trip_over_max_s", jreal(pre->rt_over_max),
+                                "gate_wait_max_s", jreal(pre->gate_wait_max),
+                                "claim_floor_runs", floored, "busy_probe_max_s", jreal(busy.longest),
+                                "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy.over,
+                                "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
+                                "gate_wait_charged_runs", gate_charged, "gate_wait_charged_max_s",
+                                jreal(gate_charged_max), "gate_busy_runs", gate_busy);
     }
     if (!trusted) {
         /* Nothing of the candidate's may go on working between calls: its
@@ -824,6 +869,7 @@ out:
     free(tails);
     free(tc);
     free(cl);
+    free(proto);
     return res;
 }
 
@@ -881,6 +927,9 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
     }
     if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
         return res;
+    /* The checker's own fetch, the runner frozen: nothing more to probe. */
+    if (r->dev.n)
+        return checker_copies(r, c, x, AVO_GPU_FETCH, why, wl);
     int fret = 0;
     double frt = 0;
     avo_gpu_times fev;
@@ -892,17 +941,42 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
     return busy_verdict(r, busy, i, "had its outputs fetched", b, why, wl);
 }
 
+/* The prep (flags with AVO_GPU_PREPARE) or the fetch (AVO_GPU_FETCH) of a
+ * call on the device tensors the checker shares with the runner, by the
+ * checker in its own context while the runner stays frozen. Its failure is
+ * the checker's (a negative int). */
+static int checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
+{
+    unsigned outputs = 0;
+    for (int i = 0; i < x->n; i++)
+        if (r->p->tensors[i].role == AVO_ROLE_OUTPUT)
+            outputs |= 1u << i;
+    int ret = 0;
+    avo_gpu_times t;
+    char err[300];
+    int rc = avo_gpu_run(r->gpu, NULL, x->ptr, x->bytes, x->n, r->p->configs[c].size, flags | AVO_GPU_SHARED, outputs,
+                         &ret, &t, err, sizeof err);
+    if (rc) {
+        snprintf(why, wl, "the checker %s the call's tensors: %s",
+                 (flags & AVO_GPU_FETCH) ? "fetching" : "laying out", err);
+        return rc < 0 && rc != AVO_GPU_ESTICKY ? rc : -EIO;
+    }
+    return CHECK_OK;
+}
+
 /* One CUDA call as every call goes: its tensors laid out and the L2
- * flushed in one command (prep, untimed), then the call itself in a command
- * of its own (run), so the checker's round trip *rt covers the call and the
- * protocol around it, not the copies. */
+ * flushed (prep, untimed: the checker's own copies where it shares the
+ * device tensors, else a command of the runner's), then the call itself in
+ * a command of its own (run), so the checker's round trip *rt covers the
+ * call and the protocol around it, not the copies. */
 static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
                     avo_gpu_times *ev, char *why, size_t wl)
 {
     double prt;
     avo_gpu_times pev;
     int pret = 0;
-    int res = cand_call_flags(r, c, x, prep | AVO_GPU_PREPARE, &pret, &prt, &pev, why, wl);
+    int res = r->dev.n ? checker_copies(r, c, x, prep | AVO_GPU_PREPARE, why, wl)
+                       : cand_call_flags(r, c, x, prep | AVO_GPU_PREPARE, &pret, &prt, &pev, why, wl);
     if (res != CHECK_OK)
         return res;
     return cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
@@ -912,7 +986,8 @@ static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsi
  * prep the timed calls have (prep flags): start -> stream end (sorted),
  * the tails (sorted), and the median of round trip less event time. */
 static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, int ungated, double *stream,
-                           double *tail, double *rt_over, char *why, size_t wl)
+                           double *tail, double *rt_over, double *rt_over_max, double *gate_wait_max, char *why,
+                           size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
     double over[CALLS];
@@ -931,11 +1006,17 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
         over[i] = r->run.reply_s - ev.seconds;
+        if (gate_wait_max && i == 0)
+            *gate_wait_max = 0;
+        if (gate_wait_max && !(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
+            *gate_wait_max = fmax(*gate_wait_max, ev.gate_wait_s);
     }
     qsort(stream, CALLS, sizeof *stream, cmp_double);
     qsort(tail, CALLS, sizeof *tail, cmp_double);
     qsort(over, CALLS, sizeof *over, cmp_double);
     *rt_over = over[CALLS / 2];
+    if (rt_over_max)
+        *rt_over_max = over[CALLS - 1];
     return CHECK_OK;
 }
 
@@ -949,7 +1030,8 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
     double stream[CALLS], tail[CALLS];
     avo_tensors none = {0};
     for (int u = 0; u < 2; u++) {
-        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u].rt_over, why, wl);
+        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u].rt_over,
+                                  &r->pre[u].rt_over_max, &r->pre[u].gate_wait_max, why, wl);
         if (res != CHECK_OK)
             return res;
         r->pre[u].stream_min = stream[0];
@@ -991,7 +1073,7 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
     enum { CALLS = CALIBRATION_CALLS };
     double stream[CALLS], tail[CALLS], over;
     const int u = r->tm.ungated;
-    int res = calibrate_calls(r, c, x, flags, u, stream, tail, &over, why, wl);
+    int res = calibrate_calls(r, c, x, flags, u, stream, tail, &over, NULL, NULL, why, wl);
     if (res != CHECK_OK)
         return res;
     const gpu_preload *pre = &r->pre[u];
@@ -1029,8 +1111,8 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     if (!r->cuda)
         return json_pack("{s:s}", "error", "baseline timing is implemented for CUDA problems");
     if (r->base_state == 0) {
-        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, r->deadline, why,
-                                  sizeof why);
+        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline,
+                                  why, sizeof why);
         r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
         if (rc != AVO_RUNNER_OK)
             snprintf(r->base_err, sizeof r->base_err, "cannot start: %.360s", why);
@@ -1156,6 +1238,39 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
     return 0;
 }
 
+/* CUDA: device tensors of the checker's, each the size of its largest
+ * config, shared with the runners (avo_gpu_share), so the runner is thawed
+ * only for timed runs: a thread of the candidate's that wakes up during a
+ * prep or a fetch (when the call's inputs are already in the shared
+ * region) could otherwise compute untimed (tests/hostile/gpu/
+ * computes_in_prep.cu). The checker's mapping of the region is page-locked
+ * for its copies. Where the GPU or driver cannot share memory the runner
+ * keeps its own copies, and dev_note (the result's runner.device_tensors)
+ * says so. */
+static void share_tensors(run_ctx *r)
+{
+    size_t most[AVO_PROBLEM_MAX_TENSORS] = {0};
+    char err[300];
+    for (int c = 0; c < r->p->nconfigs; c++)
+        for (int i = 0; i < r->p->ntensors; i++) {
+            int64_t elems = 0;
+            if (avo_problem_tensor_elems(r->p, c, i, &elems, err, sizeof err) == 0) {
+                const size_t b = (size_t)elems * avo_dtype_size(r->p->tensors[i].dtype);
+                most[i] = b > most[i] ? b : most[i];
+            }
+        }
+    r->dev.n = 0;
+    int rc = avo_gpu_share(r->gpu, r->p->ntensors, most, r->dev.fd, r->dev.bytes, err, sizeof err);
+    if (rc != 0) {
+        snprintf(r->dev_note, sizeof r->dev_note, "runner: %.280s", err);
+        return;
+    }
+    r->dev.n = r->p->ntensors;
+    char note[240];
+    r->shm_pinned = avo_gpu_pin(r->gpu, r->shm, r->shm_bytes, note, sizeof note) == 0;
+    snprintf(r->dev_note, sizeof r->dev_note, "checker (host copies %s)", note);
+}
+
 /* PINGS empty round trips, each with the freeze and thaw every call has,
  * before the candidate is loaded: nothing of it exists yet to slow them.
  * The minimum is subtracted from every sample (capped at
@@ -1267,7 +1382,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     }
 
     char why[600];
-    rc = avo_runner_spawn(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, r.deadline, why, sizeof why);
+    if (r.cuda)
+        share_tensors(&r);
+    rc = avo_runner_spawn(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, &r.dev, r.deadline, why, sizeof why);
     if (rc == 0) {
         /* Counters open on the runner before the candidate loads, so
          * threads it starts are counted too. */
@@ -1468,6 +1585,7 @@ done:
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
         json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
+        json_object_set_new(rj, "device_tensors", json_string(r.dev_note[0] ? r.dev_note : "runner"));
         json_object_set_new(rj, "timing_start", timing_start_json(r.tm.ungated_why));
     }
     if (r.gpu_info) {
@@ -1483,6 +1601,10 @@ cleanup:
     avo_runner_stop(&r.run);
     json_decref(r.gpu_info);
     unpin_areas(&r);
+    for (int i = 0; i < r.dev.n; i++)
+        close(r.dev.fd[i]);
+    if (r.shm_pinned)
+        avo_gpu_unpin(r.gpu, r.shm);
     avo_gpu_close(r.gpu);
     if (r.ref_handle)
         dlclose(r.ref_handle);

@@ -28,7 +28,10 @@
 
 /* The runner's fixed descriptors. Nothing else is open in it but 0-2: in
  * particular not fd 3, the worker's result pipe, which stays with the checker. */
-enum { FD_CMD = 10, FD_REPLY = 11, FD_MEM = 12, FD_OBJ = 13, FD_EXE = 14 };
+enum { FD_CMD = 10, FD_REPLY = 11, FD_MEM = 12, FD_OBJ = 13, FD_EXE = 14, FD_DEV0 = 15 };
+/* Above every fixed number (FD_DEV0 + AVO_PROBLEM_MAX_TENSORS): where the
+ * child parks descriptors before moving them into place. */
+#define FD_PARK 64
 enum { OP_LOAD = 1, OP_PING = 2, OP_RUN = 3, OP_QUIT = 4, OP_PROFILE = 5 };
 /* Runner status in a reply. */
 enum { ST_OK = 0, ST_NOLOAD = 1, ST_NOSYM = 2, ST_BADCMD = 3, ST_FAULT = 4, ST_NOGPU = 5 };
@@ -56,7 +59,8 @@ typedef struct {
     uint32_t notes;                      /* CUDA runners: AVO_GPU_NOTE_* */
     double runner_s;
     double tail_s;                       /* CUDA runners: the call's stream end -> end mark */
-    char msg[464];
+    double gate_wait_s;                  /* CUDA runners: the gate's wait for its SMs */
+    char msg[456];
 } reply_msg;
 
 _Static_assert(sizeof(cmd_msg) < PIPE_BUF && sizeof(reply_msg) < PIPE_BUF, "messages must be atomic");
@@ -103,6 +107,7 @@ static void reply_gpu(uint32_t seq, int status, int ret, const avo_gpu_times *t,
     m.notes = t->notes;
     m.runner_s = t->seconds;
     m.tail_s = t->tail_s;
+    m.gate_wait_s = t->gate_wait_s;
     if (msg)
         snprintf(m.msg, sizeof m.msg, "%s", msg);
     if (write_full(FD_REPLY, &m, sizeof m))
@@ -141,6 +146,21 @@ _Noreturn void avo_runner_main(int argc, char **argv)
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     const char *entry = argv[2];
     const int cuda = argc > 4 && strcmp(argv[4], "--cuda") == 0;
+    /* --dev=N:BYTES,BYTES...: the checker's device tensors on fds FD_DEV0.. */
+    int ndev = 0, devfd[AVO_PROBLEM_MAX_TENSORS];
+    size_t devbytes[AVO_PROBLEM_MAX_TENSORS];
+    if (cuda && argc > 5 && strncmp(argv[5], "--dev=", 6) == 0) {
+        char *p = argv[5] + 6, *end;
+        ndev = (int)strtol(p, &end, 10);
+        if (*end != ':' || ndev < 1 || ndev > AVO_PROBLEM_MAX_TENSORS)
+            _exit(2);
+        for (int i = 0; i < ndev; i++) {
+            devbytes[i] = strtoull(end + 1, &end, 10);
+            if (*end != (i + 1 < ndev ? ',' : '\0'))
+                _exit(2);
+            devfd[i] = FD_DEV0 + i;
+        }
+    }
     avo_gpu *gpu = NULL;
     char gerr[400];
     struct stat st;
@@ -162,6 +182,15 @@ _Noreturn void avo_runner_main(int argc, char **argv)
     char copies[200] = "";
     if (cuda) {
         gpu_failed = avo_gpu_open(&gpu, gerr, sizeof gerr) != 0;
+        if (!gpu_failed && ndev) {
+            char ierr[300];
+            if (avo_gpu_import(gpu, ndev, devfd, devbytes, ierr, sizeof ierr) != 0) {
+                gpu_failed = 1;
+                snprintf(gerr, sizeof gerr, "cannot map the checker's device tensors: %s", ierr);
+            }
+        }
+        for (int i = 0; i < ndev; i++)
+            close(devfd[i]);
         /* Page-locked, the shared region's copies to and from the device
          * run at the link's speed (pageable ones go through the driver's
          * staging buffers: most of an attention evaluation). Never unpinned
@@ -190,6 +219,11 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                 _exit(0);
             }
             reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
+            continue;
+        }
+        /* A GPU that failed is the machine's failure: said, not a crash. */
+        if (c.op == OP_RUN && cuda && gpu_failed) {
+            reply(c.seq, ST_NOGPU, 0, 0, gerr);
             continue;
         }
         /* Before the load only the calibration's commands: pings, and on a
@@ -495,21 +529,30 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
  * namespaces of its own when it was cloned into them (a /proc showing only
  * itself, mounts private), its group, then nobody when the checker is root. */
 static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, int rep_w, int mem_fd, int obj, int exe,
-                                   rlim_t cpu_s, const char *entry, const char *cand_so, int cuda)
+                                   const avo_runner_devmem *dev, rlim_t cpu_s, const char *entry, const char *cand_so,
+                                   int cuda, char *dev_arg)
 {
     /* Its group first: the descriptors for joining close below. */
     if (r->cg.freezer >= 0 && avo_cgroup_join(&r->cg) != 0)
         _exit(126);
     /* Move everything above the target numbers first so no dup2 below
      * clobbers a descriptor still to be moved. */
-    int a = fcntl(cmd_r, F_DUPFD, 20), b = fcntl(rep_w, F_DUPFD, 20), m = fcntl(mem_fd, F_DUPFD, 20),
-        o = fcntl(obj, F_DUPFD, 20), e = fcntl(exe, F_DUPFD, 20);
+    int a = fcntl(cmd_r, F_DUPFD, FD_PARK), b = fcntl(rep_w, F_DUPFD, FD_PARK), m = fcntl(mem_fd, F_DUPFD, FD_PARK),
+        o = fcntl(obj, F_DUPFD, FD_PARK), e = fcntl(exe, F_DUPFD, FD_PARK);
+    int d[AVO_PROBLEM_MAX_TENSORS];
+    const int nd = dev ? dev->n : 0;
+    for (int i = 0; i < nd; i++)
+        if ((d[i] = fcntl(dev->fd[i], F_DUPFD, FD_PARK)) < 0)
+            _exit(126);
     if (a < 0 || b < 0 || m < 0 || o < 0 || e < 0 || dup2(a, FD_CMD) < 0 || dup2(b, FD_REPLY) < 0 ||
         dup2(m, FD_MEM) < 0 || dup2(o, FD_OBJ) < 0 || dup3(e, FD_EXE, O_CLOEXEC) < 0)
         _exit(126);
+    for (int i = 0; i < nd; i++)
+        if (dup2(d[i], FD_DEV0 + i) < 0)
+            _exit(126);
     /* fd 3 (the worker's result pipe) and everything else: gone. */
     close_range(3, FD_CMD - 1, 0);
-    close_range(FD_EXE + 1, ~0u, 0);
+    close_range(FD_DEV0 + nd, ~0u, 0);
     struct rlimit rl = {RUNNER_NOFILE, RUNNER_NOFILE};
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > RUNNER_NOFILE) {
         rl.rlim_cur = rl.rlim_max = RUNNER_NOFILE;
@@ -550,7 +593,8 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     /* The object path is only for ps (the runner loads fd 13). */
-    char *argv[] = {"avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL, NULL};
+    char *argv[] = {"avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL,
+                    cuda && nd ? dev_arg : NULL, NULL};
     extern char **environ;
     execveat(FD_EXE, "", argv, environ, AT_EMPTY_PATH);
     _exit(127);
@@ -560,8 +604,8 @@ static int runner_seq;
 
 
 
-int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
-                     char *why, size_t wl)
+int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
 {
     memset(r, 0, sizeof *r);
     avo_cgroup_clear(&r->cg);
@@ -610,6 +654,13 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
      * its fill and compare threads, and must not pass on to the candidate). */
     const double left = deadline - avo_now();
     const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
+    /* Built here: the child may only make async-signal-safe calls. */
+    char dev_arg[32 + 21 * AVO_PROBLEM_MAX_TENSORS] = "";
+    if (dev && dev->n > 0) {
+        size_t o = (size_t)snprintf(dev_arg, sizeof dev_arg, "--dev=%d:", dev->n);
+        for (int i = 0; i < dev->n && o < sizeof dev_arg; i++)
+            o += (size_t)snprintf(dev_arg + o, sizeof dev_arg - o, "%s%zu", i ? "," : "", dev->bytes[i]);
+    }
     pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
     r->pidns = pid >= 0;
     if (pid < 0) {
@@ -624,7 +675,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
         goto cleanup;
     }
     if (pid == 0)
-        runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, cpu_s, entry, cand_so, cuda);
+        runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, dev, cpu_s, entry, cand_so, cuda, dev_arg);
     r->pid = pid;
     r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid();   /* until the load reads it */
     r->cmd_w = p_cmd[1];
@@ -700,10 +751,10 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
     return AVO_RUNNER_OK;
 }
 
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
-                     char *why, size_t wl)
+int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
 {
-    int rc = avo_runner_spawn(r, cand_so, entry, cuda, mem_fd, deadline, why, wl);
+    int rc = avo_runner_spawn(r, cand_so, entry, cuda, mem_fd, dev, deadline, why, wl);
     return rc ? rc : avo_runner_load(r, deadline, why, wl);
 }
 
@@ -784,6 +835,7 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     *ret = m.ret;
     claimed->seconds = m.runner_s;
     claimed->tail_s = m.tail_s;
+    claimed->gate_wait_s = m.gate_wait_s;
     claimed->notes = m.notes;
     return AVO_RUNNER_OK;
 }

@@ -16,6 +16,9 @@
  * the runner process alone by SIGSTOP. A call thaws them, sends the command,
  * and its round trip ends only once they are frozen again, so no work of
  * the candidate's (a thread, a forked helper) runs outside a timed call.
+ * A CUDA runner given the checker's device tensors (avo_runner_devmem) is
+ * thawed only for the timed run: the copies, poisoning, flush and fetch
+ * around it are the checker's, in its own context.
  * The runner is the first process of its own PID and mount namespaces,
  * with a /proc of its own: it sees no process of the checker's (argv,
  * environment) and nothing it starts can outlive it. */
@@ -56,13 +59,22 @@ typedef struct {
     double reply_s;          /* the last round trip up to the answer (before the freeze), checker's clock */
 } avo_runner;
 
+/* Device tensors a CUDA runner maps from the checker (avo_gpu_share): the
+ * checker then lays out and fetches every call's tensors itself, and the
+ * runner is thawed only for the timed run. */
+typedef struct {
+    int n;                                   /* 0: none (the runner copies to devices of its own) */
+    int fd[AVO_PROBLEM_MAX_TENSORS];         /* exported handles (the checker's; each runner gets copies) */
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];   /* their mapped sizes */
+} avo_runner_devmem;
+
 /* Start the runner with the shared region mem_fd (sealed against resizing)
  * and a sealed copy of the object cand_so, which it does not load yet: it
  * answers pings until avo_runner_load. Returns AVO_RUNNER_OK, AVO_RUNNER_LOAD
  * (the object cannot be read), or a negative int with the reason in why
  * (the checker's own failure). */
-int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
-                     char *why, size_t wl);
+int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Load the object into a spawned runner. Returns AVO_RUNNER_OK,
  * AVO_RUNNER_LOAD / DIED / TIMEOUT / PROTOCOL with the reason in why (the
@@ -70,8 +82,8 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
 int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl);
 
 /* Spawn and load at once (a trusted object: the vendor baseline). */
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd, double deadline,
-                     char *why, size_t wl);
+int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Let the runner's group run for seconds with no command, then freeze it
  * again; *cpu_s the CPU time it used meanwhile (-1 when the host cannot

@@ -97,6 +97,10 @@ declare -A EXPECT=(
     [helper_process]="any"
     # Fills /dev/shm at load; the product is honest.
     [fills_shm]="ok crash cheat_suspected"
+    # A thread of its own computes the product from the host inputs while
+    # the runner is thawed for a prep (0975ad4: ok, above the twin: a
+    # hole); with the checker's own copies it wakes up with the call.
+    [computes_in_prep]="ok cheat_suspected"
 )
 # Problem per case (default: the small fixture).
 declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate]="$FULL")
