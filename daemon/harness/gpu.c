@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "timing.h"
 
 #ifndef AVO_WITH_CUDA
 
@@ -195,20 +196,27 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
     return 0;
 }
 
+/* Unmap p (size bytes, NULL: not mapped) and drop the allocation handle h. */
+static void release_mapping(CUmemGenericAllocationHandle h, void *p, size_t size)
+{
+    if (p) {
+        cuMemUnmap((CUdeviceptr)(uintptr_t)p, size);
+        cuMemAddressFree((CUdeviceptr)(uintptr_t)p, size);
+    }
+    cuMemRelease(h);
+}
+
 void avo_gpu_close(avo_gpu *g)
 {
     if (!g)
         return;
     for (int i = 0; i < AVO_PROBLEM_MAX_TENSORS; i++) {
-        void *mapped = i < g->imported ? g->dev[i] : i < g->nshared ? g->sdev[i] : NULL;
-        if (mapped) {
-            cuMemUnmap((CUdeviceptr)(uintptr_t)mapped, g->msize[i]);
-            cuMemAddressFree((CUdeviceptr)(uintptr_t)mapped, g->msize[i]);
-        }
-        if (mapped || (i < g->nshared && g->mh[i]))
-            cuMemRelease(g->mh[i]);
-        if (g->dev[i] && i >= g->imported)
+        if (i < g->imported)
+            release_mapping(g->mh[i], g->dev[i], g->msize[i]);
+        else if (g->dev[i])
             cudaFree(g->dev[i]);
+        if (i < g->nshared)
+            release_mapping(g->mh[i], g->sdev[i], g->msize[i]);
     }
     if (g->flush)
         cudaFree(g->flush);
@@ -381,11 +389,7 @@ int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapp
             if (fds[i] >= 0)
                 close(fds[i]), fds[i] = -1;
         for (int i = 0; i < g->nshared; i++) {
-            if (g->sdev[i]) {
-                cuMemUnmap((CUdeviceptr)(uintptr_t)g->sdev[i], g->msize[i]);
-                cuMemAddressFree((CUdeviceptr)(uintptr_t)g->sdev[i], g->msize[i]);
-            }
-            cuMemRelease(g->mh[i]);
+            release_mapping(g->mh[i], g->sdev[i], g->msize[i]);
             g->sdev[i] = NULL;
         }
         g->nshared = 0;
@@ -431,13 +435,6 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 {
     *seconds = 0;
     return g ? avo_gate_probe(g->stream, seconds) : -EINVAL;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
@@ -525,7 +522,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
          * is the host's hold plus whatever kept the gate's blocks from
          * their SMs. */
         cudaEventRecord(g->before, g->stream);
-        const double t_hold = mono_s();
+        const double t_hold = avo_now();
         double wait = 0;
         gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS, &wait) == 0;
         if (!gated)
@@ -546,7 +543,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     /* Queued before the gate opens, so the GPU takes it as soon as the work
      * on this stream is done: no host latency in start -> stream end. */
     cudaEventRecord(g->stream_end, g->stream);
-    const double t_release = mono_s();
+    const double t_release = avo_now();
     if (gated)
         avo_gate_release(g->gate);
     /* Device-wide: work the candidate queued on any other stream ends

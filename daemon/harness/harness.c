@@ -983,11 +983,12 @@ static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsi
 }
 
 /* CALIBRATION_CALLS calls of the protocol around no call, each after the
- * prep the timed calls have (prep flags): start -> stream end (sorted),
- * the tails (sorted), and the median of round trip less event time. */
+ * prep the timed calls have (prep flags): start -> stream end (sorted) and
+ * the tails (sorted); with pre (the calibration before the load), the
+ * round trip less event time (median, largest) and the longest wait of the
+ * gate for its SMs too. */
 static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, int ungated, double *stream,
-                           double *tail, double *rt_over, double *rt_over_max, double *gate_wait_max, char *why,
-                           size_t wl)
+                           double *tail, gpu_preload *pre, char *why, size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
     double over[CALLS];
@@ -1006,17 +1007,18 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
         over[i] = r->run.reply_s - ev.seconds;
-        if (gate_wait_max && i == 0)
-            *gate_wait_max = 0;
-        if (gate_wait_max && !(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
-            *gate_wait_max = fmax(*gate_wait_max, ev.gate_wait_s);
+        if (pre && i == 0)
+            pre->gate_wait_max = 0;
+        if (pre && !(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
+            pre->gate_wait_max = fmax(pre->gate_wait_max, ev.gate_wait_s);
     }
     qsort(stream, CALLS, sizeof *stream, cmp_double);
     qsort(tail, CALLS, sizeof *tail, cmp_double);
-    qsort(over, CALLS, sizeof *over, cmp_double);
-    *rt_over = over[CALLS / 2];
-    if (rt_over_max)
-        *rt_over_max = over[CALLS - 1];
+    if (pre) {
+        qsort(over, CALLS, sizeof *over, cmp_double);
+        pre->rt_over = over[CALLS / 2];
+        pre->rt_over_max = over[CALLS - 1];
+    }
     return CHECK_OK;
 }
 
@@ -1030,8 +1032,7 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
     double stream[CALLS], tail[CALLS];
     avo_tensors none = {0};
     for (int u = 0; u < 2; u++) {
-        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u].rt_over,
-                                  &r->pre[u].rt_over_max, &r->pre[u].gate_wait_max, why, wl);
+        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u], why, wl);
         if (res != CHECK_OK)
             return res;
         r->pre[u].stream_min = stream[0];
@@ -1071,9 +1072,9 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
 static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
-    double stream[CALLS], tail[CALLS], over;
+    double stream[CALLS], tail[CALLS];
     const int u = r->tm.ungated;
-    int res = calibrate_calls(r, c, x, flags, u, stream, tail, &over, NULL, NULL, why, wl);
+    int res = calibrate_calls(r, c, x, flags, u, stream, tail, NULL, why, wl);
     if (res != CHECK_OK)
         return res;
     const gpu_preload *pre = &r->pre[u];
