@@ -29,7 +29,7 @@ for i in $(seq 1 "$N"); do
         s=$(date +%s.%N)
         TMPDIR=$T "$dir/bin/avo-worker" eval "$PROBLEM" "$T/cand.c" --json --cache "$T/cache-$side" >"$T/$side$i.json" ||
             { echo "eval_ab: $side run $i did not end ok: $(jq -r '.outcome + ": " + .detail' "$T/$side$i.json")" >&2; exit 1; }
-        echo "$(date +%s.%N) - $s" | bc >"$T/$side$i.wall"
+        awk -v e="$(date +%s.%N)" -v s="$s" 'BEGIN { print e - s }' >"$T/$side$i.wall"
     done
 done
 python3 - "$T" "$N" <<'PY'

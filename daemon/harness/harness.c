@@ -77,8 +77,12 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define CAL_DRIFT_REL 0.25
 /* The runner measures a call's GPU time in the candidate's own process,
  * which could report less than it ran: a sample is never less than the
- * checker's own measure of the call (its round trip less that of an empty
- * call, before the candidate loaded) divided by this. */
+ * checker's own measure of the call (its round trip less the longest of an
+ * empty call's, before the candidate loaded) divided by this. The longest,
+ * not the median: a real call's round trip holds 30-50 us more protocol
+ * than an empty call's (H200; not the kernel: a kernel of ours in place of
+ * the empty call's memset added 4-6 us, nor the prep), which the median
+ * left in and which raised 30 us kernels by the floor. */
 #define CLAIM_FACTOR 2.0
 /* Work a thread of the candidate's launches when the runner thaws, before
  * the gate (tests/hostile/gpu/computes_in_prep.cu), holds the SMs the gate
@@ -119,6 +123,8 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 typedef struct {
     double stream_min, stream_median;  /* start -> stream end of an empty call; the minimum is subtracted */
     double tail_median, tail_allow;    /* stream end -> end mark; the allowance is left out of every sample */
+    double rt_over;                    /* median of (round trip - event time) of those calls: reported only
+                                          (measured in the candidate's process) */
     int ungated;                       /* timed calls start without the gate (gpu.h) */
     char ungated_why[200];
 } gpu_timing;
@@ -130,6 +136,13 @@ typedef struct {
     double rt_over_max;                /* and its largest */
     double gate_wait_max;              /* the longest wait for the gate's SMs (gated) */
 } gpu_preload;
+
+/* What calibrate_calls measured of the checker's round trip beyond the
+ * event time, and of the gate's wait. */
+typedef struct {
+    double median, max;
+    double gate_wait_max;              /* over the calls whose gate was resident in time */
+} protocol_over;
 
 typedef struct {
     const avo_problem *p;
@@ -726,7 +739,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                     gate_charged_max = fmax(gate_charged_max, over);
                 }
             }
-            const double floor_s = (reply_s - pre->rt_over) / CLAIM_FACTOR;
+            const double floor_s = (reply_s - pre->rt_over_max) / CLAIM_FACTOR;
             protocol = reply_s - ev.seconds;
             if (sample < floor_s) {
                 sample = floor_s;
@@ -829,7 +842,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         avo_stats_compute(proto, n, &ps);
         const gpu_preload *pre = &r->pre[r->tm.ungated];
         out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-                                "s:i,s:o,s:i}",
+                                "s:o,s:i,s:o,s:i}",
                                 "overhead_s",
                                 jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
                                 "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
@@ -841,6 +854,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                                 "claim_floor_runs", floored, "busy_probe_max_s", jreal(busy.longest),
                                 "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy.over,
                                 "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
+                                "calibrated_protocol_s", jreal(r->tm.rt_over),
                                 "gate_wait_charged_runs", gate_charged, "gate_wait_charged_max_s",
                                 jreal(gate_charged_max), "gate_busy_runs", gate_busy);
     }
@@ -982,21 +996,20 @@ static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsi
     return cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
 }
 
-/* CALIBRATION_CALLS calls of the protocol around no call, each after the
- * prep the timed calls have (prep flags): start -> stream end (sorted) and
- * the tails (sorted); with pre (the calibration before the load), the
- * round trip less event time (median, largest) and the longest wait of the
- * gate for its SMs too. */
-static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, int ungated, double *stream,
-                           double *tail, gpu_preload *pre, char *why, size_t wl)
+/* CALIBRATION_CALLS calls of the protocol around no call (run: AVO_GPU_EMPTY,
+ * with AVO_GPU_GATED when asked), each after the prep the timed calls have (prep flags): start -> stream end (sorted), the tails
+ * (sorted), and in *o the round trip less event time and the gate's wait. */
+static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, double *stream,
+                           double *tail, protocol_over *o, char *why, size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
     double over[CALLS];
+    o->gate_wait_max = 0;
     for (int i = 0; i < CALLS; i++) {
         int ret = 0;
         double rt = 0;
         avo_gpu_times ev;
-        int res = gpu_call(r, c, x, prep, AVO_GPU_EMPTY | (ungated ? 0 : AVO_GPU_GATED), &ret, &rt, &ev, why, wl);
+        int res = gpu_call(r, c, x, prep, AVO_GPU_EMPTY | run, &ret, &rt, &ev, why, wl);
         if (res != CHECK_OK)
             return res;
         char sub[300];
@@ -1007,18 +1020,14 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
         over[i] = r->run.reply_s - ev.seconds;
-        if (pre && i == 0)
-            pre->gate_wait_max = 0;
-        if (pre && !(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
-            pre->gate_wait_max = fmax(pre->gate_wait_max, ev.gate_wait_s);
+        if (!(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
+            o->gate_wait_max = fmax(o->gate_wait_max, ev.gate_wait_s);
     }
     qsort(stream, CALLS, sizeof *stream, cmp_double);
     qsort(tail, CALLS, sizeof *tail, cmp_double);
-    if (pre) {
-        qsort(over, CALLS, sizeof *over, cmp_double);
-        pre->rt_over = over[CALLS / 2];
-        pre->rt_over_max = over[CALLS - 1];
-    }
+    qsort(over, CALLS, sizeof *over, cmp_double);
+    o->median = over[CALLS / 2];
+    o->max = over[CALLS - 1];
     return CHECK_OK;
 }
 
@@ -1032,11 +1041,17 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
     double stream[CALLS], tail[CALLS];
     avo_tensors none = {0};
     for (int u = 0; u < 2; u++) {
-        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, u, stream, tail, &r->pre[u], why, wl);
+        const unsigned gate = u ? 0 : AVO_GPU_GATED;
+        gpu_preload *pre = &r->pre[u];
+        protocol_over o;
+        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, gate, stream, tail, &o, why, wl);
         if (res != CHECK_OK)
             return res;
-        r->pre[u].stream_min = stream[0];
-        r->pre[u].tail_allow = tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100];
+        pre->stream_min = stream[0];
+        pre->tail_allow = tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100];
+        pre->rt_over = o.median;
+        pre->rt_over_max = o.max;
+        pre->gate_wait_max = o.gate_wait_max;
     }
     /* The checker's probe right after an empty call of the runner's, as
      * after every timed call: the context switch and nothing else. */
@@ -1074,9 +1089,11 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
     enum { CALLS = CALIBRATION_CALLS };
     double stream[CALLS], tail[CALLS];
     const int u = r->tm.ungated;
-    int res = calibrate_calls(r, c, x, flags, u, stream, tail, NULL, why, wl);
+    protocol_over o;
+    int res = calibrate_calls(r, c, x, flags, u ? 0 : AVO_GPU_GATED, stream, tail, &o, why, wl);
     if (res != CHECK_OK)
         return res;
+    r->tm.rt_over = o.median;
     const gpu_preload *pre = &r->pre[u];
     const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
                                    pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));

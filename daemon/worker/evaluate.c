@@ -449,7 +449,12 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     char *argv[] = {harness, (char *)p->dir, cand_fd, ref_fd, "--seed-stdin", "--deadline", deadarg,
                     base.ok ? "--baseline" : NULL, base.ok ? base_fd : NULL, NULL};
     const char *hide[] = {o->cache_dir, state_dir(o), NULL};
-    const char *expose[] = {p->dir, NULL};
+    /* The package's files may be links out of its directory (the test
+     * fixtures link to kernels/): their targets are exposed too. */
+    char ref_path[PATH_MAX], base_path[PATH_MAX];
+    snprintf(ref_path, sizeof ref_path, "%.3800s/%s", p->dir, p->reference);
+    snprintf(base_path, sizeof base_path, "%.3800s/%s", p->dir, p->baseline);
+    const char *expose[] = {p->dir, ref_path, p->baseline[0] ? base_path : NULL, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,

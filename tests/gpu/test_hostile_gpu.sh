@@ -101,7 +101,19 @@ declare -A EXPECT=(
     # the runner is thawed for a prep (0975ad4: ok, above the twin: a
     # hole); with the checker's own copies it wakes up with the call.
     [computes_in_prep]="ok cheat_suspected"
+    # The same, its entry waiting on its stream (as device_sync.cu): the gate
+    # times out, so every timed call starts ungated and no gate wait is
+    # charged; its thread still wakes up only with the call.
+    [computes_in_prep_ungated]="ok cheat_suspected"
+    # Rewrites the runner's link to cudaEventElapsedTime so that it reports
+    # a twentieth of every time; the floor from the checker's own round trip
+    # bounds it (a residual: ok, at most about 2x the twin, every config's
+    # samples raised by the floor; checked below).
+    [forges_event_time]="ok cheat_suspected"
 )
+# Variants: a case built from another case's source with a line of its own
+# in front (each case compiles as one file, so a variant cannot include).
+declare -A VARIANT=([computes_in_prep_ungated]="computes_in_prep:#define SYNC_IN_ENTRY 1")
 # Problem per case (default: the small fixture).
 declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate]="$FULL")
 # --timeout per case (default 60 s). It bounds the compile and the harness
@@ -112,7 +124,7 @@ declare -A ABOVE_SEED_OK=([calls_cublas]=1)
 # The twin rule: an ok case on gemm_bf16_small at most this factor above the
 # honest twin's TFLOPS on every config (default 1.10); exempt: not built on
 # the tiled kernel.
-declare -A TWIN_MAX=([disturbs_calibration]=1.03)
+declare -A TWIN_MAX=([disturbs_calibration]=1.03 [forges_event_time]=2.3)
 declare -A TWIN_EXEMPT=([calls_cublas]=1)
 # Cases whose harm would show in the next evaluation: the seed is evaluated
 # again right after them and must be ok.
@@ -305,10 +317,17 @@ fi
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
     for src in "$HOSTILE"/*.cu; do cases+=("$(basename "$src" .cu)"); done
+    cases+=("${!VARIANT[@]}")
 fi
 
 for name in "${cases[@]}"; do
     src="$HOSTILE/$name.cu"
+    if [ -n "${VARIANT[$name]:-}" ]; then
+        base="$HOSTILE/${VARIANT[$name]%%:*}.cu"
+        [ -f "$base" ] || { notok "$name: no such case ($base)"; continue; }
+        src="$T/$name.cu"
+        { echo "${VARIANT[$name]#*:}"; cat "$base"; } >"$src"
+    fi
     [ -f "$src" ] || { notok "$name: no such case ($src)"; continue; }
     prob=${PROBLEM[$name]:-$SMALL}
     to=${TIMEOUT[$name]:-60}
@@ -374,6 +393,25 @@ for name in "${cases[@]}"; do
                     ok "$name: config $cfg at $tf TFLOPS, within $fac x the honest twin's $tw"
                 fi
             done < <(tflops_of "$out")
+        fi
+    fi
+
+    if [ "$name" = forges_event_time ]; then
+        # The lie must have been told (else the case tests nothing) and, if
+        # it scored ok, have been bounded by the floor on every config.
+        said=$(grep -oh 'avo-hostile: forges_event_time patched [0-9]*' "$out" "$out.err" 2>/dev/null | head -1)
+        if [ -n "$said" ] && [ "${said##* }" -gt 0 ]; then
+            ok "forges_event_time: the runner's link was rewritten (${said#avo-hostile: })"
+        else
+            notok "forges_event_time: the runner's link was not rewritten (${said:-no line on stderr}): the case tests nothing"
+        fi
+        if [ "$outcome" = ok ]; then
+            floors=$(python3 -c 'import json,sys; print(" ".join("%s:%s/%s" % (c["name"], (c.get("events") or {}).get("claim_floor_runs", 0), c.get("runs", 0)) for c in json.load(open(sys.argv[1]))["configs"]))' "$out" 2>/dev/null)
+            if [ -n "$floors" ] && ! grep -qE '(^| )[^ ]+:0/' <<<"$floors"; then
+                ok "forges_event_time: samples raised by the claim floor on every config ($floors)"
+            else
+                notok "forges_event_time: a config with no sample raised by the claim floor ($floors)"
+            fi
         fi
     fi
 
@@ -446,12 +484,12 @@ for name in "${cases[@]}"; do
         fi
     fi
 
-    if [ "$name" = device_sync ] && [ "$outcome" = ok ]; then
+    if { [ "$name" = device_sync ] || [ "$name" = computes_in_prep_ungated ]; } && [ "$outcome" = ok ]; then
         IFS=$'\t' read -r mode why < <(timing_start "$out")
         if [ "$mode" = ungated ] && [[ "$why" == *"waits on its own work"* ]]; then
-            ok "device_sync: timed without the gate ($why)"
+            ok "$name: timed without the gate ($why)"
         else
-            notok "device_sync: timing start $mode ($why), expected ungated because it waits on its own work"
+            notok "$name: timing start $mode ($why), expected ungated because it waits on its own work"
         fi
     fi
 

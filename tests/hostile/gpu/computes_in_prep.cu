@@ -26,7 +26,14 @@
  * out and fetches the tensors itself, in device memory it shares with the
  * runner), so the helper wakes up with the call and its work is timed:
  * ok within the twin rule, or cheat_suspected when work it started is
- * still running after the call (the busy probe). */
+ * still running after the call (the busy probe).
+ *
+ * With SYNC_IN_ENTRY (the case computes_in_prep_ungated of
+ * tests/gpu/test_hostile_gpu.sh) the entry waits on its stream before it
+ * returns, as device_sync.cu does: the timing gate times out, every timed
+ * call then starts ungated, and no gate wait is charged. The thread still
+ * sees a call's inputs only once the runner is thawed for it, a few
+ * microseconds before the start mark, so its work is timed all the same. */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -213,5 +220,8 @@ extern "C" int gemm_bf16(void *const *tensors, const int64_t *sizes, cudaStream_
             seen = h;         /* done here: the helper leaves this set alone */
     }
     pthread_mutex_unlock(&mu);
+#ifdef SYNC_IN_ENTRY
+    cudaStreamSynchronize(stream);
+#endif
     return (int)cudaGetLastError();
 }
