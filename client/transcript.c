@@ -94,6 +94,8 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
             long long att = json_integer_value(json_object_get(c, "attempts"));
             if (att > 1)
                 fprintf(out, ", %lld attempts", att);
+            if (json_is_true(json_object_get(c, "late")))
+                fputs(", late (answered after its step ended)", out);
             fputc('\n', out);
             size_t m;
             json_t *msg;

@@ -198,10 +198,13 @@ static const char system_prompt[] =
 /* ---- provider turns -------------------------------------------------------- */
 
 /* One transcript row: conv's messages from `from` on (what this request
- * added), the answer or the error, and the step's and job's totals. */
+ * added), the answer or the error, and the step's and job's totals. An
+ * answer that comes after its step ended is billed all the same: it counts,
+ * flagged late. */
 static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply, const char *error, int attempts)
 {
     const double latency = uv_now(s->a->loop) / 1e3 - s->call_t0;
+    const char *late = reply && s->ended ? "true" : "false";
     json_t *req = json_array();
     for (size_t i = from; i < json_array_size(conv); i++)
         json_array_append(req, json_array_get(conv, i));
@@ -218,12 +221,12 @@ static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply
     snprintf(cached, sizeof cached, "%ld", reply ? reply->cached_tokens : 0);
     snprintf(cost, sizeof cost, "%.9f", reply ? reply->cost_usd : 0);
     const char *p[] = {sid, job, t, s->pv->name, s->pv->model, rj ? rj : "[]", aj, reply ? reply->stop : NULL,
-                       error, att, lat, in, out, cached, cost};
+                       error, att, lat, in, out, cached, cost, late};
     query(s,
           "INSERT INTO llm_calls (step_id, job_id, turn, provider, model, request, response, stop, error, attempts, "
-          "latency_s, in_tokens, out_tokens, cached_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
-          "$7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15)",
-          15, p, on_ignored);
+          "latency_s, in_tokens, out_tokens, cached_tokens, cost_usd, late) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
+          "$7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+          16, p, on_ignored);
     if (reply) {
         query(s,
               "UPDATE agent_steps SET turns = $2, in_tokens = in_tokens + $3, out_tokens = out_tokens + $4, "
@@ -234,6 +237,17 @@ static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply
     }
     free(rj);
     free(aj);
+}
+
+/* A provider call came back: recorded first, then settled, so the rows of
+ * an answer that outlived its step are written before the step goes.
+ * Returns 1 when the step is over (the caller stops there). */
+static int answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *reply, const char *reason,
+                    int attempts)
+{
+    s->call = NULL;
+    record_call(s, conv, from, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
+    return settle(s);
 }
 
 /* Start a provider request on conv; 0, or a negative int with err (no
@@ -344,10 +358,8 @@ static const char compaction_prompt[] =
 static void on_compacted(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
 {
     step *s = arg;
-    s->call = NULL;
-    if (settle(s))
+    if (answered(s, s->cmp_conv, 0, rc, reply, reason, attempts))
         return;
-    record_call(s, s->cmp_conv, 0, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
     json_decref(s->cmp_conv);
     s->cmp_conv = NULL;
     if (s->ended)
@@ -417,10 +429,8 @@ static int start_compaction(step *s, long prompt_tokens)
 static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
 {
     step *s = arg;
-    s->call = NULL;
-    if (settle(s))
+    if (answered(s, s->conv, s->sent, rc, reply, reason, attempts))
         return;
-    record_call(s, s->conv, s->sent, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
     s->sent = json_array_size(s->conv);
     if (rc < 0) {
         char why[700];
@@ -1187,13 +1197,13 @@ static const char supervisor_prompt[] =
 static void on_supervised(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
 {
     step *s = arg;
-    s->call = NULL;
-    if (settle(s))
-        return;
     /* the transcript row holds the supervisor's own request, whole */
-    record_call(s, s->sup_conv, 0, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
+    if (answered(s, s->sup_conv, 0, rc, reply, reason, attempts))
+        return;
     json_decref(s->sup_conv);
     s->sup_conv = NULL;
+    if (s->ended)
+        return; /* aborted by the step's end: there is no step to direct */
     const char *text = rc == 0 ? json_string_value(json_object_get(reply->message, "text")) : NULL;
     if (text && *text) {
         s->directions = strdup(text);

@@ -13,7 +13,7 @@ struct avo_llmcall {
     avo_llmcall_cb cb;
     void *arg;
     int attempts;
-    int in_flight;
+    avo_llmhttp_req *rq;       /* the request in flight, if any */
     int cancelled;
     int done;
     uint64_t rng;
@@ -42,8 +42,7 @@ static int post(avo_llmcall *c)
 {
     c->attempts++;
     int rc = avo_llmhttp_post(c->http, c->req.url, (const char *const *)c->req.headers, c->req.body,
-                              strlen(c->req.body), c->p.timeout_s, on_response, c);
-    c->in_flight = rc == 0;
+                              strlen(c->req.body), c->p.timeout_s, on_response, c, &c->rq);
     return rc;
 }
 
@@ -64,8 +63,10 @@ static void on_response(void *arg, long status, const char *body, size_t len, do
 {
     avo_llmcall *c = arg;
     char reason[768], msg[512];
-    c->in_flight = 0;
-    if (c->cancelled || status == -ECANCELED) {
+    c->rq = NULL;
+    /* A cancelled call still hands over an answer that came (see
+     * avo_llmcall_cancel); anything else ends it, retries included. */
+    if (status == -ECANCELED || (c->cancelled && !(status >= 200 && status < 300))) {
         finish(c, -ECANCELED, NULL, "cancelled");
         return;
     }
@@ -139,10 +140,13 @@ void avo_llmcall_cancel(avo_llmcall *c)
     if (!c || c->done)
         return;
     c->cancelled = 1;
-    if (!c->in_flight) {
+    if (!c->rq) {
         uv_timer_stop(&c->timer);
         finish(c, -ECANCELED, NULL, "cancelled");
+    } else if (!avo_llmhttp_answering(c->rq)) {
+        avo_llmhttp_abort(c->rq);   /* on_response runs now, and finishes */
     }
-    /* else: the transport has no per-request abort; the answer, when it
-     * comes, ends the call as cancelled. */
+    /* else the answer is arriving: the provider has generated it and bills
+     * it, so it is read and handed over rather than thrown away, and the
+     * caller can account for it. */
 }

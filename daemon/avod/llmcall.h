@@ -25,8 +25,11 @@ int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, con
                       const char *key, json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err,
                       size_t errlen);
 
-/* The callback runs with -ECANCELED (now, if waiting for a retry; else when
- * the request in flight is aborted). */
+/* Stops the call: the request in flight is aborted (its connection closed)
+ * and the callback runs now, with -ECANCELED; so too while waiting for a
+ * retry. Only when the answer has begun to arrive (it is generated and
+ * billed already) is it let finish: the callback then runs when it has
+ * come, with rc 0 and the answer if it is one, else -ECANCELED. */
 void avo_llmcall_cancel(avo_llmcall *c);
 
 #endif

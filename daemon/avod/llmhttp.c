@@ -18,7 +18,8 @@ struct sock {
     struct sock *prev, *next;
 };
 
-struct req {
+struct avo_llmhttp_req {
+    avo_llmhttp *h;
     CURL *easy;
     struct curl_slist *hdrs;
     char *buf;
@@ -27,7 +28,8 @@ struct req {
     char errbuf[CURL_ERROR_SIZE];
     avo_llmhttp_cb cb;
     void *arg;
-    struct req *prev, *next;
+    int done;              /* its callback has started (or is about to): abort leaves it */
+    avo_llmhttp_req *prev, *next;
 };
 
 struct avo_llmhttp {
@@ -35,7 +37,7 @@ struct avo_llmhttp {
     CURLM *multi;          /* NULL once closed */
     uv_timer_t timer;
     struct sock *socks;    /* being watched (not those already closing) */
-    struct req *reqs;      /* added to the multi handle, callback not yet run */
+    avo_llmhttp_req *reqs; /* added to the multi handle, callback not yet run */
     int open_handles;      /* uv handles not yet through their close callback */
     int closing;
 };
@@ -78,7 +80,7 @@ static void timer_closed(uv_handle_t *hd)
     maybe_free(h);
 }
 
-static void req_unlink(avo_llmhttp *h, struct req *r)
+static void req_unlink(avo_llmhttp *h, avo_llmhttp_req *r)
 {
     if (r->prev)
         r->prev->next = r->next;
@@ -89,7 +91,7 @@ static void req_unlink(avo_llmhttp *h, struct req *r)
     r->prev = r->next = NULL;
 }
 
-static void req_free(struct req *r)
+static void req_free(avo_llmhttp_req *r)
 {
     if (r->easy)
         curl_easy_cleanup(r->easy);
@@ -100,7 +102,7 @@ static void req_free(struct req *r)
 
 static size_t on_write(char *data, size_t size, size_t n, void *ud)
 {
-    struct req *r = ud;
+    avo_llmhttp_req *r = ud;
     size_t add = size * n;
     if (add > MAX_BODY - r->len) {
         r->too_large = 1;
@@ -146,7 +148,7 @@ static double retry_after(CURL *e)
     return d < 0 ? 0 : d;
 }
 
-static void complete(struct req *r, CURLcode rc)
+static void complete(avo_llmhttp_req *r, CURLcode rc)
 {
     long status = -EIO;
     const char *terr = NULL;
@@ -192,9 +194,10 @@ static void check_done(avo_llmhttp *h)
         CURLcode rc = m->data.result;
         char *priv = NULL;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
-        struct req *r = (struct req *)priv;
+        avo_llmhttp_req *r = (avo_llmhttp_req *)priv;
         curl_multi_remove_handle(h->multi, e);
         req_unlink(h, r);
+        r->done = 1;
         complete(r, rc);
         req_free(r);
     }
@@ -337,11 +340,14 @@ void avo_llmhttp_close(avo_llmhttp *h)
     if (!h || h->closing)
         return;
     h->closing = 1;
-    /* Detach the list first: a callback that posts again is refused. */
-    struct req *r = h->reqs;
+    /* Detach the list first: a callback that posts again is refused, and one
+     * that aborts another detached request must find it done. */
+    avo_llmhttp_req *r = h->reqs;
     h->reqs = NULL;
+    for (avo_llmhttp_req *d = r; d; d = d->next)
+        d->done = 1;
     while (r) {
-        struct req *next = r->next;
+        avo_llmhttp_req *next = r->next;
         curl_multi_remove_handle(h->multi, r->easy);
         r->cb(r->arg, -ECANCELED, "", 0, -1, "request cancelled: client closed");
         req_free(r);
@@ -365,11 +371,13 @@ void avo_llmhttp_close(avo_llmhttp *h)
     } while (0)
 
 int avo_llmhttp_post(avo_llmhttp *h, const char *url, const char *const *headers, const char *body, size_t len,
-                     double timeout_s, avo_llmhttp_cb cb, void *arg)
+                     double timeout_s, avo_llmhttp_cb cb, void *arg, avo_llmhttp_req **out)
 {
     int rc = -ENOMEM;
-    struct req *r = NULL;
+    avo_llmhttp_req *r = NULL;
 
+    if (out)
+        *out = NULL;
     if (!h || !url || !cb || (!body && len) || !(timeout_s > 0))
         return -EINVAL;
     if (h->closing)
@@ -377,6 +385,7 @@ int avo_llmhttp_post(avo_llmhttp *h, const char *url, const char *const *headers
     r = calloc(1, sizeof *r);
     if (!r)
         goto cleanup;
+    r->h = h;
     r->cb = cb;
     r->arg = arg;
     r->easy = curl_easy_init();
@@ -423,10 +432,37 @@ int avo_llmhttp_post(avo_llmhttp *h, const char *url, const char *const *headers
     if (h->reqs)
         h->reqs->prev = r;
     h->reqs = r;
+    if (out)
+        *out = r;
     return 0;
 
 cleanup:
     if (r)
         req_free(r);
     return rc;
+}
+
+void avo_llmhttp_abort(avo_llmhttp_req *r)
+{
+    if (!r || r->done)
+        return;
+    avo_llmhttp *h = r->h;
+    r->done = 1;
+    req_unlink(h, r);
+    /* Removed before its response completed, the transfer's connection is
+     * closed rather than cached (CURL_POLL_REMOVE closes our watcher), and a
+     * DONE message it may have queued goes with it, so check_done never sees
+     * a freed request. */
+    curl_multi_remove_handle(h->multi, r->easy);
+    r->cb(r->arg, -ECANCELED, "", 0, -1, "request aborted");
+    req_free(r);
+}
+
+int avo_llmhttp_answering(const avo_llmhttp_req *r)
+{
+    long code = 0;
+    if (!r || r->done)
+        return 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    return code > 0;
 }

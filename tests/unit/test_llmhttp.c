@@ -54,6 +54,7 @@ struct ctx {
     char dir[64];
     char script[128];
     char log[128];
+    char events[128];
 };
 
 static void on_done(void *arg, long status, const char *body, size_t len, double retry_after_s,
@@ -72,7 +73,7 @@ static void on_done(void *arg, long status, const char *body, size_t len, double
     r->has_terr = transport_error != NULL;
     snprintf(r->terr, sizeof r->terr, "%s", transport_error ? transport_error : "");
     if (r->repost)
-        r->repost_rc = avo_llmhttp_post(r->repost, "http://127.0.0.1:1/", NULL, "", 0, 1.0, on_done, r);
+        r->repost_rc = avo_llmhttp_post(r->repost, "http://127.0.0.1:1/", NULL, "", 0, 1.0, on_done, r, NULL);
 }
 
 static void res_free(struct res *r)
@@ -114,6 +115,7 @@ static int setup(void **state)
     }
     snprintf(c->script, sizeof c->script, "%s/script.json", c->dir);
     snprintf(c->log, sizeof c->log, "%s/requests.jsonl", c->dir);
+    snprintf(c->events, sizeof c->events, "%s/events.jsonl", c->dir);
     *state = c;
     return 0;
 }
@@ -138,6 +140,7 @@ static int teardown(void **state)
     res_free(&c->r[1]);
     unlink(c->script);
     unlink(c->log);
+    unlink(c->events);
     rmdir(c->dir);
     free(c);
     return rc;
@@ -160,7 +163,8 @@ static void fake_start(struct ctx *c, const char *script)
         dup2(p[1], 1);
         close(p[0]);
         close(p[1]);
-        execlp("python3", "python3", FAKE, "--port", "0", "--script", c->script, "--log", c->log, (char *)NULL);
+        execlp("python3", "python3", FAKE, "--port", "0", "--script", c->script, "--log", c->log, "--events",
+               c->events, (char *)NULL);
         _exit(127);
     }
     close(p[1]);
@@ -187,7 +191,7 @@ static void test_ok_json(void **state)
     fake_start(c, "[{\"status\": 200, \"body\": {\"id\": \"msg_1\", \"n\": 7}}]");
     url(c, "/v1/messages", u, sizeof u);
     const char *hdrs[] = {"Content-Type: application/json", NULL};
-    assert_int_equal(avo_llmhttp_post(c->h, u, hdrs, "{}", 2, 5.0, on_done, r), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, hdrs, "{}", 2, 5.0, on_done, r, NULL), 0);
     assert_int_equal(r->calls, 0);   /* never from inside post */
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 10), 1);
     assert_int_equal(r->status, 200);
@@ -216,7 +220,7 @@ static void test_request_reaches_server(void **state)
     memset(body + n, 'x', 1500);
     strcpy(body + n + 1500, "\"}]}");
     size_t len = strlen(body);
-    assert_int_equal(avo_llmhttp_post(c->h, u, hdrs, body, len, 5.0, on_done, r), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, hdrs, body, len, 5.0, on_done, r, NULL), 0);
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 10), 1);
     assert_int_equal(r->status, 200);
 
@@ -263,9 +267,9 @@ static void test_retry_after(void **state)
     fake_start(c, script);
     url(c, "/", u, sizeof u);
     /* one after the other: the script hands responses out in arrival order */
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, a), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, a, NULL), 0);
     assert_int_equal(run_until(&c->loop, &a->calls, 1, 10), 1);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, b), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, b, NULL), 0);
     assert_int_equal(run_until(&c->loop, &b->calls, 1, 10), 1);
     assert_int_equal(a->status, 429);
     assert_true(a->retry == 2.0);
@@ -281,7 +285,7 @@ static void test_timeout(void **state)
     char u[128];
     fake_start(c, "[{\"status\": 200, \"body\": {}, \"delay_s\": 3}]");
     url(c, "/", u, sizeof u);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 0.5, on_done, r), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 0.5, on_done, r, NULL), 0);
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 10), 1);
     assert_int_equal(r->status, -ETIMEDOUT);
     assert_true(r->has_terr);
@@ -302,7 +306,7 @@ static void test_refused(void **state)
     close(fd);
     char u[128];
     snprintf(u, sizeof u, "http://127.0.0.1:%d/", ntohs(sa.sin_port));
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, r), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 5.0, on_done, r, NULL), 0);
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 10), 1);
     assert_int_equal(r->status, -ECONNREFUSED);
     assert_true(r->has_terr);
@@ -322,7 +326,7 @@ static void test_too_large(void **state)
     fake_start(c, script);
     free(script);
     url(c, "/", u, sizeof u);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 20.0, on_done, r), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 20.0, on_done, r, NULL), 0);
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 30), 1);
     assert_int_equal(r->status, -EIO);
     assert_string_equal(r->terr, "response too large");
@@ -332,10 +336,10 @@ static void test_bad_args(void **state)
 {
     struct ctx *c = *state;
     struct res *r = &c->r[0];
-    assert_int_equal(avo_llmhttp_post(c->h, NULL, NULL, "{}", 2, 1.0, on_done, r), -EINVAL);
-    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, "{}", 2, 0, on_done, r), -EINVAL);
-    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, NULL, 2, 1.0, on_done, r), -EINVAL);
-    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, "{}", 2, 1.0, NULL, r), -EINVAL);
+    assert_int_equal(avo_llmhttp_post(c->h, NULL, NULL, "{}", 2, 1.0, on_done, r, NULL), -EINVAL);
+    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, "{}", 2, 0, on_done, r, NULL), -EINVAL);
+    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, NULL, 2, 1.0, on_done, r, NULL), -EINVAL);
+    assert_int_equal(avo_llmhttp_post(c->h, "http://127.0.0.1:1/", NULL, "{}", 2, 1.0, NULL, r, NULL), -EINVAL);
     run_until(&c->loop, &r->calls, 1, 0.2);
     assert_int_equal(r->calls, 0);
 }
@@ -347,7 +351,7 @@ static void test_close_cancels(void **state)
     char u[128];
     fake_start(c, "[{\"status\": 200, \"body\": {}, \"delay_s\": 5}]");
     url(c, "/", u, sizeof u);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, started), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, started, NULL), 0);
     /* let the first connect and send, so it is waiting on the server */
     int never = 0;
     run_until(&c->loop, &never, 1, 0.5);
@@ -355,7 +359,7 @@ static void test_close_cancels(void **state)
     /* the second has not been started by curl yet */
     queued->repost = c->h;
     queued->repost_rc = 1;
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, queued), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, queued, NULL), 0);
     avo_llmhttp_close(c->h);
     c->h = NULL;
     /* callbacks ran inside close, before it returned */
@@ -377,8 +381,8 @@ static void test_two_in_flight(void **state)
     fake_start(c, "[{\"status\": 200, \"body\": {\"n\": 1}, \"delay_s\": 2},"
                   " {\"status\": 201, \"body\": {\"n\": 2}}]");
     url(c, "/", u, sizeof u);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{\"a\": 1}", 8, 10.0, on_done, a), 0);
-    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{\"b\": 2}", 8, 10.0, on_done, b), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{\"a\": 1}", 8, 10.0, on_done, a, NULL), 0);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{\"b\": 2}", 8, 10.0, on_done, b, NULL), 0);
     a->total = b->total = &c->total;
     /* either may finish first */
     assert_int_equal(run_until(&c->loop, &c->total, 2, 20), 2);
@@ -390,6 +394,118 @@ static void test_two_in_flight(void **state)
     assert_string_equal(a->body, want_a);
     assert_string_equal(b->body, want_b);
     assert_int_equal((a->order == 1 ? a : b)->status, 201);
+}
+
+/* How many requests the fake has received. */
+static int log_lines(const struct ctx *c)
+{
+    int n = 0, ch;
+    FILE *f = fopen(c->log, "r");
+    while (f && (ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* How many events of this kind the fake has logged. */
+static int fake_events(const struct ctx *c, const char *kind)
+{
+    char want[64], line[512];
+    int n = 0;
+    snprintf(want, sizeof want, "\"event\": \"%s\"", kind);
+    FILE *f = fopen(c->events, "r");
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, want) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Run the loop until the fake has logged `want` events of this kind, or
+ * seconds pass; returns how many it has. */
+static int wait_event(struct ctx *c, const char *kind, int want, double seconds)
+{
+    int n = 0;
+    for (int i = 0; i < (int)(seconds * 50) && (n = fake_events(c, kind)) < want; i++) {
+        uv_run(&c->loop, UV_RUN_NOWAIT);
+        usleep(20000);
+    }
+    return n;
+}
+
+static void test_abort(void **state)
+{
+    struct ctx *c = *state;
+    struct res *r = &c->r[0], *next = &c->r[1];
+    avo_llmhttp_req *rq = NULL;
+    char u[128];
+    fake_start(c, "[{\"status\": 200, \"body\": {\"n\": 1}, \"delay_s\": 20},"
+                  " {\"status\": 200, \"body\": {\"n\": 2}}]");
+    url(c, "/", u, sizeof u);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, r, &rq), 0);
+    assert_non_null(rq);
+    int never = 0;
+    run_until(&c->loop, &never, 1, 0.5);   /* sent; the server is sitting on it */
+    assert_int_equal(r->calls, 0);
+    assert_false(avo_llmhttp_answering(rq));
+    avo_llmhttp_abort(rq);
+    /* the callback ran inside abort, once */
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->status, -ECANCELED);
+    assert_true(r->has_terr);
+    /* the connection is closed: the server sees it at once, not after its 20 s */
+    assert_int_equal(wait_event(c, "disconnected", 1, 2.0), 1);
+    assert_int_equal(fake_events(c, "served"), 0);
+    assert_int_equal(r->calls, 1);
+    /* the transport carries on: the next request is answered */
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 10.0, on_done, next, NULL), 0);
+    assert_int_equal(run_until(&c->loop, &next->calls, 1, 10), 1);
+    assert_int_equal(next->status, 200);
+    assert_string_equal(next->body, "{\"n\": 2}");
+    assert_int_equal(r->calls, 1);
+}
+
+/* A request aborted from inside another's callback, while its own answer
+ * may be queued in the same pass: it gets exactly one callback. */
+struct abort_other {
+    struct res *r;
+    avo_llmhttp_req *victim;
+};
+
+static void on_done_abort(void *arg, long status, const char *body, size_t len, double retry_after_s,
+                          const char *transport_error)
+{
+    struct abort_other *o = arg;
+    on_done(o->r, status, body, len, retry_after_s, transport_error);
+    avo_llmhttp_abort(o->victim);
+}
+
+static void test_abort_from_callback(void **state)
+{
+    struct ctx *c = *state;
+    struct res *a = &c->r[0], *b = &c->r[1];
+    avo_llmhttp_req *rb = NULL;
+    char u[128];
+    fake_start(c, "[{\"status\": 200, \"body\": {}, \"delay_s\": 1}, {\"status\": 200, \"body\": {}, \"delay_s\": 20}]");
+    url(c, "/", u, sizeof u);
+    struct abort_other o = {a, NULL};
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 10.0, on_done_abort, &o, NULL), 0);
+    /* the first must reach the server first, to get the quick answer */
+    for (int i = 0; i < 250 && !log_lines(c); i++) {
+        uv_run(&c->loop, UV_RUN_NOWAIT);
+        usleep(20000);
+    }
+    assert_int_equal(log_lines(c), 1);
+    assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, b, &rb), 0);
+    o.victim = rb;
+    assert_int_equal(run_until(&c->loop, &a->calls, 1, 10), 1);
+    assert_int_equal(b->calls, 1);
+    assert_int_equal(b->status, -ECANCELED);
+    int never = 0;
+    run_until(&c->loop, &never, 1, 0.3);
+    assert_int_equal(a->calls, 1);
+    assert_int_equal(b->calls, 1);
 }
 
 /* ---- llmcall ---- */
@@ -413,17 +529,24 @@ static void on_call(void *arg, int rc, avo_llm_reply *reply, const char *reason,
     snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
 }
 
-static struct call_res call(struct ctx *c, const char *kind, int retries)
+/* The fake as a provider of this kind. */
+static void provider(const struct ctx *c, const char *kind, int retries, avo_llm_provider *p)
 {
     char base[96], err[256];
-    static struct call_res r;
-    memset(&r, 0, sizeof r);
     url(c, "/v1", base, sizeof base);
     json_t *cfg = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i}", "name", "fake", "kind", kind, "model", "m", "base_url", base,
                             "max_retries", retries, "timeout_s", 10);
-    avo_llm_provider p;
-    assert_int_equal(avo_llm_provider_parse(cfg, &p, err, sizeof err), 0);
+    assert_int_equal(avo_llm_provider_parse(cfg, p, err, sizeof err), 0);
     json_decref(cfg);
+}
+
+static struct call_res call(struct ctx *c, const char *kind, int retries)
+{
+    char err[256];
+    static struct call_res r;
+    memset(&r, 0, sizeof r);
+    avo_llm_provider p;
+    provider(c, kind, retries, &p);
     json_t *conv = json_pack("[{s:s,s:s}]", "role", "user", "text", "hello");
     assert_int_equal(avo_llmcall_start(NULL, &c->loop, c->h, &p, "secret-key", conv, NULL, on_call, &r, err,
                                        sizeof err),
@@ -474,6 +597,65 @@ static void test_call_refused_at_once(void **state)
     assert_null(strstr(r.reason, "secret-key"));
 }
 
+static const char slow_answer[] =
+    "[{\"status\": 200, %s, \"body\": {\"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": \"late\"},"
+    " \"finish_reason\": \"stop\"}], \"usage\": {\"prompt_tokens\": 10, \"completion_tokens\": 2}}}]";
+
+/* One call to the fake, whose answer is held back as `delay` (a field of
+ * its script entry) says; *conv must outlive the callback. */
+static avo_llmcall *start_slow_call(struct ctx *c, const char *delay, struct call_res *r, json_t **conv)
+{
+    char script[512], err[256];
+    avo_llmcall *call = NULL;
+    avo_llm_provider p;
+    snprintf(script, sizeof script, slow_answer, delay);
+    fake_start(c, script);
+    provider(c, "openai", 3, &p);
+    *conv = json_pack("[{s:s,s:s}]", "role", "user", "text", "hello");
+    assert_int_equal(avo_llmcall_start(&call, &c->loop, c->h, &p, "secret-key", *conv, NULL, on_call, r, err,
+                                       sizeof err),
+                     0);
+    return call;
+}
+
+static void test_call_cancel_aborts(void **state)
+{
+    struct ctx *c = *state;
+    struct call_res r = {0};
+    json_t *conv;
+    avo_llmcall *call = start_slow_call(c, "\"delay_s\": 20", &r, &conv);
+    int never = 0;
+    run_until(&c->loop, &never, 1, 0.5);
+    assert_int_equal(r.done, 0);
+    avo_llmcall_cancel(call);
+    assert_int_equal(r.done, 1);   /* at once, not when the answer would have come */
+    assert_int_equal(r.rc, -ECANCELED);
+    assert_int_equal(wait_event(c, "disconnected", 1, 2.0), 1);
+    run_until(&c->loop, &never, 1, 0.3);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(fake_events(c, "served"), 0);
+    json_decref(conv);
+}
+
+static void test_call_cancel_keeps_arriving_answer(void **state)
+{
+    struct ctx *c = *state;
+    struct call_res r = {0};
+    json_t *conv;
+    avo_llmcall *call = start_slow_call(c, "\"body_delay_s\": 1.5", &r, &conv);
+    assert_int_equal(wait_event(c, "headers", 1, 5.0), 1);
+    int never = 0;
+    run_until(&c->loop, &never, 1, 0.3);   /* the status line is read */
+    avo_llmcall_cancel(call);
+    assert_int_equal(r.done, 0);   /* generated and billed: it is read, not thrown away */
+    assert_int_equal(run_until(&c->loop, &r.done, 1, 10), 1);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.stop, "end");
+    assert_int_equal(fake_events(c, "served"), 1);
+    assert_int_equal(fake_events(c, "disconnected"), 0);
+    json_decref(conv);
+}
+
 static void test_call_bad_answer(void **state)
 {
     struct ctx *c = *state;
@@ -496,10 +678,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_cancels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort_from_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_retries_then_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_gives_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_refused_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_bad_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_cancel_aborts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_cancel_keeps_arriving_answer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
