@@ -156,7 +156,10 @@ static void plan_expose(mount_plan *m, const char *path, int rw)
             m->expose_rw[i] |= rw;
             return;
         }
-    if (!covered)
+    /* Elsewhere the path is visible already, but read-only like the rest of
+     * the root: a writable one (the scratch directory, which an operator
+     * may put outside /tmp) is mounted again over itself. */
+    if (!covered && (!rw || strcmp(real, "/") == 0))
         return;
     struct stat st;
     if (stat(real, &st) != 0)

@@ -19,7 +19,10 @@ FAILS=0
 ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
 jqt() {  # jqt FILTER FILE...: jq -e, quiet: true when the filter holds
-    jq -e "$@" >/dev/null
+    # jq -e exits 0 on empty input (no value, nothing false), so a missing
+    # or empty result file would pass every check: a value is required.
+    local out
+    out=$(jq -e "$@" 2>/dev/null) && [ -n "$out" ]
 }
 check() {  # check NAME CMD...: ok when CMD succeeds
     local name=$1; shift

@@ -97,7 +97,7 @@ J1=$(agent_job fake-openai 3)
 wait_job "$J1" 180
 step_checks openai "$J1" 1 2 3 "$T/oa.log"
 check "openai: requests go to /v1/chat/completions with the tools declared" \
-    bash -c 'head -1 "$0" | jq -e ".path == \"/v1/chat/completions\" and (.body | fromjson | .tools | length) == 15" >/dev/null' "$T/oa.log"
+    bash -c 'head -1 "$0" | jq -e ".path == \"/v1/chat/completions\" and (.body | fromjson | .tools | length) == 15" | grep -qx true' "$T/oa.log"
 
 avoctl transcript "$J1" >"$T/tr.out"
 check "avoctl transcript shows the step, each turn's calls and results" \
@@ -118,7 +118,7 @@ J2=$(agent_job fake-anthropic 3)
 wait_job "$J2" 180
 step_checks anthropic "$J2" 4 5 6 "$T/an.log"
 check "anthropic: requests go to /v1/messages with tool_use/tool_result blocks and prompt caching" \
-    bash -c 'sed -n 2p "$0" | jq -e "(.path == \"/v1/messages\") and (.body | fromjson | [.messages[].content | arrays | .[] | .type] | index(\"tool_result\") != null) and (.body | test(\"cache_control\"))" >/dev/null' "$T/an.log"
+    bash -c 'sed -n 2p "$0" | jq -e "(.path == \"/v1/messages\") and (.body | fromjson | [.messages[].content | arrays | .[] | .type] | index(\"tool_result\") != null) and (.body | test(\"cache_control\"))" | grep -qx true' "$T/an.log"
 
 # --- a model with a small context window: older turns are compacted ----------------
 J5=$(agent_job compacting 3)
@@ -126,7 +126,7 @@ wait_job "$J5" 180
 check "compaction: the step still commits its fixed version" \
     test "$(q "SELECT state || ':' || (reason LIKE 'committed candidate 9 %') FROM agent_steps WHERE job_id = $J5")" = "committed:true"
 check "compaction: the model summarised the older turns (one request without tools, the dropped turns in it)" \
-    bash -c 'sed -n 4p "$0" | jq -e ".body | fromjson | (has(\"tools\") | not) and (.messages[0].content | test(\"keep the notes\")) and (.messages[1].content | test(\"\\\\[call\\\\] read_candidate\"))" >/dev/null' "$T/cp.log"
+    bash -c 'sed -n 4p "$0" | jq -e ".body | fromjson | (has(\"tools\") | not) and (.messages[0].content | test(\"keep the notes\")) and (.messages[1].content | test(\"\\\\[call\\\\] read_candidate\"))" | grep -qx true' "$T/cp.log"
 check "compaction: the summary replaced them in the first message of the next request" \
     bash -c 'sed -n 5p "$0" | grep -q "summarised by the model" && sed -n 5p "$0" | grep -q "SUMMARY-MARKER" &&
              ! sed -n 5p "$0" | grep -q "Let me look at the problem first"' "$T/cp.log"

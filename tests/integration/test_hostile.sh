@@ -185,6 +185,18 @@ timeout -k 5 120 avo-worker eval "$LINKED/pkg" "$PROBLEM/seed.c" --json --seed "
 check "a package whose reference links out of its directory evaluates ok ($(jq -r '.outcome + ": " + (.detail // "")' "$T/linked.json" 2>/dev/null | cut -c1-160))" \
     jqt '.outcome == "ok"' "$T/linked.json"
 
+# A scratch root outside the private directories (/tmp, /var/tmp,
+# /dev/shm), as a worker's `scratch` setting may put it: the sandbox's root
+# is read-only there, and every compile failed ("ld returned 1") until the
+# compile's own directory was mounted writable. A fresh cache: a failed
+# compile is cached.
+OUTSIDE=$(mktemp -d /var/lib/avo-test-scratch.XXXXXX)
+TMPDIR="$OUTSIDE" timeout -k 5 120 avo-worker eval "$PROBLEM" "$PROBLEM/seed.c" --json --seed "$SEED" \
+    --cache "$OUTSIDE/cache" >"$T/outside.json" 2>"$T/outside.json.err"
+check "with the scratch root outside /tmp ($OUTSIDE) the seed evaluates ok ($(jq -r '.outcome' "$T/outside.json" 2>/dev/null; head -c 160 "$T/outside.json.err"))" \
+    jqt '.outcome == "ok"' "$T/outside.json"
+rm -rf "$OUTSIDE"
+
 # The honest twins. gemm_ikj's best score per config over TWIN_RUNS runs is
 # the bar of the twin rule ({"config name": score} in TWIN_SCORES).
 TWIN_SCORES="$T/twin.scores.json"

@@ -30,7 +30,7 @@ check "the same text again is stored once (and says so)" \
 # Search: ranked, highlighted, headings weigh more.
 api GET "/v1/kb/search?q=swizzle%20descriptor&limit=3" >"$T/s1.json"
 check "a search ranks hits and highlights the words" \
-    bash -c 'jq -e ".hits | length >= 1 and length <= 3" "$0" >/dev/null && jq -r ".hits[0].snippet" "$0" | grep -qi "<<swizzle>>\|<<descriptor>>"' "$T/s1.json"
+    bash -c 'jq -e ".hits | length >= 1 and length <= 3" "$0" | grep -qx true && jq -r ".hits[0].snippet" "$0" | grep -qi "<<swizzle>>\|<<descriptor>>"' "$T/s1.json"
 check "the best hit for 'mbarrier expect_tx parity' is the TMA note on completion" \
     test "$(api GET "/v1/kb/search?q=mbarrier%20parity%20expect_tx" | jq -r '.hits[0].title')" = "Hopper TMA: the tensor memory accelerator > Completion on mbarriers"
 avoctl kb search online softmax rescale --limit 2 >"$T/s2.out"
@@ -56,7 +56,7 @@ CASE=$(q "SELECT id FROM candidates WHERE job_id = $JOB AND committed AND notes 
 NOTES=$(q "SELECT notes FROM candidates WHERE id = ${CASE:-0}")
 check "a committed candidate is found as a past case by the words of its notes" \
     bash -c 'curl -s --unix-socket "$AVO_HOME/avod.sock" -G --data-urlencode "q=$1" --data "limit=100" "http://avod/v1/kb/search" |
-             jq -e --argjson c "$0" "any(.hits[]; .kind == \"case\" and .id == \$c)" >/dev/null' "${CASE:-0}" "$NOTES"
+             jq -e --argjson c "$0" "any(.hits[]; .kind == \"case\" and .id == \$c)" | grep -qx true' "${CASE:-0}" "$NOTES"
 
 # Bad input: each refused with the file or field named, nothing stored.
 printf '' >"$T/empty.md"

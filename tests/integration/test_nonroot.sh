@@ -48,7 +48,7 @@ nobody_eval() {  # FILE OUT [timeout]
 score_ok() {  # OUT -> per-config scores within 1.3x of the twin's
     jq -e --slurpfile t "$T/twin.json" '
         if .outcome != "ok" then true else
-        [.configs, $t[0].configs] | transpose | all(.[0].score <= 1.3 * .[1].score) end' "$1" >/dev/null
+        [.configs, $t[0].configs] | transpose | all(.[0].score <= 1.3 * .[1].score) end' "$1" | grep -qx true
 }
 
 nobody_eval "$NR/cases/gemm_ikj.c" "$T/twin.json"
@@ -96,5 +96,19 @@ check "as nobody: #include of a file nobody may read is a compile error" \
     jqt '.outcome == "compile_error"' "$T/secret.json"
 check "as nobody: the file's content is nowhere in the result" \
     bash -c "! grep -q '$(cat "$SECRET")' '$T/secret.json'"
+
+# A scratch root outside /tmp, /var/tmp and /dev/shm (the worker's
+# `scratch` setting): the sandbox's root is read-only there, so the
+# compile's own directory must be mounted writable (every compile failed,
+# "ld returned 1", before). A fresh cache: a failed compile is cached.
+OUTSIDE=$(mktemp -d /var/lib/avo-test-scratch.XXXXXX)
+chown 65534:65534 "$OUTSIDE"
+timeout -k 5 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
+    env -i PATH=/usr/bin:/bin HOME="$NR/home" TMPDIR="$OUTSIDE" \
+    "$NR/bin/avo-worker" eval "$NR/sgemm" "$NR/cases/gemm_ikj.c" --json --cache "$OUTSIDE/cache" \
+    >"$T/outside.json" 2>"$T/outside.json.err"
+check "as nobody: with its scratch root outside /tmp ($OUTSIDE) the twin evaluates ok ($(jq -r '.outcome' "$T/outside.json" 2>/dev/null; head -c 160 "$T/outside.json.err"))" \
+    jqt '.outcome == "ok"' "$T/outside.json"
+rm -rf "$OUTSIDE"
 
 exit 0

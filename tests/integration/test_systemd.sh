@@ -73,7 +73,7 @@ check "a bad configuration is refused, says why in STATUS and the log, and chang
 check "avod keeps serving after the failed reload" avoctl health
 echo '{"problem": "cpu/sgemm", "operator": "agent", "agent": {"provider": "p"}, "budget": {"evaluations": 1}}' >"$T/agent-job.json"
 check "the providers of the last good reload stay in force (an agent job naming one is accepted)" \
-    bash -c 'avoctl --json submit "$0" | jq -e ".id > 0" >/dev/null' "$T/agent-job.json"
+    bash -c 'avoctl --json submit "$0" | jq -e ".id > 0" | grep -qx true' "$T/agent-job.json"
 kill -TERM "$AVOD_PID"
 wait_for 60 "! kill -0 $AVOD_PID 2>/dev/null"
 check "SIGTERM: STOPPING=1" grep -q "STOPPING=1" "$T/notify.log"

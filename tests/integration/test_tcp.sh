@@ -26,7 +26,7 @@ U="http://127.0.0.1:$PORT"
 status() { curl -s -o "$T/body" -w '%{http_code}' "$@"; }
 check "no token: 401 unauthorized with WWW-Authenticate" \
     bash -c '[ "$(curl -s -D "$0.h" -o "$0.b" -w "%{http_code}" "$1/v1/health")" = 401 ] &&
-             jq -e ".error.code == \"unauthorized\"" "$0.b" >/dev/null && grep -qi "^WWW-Authenticate: Bearer" "$0.h"' "$T/r1" "$U"
+             jq -e ".error.code == \"unauthorized\"" "$0.b" | grep -qx true && grep -qi "^WWW-Authenticate: Bearer" "$0.h"' "$T/r1" "$U"
 check "a wrong token, or another scheme: 401" \
     bash -c '[ "$(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer nottherighttoken00" "$0/v1/health")" = 401 ] &&
              [ "$(curl -s -o /dev/null -w "%{http_code}" -u "avo:$1" "$0/v1/health")" = 401 ] &&
