@@ -14,7 +14,8 @@ static const char *const seed_fields[] = {"name", "file", "source", "candidate",
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
 static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", "supervise_after",
-                                           "supervise_failures", NULL};
+                                           "supervise_failures", "failed_steps", "backoff_s", "backoff_max_s",
+                                           NULL};
 
 static int check_known(json_t *obj, const char *const *known, const char *where, char *err, size_t errlen)
 {
@@ -217,6 +218,9 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
     s->agent_step_tokens = 500000;
     s->agent_supervise_after = 3;
     s->agent_supervise_failures = 4;
+    s->agent_failed_steps = 3;
+    s->agent_backoff_s = 2;
+    s->agent_backoff_max_s = 60;
     json_t *ag = json_object_get(in, "agent");
     if (ag && !agent) {
         snprintf(err, errlen, "agent: applies to agent jobs only (this job's operator is '%s')", s->op);
@@ -233,8 +237,16 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             (rc = get_int(ag, "max_turns", "agent.", 1, 10000, &s->agent_max_turns, err, errlen)) < 0 ||
             (rc = get_int(ag, "step_tokens", "agent.", 1000, 100000000, &s->agent_step_tokens, err, errlen)) < 0 ||
             (rc = get_int(ag, "supervise_after", "agent.", 1, 1000, &s->agent_supervise_after, err, errlen)) < 0 ||
-            (rc = get_int(ag, "supervise_failures", "agent.", 1, 1000, &s->agent_supervise_failures, err, errlen)) < 0)
+            (rc = get_int(ag, "supervise_failures", "agent.", 1, 1000, &s->agent_supervise_failures, err, errlen)) < 0 ||
+            (rc = get_int(ag, "failed_steps", "agent.", 1, 100, &s->agent_failed_steps, err, errlen)) < 0 ||
+            (rc = get_int(ag, "backoff_s", "agent.", 0, 3600, &s->agent_backoff_s, err, errlen)) < 0 ||
+            (rc = get_int(ag, "backoff_max_s", "agent.", 0, 86400, &s->agent_backoff_max_s, err, errlen)) < 0)
             return rc;
+        if (s->agent_backoff_max_s < s->agent_backoff_s) {
+            snprintf(err, errlen, "agent.backoff_max_s: %d is under agent.backoff_s (%d)", s->agent_backoff_max_s,
+                     s->agent_backoff_s);
+            return -22;
+        }
     }
     if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
         snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
@@ -327,11 +339,13 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         if (s->cost_usd > 0)
             json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
         if (agent)
-            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i}", "provider", s->agent_provider,
-                                                      "max_turns", s->agent_max_turns, "step_tokens",
-                                                      s->agent_step_tokens, "supervise_after",
+            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "provider",
+                                                      s->agent_provider, "max_turns", s->agent_max_turns,
+                                                      "step_tokens", s->agent_step_tokens, "supervise_after",
                                                       s->agent_supervise_after, "supervise_failures",
-                                                      s->agent_supervise_failures));
+                                                      s->agent_supervise_failures, "failed_steps",
+                                                      s->agent_failed_steps, "backoff_s", s->agent_backoff_s,
+                                                      "backoff_max_s", s->agent_backoff_max_s));
         if (s->stagnation_limit > 0)
             json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
         if (s->target_score > 0)

@@ -24,6 +24,9 @@ typedef struct {
     int agent_step_tokens;    /* agent jobs: tokens per step */
     int agent_supervise_after;    /* agent jobs: steps in a row without a commit before a supervisor call */
     int agent_supervise_failures; /* agent jobs: failed evaluations in a row before a supervisor call */
+    int agent_failed_steps;   /* agent jobs: failed steps in a row (provider errors, bad answers) failing the job */
+    int agent_backoff_s;      /* agent jobs: wait after the first failed step, doubled after each further one, */
+    int agent_backoff_max_s;  /* up to this */
     double target_score;      /* stop once the best aggregate reaches it, 0 = none */
     int patience;             /* evaluations without a commit before an island is stagnant */
     int stagnation_limit;     /* evaluations without a commit (any island) that end the job, 0 = none */

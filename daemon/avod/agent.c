@@ -1,7 +1,9 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +20,36 @@
 #include "seedcheck.h"
 #include "srcdiff.h"
 
-/* Answers without a tool call the model is reminded about before its step
- * ends; steps in a row that end without a single answer from the provider
- * (a missing key, an unreachable or failing provider) before the job itself
- * fails. */
+/* Answers without a tool call (empty ones included) the model is reminded
+ * about before its step ends as failed. */
 #define MAX_NUDGES 2
-#define MAX_BARREN_STEPS 3
+/* The failure rule's defaults, for jobs stored before the spec carried
+ * them (avo_jobspec.c fills them at submission). */
+#define DEFAULT_FAILED_STEPS 3
+#define DEFAULT_BACKOFF_S 2
+#define DEFAULT_BACKOFF_MAX_S 60
+/* Prompt tokens estimated from bytes before a request is sent: about four
+ * bytes a token for English, code and JSON. */
+#define BYTES_PER_TOKEN 4
 #define POLL_MS 250
 /* How long a microbenchmark may wait for a worker and run (compile + run
  * bounds on the worker are 120 s + AVO_PROGRAM_TIMEOUT_S). */
 #define PROGRAM_WAIT_S 300
-#define MAX_STREAKS 64
 
 typedef struct step step;
+
+/* What avod keeps per agent job across its steps: the failure rule's
+ * streak and backoff, and the LLM budgets' ledger (spent as recorded, and
+ * what requests in flight may still use), so a request is checked against
+ * the calls of every island of the job, not only its own step's. */
+typedef struct {
+    long long job;
+    int failed;                /* steps in a row that failed (provider errors, unusable answers) */
+    uint64_t not_before;       /* loop time (ms) before which no step starts: the backoff */
+    long long spent_tokens, held_tokens;
+    double spent_cost, held_cost;
+    double budget_tokens, budget_cost; /* the job's budgets; 0 = none */
+} job_state;
 
 struct avo_agent {
     uv_loop_t *loop;
@@ -44,10 +63,8 @@ struct avo_agent {
     void (*kick)(void *);
     void *kick_arg;
     step *steps;
-    struct {
-        long long job;
-        int barren;
-    } streaks[MAX_STREAKS];
+    job_state *jobs;
+    int njobs;
     int stopping;
 };
 
@@ -64,6 +81,7 @@ struct step {
     char *lineage;              /* the lineage at the step's start (first message, supervisor) */
     char *directions;           /* the supervisor's, for this step's first message */
     int supervise_after, supervise_failures, repeats;
+    int failed_steps, backoff_s, backoff_max_s; /* the job's failure rule */
     json_t *sup_conv;           /* the supervisor call's conversation, while it runs */
     json_t *cmp_conv;           /* the compaction call's conversation, while it runs */
     size_t cmp_cut;             /* messages [2, cmp_cut) are being summarised */
@@ -76,8 +94,14 @@ struct step {
     const avo_llm_provider *pv; /* &pvc: the step's own copy, so a reload cannot pull it away */
     avo_llm_provider pvc;
     char key[4096];
-    int turns, max_turns, nudges, evals;
+    int turns, max_turns, nudges, empties, evals;
+    int empty;                  /* the last answer had neither text nor a tool call */
+    int failed;                 /* the step ended on a provider error or unusable answers */
     long long tokens, max_tokens;
+    long last_prompt;           /* the main conversation's size in tokens after the last answer, */
+    size_t last_bytes;          /* and in bytes: the next prompt is estimated from them */
+    long long held_tokens;      /* what the request in flight may use, held in the job's ledger */
+    double held_cost;
     double cost, epsilon;
     json_t *calls;              /* the tool calls of the answer being worked through */
     size_t next_call;
@@ -123,6 +147,7 @@ static void step_free(step *s)
     free(s);
     if (a->stopping && !a->steps) {
         free(a->prov);
+        free(a->jobs);
         free(a);
     }
 }
@@ -156,6 +181,97 @@ static void on_ignored(void *arg, PGresult *res, const char *err)
     if (err)
         avo_warn("agent", "job %lld: %s", s->job, err);
     settle(s);
+}
+
+/* ---- the job's ledger and failure rule ---------------------------------------- */
+
+static job_state *job_find(avo_agent *a, long long job, int create)
+{
+    for (int i = 0; i < a->njobs; i++)
+        if (a->jobs[i].job == job)
+            return &a->jobs[i];
+    if (!create)
+        return NULL;
+    job_state *n = realloc(a->jobs, (size_t)(a->njobs + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    a->jobs = n;
+    memset(&n[a->njobs], 0, sizeof *n);
+    n[a->njobs].job = job;
+    return &n[a->njobs++];
+}
+
+/* The snapshot's totals are those recorded; this avod's own count may be
+ * ahead of a snapshot read before its last answers were stored. */
+static void job_sync(job_state *js, json_t *snap)
+{
+    json_t *b = json_object_get(json_object_get(snap, "spec"), "budget");
+    const long long t = json_integer_value(json_object_get(snap, "tokens"));
+    const double c = json_number_value(json_object_get(snap, "cost_usd"));
+    if (t > js->spent_tokens)
+        js->spent_tokens = t;
+    if (c > js->spent_cost)
+        js->spent_cost = c;
+    js->budget_tokens = json_number_value(json_object_get(b, "tokens"));
+    js->budget_cost = json_number_value(json_object_get(b, "cost_usd"));
+}
+
+static void finish_job(step *s, const char *state, const char *reason, json_t *events)
+{
+    char job[32];
+    snprintf(job, sizeof job, "%lld", s->job);
+    json_t *d = json_pack("{s:{s:s,s:s},s:o}", "finish", "state", state, "reason", reason, "events",
+                          events ? events : json_array());
+    char *dj = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+    if (dj)
+        query(s, "SELECT avo_job_apply($1, $2::jsonb)", 2, (const char *const[]){job, dj}, on_ignored);
+    free(dj);
+}
+
+/* A step that failed adds to the job's streak: the next step waits
+ * backoff_s, doubled for each further failure up to backoff_max_s, and
+ * failed_steps in a row fail the job. Any other end clears the streak. */
+static void count_failure(step *s, const char *reason)
+{
+    job_state *js = job_find(s->a, s->job, 1);
+    if (!js)
+        return;
+    if (!s->failed) {
+        js->failed = 0;
+        return;
+    }
+    if (++js->failed >= s->failed_steps) {
+        char why[900];
+        snprintf(why, sizeof why, "agent: %d steps in a row failed (provider errors or unusable answers); the last: %s",
+                 js->failed, reason);
+        finish_job(s, "failed", why, NULL);
+        js->failed = 0;
+        return;
+    }
+    double wait = ldexp(s->backoff_s, js->failed - 1);
+    if (wait > s->backoff_max_s)
+        wait = s->backoff_max_s;
+    js->not_before = uv_now(s->a->loop) + (uint64_t)(wait * 1000);
+    avo_warn("agent", "job %lld: %d failed step%s in a row (of %d allowed); the next starts in %.0f s", s->job,
+             js->failed, js->failed == 1 ? "" : "s", s->failed_steps, wait);
+}
+
+/* The request in flight is answered (or not): what it held goes back, what
+ * it used is spent. */
+static void release_hold(step *s, const avo_llm_reply *reply)
+{
+    job_state *js = job_find(s->a, s->job, 0);
+    if (js) {
+        js->held_tokens -= s->held_tokens;
+        js->held_cost -= s->held_cost;
+        if (reply) {
+            js->spent_tokens += reply->in_tokens + reply->out_tokens;
+            js->spent_cost += reply->cost_usd;
+        }
+    }
+    s->held_tokens = 0;
+    s->held_cost = 0;
 }
 
 /* ---- conversation ---------------------------------------------------------- */
@@ -246,22 +362,101 @@ static int answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *r
                     int attempts)
 {
     s->call = NULL;
+    release_hold(s, rc == 0 ? reply : NULL);
     record_call(s, conv, from, rc == 0 ? reply : NULL, rc == 0 ? NULL : reason, attempts);
     return settle(s);
 }
 
+static size_t json_bytes(json_t *j)
+{
+    return j ? json_dumpb(j, NULL, 0, JSON_COMPACT) : 0;
+}
+
+/* The next prompt in tokens: its bytes, or (larger, once the provider has
+ * counted this conversation) its last count plus what was added since. */
+static long estimate_prompt(step *s, json_t *conv, json_t *tools)
+{
+    const size_t bytes = json_bytes(conv) + json_bytes(tools);
+    long est = (long)(bytes / BYTES_PER_TOKEN);
+    if (conv == s->conv && s->last_prompt > 0) {
+        const size_t added = bytes > s->last_bytes ? bytes - s->last_bytes : 0;
+        if (s->last_prompt + (long)(added / BYTES_PER_TOKEN) > est)
+            est = s->last_prompt + (long)(added / BYTES_PER_TOKEN);
+    }
+    return est;
+}
+
+/* The job ends on its LLM budget before a request that could overrun it
+ * goes out (the engine would see the overrun only after it was spent). */
+static void finish_on_budget(step *s, const char *budget, double used, double limit, double next, const char *why)
+{
+    json_t *ev = json_pack("[{s:s,s:{s:s,s:f,s:f,s:f}}]", "kind", "budget_reached", "data", "budget", budget, "used",
+                           used, "limit", limit, "next_request", next);
+    finish_job(s, "succeeded", why, ev);
+}
+
+/* Budgets before every request, its output counted at the provider's
+ * maximum and its prompt estimated: the step's token limit, then the job's
+ * token and cost budgets less what the job's requests in flight may still
+ * use. 0, or -EDQUOT with why (the job is finished when its budget is the
+ * one). need and cost: what this request may use. */
+static int check_budgets(step *s, long prompt, long long *need, double *cost, char *why, size_t len)
+{
+    const avo_llm_provider *p = s->pv;
+    *need = prompt + p->max_tokens;
+    *cost = ((double)prompt * p->price_in + (double)p->max_tokens * p->price_out) / 1e6;
+    if (s->tokens + *need > s->max_tokens) {
+        snprintf(why, len, "the step's token limit would be exceeded: the next request could use up to %lld tokens "
+                 "(a prompt of about %ld, up to %d of output), %lld of %lld are left; not sent", *need, prompt,
+                 p->max_tokens, s->max_tokens - s->tokens, s->max_tokens);
+        return -EDQUOT;
+    }
+    job_state *js = job_find(s->a, s->job, 1);
+    if (!js)
+        return 0;
+    const double left = js->budget_tokens - (double)(js->spent_tokens + js->held_tokens);
+    if (js->budget_tokens > 0 && (double)*need > left) {
+        snprintf(why, len, "token budget reached: the next request could use up to %lld tokens (a prompt of about "
+                 "%ld, up to %d of output), %.0f of %.0f are left; not sent", *need, prompt, p->max_tokens,
+                 left > 0 ? left : 0, js->budget_tokens);
+        finish_on_budget(s, "tokens", (double)js->spent_tokens, js->budget_tokens, (double)*need, why);
+        return -EDQUOT;
+    }
+    const double cleft = js->budget_cost - js->spent_cost - js->held_cost;
+    if (js->budget_cost > 0 && *cost > cleft) {
+        snprintf(why, len, "cost budget reached: the next request could cost up to %.4f USD, %.4f of %.4f are "
+                 "left; not sent", *cost, cleft > 0 ? cleft : 0, js->budget_cost);
+        finish_on_budget(s, "cost_usd", js->spent_cost, js->budget_cost, *cost, why);
+        return -EDQUOT;
+    }
+    return 0;
+}
+
 /* Start a provider request on conv; 0, or a negative int with err (no
- * callback then). */
+ * callback then): -EDQUOT when a budget refuses it. */
 static int call_provider(step *s, json_t *conv, json_t *tools, avo_llmcall_cb cb, char *err, size_t errlen)
 {
+    long long need;
+    double cost;
+    int rc = check_budgets(s, estimate_prompt(s, conv, tools), &need, &cost, err, errlen);
+    if (rc < 0)
+        return rc;
     s->call_t0 = uv_now(s->a->loop) / 1e3;
     s->pending++;
-    int rc = avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, conv, tools, cb, s, err, errlen);
+    rc = avo_llmcall_start(&s->call, s->a->loop, s->a->http, s->pv, s->key, conv, tools, cb, s, err, errlen);
     if (rc < 0) {
         s->pending--;
         s->call = NULL;
+        return rc;
     }
-    return rc;
+    job_state *js = job_find(s->a, s->job, 1);
+    if (js) {
+        s->held_tokens = need;
+        s->held_cost = cost;
+        js->held_tokens += need;
+        js->held_cost += cost;
+    }
+    return 0;
 }
 
 /* One line of a dropped message for the compaction summary. */
@@ -321,6 +516,7 @@ static void apply_compaction(step *s, size_t cut, const char *summary, const cha
     for (size_t i = 2; i < cut; i++)
         json_array_remove(s->conv, 2);
     s->sent = json_array_size(s->conv);
+    s->last_prompt = 0; /* the provider has not counted the compacted conversation yet */
     char job[32], data[200];
     snprintf(job, sizeof job, "%lld", s->job);
     snprintf(data, sizeof data,
@@ -426,6 +622,12 @@ static int start_compaction(step *s, long prompt_tokens)
     return 0;
 }
 
+static void fail_step(step *s, const char *reason)
+{
+    s->failed = 1;
+    end_step(s, "ended", reason);
+}
+
 static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason, int attempts)
 {
     step *s = arg;
@@ -435,14 +637,20 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
     if (rc < 0) {
         char why[700];
         snprintf(why, sizeof why, "provider %s: %s", s->pv->name, reason ? reason : "failed");
-        end_step(s, "ended", why);
+        fail_step(s, why);
         return;
     }
     s->tokens += reply->in_tokens + reply->out_tokens;
     s->cost += reply->cost_usd;
-    json_array_append(s->conv, reply->message);
-    s->sent = json_array_size(s->conv);
     json_t *calls = json_object_get(reply->message, "tool_calls");
+    /* An empty answer stays out of the conversation (llm.c would leave it
+     * out of the request anyway): the nudge that follows says what it was. */
+    s->empty = !json_object_get(reply->message, "text") && json_array_size(calls) == 0;
+    if (!s->empty)
+        json_array_append(s->conv, reply->message);
+    s->sent = json_array_size(s->conv);
+    s->last_prompt = reply->in_tokens + reply->out_tokens;
+    s->last_bytes = json_bytes(s->conv) + json_bytes(s->tools);
     json_decref(s->calls);
     s->calls = json_array_size(calls) > 0 ? json_incref(calls) : NULL;
     s->next_call = 0;
@@ -460,17 +668,21 @@ static void go_on(step *s)
         run_next_tool(s);
         return;
     }
+    s->empties += s->empty;
     if (++s->nudges > MAX_NUDGES) {
         char why[160];
-        snprintf(why, sizeof why, "the model answered without a tool call %d times in a row", s->nudges);
-        end_step(s, "ended", why);
+        snprintf(why, sizeof why, "the model answered without a tool call %d times in a row (%d of them empty)",
+                 s->nudges, s->empties);
+        fail_step(s, why);
         return;
     }
     say(s, "user",
         !strcmp(s->stop, "max_tokens")
             ? "Your answer was cut off by the output token limit. Continue with a tool call, and keep arguments "
               "short (edit_source rather than write_source for small changes)."
-            : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");
+        : s->empty ? "Your answer was empty: no text and no tool call. Continue by calling a tool (problem, "
+                     "read_candidate, edit_source, evaluate, commit, give_up, ...)."
+                   : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");
     turn(s);
 }
 
@@ -484,15 +696,14 @@ static void turn(step *s)
         end_step(s, "ended", why);
         return;
     }
-    if (s->tokens >= s->max_tokens) {
-        snprintf(why, sizeof why, "the step's token limit is reached (%lld of %lld)", s->tokens, s->max_tokens);
-        end_step(s, "ended", why);
-        return;
-    }
     s->turns++;
-    if (call_provider(s, s->conv, s->tools, on_reply, err, sizeof err) < 0) {
+    const int rc = call_provider(s, s->conv, s->tools, on_reply, err, sizeof err);
+    if (rc == -EDQUOT) {
+        s->turns--;
+        end_step(s, "ended", err);
+    } else if (rc < 0) {
         snprintf(why, sizeof why, "provider %s: %s", s->pv->name, err);
-        end_step(s, "ended", why);
+        fail_step(s, why);
     }
 }
 
@@ -1065,7 +1276,7 @@ static void run_next_tool(step *s)
     if (s->ended)
         return;
     if (s->next_call >= json_array_size(s->calls)) {
-        s->nudges = 0;
+        s->nudges = s->empties = 0;
         turn(s);
         return;
     }
@@ -1073,22 +1284,6 @@ static void run_next_tool(step *s)
 }
 
 /* ---- start and end ------------------------------------------------------------ */
-
-static int *streak_of(avo_agent *a, long long job)
-{
-    int free_slot = -1;
-    for (int i = 0; i < MAX_STREAKS; i++) {
-        if (a->streaks[i].job == job)
-            return &a->streaks[i].barren;
-        if (a->streaks[i].job == 0 && free_slot < 0)
-            free_slot = i;
-    }
-    if (free_slot < 0)
-        free_slot = (int)(job % MAX_STREAKS);
-    a->streaks[free_slot].job = job;
-    a->streaks[free_slot].barren = 0;
-    return &a->streaks[free_slot].barren;
-}
 
 static void on_released(void *arg, PGresult *res, const char *err)
 {
@@ -1142,21 +1337,7 @@ static void end_step(step *s, const char *state, const char *reason)
          * the rule, the others as the island's failed attempts. */
         query(s, "UPDATE candidates SET hold = false WHERE job_id = $1 AND island = $2::int AND hold", 2,
               (const char *const[]){job, isl}, on_released);
-        int *barren = streak_of(a, s->job);
-        /* barren: the provider never answered (no key, unreachable, failing) */
-        *barren = s->tokens == 0 && strcmp(state, "committed") != 0 ? *barren + 1 : 0;
-        if (*barren >= MAX_BARREN_STEPS) {
-            char why[900];
-            snprintf(why, sizeof why, "agent: %d steps in a row ended without an answer from the provider; the last: %s",
-                     *barren, reason);
-            json_t *d = json_pack("{s:{s:s,s:s}}", "finish", "state", "failed", "reason", why);
-            char *dj = json_dumps(d, JSON_COMPACT);
-            json_decref(d);
-            if (dj)
-                query(s, "SELECT avo_job_apply($1, $2::jsonb)", 2, (const char *const[]){job, dj}, on_ignored);
-            free(dj);
-            *barren = 0;
-        }
+        count_failure(s, reason);
     }
     s->dead = 1;
     s->pending++;
@@ -1324,7 +1505,7 @@ static void on_inserted(void *arg, PGresult *res, const char *err)
     }
     s->id = atoll(PQgetvalue(res, 0, 0));
     if (s->setup_error[0]) {
-        end_step(s, "ended", s->setup_error);
+        fail_step(s, s->setup_error);
         return;
     }
     char head[32];
@@ -1355,6 +1536,12 @@ static void setup(step *s, json_t *snap)
         s->supervise_after = 3;
     if (s->supervise_failures <= 0)
         s->supervise_failures = 4;
+    json_t *v;
+    s->failed_steps = (v = json_object_get(ag, "failed_steps")) ? (int)json_integer_value(v) : DEFAULT_FAILED_STEPS;
+    s->backoff_s = (v = json_object_get(ag, "backoff_s")) ? (int)json_integer_value(v) : DEFAULT_BACKOFF_S;
+    s->backoff_max_s = (v = json_object_get(ag, "backoff_max_s")) ? (int)json_integer_value(v) : DEFAULT_BACKOFF_MAX_S;
+    if (s->failed_steps <= 0)
+        s->failed_steps = DEFAULT_FAILED_STEPS;
     s->epsilon = json_number_value(json_object_get(spec, "epsilon"));
     snprintf(s->target, sizeof s->target, "%s",
              json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))
@@ -1387,6 +1574,21 @@ static void setup(step *s, json_t *snap)
         snprintf(s->setup_error, sizeof s->setup_error, "out of memory");
 }
 
+/* Results of the island the engine has not applied yet: the last step's
+ * commit may be among them, and the next step must start from the head
+ * that commit makes (the engine's next pass, right after it applies them,
+ * comes back here). */
+static int results_waiting(json_t *snap, int island)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(snap, "finished"), i, f) {
+        if (json_integer_value(json_object_get(f, "island")) == island)
+            return 1;
+    }
+    return 0;
+}
+
 void avo_agent_ensure(avo_agent *a, json_t *snap)
 {
     if (!a || a->stopping)
@@ -1397,6 +1599,11 @@ void avo_agent_ensure(avo_agent *a, json_t *snap)
     if (!state || strcmp(state, "running") != 0 || json_integer_value(json_object_get(snap, "best_candidate")) <= 0 ||
         json_integer_value(json_object_get(snap, "total")) >= json_integer_value(json_object_get(snap, "budget")))
         return;
+    job_state *js = job_find(a, job, 1);
+    if (js)
+        job_sync(js, snap);
+    if (js && uv_now(a->loop) < js->not_before)
+        return; /* backing off after failed steps; a later pass starts the next */
     size_t i;
     json_t *isl;
     json_array_foreach(islands, i, isl) {
@@ -1404,7 +1611,7 @@ void avo_agent_ensure(avo_agent *a, json_t *snap)
         int busy = 0;
         for (step *s = a->steps; s; s = s->next)
             busy |= s->job == job && s->island == k;
-        if (busy || json_integer_value(json_object_get(isl, "head")) <= 0)
+        if (busy || json_integer_value(json_object_get(isl, "head")) <= 0 || results_waiting(snap, k))
             continue;
         step *s = calloc(1, sizeof *s);
         if (!s)
@@ -1454,20 +1661,37 @@ void avo_agent_prune(avo_agent *a, json_t *active)
         if (!live && !s->ended)
             end_step(s, "ended", "the job is no longer running");
     }
+    /* the ledgers of ended jobs go once no step of theirs is left */
+    for (int k = a->njobs - 1; k >= 0; k--) {
+        int keep = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(active, i, v) keep |= json_integer_value(v) == a->jobs[k].job;
+        for (step *s = a->steps; s && !keep; s = s->next)
+            keep = s->job == a->jobs[k].job;
+        if (!keep)
+            a->jobs[k] = a->jobs[--a->njobs];
+    }
 }
 
-int avo_agent_has_provider(const avo_agent *a, const char *name, char *names, size_t nameslen)
+int avo_agent_provider_check(const avo_agent *a, const char *name, char *err, size_t errlen)
 {
+    char names[512], why[600];
     size_t n = 0;
-    int found = 0;
-    if (nameslen)
-        names[0] = 0;
+    names[0] = 0;
     for (int i = 0; a && i < a->nprov; i++) {
-        found |= name && !strcmp(a->prov[i].name, name);
-        if (n < nameslen)
-            n += (size_t)snprintf(names + n, nameslen - n, "%s%s", i ? ", " : "", a->prov[i].name);
+        if (name && !strcmp(a->prov[i].name, name)) {
+            if (avo_llm_key_check(&a->prov[i], why, sizeof why) == 0)
+                return 0;
+            snprintf(err, errlen, "provider '%s' cannot be used: %s", name, why);
+            return -EACCES;
+        }
+        if (n < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", a->prov[i].name);
     }
-    return found;
+    snprintf(err, errlen, "no provider '%s' is configured in avod (%s%s)", name ? name : "",
+             names[0] ? "configured: " : "start avod with --providers FILE; docs/agent.md", names);
+    return -ENOENT;
 }
 
 static void on_cleared(void *arg, PGresult *res, const char *err)
@@ -1539,6 +1763,7 @@ void avo_agent_stop(avo_agent *a)
     avo_llmhttp_close(a->http);
     if (!a->steps) {
         free(a->prov);
+        free(a->jobs);
         free(a);
     }
 }

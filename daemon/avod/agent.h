@@ -38,9 +38,10 @@ int avo_agent_set_providers(avo_agent *a, const avo_llm_provider *providers, int
 /* Steps of jobs not in active (a JSON array of the active job ids) stop. */
 void avo_agent_prune(avo_agent *a, json_t *active);
 
-/* Whether a provider of that name is configured (for submission checks);
- * names lists them, comma-separated, for the message. */
-int avo_agent_has_provider(const avo_agent *a, const char *name, char *names, size_t nameslen);
+/* Whether a job may name this provider (the submission check): 0, or
+ * -ENOENT (not configured; err lists those that are) or -EACCES (its key
+ * cannot be read now; err says why, never the key). */
+int avo_agent_provider_check(const avo_agent *a, const char *name, char *err, size_t errlen);
 
 void avo_agent_stop(avo_agent *a);
 

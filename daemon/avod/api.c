@@ -326,11 +326,9 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         goto done;
     }
     if (!strcmp(s->op, "agent")) {
-        char names[512];
-        if (!avo_agent_has_provider(a->agent, s->agent_provider, names, sizeof names)) {
-            avo_http_reply_error(req, 400, "bad_request", "agent.provider: no provider '%s' is configured in avod (%s%s)",
-                                 s->agent_provider, names[0] ? "configured: " : "start avod with --providers FILE; "
-                                 "docs/agent.md", names);
+        char why[1200];
+        if (avo_agent_provider_check(a->agent, s->agent_provider, why, sizeof why) < 0) {
+            avo_http_reply_error(req, 400, "bad_request", "agent.provider: %s", why);
             goto done;
         }
     }

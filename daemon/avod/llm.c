@@ -37,6 +37,28 @@ static int get_num(json_t *o, const char *k, double lo, double hi, double *out, 
     return 0;
 }
 
+/* OpenAI's own API refuses max_tokens for its reasoning models and takes
+ * max_completion_tokens for all; compatible servers (vLLM, llama.cpp, ...)
+ * know max_tokens for sure. Anthropic's Messages API has only max_tokens. */
+static int output_limit_field(avo_llm_provider *p, char *err, size_t errlen)
+{
+    char *f = p->max_tokens_field;
+    if (!f[0]) {
+        const int openai_itself = p->kind == AVO_LLM_OPENAI && strstr(p->base_url, "://api.openai.com");
+        snprintf(f, sizeof p->max_tokens_field, "%s", openai_itself ? "max_completion_tokens" : "max_tokens");
+        return 0;
+    }
+    if (strcmp(f, "max_tokens") != 0 && strcmp(f, "max_completion_tokens") != 0) {
+        snprintf(err, errlen, "max_tokens_field: '%s' is not max_tokens or max_completion_tokens", f);
+        return -EINVAL;
+    }
+    if (p->kind == AVO_LLM_ANTHROPIC && strcmp(f, "max_tokens") != 0) {
+        snprintf(err, errlen, "max_tokens_field: the anthropic Messages API takes max_tokens only");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t errlen)
 {
     int rc;
@@ -59,6 +81,7 @@ int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t e
         (rc = get_str(cfg, "api_key_file", p->key_file, sizeof p->key_file, err, errlen)) ||
         (rc = get_num(cfg, "temperature", 0, 2, &p->temperature, err, errlen)) ||
         (rc = get_num(cfg, "max_tokens", 1, 1000000, &max_tokens, err, errlen)) ||
+        (rc = get_str(cfg, "max_tokens_field", p->max_tokens_field, sizeof p->max_tokens_field, err, errlen)) ||
         (rc = get_num(cfg, "timeout_s", 1, 3600, &p->timeout_s, err, errlen)) ||
         (rc = get_num(cfg, "max_retries", 0, 20, &retries, err, errlen)) ||
         (rc = get_num(cfg, "context_tokens", 1000, 1e8, &context, err, errlen)) ||
@@ -80,6 +103,8 @@ int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t e
     if (!p->base_url[0])
         snprintf(p->base_url, sizeof p->base_url, "%s",
                  p->kind == AVO_LLM_ANTHROPIC ? "https://api.anthropic.com" : "https://api.openai.com/v1");
+    if ((rc = output_limit_field(p, err, errlen)) < 0)
+        return rc;
     if (!p->model[0]) {
         snprintf(err, errlen, "model: required");
         return -EINVAL;
@@ -141,10 +166,26 @@ int avo_llm_load_key(const avo_llm_provider *p, char *key, size_t keylen, char *
     return 0;
 }
 
+int avo_llm_key_check(const avo_llm_provider *p, char *err, size_t errlen)
+{
+    char key[4096];
+    int rc = avo_llm_load_key(p, key, sizeof key, err, errlen);
+    explicit_bzero(key, sizeof key);
+    return rc;
+}
+
 static const char *text_of(json_t *m)
 {
     const char *t = json_string_value(json_object_get(m, "text"));
     return t ? t : "";
+}
+
+/* An assistant message with nothing in it: sending it back is a 400 from
+ * both services (Anthropic: empty content; OpenAI: null content without
+ * tool_calls), so it never goes on the wire. */
+static int empty_turn(json_t *m)
+{
+    return !*text_of(m) && json_array_size(json_object_get(m, "tool_calls")) == 0;
 }
 
 /* Chat Completions: system/user/assistant/tool messages, tool arguments as
@@ -161,6 +202,8 @@ static json_t *openai_body(const avo_llm_provider *p, json_t *conv, json_t *tool
             json_array_append_new(msgs, json_pack("{s:s,s:O?,s:s}", "role", "tool", "tool_call_id",
                                                   json_object_get(m, "tool_call_id"), "content", text_of(m)));
         } else if (!strcmp(role, "assistant")) {
+            if (empty_turn(m))
+                continue;
             json_t *a = json_pack("{s:s}", "role", "assistant");
             json_t *t = json_object_get(m, "text");
             json_object_set(a, "content", json_is_string(t) ? t : json_null());
@@ -185,7 +228,8 @@ static json_t *openai_body(const avo_llm_provider *p, json_t *conv, json_t *tool
             json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", role, "content", text_of(m)));
         }
     }
-    json_t *body = json_pack("{s:s,s:o,s:i}", "model", p->model, "messages", msgs, "max_tokens", p->max_tokens);
+    json_t *body = json_pack("{s:s,s:o,s:i}", "model", p->model, "messages", msgs,
+                             p->max_tokens_field[0] ? p->max_tokens_field : "max_tokens", p->max_tokens);
     if (p->temperature >= 0)
         json_object_set_new(body, "temperature", json_real(p->temperature));
     if (json_array_size(tools)) {
@@ -231,6 +275,8 @@ static json_t *anthropic_body(const avo_llm_provider *p, json_t *conv, json_t *t
                                               json_object_get(m, "tool_call_id"), "content", text_of(m), "is_error",
                                               json_is_true(json_object_get(m, "is_error"))));
         } else if (!strcmp(role, "assistant")) {
+            if (empty_turn(m))
+                continue;
             json_t *blocks = json_array(), *c;
             size_t k;
             if (*text_of(m))

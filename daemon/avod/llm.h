@@ -32,12 +32,16 @@ typedef struct {
     double price_cached_in;   /* USD per million cached input tokens (< 0: as price_in) */
     int max_retries;          /* on 429, 5xx, timeouts */
     long context_tokens;      /* the model's context window; a step's conversation is compacted near it */
+    char max_tokens_field[32]; /* the body field that carries max_tokens: "max_tokens" or (newer OpenAI
+                                * models refuse the former) "max_completion_tokens" */
 } avo_llm_provider;
 
 /* Fill defaults, then read a provider from its JSON config:
  * {"name","kind":"openai"|"anthropic","base_url","model","api_key_env"|"api_key_file",
- *  "temperature","max_tokens","timeout_s","price_per_mtok":{"input","output","cached_input"},"max_retries",
- *  "context_tokens"}.
+ *  "temperature","max_tokens","max_tokens_field","timeout_s","price_per_mtok":{"input","output","cached_input"},
+ *  "max_retries","context_tokens"}.
+ * max_tokens_field defaults to "max_completion_tokens" for OpenAI's own API
+ * and "max_tokens" elsewhere (Anthropic accepts nothing else). 
  * Returns 0 or a negative int with "FIELD: reason" in err. */
 int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t errlen);
 
@@ -47,11 +51,17 @@ int avo_llm_provider_parse(json_t *cfg, avo_llm_provider *p, char *err, size_t e
  * Returns 0, or a negative int with a message that names the variable or
  * file but never contains the key. */
 int avo_llm_load_key(const avo_llm_provider *p, char *key, size_t keylen, char *err, size_t errlen);
+/* Whether the key can be loaded now (read, then wiped): the check at start,
+ * reload and submission, so a bad key file is found before a step needs it.
+ * 0, or a negative int with err as avo_llm_load_key gives it. */
+int avo_llm_key_check(const avo_llm_provider *p, char *err, size_t errlen);
 
 /* The request: URL, headers (NULL-terminated, "Name: value", the key in the
- * auth header) and JSON body. Anthropic gets cache_control breakpoints on the
- * system prompt and the tool list (prompt caching); OpenAI-compatible servers
- * cache long prefixes on their own. Caller frees with avo_llm_request_free. */
+ * auth header) and JSON body. Anthropic gets cache_control breakpoints on
+ * the system prompt and the tool list (prompt caching); OpenAI-compatible
+ * servers cache long prefixes on their own. An assistant message with
+ * neither text nor tool calls is left out: both services refuse an empty
+ * assistant turn. Caller frees with avo_llm_request_free. */
 typedef struct {
     char url[640];
     char *headers[6];

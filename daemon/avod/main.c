@@ -253,6 +253,14 @@ static int load_providers(const char *path, avo_llm_provider **out, int *n, char
                 json_decref(j);
                 return -EINVAL;
             }
+        /* A key that cannot be read is a broken entry too: found now, not
+         * when a job's first step needs it. */
+        if (avo_llm_key_check(&p[i], why, sizeof why) < 0) {
+            snprintf(err, errlen, "providers %s: [%zu] (%s): %s", path, i, p[i].name, why);
+            free(p);
+            json_decref(j);
+            return -EINVAL;
+        }
     }
     *n = (int)json_array_size(j);
     *out = p;

@@ -8,13 +8,26 @@ answers with a scripted list of responses, in order, and records every request.
 The script is a JSON array; each entry:
     {"status": 200, "headers": {"Retry-After": "2"},
      "body": <any JSON, sent as JSON> | "raw": "<sent as is>",
-     "delay_s": 0.5, "body_delay_s": 3}
+     "delay_s": 0.5, "body_delay_s": 3, "auto_usage": true}
 delay_s: before anything is sent; body_delay_s: after the status line and
 headers, before the body (an answer that has begun to arrive).
-Once it runs out, every request gets 500 {"error": "script exhausted"}.
+auto_usage: the answer's prompt tokens are the request's bytes / 4 (a
+stand-in tokenizer, so budgets meet prompts that grow as real ones do).
+"$LAST_CANDIDATE" anywhere in a body (a JSON string, or inside the JSON text
+of OpenAI tool arguments) becomes the last "candidate N" id the request
+carries (the evaluate tool's answer), so a script can commit what it made.
+Once the script runs out, every request gets 500 {"error": "script
+exhausted"}, or with --loop the script starts over.
+
+Requests are checked as the real services check them: an assistant turn
+with nothing in it (Anthropic: empty content; OpenAI: null content without
+tool_calls) is refused with 400, and so is max_tokens in an OpenAI body
+when --refuse-max-tokens is given (newer OpenAI models want
+max_completion_tokens).
 Each request is logged (when it arrives, before any delay) as one JSON line:
-{"method", "path", "headers", "body"}, with the values of Authorization and
-x-api-key replaced by "REDACTED" so keys never land in test logs.
+{"t", "method", "path", "headers", "body", "rejected"}, with the values of
+Authorization and x-api-key replaced by "REDACTED" so keys never land in
+test logs.
 --events logs what happened to each request (n: its line in --log, from 1;
 t: the wall clock, time.time()), one JSON line each:
     {"event": "headers", "n", "t"}        the status line and headers went out
@@ -29,6 +42,7 @@ Standard library only.
 """
 import argparse
 import json
+import re
 import select
 import socket
 import sys
@@ -39,11 +53,51 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SECRET_HEADERS = {"authorization", "x-api-key"}
 
 
+def invalid(path, body, refuse_max_tokens):
+    """Why the real service would refuse this request with 400, or None."""
+    try:
+        req = json.loads(body)
+    except ValueError:
+        return "the body is not JSON"
+    anthropic = path.endswith("/messages")
+    if not anthropic and refuse_max_tokens and "max_tokens" in req:
+        return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.")
+    for i, m in enumerate(req.get("messages", [])):
+        if m.get("role") != "assistant":
+            continue
+        c = m.get("content")
+        if anthropic and (c in ("", []) or c is None):
+            return f"messages.{i}: all messages must have non-empty content"
+        if not anthropic and c is None and not m.get("tool_calls"):
+            return f"messages[{i}]: an assistant message needs content or tool_calls"
+    return None
+
+
+def answer(resp, body):
+    """The response entry with its late-bound parts filled from the request."""
+    if not resp.get("auto_usage") and "$LAST_CANDIDATE" not in json.dumps(resp.get("body", "")):
+        return resp
+    resp = json.loads(json.dumps(resp))
+    out = resp.get("body", {})
+    if resp.get("auto_usage"):
+        u = out.get("usage", {})
+        u["input_tokens" if "input_tokens" in u else "prompt_tokens"] = len(body) // 4
+    ids = re.findall(r"candidate (\d+): outcome", body)
+    text = json.dumps(out)
+    text = text.replace('\\"$LAST_CANDIDATE\\"', ids[-1] if ids else "0")
+    text = text.replace('"$LAST_CANDIDATE"', ids[-1] if ids else "0")
+    resp["body"] = json.loads(text)
+    return resp
+
+
 class Fake:
-    def __init__(self, script, log_path, events_path):
+    def __init__(self, script, log_path, events_path, loop, refuse_max_tokens):
         self.script = script
         self.next = 0
         self.requests = 0
+        self.loop = loop
+        self.refuse_max_tokens = refuse_max_tokens
         self.lock = threading.Lock()
         self.log = open(log_path, "a", encoding="utf-8") if log_path else None
         self.events = open(events_path, "a", encoding="utf-8") if events_path else None
@@ -51,14 +105,22 @@ class Fake:
     def take(self, record):
         """Log the request and pick its response, atomically, so the log order
         is the order responses were handed out. Returns (n, response)."""
+        why = invalid(record["path"], record["body"], self.refuse_max_tokens)
         with self.lock:
             self.requests += 1
+            record["t"] = time.time()
+            record["rejected"] = why
             if self.log:
                 self.log.write(json.dumps(record) + "\n")
                 self.log.flush()
+            if why:
+                return self.requests, {"status": 400, "body": {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": why}}}
+            if self.loop and self.script and self.next >= len(self.script):
+                self.next = 0
             if self.next < len(self.script):
                 self.next += 1
-                return self.requests, self.script[self.next - 1]
+                return self.requests, answer(self.script[self.next - 1], record["body"])
         return self.requests, {"status": 500, "body": {"error": "script exhausted"}}
 
     def event(self, kind, n, **fields):
@@ -153,6 +215,9 @@ def main():
     ap.add_argument("--script", help="JSON array of responses")
     ap.add_argument("--log", help="append one JSON line per request")
     ap.add_argument("--events", help="append one JSON line per event of a request (headers, served, disconnected)")
+    ap.add_argument("--loop", action="store_true", help="start the script over once it runs out")
+    ap.add_argument("--refuse-max-tokens", action="store_true",
+                    help="refuse max_tokens in OpenAI bodies, as newer OpenAI models do")
     args = ap.parse_args()
     script = []
     if args.script:
@@ -160,7 +225,7 @@ def main():
             script = json.load(f)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.fake = Fake(script, args.log, args.events)
+    server.fake = Fake(script, args.log, args.events, args.loop, args.refuse_max_tokens)
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever()

@@ -47,13 +47,13 @@ start_worker() {  # extra args...
     PIDS+=("$WORKER_PID")
 }
 
-start_fake_llm() {  # NAME FORMAT SCENARIO SEED_SOURCE COMMIT_ID -> port in PORT_<NAME>
+start_fake_llm() {  # NAME FORMAT SCENARIO SEED_SOURCE COMMIT_ID [FAKE OPTIONS] -> port in PORT_<NAME>
     # The fake provider (tests/fakes/fake_llm.py) replaying a scripted
     # conversation (tests/fixtures/agent/make_script.py); log in $T/NAME.log,
     # what became of each request (headers, served, disconnected) in $T/NAME.events.
     python3 "$ROOT/tests/fixtures/agent/make_script.py" "$2" "$3" "$4" "$5" >"$T/$1.script.json"
     python3 "$ROOT/tests/fakes/fake_llm.py" --port 0 --script "$T/$1.script.json" --log "$T/$1.log" \
-        --events "$T/$1.events" \
+        --events "$T/$1.events" "${@:6}" \
         >"$T/$1.port" 2>"$T/$1.err" &
     PIDS+=($!)
     for _ in $(seq 1 100); do [ -s "$T/$1.port" ] && break; sleep 0.05; done

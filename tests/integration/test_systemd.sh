@@ -62,7 +62,7 @@ check "SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1 and what was reload
                  grep -q 'READY=1 | STATUS=reloaded: log level info, 0 LLM providers' '$T/notify.log'"
 echo "log-level = debug" >"$T/avod.conf"
 echo "providers = $T/providers.json" >>"$T/avod.conf"
-echo '[{"name": "p", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "NO_KEY"}]' >"$T/providers.json"
+echo '[{"name": "p", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]' >"$T/providers.json"
 kill -HUP "$AVOD_PID"
 check "a reload applies the new log level and providers" \
     wait_for 10 "grep -q 'STATUS=reloaded: log level debug, 1 LLM providers' '$T/notify.log'"

@@ -105,7 +105,85 @@ static void test_keys_stay_private(void **state)
     chmod(path, 0600);
     assert_int_equal(avo_llm_load_key(&p, key, sizeof key, err, sizeof err), 0);
     assert_string_equal(key, "sk-file-2");   /* trailing newline dropped */
+    /* the check at start, reload and submission says the same, keeps nothing */
+    assert_int_equal(avo_llm_key_check(&p, err, sizeof err), 0);
+    chmod(path, 0640);
+    assert_int_equal(avo_llm_key_check(&p, err, sizeof err), -EPERM);
+    assert_non_null(strstr(err, "mode 640"));
     unlink(path);
+    assert_true(avo_llm_key_check(&p, err, sizeof err) < 0);
+    assert_non_null(strstr(err, "cannot open"));
+}
+
+/* The body field of the output limit: max_completion_tokens for OpenAI's own
+ * API (its reasoning models refuse max_tokens), max_tokens for compatible
+ * servers and Anthropic; either when the config says so. */
+static void test_output_limit_field(void **state)
+{
+    (void)state;
+    char err[256];
+    avo_llm_provider p;
+    json_t *c = conversation();
+    avo_llm_request r;
+    const struct {
+        const char *cfg, *field, *absent;
+    } cases[] = {
+        {"{\"kind\":\"openai\",\"model\":\"o3\"}", "max_completion_tokens", "max_tokens"},
+        {"{\"kind\":\"openai\",\"model\":\"q\",\"base_url\":\"http://127.0.0.1:8000/v1\"}", "max_tokens",
+         "max_completion_tokens"},
+        {"{\"kind\":\"openai\",\"model\":\"q\",\"base_url\":\"http://127.0.0.1:8000/v1\","
+         "\"max_tokens_field\":\"max_completion_tokens\"}", "max_completion_tokens", "max_tokens"},
+        {"{\"kind\":\"openai\",\"model\":\"g\",\"max_tokens_field\":\"max_tokens\"}", "max_tokens",
+         "max_completion_tokens"},
+        {"{\"kind\":\"anthropic\",\"model\":\"c\"}", "max_tokens", "max_completion_tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *cfg = json_loads(cases[i].cfg, 0, NULL);
+        assert_int_equal(avo_llm_provider_parse(cfg, &p, err, sizeof err), 0);
+        json_decref(cfg);
+        p.max_tokens = 777;
+        assert_int_equal(avo_llm_request_build(&p, "k", c, NULL, &r, err, sizeof err), 0);
+        json_t *b = json_loads(r.body, 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(b, cases[i].field)), 777);
+        assert_null(json_object_get(b, cases[i].absent));
+        json_decref(b);
+        avo_llm_request_free(&r);
+    }
+    json_t *bad = json_pack("{s:s,s:s,s:s}", "kind", "anthropic", "model", "c", "max_tokens_field",
+                            "max_completion_tokens");
+    assert_int_equal(avo_llm_provider_parse(bad, &p, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "max_tokens_field: the anthropic Messages API takes max_tokens only"));
+    json_decref(bad);
+    bad = json_pack("{s:s,s:s,s:s}", "kind", "openai", "model", "c", "max_tokens_field", "max_output_tokens");
+    assert_int_equal(avo_llm_provider_parse(bad, &p, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "max_tokens_field: 'max_output_tokens' is not max_tokens or max_completion_tokens"));
+    json_decref(bad);
+    json_decref(c);
+}
+
+/* An assistant turn with neither text nor tool calls never goes on the wire:
+ * Anthropic refuses "content": [], OpenAI a null content without tool_calls. */
+static void test_no_empty_assistant_turn(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *kinds[] = {"openai", "anthropic"};
+    for (int k = 0; k < 2; k++) {
+        avo_llm_provider p = prov(kinds[k]);
+        json_t *c = json_loads("[{\"role\":\"system\",\"text\":\"s\"},{\"role\":\"user\",\"text\":\"go\"},"
+                               "{\"role\":\"assistant\"},{\"role\":\"assistant\",\"text\":\"\",\"tool_calls\":[]},"
+                               "{\"role\":\"user\",\"text\":\"Your answer was empty\"}]",
+                               0, NULL);
+        avo_llm_request r;
+        assert_int_equal(avo_llm_request_build(&p, "k", c, NULL, &r, err, sizeof err), 0);
+        json_t *b = json_loads(r.body, 0, NULL), *m;
+        size_t i;
+        json_array_foreach(json_object_get(b, "messages"), i, m)
+            assert_string_not_equal(json_string_value(json_object_get(m, "role")), "assistant");
+        json_decref(b);
+        avo_llm_request_free(&r);
+        json_decref(c);
+    }
 }
 
 static void test_openai_request(void **state)
@@ -281,7 +359,8 @@ int main(void)
         cmocka_unit_test(test_provider_config),  cmocka_unit_test(test_keys_stay_private),
         cmocka_unit_test(test_openai_request),   cmocka_unit_test(test_anthropic_request),
         cmocka_unit_test(test_openai_reply),     cmocka_unit_test(test_anthropic_reply),
-        cmocka_unit_test(test_errors_and_retries),
+        cmocka_unit_test(test_errors_and_retries), cmocka_unit_test(test_output_limit_field),
+        cmocka_unit_test(test_no_empty_assistant_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,10 @@ static void test_seed_budgets_and_stops(void **state)
     json_t *ag = json_object_get(n, "agent");
     assert_string_equal(json_string_value(json_object_get(ag, "provider")), "claude");
     assert_int_equal(json_integer_value(json_object_get(ag, "step_tokens")), 500000);
+    /* the failure rule's defaults, stored so the steps read them */
+    assert_int_equal(json_integer_value(json_object_get(ag, "failed_steps")), 3);
+    assert_int_equal(json_integer_value(json_object_get(ag, "backoff_s")), 2);
+    assert_int_equal(json_integer_value(json_object_get(ag, "backoff_max_s")), 60);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "budget"), "tokens")), 5000);
     assert_true(json_real_value(json_object_get(json_object_get(n, "budget"), "cost_usd")) == 2.5);
     json_decref(n);
@@ -159,7 +163,15 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"seed\":{\"name\":\"\"}}", "seed.name: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\"}", "agent: an agent job needs {\"provider\": NAME}");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"turns\":3}}",
-                 "agent.turns: unknown field (expected one of: provider, max_turns, step_tokens, supervise_after, supervise_failures)");
+                 "agent.turns: unknown field (expected one of: provider, max_turns, step_tokens, supervise_after, "
+                 "supervise_failures, failed_steps, backoff_s, backoff_max_s)");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"failed_steps\":0}}",
+                 "agent.failed_steps: 0 is outside");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"backoff_s\":3601}}",
+                 "agent.backoff_s: 3601 is outside");
+    expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"backoff_s\":10,"
+                 "\"backoff_max_s\":5}}",
+                 "agent.backoff_max_s: 5 is under agent.backoff_s (10)");
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"max_turns\":0}}",
                  "agent.max_turns: 0 is outside");
     expect_error("{\"problem\":\"p\",\"agent\":{\"provider\":\"c\"}}", "agent: applies to agent jobs only");
