@@ -516,6 +516,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     memcpy(sz, sizes, sizeof sz);
     int gated = 0;
     double t_ready = 0;
+    const double t_call = avo_now();
     if (flags & AVO_GPU_GATED) {
         /* A mark before the gate: the GPU takes it as soon as it runs this
          * context, so mark -> start is the gate's time on the GPU, which
@@ -538,12 +539,15 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
          * is part of what is subtracted. */
         *ret = cudaMemsetAsync(g->flush, 0, 4, g->stream) == cudaSuccess ? 0 : -1;
     } else {
+        const double t_entry = avo_now();
         *ret = fn(ptrs, sz, (void *)g->stream);
+        t->entry_s = avo_now() - t_entry;
     }
     /* Queued before the gate opens, so the GPU takes it as soon as the work
      * on this stream is done: no host latency in start -> stream end. */
     cudaEventRecord(g->stream_end, g->stream);
     const double t_release = avo_now();
+    t->host_s = t_release - t_call;
     if (gated)
         avo_gate_release(g->gate);
     /* Device-wide: work the candidate queued on any other stream ends

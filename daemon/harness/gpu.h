@@ -99,6 +99,9 @@ typedef struct {
     double gate_wait_s; /* gated calls: the gate's time on the GPU (a mark before it -> start) less
                            the host's hold: what kept its blocks from their SMs (other work) */
     unsigned notes;   /* AVO_GPU_NOTE_* */
+    double host_s;    /* the runner's host time from the call's start to the gate's release (or the entry's
+                         return): reported, to show where a call's protocol goes */
+    double entry_s;   /* of which inside the entry point */
 } avo_gpu_times;
 
 /* The SM clock now (NVML), 0 when unknown. The checker reads it from its

@@ -125,6 +125,7 @@ typedef struct {
     double tail_median, tail_allow;    /* stream end -> end mark; the allowance is left out of every sample */
     double rt_over;                    /* median of (round trip - event time) of those calls: reported only
                                           (measured in the candidate's process) */
+    double host_median;                /* their runner's host time to the release (avo_gpu_times.host_s) */
     int ungated;                       /* timed calls start without the gate (gpu.h) */
     char ungated_why[200];
 } gpu_timing;
@@ -142,6 +143,7 @@ typedef struct {
 typedef struct {
     double median, max;
     double gate_wait_max;              /* over the calls whose gate was resident in time */
+    double host_median;                /* the runner's host time to the release (reported only) */
 } protocol_over;
 
 typedef struct {
@@ -628,13 +630,14 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
            *tails = malloc((size_t)cap * sizeof *tails), *tc = malloc((size_t)cap * sizeof *tc),
-           *cl = malloc((size_t)cap * sizeof *cl), *proto = malloc((size_t)cap * sizeof *proto);
+           *cl = malloc((size_t)cap * sizeof *cl), *proto = malloc((size_t)cap * sizeof *proto),
+           *host = malloc((size_t)cap * sizeof *host), *entry = malloc((size_t)cap * sizeof *entry);
     avo_counter_values cv;
     memset(out, 0, sizeof *out);
     out->q = trusted ? 0 : 1;
     out->checked_median = NAN;
     out->idle_cpu_s = -1;
-    if (!t || !rts || !tails || !tc || !cl || !proto) {
+    if (!t || !rts || !tails || !tc || !cl || !proto || !host || !entry) {
         res = -ENOMEM;
         goto out;
     }
@@ -757,13 +760,15 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         if (n == cap) {
             cap *= 2;
             if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap) || grow(&tc, cap) || grow(&cl, cap) ||
-                grow(&proto, cap)) {
+                grow(&proto, cap) || grow(&host, cap) || grow(&entry, cap)) {
                 res = -ENOMEM;
                 break;
             }
         }
         rts[n] = rt;
         proto[n] = protocol;
+        host[n] = ev.host_s;
+        entry[n] = ev.entry_s;
         tails[n] = ev.tail_s;
         cl[n] = ev.seconds;
         if (check)
@@ -840,9 +845,12 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         avo_stats ts, ps;
         avo_stats_compute(tails, n, &ts);
         avo_stats_compute(proto, n, &ps);
+        avo_stats hs, es;
+        avo_stats_compute(host, n, &hs);
+        avo_stats_compute(entry, n, &es);
         const gpu_preload *pre = &r->pre[r->tm.ungated];
         out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-                                "s:o,s:i,s:o,s:i}",
+                                "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
                                 "overhead_s",
                                 jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
                                 "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
@@ -854,7 +862,9 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
                                 "claim_floor_runs", floored, "busy_probe_max_s", jreal(busy.longest),
                                 "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy.over,
                                 "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
-                                "calibrated_protocol_s", jreal(r->tm.rt_over),
+                                "calibrated_protocol_s", jreal(r->tm.rt_over), "calibrated_host_s",
+                                jreal(r->tm.host_median), "runner_host_median_s",
+                                jreal(hs.median), "entry_host_median_s", jreal(es.median),
                                 "gate_wait_charged_runs", gate_charged, "gate_wait_charged_max_s",
                                 jreal(gate_charged_max), "gate_busy_runs", gate_busy);
     }
@@ -884,6 +894,8 @@ out:
     free(tc);
     free(cl);
     free(proto);
+    free(host);
+    free(entry);
     return res;
 }
 
@@ -1003,7 +1015,7 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
                            double *tail, protocol_over *o, char *why, size_t wl)
 {
     enum { CALLS = CALIBRATION_CALLS };
-    double over[CALLS];
+    double over[CALLS], host[CALLS];
     o->gate_wait_max = 0;
     for (int i = 0; i < CALLS; i++) {
         int ret = 0;
@@ -1020,6 +1032,7 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
         over[i] = r->run.reply_s - ev.seconds;
+        host[i] = ev.host_s;
         if (!(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
             o->gate_wait_max = fmax(o->gate_wait_max, ev.gate_wait_s);
     }
@@ -1028,6 +1041,8 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
     qsort(over, CALLS, sizeof *over, cmp_double);
     o->median = over[CALLS / 2];
     o->max = over[CALLS - 1];
+    qsort(host, CALLS, sizeof *host, cmp_double);
+    o->host_median = host[CALLS / 2];
     return CHECK_OK;
 }
 
@@ -1094,6 +1109,7 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
     if (res != CHECK_OK)
         return res;
     r->tm.rt_over = o.median;
+    r->tm.host_median = o.host_median;
     const gpu_preload *pre = &r->pre[u];
     const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
                                    pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));

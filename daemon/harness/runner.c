@@ -60,7 +60,8 @@ typedef struct {
     double runner_s;
     double tail_s;                       /* CUDA runners: the call's stream end -> end mark */
     double gate_wait_s;                  /* CUDA runners: the gate's wait for its SMs */
-    char msg[456];
+    double host_s, entry_s;              /* CUDA runners: avo_gpu_times, reported only */
+    char msg[440];
 } reply_msg;
 
 _Static_assert(sizeof(cmd_msg) < PIPE_BUF && sizeof(reply_msg) < PIPE_BUF, "messages must be atomic");
@@ -108,6 +109,8 @@ static void reply_gpu(uint32_t seq, int status, int ret, const avo_gpu_times *t,
     m.runner_s = t->seconds;
     m.tail_s = t->tail_s;
     m.gate_wait_s = t->gate_wait_s;
+    m.host_s = t->host_s;
+    m.entry_s = t->entry_s;
     if (msg)
         snprintf(m.msg, sizeof m.msg, "%s", msg);
     if (write_full(FD_REPLY, &m, sizeof m))
@@ -836,6 +839,8 @@ int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint6
     claimed->seconds = m.runner_s;
     claimed->tail_s = m.tail_s;
     claimed->gate_wait_s = m.gate_wait_s;
+    claimed->host_s = m.host_s;
+    claimed->entry_s = m.entry_s;
     claimed->notes = m.notes;
     return AVO_RUNNER_OK;
 }
