@@ -24,6 +24,12 @@
 typedef struct {
     const avo_worker_opts *o;
     PGconn *conn;
+    int connecting;             /* conn is a PQconnectStart still in progress */
+    PostgresPollingStatusType connect_wants;
+    double connect_deadline;    /* a connect that hangs (a host gone silent) is abandoned then */
+    double retry_at;            /* the next connect attempt, after a failed one */
+    unsigned retry_ms;
+    int down_logged;
     long long worker_id;
     long long eval_id;          /* the evaluation in progress */
     double next_heartbeat;
@@ -122,6 +128,8 @@ static void sleep_ms(int ms)
 
 static PGresult *exec(worker *w, const char *sql, int n, const char *const *params)
 {
+    if (w->connecting || PQstatus(w->conn) != CONNECTION_OK)
+        return NULL;            /* the caller's next connect step says why */
     PGresult *r = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -173,49 +181,135 @@ static int do_register(worker *w)
     return 0;
 }
 
-/* Connect (or reconnect) with backoff. A draining worker (one SIGTERM)
- * still reconnects, so the result in hand is stored; a second signal gives up. */
-static int ensure_connected(worker *w)
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 5000
+#define CONNECT_TIMEOUT_S 10.0
+
+/* Settings, then registration (first connection) or LISTEN again. */
+static int session_setup(worker *w)
 {
-    unsigned delay = 100;
-    int logged = 0;
-    while (*w->o->stop < 2) {
-        if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
-            return 0;
-        if (w->conn) {
-            PQfinish(w->conn);
-            w->conn = NULL;
-        }
-        w->conn = PQconnectdb(w->o->dsn);
-        if (PQstatus(w->conn) == CONNECTION_OK) {
-            PQclear(PQexec(w->conn, "SET client_min_messages = warning"));
-            /* A worker's commits (claim, heartbeat, completion) do not wait
-             * for the WAL flush. If the server crashes, the last few may be
-             * lost: the evaluation is then still 'running' under an expired
-             * lease and the rescuer queues it again. At least once stays at
-             * least once, nothing is applied twice (avod commits
-             * synchronously, and the WAL is flushed in order), and the
-             * queue does not pay a disk flush per claim. docs/queue.md. */
-            PQclear(PQexec(w->conn, "SET synchronous_commit = off"));
-            if (w->worker_id == 0) {
-                if (do_register(w) == 0)
-                    return 0;
-            } else {
-                if (listen_all(w) == 0) {
-                    avo_info("worker", "reconnected to the database");
-                    return 0;
-                }
-            }
-        } else if (!logged++ || delay >= 5000) {
-            char m[512];
-            snprintf(m, sizeof m, "%s", PQerrorMessage(w->conn));
-            m[strcspn(m, "\n")] = 0;
-            avo_warn("worker", "cannot reach the database: %s; retrying", m);
-        }
-        sleep_ms((int)delay);
-        delay = delay * 2 > 5000 ? 5000 : delay * 2;
+    PQclear(PQexec(w->conn, "SET client_min_messages = warning"));
+    /* A worker's commits (claim, heartbeat, completion) do not wait for the
+     * WAL flush. If the server crashes, the last few may be lost: the
+     * evaluation is then still 'running' under an expired lease and the
+     * rescuer queues it again. At least once stays at least once, nothing
+     * is applied twice (avod commits synchronously, and the WAL is flushed
+     * in order), and the queue does not pay a disk flush per claim.
+     * docs/queue.md. */
+    PQclear(PQexec(w->conn, "SET synchronous_commit = off"));
+    if (w->worker_id == 0)
+        return do_register(w);
+    if (listen_all(w) < 0)
+        return -5;
+    avo_info("worker", "reconnected to the database");
+    return 0;
+}
+
+static void connect_failed(worker *w, const char *why)
+{
+    if (!w->down_logged++ || w->retry_ms >= RETRY_MAX_MS) {
+        char m[512];
+        snprintf(m, sizeof m, "%s", why);
+        m[strcspn(m, "\n")] = 0;
+        avo_warn("worker", "cannot reach the database: %s; retrying", m);
     }
-    return -4;
+    PQfinish(w->conn);
+    w->conn = NULL;
+    w->connecting = 0;
+    w->retry_at = now_s() + w->retry_ms / 1000.0;
+    w->retry_ms = w->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : w->retry_ms * 2;
+}
+
+/* One step towards a connection that blocks at most wait_ms, so that the
+ * caller keeps serving what it owes meanwhile (the harness's deadline and
+ * cancellation, a signal): libpq's non-blocking connect, polled here, with
+ * attempts spaced by backoff. 0 when connected, -EAGAIN when not yet. */
+static int connect_step(worker *w, int wait_ms)
+{
+    if (!w->connecting && PQstatus(w->conn) == CONNECTION_OK)
+        return 0;
+    const double until = now_s() + wait_ms / 1000.0;
+    if (!w->connecting) {
+        PQfinish(w->conn);
+        w->conn = NULL;
+        if (now_s() < w->retry_at)
+            return -EAGAIN;
+        if (!w->retry_ms)
+            w->retry_ms = RETRY_MIN_MS;
+        w->conn = PQconnectStart(w->o->dsn);
+        if (!w->conn || PQstatus(w->conn) == CONNECTION_BAD) {
+            connect_failed(w, w->conn ? PQerrorMessage(w->conn) : "out of memory");
+            return -EAGAIN;
+        }
+        w->connecting = 1;
+        w->connect_wants = PGRES_POLLING_WRITING;
+        w->connect_deadline = now_s() + CONNECT_TIMEOUT_S;
+    }
+    for (;;) {
+        /* libpq may change the socket at any step: read it again each time. */
+        struct pollfd pfd = {.fd = PQsocket(w->conn),
+                             .events = w->connect_wants == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+        const double left = until - now_s();
+        int rc = poll(&pfd, 1, left > 0 ? (int)(left * 1000) : 0);
+        if (rc < 0 && errno != EINTR) {
+            connect_failed(w, strerror(errno));
+            return -EAGAIN;
+        }
+        if (rc <= 0) {
+            if (now_s() > w->connect_deadline)
+                connect_failed(w, "connection attempt timed out");
+            return -EAGAIN;     /* not ready yet, or a signal to look at */
+        }
+        w->connect_wants = PQconnectPoll(w->conn);
+        if (w->connect_wants == PGRES_POLLING_FAILED) {
+            connect_failed(w, PQerrorMessage(w->conn));
+            return -EAGAIN;
+        }
+        if (w->connect_wants == PGRES_POLLING_OK) {
+            w->connecting = 0;
+            if (session_setup(w) < 0) {
+                connect_failed(w, "the session could not be set up");
+                return -EAGAIN;
+            }
+            w->retry_ms = RETRY_MIN_MS;
+            w->down_logged = 0;
+            return 0;
+        }
+    }
+}
+
+/* Connect (or reconnect) with backoff, seeing signals within ~0.1 s. A
+ * worker with a result in hand (holding) keeps trying through the first
+ * SIGTERM, so that the result is stored (the drain guarantee); a second
+ * signal gives up. One with nothing in hand stops at the first: an idle
+ * worker must not wait for a database to come back before it can stop. */
+static int ensure_connected(worker *w, int holding)
+{
+    for (;;) {
+        if (*w->o->stop > 1 || (*w->o->stop && !holding))
+            return -4;
+        if (connect_step(w, 100) == 0)
+            return 0;
+        if (!w->connecting) {
+            double wait = w->retry_at - now_s();
+            sleep_ms(wait > 0.1 ? 100 : wait > 0 ? (int)(wait * 1000) + 1 : 0);
+        }
+    }
+}
+
+/* While the harness runs: the database may have gone away (a restart, a
+ * failover) under a healthy evaluation. Reconnect in short steps, so that
+ * the lease is renewed before it lapses; otherwise the rescuer would queue
+ * the evaluation again and refuse this worker's result. 0 when connected;
+ * after a reconnection the lease is renewed at once. */
+static int keep_connected(worker *w)
+{
+    if (!w->connecting && PQstatus(w->conn) == CONNECTION_OK)
+        return 0;
+    if (connect_step(w, 50) < 0)
+        return -EAGAIN;
+    w->next_heartbeat = 0;
+    return 0;
 }
 
 static void set_state(worker *w, const char *state)
@@ -287,6 +381,8 @@ static int heartbeat(void *arg)
     worker *w = arg;
     if (*w->o->stop > 1)
         return 1;               /* second signal: stop now */
+    if (keep_connected(w) < 0)
+        return 0;
     note_draining(w);
     read_notifies(w);
     if (w->lease_lost)
@@ -295,8 +391,6 @@ static int heartbeat(void *arg)
     if (t < w->next_heartbeat)
         return w->lease_lost;
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
-    if (PQstatus(w->conn) != CONNECTION_OK)
-        return 0;               /* keep going; completion will reconnect */
     char eid[32], wid[32], lease[32];
     snprintf(eid, sizeof eid, "%lld", w->eval_id);
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
@@ -463,7 +557,7 @@ static int evaluate_one(worker *w, PGresult *claim)
     /* The result must not be lost to a database blip: retry until stored or
      * until the database says the evaluation is no longer ours. */
     for (int attempt = 0; attempt < 60 && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w) < 0)
+        if (ensure_connected(w, 1) < 0)
             break;
         PGresult *r = exec(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params);
         if (r) {
@@ -507,8 +601,10 @@ static int program_tick(void *arg)
     worker *w = arg;
     if (*w->o->stop > 1)
         return 1;
+    if (keep_connected(w) < 0)
+        return 0;
     const double t = now_s();
-    if (t < w->next_heartbeat || PQstatus(w->conn) != CONNECTION_OK)
+    if (t < w->next_heartbeat)
         return 0;
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
     char wid[32];
@@ -552,7 +648,7 @@ static int run_program(worker *w)
     const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
     avo_info("worker", "program %s: %s", id, json_string_value(json_object_get(res, "outcome")));
     for (int attempt = 0; attempt < 20 && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w) < 0)
+        if (ensure_connected(w, 1) < 0)
             break;
         PGresult *c = exec(w, "SELECT avo_complete_program($1, $2, $3::jsonb)", 3, pc);
         if (c) {
@@ -616,7 +712,7 @@ int avo_worker_run(const avo_worker_opts *o)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int done = 0;
     while (!*o->stop) {
-        if (ensure_connected(&w) < 0)
+        if (ensure_connected(&w, 0) < 0)
             break;
         if (w.unhealthy) {
             /* Stay registered and visible as unhealthy; retry the canary now

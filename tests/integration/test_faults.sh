@@ -4,10 +4,22 @@
 #    the evaluation, another worker completes it; exactly one result;
 #  - kill -9 avod mid-job, start it again: the job resumes from the
 #    database, no candidate twice in the lineage, and an `avoctl watch`
-#    that was running reconnects and shows every event exactly once.
+#    that was running reconnects and shows every event exactly once;
+#  - PostgreSQL restarted twice under one long evaluation: the worker's
+#    heartbeat reconnects and keeps the lease, the result is stored on the
+#    first attempt;
+#  - an idle worker whose database is gone stops at the first SIGTERM.
 source "$(dirname "$0")/lib.sh"
+# The shipped CPU problems, and queue/slow (tests/fixtures/kernels) timed
+# for 25 s instead of minutes: an evaluation that outlasts database restarts.
+K="$T/kernels"
+mkdir -p "$K/queue"
+ln -s "$ROOT/kernels/cpu" "$K/cpu"
+cp -r "$ROOT/tests/fixtures/kernels/queue/slow" "$K/queue/long"
+jq '.timing.max_seconds = 25 | .timing.min_runs = 100' "$ROOT/tests/fixtures/kernels/queue/slow/problem.json" >"$K/queue/long/problem.json"
+restart_pg() { pg_ctl_avo -m fast -w stop >/dev/null && pg_ctl_avo -w -l "$AVO_HOME/pg/postgresql.log" start >/dev/null; }
 
-check "avod starts (fast rescuer)" start_avod --rescue-interval-ms 300 --retry-backoff 0.2
+check "avod starts (fast rescuer)" start_avod --kernels "$K" --rescue-interval-ms 300 --retry-backoff 0.2
 start_worker --lease 3
 A=$WORKER_PID
 JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 5 | jq -r .id)
@@ -38,7 +50,7 @@ kill -9 "$AVOD_PID"
 wait "$AVOD_PID" 2>/dev/null
 sleep 1
 check "avod starts again on the same state (adopting the running PostgreSQL)" \
-    start_avod --rescue-interval-ms 300 --retry-backoff 0.2
+    start_avod --kernels "$K" --rescue-interval-ms 300 --retry-backoff 0.2
 wait "$WATCH"
 check "the watch that spanned the restart exits 0 when the job succeeds" test $? -eq 0
 check "the job resumed and finished" \
@@ -60,4 +72,44 @@ if not ok:
     print("ids", ids, "expected", sys.argv[2], "events; last", kinds[-1:])
 sys.exit(0 if ok else 1)
 PY
+
+# --- PostgreSQL restarted under a long evaluation -------------------------------
+# Twice, each shorter than the lease (10 s), spaced less than a lease apart:
+# a worker whose heartbeat did not reconnect while the harness runs would
+# lose the lease, the rescuer would requeue the evaluation (attempts 2) and
+# refuse the worker's result.
+stop_workers
+: >"$T/worker.log"
+start_worker --kernels "$K" --lease 10
+W=$WORKER_PID
+JOB=$(avoctl --json submit --problem queue/long --evaluations 1 | jq -r .id)
+wait_for 60 'grep -q "evaluation [0-9]*: job $JOB," "$T/worker.log"'
+EV=$(psql_avo "SELECT id FROM evaluations WHERE job_id = $JOB")
+sleep 2
+for i in 1 2; do
+    check "PostgreSQL restarted ($i of 2) under the running evaluation" restart_pg
+    sleep 4
+done
+check "the evaluation is still running on its first attempt after the restarts" \
+    test "$(psql_avo "SELECT state || ':' || attempts FROM evaluations WHERE id = $EV")" = running:1
+timeout 120 avoctl watch "$JOB" >/dev/null 2>&1
+check "the job finishes" test "$(psql_avo "SELECT state FROM jobs WHERE id = $JOB")" = succeeded
+check "the result was stored, attempts = 1 (the lease never lapsed)" \
+    test "$(psql_avo "SELECT state || ':' || attempts || ':' || outcome FROM evaluations WHERE id = $EV")" = done:1:ok
+check "the worker reconnected while the harness ran" \
+    test "$(grep -c "reconnected to the database" "$T/worker.log")" -ge 2
+check "no result was refused" bash -c "! grep -q 'result not stored' '$T/worker.log'"
+
+# --- an idle worker whose database is gone stops at the first SIGTERM -----------
+# avod stops and takes its PostgreSQL with it: nothing will restart the
+# database. The worker must not wait for it to come back.
+check "avod stops (and its embedded PostgreSQL with it)" stop_pid "$AVOD_PID"
+check "the idle worker finds the database gone" \
+    wait_for 30 'grep -q "cannot reach the database" "$T/worker.log"'
+t0=$(date +%s.%N)
+kill -TERM "$W"
+check "it exits within 5 s of one SIGTERM (it does not wait for the database)" \
+    wait_for 5 '! kill -0 $W 2>/dev/null'
+echo "# idle worker gone $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s after SIGTERM"
+check "and says it stopped" grep -q "worker: stopped" "$T/worker.log"
 exit 0
