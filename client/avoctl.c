@@ -162,7 +162,9 @@ static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char
     } else if (rc < 0) {
         errorf("lost the connection to avod at %s: %s", c->socket, r.error);
         ex = EXIT_UNREACHABLE;
-    } else if (r.status < 200 || r.status >= 300) {
+    } else if ((r.status < 200 || r.status >= 300) &&
+               !(route == AVO_ROUTE_HEALTH && r.status == 503 && r.body)) {
+        /* (health's 503 is an answer: its body says why avod is degraded) */
         ex = daemon_error(&r);
     } else if (!r.body) {
         errorf("unexpected answer from avod: HTTP %ld: %s", r.status,
@@ -1473,9 +1475,12 @@ static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        printf("avod %s at %s: %s, database %s\n", avoctl_str(body, "version") ? avoctl_str(body, "version") : "?",
-               c->socket, json_is_true(json_object_get(body, "ok")) ? "ok" : "not ok",
-               avoctl_str(body, "db") ? avoctl_str(body, "db") : "?");
+        printf("avod %s at %s: %s, database %s%s%s\n",
+               avoctl_str(body, "version") ? avoctl_str(body, "version") : "?", c->socket,
+               avoctl_str(body, "status") ? avoctl_str(body, "status")
+               : json_is_true(json_object_get(body, "ok")) ? "ok" : "not ok",
+               avoctl_str(body, "db") ? avoctl_str(body, "db") : "?", avoctl_str(body, "reason") ? ": " : "",
+               avoctl_str(body, "reason") ? avoctl_str(body, "reason") : "");
     }
     if (!json_is_true(json_object_get(body, "ok")))
         ex = EXIT_FAIL;

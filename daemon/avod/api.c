@@ -25,6 +25,7 @@ struct avo_api {
     avo_db *db;
     avo_engine *engine;
     avo_agent *agent;
+    const avo_pgwatch *pgwatch;
     char kernels_dir[1024];
     char check_cache[1200];    /* seed compile checks */
     char worker_bin[2100];     /* avo-worker beside avod, which runs them */
@@ -868,6 +869,11 @@ void avo_api_set_agent(avo_api *a, avo_agent *agent)
     a->agent = agent;
 }
 
+void avo_api_set_pgwatch(avo_api *a, const avo_pgwatch *w)
+{
+    a->pgwatch = w;
+}
+
 void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
@@ -888,11 +894,19 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case -405:
         avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s", method, path);
         return;
-    case AVO_ROUTE_HEALTH:
-        avo_http_reply_json(req, avo_db_is_up(a->db) ? 200 : 503,
-                            json_pack("{s:b,s:s,s:s}", "ok", avo_db_is_up(a->db), "version", AVO_VERSION,
-                                      "db", avo_db_is_up(a->db) ? "up" : "down"));
+    case AVO_ROUTE_HEALTH: {
+        /* Degraded: avod runs but cannot do all its work, and says why. */
+        const int up = avo_db_is_up(a->db);
+        const char *why = avo_pgwatch_problem(a->pgwatch);
+        if (!why && !up)
+            why = "no connection to the database; reconnecting";
+        json_t *body = json_pack("{s:b,s:s,s:s,s:s}", "ok", up, "status", why ? "degraded" : "ok", "version",
+                                 AVO_VERSION, "db", up ? "up" : "down");
+        if (body && why)
+            json_object_set_new(body, "reason", json_string(why));
+        avo_http_reply_json(req, up ? 200 : 503, body);
         return;
+    }
     case AVO_ROUTE_JOB_SUBMIT:
         h_submit(a, req);
         return;

@@ -11,6 +11,7 @@
 #include "db.h"
 #include "engine.h"
 #include "http.h"
+#include "pgwatch.h"
 
 typedef struct avo_api avo_api;
 
@@ -20,6 +21,9 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
 /* Agent jobs are refused at submission unless their provider is configured. */
 struct avo_agent;
 void avo_api_set_agent(avo_api *a, struct avo_agent *agent);
+/* The embedded PostgreSQL's supervisor, whose problem /v1/health reports
+ * (none with an external database). */
+void avo_api_set_pgwatch(avo_api *a, const avo_pgwatch *w);
 /* avo_http_handler */
 void avo_api_handle(void *arg, avo_http_req *req);
 /* A NOTIFY on avo_events: wake the streams of that job. */

@@ -30,6 +30,7 @@
 #include "http.h"
 #include "migrate.h"
 #include "pgembed.h"
+#include "pgwatch.h"
 #include "rescuer.h"
 #include "service.h"
 #include "eventlog.h"
@@ -98,6 +99,7 @@ typedef struct {
     avo_http *http_tcp;         /* --listen: the same API on TCP, behind bearer tokens */
     uv_signal_t sigint, sigterm, sighup;
     avo_service *service;
+    avo_pgwatch *pgwatch;       /* the embedded PostgreSQL's supervisor (NULL with --db) */
     avo_eventlog *eventlog;
     int argc;                   /* the command line as given, for reloads */
     char **argv;
@@ -116,6 +118,7 @@ static void shutdown_daemon(avod *d)
         return;
     d->stopping = 1;
     avo_service_stop(d->service);
+    avo_pgwatch_stop(d->pgwatch);
     avo_eventlog_stop(d->eventlog);
     avo_info("avod", "shutting down");
     /* Order: stop producing work, end client streams, then the database. The
@@ -215,6 +218,12 @@ static void on_db_state(void *arg, int up)
         avo_engine_kick(d->engine);
         avo_eventlog_kick(d->eventlog);
     }
+}
+
+static void on_pg_problem(void *arg, const char *problem)
+{
+    avod *d = arg;
+    avo_service_degraded(d->service, problem);
 }
 
 /* The providers file: a JSON array of provider objects, each checked. */
@@ -489,8 +498,10 @@ static int run(int argc, char **argv, char **argv_copy)
         uv_run(d.loop, UV_RUN_DEFAULT);
         goto cleanup;
     }
-    if (avo_service_start(&d.service, d.loop, &d.db) < 0 || avo_eventlog_start(&d.eventlog, &d.db) < 0)
+    if (avo_service_start(&d.service, d.loop, &d.db) < 0 || avo_eventlog_start(&d.eventlog, &d.db) < 0 ||
+        (pg_started && avo_pgwatch_start(&d.pgwatch, d.loop, &pg, on_pg_problem, &d) < 0))
         goto cleanup;
+    avo_api_set_pgwatch(d.api, d.pgwatch);
     if (*s.listen)
         avo_info("avod", "API also on TCP %s (bearer tokens: %d)", s.listen, ntokens);
     avo_engine_set_agent(d.engine, d.agent);

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <libpq-fe.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,18 @@ int avo_pgembed_find_bindir(char *out, size_t len)
     return -2;
 }
 
-/* Run a PostgreSQL tool as the server's user; stdout/stderr go to the log. */
-static int run_tool(const avo_pgembed *pg, char *const argv[], int quiet)
+/* Start a PostgreSQL tool as the server's user, its output in the log when
+ * quiet; the child's pid, or a negative errno. */
+static pid_t spawn_tool(const avo_pgembed *pg, char *const argv[], int quiet)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -errno;
     if (pid == 0) {
+        /* avod's signal mask is not the server's business. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         if (geteuid() == 0) {
             if (setgroups(0, NULL) < 0 || setgid(pg->gid) < 0 || setuid(pg->uid) < 0)
                 _exit(126);
@@ -86,13 +92,29 @@ static int run_tool(const avo_pgembed *pg, char *const argv[], int quiet)
         execv(argv[0], argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* 0 for a tool that succeeded, else -1000 less its exit status (or 128 +
+ * the signal that ended it). */
+static int tool_status(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st) == 0 ? 0 : -WEXITSTATUS(st) - 1000;
+    return -1000 - 128 - (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Run a PostgreSQL tool as the server's user and wait for it. */
+static int run_tool(const avo_pgembed *pg, char *const argv[], int quiet)
+{
+    pid_t pid = spawn_tool(pg, argv, quiet);
+    if (pid < 0)
+        return (int)pid;
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return -errno;
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st) == 0 ? 0 : -WEXITSTATUS(st) - 1000;
-    return -1000 - 128 - (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return tool_status(st);
 }
 
 static int mkdir_owned(const avo_pgembed *pg, const char *path, mode_t mode)
@@ -290,8 +312,83 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
     return ensure_database(pg, err, errlen);
 }
 
+int avo_pgembed_running(const avo_pgembed *pg, long *pid)
+{
+    char path[1200], line[64] = "";
+    snprintf(path, sizeof path, "%s/postmaster.pid", pg->datadir);
+    *pid = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;               /* no lock file: the server was shut down */
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got)
+        return 1;               /* being written by a server starting now */
+    char *end;
+    *pid = strtol(line, &end, 10);
+    if (end == line || *pid <= 0)
+        return 1;
+    /* The lock file outlives a killed server; the process does not, but
+     * it stays a zombie until its parent (init, which in a container may
+     * never reap) waits for it: a zombie is no server. */
+    if (kill((pid_t)*pid, 0) < 0 && errno != EPERM)
+        return 0;
+    char stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", *pid);
+    if ((f = fopen(path, "r"))) {
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = 0;
+        fclose(f);
+    }
+    /* pid (comm) state ...; comm may hold spaces and parentheses */
+    const char *close = strrchr(stat, ')');
+    return !(close && close[1] == ' ' && close[2] == 'Z');
+}
+
+int avo_pgembed_restart_begin(avo_pgembed *pg, char *err, size_t errlen)
+{
+    if (pg->starter > 0)
+        return -EBUSY;
+    int rc = write_server_conf(pg, err, errlen);
+    if (rc < 0)
+        return rc;
+    char pg_ctl[1100];
+    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+    /* -w: pg_ctl exits when the server accepts connections, after any
+     * crash recovery; a recovery longer than -t leaves it running, which
+     * the supervisor sees on its next look. */
+    char *argv[] = {pg_ctl, "-D", pg->datadir, "-l", pg->logfile, "-w", "-t", "120", "start", NULL};
+    pid_t pid = spawn_tool(pg, argv, 1);
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start pg_ctl: %s", strerror((int)-pid));
+        return (int)pid;
+    }
+    pg->starter = pid;
+    return 0;
+}
+
+int avo_pgembed_restart_poll(avo_pgembed *pg)
+{
+    if (pg->starter <= 0)
+        return -ECHILD;
+    int st;
+    pid_t r = waitpid(pg->starter, &st, WNOHANG);
+    if (r == 0)
+        return -EINPROGRESS;
+    pg->starter = 0;
+    return r < 0 ? -errno : tool_status(st);
+}
+
 int avo_pgembed_stop(avo_pgembed *pg)
 {
+    if (pg->starter > 0) {
+        /* A restart in flight finishes first, so the stop below finds
+         * the server it started (outside the loop: blocking is fine). */
+        int st;
+        while (waitpid(pg->starter, &st, 0) < 0 && errno == EINTR)
+            ;
+        pg->starter = 0;
+    }
     if (!pg->started_by_us)
         return 0;
     char pg_ctl[1100];

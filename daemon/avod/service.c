@@ -17,6 +17,7 @@ struct avo_service {
     uv_timer_t watchdog, status;
     int open_handles, pending, stopping, ready;
     char note[200];             /* the last reload's outcome, shown in STATUS */
+    char degraded[520];         /* why avod is degraded ("" when it is not), shown first */
 };
 
 static void maybe_free(avo_service *s)
@@ -39,6 +40,15 @@ static void on_watchdog(uv_timer_t *t)
     sd_notify(0, "WATCHDOG=1");
 }
 
+/* The database cannot answer: say why when avod knows (degraded). */
+static void notify_unavailable(avo_service *s)
+{
+    if (s->degraded[0])
+        sd_notifyf(0, "STATUS=degraded: %s%s%s", s->degraded, s->note[0] ? "; " : "", s->note);
+    else
+        sd_notifyf(0, "STATUS=database unavailable%s%s", s->note[0] ? "; " : "", s->note);
+}
+
 static void on_counts(void *arg, PGresult *res, const char *err)
 {
     avo_service *s = arg;
@@ -48,10 +58,11 @@ static void on_counts(void *arg, PGresult *res, const char *err)
         return;
     }
     if (err || PQntuples(res) != 1) {
-        sd_notifyf(0, "STATUS=database unavailable%s%s", s->note[0] ? "; " : "", s->note);
+        notify_unavailable(s);
         return;
     }
-    sd_notifyf(0, "STATUS=%s jobs running, %s evaluations queued, %s workers%s%s", PQgetvalue(res, 0, 0),
+    sd_notifyf(0, "STATUS=%s%s%s%s jobs running, %s evaluations queued, %s workers%s%s",
+               s->degraded[0] ? "degraded: " : "", s->degraded, s->degraded[0] ? "; " : "", PQgetvalue(res, 0, 0),
                PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), s->note[0] ? "; " : "", s->note);
 }
 
@@ -64,8 +75,10 @@ static void refresh(avo_service *s)
                      "SELECT (SELECT count(*) FROM jobs WHERE state = 'running'), "
                      "(SELECT count(*) FROM evaluations WHERE state = 'queued'), "
                      "(SELECT count(*) FROM workers WHERE state IN ('idle', 'busy', 'draining'))",
-                     0, NULL, on_counts, s) < 0)
+                     0, NULL, on_counts, s) < 0) {
         s->pending--;
+        notify_unavailable(s);
+    }
 }
 
 static void on_status(uv_timer_t *t)
@@ -119,6 +132,22 @@ void avo_service_reloaded(avo_service *s, const char *note)
             *p = ' ';
     sd_notifyf(0, "READY=1\nSTATUS=%s", s->note);
     refresh(s);
+}
+
+void avo_service_degraded(avo_service *s, const char *why)
+{
+    if (!s || s->stopping)
+        return;
+    snprintf(s->degraded, sizeof s->degraded, "%s", why ? why : "");
+    for (char *p = s->degraded; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    if (!s->ready)
+        return;
+    if (s->degraded[0])
+        notify_unavailable(s);
+    else
+        refresh(s);
 }
 
 void avo_service_stop(avo_service *s)

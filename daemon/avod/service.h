@@ -2,7 +2,8 @@
  * STATUS= with the running jobs, the queue depth and the live workers
  * (refreshed every few seconds from the database), WATCHDOG=1 from the
  * event loop at half of WatchdogSec (so a stuck loop is restarted),
- * RELOADING=1 / READY=1 around a SIGHUP reload, STOPPING=1 at shutdown.
+ * RELOADING=1 / READY=1 around a SIGHUP reload, STOPPING=1 at shutdown;
+ * "degraded: <why>" first in STATUS while the embedded PostgreSQL is down.
  * Outside systemd (no NOTIFY_SOCKET) every notification is a no-op. */
 #ifndef AVO_SERVICE_H
 #define AVO_SERVICE_H
@@ -21,6 +22,9 @@ void avo_service_ready(avo_service *s);
 void avo_service_reloading(avo_service *s);
 /* A reload ended: READY=1, and STATUS= says what happened (note). */
 void avo_service_reloaded(avo_service *s, const char *note);
+/* avod is degraded (why: one line) or no longer (why NULL): STATUS= says
+ * so at once and keeps saying it until cleared. */
+void avo_service_degraded(avo_service *s, const char *why);
 /* STOPPING=1; timers closed; freed once its last query has answered. */
 void avo_service_stop(avo_service *s);
 

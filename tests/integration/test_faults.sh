@@ -8,6 +8,8 @@
 #  - PostgreSQL restarted twice under one long evaluation: the worker's
 #    heartbeat reconnects and keeps the lease, the result is stored on the
 #    first attempt;
+#  - kill -9 of the embedded postmaster under a running job: avod restarts
+#    it (crash recovery), says degraded meanwhile, the job finishes;
 #  - an idle worker whose database is gone stops at the first SIGTERM.
 source "$(dirname "$0")/lib.sh"
 # The shipped CPU problems, and queue/slow (tests/fixtures/kernels) timed
@@ -17,7 +19,14 @@ mkdir -p "$K/queue"
 ln -s "$ROOT/kernels/cpu" "$K/cpu"
 cp -r "$ROOT/tests/fixtures/kernels/queue/slow" "$K/queue/long"
 jq '.timing.max_seconds = 25 | .timing.min_runs = 100' "$ROOT/tests/fixtures/kernels/queue/slow/problem.json" >"$K/queue/long/problem.json"
+n_done() { psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $1 AND state = 'done'"; }
 restart_pg() { pg_ctl_avo -m fast -w stop >/dev/null && pg_ctl_avo -w -l "$AVO_HOME/pg/postgresql.log" start >/dev/null; }
+new_postmaster() {  # OLD_PID: the lock file names another postmaster, alive
+    local p
+    p=$(head -1 "$AVO_HOME/pg/data/postmaster.pid" 2>/dev/null)
+    [ -n "$p" ] && [ "$p" != "$1" ] && kill -0 "$p"
+}
+health() { curl -s --unix-socket "$AVO_HOME/avod.sock" http://avod/v1/health; }
 
 check "avod starts (fast rescuer)" start_avod --kernels "$K" --rescue-interval-ms 300 --retry-backoff 0.2
 start_worker --lease 3
@@ -99,6 +108,28 @@ check "the result was stored, attempts = 1 (the lease never lapsed)" \
 check "the worker reconnected while the harness ran" \
     test "$(grep -c "reconnected to the database" "$T/worker.log")" -ge 2
 check "no result was refused" bash -c "! grep -q 'result not stored' '$T/worker.log'"
+
+# --- the embedded postmaster killed under a running job -------------------------
+JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 6 | jq -r .id)
+wait_for 120 '[ "$(n_done $JOB)" -ge 2 ]'
+( while :; do health; echo; sleep 0.1; done ) >"$T/health.jsonl" 2>/dev/null &
+PIDS+=($!)
+HEALTH_LOOP=$!
+PM=$(head -1 "$AVO_HOME/pg/data/postmaster.pid")
+kill -9 "$PM"
+check "the job finishes without a hand restart of PostgreSQL" \
+    wait_for 300 '[ "$(psql_avo "SELECT state FROM jobs WHERE id = $JOB" 2>/dev/null)" = succeeded ]'
+check "every evaluation of it has one stored result" \
+    test "$(psql_avo "SELECT count(*) || ':' || count(*) FILTER (WHERE state = 'done' AND consumed) FROM evaluations WHERE job_id = $JOB")" = "6:6"
+check "a new postmaster runs" new_postmaster "$PM"
+check "avod logged why and that it restarted the server" \
+    bash -c "grep -q 'the embedded PostgreSQL died: postmaster pid $PM is gone' '$T/avod.log' &&
+             grep -q 'the embedded PostgreSQL was restarted by avod' '$T/avod.log'"
+wait_for 30 '[ "$(health | jq -r .status)" = ok ]'
+kill "$HEALTH_LOOP" 2>/dev/null
+check "health said degraded, with the reason, while the server was down" \
+    jqt -s 'map(select(.status == "degraded" and (.reason | test("PostgreSQL died")))) | length > 0' "$T/health.jsonl"
+check "and ok once it was back" test "$(health | jq -r '.status + ":" + .db')" = ok:up
 
 # --- an idle worker whose database is gone stops at the first SIGTERM -----------
 # avod stops and takes its PostgreSQL with it: nothing will restart the

@@ -5,7 +5,8 @@
 # READY=1 once it listens, STATUS= with jobs/queue/workers, WATCHDOG=1 from
 # its loop, RELOADING=1 + MONOTONIC_USEC and READY=1 around a SIGHUP reload
 # (a bad configuration is refused and said so, the daemon keeps serving),
-# and STOPPING=1 on SIGTERM.
+# STATUS=degraded: with the reason while the embedded PostgreSQL, killed,
+# is started again, and STOPPING=1 on SIGTERM.
 source "$(dirname "$0")/lib.sh"
 
 # --- the unit files ------------------------------------------------------------
@@ -74,6 +75,14 @@ check "avod keeps serving after the failed reload" avoctl health
 echo '{"problem": "cpu/sgemm", "operator": "agent", "agent": {"provider": "p"}, "budget": {"evaluations": 1}}' >"$T/agent-job.json"
 check "the providers of the last good reload stay in force (an agent job naming one is accepted)" \
     bash -c 'avoctl --json submit "$0" | jq -e ".id > 0" | grep -qx true' "$T/agent-job.json"
+# The embedded PostgreSQL killed: STATUS says avod is degraded, and why,
+# until avod has started it again.
+PM=$(head -1 "$AVO_HOME/pg/data/postmaster.pid")
+kill -9 "$PM"
+check "the postmaster killed: STATUS=degraded: with the reason" \
+    wait_for 30 "grep -q 'STATUS=degraded: embedded PostgreSQL died (postmaster pid $PM gone)' '$T/notify.log'"
+check "STATUS counts jobs again once avod has restarted the server" \
+    wait_for 60 "sed -n '/STATUS=degraded/,\$p' '$T/notify.log' | grep -Eq 'STATUS=[0-9]+ jobs running'"
 kill -TERM "$AVOD_PID"
 wait_for 60 "! kill -0 $AVOD_PID 2>/dev/null"
 check "SIGTERM: STOPPING=1" grep -q "STOPPING=1" "$T/notify.log"
