@@ -363,13 +363,30 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     } else {
         /* Only a clean compiler verdict is cached; timeouts and signals may
          * be the machine's fault, not the source's. */
-        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled)
+        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled &&
+            avo_compile_failure_cacheable(r->log))
             write_file(failpath, r->log, strlen(r->log), 0600);
     }
 cleanup:
     unlink(outpath);
     avo_sandbox_result_free(&sr);
     return rc;
+}
+
+int avo_compile_failure_cacheable(const char *log)
+{
+    /* What gcc, ld, nvcc and ptxas print when the system, not the source,
+     * failed them (a scratch directory left read-only by the sandbox was
+     * cached as a failed compile of the reference, and every later
+     * evaluation failed with it). */
+    static const char *const machine[] = {"Read-only file system", "No space left on device", "Disk quota exceeded",
+                                          "Cannot allocate memory", "virtual memory exhausted", "out of memory",
+                                          "ould not open output file", "cannot open output file",
+                                          "Resource temporarily unavailable", NULL};
+    for (const char *const *m = machine; *m; m++)
+        if (log && strstr(log, *m))
+            return 0;
+    return 1;
 }
 
 void avo_compile_result_free(avo_compile_result *r)

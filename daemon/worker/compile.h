@@ -48,6 +48,11 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
                 avo_compile_result *r, char *err, size_t errlen);
 void avo_compile_result_free(avo_compile_result *r);
 
+/* Whether a failed compile's log is the source's verdict, to be cached:
+ * not when it names the machine (a read-only or full disk, no memory),
+ * which a later attempt may not meet. */
+int avo_compile_failure_cacheable(const char *log);
+
 /* The first line of `cc --version`, computed once per process and compiler.
  * Returns 0 or a negative int. */
 int avo_compile_identity(const char *cc, char *out, size_t outlen);

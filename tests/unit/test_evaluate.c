@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <sys/stat.h>
 
+#include "daemon/worker/compile.h"
 #include "daemon/worker/evaluate.h"
 
 static avo_problem problem;
@@ -155,6 +156,26 @@ static void test_compile_error(void **state)
     assert_non_null(strstr(log, "error"));
     assert_true(strlen(log) <= 8192 + 128);
     json_decref(r);
+    /* The source's verdict is cached. */
+    r = eval("tests/hostile/compile_error.c", 60);
+    expect(r, "compile_error", "undeclared_variable");
+    assert_true(json_is_true(json_object_get(json_object_get(r, "compile"), "cached")));
+    json_decref(r);
+}
+
+/* A failure that names the machine is not the source's verdict: not cached
+ * (the messages as gcc, ld and nvcc print them). */
+static void test_compile_failure_cacheable(void **state)
+{
+    (void)state;
+    assert_true(avo_compile_failure_cacheable("x.c:3:5: error: 'y' undeclared (first use in this function)"));
+    assert_true(avo_compile_failure_cacheable(""));
+    assert_false(avo_compile_failure_cacheable("/usr/bin/ld: cannot open output file avo-out.so: Read-only file "
+                                               "system\ncollect2: error: ld returned 1 exit status"));
+    assert_false(avo_compile_failure_cacheable("nvcc fatal   : Could not open output file '/s/src/tmpxft_0001'"));
+    assert_false(avo_compile_failure_cacheable("x.c:1: fatal error: error writing to /tmp/cc.s: No space left on "
+                                               "device"));
+    assert_false(avo_compile_failure_cacheable("cc1: out of memory allocating 65536 bytes"));
 }
 
 static void test_segfault(void **state)
@@ -475,6 +496,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_ok),         cmocka_unit_test(test_compile_error),
+        cmocka_unit_test(test_compile_failure_cacheable),
         cmocka_unit_test(test_segfault),        cmocka_unit_test(test_infinite_loop),
         cmocka_unit_test(test_cancel),          cmocka_unit_test(test_slightly_wrong),
         cmocka_unit_test(test_modifies_inputs), cmocka_unit_test(test_unwritten),
