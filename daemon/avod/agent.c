@@ -66,6 +66,7 @@ struct avo_agent {
     job_state *jobs;
     int njobs;
     int stopping;
+    int in_stop;         /* avo_agent_stop is running: it frees the agent itself */
 };
 
 struct step {
@@ -145,7 +146,7 @@ static void step_free(step *s)
     json_decref(s->calls);
     memset(s->key, 0, sizeof s->key);
     free(s);
-    if (a->stopping && !a->steps) {
+    if (a->stopping && !a->in_stop && !a->steps) {
         free(a->prov);
         free(a->jobs);
         free(a);
@@ -632,6 +633,11 @@ static void on_reply(void *arg, int rc, avo_llm_reply *reply, const char *reason
 {
     step *s = arg;
     if (answered(s, s->conv, s->sent, rc, reply, reason, attempts))
+        return;
+    /* The step ended while the call was out (cancel, the job's end): what
+     * came back is recorded and nothing more; above all a cancelled call is
+     * not a provider failure (it would count toward the failure rule). */
+    if (s->ended)
         return;
     s->sent = json_array_size(s->conv);
     if (rc < 0) {
@@ -1574,19 +1580,14 @@ static void setup(step *s, json_t *snap)
         snprintf(s->setup_error, sizeof s->setup_error, "out of memory");
 }
 
-/* Results of the island the engine has not applied yet: the last step's
+/* Results of the job the engine has not applied yet: the last step's
  * commit may be among them, and the next step must start from the head
  * that commit makes (the engine's next pass, right after it applies them,
- * comes back here). */
-static int results_waiting(json_t *snap, int island)
+ * comes back here). Any island's, not only the step's own: a commit on
+ * one island can migrate its best into another's head. */
+static int results_waiting(json_t *snap)
 {
-    size_t i;
-    json_t *f;
-    json_array_foreach(json_object_get(snap, "finished"), i, f) {
-        if (json_integer_value(json_object_get(f, "island")) == island)
-            return 1;
-    }
-    return 0;
+    return json_array_size(json_object_get(snap, "finished")) > 0;
 }
 
 void avo_agent_ensure(avo_agent *a, json_t *snap)
@@ -1611,7 +1612,7 @@ void avo_agent_ensure(avo_agent *a, json_t *snap)
         int busy = 0;
         for (step *s = a->steps; s; s = s->next)
             busy |= s->job == job && s->island == k;
-        if (busy || json_integer_value(json_object_get(isl, "head")) <= 0 || results_waiting(snap, k))
+        if (busy || json_integer_value(json_object_get(isl, "head")) <= 0 || results_waiting(snap))
             continue;
         step *s = calloc(1, sizeof *s);
         if (!s)
@@ -1756,11 +1757,16 @@ void avo_agent_stop(avo_agent *a)
     if (!a)
         return;
     a->stopping = 1;
+    /* Ending a step or closing the transport runs callbacks that may free
+     * the last step; the agent itself is freed here then, or by the last
+     * step's close later, never both. */
+    a->in_stop = 1;
     for (step *s = a->steps, *n; s; s = n) {
         n = s->next;
         end_step(s, "interrupted", "avod is stopping");
     }
     avo_llmhttp_close(a->http);
+    a->in_stop = 0;
     if (!a->steps) {
         free(a->prov);
         free(a->jobs);

@@ -340,9 +340,18 @@ int avo_pgembed_running(const avo_pgembed *pg, long *pid)
         stat[n] = 0;
         fclose(f);
     }
-    /* pid (comm) state ...; comm may hold spaces and parentheses */
+    /* pid (comm) state ppid ...; comm may hold spaces and parentheses */
     const char *close = strrchr(stat, ')');
-    return !(close && close[1] == ' ' && close[2] == 'Z');
+    if (!(close && close[1] == ' ' && close[2] == 'Z'))
+        return 1;
+    /* A zombie still answers kill(pid, 0), and so PostgreSQL's own lock
+     * check takes it for a live server and refuses to start. One of ours
+     * (avod as a container's first process inherits the orphaned
+     * postmaster) is reaped here; another parent's must reap it itself
+     * (docs/operations.md: a container needs an init that reaps). */
+    if (strtol(close + 4, NULL, 10) == (long)getpid())
+        waitpid((pid_t)*pid, NULL, WNOHANG);
+    return 0;
 }
 
 int avo_pgembed_restart_begin(avo_pgembed *pg, char *err, size_t errlen)

@@ -17,8 +17,11 @@ export AVO_TEST_KEY="sk-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \
 
 start_fake_llm slow openai slow "$SEEDSRC" 0
 start_fake_llm late anthropic late "$SEEDSRC" 0
+start_fake_llm slowend openai slow "$SEEDSRC" 0
 cat >"$T/providers.json" <<JSON
 [
+ {"name": "slowend", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_slowend/v1", "model": "fake-1",
+  "api_key_env": "AVO_TEST_KEY", "max_retries": 2, "timeout_s": 120, "price_per_mtok": {"input": 3, "output": 15}},
  {"name": "slow", "kind": "openai", "base_url": "http://127.0.0.1:$PORT_slow/v1", "model": "fake-1",
   "api_key_env": "AVO_TEST_KEY", "max_retries": 2, "timeout_s": 120, "price_per_mtok": {"input": 3, "output": 15}},
  {"name": "late", "kind": "anthropic", "base_url": "http://127.0.0.1:$PORT_late", "model": "fake-2",
@@ -88,6 +91,20 @@ check "late: avoctl transcript marks the late answer, and its job total is the s
     bash -c 'grep -c "late (answered after its step ended)" "$0" | grep -qx 1 && grep -q "^job total: $1 tokens" "$0"' \
     "$T/tr.out" "$SERVED"
 check "late: the step was not carried on by the late answer (no third request)" test "$(requests "$T/late.log")" = 2
+
+# --- the job's wall time ends while its step waits: the aborted call is no failure -------
+# With failed_steps 1 a cancelled call counted as a failed step would fail
+# the job ("agent: 1 steps in a row failed") before the engine's own end.
+J4=$(api POST /v1/jobs "{\"problem\": \"cpu/sgemm\", \"operator\": \"agent\",
+                         \"agent\": {\"provider\": \"slowend\", \"failed_steps\": 1},
+                         \"budget\": {\"evaluations\": 50, \"wall_seconds\": 12}}" | jq -r .id)
+wait_for 120 "[ \$(requests $T/slowend.log) -ge 1 ]"
+wait_for 60 "[ \"\$(q \"SELECT state FROM jobs WHERE id = $J4\")\" != running ]"
+check "wall time ends the job while its step waits: succeeded, not failed ($(q "SELECT state || ': ' || coalesce(reason, '') FROM jobs WHERE id = $J4"))" \
+    test "$(q "SELECT state FROM jobs WHERE id = $J4")" = succeeded
+wait_for 10 "[ -n \"\$(events $T/slowend.events disconnected 1)\" ]"
+check "wall time: the request was aborted (the fake saw the connection closed)" \
+    test -n "$(events "$T/slowend.events" disconnected 1)"
 
 # --- avod stops while a request waits: the connection is closed at once ----------------
 J3=$(agent_job slow)
