@@ -327,6 +327,21 @@ static void add_knobs(char *buf, size_t len, const json_t *knobs)
         add(buf, len, " [%s]", k);
 }
 
+void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t len)
+{
+    const json_t *rse = json_object_get(config, "rse"), *target = json_object_get(config, "rse_target");
+    if (!len)
+        return;
+    buf[0] = 0;
+    if (!json_is_true(json_object_get(config, "noisy")))
+        return;
+    if (with_figures && json_is_number(rse) && json_is_number(target))
+        snprintf(buf, len, "noisy: rse %.1f%% > %.1f%%", 100 * json_number_value(rse),
+                 100 * json_number_value(target));
+    else
+        snprintf(buf, len, "noisy");
+}
+
 void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, size_t len)
 {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
@@ -359,6 +374,9 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add_num(buf, len, json_object_get(d, "aggregate"));
             if (unit && json_is_number(json_object_get(d, "aggregate")))
                 add(buf, len, " %s", unit);
+            /* Configurations timed over the rse target: a score to doubt. */
+            if (int_of(d, "noisy") > 0)
+                add(buf, len, " (noisy: %lld config%s)", int_of(d, "noisy"), int_of(d, "noisy") == 1 ? "" : "s");
             add_knobs(buf, len, json_object_get(d, "knobs"));
         } else {
             add_knobs(buf, len, json_object_get(d, "knobs"));

@@ -44,6 +44,11 @@ void avoctl_fmt_field(const json_t *v, char *buf, size_t len);
  * What does not fit is left out a whole knob at a time. */
 void avoctl_fmt_knobs(const json_t *knobs, char *buf, size_t len);
 
+/* The mark of a configuration (a result's configs[] or a candidate's
+ * scores[] entry) whose timing ended over the problem's rse target:
+ * "noisy", or with_figures "noisy: rse 3.1% > 0.5%". "" when it is not. */
+void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t len);
+
 /* The terminal's width when out is one, else 0 (no limit). */
 size_t avoctl_term_width(FILE *out);
 

@@ -72,6 +72,12 @@ static int add_row(tree *t, const node *n, const char *glyph)
     if (scored) {
         double v = json_number_value(agg);
         avoctl_fmt_num(v, score, sizeof score);
+        /* Some of its configurations ended over the rse target. */
+        const json_t *noisy = json_object_get(n->c, "noisy");
+        if (json_is_integer(noisy) && json_integer_value(noisy) > 0) {
+            size_t used = strlen(score);
+            snprintf(score + used, sizeof score - used, " (noisy %lld)", (long long)json_integer_value(noisy));
+        }
         if (t->seed_agg > 0)
             snprintf(sp, sizeof sp, "x%.2f", v / t->seed_agg);
     }

@@ -5,7 +5,7 @@
 
 #include "format.h"
 
-#define NTOTALS 12
+#define NTOTALS 13
 
 /* One line of the totals: the same pairs feed the text and the markdown. */
 typedef struct {
@@ -74,6 +74,46 @@ static void evaluations_line(const json_t *e, char *buf, size_t len)
         }
 }
 
+/* A score timed over its rse target: " noisy (rse 3.1%)" after it. */
+static void noisy_mark(const json_t *c, const char *flag, const char *rse, char cell[128])
+{
+    if (!json_is_true(json_object_get(c, flag)))
+        return;
+    size_t used = strlen(cell);
+    if (json_is_number(json_object_get(c, rse)))
+        snprintf(cell + used, 128 - used, " noisy (rse %.1f%%)", 100 * json_number_value(json_object_get(c, rse)));
+    else
+        snprintf(cell + used, 128 - used, " noisy");
+}
+
+static void count_of(const json_t *noisy, size_t n, char *buf, size_t len)
+{
+    if (!json_is_integer(noisy))
+        snprintf(buf, len, "-");
+    else if (json_integer_value(noisy) == 0)
+        snprintf(buf, len, "none");
+    else
+        snprintf(buf, len, "%lld of %zu", (long long)json_integer_value(noisy), n);
+}
+
+/* "seed 1 of 4, best none; rse target 0.5%": how many of each one's
+ * configurations ended over the target. */
+static void noise_line(const json_t *r, char *buf, size_t len)
+{
+    const json_t *configs = json_object_get(r, "configs"), *c;
+    const json_t *sn = json_object_get(json_object_get(r, "seed"), "noisy_configs");
+    const json_t *bn = json_object_get(json_object_get(r, "best"), "noisy_configs");
+    char s[48], b[48];
+    count_of(sn, json_array_size(configs), s, sizeof s);
+    count_of(bn, json_array_size(configs), b, sizeof b);
+    c = json_array_get(configs, 0);
+    if (json_is_number(json_object_get(c, "rse_target")))
+        snprintf(buf, len, "seed %s, best %s over the rse target %.1f%%", s, b,
+                 100 * json_number_value(json_object_get(c, "rse_target")));
+    else
+        snprintf(buf, len, "seed %s, best %s", s, b);
+}
+
 static size_t totals(const json_t *r, total *t)
 {
     const json_t *job = json_object_get(r, "job");
@@ -88,6 +128,12 @@ static size_t totals(const json_t *r, total *t)
     score_line(json_object_get(r, "best"), unit, 1, t[n++].val, sizeof t->val);
     t[n].key = "speedup";
     avoctl_fmt_speedup(json_object_get(job, "speedup"), t[n++].val, sizeof t->val);
+    /* Results from before the flag existed say nothing: no line. */
+    if (json_is_integer(json_object_get(json_object_get(r, "seed"), "noisy_configs")) ||
+        json_is_integer(json_object_get(json_object_get(r, "best"), "noisy_configs"))) {
+        t[n].key = "noisy";
+        noise_line(r, t[n++].val, sizeof t->val);
+    }
     t[n].key = "evaluations";
     evaluations_line(json_object_get(job, "evaluations"), t[n++].val, sizeof t->val);
     t[n].key = "commits";
@@ -122,6 +168,8 @@ static void config_row(const json_t *r, size_t i, char cells[4][128])
         snprintf(cells[0], 128, "%s", avoctl_str(c, "config") ? avoctl_str(c, "config") : "?");
         num_cell(json_object_get(c, "seed"), cells[1], 128);
         num_cell(json_object_get(c, "best"), cells[2], 128);
+        noisy_mark(c, "seed_noisy", "seed_rse", cells[1]);
+        noisy_mark(c, "best_noisy", "best_rse", cells[2]);
         avoctl_fmt_speedup(json_object_get(c, "speedup"), cells[3], 128);
         return;
     }

@@ -183,7 +183,8 @@ static int scores_table(const json_t *c, size_t width, FILE *out)
         fmt_seconds(json_object_get(row, "median_s"), med, sizeof med);
         avoctl_fmt_field(json_object_get(row, "runs"), runs, sizeof runs);
         if (json_is_number(json_object_get(row, "rse")))
-            snprintf(rse, sizeof rse, "%.1f%%", 100 * json_number_value(json_object_get(row, "rse")));
+            snprintf(rse, sizeof rse, "%.1f%%%s", 100 * json_number_value(json_object_get(row, "rse")),
+                     json_is_true(json_object_get(row, "noisy")) ? " noisy" : "");
         avoctl_fmt_speedup(json_object_get(json_object_get(row, "baseline"), "vs_baseline"), vs, sizeof vs);
         const char *cells[] = {name, score, med, runs, rse, vs};
         if ((rc = avoctl_table_add(t, cells)) < 0)
@@ -382,6 +383,52 @@ static void energy_line(const json_t *c, FILE *out)
     }
 }
 
+/* Which configurations ended over the rse target and why they stopped,
+ * then what the host was doing: its load, and how long the runner waited
+ * off a CPU during the timed calls. */
+static void noise_lines(const json_t *c, FILE *out)
+{
+    const json_t *configs = json_object_get(c, "configs"), *load = json_object_get(c, "load");
+    const json_t *gap = json_object_get(c, "clock_gap");
+    char list[2048] = "", buf[2200], mark[96], a[64], b[64];
+    size_t i, n = 0;
+    json_t *row;
+
+    json_array_foreach(configs, i, row) {
+        if (!json_is_true(json_object_get(row, "noisy")))
+            continue;
+        avoctl_fmt_noisy(row, 1, mark, sizeof mark);
+        const char *stop = avoctl_str(row, "stopped_by");
+        char part[256];
+        snprintf(part, sizeof part, "%s%s (%s, stopped by %s)", n++ ? "; " : "",
+                 avoctl_str(row, "name") ? avoctl_str(row, "name") : "?", mark, stop ? stop : "?");
+        cat(list, sizeof list, part);
+    }
+    if (n) {
+        snprintf(buf, sizeof buf, "%zu of %zu configurations: %s", n, json_array_size(configs), list);
+        kv(out, "noisy", buf);
+    }
+    if (json_is_object(load)) {
+        avoctl_fmt_field(json_object_get(load, "load1_start"), a, sizeof a);
+        avoctl_fmt_field(json_object_get(load, "load1_end"), b, sizeof b);
+        char cpus[32];
+        avoctl_fmt_field(json_object_get(load, "cpus"), cpus, sizeof cpus);
+        snprintf(buf, sizeof buf, "%s at start, %s at end (1-minute average; %s CPUs)", a, b, cpus);
+        kv(out, "host load", buf);
+    }
+    if (json_is_object(gap)) {
+        if (avoctl_str(gap, "note")) {
+            kv(out, "off CPU", avoctl_str(gap, "note"));
+        } else {
+            fmt_seconds(json_object_get(gap, "wall_s"), a, sizeof a);
+            fmt_seconds(json_object_get(gap, "task_clock_s"), b, sizeof b);
+            snprintf(buf, sizeof buf, "%.1f%% of the timed calls' %s (task clock %s)",
+                     100 * json_number_value(json_object_get(gap, "off_cpu_fraction")), a, b);
+            kv(out, "off CPU", buf);
+        }
+    }
+}
+
 int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
 {
     int rc;
@@ -395,6 +442,7 @@ int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
     compile_report(c, out);
     counters_line(c, out);
     energy_line(c, out);
+    noise_lines(c, out);
     if ((rc = counters_table(c, width, out)) < 0)
         return rc;
     compile_log(c, out);

@@ -199,6 +199,9 @@ typedef struct {
     int discarded;             /* CUDA: samples under the clock floor */
     int fail_call;             /* the call a check failed on */
     json_t *clock, *events, *counters;
+    avo_timing_stop_t stop;    /* why its timing ended */
+    double wall_s, cpu_s;      /* CPU: its samples' sum, and its group's CPU time over those calls */
+    int cpu_known;             /* cpu_s read for every timed call (a control group counts it) */
 } config_run;
 
 /* AVO_HARNESS_TRACE=1 (a run of the harness by hand; the worker's sandbox
@@ -625,7 +628,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     unsigned clk_min = 0, clk_max = 0;
     int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, gate_busy = 0,
         gate_charged = 0;
-    double charged_max = 0, gate_charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0;
+    double charged_max = 0, gate_charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0, cpu0 = -1;
     busy_stats busy = {0, 0, 0};
     int ref_n = 0, rt_n = 0;
     double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
@@ -637,6 +640,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     out->q = trusted ? 0 : 1;
     out->checked_median = NAN;
     out->idle_cpu_s = -1;
+    out->cpu_known = !r->cuda;
     if (!t || !rts || !tails || !tc || !cl || !proto || !host || !entry) {
         res = -ENOMEM;
         goto out;
@@ -670,6 +674,8 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         if (r->cuda) {
             res = gpu_timed_call(r, c, i, x, steps, &ret, &rt, &reply_s, &mhz, &ev, &busy, sub, sizeof sub);
         } else {
+            /* Read at the freezes around the call, so it is the call's own. */
+            cpu0 = r->run.stopped ? r->run.cpu_s : -1;
             res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
         }
         if (res == CHECK_OK)
@@ -778,18 +784,25 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
             charged++;
             charged_max = fmax(charged_max, excess);
         }
-        const int enough = n >= p->timing_min_runs;
-        if (enough)
+        if (!r->cuda) {
+            /* Wall time the runner was not on a CPU shows a loaded host. */
+            out->wall_s += sample;
+            if (cpu0 >= 0 && r->run.stopped && r->run.cpu_s >= 0)
+                out->cpu_s += r->run.cpu_s - cpu0;
+            else
+                out->cpu_known = 0;
+        }
+        if (n >= p->timing_min_runs)
             avo_stats_compute(t, n, &out->st); /* reorders t; order does not matter */
         const int checks_done = trusted || out->random_checks >= CHECK_K_MIN;
         const int at_floor = !trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
-        if (enough && checks_done && (out->st.rse <= p->timing_rse || spent >= p->timing_max_seconds || at_floor))
+        out->stop = avo_timing_stop(n, p->timing_min_runs, checks_done, at_floor, out->st.rse, p->timing_rse, spent,
+                                    p->timing_max_seconds);
+        if (out->stop != AVO_STOP_NONE)
             break;
         /* Out of time with too few checks: every call is checked until
          * there are enough (which only an honest candidate can welcome). */
         force = spent >= p->timing_max_seconds && !checks_done;
-        if (n >= 100000)
-            break;
     }
     if (res == CHECK_OK && busy.over > GPU_BUSY_OVER_MIN && busy.over > GPU_BUSY_OVER_SHARE * busy.probes &&
         !getenv("AVO_HARNESS_BUSY_LOG")) {
@@ -1365,6 +1378,56 @@ static json_t *checks_json(const config_run *cr)
                      cr->idle_cpu_s >= 0 ? jreal(cr->idle_cpu_s) : json_null());
 }
 
+/* The timed calls' wall time against the runner's CPU time over them (its
+ * control group's usage, read while frozen before and after each call):
+ * what the runner spent off a CPU, waiting for one on a loaded host (or
+ * sleeping). Threads on several CPUs can make the gap negative, hiding
+ * waits: a lower bound. */
+static json_t *clock_gap_json(int cuda, int known, double wall, double cpu)
+{
+    const char *note = cuda ? "not measured on a GPU problem: the runner waits for the GPU off a CPU"
+                       : !known ? "not measured: no control group counts the runner's CPU time on this host"
+                                : NULL;
+    if (note)
+        return json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s", "off_cpu_fraction", "note",
+                         note);
+    const double gap = wall - cpu;
+    return json_pack("{s:o,s:o,s:o,s:o,s:n}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu), "gap_s", jreal(gap),
+                     "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note");
+}
+
+/* A config's noise: its rse against the problem's target (the figure its
+ * stopping rule compares), why its timing stopped, its clock gap. */
+static void noise_json(const avo_problem *p, const config_run *cr, int cuda, json_t *cj)
+{
+    const char *stop = avo_timing_stop_name(cr->stop);
+    json_object_set_new(cj, "noisy", json_boolean(avo_timing_noisy(cr->st.rse, p->timing_rse)));
+    json_object_set_new(cj, "rse_target", jreal(p->timing_rse));
+    json_object_set_new(cj, "stopped_by", stop ? json_string(stop) : json_null());
+    json_object_set_new(cj, "clock_gap", clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s));
+}
+
+/* The result's noisy_configs and clock_gap, summed over its configs. */
+static void noise_totals(json_t *result, int cuda)
+{
+    size_t i;
+    json_t *c;
+    int noisy = 0, known = 1;
+    double wall = 0, cpu = 0;
+    json_array_foreach(json_object_get(result, "configs"), i, c) {
+        const json_t *g = json_object_get(c, "clock_gap");
+        noisy += json_is_true(json_object_get(c, "noisy"));
+        known &= json_is_number(json_object_get(g, "task_clock_s"));
+        wall += json_number_value(json_object_get(g, "wall_s"));
+        cpu += json_number_value(json_object_get(g, "task_clock_s"));
+    }
+    json_object_set_new(result, "noisy_configs", json_integer(noisy));
+    json_object_set_new(result, "clock_gap",
+                        i == 0 && !cuda ? json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s",
+                                                    "off_cpu_fraction", "note", "no configuration was timed")
+                                        : clock_gap_json(cuda, known, wall, cpu));
+}
+
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
                     double deadline_s, json_t **result, char *err, size_t errlen)
 {
@@ -1536,6 +1599,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         logsum += log(score);
         json_t *cj = config_json(p, c, &cr.st, score, gflops, gbps, r.cuda ? NAN : cr.claimed_median, cr.counters, &r);
         json_object_set_new(cj, "checks", checks_json(&cr));
+        noise_json(p, &cr, r.cuda, cj);
         if (r.cuda) {
             json_object_set_new(cj, "timing_source", json_string("cuda_events"));
             json_object_set_new(cj, "round_trip_median_s", jreal(cr.claimed_median));
@@ -1629,6 +1693,7 @@ done:
     json_object_set_new(*result, "counters",
                         r.ctr_open ? avo_counters_info_json(&r.ctr)
                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
+    noise_totals(*result, r.cuda);
 
 cleanup:
     avo_runner_stop(&r.base);

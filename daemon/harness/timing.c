@@ -102,6 +102,36 @@ void avo_stats_compute(double *t, int n, avo_stats *s)
     s->median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+avo_timing_stop_t avo_timing_stop(int n, int min_runs, int checks_done, int at_floor, double rse, double target,
+                                  double spent_s, double max_s)
+{
+    if (n >= min_runs && checks_done) {
+        if (rse <= target)
+            return AVO_STOP_RSE;
+        if (spent_s >= max_s)
+            return AVO_STOP_TIME;
+        if (at_floor)
+            return AVO_STOP_CHECKS;
+    }
+    return n >= AVO_TIMING_MAX_RUNS ? AVO_STOP_RUNS : AVO_STOP_NONE;
+}
+
+const char *avo_timing_stop_name(avo_timing_stop_t s)
+{
+    switch (s) {
+    case AVO_STOP_RSE: return "rse";
+    case AVO_STOP_TIME: return "max_seconds";
+    case AVO_STOP_CHECKS: return "check_floor";
+    case AVO_STOP_RUNS: return "max_runs";
+    default: return NULL;
+    }
+}
+
+int avo_timing_noisy(double rse, double target)
+{
+    return !(rse <= target);
+}
+
 double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
                       double *charged)
 {

@@ -28,6 +28,29 @@ void avo_flusher_free(avo_flusher *f);
  * error of the mean: stddev / sqrt(n) / mean. */
 void avo_stats_compute(double *t, int n, avo_stats *s);
 
+/* Why a config's timing loop stops after its latest sample. It needs
+ * min_runs samples and its random checks done (checks_done); then it stops
+ * when the relative standard error of the mean (avo_stats.rse) is within
+ * the problem's timing.rse target, or its calls used max_s, or it made its
+ * most checks at the floor rate (at_floor), or it has AVO_TIMING_MAX_RUNS
+ * samples. AVO_STOP_NONE: go on. */
+typedef enum { AVO_STOP_NONE = 0, AVO_STOP_RSE, AVO_STOP_TIME, AVO_STOP_CHECKS, AVO_STOP_RUNS } avo_timing_stop_t;
+
+#define AVO_TIMING_MAX_RUNS 100000
+
+avo_timing_stop_t avo_timing_stop(int n, int min_runs, int checks_done, int at_floor, double rse, double target,
+                                  double spent_s, double max_s);
+
+/* "rse", "max_seconds", "check_floor", "max_runs" (NULL for NONE): the
+ * result's stopped_by. */
+const char *avo_timing_stop_name(avo_timing_stop_t s);
+
+/* A config is noisy when the rse its timing ended with is over the target:
+ * every stop but the target's own (the time budget, the check floor, the
+ * run cap) can leave it there. At the target is not noisy, as the stopping
+ * rule stops there; an rse that is not a number is noisy. */
+int avo_timing_noisy(double rse, double target);
+
 /* One GPU sample from a call's event times (gpu.h, avo_gpu_times):
  * seconds (start -> end mark) less tail_s (stream end -> end mark) is the
  * call's own stream, all on the GPU's clock; less overhead_s, the same

@@ -173,6 +173,26 @@ static json_t *sandbox_json(avo_sandbox_result *s)
                      s->cgroup_note[0] ? json_string(s->cgroup_note) : json_null());
 }
 
+/* The host's 1-minute load average, -1 when /proc/loadavg cannot be read:
+ * with the CPU count beside it, a loaded host explains a noisy timing. */
+static double load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static json_t *load_json(double start, double end)
+{
+    return json_pack("{s:o,s:o,s:I}", "load1_start", start >= 0 ? json_real(start) : json_null(), "load1_end",
+                     end >= 0 ? json_real(end) : json_null(), "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 /* Enforce the rule the daemon relies on: not ok means no score at all. */
 static void zero_scores(json_t *res)
 {
@@ -331,6 +351,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     char *ref_src = NULL;
     json_t *res = NULL;
     *result = NULL;
+    const double load_start = load1();
 
     const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
     uint64_t seed = o->rng_seed;
@@ -546,6 +567,7 @@ done:
         json_object_set_new(res, "compile", json_null());
     if (!json_object_get(res, "sandbox"))
         json_object_set_new(res, "sandbox", json_null());
+    json_object_set_new(res, "load", load_json(load_start, load1()));
     *result = res;
     res = NULL;
 
@@ -801,13 +823,14 @@ static void print_human(const json_t *r)
         size_t i;
         json_t *c;
         json_array_foreach(cf, i, c) {
-            printf("%-16s %12.3f %11.4f %11.4f %6lld %6.2f%% %10.2e\n",
+            printf("%-16s %12.3f %11.4f %11.4f %6lld %6.2f%% %10.2e%s\n",
                    json_string_value(json_object_get(c, "name")), json_number_value(json_object_get(c, "score")),
                    json_number_value(json_object_get(c, "median_s")) * 1e3,
                    json_number_value(json_object_get(c, "min_s")) * 1e3,
                    (long long)json_integer_value(json_object_get(c, "runs")),
                    json_number_value(json_object_get(c, "rse")) * 100,
-                   json_number_value(json_object_get(json_object_get(c, "check"), "rel_l2")));
+                   json_number_value(json_object_get(json_object_get(c, "check"), "rel_l2")),
+                   json_is_true(json_object_get(c, "noisy")) ? "  noisy" : "");
         }
         printf("\n");
     }

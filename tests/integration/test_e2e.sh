@@ -4,7 +4,13 @@
 # in the database itself, and the bad-input paths.
 source "$(dirname "$0")/lib.sh"
 
-check "avod starts on an empty state directory (embedded PostgreSQL)" start_avod
+# The shipped CPU problems, and the noise fixtures (tests/fixtures/kernels/noise).
+K="$T/kernels"
+mkdir -p "$K"
+ln -s "$ROOT/kernels/cpu" "$K/cpu"
+ln -s "$ROOT/tests/fixtures/kernels/noise" "$K/noise"
+
+check "avod starts on an empty state directory (embedded PostgreSQL)" start_avod --kernels "$K"
 check "a second avod on the same state directory refuses" \
     bash -c '! avod >"$0/second.out" 2>&1 && grep -q "already running on state directory" "$0/second.out"' "$T"
 check "avod with a missing state directory names it" \
@@ -13,7 +19,7 @@ mkdir -p "$T/other"
 check "avod with an unreachable database says so" \
     bash -c '! AVO_HOME=$0/other avod --db "host=/nonexistent dbname=x connect_timeout=2" >"$0/nodb.out" 2>&1 && grep -q "cannot connect to the database" "$0/nodb.out"' "$T"
 
-start_worker
+start_worker --kernels "$K"
 JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 8 --islands 1 | jq -r .id)
 check "submit returns a job id" test -n "$JOB"
 
@@ -69,6 +75,57 @@ check "workers lists the worker" bash -c "avoctl workers | grep -q cpu"
 check "watch after the end replays from an event id and exits 0" \
     bash -c "avoctl watch $JOB --after 3 | grep -q 'finished: succeeded'"
 
+# Noise made visible (issue 20, point 8). The result's fields, from a real
+# evaluation of the sgemm seed, whatever the machine's noise: ...
+avo-worker eval "$ROOT/kernels/cpu/sgemm" "$ROOT/kernels/cpu/sgemm/seed.c" --json >"$T/sgemm.json" 2>"$T/sgemm.err"
+check "eval --json: every config says noisy, its rse target (the problem's 0.005) and why it stopped" \
+    jqt '(.configs | length) == 4 and all(.configs[]; (.noisy | type) == "boolean" and .rse_target == 0.005
+         and (.stopped_by | IN("rse", "max_seconds", "check_floor", "max_runs")))' "$T/sgemm.json"
+check "eval --json: noisy exactly where the rse is over the target, and counted at the top" \
+    jqt 'all(.configs[]; .noisy == (.rse > .rse_target))
+         and .noisy_configs == ([.configs[] | select(.noisy)] | length)' "$T/sgemm.json"
+check "eval --json: the host's 1-minute load at the start and end, and its CPUs" \
+    jqt '(.load.load1_start | type) == "number" and (.load.load1_end | type) == "number" and .load.cpus >= 1' \
+    "$T/sgemm.json"
+check "eval --json: the timed wall time against the runner's task clock, or why not" \
+    jqt '(.clock_gap.wall_s > 0 and .clock_gap.task_clock_s > 0 and .clock_gap.off_cpu_fraction >= 0
+          and .clock_gap.note == null and all(.configs[]; .clock_gap.wall_s > 0))
+         or ((.clock_gap.note | type) == "string" and .clock_gap.task_clock_s == null)' "$T/sgemm.json"
+# ... and from problems whose target no timing can meet (1e-9, a 5 ms
+# budget) and every timing meets (0.99), so the flag is certain either way.
+avo-worker eval "$K/noise/noisy" "$K/noise/noisy/seed.c" --json >"$T/noisy.json" 2>"$T/noisy.err"
+check "eval --json: a config out of time over its rse target is flagged noisy" \
+    jqt '.noisy_configs == 2 and all(.configs[]; .noisy and .stopped_by == "max_seconds" and .rse > .rse_target)' \
+    "$T/noisy.json"
+avo-worker eval "$K/noise/steady" "$K/noise/steady/seed.c" --json >"$T/steady.json" 2>"$T/steady.err"
+check "eval --json: a config within its rse target is not" \
+    jqt '.noisy_configs == 0 and all(.configs[]; (.noisy | not) and .stopped_by == "rse")' "$T/steady.json"
+# Through avod: stored with the result, shown by watch, show, lineage, report.
+NJOB=$(avoctl --json submit --problem noise/noisy --evaluations 2 --islands 1 | jq -r .id)
+SJOB=$(avoctl --json submit --problem noise/steady --evaluations 2 --islands 1 | jq -r .id)
+timeout 300 avoctl watch "$NJOB" >"$T/nwatch.out" 2>&1
+timeout 300 avoctl watch "$SJOB" >"$T/swatch.out" 2>&1
+check "the stored results count their noisy configs (2 of 2, and 0 of 2)" \
+    test "$(psql_avo "SELECT string_agg(DISTINCT job_id || ':' || (result->>'noisy_configs'), ',') FROM evaluations WHERE job_id IN ($NJOB, $SJOB) AND state = 'done'")" = "$NJOB:2,$SJOB:0"
+check "watch marks an evaluation with noisy configs, and only that" \
+    bash -c 'grep -Eq "candidate_evaluated cand [0-9]+ (island [0-9]+ )?ok .* \(noisy: 2 configs\)" "$0" && grep -q "candidate_evaluated" "$1" && ! grep -q noisy "$1"' "$T/nwatch.out" "$T/swatch.out"
+NSEED=$(avoctl --json status "$NJOB" | jq -r .seed.candidate)
+SSEED=$(avoctl --json status "$SJOB" | jq -r .seed.candidate)
+avoctl show "$NSEED" >"$T/nshow.out" 2>&1
+avoctl show "$SSEED" >"$T/sshow.out" 2>&1
+check "show marks each noisy config with its rse and why it stopped, and shows the host's load and clock gap" \
+    bash -c 'grep -Eq "^64 .*% noisy$" "$0" && grep -q "^noisy        2 of 2 configurations: 64 (noisy: rse [0-9.]*% > 0.0%, stopped by max_seconds)" "$0" && grep -q "^host load    [0-9.]* at start, [0-9.]* at end" "$0" && grep -q "^off CPU      " "$0"' "$T/nshow.out"
+check "show marks nothing where every config met its target" \
+    bash -c '! grep -q noisy "$0" && grep -q "^host load" "$0"' "$T/sshow.out"
+check "lineage marks the noisy candidates" \
+    bash -c 'avoctl lineage "$0" | grep -q "(noisy 2)" && ! avoctl lineage "$1" | grep -q noisy' "$NJOB" "$SJOB"
+avoctl report "$NJOB" >"$T/nreport.out" 2>&1
+avoctl report "$SJOB" >"$T/sreport.out" 2>&1
+check "report marks the noisy scores with their rse and counts them" \
+    bash -c 'grep -Eq "^64 .* noisy \(rse [0-9.]+%\)" "$0" && grep -q "^noisy        seed 2 of 2, best 2 of 2 over the rse target 0.0%" "$0"' "$T/nreport.out"
+check "report counts none where every config met its target" \
+    bash -c 'grep -q "^noisy        seed none, best none over the rse target 99.0%" "$0" && ! grep -q "noisy (rse" "$0"' "$T/sreport.out"
+
 # Clean shutdown: SIGTERM stops avod with status 0 and the embedded server.
 kill -TERM "$AVOD_PID"
 wait "$AVOD_PID"
@@ -76,7 +133,7 @@ check "avod exits 0 on SIGTERM" test $? -eq 0
 check "the embedded PostgreSQL is stopped with avod" test ! -e "$AVO_HOME/pg/data/postmaster.pid"
 
 # Restart on the same state: nothing lost, migrations not applied again.
-check "avod restarts on the existing state" start_avod
+check "avod restarts on the existing state" start_avod --kernels "$K"
 check "migrations are recorded once and not re-applied" \
     bash -c '[ "$(grep -c "applied 001_init.sql" "$0/avod.log")" = 1 ]' "$T"
 check "the finished job survived the restart" bash -c "avoctl --json status $JOB | grep -q succeeded"

@@ -1039,6 +1039,81 @@ static void test_show(void **state)
 
 /* ---- AVO_HOME and routes ---------------------------------------------- */
 
+/* Issue 20 point 8: a configuration timed over its rse target is marked
+ * in show (with its figure, why it stopped, the host's load and clock
+ * gap), lineage, report and the watch line; one within it is not. */
+static void test_noise_marks(void **state)
+{
+    (void)state;
+    json_error_t je;
+    char *text = NULL;
+    show_json = json_loads(
+        "{\"id\":9,\"job\":2,\"parent\":null,\"operator\":\"seed\",\"outcome\":\"ok\",\"committed\":true,"
+        "\"aggregate\":10,\"unit\":\"GFLOP/s\",\"noisy_configs\":1,\"configs\":["
+        "{\"name\":\"128\",\"score\":9,\"median_s\":0.001,\"runs\":5,\"rse\":0.031,\"rse_target\":0.005,"
+        "\"noisy\":true,\"stopped_by\":\"max_seconds\"},"
+        "{\"name\":\"256\",\"score\":11,\"median_s\":0.002,\"runs\":9,\"rse\":0.004,\"rse_target\":0.005,"
+        "\"noisy\":false,\"stopped_by\":\"rse\"}],"
+        "\"load\":{\"load1_start\":1.5,\"load1_end\":2.25,\"cpus\":2},"
+        "\"clock_gap\":{\"wall_s\":0.5,\"task_clock_s\":0.4,\"gap_s\":0.1,\"off_cpu_fraction\":0.2,\"note\":null}}",
+        0, &je);
+    assert_non_null(show_json);
+    show_source = 0;
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "128                   9    1 ms     5  3.1% noisy\n"));
+    assert_non_null(strstr(text, "256                  11    2 ms     9        0.4%\n"));
+    assert_non_null(strstr(text, "noisy        1 of 2 configurations: 128 (noisy: rse 3.1% > 0.5%, stopped by "
+                                 "max_seconds)\n"));
+    assert_non_null(strstr(text, "host load    1.5 at start, 2.25 at end (1-minute average; 2 CPUs)\n"));
+    assert_non_null(strstr(text, "off CPU      20.0% of the timed calls' 500 ms (task clock 400 ms)\n"));
+    free(text);
+    json_decref(show_json);
+    /* No control group: the note, never a figure. */
+    show_json = json_loads("{\"id\":9,\"clock_gap\":{\"wall_s\":null,\"note\":\"not measured: no control group\"}}",
+                           0, &je);
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "off CPU      not measured: no control group\n"));
+    assert_null(strstr(text, "noisy"));
+    free(text);
+    json_decref(show_json);
+    show_json = NULL;
+
+    event_line("{\"kind\":\"candidate_evaluated\",\"data\":{\"candidate\":45,\"outcome\":\"ok\",\"aggregate\":9.81,"
+               "\"noisy\":2}}",
+               "GFLOP/s", "candidate_evaluated cand 45 ok 9.81 GFLOP/s (noisy: 2 configs)");
+    event_line("{\"kind\":\"candidate_evaluated\",\"data\":{\"candidate\":45,\"outcome\":\"ok\",\"aggregate\":9.81,"
+               "\"noisy\":0}}",
+               "GFLOP/s", "candidate_evaluated cand 45 ok 9.81 GFLOP/s");
+
+    lineage_json = json_loads("{\"job\":7,\"state\":\"running\",\"seed\":1,\"best\":2,\"candidates\":["
+                              "{\"id\":1,\"parent\":null,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":2.0,"
+                              "\"noisy\":0},"
+                              "{\"id\":2,\"parent\":1,\"committed\":true,\"outcome\":\"ok\",\"aggregate\":4.0,"
+                              "\"noisy\":3}]}",
+                              0, &je);
+    lineage_all = 0;
+    lineage_width = 0;
+    CAPTURE(text, print_lineage);
+    assert_non_null(strstr(text, "4 (noisy 3)"));
+    assert_null(strstr(text, "2 (noisy"));
+    free(text);
+    json_decref(lineage_json);
+    lineage_json = NULL;
+
+    report_json = json_loads(
+        "{\"job\":{\"id\":1,\"unit\":\"GFLOP/s\"},\"seed\":{\"id\":1,\"aggregate\":2,\"noisy_configs\":1},"
+        "\"best\":{\"id\":2,\"aggregate\":4,\"noisy_configs\":0},\"configs\":["
+        "{\"config\":\"128\",\"seed\":2,\"best\":4,\"speedup\":2,\"seed_rse\":0.031,\"best_rse\":0.002,"
+        "\"rse_target\":0.005,\"seed_noisy\":true,\"best_noisy\":false}]}",
+        0, &je);
+    CAPTURE(text, print_report);
+    assert_non_null(strstr(text, "2 noisy (rse 3.1%)"));
+    assert_non_null(strstr(text, "noisy        seed 1 of 1, best none over the rse target 0.5%\n"));
+    free(text);
+    json_decref(report_json);
+    report_json = NULL;
+}
+
 static void test_avo_home(void **state)
 {
     (void)state;
@@ -1119,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_lineage_edges),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_show),
+        cmocka_unit_test(test_noise_marks),
         cmocka_unit_test(test_avo_home),
         cmocka_unit_test(test_route_path),
     };

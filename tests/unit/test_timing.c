@@ -161,6 +161,45 @@ static void test_checked_consistent(void **state)
     assert_int_equal(avo_checked_consistent(mixed, 2, 0.05e-3, 1.5), 0);
 }
 
+/* The noisy flag: over the target is noisy, under it or at it is not (the
+ * stopping rule stops at the target), and an rse that is not a number is. */
+static void test_noisy_rule(void **state)
+{
+    (void)state;
+    assert_true(avo_timing_noisy(0.0051, 0.005));
+    assert_false(avo_timing_noisy(0.0049, 0.005));
+    assert_false(avo_timing_noisy(0.005, 0.005));
+    assert_true(avo_timing_noisy(nextafter(0.005, 1), 0.005));
+    assert_true(avo_timing_noisy(NAN, 0.005));
+    /* One sample's rse is 1 (avo_stats_compute): noisy under any target < 1. */
+    assert_true(avo_timing_noisy(1.0, 0.5));
+}
+
+/* Why the loop stops, and that the time budget's stop (its rse still over
+ * the target) is the case the flag catches, the target's own never. */
+static void test_stop_reason_and_flag(void **state)
+{
+    (void)state;
+    const double target = 0.005, budget = 0.4;
+    /* Too few samples, or checks not done: go on whatever the rse. */
+    assert_int_equal(avo_timing_stop(4, 5, 1, 0, 0.001, target, 1.0, budget), AVO_STOP_NONE);
+    assert_int_equal(avo_timing_stop(9, 5, 0, 0, 0.001, target, 1.0, budget), AVO_STOP_NONE);
+    /* Within the target: stopped by it, not noisy, even past the budget. */
+    assert_int_equal(avo_timing_stop(9, 5, 1, 0, 0.004, target, 1.0, budget), AVO_STOP_RSE);
+    assert_int_equal(avo_timing_stop(9, 5, 1, 0, target, target, 0.1, budget), AVO_STOP_RSE);
+    assert_false(avo_timing_noisy(target, target));
+    /* Over the target: on until the budget ends it, then noisy. */
+    assert_int_equal(avo_timing_stop(9, 5, 1, 0, 0.03, target, 0.39, budget), AVO_STOP_NONE);
+    assert_int_equal(avo_timing_stop(9, 5, 1, 0, 0.03, target, 0.4, budget), AVO_STOP_TIME);
+    assert_true(avo_timing_noisy(0.03, target));
+    /* The check floor and the run cap end it too. */
+    assert_int_equal(avo_timing_stop(9, 5, 1, 1, 0.03, target, 0.1, budget), AVO_STOP_CHECKS);
+    assert_int_equal(avo_timing_stop(AVO_TIMING_MAX_RUNS, 5, 0, 0, 0.03, target, 0.1, budget), AVO_STOP_RUNS);
+    assert_string_equal(avo_timing_stop_name(AVO_STOP_TIME), "max_seconds");
+    assert_string_equal(avo_timing_stop_name(AVO_STOP_RSE), "rse");
+    assert_null(avo_timing_stop_name(AVO_STOP_NONE));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +213,8 @@ int main(void)
         cmocka_unit_test(test_check_rate),
         cmocka_unit_test(test_check_rng),
         cmocka_unit_test(test_checked_consistent),
+        cmocka_unit_test(test_noisy_rule),
+        cmocka_unit_test(test_stop_reason_and_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
