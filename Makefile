@@ -53,6 +53,7 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 # avo-harness-cuda: the same harness sources built with the CUDA runtime
 # (shared libcudart, as the candidates use, so one runtime serves both).
 HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c daemon/common/avo_cgroup.c \
+                    daemon/common/avo_phases.c \
                     daemon/common/avo_utf8.c
 HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o
@@ -116,7 +117,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
 	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO) $(LIBS_AVOD)
 # The harness is the only process that runs candidate code: libc, jansson
 # and libcrypto (ChaCha20 for the input streams; of libavocommon it takes
-# the control-group and UTF-8 objects).
+# the control-group, phase-timing and UTF-8 objects).
 $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_HARN)

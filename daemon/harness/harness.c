@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "avo_phases.h"
 #include "avo_utf8.h"
 #include "counters.h"
 #include "gpu.h"
@@ -185,7 +186,11 @@ typedef struct {
     char ref_copies[240];                 /* CUDA: how the reference's copies ran */
     avo_flusher fl;                       /* CPU: the cache flush before every call */
     avo_check_rng rng;                    /* which calls get checked: secret, not from seed */
-    double ph_ref, ph_checks;             /* wall time in reference runs and comparisons */
+    avo_phases *ph;                       /* where the current config's wall time goes (a trusted baseline's
+                                             runs: a table of their own, so nothing counts twice) */
+    double gpu_s[2];                      /* CUDA: the calls' own stream time by their events, summed: the
+                                             candidate's [0], the baseline's [1] (result phases.gpu) */
+    int gpu_calls[2];
 } run_ctx;
 
 /* What one config's calls found. */
@@ -366,6 +371,7 @@ static void unpin_areas(run_ctx *r)
 static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errlen)
 {
     int rc;
+    double t = avo_phases_now();
     r->ref_handle = dlopen(ref_so, RTLD_NOW | RTLD_LOCAL);
     if (!r->ref_handle) {
         const char *e = dlerror();
@@ -378,6 +384,7 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
         snprintf(err, errlen, "reference invalid: it does not export avo_reference");
         return AVO_HARNESS_EREFERENCE;
     }
+    avo_phases_lap(r->ph, "reference_load", &t);
     if (r->cuda) {
         if ((rc = avo_gpu_open(&r->gpu, err, errlen)))
             return rc == -ENOTSUP ? -ENOTSUP : -ENODEV;
@@ -386,11 +393,13 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
         avo_gpu_describe(r->gpu, name, sizeof name, &ma, &mi, &sms, &l2, &r->max_mhz);
         r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms",
                                 sms, "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
+        avo_phases_lap(r->ph, "gpu_context", &t);
     }
-    if ((rc = validate_reference(r, r->ref_handle, r->ref, err, errlen)))
-        return rc;
-    pin_areas(r);
-    return 0;
+    rc = validate_reference(r, r->ref_handle, r->ref, err, errlen);
+    if (rc == 0)
+        pin_areas(r);
+    avo_phases_lap(r->ph, "reference_validation", &t);
+    return rc;
 }
 
 /* What every call is held to, checked or not: its return value, nothing
@@ -422,23 +431,26 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
                          double *ref_s, char *why, size_t whylen)
 {
     const avo_problem *p = r->p;
-    if (r->cuda)
+    double t = avo_phases_now();
+    if (r->cuda) {
         avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_phases_lap(r->ph, "inputs", &t);
+    }
     int64_t elem;
     int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
+    avo_phases_lap(r->ph, "checks", &t);
     if (ti >= 0) {
         snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
                  (long long)elem);
         return CHECK_INPUTS;
     }
-    const double t0 = avo_now();
+    const double t0 = t;
     for (int i = 0; i < p->ntensors; i++)
         memcpy(rx->ptr[i], pristine->ptr[i], pristine->bytes[i]);
     avo_tensors_poison(rx, p);
     int ret = call_ref(r, r->ref, p->configs[c].size, rx);
-    const double t1 = avo_now();
-    *ref_s = t1 - t0;
-    r->ph_ref += t1 - t0;
+    avo_phases_lap(r->ph, "reference", &t);
+    *ref_s = t - t0;
     if (ret != 0) {
         snprintf(why, whylen, "the reference returned %d", ret);
         return AVO_HARNESS_EREFERENCE;
@@ -468,7 +480,7 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
                      (long long)ck.worst, ck.got, ck.want, ck.max_abs, tol.max_abs);
         res = CHECK_WRONG;
     }
-    r->ph_checks += avo_now() - t1;
+    avo_phases_lap(r->ph, "checks", &t);
     return res;
 }
 
@@ -645,11 +657,17 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         res = -ENOMEM;
         goto out;
     }
-    if (r->cuda && (res = calibrate_cuda(r, c, x, steps, why, wl)) != CHECK_OK)
-        goto out;
+    if (r->cuda) {
+        double tp = avo_phases_now();
+        res = calibrate_cuda(r, c, x, steps, why, wl);
+        avo_phases_lap(r->ph, "call_calibration", &tp);
+        if (res != CHECK_OK)
+            goto out;
+    }
     trace("config %s: calibrated", p->configs[c].name);
     for (int i = 0;; i++) {
         const double t_begin = avo_now();
+        double tp = t_begin;   /* t holds the samples */
         /* CPU: filled in the checker's copy (on all its CPUs) and copied
          * in on the pinned CPU, as the flush expects: a fill straight into
          * the shared region left lines of the inputs dirty in other cores'
@@ -662,8 +680,11 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
             avo_tensors_copy_inputs(x, pristine, p);
         }
         avo_tensors_poison(x, p);
-        if (!r->cuda)
+        avo_phases_lap(r->ph, "inputs", &tp);
+        if (!r->cuda) {
             avo_flusher_run(&r->fl);
+            avo_phases_lap(r->ph, "flush", &tp);
+        }
         if (i == warm && r->ctr_open && !r->cuda)
             avo_counters_start(&r->ctr);
         int ret = 0;
@@ -680,8 +701,15 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         }
         if (res == CHECK_OK)
             res = check_basic(r, ret, x, sub, sizeof sub);
+        avo_phases_lap(r->ph, "calls", &tp);
         if (i >= warm)
-            spent += avo_now() - t_begin;
+            spent += tp - t_begin;
+        /* The GPU ran the entry's kernels for the call's own stream time
+         * (a sample holding the gate's time limit says nothing of it). */
+        if (r->cuda && res == CHECK_OK && !(ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT)) {
+            r->gpu_s[trusted != 0] += ev.seconds - ev.tail_s;
+            r->gpu_calls[trusted != 0]++;
+        }
         rt_sum += rt;
         rt_n++;
         out->calls = i + 1;
@@ -885,7 +913,9 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
         /* Nothing of the candidate's may go on working between calls: its
          * group runs for a moment with no command and must stay idle. */
         char sub[300];
+        double tp = avo_phases_now();
         int rc = avo_runner_idle(&r->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
+        avo_phases_lap(r->ph, "idle_probe", &tp);
         if (rc == AVO_RUNNER_DIED) {
             res = CHECK_CRASH;
             snprintf(why, wl, "after its calls: %s", sub);
@@ -1171,8 +1201,12 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     double wr = r->worst_rel_l2, wm = r->worst_max_abs;
     r->run = r->base;
     r->tm = r->base_tm;
+    /* Its runs are the config's "baseline" phase as a whole. */
+    avo_phases *cand_ph = r->ph, base_ph = {0};
+    r->ph = &base_ph;
     config_run cr;
     int res = run_config(r, c, x, pristine, rx, 1, &cr, why, sizeof why);
+    r->ph = cand_ph;
     r->base = r->run;
     r->base_tm = r->tm;
     r->run = cand;
@@ -1428,6 +1462,38 @@ static void noise_totals(json_t *result, int cuda)
                                         : clock_gap_json(cuda, known, wall, cpu));
 }
 
+/* The result's "phases": "total" (the harness's wall up to here), the steps
+ * around the configs, each per-config phase summed over the configs, then
+ * per config ("configs") and, for CUDA, the GPU's busy time by the calls'
+ * own events ("gpu": what bench/eval_cost.sh divides by the evaluation's
+ * wall). Every number is a disjoint stretch of wall time, so the phases sum
+ * to no more than "total". */
+static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_phases *cph, int n, double t_start)
+{
+    avo_phases sum = *top;
+    for (int c = 0; c < n; c++)
+        avo_phases_merge(&sum, &cph[c]);
+    json_t *j = avo_phases_json(&sum), *cj = json_array();
+    if (!j || !cj) {
+        json_decref(j);
+        json_decref(cj);
+        return json_null();
+    }
+    json_object_set_new(j, "total", json_real(avo_phases_now() - t_start));
+    for (int c = 0; c < n; c++) {
+        json_t *one = avo_phases_json(&cph[c]);
+        if (one)
+            json_object_set_new(one, "name", json_string(r->p->configs[c].name));
+        json_array_append_new(cj, one ? one : json_null());
+    }
+    json_object_set_new(j, "configs", cj);
+    if (r->cuda)
+        json_object_set_new(j, "gpu", json_pack("{s:s,s:f,s:i,s:f,s:i}", "method", "cuda_events", "candidate_s",
+                                                r->gpu_s[0], "candidate_calls", r->gpu_calls[0], "baseline_s",
+                                                r->gpu_s[1], "baseline_calls", r->gpu_calls[1]));
+    return j;
+}
+
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
                     double deadline_s, json_t **result, char *err, size_t errlen)
 {
@@ -1439,10 +1505,15 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const char *outcome = "ok";
     char detail[1024] = "";
     double logsum = 0;
-    /* Where an evaluation's wall time goes (result "phases_s"): large
+    /* Where the harness's wall time goes (result "phases"): the steps
+     * around the configs in top, each config's own in cph[c]; large
      * problems spend far more in the protocol than in the timed calls. */
-    const double t_start = avo_now();
-    double t0, ph_calls = 0, ph_base = 0, ph_ctr = 0, ph_ref = 0;
+    const double t_start = avo_phases_now();
+    double t = t_start;
+    avo_phases top = {0};
+    avo_phases *cph = calloc((size_t)p->nconfigs, sizeof *cph);
+    int nstarted = 0;
+    r.ph = &top;
 
     avo_cgroup_clear(&r.run.cg);
     avo_cgroup_clear(&r.base.cg);
@@ -1453,7 +1524,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         r.ctr.fd[i] = -1;
     avo_check_rng_init(&r.rng);
     *result = NULL;
-    if (!configs) {
+    if (!configs || !cph) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -1468,9 +1539,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         goto cleanup;
     }
     trace("start");
-    t0 = avo_now();
+    avo_phases_lap(&top, "setup", &t);
     rc = load_reference(&r, ref_so, err, errlen);
-    ph_ref = avo_now() - t0;
+    t = avo_phases_now();
     if (rc || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
     if (!r.cuda && (rc = avo_flusher_init(&r.fl))) {
@@ -1481,12 +1552,14 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     char why[600];
     if (r.cuda)
         share_tensors(&r);
+    avo_phases_lap(&top, "setup", &t);
     rc = avo_runner_spawn(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, &r.dev, r.deadline, why, sizeof why);
     if (rc == 0) {
         /* Counters open on the runner before the candidate loads, so
          * threads it starts are counted too. */
         avo_counters_open(&r.ctr, r.run.pid);
         r.ctr_open = 1;
+        avo_phases_lap(&top, "runner_start", &t);
         rc = calibrate(&r, why, sizeof why);
     }
     if (rc == 0 && r.cuda) {
@@ -1503,8 +1576,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         }
     }
     calibrated = rc == 0;
-    if (rc == 0)
+    avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
+    if (rc == 0) {
         rc = avo_runner_load(&r.run, r.deadline, why, sizeof why);
+        avo_phases_lap(&top, "runner_load", &t);
+    }
     if (rc < 0) {
         snprintf(err, errlen, "%s%s", rc == -ENODEV ? "" : "runner: ", why);
         goto cleanup;
@@ -1524,14 +1600,17 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
 
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
+        r.ph = &cph[c];
+        nstarted = c + 1;
+        t = avo_phases_now();
         if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - (r.cuda ? PROFILE_AREA : 0), err, errlen)) ||
             (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)) ||
             (rc = avo_tensors_place(&rx, p, c, r.ref_area, r.area_bytes, err, errlen)))
             goto cleanup;
+        avo_phases_lap(r.ph, "layout", &t);
         config_run cr;
-        t0 = avo_now();
         int res = run_config(&r, c, &x, &pristine, &rx, 0, &cr, why, sizeof why);
-        ph_calls += avo_now() - t0;
+        t = avo_phases_now();
         if (res == AVO_HARNESS_EREFERENCE) {
             rc = res;
             snprintf(err, errlen, "reference invalid: on config %s: %s", p->configs[c].name, why);
@@ -1608,22 +1687,22 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "events", cr.events ? cr.events : json_null());
             json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
         }
+        avo_phases_lap(r.ph, "scoring", &t);
         if (base_so) {
-            t0 = avo_now();
             json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, &rx, med));
-            ph_base += avo_now() - t0;
+            avo_phases_lap(r.ph, "baseline", &t);
         }
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
         avo_tensors_free(&rx);
+        avo_phases_lap(r.ph, "scoring", &t);
     }
     snprintf(detail, sizeof detail,
              "%d configs, every call on an input set of its own: the first %d of each and a random share of the "
              "timed ones checked, all within tolerance",
              p->nconfigs, r.nsets);
     /* Counters in a separate pass, never during timing. */
-    t0 = avo_now();
     if (r.cuda && getenv("AVO_NO_COUNTERS") == NULL) {
         for (int c = 0; c < p->nconfigs; c++) {
             if (!p->configs[c].profile) {
@@ -1635,7 +1714,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - PROFILE_AREA, err, errlen)) ||
                 (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)))
                 goto cleanup;
+            t = avo_phases_now();
             json_t *ctr = profile_config(&r, c, &x, &pristine);
+            avo_phases_lap(&cph[c], "counters", &t);
             trace("counters %s: profile", p->configs[c].name);
             json_object_set_new(json_array_get(configs, (size_t)c), "counters", ctr);
             avo_tensors_free(&x);
@@ -1644,13 +1725,14 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                 break;      /* the runner died profiling: keep the timing results */
         }
     }
-    ph_ctr = avo_now() - t0;
 
 done:
     /* The runner is gone before the result exists: nothing of the
      * candidate runs while (or after) the checker writes it. */
+    t = avo_phases_now();
     avo_runner_stop(&r.run);
     avo_runner_stop(&r.base);
+    avo_phases_lap(&top, "runner_stop", &t);
     if (strcmp(outcome, "ok") != 0)
         zero_scores(configs);
     avo_utf8_scrub(detail);
@@ -1665,20 +1747,6 @@ done:
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(&r, calibrated));
-    {
-        /* "reference": loading and validating it, and its runs for checked
-         * calls; "checks": comparing outputs; "timing": the calls
-         * themselves with their inputs laid out; "other": GPU context and
-         * runner start-up, calibration, laying out each configuration. */
-        const double total = avo_now() - t_start;
-        const double ref = ph_ref + r.ph_ref, timing = ph_calls - r.ph_ref - r.ph_checks;
-        json_object_set_new(*result, "phases_s",
-                            json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "reference", jreal(ref), "checks",
-                                      jreal(r.ph_checks), "timing", jreal(timing), "baseline", jreal(ph_base),
-                                      "counters", jreal(ph_ctr), "other",
-                                      jreal(total - ref - r.ph_checks - timing - ph_base - ph_ctr), "total",
-                                      jreal(total)));
-    }
     if (r.cuda) {
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
@@ -1694,6 +1762,8 @@ done:
                         r.ctr_open ? avo_counters_info_json(&r.ctr)
                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
     noise_totals(*result, r.cuda);
+    avo_phases_lap(&top, "result", &t);
+    json_object_set_new(*result, "phases", phases_json(&r, &top, cph, nstarted, t_start));
 
 cleanup:
     avo_runner_stop(&r.base);
@@ -1710,6 +1780,7 @@ cleanup:
     if (r.ctr_open)
         avo_counters_close(&r.ctr);
     json_decref(configs);
+    free(cph);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_tensors_free(&rx);

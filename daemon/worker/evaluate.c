@@ -2,6 +2,7 @@
 
 #include "avo_file.h"
 #include "avo_nvml.h"
+#include "avo_phases.h"
 #include "avo_utf8.h"
 #include "ptxas.h"
 #include "daemon/harness/tensors.h"
@@ -340,9 +341,38 @@ static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t ar
     return mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, scratchlen, err, errlen);
 }
 
+/* The result's "phases" (docs/evaluation.md): the worker's own (ph), its
+ * "total" from t_start to now, which compiles were cache hits, and the
+ * harness's own phases (what it wrote as "phases") nested as "harness". */
+static void attach_phases(json_t *res, const avo_phases *ph, double t_start, const avo_compile_result *ref,
+                          const avo_compile_result *cand, const avo_compile_result *base)
+{
+    json_t *j = avo_phases_json(ph), *hits = json_object();
+    if (!j || !hits) {
+        json_decref(j);
+        json_decref(hits);
+        return;
+    }
+    json_object_set_new(j, "total", json_real(avo_phases_now() - t_start));
+    const avo_compile_result *c[] = {ref, cand, base};
+    const char *name[] = {"reference", "candidate", "baseline"};
+    for (int i = 0; i < 3; i++)
+        if (c[i] && c[i]->log)   /* it ran (a hit or a compile) */
+            json_object_set_new(hits, name[i], json_boolean(c[i]->cached));
+    json_object_set_new(j, "cache_hits", hits);
+    json_t *h = json_object_get(res, "phases");
+    if (json_is_object(h))
+        json_object_set(j, "harness", h);
+    json_object_set_new(res, "phases", j);
+}
+
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
                        char *err, size_t errlen)
 {
+    /* Where the evaluation's wall time goes (result "phases"). */
+    const double t_start = avo_phases_now();
+    double t = t_start;
+    avo_phases ph = {0};
     int rc = 0;
     char scratch[4200] = "", srcdir[4300], rundir[4300], harness[PATH_MAX];
     avo_compile_result ref = {0}, cand = {0}, base = {0};
@@ -382,6 +412,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(err, errlen, "cannot create scratch dirs in %s", scratch);
         goto cleanup;
     }
+    avo_phases_lap(&ph, "setup", &t);
 
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
                            .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
@@ -395,7 +426,9 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(err, errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
         goto cleanup;
     }
-    if ((rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen)))
+    rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen);
+    avo_phases_lap(&ph, "compile_reference", &t);
+    if (rc)
         goto cleanup;
     if (!ref.ok) {
         if (ref.cancelled) {
@@ -408,7 +441,9 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         rc = -EINVAL;
         goto cleanup;
     }
-    if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
+    rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    avo_phases_lap(&ph, "compile_candidate", &t);
+    if (rc)
         goto cleanup;
     if (!cand.ok) {
         char line[600];
@@ -443,6 +478,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
             snprintf(base_note, sizeof base_note, "cannot compile: %s", err);
         else if (!base.ok)
             first_error(base.log, base_note, sizeof base_note);
+        avo_phases_lap(&ph, "compile_baseline", &t);
     }
 
     /* The objects go to the harness as descriptors (fds 5, 6, 7): the
@@ -503,14 +539,20 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * group and starts it in namespaces of its own); the runner drops to
      * nobody itself. */
     so.drop_uid = 0;
+    avo_phases_lap(&ph, "setup", &t);
     long long e0 = cuda ? energy_mj(o->gpu_index) : -1;
+    if (cuda)
+        avo_phases_lap(&ph, "energy", &t);
     rc = avo_sandbox_run(&so, &sr, err, errlen);
+    avo_phases_lap(&ph, "harness_process", &t);
     for (int i = 0; i < 3; i++)
         if (pass[i] >= 0)
             close(pass[i]);
     if (rc)
         goto cleanup;
     long long e1 = cuda ? energy_mj(o->gpu_index) : -1;
+    if (cuda)
+        avo_phases_lap(&ph, "energy", &t);
 
     char why[512], tail[512], detail[1200];
     if (sr.cancelled) {
@@ -570,17 +612,22 @@ done:
     json_object_set_new(res, "load", load_json(load_start, load1()));
     *result = res;
     res = NULL;
+    avo_phases_lap(&ph, "result", &t);
 
 cleanup:
     json_decref(res);
     free(ref_src);
+    avo_sandbox_result_free(&sr);
+    if (scratch[0])
+        avo_sandbox_rmtree(scratch);
+    if (*result) {
+        avo_phases_lap(&ph, "cleanup", &t);
+        attach_phases(*result, &ph, t_start, &ref, &cand, p->baseline[0] ? &base : NULL);
+    }
     avo_compile_result_free(&ref);
     avo_compile_result_free(&cand);
     avo_compile_result_free(&base);
     free(base_src);
-    avo_sandbox_result_free(&sr);
-    if (scratch[0])
-        avo_sandbox_rmtree(scratch);
     return rc;
 }
 
@@ -672,13 +719,19 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     avo_compile_result cand = {0};
     const int cuda = strcmp(p->backend, "cuda") == 0;
     const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
+    const double t_start = avo_phases_now();
+    double t = t_start;
+    avo_phases ph = {0};
     *result = NULL;
     if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
         return rc;
+    avo_phases_lap(&ph, "setup", &t);
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
                            .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = state_dir(o),
                            .timeout_s = timeout};
-    if ((rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen)))
+    rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    avo_phases_lap(&ph, "compile_candidate", &t);
+    if (rc)
         goto cleanup;
     char line[600] = "";
     if (cand.timed_out)
@@ -689,11 +742,17 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
                         "detail", cand.ok ? "compiles" : line, "compile", compile_json(&cand, cuda));
     if (!*result)
         rc = -ENOMEM;
-    else if (o->disassemble && cand.ok)
+    else if (o->disassemble && cand.ok) {
         json_object_set_new(*result, "disassembly", disassemble(o, cuda, cand.so_path, timeout));
+        avo_phases_lap(&ph, "disassembly", &t);
+    }
 cleanup:
-    avo_compile_result_free(&cand);
     avo_sandbox_rmtree(scratch);
+    if (*result) {
+        avo_phases_lap(&ph, "cleanup", &t);
+        attach_phases(*result, &ph, t_start, NULL, &cand, NULL);
+    }
+    avo_compile_result_free(&cand);
     return rc;
 }
 
