@@ -7,6 +7,7 @@
 #include "ptxas.h"
 #include "daemon/harness/tensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -27,6 +28,30 @@
 #define DEFAULT_TIMEOUT_S 120.0
 
 /* The worker's state directory, out of sight of everything it runs. */
+/* At most this many of a package's files that are links are exposed to
+ * the harness's sandbox (each is a mount there). */
+#define PACKAGE_LINKS_MAX 8
+
+/* The package directory's entries that are symbolic links, as paths in it
+ * (the sandbox exposes what they point to); how many. */
+static int package_links(const char *dir, char out[][PATH_MAX])
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && n < PACKAGE_LINKS_MAX && (e = readdir(d))) {
+        struct stat st;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            memcpy(out[n++], path, sizeof path);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static const char *state_dir(const avo_eval_opts *o)
 {
     return o->state_dir && *o->state_dir ? o->state_dir : getenv("AVO_HOME");
@@ -507,11 +532,13 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
                     base.ok ? "--baseline" : NULL, base.ok ? base_fd : NULL, NULL};
     const char *hide[] = {o->cache_dir, state_dir(o), NULL};
     /* The package's files may be links out of its directory (the test
-     * fixtures link to kernels/): their targets are exposed too. */
-    char ref_path[PATH_MAX], base_path[PATH_MAX];
-    snprintf(ref_path, sizeof ref_path, "%.3800s/%s", p->dir, p->reference);
-    snprintf(base_path, sizeof base_path, "%.3800s/%s", p->dir, p->baseline);
-    const char *expose[] = {p->dir, ref_path, p->baseline[0] ? base_path : NULL, NULL};
+     * fixtures link to kernels/ and to each other): their targets are
+     * exposed too. */
+    char links[PACKAGE_LINKS_MAX][PATH_MAX];
+    const char *expose[PACKAGE_LINKS_MAX + 2] = {p->dir};
+    const int nlinks = package_links(p->dir, links);
+    for (int i = 0; i < nlinks; i++)
+        expose[i + 1] = links[i];
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = rundir,
                            .timeout_s = timeout,

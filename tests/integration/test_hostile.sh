@@ -170,19 +170,22 @@ SEED_AGG=$(jq -r 'if .outcome == "ok" then .aggregate else 0 end' "$T/seed.json"
 check "the sgemm seed evaluates ok (aggregate ${SEED_AGG:-?})" \
     awk -v a="${SEED_AGG:-0}" 'BEGIN { exit !(a > 0) }'
 
-# A package under a private directory (/tmp) whose reference is a link out
-# of the package's own directory (as the test fixtures link to kernels/):
+# A package under a private directory (/tmp) whose reference and seed are
+# links out of the package's own directory (as the test fixtures link to
+# kernels/ and to each other):
 # the harness's sandbox shows the link's target too, so the seed is ok (it
 # was a "crash" of the candidate's: the harness could not read the
 # reference).
 LINKED="$T/linked-problem"
 mkdir -p "$LINKED/pkg" "$LINKED/src"
 cp "$PROBLEM"/* "$LINKED/pkg/"
-mv "$LINKED/pkg/reference.c" "$LINKED/src/reference.c"
-ln -s "$LINKED/src/reference.c" "$LINKED/pkg/reference.c"
+for f in reference.c seed.c; do
+    mv "$LINKED/pkg/$f" "$LINKED/src/$f"
+    ln -s "$LINKED/src/$f" "$LINKED/pkg/$f"
+done
 timeout -k 5 120 avo-worker eval "$LINKED/pkg" "$PROBLEM/seed.c" --json --seed "$SEED" --cache "$T/cache" \
     >"$T/linked.json" 2>"$T/linked.json.err"
-check "a package whose reference links out of its directory evaluates ok ($(jq -r '.outcome + ": " + (.detail // "")' "$T/linked.json" 2>/dev/null | cut -c1-160))" \
+check "a package whose reference and seed link out of its directory evaluates ok ($(jq -r '.outcome + ": " + (.detail // "")' "$T/linked.json" 2>/dev/null | cut -c1-160))" \
     jqt '.outcome == "ok"' "$T/linked.json"
 
 # A scratch root outside the private directories (/tmp, /var/tmp,
