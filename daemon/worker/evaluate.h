@@ -24,6 +24,15 @@ typedef struct {
     double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
     uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
     int disassemble;            /* compile-only: add the object's disassembly ("disassembly") */
+    /* Paired measurement (docs/evaluation.md, "Paired measurement"): the
+     * version the candidate is measured against (the island's best), timed
+     * in the same harness process, interleaved run by run on the same input
+     * sets; the result gains "paired". NULL: unpaired. against_id is the
+     * candidate id recorded as paired.against (0: none, `avo-worker eval`). */
+    const char *against_src;
+    size_t against_len;
+    long long against_id;
+    double confidence;          /* of paired's interval and lower bound; 0 = 0.95 */
     /* Polled while the harness runs; when it returns nonzero the harness's
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);
