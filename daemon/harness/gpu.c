@@ -74,6 +74,21 @@ unsigned avo_gpu_sm_clock(avo_gpu *g)
     return 0;
 }
 
+int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int *dtypes, const float *scales,
+                       uint32_t nonce0, uint32_t nonce1)
+{
+    (void)g, (void)key, (void)n, (void)dtypes, (void)scales, (void)nonce0, (void)nonce1;
+    return -ENOTSUP;
+}
+
+int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, float scale, uint32_t nonce0,
+                        uint32_t nonce1, uint32_t nonce2, void *host, int64_t n, char *err, size_t errlen)
+{
+    (void)g, (void)key, (void)dtype, (void)scale, (void)nonce0, (void)nonce1, (void)nonce2, (void)host, (void)n;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
 int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 {
     (void)g;
@@ -90,6 +105,7 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 #include <jansson.h>
 
 #include "avo_cupti.h"
+#include "avo_fill.h"
 #include "avo_gate.h"
 #include "avo_nvml.h"
 
@@ -116,6 +132,13 @@ struct avo_gpu {
     int cupti_failed;
     char cupti_err[300];
     struct cudaDeviceProp prop;
+    struct {              /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
+        int n, set;
+        unsigned char key[32];
+        int dtype[AVO_PROBLEM_MAX_TENSORS];
+        float scale[AVO_PROBLEM_MAX_TENSORS];
+        uint32_t nonce0, nonce1;
+    } gen;
 };
 
 int avo_gpu_available(void) { return 1; }
@@ -457,6 +480,43 @@ static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
     return 0;
 }
 
+int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int *dtypes, const float *scales,
+                       uint32_t nonce0, uint32_t nonce1)
+{
+    if (n < 0 || n > AVO_PROBLEM_MAX_TENSORS)
+        return -EINVAL;
+    memcpy(g->gen.key, key, sizeof g->gen.key);
+    for (int i = 0; i < n; i++) {
+        g->gen.dtype[i] = dtypes[i];
+        g->gen.scale[i] = scales[i];
+    }
+    g->gen.n = n;
+    g->gen.nonce0 = nonce0;
+    g->gen.nonce1 = nonce1;
+    g->gen.set = 1;
+    return 0;
+}
+
+int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, float scale, uint32_t nonce0,
+                        uint32_t nonce1, uint32_t nonce2, void *host, int64_t n, char *err, size_t errlen)
+{
+    const size_t bytes = (size_t)n * avo_dtype_size((avo_dtype)dtype);
+    void *d = NULL;
+    cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        return fail(e, "cudaMalloc for the fill check", err, errlen);
+    int rc = avo_fill_launch(d, n, dtype, scale, key, nonce0, nonce1, nonce2, g->stream);
+    if (rc == -EIO)
+        rc = fail(cudaGetLastError(), "the fill kernel", err, errlen);
+    else if (rc)
+        snprintf(err, errlen, "the fill kernel: bad arguments");
+    else if ((e = cudaMemcpyAsync(host, d, bytes, cudaMemcpyDeviceToHost, g->stream)) != cudaSuccess ||
+             (e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+        rc = fail(e, "copying the fill check back", err, errlen);
+    cudaFree(d);
+    return rc;
+}
+
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen)
 {
@@ -489,6 +549,25 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
      * outputs to itself before they are read. */
     if (flags & AVO_GPU_FETCH)
         return copy_back(dev, g->fetch, host, bytes, n, poison_mask, err, errlen);
+    if (flags & AVO_GPU_GEN_INPUTS) {
+        if (!g->gen.set || g->gen.n < n) {
+            snprintf(err, errlen, "inputs to generate on the device: not set for %d tensors", n);
+            return -EINVAL;
+        }
+        for (int i = 0; i < n; i++) {
+            if ((poison_mask >> i) & 1)
+                continue;
+            const int64_t elems = (int64_t)(bytes[i] / avo_dtype_size((avo_dtype)g->gen.dtype[i]));
+            rc = avo_fill_launch(dev[i], elems, g->gen.dtype[i], g->gen.scale[i], g->gen.key, g->gen.nonce0,
+                                 g->gen.nonce1, (uint32_t)i + 1, g->stream);
+            if (rc == -EIO)
+                return fail(cudaGetLastError(), "generating an input on the device", err, errlen);
+            if (rc) {
+                snprintf(err, errlen, "generating input %d on the device: no such stream", i);
+                return rc;
+            }
+        }
+    }
     if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
         for (int i = 0; i < n; i++) {
             if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))

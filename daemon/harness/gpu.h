@@ -34,6 +34,7 @@ enum {
     AVO_GPU_PREPARE = 128,   /* only the copies, poisoning and flush asked for, finished: no call, no events */
     AVO_GPU_FETCH = 256,     /* only copy every tensor back: no call, no events */
     AVO_GPU_SHARED = 512,    /* the checker's copies, poisoning and fetch on the tensors it shares (avo_gpu_share) */
+    AVO_GPU_GEN_INPUTS = 1024, /* generate the tensors not in poison_mask on the device (avo_gpu_set_inputs) */
 };
 
 /* What *notes says about a call. */
@@ -119,6 +120,21 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds);
  * AVO_GPU_ESTICKY / a negative errno with the reason in err. */
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen);
+
+/* What AVO_GPU_GEN_INPUTS generates: tensor i (for i < n) from the input
+ * stream (daemon/gpu/avo_fill.h) under key with nonce {nonce0, nonce1,
+ * i + 1}, of dtypes[i] (avo_dtype) times scales[i], exactly the host's
+ * avo_tensors_fill(seed, config, set) when nonce0 = config + 1 and nonce1 =
+ * set + 1. Kept until set again. */
+int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int *dtypes, const float *scales,
+                       uint32_t nonce0, uint32_t nonce1);
+
+/* Generate n elements of one stream (as avo_gpu_set_inputs describes) on
+ * the device and copy them to host: the check, before any candidate loads,
+ * that the device's stream is the host's bit for bit. Returns 0 or a
+ * negative int with the reason in err. */
+int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, float scale, uint32_t nonce0,
+                        uint32_t nonce1, uint32_t nonce2, void *host, int64_t n, char *err, size_t errlen);
 
 /* The counters pass (CUPTI range profiler, one range per kernel the call
  * launches, each replayed for every pass the metric set needs): copies the

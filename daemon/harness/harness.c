@@ -160,6 +160,9 @@ typedef struct {
     int shm_pinned;   /* CUDA: the checker's mapping of it page-locked (its own copies) */
     avo_runner_devmem dev;     /* CUDA: device tensors the checker shares with its runners (n 0: none) */
     char dev_note[300];        /* who lays out the device tensors, and why not the checker */
+    int dev_fill;              /* CUDA: every call's inputs generated on the device (check_device_fill) */
+    unsigned char in_key[32];  /* the input stream's key (from seed): the device's generator needs it */
+    char fill_note[300];       /* where the inputs are generated, and why not on the device */
     double deadline;  /* absolute, avo_now() */
     double overhead, overhead_median, overhead_measured;  /* empty round trip: subtracted (capped), median, min */
     avo_counters ctr;
@@ -255,6 +258,28 @@ static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tenso
     char err[400];
     int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)fn, t->ptr, t->bytes, t->n, size,
                          AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT, 0, &ret, &times, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
+    return rc ? (ret ? ret : -1) : 0;
+}
+
+static void set_device_inputs(run_ctx *r, int c, int set);
+
+/* The reference on config c's input set `set`, generated on the checker's
+ * own device tensors (poisoned outputs), everything copied back to rx. */
+static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    unsigned outputs = 0;
+    for (int k = 0; k < rx->n; k++)
+        if (r->p->tensors[k].role == AVO_ROLE_OUTPUT)
+            outputs |= 1u << k;
+    set_device_inputs(r, c, set);
+    int ret = 0;
+    avo_gpu_times times;
+    char err[400];
+    int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)r->ref, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
+                         AVO_GPU_GEN_INPUTS | AVO_GPU_POISON | AVO_GPU_COPY_OUT, outputs, &ret, &times, err,
+                         sizeof err);
     if (rc)
         fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
     return rc ? (ret ? ret : -1) : 0;
@@ -432,25 +457,41 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
 {
     const avo_problem *p = r->p;
     double t = avo_phases_now();
-    if (r->cuda) {
-        avo_tensors_fill(pristine, p, r->seed, c, i);
-        avo_phases_lap(r->ph, "inputs", &t);
-    }
     int64_t elem;
-    int ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
-    avo_phases_lap(r->ph, "checks", &t);
+    int ti = -1, ret = 0;
+    if (r->dev_fill) {
+        /* The reference on the call's inputs generated again on the
+         * checker's own device tensors; they come back with its outputs and
+         * are the pristine copy the call's fetched inputs must equal. */
+        const double t0 = t;
+        ret = call_ref_generated(r, c, i, rx);
+        avo_phases_lap(r->ph, "reference", &t);
+        *ref_s = t - t0;
+        if (ret == 0)
+            ti = avo_tensors_inputs_changed(x, rx, p, &elem);
+        avo_phases_lap(r->ph, "checks", &t);
+    } else {
+        if (r->cuda) {
+            avo_tensors_fill(pristine, p, r->seed, c, i);
+            avo_phases_lap(r->ph, "inputs", &t);
+        }
+        ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
+        avo_phases_lap(r->ph, "checks", &t);
+        if (ti < 0) {
+            const double t0 = t;
+            for (int k = 0; k < p->ntensors; k++)
+                memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
+            avo_tensors_poison(rx, p);
+            ret = call_ref(r, r->ref, p->configs[c].size, rx);
+            avo_phases_lap(r->ph, "reference", &t);
+            *ref_s = t - t0;
+        }
+    }
     if (ti >= 0) {
         snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
                  (long long)elem);
         return CHECK_INPUTS;
     }
-    const double t0 = t;
-    for (int i = 0; i < p->ntensors; i++)
-        memcpy(rx->ptr[i], pristine->ptr[i], pristine->bytes[i]);
-    avo_tensors_poison(rx, p);
-    int ret = call_ref(r, r->ref, p->configs[c].size, rx);
-    avo_phases_lap(r->ph, "reference", &t);
-    *ref_s = t - t0;
     if (ret != 0) {
         snprintf(why, whylen, "the reference returned %d", ret);
         return AVO_HARNESS_EREFERENCE;
@@ -635,7 +676,7 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
     const avo_problem *p = r->p;
     /* CUDA: every call's prep (untimed, a command of its own), then the
      * call, then its tensors back (another command). */
-    const unsigned steps = AVO_GPU_FLUSH | AVO_GPU_COPY_INPUTS | AVO_GPU_POISON;
+    const unsigned steps = AVO_GPU_FLUSH | (r->dev_fill ? AVO_GPU_GEN_INPUTS : AVO_GPU_COPY_INPUTS) | AVO_GPU_POISON;
     const int warm = r->nsets;
     unsigned clk_min = 0, clk_max = 0;
     int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, gate_busy = 0,
@@ -673,13 +714,18 @@ static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, 
          * the shared region left lines of the inputs dirty in other cores'
          * private caches, which the flush does not reach (sgemm at 512
          * timed 3-5% slower). CUDA: straight in (the device gets them). */
-        if (r->cuda) {
+        if (r->dev_fill) {
+            /* Generated and poisoned on the device by the call's prep; the
+             * host copy gets the tensors only when fetched back. */
+            set_device_inputs(r, c, i);
+        } else if (r->cuda) {
             avo_tensors_fill(x, p, r->seed, c, i);
         } else {
             avo_tensors_fill(pristine, p, r->seed, c, i);
             avo_tensors_copy_inputs(x, pristine, p);
         }
-        avo_tensors_poison(x, p);
+        if (!r->dev_fill)
+            avo_tensors_poison(x, p);
         avo_phases_lap(r->ph, "inputs", &tp);
         if (!r->cuda) {
             avo_flusher_run(&r->fl);
@@ -1060,6 +1106,8 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
     enum { CALLS = CALIBRATION_CALLS };
     double over[CALLS], host[CALLS];
     o->gate_wait_max = 0;
+    if (prep & AVO_GPU_GEN_INPUTS)
+        set_device_inputs(r, c, -1);
     for (int i = 0; i < CALLS; i++) {
         int ret = 0;
         double rt = 0;
@@ -1328,6 +1376,64 @@ static int make_shm(run_ctx *r, char *err, size_t errlen)
  * for its copies. Where the GPU or driver cannot share memory the runner
  * keeps its own copies, and dev_note (the result's runner.device_tensors)
  * says so. */
+/* Generating every call's inputs on the device (the same stream, bit for
+ * bit) spares the host's generation and the copy in, most of a large
+ * problem's evaluation (docs/benchmarks.md, eval_cost). It is used only
+ * when the device's stream matches the host's for every dtype the problem's
+ * inputs have, checked here on an odd length under a nonce no call uses
+ * (config word 0xfffffffe), before any candidate exists: else the host
+ * generates them, as before, and fill_note says why. */
+#define FILL_CHECK_ELEMS 4099
+static void check_device_fill(run_ctx *r)
+{
+    const avo_problem *p = r->p;
+    static double dev_buf[FILL_CHECK_ELEMS], host_buf[FILL_CHECK_ELEMS];
+    char err[240];
+    avo_tensors_stream_key(r->seed, r->in_key);
+    for (int i = 0; i < p->ntensors; i++) {
+        if (p->tensors[i].role == AVO_ROLE_OUTPUT)
+            continue;
+        const avo_dtype d = p->tensors[i].dtype;
+        const float scale = (float)p->tensors[i].scale;
+        const uint32_t nonce[3] = {0xfffffffeu, 1, (uint32_t)i + 1};
+        int rc = avo_gpu_fill_sample(r->gpu, r->in_key, (int)d, scale, nonce[0], nonce[1], nonce[2], dev_buf,
+                                     FILL_CHECK_ELEMS, err, sizeof err);
+        if (rc) {
+            snprintf(r->fill_note, sizeof r->fill_note, "host: the device's generator failed its check: %s", err);
+            return;
+        }
+        avo_tensors_fill_stream(host_buf, FILL_CHECK_ELEMS, d, scale, r->in_key, nonce);
+        if (memcmp(dev_buf, host_buf, FILL_CHECK_ELEMS * avo_dtype_size(d)) != 0) {
+            snprintf(r->fill_note, sizeof r->fill_note,
+                     "host: the device's stream differs from the host's for %s (dtype %d)", p->tensors[i].name,
+                     (int)d);
+            return;
+        }
+    }
+    if (getenv("AVO_HARNESS_HOST_FILL")) {
+        snprintf(r->fill_note, sizeof r->fill_note, "host: AVO_HARNESS_HOST_FILL set");
+        return;
+    }
+    r->dev_fill = 1;
+    snprintf(r->fill_note, sizeof r->fill_note,
+             "device: every call's inputs generated on the GPU by the checker (ChaCha20, the host's stream bit for "
+             "bit, checked at start)");
+}
+
+/* The device's generator set to config c's input set `set` (-1: the
+ * calibration's own, which no call gets). */
+static void set_device_inputs(run_ctx *r, int c, int set)
+{
+    const avo_problem *p = r->p;
+    int dtypes[AVO_PROBLEM_MAX_TENSORS];
+    float scales[AVO_PROBLEM_MAX_TENSORS];
+    for (int i = 0; i < p->ntensors; i++) {
+        dtypes[i] = (int)p->tensors[i].dtype;
+        scales[i] = (float)p->tensors[i].scale;
+    }
+    avo_gpu_set_inputs(r->gpu, r->in_key, p->ntensors, dtypes, scales, (uint32_t)c + 1, (uint32_t)(set + 1));
+}
+
 static void share_tensors(run_ctx *r)
 {
     size_t most[AVO_PROBLEM_MAX_TENSORS] = {0};
@@ -1350,6 +1456,7 @@ static void share_tensors(run_ctx *r)
     char note[240];
     r->shm_pinned = avo_gpu_pin(r->gpu, r->shm, r->shm_bytes, note, sizeof note) == 0;
     snprintf(r->dev_note, sizeof r->dev_note, "checker (host copies %s)", note);
+    check_device_fill(r);
 }
 
 /* PINGS empty round trips, each with the freeze and thaw every call has,
@@ -1752,6 +1859,7 @@ done:
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
         json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
         json_object_set_new(rj, "device_tensors", json_string(r.dev_note[0] ? r.dev_note : "runner"));
+        json_object_set_new(rj, "inputs", json_string(r.fill_note[0] ? r.fill_note : "host"));
         json_object_set_new(rj, "timing_start", timing_start_json(r.tm.ungated_why));
     }
     if (r.gpu_info) {

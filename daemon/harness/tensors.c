@@ -19,7 +19,7 @@
  * data, so a result is reproducible from its seed. */
 #define STREAM_CHUNK 16384   /* keystream bytes generated at a time */
 
-static void stream_key(uint64_t seed, unsigned char key[32])
+void avo_tensors_stream_key(uint64_t seed, unsigned char key[32])
 {
     unsigned char in[24] = "avo-inputs-v2";
     for (int b = 0; b < 8; b++)
@@ -271,22 +271,26 @@ static void run_split(int k, void *(*fn)(void *), void *jobs, size_t job_size)
     }
 }
 
+void avo_tensors_fill_stream(void *dst, int64_t n, avo_dtype d, float scale, const unsigned char key[32],
+                             const uint32_t nonce[3])
+{
+    const int k = work_threads(n);
+    fill_job jobs[AVO_TENSORS_MAX_THREADS];
+    for (int j = 0; j < k; j++)
+        jobs[j] = (fill_job){.dst = dst, .dtype = d, .scale = scale, .key = key,
+                             .nonce = {nonce[0], nonce[1], nonce[2]}, .begin = n * j / k, .end = n * (j + 1) / k};
+    run_split(k, fill_range, jobs, sizeof jobs[0]);
+}
+
 void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set)
 {
     unsigned char key[32];
-    stream_key(seed, key);
+    avo_tensors_stream_key(seed, key);
     for (int i = 0; i < t->n; i++) {
         if (p->tensors[i].role == AVO_ROLE_OUTPUT)
             continue;
-        const int64_t n = t->elems[i];
-        const int k = work_threads(n);
-        fill_job jobs[AVO_TENSORS_MAX_THREADS];
-        for (int j = 0; j < k; j++)
-            jobs[j] = (fill_job){.dst = t->ptr[i], .dtype = p->tensors[i].dtype,
-                                 .scale = (float)p->tensors[i].scale, .key = key,
-                                 .nonce = {(uint32_t)config + 1, (uint32_t)set + 1, (uint32_t)i + 1},
-                                 .begin = n * j / k, .end = n * (j + 1) / k};
-        run_split(k, fill_range, jobs, sizeof jobs[0]);
+        const uint32_t nonce[3] = {(uint32_t)config + 1, (uint32_t)set + 1, (uint32_t)i + 1};
+        avo_tensors_fill_stream(t->ptr[i], t->elems[i], p->tensors[i].dtype, (float)p->tensors[i].scale, key, nonce);
     }
 }
 

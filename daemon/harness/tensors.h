@@ -66,6 +66,13 @@ void avo_tensors_set_workers(const cpu_set_t *cpus, int threads, int64_t min_ele
  * the same data. */
 void avo_tensors_fill(avo_tensors *t, const avo_problem *p, uint64_t seed, int config, int set);
 
+/* The stream's key for a seed, and one stream (n elements of dtype d times
+ * scale under nonce): what avo_tensors_fill writes into each tensor, for the
+ * device's generator (daemon/gpu/avo_fill.h) and its check against this. */
+void avo_tensors_stream_key(uint64_t seed, unsigned char key[32]);
+void avo_tensors_fill_stream(void *dst, int64_t n, avo_dtype d, float scale, const unsigned char key[32],
+                             const uint32_t nonce[3]);
+
 /* Write the NaN pattern (a fixed marker for i32) into every output-only
  * tensor so elements the candidate does not write cannot pass. */
 void avo_tensors_poison(avo_tensors *t, const avo_problem *p);

@@ -286,6 +286,12 @@ for prob in "$FULL" "$SMALL" "$P4096"; do
     else
         notok "seed on $pname: expected ok, got $outcome (exit $rc; $detail) $(tail -2 "$out.err" | tr '\n' ' ')"
     fi
+    inputs=$(jq -r '.runner.inputs // "missing"' "$out" 2>/dev/null)
+    if [[ $inputs == device:* ]]; then
+        ok "seed on $pname: inputs generated on the device"
+    else
+        notok "seed on $pname: inputs $inputs, expected generated on the device"
+    fi
     IFS=$'\t' read -r mode why < <(timing_start "$out")
     if [ "$mode" = gated ]; then
         ok "seed on $pname: timed from a gated start"
