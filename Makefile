@@ -56,7 +56,8 @@ HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c daem
                     daemon/common/avo_phases.c \
                     daemon/common/avo_utf8.c
 HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
-                    $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o $(BUILD)/obj-cuda/daemon/gpu/avo_fill.o
+                    $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o $(BUILD)/obj-cuda/daemon/gpu/avo_fill.o \
+                    $(BUILD)/obj-cuda/daemon/gpu/avo_compare.o
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -138,8 +139,12 @@ $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o: daemon/gpu/avo_gate.cu daemon/gpu/avo_g
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xcompiler -Wextra -c $< -o $@
 
-# The input stream on the device: built for the same targets.
+# The input stream and the checks on the device: built for the same targets.
 $(BUILD)/obj-cuda/daemon/gpu/avo_fill.o: daemon/gpu/avo_fill.cu daemon/gpu/avo_fill.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xcompiler -Wextra -c $< -o $@
+
+$(BUILD)/obj-cuda/daemon/gpu/avo_compare.o: daemon/gpu/avo_compare.cu daemon/gpu/avo_compare.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xcompiler -Wextra -c $< -o $@
 

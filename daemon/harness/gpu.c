@@ -89,6 +89,20 @@ int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, floa
     return -ENOTSUP;
 }
 
+int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
+{
+    (void)g, (void)i, (void)n, (void)dtype, (void)out;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
+int avo_gpu_equal(avo_gpu *g, int i, int64_t n, size_t elem_size, int64_t *first, char *err, size_t errlen)
+{
+    (void)g, (void)i, (void)n, (void)elem_size, (void)first;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
 int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 {
     (void)g;
@@ -104,6 +118,7 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 #include <unistd.h>
 #include <jansson.h>
 
+#include "avo_compare.h"
 #include "avo_cupti.h"
 #include "avo_fill.h"
 #include "avo_gate.h"
@@ -132,6 +147,7 @@ struct avo_gpu {
     int cupti_failed;
     char cupti_err[300];
     struct cudaDeviceProp prop;
+    void *cmp_scratch;    /* avo_gpu_compare's and avo_gpu_equal's, allocated on first use */
     struct {              /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
         int n, set;
         unsigned char key[32];
@@ -243,6 +259,8 @@ void avo_gpu_close(avo_gpu *g)
     }
     if (g->flush)
         cudaFree(g->flush);
+    if (g->cmp_scratch)
+        cudaFree(g->cmp_scratch);
     avo_gate_close(g->gate);
     if (g->before)
         cudaEventDestroy(g->before);
@@ -478,6 +496,64 @@ static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
         return fail(e, "cudaMalloc for a tensor", err, errlen);
     g->cap[i] = bytes;
     return 0;
+}
+
+/* Tensor i as shared (the runner's) and as the checker's own, for a
+ * comparison of n elements of es bytes. */
+static int compare_args(avo_gpu *g, int i, int64_t n, size_t es, const void **a, const void **b, char *err,
+                        size_t errlen)
+{
+    if (i < 0 || i >= g->nshared || !g->dev[i] || (size_t)n * es > g->msize[i] || (size_t)n * es > g->cap[i]) {
+        snprintf(err, errlen, "comparing tensor %d on the device: not shared, or not run by the checker at that size",
+                 i);
+        return -EINVAL;
+    }
+    if (!g->cmp_scratch) {
+        cudaError_t e = cudaMalloc(&g->cmp_scratch, avo_compare_scratch_bytes() + 64);
+        if (e != cudaSuccess)
+            return fail(e, "cudaMalloc for the comparison", err, errlen);
+    }
+    *a = g->sdev[i];
+    *b = g->dev[i];
+    return 0;
+}
+
+int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
+{
+    const size_t es = avo_dtype_size((avo_dtype)dtype);
+    const void *got, *want;
+    int rc = compare_args(g, i, n, es, &got, &want, err, errlen);
+    if (rc)
+        return rc;
+    avo_compare_sums s;
+    if ((rc = avo_compare_run(got, want, n, dtype, g->cmp_scratch, g->stream, &s))) {
+        snprintf(err, errlen, "the comparison kernel failed (%s)", cudaGetErrorString(cudaGetLastError()));
+        return rc;
+    }
+    memset(out, 0, sizeof *out);
+    out->num = s.num;
+    out->den = s.den;
+    out->max_abs = s.max_abs;
+    out->worst = s.worst;
+    out->nonfinite = s.nonfinite;
+    const int64_t at = s.nonfinite >= 0 ? s.nonfinite : s.worst;
+    cudaError_t e;
+    if (at >= 0 &&
+        ((e = cudaMemcpy(out->got, (const unsigned char *)got + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess ||
+         (e = cudaMemcpy(out->want, (const unsigned char *)want + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess))
+        return fail(e, "reading the worst element", err, errlen);
+    return 0;
+}
+
+int avo_gpu_equal(avo_gpu *g, int i, int64_t n, size_t elem_size, int64_t *first, char *err, size_t errlen)
+{
+    const void *a, *b;
+    int rc = compare_args(g, i, n, elem_size, &a, &b, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = avo_compare_equal(a, b, n, elem_size, g->cmp_scratch, g->stream, first)))
+        snprintf(err, errlen, "the equality kernel failed (%s)", cudaGetErrorString(cudaGetLastError()));
+    return rc;
 }
 
 int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int *dtypes, const float *scales,

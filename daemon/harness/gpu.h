@@ -136,6 +136,25 @@ int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int
 int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, float scale, uint32_t nonce0,
                         uint32_t nonce1, uint32_t nonce2, void *host, int64_t n, char *err, size_t errlen);
 
+/* A checked call's comparison on the device (daemon/gpu/avo_compare.h):
+ * shared tensor i (the call's, as the runner left it) against the checker's
+ * own tensor i (the reference's run on the same set, avo_gpu_run without
+ * AVO_GPU_SHARED), n elements of dtype. The sums of the host's rule, the
+ * worst and the first non-finite element (-1: none) with the raw bytes of
+ * got and want at the element the host would report (the first non-finite
+ * one, else the worst). */
+typedef struct {
+    double num, den, max_abs;
+    int64_t worst, nonfinite;
+    unsigned char got[8], want[8];
+} avo_gpu_cmp;
+int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen);
+
+/* The first element (elem_size bytes) where shared tensor i differs from
+ * the checker's own tensor i, -1 when none (an input the call must not
+ * have changed, against the copy generated again). */
+int avo_gpu_equal(avo_gpu *g, int i, int64_t n, size_t elem_size, int64_t *first, char *err, size_t errlen);
+
 /* The counters pass (CUPTI range profiler, one range per kernel the call
  * launches, each replayed for every pass the metric set needs): copies the
  * tensors in, profiles one call, and writes a JSON document {"passes",

@@ -265,6 +265,60 @@ static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tenso
 
 static void set_device_inputs(run_ctx *r, int c, int set);
 
+/* The inputs' check on the device: the first input tensor (role input)
+ * whose shared copy differs from the checker's copy generated again, with
+ * the element in *elem; -1 when none; < -1 (a negative errno) when the
+ * device could not say. */
+static int device_inputs_changed(run_ctx *r, const avo_tensors *x, int64_t *elem, char *why, size_t wl)
+{
+    for (int i = 0; i < x->n; i++) {
+        if (r->p->tensors[i].role != AVO_ROLE_INPUT)
+            continue;
+        int64_t first = -1;
+        char err[300];
+        int rc = avo_gpu_equal(r->gpu, i, x->elems[i], avo_dtype_size(r->p->tensors[i].dtype), &first, err,
+                               sizeof err);
+        if (rc) {
+            snprintf(why, wl, "the checker's input comparison: %s", err);
+            return rc < -1 ? rc : -EIO;
+        }
+        if (first >= 0) {
+            *elem = first;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Output tensor i compared on the device, the host's rule
+ * (avo_tensors_compare) applied to the sums that come back. Returns 0 or
+ * a negative errno with the reason in why. */
+static int device_compare(run_ctx *r, int i, int64_t n, avo_dtype d, avo_tolerance tol, avo_check *ck, char *why,
+                          size_t wl)
+{
+    avo_gpu_cmp g;
+    char err[300];
+    int rc = avo_gpu_compare(r->gpu, i, n, (int)d, &g, err, sizeof err);
+    if (rc) {
+        snprintf(why, wl, "the checker's output comparison: %s", err);
+        return rc < 0 ? rc : -EIO;
+    }
+    memset(ck, 0, sizeof *ck);
+    ck->got = g.worst >= 0 || g.nonfinite >= 0 ? avo_tensors_load(g.got, 0, d) : 0;
+    ck->want = g.worst >= 0 || g.nonfinite >= 0 ? avo_tensors_load(g.want, 0, d) : 0;
+    if (g.nonfinite >= 0) {
+        ck->nonfinite = 1;
+        ck->worst = g.nonfinite;
+        ck->rel_l2 = ck->max_abs = INFINITY;
+        return 0;
+    }
+    ck->worst = g.worst >= 0 ? g.worst : 0;
+    ck->max_abs = g.max_abs;
+    ck->rel_l2 = g.den > 0 ? sqrt(g.num) / sqrt(g.den) : sqrt(g.num);
+    ck->pass = ck->rel_l2 <= tol.rel_l2 && ck->max_abs <= tol.max_abs;
+    return 0;
+}
+
 /* The reference on config c's input set `set`, generated on the checker's
  * own device tensors (poisoned outputs), everything copied back to rx. */
 static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
@@ -278,7 +332,7 @@ static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
     avo_gpu_times times;
     char err[400];
     int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)r->ref, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
-                         AVO_GPU_GEN_INPUTS | AVO_GPU_POISON | AVO_GPU_COPY_OUT, outputs, &ret, &times, err,
+                         AVO_GPU_GEN_INPUTS | AVO_GPU_POISON, outputs, &ret, &times, err,
                          sizeof err);
     if (rc)
         fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
@@ -467,8 +521,8 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
         ret = call_ref_generated(r, c, i, rx);
         avo_phases_lap(r->ph, "reference", &t);
         *ref_s = t - t0;
-        if (ret == 0)
-            ti = avo_tensors_inputs_changed(x, rx, p, &elem);
+        if (ret == 0 && (ti = device_inputs_changed(r, x, &elem, why, whylen)) < -1)
+            return ti;
         avo_phases_lap(r->ph, "checks", &t);
     } else {
         if (r->cuda) {
@@ -503,7 +557,13 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
         avo_dtype d = p->tensors[i].dtype;
         avo_tolerance tol = p->tol[d];
         avo_check ck;
-        avo_tensors_compare(x->ptr[i], rx->ptr[i], x->elems[i], d, tol, &ck);
+        if (r->dev_fill) {
+            int rc = device_compare(r, i, x->elems[i], d, tol, &ck, why, whylen);
+            if (rc)
+                return rc;
+        } else {
+            avo_tensors_compare(x->ptr[i], rx->ptr[i], x->elems[i], d, tol, &ck);
+        }
         if (ck.rel_l2 > r->worst_rel_l2 || isnan(ck.rel_l2))
             r->worst_rel_l2 = ck.rel_l2;
         if (ck.max_abs > r->worst_max_abs || isnan(ck.max_abs))
@@ -1042,6 +1102,9 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
     }
     if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
         return res;
+    /* Checked on the device where they are: nothing to fetch. */
+    if (r->dev_fill)
+        return CHECK_OK;
     /* The checker's own fetch, the runner frozen: nothing more to probe. */
     if (r->dev.n)
         return checker_copies(r, c, x, AVO_GPU_FETCH, why, wl);

@@ -51,7 +51,7 @@ static double from_bf16(uint16_t h)
     return f;
 }
 
-static double load(const void *base, int64_t i, avo_dtype d)
+double avo_tensors_load(const void *base, int64_t i, avo_dtype d)
 {
     switch (d) {
     case AVO_DTYPE_F32: return ((const float *)base)[i];
@@ -374,7 +374,7 @@ static void *compare_range(void *arg)
     cmp_job *j = arg;
     double num = 0, den = 0, max_abs = 0;
     for (int64_t e = j->begin; e < j->end; e++) {
-        double g = load(j->got, e, j->gd), w = load(j->want, e, j->wd);
+        double g = avo_tensors_load(j->got, e, j->gd), w = avo_tensors_load(j->want, e, j->wd);
         if (!isfinite(g)) {
             j->c.nonfinite = 1;
             j->c.worst = e;
@@ -451,7 +451,7 @@ void avo_tensors_compare_f64(const void *got, avo_dtype d, const double *want, i
 void avo_tensors_to_f64(const void *src, avo_dtype d, int64_t n, double *dst)
 {
     for (int64_t e = 0; e < n; e++)
-        dst[e] = load(src, e, d);
+        dst[e] = avo_tensors_load(src, e, d);
 }
 
 int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte)

@@ -93,6 +93,9 @@ void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype
 void avo_tensors_compare_f64(const void *got, avo_dtype d, const double *want, int64_t n, avo_tolerance tol,
                              avo_check *out);
 
+/* Element i of a tensor of dtype d, as double (exact). */
+double avo_tensors_load(const void *base, int64_t i, avo_dtype d);
+
 /* Widen n elements of dtype d to double (exactly: every dtype fits). */
 void avo_tensors_to_f64(const void *src, avo_dtype d, int64_t n, double *dst);
 
