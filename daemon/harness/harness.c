@@ -1773,9 +1773,13 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         r.ph = &cph[c];
         nstarted = c + 1;
         t = avo_phases_now();
-        if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - (r.cuda ? PROFILE_AREA : 0), err, errlen)) ||
-            (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)) ||
-            (rc = avo_tensors_place(&rx, p, c, r.ref_area, r.area_bytes, err, errlen)))
+        /* With the inputs made and checked on the device, the host's
+         * copies only carry the sizes: laid out, never touched. */
+        int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
+            r.dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+        if ((rc = lay(&x, p, c, r.shm, r.shm_bytes - (r.cuda ? PROFILE_AREA : 0), err, errlen)) ||
+            (rc = lay(&pristine, p, c, r.area, r.area_bytes, err, errlen)) ||
+            (rc = lay(&rx, p, c, r.ref_area, r.area_bytes, err, errlen)))
             goto cleanup;
         avo_phases_lap(r.ph, "layout", &t);
         config_run cr;

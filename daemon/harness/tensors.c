@@ -108,8 +108,8 @@ size_t avo_tensors_span(const avo_problem *p, int config)
     return total;
 }
 
-int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
-                      size_t errlen)
+static int place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, int touch, char *err,
+                 size_t errlen)
 {
     memset(t, 0, sizeof *t);
     size_t off = 0;
@@ -124,16 +124,31 @@ int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *ba
             return -ENOSPC;
         }
         t->ptr[i] = (unsigned char *)base + off;
-        memset(t->ptr[i], 0, t->bytes[i]);
-        /* Everything from the tensor's end to the next one is a guard zone
-         * with a known pattern: a candidate that writes past a tensor is
-         * caught instead of scribbling on its neighbour unnoticed. */
-        memset((unsigned char *)t->ptr[i] + t->bytes[i], AVO_TENSOR_GUARD_BYTE, alloc - t->bytes[i]);
-        t->guard[i] = alloc - t->bytes[i];
+        if (touch) {
+            memset(t->ptr[i], 0, t->bytes[i]);
+            /* Everything from the tensor's end to the next one is a guard
+             * zone with a known pattern: a candidate that writes past a
+             * tensor is caught instead of scribbling on its neighbour
+             * unnoticed. */
+            memset((unsigned char *)t->ptr[i] + t->bytes[i], AVO_TENSOR_GUARD_BYTE, alloc - t->bytes[i]);
+            t->guard[i] = alloc - t->bytes[i];
+        }
         off += alloc;
         t->n = i + 1;
     }
     return 0;
+}
+
+int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
+                      size_t errlen)
+{
+    return place(t, p, config, base, cap, 1, err, errlen);
+}
+
+int avo_tensors_place_lazy(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
+                           size_t errlen)
+{
+    return place(t, p, config, base, cap, 0, err, errlen);
 }
 
 void avo_tensors_free(avo_tensors *t)

@@ -43,6 +43,11 @@ int avo_tensors_alloc_at(avo_tensors *t, const avo_problem *p, const int64_t *si
  * shared with the runner. Nothing is allocated; free is a no-op for them. */
 int avo_tensors_place(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
                       size_t errlen);
+/* The same layout without touching the memory (no zeroing, no guard
+ * zones): for host tensors that only name device tensors' sizes, whose
+ * contents never cross to the host (the CUDA checks on the device). */
+int avo_tensors_place_lazy(avo_tensors *t, const avo_problem *p, int config, void *base, size_t cap, char *err,
+                           size_t errlen);
 /* Index of the first placed tensor whose guard zone was written (with the
  * first changed byte after its end in *byte), or -1. */
 int avo_tensors_guard_broken(const avo_tensors *t, int64_t *byte);
