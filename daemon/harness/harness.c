@@ -15,6 +15,7 @@
 #include "avo_utf8.h"
 #include "counters.h"
 #include "gpu.h"
+#include "paired.h"
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
@@ -115,6 +116,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * many float operations per second (5 GHz x 64, two AVX-512 FMA pipes on
  * single precision), so a faster median is not an optimisation. */
 #define HOST_CORE_FLOPS (5e9 * 64)
+/* Paired: a config's loop goes on after the candidate's stopping rule
+ * until the pairs are enough, up to this many times timing.max_seconds. */
+#define PAIRED_TIME_FACTOR 3.0
 /* The input set a config's counters pass profiles: none of its calls had it. */
 #define PROFILE_SET (1 << 30)
 
@@ -147,13 +151,30 @@ typedef struct {
     double host_median;                /* the runner's host time to the release (reported only) */
 } protocol_over;
 
+/* One runner the checker drives, a "lane": the candidate's, the against's
+ * (paired measurement: code of the candidate's kind, so confined, checked
+ * and bounded exactly as the candidate is) or the trusted baseline's. What
+ * its calibrations measured before its object loaded is its own: its
+ * process, its context, its latency. */
+enum { LANE_CAND = 0, LANE_BASE, LANE_AGAINST, LANES };
+typedef struct {
+    avo_runner run;
+    gpu_timing tm;                    /* CUDA: its protocol, calibrated before each config's timed calls */
+    gpu_preload pre[2];               /* CUDA: [gated, ungated], before its object loaded */
+    double busy_max, busy_hard;       /* CUDA: a busy probe over the first is over; over the second, fails */
+    double overhead, overhead_median, overhead_measured;  /* CPU: empty round trip before the load: subtracted
+                                                             (capped), median, min */
+    int slot;                         /* LANE_*: which one it is */
+} lane;
+
 typedef struct {
     const avo_problem *p;
     uint64_t seed;
     int nsets;        /* calls of each config always checked, before its samples */
     void *ref_handle; /* the reference object, loaded in this process only */
     avo_kernel_fn ref;
-    avo_runner run;   /* the candidate's process */
+    lane *ln;         /* the runner driven now: one of lanes[] */
+    lane lanes[LANES];
     int shm_fd;       /* the tensors the runner sees: memfd, mapped shared */
     unsigned char *shm;
     size_t shm_bytes;
@@ -164,7 +185,6 @@ typedef struct {
     unsigned char in_key[32];  /* the input stream's key (from seed): the device's generator needs it */
     char fill_note[300];       /* where the inputs are generated, and why not on the device */
     double deadline;  /* absolute, avo_now() */
-    double overhead, overhead_median, overhead_measured;  /* empty round trip: subtracted (capped), median, min */
     avo_counters ctr;
     int ctr_open;
     int ref_validated;
@@ -175,13 +195,9 @@ typedef struct {
     unsigned max_mhz;                     /* the GPU's maximum SM clock (0 = unknown) */
     json_t *gpu_info;
     const char *base_so;                  /* the vendor baseline, or NULL */
-    avo_runner base;                      /* its own runner, started on first use */
+                                          /* its own runner (lanes[LANE_BASE]) starts on first use */
     int base_state;                       /* 0 not started, 1 running, -1 failed */
     char base_err[400];
-    gpu_timing tm;                        /* CUDA: the runner timed now (candidate or baseline) */
-    gpu_preload pre[2];                   /* CUDA: [gated, ungated], calibrated before the candidate loaded */
-    double busy_max, busy_hard;           /* CUDA: a busy probe over the first is over; over the second, fails */
-    gpu_timing base_tm;                   /* the other one's, while the candidate's is in tm */
     unsigned char *area;                  /* the checker's own tensors: the call's pristine inputs, */
     unsigned char *ref_area;              /* and the reference's run on them, */
     size_t area_bytes;                    /* each sized for the largest config and reused by every one */
@@ -191,9 +207,12 @@ typedef struct {
     avo_check_rng rng;                    /* which calls get checked: secret, not from seed */
     avo_phases *ph;                       /* where the current config's wall time goes (a trusted baseline's
                                              runs: a table of their own, so nothing counts twice) */
-    double gpu_s[2];                      /* CUDA: the calls' own stream time by their events, summed: the
-                                             candidate's [0], the baseline's [1] (result phases.gpu) */
-    int gpu_calls[2];
+    double gpu_s[LANES];                  /* CUDA: the calls' own stream time by their events, summed, per
+                                             lane (result phases.gpu) */
+    int gpu_calls[LANES];
+    int against_state;                    /* paired: 0 none, 1 running, -1 failed (against_err says why) */
+    char against_err[600];
+    double confidence;                    /* paired: of its interval */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -355,7 +374,7 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
         if (r->p->tensors[i].role == AVO_ROLE_OUTPUT)
             outputs |= 1u << i;
     }
-    int rc = avo_runner_call(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, flags, outputs,
+    int rc = avo_runner_call(&r->ln->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, flags, outputs,
                              r->deadline, ret, rt, claimed, why, wl);
     switch (rc) {
     case AVO_RUNNER_OK: return CHECK_OK;
@@ -704,8 +723,375 @@ static int grow(double **a, int n)
     return 0;
 }
 
-/* The calls of config c, in the runner now in r->run (the candidate's, or
- * the baseline's when trusted). Every call gets an input set of its own,
+/* One lane's calls of one config (lane_begin, lane_call per call, lane_stop
+ * after each, lane_end): what run_config and run_config_paired share, so a
+ * lane is held to the same rules whichever loop drives it. */
+typedef struct {
+    lane *ln;
+    int trusted;               /* the vendor baseline's: checked on its warm-up calls only */
+    config_run out;
+    int cap, n, nc, charged, force, floored, gate_busy, gate_charged, ref_n, rt_n;
+    unsigned clk_min, clk_max;
+    double charged_max, gate_charged_max, spent, ref_sum, rt_sum;
+    busy_stats busy;
+    double *t, *rts, *tails, *tc, *cl, *proto, *host, *entry;
+    int sampled;               /* the latest call gave a sample, ... */
+    double last;               /* ... this one */
+    int give_up;               /* CUDA: every run so far under the clock floor */
+} lane_run;
+
+/* CUDA: every call's prep (untimed, a command of its own: the inputs
+ * generated on the device, or copied in), then the call, then (inputs made
+ * on the host) its tensors back (another command). */
+#define GPU_STEPS (AVO_GPU_FLUSH | (r->dev_fill ? AVO_GPU_GEN_INPUTS : AVO_GPU_COPY_INPUTS) | AVO_GPU_POISON)
+
+static int lane_begin(run_ctx *r, lane_run *lr, lane *ln, int c, const avo_tensors *x, char *why, size_t wl)
+{
+    memset(lr, 0, sizeof *lr);
+    lr->ln = r->ln = ln;
+    lr->trusted = ln->slot == LANE_BASE;
+    lr->cap = 64;
+    lr->out.q = lr->trusted ? 0 : 1;
+    lr->out.checked_median = NAN;
+    lr->out.idle_cpu_s = -1;
+    lr->out.cpu_known = !r->cuda;
+    double **arr[] = {&lr->t, &lr->rts, &lr->tails, &lr->tc, &lr->cl, &lr->proto, &lr->host, &lr->entry};
+    for (size_t k = 0; k < sizeof arr / sizeof *arr; k++)
+        if (!(*arr[k] = malloc((size_t)lr->cap * sizeof **arr[k])))
+            return -ENOMEM;
+    if (r->cuda) {
+        double tp = avo_phases_now();
+        int res = calibrate_cuda(r, c, x, GPU_STEPS, why, wl);
+        avo_phases_lap(r->ph, "call_calibration", &tp);
+        if (res != CHECK_OK)
+            return res;
+    }
+    trace("config %s: calibrated", r->p->configs[c].name);
+    return CHECK_OK;
+}
+
+/* Call i of config c in the lane's runner, on input set i of the config's
+ * stream: laid out, poisoned and (CPU) flushed, timed, held to every rule.
+ * CHECK_OK with lr->sampled when it gave a sample (warm-up calls, CUDA
+ * calls under the clock floor and a gate's time limit give none), else the
+ * CHECK_ code or a negative int, with why. */
+static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+                     char *why, size_t wl)
+{
+    const avo_problem *p = r->p;
+    config_run *out = &lr->out;
+    const int warm = r->nsets, trusted = lr->trusted;
+    const int counted = r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND;
+    r->ln = lr->ln;
+    lr->sampled = 0;
+    const double t_begin = avo_now();
+    double tp = t_begin;
+    /* CPU: filled in the checker's copy (on all its CPUs) and copied
+     * in on the pinned CPU, as the flush expects: a fill straight into
+     * the shared region left lines of the inputs dirty in other cores'
+     * private caches, which the flush does not reach (sgemm at 512
+     * timed 3-5% slower). CUDA: straight in (the device gets them), or
+     * generated and poisoned on the device by the call's prep. */
+    if (r->dev_fill) {
+        set_device_inputs(r, c, i);
+    } else if (r->cuda) {
+        avo_tensors_fill(x, p, r->seed, c, i);
+    } else {
+        avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_tensors_copy_inputs(x, pristine, p);
+    }
+    if (!r->dev_fill)
+        avo_tensors_poison(x, p);
+    avo_phases_lap(r->ph, "inputs", &tp);
+    if (!r->cuda) {
+        avo_flusher_run(&r->fl);
+        avo_phases_lap(r->ph, "flush", &tp);
+    }
+    if (i == warm && counted)
+        avo_counters_start(&r->ctr);
+    int ret = 0, res;
+    double rt = 0, reply_s = 0, cpu0 = -1;
+    unsigned mhz = 0;
+    avo_gpu_times ev;
+    char sub[400];
+    if (r->cuda) {
+        res = gpu_timed_call(r, c, i, x, GPU_STEPS, &ret, &rt, &reply_s, &mhz, &ev, &lr->busy, sub, sizeof sub);
+    } else {
+        /* Read at the freezes around the call, so it is the call's own. */
+        cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
+        res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
+    }
+    if (res == CHECK_OK)
+        res = check_basic(r, ret, x, sub, sizeof sub);
+    avo_phases_lap(r->ph, "calls", &tp);
+    if (i >= warm)
+        lr->spent += tp - t_begin;
+    /* The GPU ran the entry's kernels for the call's own stream time
+     * (a sample holding the gate's time limit says nothing of it). */
+    if (r->cuda && res == CHECK_OK && !(ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT)) {
+        r->gpu_s[lr->ln->slot] += ev.seconds - ev.tail_s;
+        r->gpu_calls[lr->ln->slot]++;
+    }
+    lr->rt_sum += rt;
+    lr->rt_n++;
+    out->calls = i + 1;
+    /* Decided now that the call is over: the candidate cannot know. */
+    const double draw = avo_check_rng_next(&r->rng);
+    const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
+    if (check) {
+        double ref_s = 0;
+        res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+        lr->ref_sum += ref_s;
+        lr->ref_n++;
+        out->checked++;
+        if (i >= warm)
+            out->random_checks++;
+    }
+    trace("config %s lane %d call %d%s", p->configs[c].name, lr->ln->slot, i, check ? " (checked)" : "");
+    if (res != CHECK_OK) {
+        out->fail_call = i;
+        if (res > 0)
+            snprintf(why, wl, "%s", sub);
+        return res;
+    }
+    if (!trusted && i + 1 >= warm)
+        out->q = avo_check_rate(lr->rt_sum / lr->rt_n, lr->ref_sum / (lr->ref_n ? lr->ref_n : 1), CHECK_Q_MIN);
+    if (i < warm)
+        return CHECK_OK;
+    double sample = 0, excess = 0, protocol = 0;
+    if (r->cuda) {
+        if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
+            /* The sample holds the gate's time limit: drop it and time
+             * the rest of the evaluation from an ungated start. */
+            if ((res = go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
+                                  sizeof sub)) != CHECK_OK && res > 0)
+                snprintf(why, wl, "recalibrating without the gate: %s", sub);
+            return res;
+        }
+        if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->ln->tm.ungated)
+            snprintf(r->ln->tm.ungated_why, sizeof r->ln->tm.ungated_why, "the gate could not be set up in the runner");
+        if (mhz) {
+            lr->clk_min = lr->clk_min && lr->clk_min < mhz ? lr->clk_min : mhz;
+            lr->clk_max = lr->clk_max > mhz ? lr->clk_max : mhz;
+        }
+        if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
+            /* A GPU held under its clocks by the host is not the
+             * candidate's doing: give up (no usable sample) rather
+             * than run to the deadline. */
+            lr->give_up = ++out->discarded >= MAX_DISCARDED && lr->n == 0;
+            return CHECK_OK;
+        }
+        sample = avo_gpu_sample(ev.seconds, ev.tail_s, r->ln->tm.stream_min, r->ln->tm.tail_allow, TAIL_SLACK, &excess);
+        const gpu_preload *pre = &r->ln->pre[r->ln->tm.ungated];
+        if (!r->ln->tm.ungated) {
+            /* The GPU busy when the call began: with the candidate's
+             * own work, launched before the start mark. */
+            const double over = ev.gate_wait_s - pre->gate_wait_max - GATE_WAIT_SLACK;
+            lr->gate_busy += (ev.notes & AVO_GPU_NOTE_GATE_BUSY) != 0;
+            if (over > 0) {
+                sample += over;
+                lr->gate_charged++;
+                lr->gate_charged_max = fmax(lr->gate_charged_max, over);
+            }
+        }
+        const double floor_s = (reply_s - pre->rt_over_max) / CLAIM_FACTOR;
+        protocol = reply_s - ev.seconds;
+        if (sample < floor_s) {
+            sample = floor_s;
+            lr->floored++;
+        }
+    } else if (avo_cpu_sample(rt, r->ln->overhead, &sample) != 0) {
+        out->fail_call = i;
+        snprintf(why, wl,
+                 "call %d came back in %.3g us, faster than an empty round trip (%.3g us, measured before the "
+                 "candidate loaded): the time was not the call's",
+                 i, rt * 1e6, r->ln->overhead * 1e6);
+        return CHECK_FORGED;
+    }
+    if (lr->n == lr->cap) {
+        lr->cap *= 2;
+        if (grow(&lr->t, lr->cap) || grow(&lr->rts, lr->cap) || grow(&lr->tails, lr->cap) || grow(&lr->tc, lr->cap) ||
+            grow(&lr->cl, lr->cap) || grow(&lr->proto, lr->cap) || grow(&lr->host, lr->cap) ||
+            grow(&lr->entry, lr->cap))
+            return -ENOMEM;
+    }
+    const int n = lr->n;
+    lr->rts[n] = rt;
+    lr->proto[n] = protocol;
+    lr->host[n] = ev.host_s;
+    lr->entry[n] = ev.entry_s;
+    lr->tails[n] = ev.tail_s;
+    lr->cl[n] = ev.seconds;
+    if (check)
+        lr->tc[lr->nc++] = sample;
+    lr->t[lr->n++] = sample;
+    lr->sampled = 1;
+    lr->last = sample;
+    if (excess > 0) {
+        lr->charged++;
+        lr->charged_max = fmax(lr->charged_max, excess);
+    }
+    if (!r->cuda) {
+        /* Wall time the runner was not on a CPU shows a loaded host. */
+        out->wall_s += sample;
+        if (cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0)
+            out->cpu_s += r->ln->run.cpu_s - cpu0;
+        else
+            out->cpu_known = 0;
+    }
+    return CHECK_OK;
+}
+
+/* Whether the lane's random checks are done (the stopping rule's
+ * checks_done). */
+static int lane_checks_done(const lane_run *lr)
+{
+    return lr->trusted || lr->out.random_checks >= CHECK_K_MIN;
+}
+
+/* After a sample: the stopping rule on the lane's samples, with spent the
+ * time its config's calls used (paired: both lanes'). Sets out.stop and,
+ * out of time with too few checks, has every call checked until there are
+ * enough (which only an honest runner can welcome). */
+static avo_timing_stop_t lane_stop(const run_ctx *r, lane_run *lr, double spent)
+{
+    const avo_problem *p = r->p;
+    config_run *out = &lr->out;
+    if (lr->n >= p->timing_min_runs)
+        avo_stats_compute(lr->t, lr->n, &out->st); /* reorders t; order does not matter */
+    const int checks_done = lane_checks_done(lr);
+    const int at_floor = !lr->trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
+    out->stop = avo_timing_stop(lr->n, p->timing_min_runs, checks_done, at_floor, out->st.rse, p->timing_rse, spent,
+                                p->timing_max_seconds);
+    lr->force = spent >= p->timing_max_seconds && !checks_done;
+    return out->stop;
+}
+
+/* After the lane's last call (res: how its calls ended): the verdicts on
+ * the calls as a whole (GPU work left running, checked samples slower than
+ * the rest, the idle probe), its statistics and events. Frees the lane's
+ * buffers whatever res is. */
+static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
+{
+    config_run *out = &lr->out;
+    const int n = lr->n, nc = lr->nc, trusted = lr->trusted;
+    r->ln = lr->ln;
+    if (res == CHECK_OK && lr->busy.over > GPU_BUSY_OVER_MIN && lr->busy.over > GPU_BUSY_OVER_SHARE * lr->busy.probes &&
+        !getenv("AVO_HARNESS_BUSY_LOG")) {
+        snprintf(why, wl,
+                 "the GPU was still busy after %d of its %d calls' ends (over %.0f us, the context switch before "
+                 "the candidate loaded: %.0f us at most): work left running outside the calls",
+                 lr->busy.over, lr->busy.probes, r->ln->busy_max * 1e6,
+                 (r->ln->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
+        res = CHECK_IDLE;
+    }
+    if (res == CHECK_OK && lr->gate_busy > GPU_BUSY_OVER_MIN && lr->gate_busy > GPU_BUSY_OVER_SHARE * n) {
+        snprintf(why, wl,
+                 "the GPU was busy when %d of its %d timed calls began (the timing gate found no room on the SMs "
+                 "within its limit): work started outside the calls",
+                 lr->gate_busy, n);
+        res = CHECK_IDLE;
+    }
+    if (res == CHECK_OK && n == 0) {
+        snprintf(why, wl, "every timed run ran under %.0f%% of the maximum SM clock (%u MHz): no usable sample",
+                 MIN_CLOCK_FRACTION * 100, r->max_mhz);
+        res = -EAGAIN;
+    }
+    if (r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND && out->calls > r->nsets) {
+        avo_counter_values cv;
+        avo_counters_stop(&r->ctr, &cv);
+        if (res == CHECK_OK)
+            out->counters = avo_counters_values_json(&r->ctr, &cv, n);
+    }
+    if (res != CHECK_OK)
+        goto out;
+    avo_stats_compute(lr->t, n, &out->st);
+    out->samples_checked = nc;
+    if (nc) {
+        avo_stats cs;
+        avo_stats_compute(lr->tc, nc, &cs);
+        out->checked_median = cs.median;
+        if (!trusted && avo_checked_consistent(lr->tc, nc, out->st.median, CONSISTENCY_FACTOR) != 0) {
+            out->fail_call = out->calls - 1;
+            snprintf(why, wl,
+                     "its %d checked calls (fastest %.4g s) were all over %.1fx slower than the median of its %d "
+                     "samples (%.4g s): the calls that were not checked ran faster",
+                     nc, cs.min, CONSISTENCY_FACTOR, n, out->st.median);
+            res = CHECK_FORGED;
+            goto out;
+        }
+    }
+    avo_stats ms;
+    avo_stats_compute(r->cuda ? lr->rts : lr->cl, n, &ms);
+    out->claimed_median = ms.median;
+    if (r->cuda) {
+        /* The SM clock read after every timed run (NVML): its range, and how
+         * many samples fell under the floor and were dropped. */
+        out->clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)lr->clk_min, "max_mhz", (int)lr->clk_max,
+                               "max_possible_mhz", (int)r->max_mhz, "discarded", out->discarded);
+        avo_stats ts, ps;
+        avo_stats_compute(lr->tails, n, &ts);
+        avo_stats_compute(lr->proto, n, &ps);
+        avo_stats hs, es;
+        avo_stats_compute(lr->host, n, &hs);
+        avo_stats_compute(lr->entry, n, &es);
+        const gpu_timing *tm = &r->ln->tm;
+        const gpu_preload *pre = &r->ln->pre[tm->ungated];
+        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
+                                "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
+                                "overhead_s",
+                                jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
+                                "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s",
+                                jreal(tm->tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
+                                lr->charged, "tail_charged_max_s", jreal(lr->charged_max), "before_load", "overhead_s",
+                                jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
+                                jreal(pre->rt_over), "round_trip_over_max_s", jreal(pre->rt_over_max),
+                                "gate_wait_max_s", jreal(pre->gate_wait_max),
+                                "claim_floor_runs", lr->floored, "busy_probe_max_s", jreal(lr->busy.longest),
+                                "busy_probe_limit_s", jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over,
+                                "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
+                                "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
+                                jreal(tm->host_median), "runner_host_median_s",
+                                jreal(hs.median), "entry_host_median_s", jreal(es.median),
+                                "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
+                                jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+    }
+    if (!trusted) {
+        /* Nothing of the runner's may go on working between calls: its
+         * group runs for a moment with no command and must stay idle. */
+        char sub[300];
+        double tp = avo_phases_now();
+        int rc = avo_runner_idle(&r->ln->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
+        avo_phases_lap(r->ph, "idle_probe", &tp);
+        if (rc == AVO_RUNNER_DIED) {
+            res = CHECK_CRASH;
+            snprintf(why, wl, "after its calls: %s", sub);
+        } else if (rc) {
+            res = rc < 0 ? rc : CHECK_TIMEOUT;
+            snprintf(why, wl, "after its calls: %s", sub);
+        } else if (out->idle_cpu_s > IDLE_CPU_MAX) {
+            res = CHECK_IDLE;
+            snprintf(why, wl,
+                     "work left running outside the calls: its processes used %.3g ms of CPU in a %.0f ms wait "
+                     "with no call",
+                     out->idle_cpu_s * 1e3, IDLE_PROBE_S * 1e3);
+        }
+    }
+out:
+    free(lr->t);
+    free(lr->rts);
+    free(lr->tails);
+    free(lr->tc);
+    free(lr->cl);
+    free(lr->proto);
+    free(lr->host);
+    free(lr->entry);
+    lr->t = lr->rts = lr->tails = lr->tc = lr->cl = lr->proto = lr->host = lr->entry = NULL;
+    return res;
+}
+
+/* The calls of config c in the runner of lane ln (the candidate's, or the
+ * baseline's, trusted). Every call gets an input set of its own,
  * never seen before in this process (set i of the config's stream), laid
  * out, poisoned and (CPU) flushed the same way, so nothing the candidate
  * sees tells one call from another; the first r->nsets calls are always
@@ -730,322 +1116,237 @@ static int grow(double **a, int n)
  * timing.max_seconds (checks not counted), or CHECK_K_MAX checks were made
  * at the floor rate. Then the runner's group gets an idle moment: work
  * still running without a call fails the config. */
-static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, int trusted,
+static int run_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, lane *ln,
                       config_run *out, char *why, size_t wl)
 {
-    const avo_problem *p = r->p;
-    /* CUDA: every call's prep (untimed, a command of its own), then the
-     * call, then its tensors back (another command). */
-    const unsigned steps = AVO_GPU_FLUSH | (r->dev_fill ? AVO_GPU_GEN_INPUTS : AVO_GPU_COPY_INPUTS) | AVO_GPU_POISON;
-    const int warm = r->nsets;
-    unsigned clk_min = 0, clk_max = 0;
-    int cap = 64, n = 0, nc = 0, res = CHECK_OK, charged = 0, force = 0, floored = 0, gate_busy = 0,
-        gate_charged = 0;
-    double charged_max = 0, gate_charged_max = 0, spent = 0, ref_sum = 0, rt_sum = 0, cpu0 = -1;
-    busy_stats busy = {0, 0, 0};
-    int ref_n = 0, rt_n = 0;
-    double *t = malloc((size_t)cap * sizeof *t), *rts = malloc((size_t)cap * sizeof *rts),
-           *tails = malloc((size_t)cap * sizeof *tails), *tc = malloc((size_t)cap * sizeof *tc),
-           *cl = malloc((size_t)cap * sizeof *cl), *proto = malloc((size_t)cap * sizeof *proto),
-           *host = malloc((size_t)cap * sizeof *host), *entry = malloc((size_t)cap * sizeof *entry);
-    avo_counter_values cv;
-    memset(out, 0, sizeof *out);
-    out->q = trusted ? 0 : 1;
-    out->checked_median = NAN;
-    out->idle_cpu_s = -1;
-    out->cpu_known = !r->cuda;
-    if (!t || !rts || !tails || !tc || !cl || !proto || !host || !entry) {
-        res = -ENOMEM;
-        goto out;
-    }
-    if (r->cuda) {
-        double tp = avo_phases_now();
-        res = calibrate_cuda(r, c, x, steps, why, wl);
-        avo_phases_lap(r->ph, "call_calibration", &tp);
-        if (res != CHECK_OK)
-            goto out;
-    }
-    trace("config %s: calibrated", p->configs[c].name);
-    for (int i = 0;; i++) {
-        const double t_begin = avo_now();
-        double tp = t_begin;   /* t holds the samples */
-        /* CPU: filled in the checker's copy (on all its CPUs) and copied
-         * in on the pinned CPU, as the flush expects: a fill straight into
-         * the shared region left lines of the inputs dirty in other cores'
-         * private caches, which the flush does not reach (sgemm at 512
-         * timed 3-5% slower). CUDA: straight in (the device gets them). */
-        if (r->dev_fill) {
-            /* Generated and poisoned on the device by the call's prep; the
-             * host copy gets the tensors only when fetched back. */
-            set_device_inputs(r, c, i);
-        } else if (r->cuda) {
-            avo_tensors_fill(x, p, r->seed, c, i);
-        } else {
-            avo_tensors_fill(pristine, p, r->seed, c, i);
-            avo_tensors_copy_inputs(x, pristine, p);
-        }
-        if (!r->dev_fill)
-            avo_tensors_poison(x, p);
-        avo_phases_lap(r->ph, "inputs", &tp);
-        if (!r->cuda) {
-            avo_flusher_run(&r->fl);
-            avo_phases_lap(r->ph, "flush", &tp);
-        }
-        if (i == warm && r->ctr_open && !r->cuda)
-            avo_counters_start(&r->ctr);
-        int ret = 0;
-        double rt = 0, reply_s = 0;
-        unsigned mhz = 0;
-        avo_gpu_times ev;
-        char sub[400];
-        if (r->cuda) {
-            res = gpu_timed_call(r, c, i, x, steps, &ret, &rt, &reply_s, &mhz, &ev, &busy, sub, sizeof sub);
-        } else {
-            /* Read at the freezes around the call, so it is the call's own. */
-            cpu0 = r->run.stopped ? r->run.cpu_s : -1;
-            res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
-        }
-        if (res == CHECK_OK)
-            res = check_basic(r, ret, x, sub, sizeof sub);
-        avo_phases_lap(r->ph, "calls", &tp);
-        if (i >= warm)
-            spent += tp - t_begin;
-        /* The GPU ran the entry's kernels for the call's own stream time
-         * (a sample holding the gate's time limit says nothing of it). */
-        if (r->cuda && res == CHECK_OK && !(ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT)) {
-            r->gpu_s[trusted != 0] += ev.seconds - ev.tail_s;
-            r->gpu_calls[trusted != 0]++;
-        }
-        rt_sum += rt;
-        rt_n++;
-        out->calls = i + 1;
-        /* Decided now that the call is over: the candidate cannot know. */
-        const double draw = avo_check_rng_next(&r->rng);
-        const int check = res == CHECK_OK && (i < warm || (!trusted && (force || draw < out->q)));
-        if (check) {
-            double ref_s = 0;
-            res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
-            ref_sum += ref_s;
-            ref_n++;
-            out->checked++;
-            if (i >= warm)
-                out->random_checks++;
-        }
-        trace("config %s call %d%s", p->configs[c].name, i, check ? " (checked)" : "");
-        if (res != CHECK_OK) {
-            out->fail_call = i;
-            if (res > 0)
-                snprintf(why, wl, "%s", sub);
+    lane_run lr;
+    int res = lane_begin(r, &lr, ln, c, x, why, wl);
+    for (int i = 0; res == CHECK_OK && !lr.give_up; i++) {
+        res = lane_call(r, &lr, c, i, x, pristine, rx, why, wl);
+        if (res == CHECK_OK && lr.sampled && lane_stop(r, &lr, lr.spent) != AVO_STOP_NONE)
             break;
-        }
-        if (!trusted && i + 1 >= warm)
-            out->q = avo_check_rate(rt_sum / rt_n, ref_sum / (ref_n ? ref_n : 1), CHECK_Q_MIN);
-        if (i < warm)
-            continue;
-        double sample = 0, excess = 0, protocol = 0;
-        if (r->cuda) {
-            if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
-                /* The sample holds the gate's time limit: drop it and time
-                 * the rest of the evaluation from an ungated start. */
-                if ((res = go_ungated(r, c, x, steps, "the entry point waits on its own work before returning", sub,
-                                      sizeof sub)) != CHECK_OK) {
-                    if (res > 0)
-                        snprintf(why, wl, "recalibrating without the gate: %s", sub);
-                    break;
-                }
-                continue;
-            }
-            if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->tm.ungated)
-                snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "the gate could not be set up in the runner");
-            if (mhz) {
-                clk_min = clk_min && clk_min < mhz ? clk_min : mhz;
-                clk_max = clk_max > mhz ? clk_max : mhz;
-            }
-            if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
-                /* A GPU held under its clocks by the host is not the
-                 * candidate's doing: give up (no usable sample) rather
-                 * than run to the deadline. */
-                if (++out->discarded >= MAX_DISCARDED && n == 0)
-                    break;
-                continue;
-            }
-            sample = avo_gpu_sample(ev.seconds, ev.tail_s, r->tm.stream_min, r->tm.tail_allow, TAIL_SLACK, &excess);
-            const gpu_preload *pre = &r->pre[r->tm.ungated];
-            if (!r->tm.ungated) {
-                /* The GPU busy when the call began: with the candidate's
-                 * own work, launched before the start mark. */
-                const double over = ev.gate_wait_s - pre->gate_wait_max - GATE_WAIT_SLACK;
-                gate_busy += (ev.notes & AVO_GPU_NOTE_GATE_BUSY) != 0;
-                if (over > 0) {
-                    sample += over;
-                    gate_charged++;
-                    gate_charged_max = fmax(gate_charged_max, over);
-                }
-            }
-            const double floor_s = (reply_s - pre->rt_over_max) / CLAIM_FACTOR;
-            protocol = reply_s - ev.seconds;
-            if (sample < floor_s) {
-                sample = floor_s;
-                floored++;
-            }
-        } else if (avo_cpu_sample(rt, r->overhead, &sample) != 0) {
-            out->fail_call = i;
-            snprintf(why, wl,
-                     "call %d came back in %.3g us, faster than an empty round trip (%.3g us, measured before the "
-                     "candidate loaded): the time was not the call's",
-                     i, rt * 1e6, r->overhead * 1e6);
-            res = CHECK_FORGED;
-            break;
-        }
-        if (n == cap) {
-            cap *= 2;
-            if (grow(&t, cap) || grow(&rts, cap) || grow(&tails, cap) || grow(&tc, cap) || grow(&cl, cap) ||
-                grow(&proto, cap) || grow(&host, cap) || grow(&entry, cap)) {
-                res = -ENOMEM;
-                break;
-            }
-        }
-        rts[n] = rt;
-        proto[n] = protocol;
-        host[n] = ev.host_s;
-        entry[n] = ev.entry_s;
-        tails[n] = ev.tail_s;
-        cl[n] = ev.seconds;
-        if (check)
-            tc[nc++] = sample;
-        t[n++] = sample;
-        if (excess > 0) {
-            charged++;
-            charged_max = fmax(charged_max, excess);
-        }
-        if (!r->cuda) {
-            /* Wall time the runner was not on a CPU shows a loaded host. */
-            out->wall_s += sample;
-            if (cpu0 >= 0 && r->run.stopped && r->run.cpu_s >= 0)
-                out->cpu_s += r->run.cpu_s - cpu0;
-            else
-                out->cpu_known = 0;
-        }
-        if (n >= p->timing_min_runs)
-            avo_stats_compute(t, n, &out->st); /* reorders t; order does not matter */
-        const int checks_done = trusted || out->random_checks >= CHECK_K_MIN;
-        const int at_floor = !trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
-        out->stop = avo_timing_stop(n, p->timing_min_runs, checks_done, at_floor, out->st.rse, p->timing_rse, spent,
-                                    p->timing_max_seconds);
-        if (out->stop != AVO_STOP_NONE)
-            break;
-        /* Out of time with too few checks: every call is checked until
-         * there are enough (which only an honest candidate can welcome). */
-        force = spent >= p->timing_max_seconds && !checks_done;
     }
-    if (res == CHECK_OK && busy.over > GPU_BUSY_OVER_MIN && busy.over > GPU_BUSY_OVER_SHARE * busy.probes &&
-        !getenv("AVO_HARNESS_BUSY_LOG")) {
-        snprintf(why, wl,
-                 "the GPU was still busy after %d of its %d calls' ends (over %.0f us, the context switch before "
-                 "the candidate loaded: %.0f us at most): work left running outside the calls",
-                 busy.over, busy.probes, r->busy_max * 1e6, (r->busy_max - GPU_BUSY_SLACK) / GPU_BUSY_FACTOR * 1e6);
-        res = CHECK_IDLE;
-    }
-    if (res == CHECK_OK && gate_busy > GPU_BUSY_OVER_MIN && gate_busy > GPU_BUSY_OVER_SHARE * n) {
-        snprintf(why, wl,
-                 "the GPU was busy when %d of its %d timed calls began (the timing gate found no room on the SMs "
-                 "within its limit): work started outside the calls",
-                 gate_busy, n);
-        res = CHECK_IDLE;
-    }
-    if (res == CHECK_OK && n == 0) {
-        snprintf(why, wl, "every timed run ran under %.0f%% of the maximum SM clock (%u MHz): no usable sample",
-                 MIN_CLOCK_FRACTION * 100, r->max_mhz);
-        res = -EAGAIN;
-    }
-    if (r->ctr_open && !r->cuda && out->calls > warm) {
-        avo_counters_stop(&r->ctr, &cv);
-        if (res == CHECK_OK)
-            out->counters = avo_counters_values_json(&r->ctr, &cv, n);
-    }
-    if (res != CHECK_OK)
-        goto out;
-    avo_stats_compute(t, n, &out->st);
-    out->samples_checked = nc;
-    if (nc) {
-        avo_stats cs;
-        avo_stats_compute(tc, nc, &cs);
-        out->checked_median = cs.median;
-        if (!trusted && avo_checked_consistent(tc, nc, out->st.median, CONSISTENCY_FACTOR) != 0) {
-            out->fail_call = out->calls - 1;
-            snprintf(why, wl,
-                     "its %d checked calls (fastest %.4g s) were all over %.1fx slower than the median of its %d "
-                     "samples (%.4g s): the calls that were not checked ran faster",
-                     nc, cs.min, CONSISTENCY_FACTOR, n, out->st.median);
-            res = CHECK_FORGED;
-            goto out;
-        }
-    }
-    avo_stats ms;
-    avo_stats_compute(r->cuda ? rts : cl, n, &ms);
-    out->claimed_median = ms.median;
-    if (r->cuda) {
-        /* The SM clock read after every timed run (NVML): its range, and how
-         * many samples fell under the floor and were dropped. */
-        out->clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)clk_min, "max_mhz", (int)clk_max,
-                               "max_possible_mhz", (int)r->max_mhz, "discarded", out->discarded);
-        avo_stats ts, ps;
-        avo_stats_compute(tails, n, &ts);
-        avo_stats_compute(proto, n, &ps);
-        avo_stats hs, es;
-        avo_stats_compute(host, n, &hs);
-        avo_stats_compute(entry, n, &es);
-        const gpu_preload *pre = &r->pre[r->tm.ungated];
-        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-                                "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
-                                "overhead_s",
-                                jreal(r->tm.stream_min), "overhead_median_s", jreal(r->tm.stream_median),
-                                "calibrated_tail_median_s", jreal(r->tm.tail_median), "tail_allowance_s",
-                                jreal(r->tm.tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
-                                charged, "tail_charged_max_s", jreal(charged_max), "before_load", "overhead_s",
-                                jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
-                                jreal(pre->rt_over), "round_trip_over_max_s", jreal(pre->rt_over_max),
-                                "gate_wait_max_s", jreal(pre->gate_wait_max),
-                                "claim_floor_runs", floored, "busy_probe_max_s", jreal(busy.longest),
-                                "busy_probe_limit_s", jreal(r->busy_max), "busy_probes_over", busy.over,
-                                "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
-                                "calibrated_protocol_s", jreal(r->tm.rt_over), "calibrated_host_s",
-                                jreal(r->tm.host_median), "runner_host_median_s",
-                                jreal(hs.median), "entry_host_median_s", jreal(es.median),
-                                "gate_wait_charged_runs", gate_charged, "gate_wait_charged_max_s",
-                                jreal(gate_charged_max), "gate_busy_runs", gate_busy);
-    }
-    if (!trusted) {
-        /* Nothing of the candidate's may go on working between calls: its
-         * group runs for a moment with no command and must stay idle. */
-        char sub[300];
-        double tp = avo_phases_now();
-        int rc = avo_runner_idle(&r->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
-        avo_phases_lap(r->ph, "idle_probe", &tp);
-        if (rc == AVO_RUNNER_DIED) {
-            res = CHECK_CRASH;
-            snprintf(why, wl, "after its calls: %s", sub);
-        } else if (rc) {
-            res = rc < 0 ? rc : CHECK_TIMEOUT;
-            snprintf(why, wl, "after its calls: %s", sub);
-        } else if (out->idle_cpu_s > IDLE_CPU_MAX) {
-            res = CHECK_IDLE;
-            snprintf(why, wl,
-                     "work left running outside the calls: its processes used %.3g ms of CPU in a %.0f ms wait "
-                     "with no call",
-                     out->idle_cpu_s * 1e3, IDLE_PROBE_S * 1e3);
-        }
-    }
-out:
-    free(t);
-    free(rts);
-    free(tails);
-    free(tc);
-    free(cl);
-    free(proto);
-    free(host);
-    free(entry);
+    res = lane_end(r, &lr, res, why, wl);
+    *out = lr.out;
     return res;
+}
+
+/* Paired measurement: one config's pairs (the candidate's time, the
+ * against's, on the same input set) and the against's median. */
+typedef struct {
+    double *a, *b;
+    int n, cap;
+    double against_median;
+} pair_set;
+
+static int pair_add(pair_set *ps, double a, double b)
+{
+    if (ps->n == ps->cap) {
+        const int cap = ps->cap ? 2 * ps->cap : 64;
+        if (grow(&ps->a, cap) || grow(&ps->b, cap))
+            return -ENOMEM;
+        ps->cap = cap;
+    }
+    ps->a[ps->n] = a;
+    ps->b[ps->n++] = b;
+    return 0;
+}
+
+/* The against's steps in the config's table: its checks (reference runs,
+ * comparisons, the idle probe) as against_checks, the rest of its calls as
+ * against_calls, so the phases still add up. */
+static void merge_against(avo_phases *dst, const avo_phases *src)
+{
+    for (int k = 0; k < src->n; k++) {
+        const char *nm = src->name[k];
+        const int chk = !strcmp(nm, "reference") || !strcmp(nm, "checks") || !strcmp(nm, "idle_probe");
+        avo_phases_add(dst, chk ? "against_checks" : "against_calls", src->s[k]);
+    }
+}
+
+static const char *outcome_of(int res, int timed);
+static int calibrate(run_ctx *r, char *why, size_t wl);
+static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl);
+
+/* The against failed on config c (res: its CHECK_ code, or the checker's
+ * negative int while driving it): the candidate's evaluation goes on
+ * unpaired, and the result's paired.error says why. Its runner goes at
+ * once. */
+static void against_failed(run_ctx *r, int c, int res, int call, const char *why)
+{
+    r->against_state = -1;
+    if (res > 0)
+        snprintf(r->against_err, sizeof r->against_err, "the against on config %s, call %d: %s: %.400s",
+                 r->p->configs[c].name, call, outcome_of(res, call >= r->nsets), why);
+    else
+        snprintf(r->against_err, sizeof r->against_err, "the against on config %s: %.400s", r->p->configs[c].name,
+                 why[0] ? why : strerror(-res));
+    avo_runner_stop(&r->lanes[LANE_AGAINST].run);
+}
+
+/* Config c timed paired: call i of the candidate and call i of the against
+ * on the same input set (set i of the config's stream: each runner sees
+ * each set once), in an order drawn from the checker's secret generator
+ * for every pair. The candidate's calls are its own as in run_config (its
+ * samples alone make its result); the against is held to every rule the
+ * candidate is, and its failure ends the pairing, never the candidate's
+ * evaluation. The candidate's stopping rule runs on the time both lanes'
+ * calls used, and the loop goes on until timing.min_runs pairs were made
+ * and the against's random checks are done (within PAIRED_TIME_FACTOR x
+ * timing.max_seconds). */
+static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+                             config_run *out, pair_set *ps, char *why, size_t wl)
+{
+    lane_run a, b;
+    char bwhy[600] = "";
+    avo_phases *ph = r->ph, bph = {0};
+    const double max_s = r->p->timing_max_seconds;
+    int res = lane_begin(r, &a, &r->lanes[LANE_CAND], c, x, why, wl);
+    r->ph = &bph;
+    int bres = lane_begin(r, &b, &r->lanes[LANE_AGAINST], c, x, bwhy, sizeof bwhy);
+    r->ph = ph;
+    for (int i = 0; res == CHECK_OK && !a.give_up; i++) {
+        /* Which goes first: neither runner can tell its place in the
+         * pair, and drift and first-or-second effects cancel. */
+        const int b_first = avo_check_rng_next(&r->rng) < 0.5;
+        for (int k = 0; k < 2 && res == CHECK_OK; k++) {
+            if ((k == 0) != b_first) {
+                res = lane_call(r, &a, c, i, x, pristine, rx, why, wl);
+                continue;
+            }
+            if (bres != CHECK_OK)
+                continue;
+            /* Its checks say nothing of the candidate's errors. */
+            const double wr = r->worst_rel_l2, wm = r->worst_max_abs;
+            r->ph = &bph;
+            bres = lane_call(r, &b, c, i, x, pristine, rx, bwhy, sizeof bwhy);
+            r->ph = ph;
+            r->worst_rel_l2 = wr;
+            r->worst_max_abs = wm;
+            if (bres == CHECK_OK && b.give_up) {
+                snprintf(bwhy, sizeof bwhy, "every timed run ran under %.0f%% of the maximum SM clock",
+                         MIN_CLOCK_FRACTION * 100);
+                bres = -EAGAIN;
+            }
+        }
+        if (res != CHECK_OK)
+            break;
+        if (bres == CHECK_OK && a.sampled && b.sampled && (res = pair_add(ps, a.last, b.last)) != 0)
+            break;
+        if (!a.sampled)
+            continue;
+        const double spent = a.spent + b.spent;
+        const avo_timing_stop_t stop = lane_stop(r, &a, spent);
+        if (bres == CHECK_OK)
+            lane_stop(r, &b, spent);
+        if (stop == AVO_STOP_NONE)
+            continue;
+        if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
+            (ps->n >= r->p->timing_min_runs && lane_checks_done(&b)) || spent >= PAIRED_TIME_FACTOR * max_s)
+            break;
+    }
+    res = lane_end(r, &a, res, why, wl);
+    *out = a.out;
+    if (bres == CHECK_OK && !lane_checks_done(&b)) {
+        snprintf(bwhy, sizeof bwhy, "only %d of its timed calls were checked within the time budget (%d needed)",
+                 b.out.random_checks, CHECK_K_MIN);
+        bres = -ETIME;
+    }
+    r->ph = &bph;
+    bres = lane_end(r, &b, bres, bwhy, sizeof bwhy);
+    r->ph = ph;
+    r->ln = &r->lanes[LANE_CAND];
+    merge_against(ph, &bph);
+    json_decref(b.out.counters);
+    json_decref(b.out.clock);
+    json_decref(b.out.events);
+    ps->against_median = b.out.st.median;
+    if (bres != CHECK_OK)
+        against_failed(r, c, bres, b.out.fail_call, bwhy);
+    return res;
+}
+
+/* The against's runner, started, calibrated and loaded as the candidate's
+ * (its empty round trip, and on a GPU its protocol and busy probe, before
+ * its object loads). Any failure is the against's: paired.error. */
+static void start_against(run_ctx *r, const char *against_so)
+{
+    lane *ag = &r->lanes[LANE_AGAINST];
+    char why[600] = "";
+    const char *step = "starting";
+    r->ln = ag;
+    int rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
+                              sizeof why);
+    if (rc == 0) {
+        step = "calibrating";
+        rc = calibrate(r, why, sizeof why);
+    }
+    if (rc == 0 && r->cuda)
+        rc = calibrate_cuda_preload(r, why, sizeof why);
+    if (rc == 0) {
+        step = "loading";
+        rc = avo_runner_load(&ag->run, r->deadline, why, sizeof why);
+    }
+    r->ln = &r->lanes[LANE_CAND];
+    if (rc == 0) {
+        r->against_state = 1;
+        return;
+    }
+    r->against_state = -1;
+    avo_utf8_scrub(why);
+    snprintf(r->against_err, sizeof r->against_err, "the against's runner, %s: %.450s", step, why);
+    avo_runner_stop(&ag->run);
+}
+
+/* The result's "paired" (docs/evaluation.md, "Paired measurement"), or
+ * {"error"} when the against failed or the statistics could not be made. */
+static json_t *paired_json(const run_ctx *r, const pair_set *ps)
+{
+    const avo_problem *p = r->p;
+    if (r->against_state < 0)
+        return json_pack("{s:s}", "error", r->against_err);
+    avo_paired_config *cfg = calloc((size_t)p->nconfigs, sizeof *cfg);
+    avo_paired_est *est = calloc((size_t)p->nconfigs, sizeof *est);
+    avo_paired_est agg;
+    json_t *j = NULL, *cj = NULL;
+    char err[300] = "";
+    if (!cfg || !est) {
+        snprintf(err, sizeof err, "out of memory");
+        goto cleanup;
+    }
+    for (int c = 0; c < p->nconfigs; c++) {
+        if (ps[c].n < 1) {
+            snprintf(err, sizeof err, "config %s: no pair of timed calls", p->configs[c].name);
+            goto cleanup;
+        }
+        cfg[c] = (avo_paired_config){ps[c].a, ps[c].b, ps[c].n};
+    }
+    int rc = avo_paired_bootstrap(cfg, p->nconfigs, r->confidence, AVO_PAIRED_RESAMPLES, est, &agg);
+    if (rc) {
+        snprintf(err, sizeof err, "the bootstrap failed: %s", strerror(-rc));
+        goto cleanup;
+    }
+    cj = json_array();
+    for (int c = 0; cj && c < p->nconfigs; c++)
+        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o}", "config", p->configs[c].name,
+                                            "ratio", jreal(est[c].ratio), "low", jreal(est[c].low), "ci",
+                                            jreal(est[c].ci_lo), jreal(est[c].ci_hi), "runs", ps[c].n, "median_s",
+                                            jreal(est[c].median_a), "against_median_s",
+                                            jreal(est[c].median_b)));
+    j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
+                  "speed ratio: the against's median time over the candidate's, per config; aggregate: their "
+                  "geometric mean",
+                  "method", "bootstrap-percentile", "resamples", AVO_PAIRED_RESAMPLES, "confidence", r->confidence,
+                  "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi),
+                  "order", "random within each pair", "configs", cj ? cj : json_null());
+    cj = NULL;
+    if (!j)
+        snprintf(err, sizeof err, "out of memory");
+cleanup:
+    free(cfg);
+    free(est);
+    json_decref(cj);
+    return j ? j : json_pack("{s:s}", "error", err);
 }
 
 /* The timing protocol around no call, CALIBRATION_CALLS times in the runner
@@ -1064,9 +1365,9 @@ static int busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_s
 {
     b->probes++;
     b->longest = fmax(b->longest, busy);
-    if (busy > r->busy_max)
+    if (busy > r->ln->busy_max)
         b->over++;
-    if (busy > r->busy_hard && !getenv("AVO_HARNESS_BUSY_LOG")) {
+    if (busy > r->ln->busy_hard && !getenv("AVO_HARNESS_BUSY_LOG")) {
         snprintf(why, wl, "the GPU was still busy %.0f us after call %d %s: work left running outside the call",
                  busy * 1e6, i, when);
         return CHECK_IDLE;
@@ -1082,8 +1383,8 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
                           double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl)
 {
     const avo_problem *p = r->p;
-    int res = gpu_call(r, c, x, steps, r->tm.ungated ? 0 : AVO_GPU_GATED, ret, rt, ev, why, wl);
-    *reply_s = r->run.reply_s;
+    int res = gpu_call(r, c, x, steps, r->ln->tm.ungated ? 0 : AVO_GPU_GATED, ret, rt, ev, why, wl);
+    *reply_s = r->ln->run.reply_s;
     /* A failed call has no times to check: it is wrong as it is. */
     if (res == CHECK_OK && *ret == 0)
         res = check_claim(ev, *rt, why, wl);
@@ -1098,7 +1399,7 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
         double again = 0;
         avo_gpu_busy_probe(r->gpu, &again);
         fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name,
-                i, busy * 1e6, again * 1e6, r->busy_max * 1e6);
+                i, busy * 1e6, again * 1e6, r->ln->busy_max * 1e6);
     }
     if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
         return res;
@@ -1185,7 +1486,7 @@ static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned pre
         }
         stream[i] = ev.seconds - ev.tail_s;
         tail[i] = ev.tail_s;
-        over[i] = r->run.reply_s - ev.seconds;
+        over[i] = r->ln->run.reply_s - ev.seconds;
         host[i] = ev.host_s;
         if (!(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
             o->gate_wait_max = fmax(o->gate_wait_max, ev.gate_wait_s);
@@ -1211,7 +1512,7 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
     avo_tensors none = {0};
     for (int u = 0; u < 2; u++) {
         const unsigned gate = u ? 0 : AVO_GPU_GATED;
-        gpu_preload *pre = &r->pre[u];
+        gpu_preload *pre = &r->ln->pre[u];
         protocol_over o;
         int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, gate, stream, tail, &o, why, wl);
         if (res != CHECK_OK)
@@ -1239,8 +1540,8 @@ static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
     }
     qsort(probe, BUSY_PROBES, sizeof *probe, cmp_double);
     const double p90 = probe[(BUSY_PROBES - 1) * 9 / 10];
-    r->busy_max = GPU_BUSY_FACTOR * p90 + GPU_BUSY_SLACK;
-    r->busy_hard = GPU_BUSY_HARD_FACTOR * p90 + GPU_BUSY_HARD_SLACK;
+    r->ln->busy_max = GPU_BUSY_FACTOR * p90 + GPU_BUSY_SLACK;
+    r->ln->busy_hard = GPU_BUSY_HARD_FACTOR * p90 + GPU_BUSY_HARD_SLACK;
     return CHECK_OK;
 }
 
@@ -1257,21 +1558,21 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
 {
     enum { CALLS = CALIBRATION_CALLS };
     double stream[CALLS], tail[CALLS];
-    const int u = r->tm.ungated;
+    const int u = r->ln->tm.ungated;
     protocol_over o;
     int res = calibrate_calls(r, c, x, flags, u ? 0 : AVO_GPU_GATED, stream, tail, &o, why, wl);
     if (res != CHECK_OK)
         return res;
-    r->tm.rt_over = o.median;
-    r->tm.host_median = o.host_median;
-    const gpu_preload *pre = &r->pre[u];
+    r->ln->tm.rt_over = o.median;
+    r->ln->tm.host_median = o.host_median;
+    const gpu_preload *pre = &r->ln->pre[u];
     const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
                                    pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));
     const double cap_tail = fmin(TAIL_ALLOW_MAX, pre->tail_allow + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->tail_allow));
-    r->tm.stream_min = fmin(stream[0], cap_stream);
-    r->tm.stream_median = stream[CALLS / 2];
-    r->tm.tail_median = tail[CALLS / 2];
-    r->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], cap_tail);
+    r->ln->tm.stream_min = fmin(stream[0], cap_stream);
+    r->ln->tm.stream_median = stream[CALLS / 2];
+    r->ln->tm.tail_median = tail[CALLS / 2];
+    r->ln->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], cap_tail);
     return CHECK_OK;
 }
 
@@ -1281,8 +1582,8 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
 static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                       size_t wl)
 {
-    r->tm.ungated = 1;
-    snprintf(r->tm.ungated_why, sizeof r->tm.ungated_why, "%s", why_ungated);
+    r->ln->tm.ungated = 1;
+    snprintf(r->ln->tm.ungated_why, sizeof r->ln->tm.ungated_why, "%s", why_ungated);
     return calibrate_cuda(r, c, x, flags, why, wl);
 }
 
@@ -1298,8 +1599,14 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     char why[600];
     if (!r->cuda)
         return json_pack("{s:s}", "error", "baseline timing is implemented for CUDA problems");
+    lane *base = &r->lanes[LANE_BASE], *cand = r->ln;
     if (r->base_state == 0) {
-        int rc = avo_runner_start(&r->base, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline,
+        /* Trusted: the bounds measured before the candidate loaded serve
+         * for it too. */
+        memcpy(base->pre, cand->pre, sizeof base->pre);
+        base->busy_max = cand->busy_max;
+        base->busy_hard = cand->busy_hard;
+        int rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline,
                                   why, sizeof why);
         r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
         if (rc != AVO_RUNNER_OK)
@@ -1307,27 +1614,20 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     }
     if (r->base_state < 0)
         return json_pack("{s:s}", "error", r->base_err);
-    avo_runner cand = r->run;
-    gpu_timing cand_tm = r->tm;
     double wr = r->worst_rel_l2, wm = r->worst_max_abs;
-    r->run = r->base;
-    r->tm = r->base_tm;
     /* Its runs are the config's "baseline" phase as a whole. */
     avo_phases *cand_ph = r->ph, base_ph = {0};
     r->ph = &base_ph;
     config_run cr;
-    int res = run_config(r, c, x, pristine, rx, 1, &cr, why, sizeof why);
+    int res = run_config(r, c, x, pristine, rx, base, &cr, why, sizeof why);
     r->ph = cand_ph;
-    r->base = r->run;
-    r->base_tm = r->tm;
-    r->run = cand;
-    r->tm = cand_tm;
+    r->ln = cand;
     r->worst_rel_l2 = wr;
     r->worst_max_abs = wm;
     json_decref(cr.clock);
     if (res != CHECK_OK) {
         json_decref(cr.events);
-        if (res < 0 || r->base.pid == 0)
+        if (res < 0 || base->run.pid == 0)
             r->base_state = -1;
         snprintf(r->base_err, sizeof r->base_err, "%.390s", why);
         return json_pack("{s:s}", "error", why);
@@ -1338,7 +1638,7 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(cr.st.median), "tflops",
                      r->p->flops ? jreal(flops / cr.st.median * 1e-12) : json_null(), "runs", cr.st.runs,
                      "vs_baseline", jreal(cr.st.median / cand_median), "events",
-                     cr.events ? cr.events : json_null(), "timing_start", timing_start_json(r->base_tm.ungated_why));
+                     cr.events ? cr.events : json_null(), "timing_start", timing_start_json(base->tm.ungated_why));
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
@@ -1360,7 +1660,7 @@ static json_t *profile_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pr
     uint64_t aux = r->shm_bytes - PROFILE_AREA;
     memset(r->shm + aux, 0, PROFILE_AREA);
     int status = 0;
-    int rc = avo_runner_profile(&r->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, aux, PROFILE_AREA,
+    int rc = avo_runner_profile(&r->ln->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, aux, PROFILE_AREA,
                                 r->deadline, &status, why, sizeof why);
     if (rc != AVO_RUNNER_OK || status)
         return json_pack("{s:b,s:s}", "available", 0, "reason", why);
@@ -1530,33 +1830,33 @@ static int calibrate(run_ctx *r, char *why, size_t wl)
 {
     double t[PINGS];
     for (int i = 0; i < PINGS; i++) {
-        int rc = avo_runner_ping(&r->run, r->deadline, &t[i], why, wl);
+        int rc = avo_runner_ping(&r->ln->run, r->deadline, &t[i], why, wl);
         if (rc)
             return rc;
     }
     qsort(t, PINGS, sizeof *t, cmp_double);
-    r->overhead_measured = t[0];
-    r->overhead = fmin(t[0], CPU_OVERHEAD_MAX);
-    r->overhead_median = t[PINGS / 2];
+    r->ln->overhead_measured = t[0];
+    r->ln->overhead = fmin(t[0], CPU_OVERHEAD_MAX);
+    r->ln->overhead_median = t[PINGS / 2];
     return 0;
 }
 
-static json_t *runner_json(const run_ctx *r, int calibrated)
+static json_t *runner_json(const lane *ln, int calibrated)
 {
     json_t *sig = json_null();
-    if (r->run.signal) {
+    if (ln->run.signal) {
         char name[32];
-        const char *ab = sigabbrev_np(r->run.signal);
+        const char *ab = sigabbrev_np(ln->run.signal);
         snprintf(name, sizeof name, "SIG%s", ab ? ab : "?");
         sig = json_string(name);
     }
-    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid", r->run.uid,
-                     "overhead_s", calibrated ? json_real(r->overhead) : json_null(), "overhead_median_s",
-                     calibrated ? json_real(r->overhead_median) : json_null(), "overhead_pings",
+    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid", ln->run.uid,
+                     "overhead_s", calibrated ? json_real(ln->overhead) : json_null(), "overhead_median_s",
+                     calibrated ? json_real(ln->overhead_median) : json_null(), "overhead_pings",
                      calibrated ? PINGS : 0, "signal", sig, "exit",
-                     r->run.exit_code >= 0 && !r->run.signal ? json_integer(r->run.exit_code) : json_null(), "pidns",
-                     r->run.pidns, "freezer", r->run.freezer ? r->run.freezer : "none", "isolation_note",
-                     r->run.isolation_note[0] ? json_string(r->run.isolation_note) : json_null());
+                     ln->run.exit_code >= 0 && !ln->run.signal ? json_integer(ln->run.exit_code) : json_null(), "pidns",
+                     ln->run.pidns, "freezer", ln->run.freezer ? ln->run.freezer : "none", "isolation_note",
+                     ln->run.isolation_note[0] ? json_string(ln->run.isolation_note) : json_null());
 }
 
 static const char *outcome_of(int res, int timed)
@@ -1658,18 +1958,24 @@ static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_ph
     }
     json_object_set_new(j, "configs", cj);
     if (r->cuda)
-        json_object_set_new(j, "gpu", json_pack("{s:s,s:f,s:i,s:f,s:i}", "method", "cuda_events", "candidate_s",
-                                                r->gpu_s[0], "candidate_calls", r->gpu_calls[0], "baseline_s",
-                                                r->gpu_s[1], "baseline_calls", r->gpu_calls[1]));
+        json_object_set_new(j, "gpu", json_pack("{s:s,s:f,s:i,s:f,s:i,s:f,s:i}", "method", "cuda_events",
+                                                "candidate_s", r->gpu_s[LANE_CAND], "candidate_calls",
+                                                r->gpu_calls[LANE_CAND], "baseline_s", r->gpu_s[LANE_BASE],
+                                                "baseline_calls", r->gpu_calls[LANE_BASE], "against_s",
+                                                r->gpu_s[LANE_AGAINST], "against_calls", r->gpu_calls[LANE_AGAINST]));
     return j;
 }
 
-int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
-                    double deadline_s, json_t **result, char *err, size_t errlen)
+int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
+                    json_t **result, char *err, size_t errlen)
 {
     int rc = 0, calibrated = 0;
+    const uint64_t seed = o->seed;
+    const char *base_so = o->base_so;
+    const double deadline_s = o->deadline_s;
     run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
-                 .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so};
+                 .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
+                 .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
     json_t *configs = json_array();
     const char *outcome = "ok";
@@ -1682,19 +1988,22 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     double t = t_start;
     avo_phases top = {0};
     avo_phases *cph = calloc((size_t)p->nconfigs, sizeof *cph);
+    pair_set *pairs = calloc((size_t)p->nconfigs, sizeof *pairs);
     int nstarted = 0;
     r.ph = &top;
 
-    avo_cgroup_clear(&r.run.cg);
-    avo_cgroup_clear(&r.base.cg);
-    r.run.cmd_w = r.run.reply_r = -1;
-    r.base.cmd_w = r.base.reply_r = -1;
+    for (int l = 0; l < LANES; l++) {
+        avo_cgroup_clear(&r.lanes[l].run.cg);
+        r.lanes[l].run.cmd_w = r.lanes[l].run.reply_r = -1;
+        r.lanes[l].slot = l;
+    }
+    lane *cand = r.ln = &r.lanes[LANE_CAND];
     r.deadline = avo_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
         r.ctr.fd[i] = -1;
     avo_check_rng_init(&r.rng);
     *result = NULL;
-    if (!configs || !cph) {
+    if (!configs || !cph || !pairs) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -1723,11 +2032,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     if (r.cuda)
         share_tensors(&r);
     avo_phases_lap(&top, "setup", &t);
-    rc = avo_runner_spawn(&r.run, cand_so, p->entry, r.cuda, r.shm_fd, &r.dev, r.deadline, why, sizeof why);
+    rc = avo_runner_spawn(&cand->run, cand_so, p->entry, r.cuda, r.shm_fd, &r.dev, r.deadline, why, sizeof why);
     if (rc == 0) {
         /* Counters open on the runner before the candidate loads, so
          * threads it starts are counted too. */
-        avo_counters_open(&r.ctr, r.run.pid);
+        avo_counters_open(&r.ctr, cand->run.pid);
         r.ctr_open = 1;
         avo_phases_lap(&top, "runner_start", &t);
         rc = calibrate(&r, why, sizeof why);
@@ -1748,7 +2057,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     calibrated = rc == 0;
     avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
     if (rc == 0) {
-        rc = avo_runner_load(&r.run, r.deadline, why, sizeof why);
+        rc = avo_runner_load(&cand->run, r.deadline, why, sizeof why);
         avo_phases_lap(&top, "runner_load", &t);
     }
     if (rc < 0) {
@@ -1766,7 +2075,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         rc = 0;
         goto done;
     }
-    trace("runner started (%s)", r.run.host_copies[0] ? r.run.host_copies : "cpu");
+    trace("runner started (%s)", cand->run.host_copies[0] ? cand->run.host_copies : "cpu");
+    if (o->against_so) {
+        start_against(&r, o->against_so);
+        avo_phases_lap(&top, "against_runner", &t);
+    }
 
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
@@ -1783,7 +2096,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             goto cleanup;
         avo_phases_lap(r.ph, "layout", &t);
         config_run cr;
-        int res = run_config(&r, c, &x, &pristine, &rx, 0, &cr, why, sizeof why);
+        int res = r.against_state == 1 ? run_config_paired(&r, c, &x, &pristine, &rx, &cr, &pairs[c], why, sizeof why)
+                                       : run_config(&r, c, &x, &pristine, &rx, cand, &cr, why, sizeof why);
         t = avo_phases_now();
         if (res == AVO_HARNESS_EREFERENCE) {
             rc = res;
@@ -1850,6 +2164,12 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             goto done;
         }
         logsum += log(score);
+        /* The against is held to the same bound. */
+        if (r.against_state == 1 && peak > 0 && p->flops && flops / pairs[c].against_median * 1e-9 > ROOFLINE_SLACK * peak) {
+            snprintf(why, sizeof why, "%.4g GFLOP/s measured, beyond the arithmetic peak of %.4g GFLOP/s",
+                     flops / pairs[c].against_median * 1e-9, peak);
+            against_failed(&r, c, CHECK_FORGED, r.nsets, why);
+        }
         json_t *cj = config_json(p, c, &cr.st, score, gflops, gbps, r.cuda ? NAN : cr.claimed_median, cr.counters, &r);
         json_object_set_new(cj, "checks", checks_json(&cr));
         noise_json(p, &cr, r.cuda, cj);
@@ -1895,7 +2215,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(json_array_get(configs, (size_t)c), "counters", ctr);
             avo_tensors_free(&x);
             avo_tensors_free(&pristine);
-            if (!r.run.pid)
+            if (!cand->run.pid)
                 break;      /* the runner died profiling: keep the timing results */
         }
     }
@@ -1904,8 +2224,8 @@ done:
     /* The runner is gone before the result exists: nothing of the
      * candidate runs while (or after) the checker writes it. */
     t = avo_phases_now();
-    avo_runner_stop(&r.run);
-    avo_runner_stop(&r.base);
+    for (int l = 0; l < LANES; l++)
+        avo_runner_stop(&r.lanes[l].run);
     avo_phases_lap(&top, "runner_stop", &t);
     if (strcmp(outcome, "ok") != 0)
         zero_scores(configs);
@@ -1920,14 +2240,14 @@ done:
     }
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
-    json_object_set_new(*result, "runner", runner_json(&r, calibrated));
+    json_object_set_new(*result, "runner", runner_json(cand, calibrated));
     if (r.cuda) {
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
-        json_object_set_new(rj, "host_copies", json_string(r.run.host_copies[0] ? r.run.host_copies : "unknown"));
+        json_object_set_new(rj, "host_copies", json_string(cand->run.host_copies[0] ? cand->run.host_copies : "unknown"));
         json_object_set_new(rj, "device_tensors", json_string(r.dev_note[0] ? r.dev_note : "runner"));
         json_object_set_new(rj, "inputs", json_string(r.fill_note[0] ? r.fill_note : "host"));
-        json_object_set_new(rj, "timing_start", timing_start_json(r.tm.ungated_why));
+        json_object_set_new(rj, "timing_start", timing_start_json(cand->tm.ungated_why));
     }
     if (r.gpu_info) {
         json_object_set_new(*result, "gpu", r.gpu_info);
@@ -1937,12 +2257,15 @@ done:
                         r.ctr_open ? avo_counters_info_json(&r.ctr)
                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
     noise_totals(*result, r.cuda);
+    /* A candidate that failed has nothing to compare. */
+    if (o->against_so && strcmp(outcome, "ok") == 0)
+        json_object_set_new(*result, "paired", paired_json(&r, pairs));
     avo_phases_lap(&top, "result", &t);
     json_object_set_new(*result, "phases", phases_json(&r, &top, cph, nstarted, t_start));
 
 cleanup:
-    avo_runner_stop(&r.base);
-    avo_runner_stop(&r.run);
+    for (int l = 0; l < LANES; l++)
+        avo_runner_stop(&r.lanes[l].run);
     json_decref(r.gpu_info);
     unpin_areas(&r);
     for (int i = 0; i < r.dev.n; i++)
@@ -1956,6 +2279,11 @@ cleanup:
         avo_counters_close(&r.ctr);
     json_decref(configs);
     free(cph);
+    for (int c = 0; pairs && c < p->nconfigs; c++) {
+        free(pairs[c].a);
+        free(pairs[c].b);
+    }
+    free(pairs);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_tensors_free(&rx);

@@ -22,14 +22,25 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
 #define AVO_HARNESS_EREFERENCE (-10001)
 #define AVO_HARNESS_EXIT_REFERENCE 3
 
-/* Evaluate cand_so against ref_so within deadline_s seconds of wall time
- * (<= 0: 600). Returns 0 with a new result object in *result whatever the
+/* How to evaluate: the input seed, the wall-time limit (<= 0: 600 s), the
+ * trusted vendor baseline to time beside the candidate (NULL: none), and
+ * for a paired measurement (docs/evaluation.md) the against's object
+ * (NULL: none) and the confidence of its interval (<= 0: 0.95). */
+typedef struct {
+    uint64_t seed;
+    double deadline_s;
+    const char *base_so;
+    const char *against_so;
+    double confidence;
+} avo_harness_opts;
+
+/* Evaluate cand_so against ref_so as o says. Returns 0 with a new result object in *result whatever the
  * candidate did (outcome ok, wrong_result, cheat_suspected, crash, timeout,
  * or compile_error when it cannot be loaded). Returns AVO_HARNESS_EREFERENCE
  * (message in err, starting "reference invalid: ") or another negative int
  * (out of memory, cannot start the runner) when the evaluation itself is
  * impossible. */
-int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const char *base_so, uint64_t seed,
-                    double deadline_s, json_t **result, char *err, size_t errlen);
+int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
+                    json_t **result, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,8 @@
 /* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
+ *             [--baseline SO] [--against SO [--confidence C]]
+ * --against: the candidate timed paired with that object (the island's
+ * best), interleaved call by call; the result gains "paired"
+ * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
  * The checker: writes exactly one JSON result object to fd 3 when it is
  * open (the worker's result pipe), else to stdout, and exits 0 when it could
  * evaluate, whatever the candidate did. Exit 2: usage, spec or internal
@@ -74,7 +78,9 @@ int main(int argc, char **argv)
     int npos = 0;
     unsigned long long seed = 1;
     double deadline = 0;
-    const char *baseline = NULL;
+    const char *baseline = NULL, *against = NULL;
+    double confidence = 0.95;
+    int confidence_given = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
@@ -103,6 +109,16 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
             baseline = argv[++i];
+        } else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
+            against = argv[++i];
+        } else if (strcmp(argv[i], "--confidence") == 0 && i + 1 < argc) {
+            char *end;
+            confidence = strtod(argv[++i], &end);
+            confidence_given = 1;
+            if (*end || end == argv[i] || !(confidence > 0 && confidence < 1)) {
+                fprintf(stderr, "avo-harness: --confidence wants a number in (0, 1), got '%s'\n", argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             char *end;
             deadline = strtod(argv[++i], &end);
@@ -121,6 +137,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin)\n");
         return 2;
     }
+    if (confidence_given && !against) {
+        fprintf(stderr, "avo-harness: --confidence is for a paired measurement: it needs --against\n");
+        return 2;
+    }
     /* Decided before any candidate code runs; close-on-exec so the runner
      * could not inherit it even if it were not closed explicitly. */
     int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
@@ -132,7 +152,9 @@ int main(int argc, char **argv)
         return 2;
     }
     json_t *result = NULL;
-    int rc = avo_harness_run(&p, pos[1], pos[2], baseline, seed, deadline, &result, err, sizeof err);
+    const avo_harness_opts opts = {.seed = seed, .deadline_s = deadline, .base_so = baseline, .against_so = against,
+                                   .confidence = confidence};
+    int rc = avo_harness_run(&p, pos[1], pos[2], &opts, &result, err, sizeof err);
     if (rc) {
         fprintf(stderr, "avo-harness: %s\n", err);
         fflush(stderr);

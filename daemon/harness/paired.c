@@ -90,7 +90,7 @@ static double quantile(const double *s, int n, double q)
 static void interval(double *v, int n, double ratio, double confidence, avo_paired_est *e)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    e->ratio = ratio;
+    e->ratio = ratio;   /* the point estimate: of the pairs as measured */
     e->low = quantile(v, n, 1 - confidence);
     e->ci_lo = quantile(v, n, (1 - confidence) / 2);
     e->ci_hi = quantile(v, n, (1 + confidence) / 2);
@@ -131,8 +131,9 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
         int *order = count;   /* scratch, reset before use */
         rank_values(cfg[c].a, n, sorted + off, order, rank + off);
         rank_values(cfg[c].b, n, sorted + total + off, order, rank + total + off);
-        const double r = median_sorted(sorted + total + off, n) / median_sorted(sorted + off, n);
-        per_config[c].ratio = r;
+        per_config[c].median_a = median_sorted(sorted + off, n);
+        per_config[c].median_b = median_sorted(sorted + total + off, n);
+        const double r = per_config[c].median_b / per_config[c].median_a;
         log_point += log(r);
         off += (size_t)n;
     }
@@ -163,9 +164,10 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
         const double *l = logr + (size_t)c * (size_t)resamples;
         for (int s = 0; s < resamples; s++)
             col[s] = exp(l[s]);
-        interval(col, resamples, per_config[c].ratio, confidence, &per_config[c]);
+        interval(col, resamples, per_config[c].median_b / per_config[c].median_a, confidence, &per_config[c]);
     }
     interval(agg, resamples, exp(log_point / ncfg), confidence, aggregate);
+    aggregate->median_a = aggregate->median_b = NAN;
 cleanup:
     free(sorted);
     free(rank);

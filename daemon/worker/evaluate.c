@@ -366,11 +366,33 @@ static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t ar
     return mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, scratchlen, err, errlen);
 }
 
+/* The result's "paired" (docs/evaluation.md, "Paired measurement"): the
+ * harness's, or {"error"} when the against did not compile; "against" the
+ * against's candidate id where the worker has one. A candidate that failed
+ * has none: nothing to compare. */
+static void paired_result(json_t *res, const avo_eval_opts *o, const char *against_note)
+{
+    if (!o->against_src)
+        return;
+    if (strcmp(json_string_value(json_object_get(res, "outcome")) ?: "", "ok") != 0) {
+        json_object_del(res, "paired");
+        return;
+    }
+    json_t *pj = json_object_get(res, "paired");
+    if (against_note[0] || !json_is_object(pj)) {
+        pj = json_pack("{s:s}", "error", against_note[0] ? against_note : "the harness made no paired measurement");
+        json_object_set_new(res, "paired", pj);
+    }
+    if (pj && o->against_id > 0)
+        json_object_set_new(pj, "against", json_integer(o->against_id));
+}
+
 /* The result's "phases" (docs/evaluation.md): the worker's own (ph), its
  * "total" from t_start to now, which compiles were cache hits, and the
  * harness's own phases (what it wrote as "phases") nested as "harness". */
 static void attach_phases(json_t *res, const avo_phases *ph, double t_start, const avo_compile_result *ref,
-                          const avo_compile_result *cand, const avo_compile_result *base)
+                          const avo_compile_result *cand, const avo_compile_result *base,
+                          const avo_compile_result *against)
 {
     json_t *j = avo_phases_json(ph), *hits = json_object();
     if (!j || !hits) {
@@ -379,9 +401,9 @@ static void attach_phases(json_t *res, const avo_phases *ph, double t_start, con
         return;
     }
     json_object_set_new(j, "total", json_real(avo_phases_now() - t_start));
-    const avo_compile_result *c[] = {ref, cand, base};
-    const char *name[] = {"reference", "candidate", "baseline"};
-    for (int i = 0; i < 3; i++)
+    const avo_compile_result *c[] = {ref, cand, base, against};
+    const char *name[] = {"reference", "candidate", "baseline", "against"};
+    for (int i = 0; i < 4; i++)
         if (c[i] && c[i]->log)   /* it ran (a hit or a compile) */
             json_object_set_new(hits, name[i], json_boolean(c[i]->cached));
     json_object_set_new(j, "cache_hits", hits);
@@ -400,7 +422,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     avo_phases ph = {0};
     int rc = 0;
     char scratch[4200] = "", srcdir[4300], rundir[4300], harness[PATH_MAX];
-    avo_compile_result ref = {0}, cand = {0}, base = {0};
+    avo_compile_result ref = {0}, cand = {0}, base = {0}, against = {0};
     char *base_src = NULL;
     avo_sandbox_result sr = {0};
     char *ref_src = NULL;
@@ -506,30 +528,66 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         avo_phases_lap(&ph, "compile_baseline", &t);
     }
 
-    /* The objects go to the harness as descriptors (fds 5, 6, 7): the
-     * cache stays out of its sight. The seed goes on its stdin: nothing the
-     * runner could read (argv, environment, files) holds it. */
-    char deadarg[32], seedline[32], cand_fd[32] = "/proc/self/fd/5", ref_fd[32] = "/proc/self/fd/6",
-         base_fd[32] = "/proc/self/fd/7";
-    int pass[3] = {-1, -1, -1}, npass = 0;
-    if ((pass[0] = open(cand.so_path, O_RDONLY | O_CLOEXEC)) < 0 || (pass[1] = open(ref.so_path, O_RDONLY | O_CLOEXEC)) < 0 ||
-        (base.ok && (pass[2] = open(base.so_path, O_RDONLY | O_CLOEXEC)) < 0)) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot open the compiled objects: %s", strerror(errno));
-        for (int i = 0; i < 3; i++)
-            if (pass[i] >= 0)
-                close(pass[i]);
-        goto cleanup;
+    /* The against (paired measurement): compiled exactly as the candidate,
+     * so usually a cache hit. Its failure is not the candidate's: the
+     * candidate is evaluated unpaired and paired.error says why. */
+    char against_note[700] = "";
+    if (o->against_src) {
+        if (avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err,
+                        errlen) < 0) {
+            snprintf(against_note, sizeof against_note, "the against cannot be compiled: %.600s", err);
+        } else if (!against.ok) {
+            char line[600];
+            if (against.timed_out)
+                snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
+            else
+                first_error(against.log, line, sizeof line);
+            snprintf(against_note, sizeof against_note, "the against does not compile: %s", line);
+        }
+        avo_phases_lap(&ph, "compile_against", &t);
     }
-    npass = base.ok ? 3 : 2;
+
+    /* The objects go to the harness as descriptors (fds 5, 6, then the
+     * baseline's and the against's where they exist): the cache stays out
+     * of its sight. The seed goes on its stdin: nothing the runner could
+     * read (argv, environment, files) holds it. */
+    char deadarg[32], seedline[32], confarg[32], fdname[4][32];
+    const char *objs[4] = {cand.so_path, ref.so_path, base.ok ? base.so_path : NULL,
+                           against.ok ? against.so_path : NULL};
+    int pass[4] = {-1, -1, -1, -1}, npass = 0, slot[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 4; i++) {
+        if (!objs[i])
+            continue;
+        if ((pass[npass] = open(objs[i], O_RDONLY | O_CLOEXEC)) < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot open the compiled objects: %s", strerror(errno));
+            for (int k = 0; k < npass; k++)
+                close(pass[k]);
+            goto cleanup;
+        }
+        snprintf(fdname[i], sizeof fdname[i], "/proc/self/fd/%d", 5 + npass);
+        slot[i] = npass++;
+    }
     snprintf(seedline, sizeof seedline, "%llu\n", (unsigned long long)seed);
+    snprintf(confarg, sizeof confarg, "%.17g", o->confidence > 0 ? o->confidence : 0.95);
     /* The harness's own deadline comes a little before ours, so a hung
      * candidate is reported by the checker (which kills the runner) with
      * the evidence; our group kill stays the backstop. */
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[] = {harness, (char *)p->dir, cand_fd, ref_fd, "--seed-stdin", "--deadline", deadarg,
-                    base.ok ? "--baseline" : NULL, base.ok ? base_fd : NULL, NULL};
+    char *argv[16] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
+    int argc = 7;
+    if (slot[2] >= 0) {
+        argv[argc++] = "--baseline";
+        argv[argc++] = fdname[2];
+    }
+    if (slot[3] >= 0) {
+        argv[argc++] = "--against";
+        argv[argc++] = fdname[3];
+        argv[argc++] = "--confidence";
+        argv[argc++] = confarg;
+    }
+    argv[argc] = NULL;
     const char *hide[] = {o->cache_dir, state_dir(o), NULL};
     /* The package's files may be links out of its directory (the test
      * fixtures link to kernels/ and to each other): their targets are
@@ -572,9 +630,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         avo_phases_lap(&ph, "energy", &t);
     rc = avo_sandbox_run(&so, &sr, err, errlen);
     avo_phases_lap(&ph, "harness_process", &t);
-    for (int i = 0; i < 3; i++)
-        if (pass[i] >= 0)
-            close(pass[i]);
+    for (int i = 0; i < npass; i++)
+        close(pass[i]);
     if (rc)
         goto cleanup;
     long long e1 = cuda ? energy_mj(o->gpu_index) : -1;
@@ -624,6 +681,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         json_object_set_new(res, "rng_seed", json_integer((json_int_t)seed));
         json_object_set_new(res, "compile", compile_json(&cand, cuda));
         json_object_set_new(res, "sandbox", sandbox_json(&sr));
+        paired_result(res, o, against_note);
     }
 
 done:
@@ -649,11 +707,13 @@ cleanup:
         avo_sandbox_rmtree(scratch);
     if (*result) {
         avo_phases_lap(&ph, "cleanup", &t);
-        attach_phases(*result, &ph, t_start, &ref, &cand, p->baseline[0] ? &base : NULL);
+        attach_phases(*result, &ph, t_start, &ref, &cand, p->baseline[0] ? &base : NULL,
+                      o->against_src ? &against : NULL);
     }
     avo_compile_result_free(&ref);
     avo_compile_result_free(&cand);
     avo_compile_result_free(&base);
+    avo_compile_result_free(&against);
     free(base_src);
     return rc;
 }
@@ -777,7 +837,7 @@ cleanup:
     avo_sandbox_rmtree(scratch);
     if (*result) {
         avo_phases_lap(&ph, "cleanup", &t);
-        attach_phases(*result, &ph, t_start, NULL, &cand, NULL);
+        attach_phases(*result, &ph, t_start, NULL, &cand, NULL, NULL);
     }
     avo_compile_result_free(&cand);
     return rc;
@@ -923,6 +983,16 @@ static void print_human(const json_t *r)
     if (json_is_number(json_object_get(r, "aggregate")))   /* not after --compile-only */
         printf("aggregate  %.3f %s (geometric mean over configs)\n",
                json_number_value(json_object_get(r, "aggregate")), unit ? unit : "");
+    json_t *pj = json_object_get(r, "paired");
+    if (json_is_string(json_object_get(pj, "error")))
+        printf("paired     not measured: %s\n", json_string_value(json_object_get(pj, "error")));
+    else if (json_is_object(pj))
+        printf("paired     %.4f x the against's speed, %.0f%% interval [%.4f, %.4f], lower bound %.4f\n",
+               json_number_value(json_object_get(pj, "ratio")),
+               json_number_value(json_object_get(pj, "confidence")) * 100,
+               json_number_value(json_array_get(json_object_get(pj, "ci"), 0)),
+               json_number_value(json_array_get(json_object_get(pj, "ci"), 1)),
+               json_number_value(json_object_get(pj, "low")));
     if (json_is_integer(json_object_get(r, "rng_seed")))
         printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
     json_t *co = json_object_get(r, "compile");
@@ -949,7 +1019,8 @@ static void print_human(const json_t *r)
 static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
-                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]]\n");
+                    "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
+                    "[--against FILE [--confidence C]]\n");
     return 2;
 }
 
@@ -961,7 +1032,8 @@ int avo_eval_cli(int argc, char **argv)
     char cache[4096], harness[4096], err[1024];
     avo_problem p;
     int loaded = 0;
-    char *src = NULL;
+    char *src = NULL, *against = NULL;
+    const char *against_path = NULL;
     json_t *res = NULL;
 
     /* Accepts both argv = {"avo-worker", "eval", ...} and {"eval", ...}
@@ -1008,6 +1080,17 @@ int avo_eval_cli(int argc, char **argv)
         } else if (strcmp(a, "--gpu-arch") == 0 && v) {
             o.gpu_arch = v;
             i++;
+        } else if (strcmp(a, "--against") == 0 && v) {
+            against_path = v;
+            i++;
+        } else if (strcmp(a, "--confidence") == 0 && v) {
+            char *end;
+            o.confidence = strtod(v, &end);
+            if (*end || end == v || !(o.confidence > 0 && o.confidence < 1)) {
+                fprintf(stderr, "avo-worker eval: --confidence wants a number in (0, 1), got '%s'\n", v);
+                return 2;
+            }
+            i++;
         } else if (a[0] == '-' || npos == 2) {
             fprintf(stderr, "avo-worker eval: unexpected argument '%s'\n", a);
             return usage();
@@ -1017,6 +1100,14 @@ int avo_eval_cli(int argc, char **argv)
     }
     if (npos != 2)
         return usage();
+    if (o.confidence > 0 && !against_path) {
+        fprintf(stderr, "avo-worker eval: --confidence goes with --against\n");
+        return 2;
+    }
+    if (against_path && compile_only) {
+        fprintf(stderr, "avo-worker eval: --against measures a run: not with --compile-only\n");
+        return 2;
+    }
     if (o.disassemble && !compile_only) {
         fprintf(stderr, "avo-worker eval: --disassemble goes with --compile-only\n");
         return 2;
@@ -1048,6 +1139,13 @@ int avo_eval_cli(int argc, char **argv)
         fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", pos[1], strerror(errno));
         goto cleanup;
     }
+    if (against_path) {
+        if (!(against = avo_file_read(against_path, &o.against_len))) {
+            fprintf(stderr, "avo-worker eval: --against: cannot read %s: %s\n", against_path, strerror(errno));
+            goto cleanup;
+        }
+        o.against_src = against;
+    }
     if (compile_only ? avo_eval_compile_only(&o, &p, src, len, &res, err, sizeof err)
                      : avo_eval_candidate(&o, &p, src, len, &res, err, sizeof err)) {
         fprintf(stderr, "avo-worker eval: %s\n", err);
@@ -1064,6 +1162,7 @@ int avo_eval_cli(int argc, char **argv)
 cleanup:
     json_decref(res);
     free(src);
+    free(against);
     if (loaded)
         avo_problem_free(&p);
     return rc;
