@@ -35,7 +35,7 @@ static void test_known_ratio(void **state)
     avo_paired_config cfg[] = {{a1, b1, 3}, {a2, b2, 4}};
     avo_paired_est per[2], agg;
     assert_int_equal(avo_paired_bootstrap(cfg, 2, 0.95, 500, per, &agg), 0);
-    assert_true(fabs(per[0].ratio - 1.5) < 1e-12);
+    assert_true(fabs(per[0].ratio - 1.5) < 1e-12 && per[0].median_a == 2 && per[0].median_b == 3);
     assert_true(fabs(per[1].ratio - 2.0 / 4.25) < 1e-12);
     assert_true(fabs(agg.ratio - sqrt(1.5 * 2.0 / 4.25)) < 1e-12);
     for (int c = 0; c < 2; c++)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Paired A/B measurement (docs/evaluation.md, "Paired measurement") through
+# `avo-worker eval --against`, real processes on the CPU: the fixture
+# tests/fixtures/kernels/paired (cpu/softmax on small rows, a kernel whose
+# time is REPS passes of the same work, a budget of a few hundred pairs a
+# configuration).
+#  (a) A/A: the kernel against an identical copy of itself, 5 times: the
+#      one-sided lower bound stays under 1.02 every time (not "the interval
+#      contains 1": on a loaded 2-core VM a 95% interval misses 1 now and
+#      then, and the commit rule reads the lower bound) and the ratio
+#      within 5% of 1.
+#  (b) sensitivity: REPS 17 (about 15% faster than the base's 20) has a
+#      lower bound over 1.02; REPS 21 (5% slower) a ratio under 1 and a
+#      lower bound under 1.
+#  (c) an against that fails its checks, crashes while timed, or does not
+#      compile: the candidate ok, paired.error set.
+#  (d) a bad --confidence: exit 2 naming the flag.
+#  (e) a candidate that fails: no "paired".
+source "$(dirname "$0")/lib.sh"
+
+F="$ROOT/tests/fixtures/kernels/paired"
+(echo '#define REPS 17'; cat "$F/base.c") >"$T/faster.c"
+(echo '#define REPS 21'; cat "$F/base.c") >"$T/slower.c"
+(echo '#define CRASH_AFTER 6'; cat "$F/base.c") >"$T/crash.c"
+cp "$F/base.c" "$T/copy.c"
+ev() {  # ev OUT CANDIDATE [ARGS...]
+    local out=$1 cand=$2
+    shift 2
+    avo-worker eval "$F" "$cand" --json --cache "$T/cache" "$@" >"$T/$out.json" 2>"$T/$out.err"
+}
+show() { jq -c '{outcome, paired: (.paired | {ratio, low, ci, error})}' "$T/$1.json" 2>/dev/null | sed 's/^/# /'; }
+
+shape='.outcome == "ok" and (.paired | .method == "bootstrap-percentile" and .resamples == 2000 and
+       .confidence == 0.95 and .order == "random within each pair" and (.measure | type == "string") and
+       (has("against") | not) and .low <= .ratio and .ci[0] <= .low and .ci[1] >= .ratio and
+       (.configs | length == 3) and all(.configs[]; .runs >= 30 and .low <= .ratio and .ci[0] <= .ci[1] and
+       .median_s > 0 and .against_median_s > 0 and ((.against_median_s / .median_s) / .ratio - 1 | fabs) < 1e-9))'
+for i in 1 2 3 4 5; do
+    ev "aa$i" "$F/base.c" --against "$T/copy.c"
+    show "aa$i"
+    check "A/A $i: lower bound < 1.02, ratio within 5% of 1, the contract's fields" \
+        jqt "($shape) and .paired.low < 1.02 and (.paired.ratio - 1 | fabs) < 0.05" "$T/aa$i.json"
+done
+check "A/A: the against's compile was a cache hit, and its phases are there" \
+    jqt '.phases.cache_hits.against == true and .phases.compile_against >= 0 and
+         (.phases.harness | .against_calls > 0 and .against_checks >= 0 and .against_runner >= 0)' "$T/aa1.json"
+
+ev faster "$T/faster.c" --against "$F/base.c"
+show faster
+check "15% faster: lower bound > 1.02" jqt "($shape) and .paired.low > 1.02" "$T/faster.json"
+ev slower "$T/slower.c" --against "$F/base.c"
+show slower
+check "5% slower: ratio < 1 and lower bound < 1" jqt "($shape) and .paired.ratio < 1 and .paired.low < 1" \
+    "$T/slower.json"
+ev conf "$F/base.c" --against "$F/base.c" --confidence 0.8
+check "--confidence 0.8 is the interval's" jqt '.paired.confidence == 0.8 and .paired.ci[0] <= .paired.low' \
+    "$T/conf.json"
+
+ev wrong "$F/base.c" --against "$F/wrong.c"
+show wrong
+check "an against that fails its checks: candidate ok, paired.error says so" \
+    jqt '.outcome == "ok" and .aggregate > 0 and (.paired | keys == ["error"]) and
+         (.paired.error | test("against.*wrong_result"))' "$T/wrong.json"
+ev crash "$F/base.c" --against "$T/crash.c"
+show crash
+check "an against that crashes while timed: candidate ok, paired.error says so" \
+    jqt '.outcome == "ok" and .aggregate > 0 and (.paired | keys == ["error"]) and
+         (.paired.error | test("against.*call 6: crash"))' "$T/crash.json"
+ev broken "$F/base.c" --against "$F/broken.c"
+show broken
+check "an against that does not compile: candidate ok, paired.error says so" \
+    jqt '.outcome == "ok" and .aggregate > 0 and (.paired.error | test("does not compile"))' "$T/broken.json"
+
+for c in 0 1 1.5 -0.1 abc ''; do
+    ev "badconf" "$F/base.c" --against "$F/base.c" --confidence "$c"
+    rc=$?
+    check "--confidence '$c': exit 2 naming the flag" \
+        bash -c "[ $rc -eq 2 ] && grep -q -- '--confidence' '$T/badconf.err'"
+done
+ev noagainst "$F/base.c" --confidence 0.9
+rc=$?
+check "--confidence without --against: exit 2" bash -c "[ $rc -eq 2 ] && grep -q -- '--against' '$T/noagainst.err'"
+
+ev candwrong "$F/wrong.c" --against "$F/base.c"
+check "a candidate that fails: no paired" jqt '.outcome == "wrong_result" and (has("paired") | not)' "$T/candwrong.json"
+ev candbroken "$F/broken.c" --against "$F/base.c"
+check "a candidate that does not compile: no paired" jqt '.outcome == "compile_error" and (has("paired") | not)' \
+    "$T/candbroken.json"
+[ "$FAILS" -eq 0 ]
