@@ -119,6 +119,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: a config's loop goes on after the candidate's stopping rule
  * until the pairs are enough, up to this many times timing.max_seconds. */
 #define PAIRED_TIME_FACTOR 3.0
+/* Paired: what an against's call may take (lane_deadline). */
+#define AGAINST_LIMIT_MIN_S 5.0
+#define AGAINST_LIMIT_FACTOR 20.0
 /* The input set a config's counters pass profiles: none of its calls had it. */
 #define PROFILE_SET (1 << 30)
 
@@ -213,6 +216,7 @@ typedef struct {
     int against_state;                    /* paired: 0 none, 1 running, -1 failed (against_err says why) */
     char against_err[600];
     double confidence;                    /* paired: of its interval */
+    double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -358,6 +362,17 @@ static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
     return rc ? (ret ? ret : -1) : 0;
 }
 
+/* When a call of the lane driven now must have answered. The against's
+ * hanging must not spend the candidate's time: its calls (and its load)
+ * get AGAINST_LIMIT_FACTOR x the candidate's slowest round trip so far,
+ * at least AGAINST_LIMIT_MIN_S, within the evaluation's deadline. */
+static double lane_deadline(const run_ctx *r)
+{
+    if (r->ln->slot != LANE_AGAINST)
+        return r->deadline;
+    return fmin(r->deadline, avo_now() + fmax(AGAINST_LIMIT_MIN_S, AGAINST_LIMIT_FACTOR * r->cand_rt_max));
+}
+
 /* One call of the entry point in the runner on the tensors of x (which live
  * in the shared region). Returns CHECK_OK with the candidate's return value
  * in *ret and the checker's own round-trip time, a CHECK_ code for a runner
@@ -375,7 +390,9 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
             outputs |= 1u << i;
     }
     int rc = avo_runner_call(&r->ln->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, flags, outputs,
-                             r->deadline, ret, rt, claimed, why, wl);
+                             lane_deadline(r), ret, rt, claimed, why, wl);
+    if (r->ln->slot == LANE_CAND && *rt > r->cand_rt_max)
+        r->cand_rt_max = *rt;
     switch (rc) {
     case AVO_RUNNER_OK: return CHECK_OK;
     case AVO_RUNNER_DIED: return CHECK_CRASH;
@@ -1285,7 +1302,7 @@ static void start_against(run_ctx *r, const char *against_so)
         rc = calibrate_cuda_preload(r, why, sizeof why);
     if (rc == 0) {
         step = "loading";
-        rc = avo_runner_load(&ag->run, r->deadline, why, sizeof why);
+        rc = avo_runner_load(&ag->run, lane_deadline(r), why, sizeof why);
     }
     r->ln = &r->lanes[LANE_CAND];
     if (rc == 0) {

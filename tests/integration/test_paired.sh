@@ -12,8 +12,9 @@
 #  (b) sensitivity: REPS 17 (about 15% faster than the base's 20) has a
 #      lower bound over 1.02; REPS 21 (5% slower) a ratio under 1 and a
 #      lower bound under 1.
-#  (c) an against that fails its checks, crashes while timed, or does not
-#      compile: the candidate ok, paired.error set.
+#  (c) an against that fails its checks, crashes or hangs while timed, or
+#      does not compile: the candidate ok, paired.error set (a hanging
+#      against is cut off long before the evaluation's own deadline).
 #  (d) a bad --confidence: exit 2 naming the flag.
 #  (e) a candidate that fails: no "paired".
 source "$(dirname "$0")/lib.sh"
@@ -22,6 +23,7 @@ F="$ROOT/tests/fixtures/kernels/paired"
 (echo '#define REPS 17'; cat "$F/base.c") >"$T/faster.c"
 (echo '#define REPS 21'; cat "$F/base.c") >"$T/slower.c"
 (echo '#define CRASH_AFTER 6'; cat "$F/base.c") >"$T/crash.c"
+(echo '#define HANG_AFTER 6'; cat "$F/base.c") >"$T/hang.c"
 cp "$F/base.c" "$T/copy.c"
 ev() {  # ev OUT CANDIDATE [ARGS...]
     local out=$1 cand=$2
@@ -66,6 +68,11 @@ show crash
 check "an against that crashes while timed: candidate ok, paired.error says so" \
     jqt '.outcome == "ok" and .aggregate > 0 and (.paired | keys == ["error"]) and
          (.paired.error | test("against.*call 6: crash"))' "$T/crash.json"
+ev hang "$F/base.c" --against "$T/hang.c" --timeout 60
+show hang
+check "an against that hangs: candidate ok, paired.error says so, well within the deadline" \
+    jqt '.outcome == "ok" and .aggregate > 0 and (.paired.error | test("against.*call 6: timeout")) and
+         .sandbox.wall_s < 40' "$T/hang.json"
 ev broken "$F/base.c" --against "$F/broken.c"
 show broken
 check "an against that does not compile: candidate ok, paired.error says so" \
