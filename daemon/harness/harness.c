@@ -213,7 +213,8 @@ typedef struct {
     double gpu_s[LANES];                  /* CUDA: the calls' own stream time by their events, summed, per
                                              lane (result phases.gpu) */
     int gpu_calls[LANES];
-    int against_state;                    /* paired: 0 none, 1 running, -1 failed (against_err says why) */
+    int against_state;                    /* paired: 0 none or not loaded yet, 1 loaded, -1 failed (against_err
+                                             says why) */
     char against_err[600];
     double confidence;                    /* paired: of its interval */
     double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
@@ -1283,30 +1284,34 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     return res;
 }
 
-/* The against's runner, started, calibrated and loaded as the candidate's
- * (its empty round trip, and on a GPU its protocol and busy probe, before
- * its object loads). Any failure is the against's: paired.error. */
-static void start_against(run_ctx *r, const char *against_so)
+/* The against's runner as the candidate's: started and calibrated (its
+ * empty round trip, and on a GPU its protocol and busy probe) before
+ * either object is loaded (load 0), then loaded after the candidate
+ * (load 1). Any failure is the against's: paired.error. */
+static void start_against(run_ctx *r, const char *against_so, int load)
 {
     lane *ag = &r->lanes[LANE_AGAINST];
     char why[600] = "";
-    const char *step = "starting";
+    const char *step = load ? "loading" : "starting";
+    int rc = 0;
+    if (r->against_state < 0)
+        return;
     r->ln = ag;
-    int rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
-                              sizeof why);
-    if (rc == 0) {
-        step = "calibrating";
-        rc = calibrate(r, why, sizeof why);
-    }
-    if (rc == 0 && r->cuda)
-        rc = calibrate_cuda_preload(r, why, sizeof why);
-    if (rc == 0) {
-        step = "loading";
+    if (load) {
         rc = avo_runner_load(&ag->run, lane_deadline(r), why, sizeof why);
+    } else {
+        rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
+                              sizeof why);
+        if (rc == 0) {
+            step = "calibrating";
+            rc = calibrate(r, why, sizeof why);
+        }
+        if (rc == 0 && r->cuda)
+            rc = calibrate_cuda_preload(r, why, sizeof why);
     }
     r->ln = &r->lanes[LANE_CAND];
     if (rc == 0) {
-        r->against_state = 1;
+        r->against_state = load;
         return;
     }
     r->against_state = -1;
@@ -2073,6 +2078,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     }
     calibrated = rc == 0;
     avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
+    /* Both runners calibrated before either object exists. */
+    if (rc == 0 && o->against_so) {
+        start_against(&r, o->against_so, 0);
+        avo_phases_lap(&top, "against_runner", &t);
+    }
     if (rc == 0) {
         rc = avo_runner_load(&cand->run, r.deadline, why, sizeof why);
         avo_phases_lap(&top, "runner_load", &t);
@@ -2094,7 +2104,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     }
     trace("runner started (%s)", cand->run.host_copies[0] ? cand->run.host_copies : "cpu");
     if (o->against_so) {
-        start_against(&r, o->against_so);
+        start_against(&r, o->against_so, 1);
         avo_phases_lap(&top, "against_runner", &t);
     }
 

@@ -45,7 +45,11 @@ for i in 1 2 3 4 5; do
 done
 check "A/A: the against's compile was a cache hit, and its phases are there" \
     jqt '.phases.cache_hits.against == true and .phases.compile_against >= 0 and
-         (.phases.harness | .against_calls > 0 and .against_checks >= 0 and .against_runner >= 0)' "$T/aa1.json"
+         (.phases.harness | .against_calls > 0 and .against_checks >= 0 and .against_runner >= 0 and
+          all(.configs[]; .against_calls > 0))' "$T/aa1.json"
+check "A/A: the harness's phases, the against's included, still add up to no more than its total" \
+    jqt '.phases.harness | ([to_entries[] | select(.key != "total" and (.value | type) == "number") | .value] | add)
+         <= .total' "$T/aa1.json"
 
 ev faster "$T/faster.c" --against "$F/base.c"
 show faster
