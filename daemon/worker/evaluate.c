@@ -724,7 +724,7 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
     int rc;
     char scratch[4200] = "", arch[32] = "";
     const int cuda = strcmp(p->backend, "cuda") == 0;
-    avo_compile_result ref = {0}, cand = {0};
+    avo_compile_result ref = {0}, cand = {0}, against = {0};
     char *ref_src = NULL;
     if (cuda) {
         if (o->gpu_arch)
@@ -746,9 +746,13 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
         rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     if (rc == 0)
         rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    /* The against (paired): compiled as the candidate, as there. */
+    if (rc == 0 && o->against_src)
+        rc = avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err, errlen);
     free(ref_src);
     avo_compile_result_free(&ref);
     avo_compile_result_free(&cand);
+    avo_compile_result_free(&against);
     avo_sandbox_rmtree(scratch);
     return rc;
 }

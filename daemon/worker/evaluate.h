@@ -51,7 +51,7 @@ typedef struct {
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
                        json_t **result, char *err, size_t errlen);
 
-/* Compile what avo_eval_candidate would (reference and candidate) into the
+/* Compile what avo_eval_candidate would (reference, candidate and, paired, the against) into the
  * cache, nothing else: the worker does this for the next evaluation while
  * the current one holds the GPU, so compiling overlaps timing. A compile
  * error is not an error here (it is cached, and reported by the evaluation

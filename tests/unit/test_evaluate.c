@@ -481,6 +481,48 @@ static void test_program_leaves_nothing(void **state)
     json_decref(r);
 }
 
+/* Paired measurement (docs/evaluation.md): the against precompiled with
+ * the candidate is a cache hit, and the result's paired names the against
+ * by its id, whether measured or not. */
+static void test_paired_against(void **state)
+{
+    (void)state;
+    size_t len;
+    char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
+    /* A source no other test compiled: a miss unless precompiled. */
+    char *against = malloc(len + 64);
+    const int alen = snprintf(against, len + 64, "/* the against of test_paired_against */\n%s", src);
+    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 120,
+                       .rng_seed = 99, .against_src = against, .against_len = (size_t)alen, .against_id = 17,
+                       .confidence = 0.9};
+    char err[512] = "";
+    assert_int_equal(avo_eval_precompile(&o, &problem, src, len, err, sizeof err), 0);
+    json_t *r = NULL;
+    if (avo_eval_candidate(&o, &problem, src, len, &r, err, sizeof err))
+        fail_msg("avo_eval_candidate: %s", err);
+    expect(r, "ok", NULL);
+    json_t *pj = json_object_get(r, "paired");
+    assert_true(json_is_true(json_object_get(json_object_get(json_object_get(r, "phases"), "cache_hits"), "against")));
+    assert_int_equal(json_integer_value(json_object_get(pj, "against")), 17);
+    assert_true(json_number_value(json_object_get(pj, "confidence")) == 0.9);
+    assert_true(json_number_value(json_object_get(pj, "ratio")) > 0);
+    assert_int_equal(json_array_size(json_object_get(pj, "configs")), problem.nconfigs);
+    json_decref(r);
+    /* One that does not compile: the candidate's result stands. */
+    o.against_src = "int sgemm(void) { return }";
+    o.against_len = strlen(o.against_src);
+    r = NULL;
+    if (avo_eval_candidate(&o, &problem, src, len, &r, err, sizeof err))
+        fail_msg("avo_eval_candidate: %s", err);
+    expect(r, "ok", NULL);
+    pj = json_object_get(r, "paired");
+    assert_int_equal(json_integer_value(json_object_get(pj, "against")), 17);
+    assert_non_null(strstr(json_string_value(json_object_get(pj, "error")), "does not compile"));
+    json_decref(r);
+    free(against);
+    free(src);
+}
+
 static void test_missing_harness(void **state)
 {
     (void)state;
@@ -505,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_patches_clock),   cmocka_unit_test(test_forges_reply),
         cmocka_unit_test(test_reference_invalid), cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_program_reads_no_host_file), cmocka_unit_test(test_program_leaves_nothing),
+        cmocka_unit_test(test_paired_against),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
