@@ -976,6 +976,27 @@ cleanup:
     return rc;
 }
 
+int avo_problem_config_index(const avo_problem *p, const char *name)
+{
+    for (int c = 0; c < p->nconfigs; c++)
+        if (strcmp(p->configs[c].name, name) == 0)
+            return c;
+    return -ENOENT;
+}
+
+void avo_problem_config_names(const avo_problem *p, char *out, size_t outlen)
+{
+    size_t n = 0;
+    if (outlen)
+        out[0] = 0;
+    for (int c = 0; c < p->nconfigs && n < outlen; c++) {
+        int w = snprintf(out + n, outlen - n, "%s%s", c ? ", " : "", p->configs[c].name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
 void avo_problem_free(avo_problem *p)
 {
     if (!p)

@@ -731,6 +731,39 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
                      jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
 }
 
+/* Call i of config c laid out the same way for every call: input set i,
+ * outputs poisoned, (CPU) the caches flushed; *tp lapped into r->ph.
+ * CPU: filled in the checker's copy (on all its CPUs) and copied in on the
+ * pinned CPU, as the flush expects: a fill straight into the shared region
+ * left lines of the inputs dirty in other cores' private caches, which the
+ * flush does not reach (sgemm at 512 timed 3-5% slower). CUDA: straight in
+ * (the device gets them). */
+static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *pristine, double *tp)
+{
+    const avo_problem *p = r->p;
+    /* CPU: filled in the checker's copy (on all its CPUs) and copied
+     * in on the pinned CPU, as the flush expects: a fill straight into
+     * the shared region left lines of the inputs dirty in other cores'
+     * private caches, which the flush does not reach (sgemm at 512
+     * timed 3-5% slower). CUDA: straight in (the device gets them), or
+     * generated and poisoned on the device by the call's prep. */
+    if (r->dev_fill) {
+        set_device_inputs(r, c, i);
+    } else if (r->cuda) {
+        avo_tensors_fill(x, p, r->seed, c, i);
+    } else {
+        avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_tensors_copy_inputs(x, pristine, p);
+    }
+    if (!r->dev_fill)
+        avo_tensors_poison(x, p);
+    avo_phases_lap(r->ph, "inputs", tp);
+    if (!r->cuda) {
+        avo_flusher_run(&r->fl);
+        avo_phases_lap(r->ph, "flush", tp);
+    }
+}
+
 /* *a resized to n doubles; 0, or -ENOMEM with *a untouched. */
 static int grow(double **a, int n)
 {
@@ -804,27 +837,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     lr->sampled = 0;
     const double t_begin = avo_now();
     double tp = t_begin;
-    /* CPU: filled in the checker's copy (on all its CPUs) and copied
-     * in on the pinned CPU, as the flush expects: a fill straight into
-     * the shared region left lines of the inputs dirty in other cores'
-     * private caches, which the flush does not reach (sgemm at 512
-     * timed 3-5% slower). CUDA: straight in (the device gets them), or
-     * generated and poisoned on the device by the call's prep. */
-    if (r->dev_fill) {
-        set_device_inputs(r, c, i);
-    } else if (r->cuda) {
-        avo_tensors_fill(x, p, r->seed, c, i);
-    } else {
-        avo_tensors_fill(pristine, p, r->seed, c, i);
-        avo_tensors_copy_inputs(x, pristine, p);
-    }
-    if (!r->dev_fill)
-        avo_tensors_poison(x, p);
-    avo_phases_lap(r->ph, "inputs", &tp);
-    if (!r->cuda) {
-        avo_flusher_run(&r->fl);
-        avo_phases_lap(r->ph, "flush", &tp);
-    }
+    lay_out_call(r, c, i, x, pristine, &tp);
     if (i == warm && counted)
         avo_counters_start(&r->ctr);
     int ret = 0, res;
@@ -1904,6 +1917,127 @@ static json_t *checks_json(const config_run *cr)
                      cr->idle_cpu_s >= 0 ? jreal(cr->idle_cpu_s) : json_null());
 }
 
+/* Profile-only: the first r->nsets calls of config c as an evaluation
+ * makes them (fresh input sets, laid out alike, every one checked), with
+ * no timing. On a CPU the perf events count those calls (*counters: their
+ * per-call means, with whether the hardware events were readable and why
+ * not); a GPU's counters come from the CUPTI pass after them. */
+static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+                         json_t **counters, int *fail_call, char *why, size_t wl)
+{
+    const unsigned prep = GPU_STEPS;
+    int res = CHECK_OK, i;
+    *counters = NULL;
+    if (!r->cuda)
+        avo_counters_start(&r->ctr);
+    for (i = 0; i < r->nsets && res == CHECK_OK; i++) {
+        double tp = avo_phases_now(), rt = 0, ref_s = 0;
+        int ret = 0;
+        avo_gpu_times ev;
+        char sub[400] = "";
+        lay_out_call(r, c, i, x, pristine, &tp);
+        if (r->cuda) {
+            res = gpu_call(r, c, x, prep, 0, &ret, &rt, &ev, sub, sizeof sub);
+            /* The outputs back to the shared region for the check (unless
+             * it runs on the device). */
+            if (res == CHECK_OK && ret == 0 && !r->dev_fill)
+                res = r->dev.n ? checker_copies(r, c, x, AVO_GPU_FETCH, sub, sizeof sub)
+                               : cand_call_flags(r, c, x, AVO_GPU_FETCH, &ret, &rt, &ev, sub, sizeof sub);
+        } else {
+            res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
+        }
+        if (res == CHECK_OK)
+            res = check_basic(r, ret, x, sub, sizeof sub);
+        avo_phases_lap(r->ph, "calls", &tp);
+        if (res == CHECK_OK)
+            res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+        if (res != CHECK_OK) {
+            *fail_call = i;
+            if (res > 0)
+                snprintf(why, wl, "%s", sub);
+        }
+    }
+    if (!r->cuda) {
+        avo_counter_values cv;
+        avo_counters_stop(&r->ctr, &cv);
+        if (res == CHECK_OK && (*counters = avo_counters_values_json(&r->ctr, &cv, i))) {
+            json_object_set_new(*counters, "available", json_boolean(r->ctr.hw));
+            json_object_set_new(*counters, "reason", r->ctr.hw ? json_null() : json_string(r->ctr.reason));
+            json_object_set_new(*counters, "source", json_string("perf_event_open, user space, over the checked calls"));
+            json_object_set_new(*counters, "calls", json_integer(i));
+        }
+    }
+    return res;
+}
+
+/* The profile-only run (avo_harness_opts.profile_only): each config asked
+ * for (o->config, else those counters.configs lists) gets its checked
+ * calls and then its counters, appended to configs as {name, calls, check,
+ * counters}. A failed check ends the run with that outcome in *outcome and
+ * detail; a negative int is the checker's own failure (err). */
+static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, avo_phases *cph, int *nstarted,
+                       const char **outcome, char *detail, size_t dl, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    avo_tensors x = {0}, pristine = {0}, rx = {0};
+    int rc = 0;
+    for (int c = 0; c < p->nconfigs && rc == 0; c++) {
+        const char *name = p->configs[c].name;
+        if (o->config ? strcmp(name, o->config) != 0 : (r->cuda && !p->configs[c].profile))
+            continue;
+        r->worst_rel_l2 = r->worst_max_abs = 0;
+        r->ph = &cph[c];
+        *nstarted = c + 1;
+        double t = avo_phases_now();
+        if ((rc = avo_tensors_place(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
+            (rc = avo_tensors_place(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
+            (rc = avo_tensors_place(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+            break;
+        avo_phases_lap(r->ph, "layout", &t);
+        json_t *ctr = NULL;
+        int fail = 0;
+        char why[600] = "";
+        int res = checked_calls(r, c, &x, &pristine, &rx, &ctr, &fail, why, sizeof why);
+        t = avo_phases_now();
+        if (res == AVO_HARNESS_EREFERENCE || res < 0) {
+            rc = res;
+            snprintf(err, errlen, "%sconfig %s: %s", res == AVO_HARNESS_EREFERENCE ? "reference invalid: " : "", name,
+                     res == -ENOMEM ? "out of memory" : why);
+        } else if (res != CHECK_OK) {
+            *outcome = outcome_of(res, 0);
+            snprintf(detail, dl, "config %s, call %d (checked, profile run): %s", name, fail, why);
+            avo_tensors_free(&x);
+            avo_tensors_free(&pristine);
+            avo_tensors_free(&rx);
+            return 0;
+        } else {
+            if (r->cuda) {
+                ctr = profile_config(r, c, &x, &pristine);
+                avo_phases_lap(r->ph, "counters", &t);
+            }
+            json_array_append_new(configs, json_pack("{s:s,s:i,s:{s:o,s:o},s:o}", "name", name, "calls", r->nsets,
+                                                     "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs",
+                                                     jreal(r->worst_max_abs), "counters", ctr ? ctr : json_null()));
+        }
+        avo_tensors_free(&x);
+        avo_tensors_free(&pristine);
+        avo_tensors_free(&rx);
+        if (r->cuda && !r->lanes[LANE_CAND].run.pid && rc == 0) {
+            *outcome = "crash";
+            snprintf(detail, dl, "config %s: the runner died in the counters pass", name);
+            return 0;
+        }
+    }
+    if (rc == 0 && json_array_size(configs) == 0) {
+        snprintf(err, errlen, "%s", o->config ? "no such configuration" : "counters.configs lists no configuration");
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        snprintf(detail, dl, "%zu configs profiled: the first %d calls of each checked, no timing, no score",
+                 json_array_size(configs), r->nsets);
+    return rc;
+}
+
 /* The timed calls' wall time against the runner's CPU time over them (its
  * control group's usage, read while frozen before and after each call):
  * what the runner spent off a CPU, waiting for one on a loaded host (or
@@ -1991,6 +2125,9 @@ static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_ph
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
                     json_t **result, char *err, size_t errlen)
 {
+    static const avo_harness_opts plain = {0};
+    if (!o)
+        o = &plain;
     int rc = 0, calibrated = 0;
     const uint64_t seed = o->seed;
     const char *base_so = o->base_so;
@@ -2103,6 +2240,11 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         goto done;
     }
     trace("runner started (%s)", cand->run.host_copies[0] ? cand->run.host_copies : "cpu");
+    if (o->profile_only) {
+        if ((rc = profile_run(&r, o, configs, cph, &nstarted, &outcome, detail, sizeof detail, err, errlen)))
+            goto cleanup;
+        goto done;
+    }
     if (o->against_so) {
         start_against(&r, o->against_so, 1);
         avo_phases_lap(&top, "against_runner", &t);
@@ -2223,8 +2365,16 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
              "%d configs, every call on an input set of its own: the first %d of each and a random share of the "
              "timed ones checked, all within tolerance",
              p->nconfigs, r.nsets);
-    /* Counters in a separate pass, never during timing. */
-    if (r.cuda && getenv("AVO_NO_COUNTERS") == NULL) {
+    /* Counters in a separate pass, never during timing, and only when asked:
+     * a profile task (profile_run) is where they are read now.
+     * AVO_NO_COUNTERS (a run by hand) still turns an asked-for pass off. */
+    if (r.cuda && !(o->counters && getenv("AVO_NO_COUNTERS") == NULL)) {
+        for (int c = 0; c < p->nconfigs; c++)
+            json_object_set_new(json_array_get(configs, (size_t)c), "counters",
+                                json_pack("{s:b,s:s}", "available", 0, "reason",
+                                          o->counters ? "not profiled: AVO_NO_COUNTERS is set"
+                                                      : AVO_HARNESS_NOT_PROFILED));
+    } else if (r.cuda) {
         for (int c = 0; c < p->nconfigs; c++) {
             if (!p->configs[c].profile) {
                 json_object_set_new(json_array_get(configs, (size_t)c), "counters",
@@ -2254,10 +2404,13 @@ done:
     for (int l = 0; l < LANES; l++)
         avo_runner_stop(&r.lanes[l].run);
     avo_phases_lap(&top, "runner_stop", &t);
-    if (strcmp(outcome, "ok") != 0)
+    if (strcmp(outcome, "ok") != 0 && !o->profile_only)
         zero_scores(configs);
     avo_utf8_scrub(detail);
-    *result = result_json(p, outcome, detail, strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs) : 0.0,
+    *result = result_json(p, outcome, detail,
+                          o->profile_only               ? NAN
+                          : strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs)
+                                                       : 0.0,
                           configs, seed);
     configs = NULL;
     if (!*result) {
@@ -2283,7 +2436,10 @@ done:
     json_object_set_new(*result, "counters",
                         r.ctr_open ? avo_counters_info_json(&r.ctr)
                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
-    noise_totals(*result, r.cuda);
+    if (o->profile_only)
+        json_object_set_new(*result, "mode", json_string("profile"));
+    else
+        noise_totals(*result, r.cuda);
     /* A candidate that failed has nothing to compare. */
     if (o->against_so && strcmp(outcome, "ok") == 0)
         json_object_set_new(*result, "paired", paired_json(&r, pairs));

@@ -23,23 +23,39 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
 #define AVO_HARNESS_EXIT_REFERENCE 3
 
 /* How to evaluate: the input seed, the wall-time limit (<= 0: 600 s), the
- * trusted vendor baseline to time beside the candidate (NULL: none), and
- * for a paired measurement (docs/evaluation.md) the against's object
- * (NULL: none) and the confidence of its interval (<= 0: 0.95). */
+ * trusted vendor baseline to time beside the candidate (NULL: none), for a
+ * paired measurement (docs/evaluation.md) the against's object (NULL: none)
+ * and the confidence of its interval (<= 0: 0.95); and what a run does
+ * besides checking ("Counters"): an evaluation times and scores, the CUPTI
+ * counters pass (CUDA) runs only when asked, since it replays kernels for
+ * seconds per configuration. A profile-only run (the worker's profile task)
+ * neither times nor scores: each configuration it profiles gets the calls
+ * an evaluation begins with (fresh input sets, every one checked, so a
+ * wrong candidate is reported), then its counters: the perf events around
+ * those calls on a CPU, the CUPTI pass on a GPU. */
 typedef struct {
     uint64_t seed;
     double deadline_s;
     const char *base_so;
     const char *against_so;
     double confidence;
+    int counters;               /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
+    int profile_only;           /* avo-harness --profile */
+    const char *config;         /* profile_only: this configuration alone (NULL: what counters.configs lists) */
 } avo_harness_opts;
+
+/* The reason a CUDA evaluation's configurations give for having no counters. */
+#define AVO_HARNESS_NOT_PROFILED \
+    "not profiled in the evaluation: counters run as their own task (avoctl profile)"
 
 /* Evaluate cand_so against ref_so as o says. Returns 0 with a new result object in *result whatever the
  * candidate did (outcome ok, wrong_result, cheat_suspected, crash, timeout,
  * or compile_error when it cannot be loaded). Returns AVO_HARNESS_EREFERENCE
  * (message in err, starting "reference invalid: ") or another negative int
  * (out of memory, cannot start the runner) when the evaluation itself is
- * impossible. */
+ * impossible. A profile-only result has outcome ok (every checked call
+ * right) or the failed check's outcome, aggregate null, and per
+ * configuration only name, check, calls and counters. */
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
                     json_t **result, char *err, size_t errlen);
 

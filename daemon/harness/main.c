@@ -1,8 +1,13 @@
 /* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
  *             [--baseline SO] [--against SO [--confidence C]]
+ *             [--counters | --profile [--config NAME]]
  * --against: the candidate timed paired with that object (the island's
  * best), interleaved call by call; the result gains "paired"
  * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
+ * --counters: a CUDA evaluation runs the CUPTI pass after timing (not by
+ * default: counters are a task of their own). --profile: no timing, no
+ * score; each profiled configuration's checked calls, then its counters
+ * (harness.h, avo_harness_opts).
  * The checker: writes exactly one JSON result object to fd 3 when it is
  * open (the worker's result pipe), else to stdout, and exits 0 when it could
  * evaluate, whatever the candidate did. Exit 2: usage, spec or internal
@@ -81,6 +86,7 @@ int main(int argc, char **argv)
     const char *baseline = NULL, *against = NULL;
     double confidence = 0.95;
     int confidence_given = 0;
+    avo_harness_opts ho = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
@@ -107,6 +113,12 @@ int main(int argc, char **argv)
                 dup2(devnull, 0);
                 close(devnull);
             }
+        } else if (strcmp(argv[i], "--counters") == 0) {
+            ho.counters = 1;
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            ho.profile_only = 1;
+        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            ho.config = argv[++i];
         } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
             baseline = argv[++i];
         } else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
@@ -141,6 +153,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "avo-harness: --confidence is for a paired measurement: it needs --against\n");
         return 2;
     }
+    if ((ho.config && !ho.profile_only) || (ho.counters && ho.profile_only) || (against && ho.profile_only)) {
+        fprintf(stderr, "avo-harness: %s\n", ho.config && !ho.profile_only ? "--config goes with --profile"
+                                              : against                 ? "--against measures a run: not with --profile"
+                                                                        : "--counters and --profile exclude each other");
+        return 2;
+    }
     /* Decided before any candidate code runs; close-on-exec so the runner
      * could not inherit it even if it were not closed explicitly. */
     int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
@@ -151,10 +169,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "avo-harness: %s\n", err);
         return 2;
     }
+    if (ho.config && avo_problem_config_index(&p, ho.config) < 0) {
+        char names[600];
+        avo_problem_config_names(&p, names, sizeof names);
+        fprintf(stderr, "avo-harness: --config: problem %s has no configuration '%s' (it has: %s)\n", p.name,
+                ho.config, names);
+        return 2;
+    }
     json_t *result = NULL;
-    const avo_harness_opts opts = {.seed = seed, .deadline_s = deadline, .base_so = baseline, .against_so = against,
-                                   .confidence = confidence};
-    int rc = avo_harness_run(&p, pos[1], pos[2], &opts, &result, err, sizeof err);
+    ho.seed = seed;
+    ho.deadline_s = deadline;
+    ho.base_so = baseline;
+    ho.against_so = against;
+    ho.confidence = confidence;
+    int rc = avo_harness_run(&p, pos[1], pos[2], &ho, &result, err, sizeof err);
     if (rc) {
         fprintf(stderr, "avo-harness: %s\n", err);
         fflush(stderr);

@@ -229,7 +229,8 @@ static void zero_scores(json_t *res)
 }
 
 /* Accept the harness's JSON only if it is well-formed and consistent. */
-static json_t *parse_harness_result(const avo_problem *p, const avo_sandbox_result *s, char *why, size_t wl)
+static json_t *parse_harness_result(const avo_problem *p, const avo_sandbox_result *s, int profile, char *why,
+                                    size_t wl)
 {
     if (!s->result || !s->result_len) {
         snprintf(why, wl, "no result");
@@ -251,7 +252,10 @@ static json_t *parse_harness_result(const avo_problem *p, const avo_sandbox_resu
         json_decref(r);
         return NULL;
     }
-    if (strcmp(json_string_value(o), "ok") == 0) {
+    if (profile) {
+        /* No score to check: a profile run's configs carry counters only. */
+        json_object_set_new(r, "aggregate", json_null());
+    } else if (strcmp(json_string_value(o), "ok") == 0) {
         json_t *ag = json_object_get(r, "aggregate");
         if (!json_is_number(ag) || !(json_number_value(ag) > 0) || (int)json_array_size(cf) != p->nconfigs) {
             snprintf(why, wl, "ok result without a positive aggregate for every config");
@@ -512,7 +516,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * linked with its library, timed by the harness in a runner of its own.
      * A baseline that does not build costs the comparison, not the result. */
     char base_note[600] = "";
-    if (p->baseline[0]) {
+    if (p->baseline[0] && !o->profile) {
         static const char *const cublas[] = {"-lcublas", "-lcublasLt", NULL};
         avo_compile_opts bo = co;
         bo.extra = cuda ? cublas : NULL;
@@ -575,7 +579,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * the evidence; our group kill stays the backstop. */
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[16] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
+    char *argv[20] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
     int argc = 7;
     if (slot[2] >= 0) {
         argv[argc++] = "--baseline";
@@ -586,6 +590,15 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         argv[argc++] = fdname[3];
         argv[argc++] = "--confidence";
         argv[argc++] = confarg;
+    }
+    if (o->profile) {
+        argv[argc++] = "--profile";
+        if (o->profile_config) {
+            argv[argc++] = "--config";
+            argv[argc++] = (char *)o->profile_config;
+        }
+    } else if (o->counters) {
+        argv[argc++] = "--counters";
     }
     argv[argc] = NULL;
     const char *hide[] = {o->cache_dir, state_dir(o), NULL};
@@ -652,7 +665,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(detail, sizeof detail, "harness killed by SIG%s (%s)%s%s", ab ? ab : "?", strsignal(sr.signal),
                  tail[0] ? ": " : "", tail);
         res = base_result(p, "crash", detail, seed);
-    } else if (sr.exited && sr.exit_code == 0 && (res = parse_harness_result(p, &sr, why, sizeof why))) {
+    } else if (sr.exited && sr.exit_code == 0 && (res = parse_harness_result(p, &sr, o->profile, why, sizeof why))) {
         /* the harness's own verdict */
     } else if (sr.exited && sr.exit_code == AVO_HARNESS_EXIT_REFERENCE) {
         /* Not the candidate's fault, but never a score: crash, with the
@@ -673,7 +686,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     if (res) {
         /* Energy of the whole evaluation (checks, timing, the reference) on
          * this GPU, from NVML's total-energy counter. */
-        if (p->baseline[0] && !base.ok)
+        if (p->baseline[0] && !base.ok && !o->profile)
             json_object_set_new(res, "baseline_error", json_string(base_note[0] ? base_note : "baseline not built"));
         json_object_set_new(res, "energy_mj", e0 >= 0 && e1 >= e0 ? json_integer(e1 - e0) : json_null());
         if (cuda)
@@ -967,7 +980,16 @@ static void print_human(const json_t *r)
     printf("outcome    %s\n", outcome ? outcome : "?");
     printf("detail     %s\n", json_string_value(json_object_get(r, "detail")));
     json_t *cf = json_object_get(r, "configs");
-    if (json_array_size(cf)) {
+    if (json_is_string(json_object_get(r, "mode"))) {
+        /* A profile run: its counters per config, as the worker stores them. */
+        size_t i;
+        json_t *c;
+        json_array_foreach(cf, i, c) {
+            char *t = json_dumps(json_object_get(c, "counters"), JSON_COMPACT);
+            printf("%-16s %s\n", json_string_value(json_object_get(c, "name")), t ? t : "null");
+            free(t);
+        }
+    } else if (json_array_size(cf)) {
         printf("\n%-16s %12s %11s %11s %6s %7s %10s\n", "config", unit ? unit : "score", "median ms", "min ms",
                "runs", "rse", "rel_l2");
         size_t i;
@@ -1024,7 +1046,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
                     "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
-                    "[--against FILE [--confidence C]]\n");
+                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]]\n");
     return 2;
 }
 
@@ -1056,6 +1078,13 @@ int avo_eval_cli(int argc, char **argv)
             as_json = 1;
         } else if (strcmp(a, "--compile-only") == 0) {
             compile_only = 1;
+        } else if (strcmp(a, "--profile") == 0) {
+            o.profile = 1;
+        } else if (strcmp(a, "--counters") == 0) {
+            o.counters = 1;
+        } else if (strcmp(a, "--config") == 0 && v) {
+            o.profile_config = v;
+            i++;
         } else if (strcmp(a, "--disassemble") == 0) {
             o.disassemble = 1;
         } else if (strcmp(a, "--seed") == 0 && v) {
@@ -1108,8 +1137,14 @@ int avo_eval_cli(int argc, char **argv)
         fprintf(stderr, "avo-worker eval: --confidence goes with --against\n");
         return 2;
     }
-    if (against_path && compile_only) {
-        fprintf(stderr, "avo-worker eval: --against measures a run: not with --compile-only\n");
+    if (against_path && (compile_only || o.profile)) {
+        fprintf(stderr, "avo-worker eval: --against measures a run: not with %s\n",
+                compile_only ? "--compile-only" : "--profile");
+        return 2;
+    }
+    if ((o.profile_config && !o.profile) || (o.profile && (o.counters || compile_only))) {
+        fprintf(stderr, "avo-worker eval: %s\n",
+                o.profile_config ? "--config goes with --profile" : "--profile excludes --counters and --compile-only");
         return 2;
     }
     if (o.disassemble && !compile_only) {

@@ -33,6 +33,13 @@ typedef struct {
     size_t against_len;
     long long against_id;
     double confidence;          /* of paired's interval and lower bound; 0 = 0.95 */
+    /* Counters (docs/evaluation.md, "Counters"): profile runs the harness
+     * in its profile-only mode (the profile task: checked calls and
+     * counters, no timing, no score; no baseline), on profile_config alone
+     * when set; counters asks a CUDA evaluation for its CUPTI pass. */
+    int profile;
+    const char *profile_config;
+    int counters;
     /* Polled while the harness runs; when it returns nonzero the harness's
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);
