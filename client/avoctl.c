@@ -1012,6 +1012,48 @@ cleanup:
     return ex;
 }
 
+/* POST /v1/candidates/{id}/profile, then with --wait GET /v1/profiles/{id}
+ * until it is done or failed. Exit 0 when its counters (or why there are
+ * none) are in; 1 when the candidate failed its checked calls or the task
+ * was lost. */
+static int cmd_profile(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t cand;
+    json_t *body = NULL, *req = json_object();
+    const char *config = avoctl_args_get(a, "config");
+    int ex;
+
+    if (!req)
+        return EXIT_FAIL;
+    if (config)
+        json_object_set_new(req, "config", json_string(config));
+    if ((ex = candidate_arg(c, a->pos[0], "CANDIDATE", &cand)) != EXIT_OK ||
+        (ex = call(c, AVO_ROUTE_CANDIDATE_PROFILE, cand, NULL, req, &body)) != EXIT_OK)
+        goto cleanup;
+    const int64_t id = json_integer_value(json_object_get(body, "id"));
+    if (avoctl_args_get(a, "wait")) {
+        const char *state;
+        while ((state = avoctl_str(body, "state")) && (!strcmp(state, "queued") || !strcmp(state, "running"))) {
+            sleep_s(0.5);
+            json_decref(body);
+            if ((ex = call(c, AVO_ROUTE_PROFILE, id, NULL, NULL, &body)) != EXIT_OK)
+                goto cleanup;
+        }
+        ex = state && !strcmp(state, "done") ? EXIT_OK : EXIT_FAIL;
+    }
+    if (c->json) {
+        int pe = print_json(body, JSON_INDENT(2));
+        ex = ex != EXIT_OK ? ex : pe;
+    } else {
+        int re = rendered(avoctl_profile_print(body, avoctl_term_width(stdout), stdout), "profile");
+        ex = ex != EXIT_OK ? ex : re;
+    }
+cleanup:
+    json_decref(req);
+    json_decref(body);
+    return ex;
+}
+
 static int write_markdown(const json_t *report, const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -1532,6 +1574,11 @@ static const avoctl_opt show_opts[] = {
     {"source", 's', 0, NULL, "print the full source instead of the diff against the parent"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt profile_opts[] = {
+    {"config", 'c', 1, "NAME", "this configuration only (default: those the problem's counters.configs lists)"},
+    {"wait", 'w', 0, NULL, "wait for the task and print its counters"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt report_opts[] = {
     {"markdown", 'm', 1, "FILE", "also write the report as a markdown document ('-': stdout only)"},
     {NULL, 0, 0, NULL, NULL},
@@ -1589,6 +1636,9 @@ static const avoctl_command commands[] = {
     {"show", cmd_show, "avoctl show CANDIDATE [--source]",
      "one candidate: origin, scores, compile report, counters, diff against its parent", show_opts, 1, 1,
      "CANDIDATE"},
+    {"profile", cmd_profile, "avoctl profile CANDIDATE [--config NAME] [--wait]",
+     "queue a hardware-counters profile of a candidate on a worker (checked calls, then the counters; no timing)",
+     profile_opts, 1, 1, "CANDIDATE"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",

@@ -429,6 +429,31 @@ static void noise_lines(const json_t *c, FILE *out)
     }
 }
 
+int avoctl_profile_print(const json_t *prof, size_t width, FILE *out)
+{
+    char buf[1400];
+    const json_t *res = json_object_get(prof, "result");
+    if (!json_is_object(prof))
+        return -EINVAL;
+    snprintf(buf, sizeof buf, "%lld (%s, %s, attempt %lld), %s%s", (long long)json_integer_value(json_object_get(prof, "id")),
+             avoctl_str(prof, "why") ? avoctl_str(prof, "why") : "?",
+             avoctl_str(prof, "state") ? avoctl_str(prof, "state") : "?",
+             (long long)json_integer_value(json_object_get(prof, "attempts")),
+             avoctl_str(prof, "config") ? "configuration " : "the configurations counters.configs lists",
+             avoctl_str(prof, "config") ? avoctl_str(prof, "config") : "");
+    kv(out, "profile", buf);
+    if (!json_is_object(res))
+        return ferror(out) ? -EIO : 0;
+    snprintf(buf, sizeof buf, "%s: %s", avoctl_str(res, "outcome") ? avoctl_str(res, "outcome") : "?",
+             avoctl_str(res, "detail") ? avoctl_str(res, "detail") : "");
+    kv(out, "outcome", buf);
+    counters_line(res, out);
+    int rc = counters_table(res, width, out);
+    if (rc < 0)
+        return rc;
+    return ferror(out) ? -EIO : 0;
+}
+
 int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
 {
     int rc;
@@ -445,6 +470,12 @@ int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
     noise_lines(c, out);
     if ((rc = counters_table(c, width, out)) < 0)
         return rc;
+    if (json_is_object(json_object_get(c, "profile"))) {
+        /* Counters are a task of their own now: its latest one. */
+        fputc('\n', out);
+        if ((rc = avoctl_profile_print(json_object_get(c, "profile"), width, out)) < 0)
+            return rc;
+    }
     compile_log(c, out);
 
     fputc('\n', out);

@@ -976,25 +976,20 @@ cleanup:
     return rc;
 }
 
-int avo_problem_config_index(const avo_problem *p, const char *name)
+int avo_problem_config_index(const avo_problem *p, const char *name, char *err, size_t errlen)
 {
-    for (int c = 0; c < p->nconfigs; c++)
+    char names[600] = "";
+    size_t n = 0;
+    for (int c = 0; c < p->nconfigs; c++) {
         if (strcmp(p->configs[c].name, name) == 0)
             return c;
-    return -ENOENT;
-}
-
-void avo_problem_config_names(const avo_problem *p, char *out, size_t outlen)
-{
-    size_t n = 0;
-    if (outlen)
-        out[0] = 0;
-    for (int c = 0; c < p->nconfigs && n < outlen; c++) {
-        int w = snprintf(out + n, outlen - n, "%s%s", c ? ", " : "", p->configs[c].name);
-        if (w < 0)
-            break;
-        n += (size_t)w;
+        if (n < sizeof names) {
+            int w = snprintf(names + n, sizeof names - n, "%s%s", c ? ", " : "", p->configs[c].name);
+            n += w > 0 ? (size_t)w : 0;
+        }
     }
+    snprintf(err, errlen, "problem %s has no configuration '%s' (it has: %s)", p->name, name, names);
+    return -ENOENT;
 }
 
 void avo_problem_free(avo_problem *p)

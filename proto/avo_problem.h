@@ -94,11 +94,10 @@ void avo_problem_free(avo_problem *p);
  * seed. */
 int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t errlen);
 
-/* The index of the size configuration called name, or -ENOENT. */
-int avo_problem_config_index(const avo_problem *p, const char *name);
-/* Its configurations' names, ", "-separated (cut at outlen), for errors
- * that list the valid ones. */
-void avo_problem_config_names(const avo_problem *p, char *out, size_t outlen);
+/* The index of the size configuration called name; -ENOENT, with err
+ * "problem P has no configuration 'X' (it has: A, B, ...)", when it has
+ * none by that name. */
+int avo_problem_config_index(const avo_problem *p, const char *name, char *err, size_t errlen);
 
 /* Resolve a problem name ("cpu/sgemm") under a kernels root directory, refusing
  * names that escape it ("..", absolute paths). */

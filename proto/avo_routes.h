@@ -19,6 +19,8 @@
     X(JOB_TRANSCRIPT, "GET", "/v1/jobs/{id}/transcript", "agent steps with every provider call (?step=N)") \
     X(CANDIDATE,  "GET",  "/v1/candidates/{id}",    "one candidate: source, diff, scores, counters") \
     X(CANDIDATE_DIFF, "GET", "/v1/candidates/{id}/diff", "unified diff from it to ?to=ID (default: from its parent)") \
+    X(CANDIDATE_PROFILE, "POST", "/v1/candidates/{id}/profile", "queue its hardware counters {config?}") \
+    X(PROFILE,    "GET",  "/v1/profiles/{id}",      "one profile task: state, counters") \
     X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \

@@ -35,6 +35,10 @@
 /* How long a microbenchmark may wait for a worker and run (compile + run
  * bounds on the worker are 120 s + AVO_PROGRAM_TIMEOUT_S). */
 #define PROGRAM_WAIT_S 300
+/* How long the profile tool waits for its task (a CUDA profile replays the
+ * kernels for seconds per configuration) before telling the agent to ask
+ * again later. */
+#define PROFILE_WAIT_S 300
 
 typedef struct step step;
 
@@ -111,6 +115,8 @@ struct step {
     long long last_eval;        /* the step's last finished evaluation (profile reads its counters) */
     long long wait_program;     /* the microbenchmark being waited on */
     double program_deadline;
+    long long wait_profile;     /* the profile task being waited on (sql/011_profiles.sql) */
+    double profile_deadline;
     uv_timer_t timer;
     int timer_open;
     avo_llmcall *call;
@@ -1131,20 +1137,36 @@ static void tool_microbenchmark(step *s, json_t *args)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
+static void poll_profile(uv_timer_t *t);
+
+/* The profile task's row: wait while it is queued or running (up to
+ * PROFILE_WAIT_S; it stays queued after, and a later call finds it), then
+ * its counters in the same words as ever. */
 static void on_profile_row(void *arg, PGresult *res, const char *err)
 {
     step *s = arg;
     if (settle(s))
         return;
-    json_t *r = !err && PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
-    if (!r) {
-        tool_errorf(s, "profile: the evaluation could not be read (%s); try again", err ? err : "no row");
+    const char *state = !err && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : NULL;
+    if (!state || !strcmp(state, "queued") || !strcmp(state, "running")) {
+        if (uv_now(s->a->loop) / 1e3 < s->profile_deadline) {
+            uv_timer_start(&s->timer, poll_profile, state ? POLL_MS : POLL_MS * 4, 0);
+            return;
+        }
+        tool_errorf(s, "profile: task %lld is still %s after %d s (are the job's %s workers busy or gone?); call "
+                       "profile again later for its counters",
+                    s->wait_profile, state ? state : "unread", PROFILE_WAIT_S, s->target);
+        s->wait_profile = 0;
         return;
     }
+    s->wait_profile = 0;
+    json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
     json_t *args = json_object_get(json_array_get(s->calls, s->next_call - 1), "arguments");
-    char *out = NULL, why[600];
-    if (avo_agent_profile_text(r, atoll(PQgetvalue(res, 0, 1)), json_string_value(json_object_get(args, "config")),
-                               &out, why, sizeof why) < 0)
+    char *out = NULL, why[900];
+    if (!r)
+        tool_errorf(s, "profile: its result could not be read; try again");
+    else if (avo_agent_profile_text(r, atoll(PQgetvalue(res, 0, 2)), json_string_value(json_object_get(args, "config")),
+                                    &out, why, sizeof why) < 0)
         tool_result(s, why, 1);
     else
         tool_result(s, out, 0);
@@ -1152,19 +1174,53 @@ static void on_profile_row(void *arg, PGresult *res, const char *err)
     json_decref(r);
 }
 
-/* Counters come with every evaluation (a separate pass after timing), so
- * profile reads those of the step's last evaluated version. */
-static void tool_profile(step *s)
+static void poll_profile(uv_timer_t *t)
+{
+    step *s = t->data;
+    if (s->ended || !s->wait_profile)
+        return;
+    char pid[32];
+    snprintf(pid, sizeof pid, "%lld", s->wait_profile);
+    if (query(s, "SELECT state, COALESCE(result, '{}'::jsonb)::text, candidate_id FROM profiles WHERE id = $1", 1,
+              (const char *const[]){pid}, on_profile_row) < 0)
+        uv_timer_start(&s->timer, poll_profile, POLL_MS * 4, 0);
+}
+
+static void on_profile_queued(void *arg, PGresult *res, const char *err)
+{
+    step *s = arg;
+    if (settle(s))
+        return;
+    if (err || PQntuples(res) != 1 || PQgetisnull(res, 0, 0)) {
+        tool_errorf(s, "profile: it could not be queued (%s); try again", err ? err : "no evaluated candidate");
+        return;
+    }
+    s->wait_profile = atoll(PQgetvalue(res, 0, 0));
+    s->profile_deadline = uv_now(s->a->loop) / 1e3 + PROFILE_WAIT_S;
+    poll_profile(&s->timer);
+}
+
+/* Counters are no part of an evaluation: profile queues a profile task of
+ * the step's last evaluated version on a worker of the job's target (or
+ * finds the one already queued or done for it) and waits for it, as
+ * evaluate and microbenchmark wait for theirs. */
+static void tool_profile(step *s, json_t *args)
 {
     if (!s->last_eval) {
         tool_errorf(s, "profile: nothing has been evaluated in this step yet; evaluate first (the counters are "
-                       "read in the same evaluation)");
+                       "read from the version evaluated last)");
+        return;
+    }
+    const char *config = json_string_value(json_object_get(args, "config"));
+    char why[700];
+    if (config && avo_problem_config_index(&s->prob, config, why, sizeof why) < 0) {
+        tool_errorf(s, "profile: config: %s", why);
         return;
     }
     char e[32];
     snprintf(e, sizeof e, "%lld", s->last_eval);
-    if (query(s, "SELECT result::text, candidate_id FROM evaluations WHERE id = $1 AND result IS NOT NULL", 1,
-              (const char *const[]){e}, on_profile_row) < 0)
+    if (query(s, "SELECT avo_profile_request(candidate_id, $2, 'agent') FROM evaluations WHERE id = $1", 2,
+              (const char *const[]){e, config}, on_profile_queued) < 0)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
@@ -1254,7 +1310,7 @@ static void run_tool(step *s, json_t *call)
     } else if (!strcmp(name, "disassemble")) {
         start_compile(s, "disassemble", 1, on_disassembled);
     } else if (!strcmp(name, "profile")) {
-        tool_profile(s);
+        tool_profile(s, args);
     } else if (!strcmp(name, "microbenchmark")) {
         tool_microbenchmark(s, args);
     } else if (!strcmp(name, "diff")) {

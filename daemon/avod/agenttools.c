@@ -70,7 +70,8 @@ static const tool_spec tools[] = {
      {{0}}},
     {"profile",
      "Hardware counters (CUPTI) of the last evaluated working copy on one configuration: SM and DRAM "
-     "throughput, occupancy, bank conflicts, tensor-pipe activity, stall reasons.",
+     "throughput, occupancy, bank conflicts, tensor-pipe activity, stall reasons. Runs as a task of its own on a "
+     "worker (checked calls, then the counters pass) and waits for it; costs no evaluation.",
      {{"config", "string", "configuration name (default: the largest)", 0, 1, 64, NULL}}},
     {"microbenchmark",
      "Compile and run a standalone program in the worker's sandbox and return its output, to probe the hardware "
@@ -547,6 +548,12 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
 {
     json_t *configs = json_object_get(result, "configs"), *c = NULL, *x;
     size_t i;
+    const char *outcome = json_string_value(json_object_get(result, "outcome"));
+    if (outcome && strcmp(outcome, "ok") != 0) {
+        snprintf(err, errlen, "profile: candidate %lld did not pass its checked calls (outcome %s): %s", candidate,
+                 outcome, json_string_value(json_object_get(result, "detail")) ?: "no detail");
+        return -EINVAL;
+    }
     char names[512] = "";
     double longest = -1;
     json_array_foreach(configs, i, x) {
@@ -556,7 +563,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
         if (strlen(names) + strlen(name) + 3 < sizeof names)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", name);
         double t = json_number_value(json_object_get(x, "median_s"));
-        if (config ? !strcmp(name, config) : t > longest) {
+        /* Ties (a profile run has no times) go to the later, larger one. */
+        if (config ? !strcmp(name, config) : t >= longest) {
             c = x;
             longest = t;
         }
@@ -578,8 +586,12 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
         return -ENOMEM;
     }
     const char *name = json_string_value(json_object_get(c, "name"));
-    fprintf(f, "counters of candidate %lld, configuration %s (median %.6g s):\n", candidate, name,
-            json_number_value(json_object_get(c, "median_s")));
+    if (json_is_number(json_object_get(c, "median_s")))
+        fprintf(f, "counters of candidate %lld, configuration %s (median %.6g s):\n", candidate, name,
+                json_number_value(json_object_get(c, "median_s")));
+    else
+        fprintf(f, "counters of candidate %lld, configuration %s (profile run, %lld checked calls):\n", candidate,
+                name, (long long)json_integer_value(json_object_get(c, "calls")));
     json_t *ctr = json_object_get(c, "counters"), *top = json_object_get(result, "counters");
     json_t *kernels = json_object_get(ctr, "kernels");
     if (json_is_array(kernels) && json_array_size(kernels)) {
@@ -603,7 +615,10 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
         const char *why = json_string_value(json_object_get(ctr, "reason"));
         if (!why)
             why = json_string_value(json_object_get(top, "reason"));
-        fprintf(f, "no hardware counters for this evaluation: %s\n", why ? why : "the worker reported none");
+        fprintf(f, "no hardware counters: %s\n", why ? why : "the worker reported none");
+        /* A CPU's software events (task clock) may still have been read. */
+        if (json_is_object(ctr))
+            print_metrics(f, ctr, "  ");
     }
     if (json_is_object(top) && !json_is_array(kernels)) {
         /* The CPU's perf events: what the worker could read. */

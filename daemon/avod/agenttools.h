@@ -62,11 +62,14 @@ char *avo_agent_problem_text(const avo_problem *p);
 int avo_agent_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
                             size_t errlen);
 
-/* The profile tool's answer from an evaluation result (docs/evaluation.md):
- * the hardware counters of configuration `config` (NULL: the one with the
- * longest median time), kernel by kernel on a GPU, or why there are none.
- * Returns 0 with *out (caller frees), or -EINVAL with the reason in err (no
- * such configuration: the names are listed). */
+/* The profile tool's answer from a profile task's result (or an
+ * evaluation's: the per-configuration counters have one shape;
+ * docs/evaluation.md): the hardware counters of configuration `config`
+ * (NULL: the one with the longest median time, else the last), kernel by
+ * kernel on a GPU, or why there are none. Returns 0 with *out (caller
+ * frees), or -EINVAL with the reason in err (no such configuration: the
+ * names are listed; a candidate that failed its checked calls: the
+ * outcome). */
 int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
                            size_t errlen);
 

@@ -786,6 +786,108 @@ static void h_diff(avo_api *a, avo_http_req *req, int64_t id)
     }
 }
 
+/* ---- profiles (sql/011_profiles.sql) ---- */
+
+/* POST /v1/candidates/{id}/profile {"config": NAME?}: the candidate is
+ * looked up first (404), then the configuration checked against its
+ * problem's (400 listing the valid ones), then the task queued (202 with
+ * the profile; one already queued or running for the same configuration
+ * is returned instead). */
+typedef struct {
+    avo_api *api;
+    avo_http_req *req;
+    char id[32];
+    char config[128];          /* longer than any configuration name (avo_config_spec: 64) */
+    int has_config;
+} profile_req;
+
+static void profile_req_free(profile_req *pr)
+{
+    avo_http_unref(pr->req);
+    free(pr);
+}
+
+static void on_profile_candidate(void *arg, PGresult *res, const char *err)
+{
+    profile_req *pr = arg;
+    if (avo_http_gone(pr->req))
+        goto done;
+    if (err) {
+        reply_db_error(pr->api, pr->req, err);
+        goto done;
+    }
+    if (PQntuples(res) != 1) {
+        avo_http_reply_error(pr->req, 404, "not_found", "no candidate %s", pr->id);
+        goto done;
+    }
+    if (pr->has_config) {
+        char dir[2048], why[900];
+        avo_problem p;
+        if (avo_problem_resolve(pr->api->kernels_dir, PQgetvalue(res, 0, 0), dir, sizeof dir, why, sizeof why) < 0 ||
+            avo_problem_load(&p, dir, why, sizeof why) < 0) {
+            avo_http_reply_error(pr->req, 500, "internal", "candidate %s's problem cannot be read: %s", pr->id, why);
+            goto done;
+        }
+        int c = avo_problem_config_index(&p, pr->config, why, sizeof why);
+        avo_problem_free(&p);
+        if (c < 0) {
+            avo_http_reply_error(pr->req, 400, "bad_request", "config: %s", why);
+            goto done;
+        }
+    }
+    const char *params[] = {pr->id, pr->has_config ? pr->config : NULL};
+    query_json(pr->api, pr->req, 0, "SELECT avo_profile_json(avo_profile_request($1, $2, 'user'))", 2, params,
+               NULL, 202);
+done:
+    profile_req_free(pr);
+}
+
+static void h_profile(avo_api *a, avo_http_req *req, int64_t id)
+{
+    size_t len;
+    const char *body = avo_http_body(req, &len);
+    json_error_t je;
+    json_t *in = len ? json_loadb(body, len, 0, &je) : json_object();
+    const char *key;
+    json_t *v;
+    profile_req *pr = NULL;
+    if (!json_is_object(in)) {
+        avo_http_reply_error(req, 400, "bad_request", "expected a JSON object {\"config\": NAME} or no body%s%s",
+                             in ? "" : ": ", in ? "" : je.text);
+        goto done;
+    }
+    json_object_foreach(in, key, v) {
+        if (strcmp(key, "config") != 0) {
+            avo_http_reply_error(req, 400, "bad_request", "%s: unknown field (a profile takes only config)", key);
+            goto done;
+        }
+    }
+    v = json_object_get(in, "config");
+    if (v && !json_is_null(v) &&
+        (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= sizeof pr->config)) {
+        avo_http_reply_error(req, 400, "bad_request", "config: a configuration name, a non-empty string");
+        goto done;
+    }
+    if (!(pr = calloc(1, sizeof *pr))) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        goto done;
+    }
+    pr->api = a;
+    pr->req = req;
+    avo_http_ref(req);
+    snprintf(pr->id, sizeof pr->id, "%lld", (long long)id);
+    if ((pr->has_config = json_is_string(v)))
+        snprintf(pr->config, sizeof pr->config, "%s", json_string_value(v));
+    const char *params[] = {pr->id};
+    if (avo_db_query(a->db, "SELECT j.problem FROM candidates c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1", 1,
+                     params, on_profile_candidate, pr) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        profile_req_free(pr);
+    }
+done:
+    json_decref(in);
+}
+
 /* ---- knowledge base ---- */
 
 /* {"name": "tma.md", "text": "..."}: cut into chunks here, stored in one
@@ -972,9 +1074,21 @@ void avo_api_handle(void *arg, avo_http_req *req)
         query_json(a, req, id, "SELECT avo_job_report($1)", 1, p1, nf, 200);
         return;
     case AVO_ROUTE_CANDIDATE: {
+        /* With its latest profile (sql/011_profiles.sql), if any. */
         char nc[64];
         snprintf(nc, sizeof nc, "no candidate %lld", (long long)id);
-        query_json(a, req, id, "SELECT avo_candidate_json($1, true)", 1, p1, nc, 200);
+        query_json(a, req, id,
+                   "SELECT avo_candidate_json($1, true) || jsonb_build_object('profile', avo_candidate_profile($1))",
+                   1, p1, nc, 200);
+        return;
+    }
+    case AVO_ROUTE_CANDIDATE_PROFILE:
+        h_profile(a, req, id);
+        return;
+    case AVO_ROUTE_PROFILE: {
+        char np[64];
+        snprintf(np, sizeof np, "no profile %lld", (long long)id);
+        query_json(a, req, id, "SELECT avo_profile_json($1)", 1, p1, np, 200);
         return;
     }
     case AVO_ROUTE_CANDIDATE_DIFF:

@@ -169,11 +169,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "avo-harness: %s\n", err);
         return 2;
     }
-    if (ho.config && avo_problem_config_index(&p, ho.config) < 0) {
-        char names[600];
-        avo_problem_config_names(&p, names, sizeof names);
-        fprintf(stderr, "avo-harness: --config: problem %s has no configuration '%s' (it has: %s)\n", p.name,
-                ho.config, names);
+    if (ho.config && avo_problem_config_index(&p, ho.config, err, sizeof err) < 0) {
+        fprintf(stderr, "avo-harness: --config: %s\n", err);
         return 2;
     }
     json_t *result = NULL;

@@ -32,7 +32,9 @@ typedef struct {
     int down_logged;
     long long worker_id;
     long long eval_id;          /* the evaluation in progress */
+    long long profile_id;       /* the profile in progress (sql/011_profiles.sql) */
     double next_heartbeat;
+    double next_profile_renew;
     int lease_lost;
     int unhealthy;              /* the GPU failed the canary: claim nothing */
     double next_canary;
@@ -494,6 +496,30 @@ static void release_next(worker *w)
     w->next_id = 0;
 }
 
+/* A crash or a hang can leave the GPU wedged (a sticky error, a kernel that
+ * did not die with its process): after one, the GPU is checked with a
+ * known-good kernel in a fresh process before anything is claimed again. */
+static int gpu_suspect(const worker *w, const char *outcome)
+{
+    return strncmp(w->o->target, "sm_", 3) == 0 && (!strcmp(outcome, "crash") || !strcmp(outcome, "timeout"));
+}
+
+/* The worker's state after an evaluation or a profile: unhealthy when the
+ * GPU was suspect and failed the canary, else idle (draining once told to
+ * stop). */
+static void after_run(worker *w, int suspect)
+{
+    if (suspect && run_canary(w) != 0) {
+        w->unhealthy = 1;
+        w->next_canary = now_s() + 30;
+        set_state(w, "unhealthy");
+        avo_err("worker", "GPU %d failed the canary after a crash or a timeout; not claiming until it passes again",
+                w->o->gpu_index);
+        return;
+    }
+    set_state(w, *w->o->stop ? "draining" : "idle");
+}
+
 static int evaluate_one(worker *w, PGresult *claim)
 {
     const char *problem = PQgetvalue(claim, 0, 3);
@@ -573,23 +599,11 @@ static int evaluate_one(worker *w, PGresult *claim)
         pthread_join(w->warm, NULL);
         w->warming = 0;
     }
-    /* A crash or a hang can leave the GPU wedged (a sticky error, a kernel
-     * that did not die with its process): check it with a known-good kernel
-     * in a fresh process before claiming again. */
-    int suspect = strncmp(w->o->target, "sm_", 3) == 0 &&
-                  (!strcmp(outcome, "crash") || !strcmp(outcome, "timeout"));
+    int suspect = gpu_suspect(w, outcome);
     free(text);
     json_decref(result);
     w->eval_id = 0;
-    if (suspect && run_canary(w) != 0) {
-        w->unhealthy = 1;
-        w->next_canary = now_s() + 30;
-        set_state(w, "unhealthy");
-        avo_err("worker", "GPU %d failed the canary after a %s; not claiming until it passes again",
-                w->o->gpu_index, outcome);
-        return 0;
-    }
-    set_state(w, *w->o->stop ? "draining" : "idle");
+    after_run(w, suspect);
     return 0;
 }
 
@@ -664,10 +678,113 @@ static int run_program(worker *w)
     return 2;
 }
 
+/* While a profile runs: the worker stays alive in the database and renews
+ * the profile's lease (and that of an evaluation it has prefetched); a
+ * profile no longer this worker's (its lease lapsed and another claimed
+ * it) is stopped. */
+static int profile_tick(void *arg)
+{
+    worker *w = arg;
+    if (program_tick(arg))
+        return 1;
+    if (w->lease_lost)
+        return 1;
+    const double t = now_s();
+    if (t < w->next_profile_renew)
+        return 0;
+    w->next_profile_renew = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
+    char pid[32], wid[32], lease[32];
+    snprintf(pid, sizeof pid, "%lld", w->profile_id);
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    PGresult *r = exec(w, "SELECT avo_renew_profile($1, $2, $3)", 3, (const char *const[]){pid, wid, lease});
+    if (r && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+        avo_info("worker", "profile %lld is no longer ours; stopping it", w->profile_id);
+        w->lease_lost = 1;
+    }
+    PQclear(r);
+    return w->lease_lost;
+}
+
+/* A queued profile (sql/011_profiles.sql): the candidate compiled through
+ * the cache and run by the harness in its profile-only mode (checked calls,
+ * then the counters; no timing, no score), between evaluations. Returns 3
+ * when one ran, 0 when none was queued. */
+static int run_profile(worker *w)
+{
+    char wid[32], lease[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
+    PGresult *r = exec(w, "SELECT * FROM avo_claim_profile($1, $2, $3)", 3, (const char *const[]){wid, w->o->target,
+                                                                                                   lease});
+    if (!r) /* as for programs: a lost connection shows in the evaluation claim */
+        return 0;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return 0;
+    }
+    const char *id = PQgetvalue(r, 0, 0), *problem = PQgetvalue(r, 0, 3);
+    const char *config = PQgetisnull(r, 0, 4) ? NULL : PQgetvalue(r, 0, 4);
+    w->profile_id = strtoll(id, NULL, 10);
+    w->lease_lost = 0;
+    w->next_heartbeat = w->next_profile_renew = now_s() + 1;
+    const avo_log_ctx lc = {strtoll(PQgetvalue(r, 0, 1), NULL, 10), strtoll(PQgetvalue(r, 0, 2), NULL, 10), 0,
+                            w->worker_id};
+    avo_logx(AVO_LOG_INFO, "worker", &lc, "profile %s: candidate %s, problem %s, config %s, attempt %s", id,
+             PQgetvalue(r, 0, 2), problem, config ? config : "(counters.configs)", PQgetvalue(r, 0, 6));
+    set_state(w, "busy");
+    char dir[2048], err[1024];
+    avo_problem p;
+    json_t *res = NULL;
+    if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) < 0) {
+        res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
+    } else {
+        avo_eval_opts eo = {.harness_path = w->o->harness, .cache_dir = w->o->cache_dir,
+                            .state_dir = w->o->state_dir, .scratch_root = w->o->scratch_root,
+                            .timeout_s = w->o->timeout_s, .gpu_index = w->o->gpu_index, .profile = 1,
+                            .profile_config = config, .should_cancel = profile_tick, .cancel_arg = w};
+        if (avo_eval_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err,
+                               sizeof err) < 0)
+            res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
+        avo_problem_free(&p);
+    }
+    reap_orphans();
+    const char *outcome = json_string_value(json_object_get(res, "outcome"));
+    if (!outcome)
+        outcome = "crash";
+    avo_logx(AVO_LOG_INFO, "worker", &lc, "profile %s: %s", id, outcome);
+    int suspect = gpu_suspect(w, outcome);
+    char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
+    const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
+    for (int attempt = 0; attempt < 20 && !w->lease_lost && !(*w->o->stop > 1); attempt++) {
+        if (ensure_connected(w, 1) < 0)
+            break;
+        PGresult *c = exec(w, "SELECT avo_complete_profile($1, $2, $3::jsonb)", 3, pc);
+        if (c) {
+            if (strcmp(PQgetvalue(c, 0, 0), "t") != 0)
+                avo_info("worker", "profile %s: result not stored (no longer ours)", id);
+            PQclear(c);
+            break;
+        }
+        sleep_ms(500);
+    }
+    free(text);
+    json_decref(res);
+    PQclear(r);
+    w->profile_id = 0;
+    w->lease_lost = 0;
+    after_run(w, suspect);
+    return 3;
+}
+
 static int try_claim(worker *w)
 {
     int prog = run_program(w);
     if (prog != 0)
+        return prog;
+    /* An evaluation already claimed (prefetched) goes before a profile. */
+    if (!w->next && (prog = run_profile(w)) != 0)
         return prog;
     if (w->next) {
         PGresult *n = w->next;
@@ -731,7 +848,7 @@ int avo_worker_run(const avo_worker_opts *o)
         }
         int got = try_claim(&w);
         if (got > 0) {
-            /* 2: a microbenchmark ran, which is not an evaluation. */
+            /* 2: a microbenchmark ran, 3: a profile; neither is an evaluation. */
             if (got == 1 && o->max_evals && ++done >= o->max_evals)
                 break;
             continue;

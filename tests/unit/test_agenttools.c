@@ -304,10 +304,29 @@ static void test_profile_text(void **state)
                              "\"events\":[\"task_clock\"]}}",
                              0, NULL);
     assert_int_equal(avo_agent_profile_text(cpu, 3, NULL, &out, err, sizeof err), 0);
-    assert_non_null(strstr(out, "no hardware counters for this evaluation: perf_event_open(cycles): ENOENT"));
+    assert_non_null(strstr(out, "no hardware counters: perf_event_open(cycles): ENOENT"));
     assert_non_null(strstr(out, "events the worker reads: [\"task_clock\"]"));
     free(out);
     json_decref(cpu);
+    /* A profile task's result: no times, so the last configuration by
+     * default; the task clock still read where the PMU is not. */
+    json_t *prof = json_loads(
+        "{\"outcome\":\"ok\",\"mode\":\"profile\",\"configs\":["
+        "{\"name\":\"128\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no PMU\",\"task_clock_s\":0.001}},"
+        "{\"name\":\"512\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no PMU\",\"task_clock_s\":0.25}}]}",
+        0, NULL);
+    assert_int_equal(avo_agent_profile_text(prof, 5, NULL, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "candidate 5, configuration 512 (profile run, 2 checked calls)"));
+    assert_non_null(strstr(out, "no hardware counters: no PMU"));
+    assert_non_null(strstr(out, "task_clock_s = 0.25"));
+    free(out);
+    json_decref(prof);
+    /* A candidate the profile run found wrong: the outcome, not counters. */
+    json_t *bad = json_loads("{\"outcome\":\"wrong_result\",\"detail\":\"config 128, call 0: C[3] off\","
+                             "\"configs\":[]}", 0, NULL);
+    assert_int_equal(avo_agent_profile_text(bad, 9, NULL, &out, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "candidate 9 did not pass its checked calls (outcome wrong_result): config 128"));
+    json_decref(bad);
 }
 
 int main(void)
