@@ -628,6 +628,26 @@ static int program_tick(void *arg)
     return 0;
 }
 
+/* Store a program's or a profile's result (sql: a completion taking the
+ * task's id, the worker's id and the result, answering whether it was
+ * still this worker's), retrying through a database blip as long as the
+ * worker is not told twice to stop. */
+static void store_task_result(worker *w, const char *sql, const char *const *params, const char *what)
+{
+    for (int attempt = 0; attempt < 20 && !(*w->o->stop > 1); attempt++) {
+        if (ensure_connected(w, 1) < 0)
+            break;
+        PGresult *c = exec(w, sql, 3, params);
+        if (c) {
+            if (strcmp(PQgetvalue(c, 0, 0), "t") != 0)
+                avo_info("worker", "%s %s: result not stored (no longer ours)", what, params[0]);
+            PQclear(c);
+            break;
+        }
+        sleep_ms(500);
+    }
+}
+
 /* A queued microbenchmark (sql/007_programs.sql), run before any
  * evaluation: an agent is waiting on it, and it is bounded (compile and
  * AVO_PROGRAM_TIMEOUT_S), so its lease covers it whole without heartbeats.
@@ -661,16 +681,7 @@ static int run_program(worker *w)
     char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
     const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
     avo_info("worker", "program %s: %s", id, json_string_value(json_object_get(res, "outcome")));
-    for (int attempt = 0; attempt < 20 && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w, 1) < 0)
-            break;
-        PGresult *c = exec(w, "SELECT avo_complete_program($1, $2, $3::jsonb)", 3, pc);
-        if (c) {
-            PQclear(c);
-            break;
-        }
-        sleep_ms(500);
-    }
+    store_task_result(w, "SELECT avo_complete_program($1, $2, $3::jsonb)", pc, "program");
     free(text);
     json_decref(res);
     PQclear(r);
@@ -757,18 +768,8 @@ static int run_profile(worker *w)
     int suspect = gpu_suspect(w, outcome);
     char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
     const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
-    for (int attempt = 0; attempt < 20 && !w->lease_lost && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w, 1) < 0)
-            break;
-        PGresult *c = exec(w, "SELECT avo_complete_profile($1, $2, $3::jsonb)", 3, pc);
-        if (c) {
-            if (strcmp(PQgetvalue(c, 0, 0), "t") != 0)
-                avo_info("worker", "profile %s: result not stored (no longer ours)", id);
-            PQclear(c);
-            break;
-        }
-        sleep_ms(500);
-    }
+    if (!w->lease_lost)
+        store_task_result(w, "SELECT avo_complete_profile($1, $2, $3::jsonb)", pc, "profile");
     free(text);
     json_decref(res);
     PQclear(r);

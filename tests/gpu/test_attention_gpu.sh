@@ -65,7 +65,9 @@ evaluate() {
     [ -n "$knobs" ] && tr ',' '\n' <<<"$knobs" | sed 's/^ */#define /; s/=/ /' >>"$cand"
     cat "$file" >>"$cand"
     out="$T/out-$RANDOM.json"
-    timeout -k 5 600 avo-worker eval "$SMALL" "$cand" --json --timeout 300 --seed 20261203 >"$out" 2>"$out.err"
+    # --counters: the CUPTI pass, no longer part of a plain evaluation (a
+    # profile task runs it), with its opt-out for the unprofiled configs.
+    timeout -k 5 600 avo-worker eval "$SMALL" "$cand" --json --counters --timeout 300 --seed 20261203 >"$out" 2>"$out.err"
     python3 - "$out" "$label" <<'PY'
 import json, sys
 label = sys.argv[2]
@@ -107,6 +109,27 @@ if [ "$CC" = 9.0 ]; then
     for k in ${AVO_ATTN_SM90_KNOBS:-}; do run_case kernels/attention/seed_sm90.cu "$k"; done
 else
     echo "# seed_sm90.cu skipped: compute capability $CC is not Hopper (9.0)"
+fi
+
+# Counters as their own task (issue 20, point 5): a plain evaluation runs no
+# CUPTI pass and says so per configuration; the profile mode (the worker's
+# profile task: avo-worker eval --profile) runs the checked calls of the one
+# configuration asked for, then the CUPTI pass, with no timing.
+PROFILED=$(jq -r '.counters.configs[0]' "$SMALL/problem.json")
+timeout -k 5 600 avo-worker eval "$SMALL" kernels/attention/seed.cu --json --timeout 300 >"$T/plain.json" 2>&1
+if jq -e '.outcome == "ok" and all(.configs[]; .counters.available == false and (.counters.reason | test("not profiled in the evaluation")))' "$T/plain.json" >/dev/null; then
+    ok "a plain evaluation runs no counters pass and says why per configuration"
+else
+    notok "a plain evaluation runs no counters pass ($(jq -c '[.outcome, .configs[0].counters]' "$T/plain.json" 2>&1 | head -c 300))"
+fi
+timeout -k 5 600 avo-worker eval "$SMALL" kernels/attention/seed.cu --json --profile --config "$PROFILED" --timeout 300 \
+    >"$T/profile.json" 2>&1
+if jq -e --arg c "$PROFILED" '.outcome == "ok" and .mode == "profile" and .aggregate == null and (.configs | length) == 1
+        and .configs[0].name == $c and .configs[0].calls == 2 and .configs[0].counters.available == true
+        and (.configs[0].counters.kernels | length) > 0 and (.configs[0] | has("median_s") | not)' "$T/profile.json" >/dev/null; then
+    ok "the profile mode: the checked calls of $PROFILED, then CUPTI's ranges, no timing"
+else
+    notok "the profile mode ($(jq -c '[.outcome, .detail, .configs[0].counters]' "$T/profile.json" 2>&1 | head -c 400))"
 fi
 
 # The machine code: tensor-core instructions present, no local memory.

@@ -1026,6 +1026,31 @@ static void test_show(void **state)
     assert_null(strstr(text, "VS_BASELINE"));
     free(text);
 
+    /* Its latest profile task (issue 20, point 5): why and in which state,
+     * then its result's counters in the same line and table. */
+    json_t *prof = json_loads(
+        "{\"id\":9,\"why\":\"new_best\",\"state\":\"done\",\"attempts\":2,\"config\":null,"
+        "\"result\":{\"outcome\":\"ok\",\"detail\":\"1 configs profiled\",\"mode\":\"profile\","
+        "\"counters\":{\"available\":true,\"events\":[\"cycles\"]},"
+        "\"configs\":[{\"name\":\"4096\",\"calls\":2,\"counters\":{\"available\":true,\"ipc\":1.5,"
+        "\"cycles\":2000,\"reason\":null}}]}}", 0, NULL);
+    assert_non_null(prof);
+    json_object_set_new(show_json, "profile", prof);
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "\nprofile      9 (new_best, done, attempt 2), the configurations counters.configs "
+                                 "lists\noutcome      ok: 1 configs profiled\ncounters     available\n"));
+    assert_non_null(strstr(text, "\nCONFIG  IPC  CYCLES\n4096    1.5    2000\n"));
+    free(text);
+    /* Queued: no result yet, the task line alone. */
+    json_object_set_new(prof, "state", json_string("queued"));
+    json_object_set_new(prof, "config", json_string("4096"));
+    json_object_set_new(prof, "result", json_null());
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "\nprofile      9 (new_best, queued, attempt 2), configuration 4096\n"));
+    assert_null(strstr(text, "outcome      ok: 1"));
+    free(text);
+    json_object_del(show_json, "profile");
+
     /* A seed: no parent, no diff. */
     json_object_set_new(show_json, "parent", json_null());
     json_object_del(show_json, "diff");

@@ -184,6 +184,21 @@ static void m_counters_key(json_t *j) { json_object_set_new(j, "counters", json_
 static void m_counters_type(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[i]}", "configs", 1)); }
 static void m_counters_array(json_t *j) { json_object_set_new(j, "counters", json_pack("[s]", "256")); }
 
+/* A configuration by name, and the error that lists the valid ones (the
+ * profile route, the agent's profile tool and avo-harness --config). */
+static void test_config_index(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512] = "";
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    assert_int_equal(avo_problem_config_index(&p, "128", err, sizeof err), 0);
+    assert_int_equal(avo_problem_config_index(&p, "512", err, sizeof err), 3);
+    assert_int_equal(avo_problem_config_index(&p, "51", err, sizeof err), -ENOENT);
+    assert_string_equal(err, "problem cpu/sgemm has no configuration '51' (it has: 128, 256, 384x320x288, 512)");
+    avo_problem_free(&p);
+}
+
 /* counters.configs: which configurations the counters pass profiles. */
 static void test_counters_configs(void **state)
 {
@@ -424,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
         cmocka_unit_test(test_counters_configs),
+        cmocka_unit_test(test_config_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
