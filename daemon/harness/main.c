@@ -146,7 +146,8 @@ int main(int argc, char **argv)
         }
     }
     if (npos != 3) {
-        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin)\n");
+        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
+                        "[--deadline S] [--baseline B.so] [--counters | --profile [--config NAME]]\n");
         return 2;
     }
     if (confidence_given && !against) {
