@@ -498,6 +498,8 @@ static void spec_flags(const avoctl_args *a, avoctl_spec_flags *f)
         .gpu_seconds = avoctl_args_get(a, "gpu-seconds"),
         .energy_joules = avoctl_args_get(a, "energy-joules"),
         .migrate_every = avoctl_args_get(a, "migrate-every"),
+        .min_gain = avoctl_args_get(a, "min-gain"),
+        .confidence = avoctl_args_get(a, "confidence"),
     };
 }
 
@@ -1551,7 +1553,9 @@ static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
     {"stagnation-limit", 0, 1, "N", "end the job after N evaluations without a commit"},               \
     {"islands", 0, 1, "N", "parallel islands (lineages)"},                                              \
     {"migrate-every", 0, 1, "N", "commits between migrations of the best to the other islands"},        \
-    {"epsilon", 0, 1, "X", "commit slack: accept >= best*(1-X), 0 <= X <= 0.5"},                          \
+    {"epsilon", 0, 1, "X", "unpaired results only: accept >= best*(1+min_gain-X), 0 <= X <= 0.5"},       \
+    {"min-gain", 0, 1, "G", "commit: paired lower bound must exceed 1+G, 0 <= G < 1 (cuda 0.005, cpu 0.02)"}, \
+    {"confidence", 0, 1, "C", "commit: confidence of that lower bound, 0 < C < 1 (default 0.95)"},      \
     {"priority", 0, 1, "N", "scheduling priority (higher first)"},                                      \
     {"watch", 'w', 0, NULL, "watch the job's events after submitting"}
 
@@ -1618,7 +1622,8 @@ static const avoctl_command commands[] = {
      "                     [--operator OP]\n"
      "                     [--evaluations N] [--wall SECONDS] [--gpu-seconds X] [--energy-joules X]\n"
      "                     [--target-score X] [--patience N] [--stagnation-limit N]\n"
-     "                     [--islands N] [--migrate-every N] [--epsilon X] [--priority N] [--watch]",
+     "                     [--islands N] [--migrate-every N] [--epsilon X] [--min-gain G] [--confidence C]\n"
+     "                     [--priority N] [--watch]",
      "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE"},
     {"fork", cmd_fork, "avoctl fork CANDIDATE [--problem P] [submit flags] [--watch]",
      "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1,

@@ -40,7 +40,7 @@ static json_t *sub_object(json_t *obj, const char *key)
 
 typedef struct {
     int64_t evals, islands, prio, seed_cand, patience, stag_limit, migrate;
-    double wall, eps, target, gpu, energy;
+    double wall, eps, target, gpu, energy, min_gain, confidence;
 } parsed;
 
 static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t errlen)
@@ -73,6 +73,8 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
         {offsetof(avoctl_spec_flags, target_score), "--target-score", 1e-12, 1e300, offsetof(parsed, target)},
         {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", 0.001, 1e9, offsetof(parsed, gpu)},
         {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 0.001, 1e15, offsetof(parsed, energy)},
+        {offsetof(avoctl_spec_flags, min_gain), "--min-gain", 0, 1, offsetof(parsed, min_gain)},
+        {offsetof(avoctl_spec_flags, confidence), "--confidence", 0, 1, offsetof(parsed, confidence)},
     };
 
     memset(p, 0, sizeof *p);
@@ -108,13 +110,22 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
                                      (double *)((char *)p + nums[i].dst), err, errlen) < 0)
             return -EINVAL;
     }
+    /* Open ends the table's closed ranges cannot say. */
+    if (f->min_gain && !(p->min_gain < 1)) {
+        snprintf(err, errlen, "--min-gain: must be in [0, 1) (a fraction: 0.005 is 0.5%%)");
+        return -EINVAL;
+    }
+    if (f->confidence && !(p->confidence > 0 && p->confidence < 1)) {
+        snprintf(err, errlen, "--confidence: must be in (0, 1) (0.95 is 95%%)");
+        return -EINVAL;
+    }
     return 0;
 }
 
 int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
 {
     parsed p;
-    json_t *out = NULL, *budget = NULL, *stag = NULL, *seed = NULL, *source = NULL;
+    json_t *out = NULL, *budget = NULL, *stag = NULL, *seed = NULL, *source = NULL, *commit = NULL;
     int rc;
 
     /* Validate everything, and read the seed, before touching the
@@ -154,6 +165,14 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
             rc = rc ? rc : set(stag, "patience", json_integer(p.patience));
         if (f->stagnation_limit)
             rc = rc ? rc : set(stag, "limit", json_integer(p.stag_limit));
+    }
+    if (!rc && (f->min_gain || f->confidence)) {
+        if (!(commit = sub_object(out, "commit")))
+            rc = -ENOMEM;
+        if (f->min_gain)
+            rc = rc ? rc : set(commit, "min_gain", json_real(p.min_gain));
+        if (f->confidence)
+            rc = rc ? rc : set(commit, "confidence", json_real(p.confidence));
     }
     if (!rc && (f->seed_file || f->seed_candidate)) {
         /* The two kinds of seed exclude each other (avod refuses both). */
@@ -196,6 +215,7 @@ cleanup:
     json_decref(source);
     json_decref(seed);
     json_decref(stag);
+    json_decref(commit);
     json_decref(budget);
     json_decref(out);
     return rc;

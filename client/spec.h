@@ -24,6 +24,8 @@ typedef struct {
     const char *gpu_seconds;      /* budget.gpu_seconds */
     const char *energy_joules;    /* budget.energy_joules */
     const char *migrate_every;
+    const char *min_gain;         /* commit.min_gain */
+    const char *confidence;       /* commit.confidence */
 } avoctl_spec_flags;
 
 /* Largest --seed file read; avod's own (smaller) limit gives its message. */
@@ -31,7 +33,7 @@ typedef struct {
 
 /* Validate the flags and merge them into *spec: a new object when *spec is
  * NULL, else the given one (a spec file), flags winning and "budget",
- * "stagnation" and "seed" merged field by field (a seed flag replaces the
+ * "stagnation", "commit" and "seed" merged field by field (a seed flag replaces the
  * file's seed source but keeps its knobs). --seed FILE is read here: the
  * spec carries {"file": basename, "source": text}.
  * Returns 0; -EINVAL with err naming the flag (a usage error); another

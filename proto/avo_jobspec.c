@@ -7,12 +7,13 @@
 
 static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
                                          "target_score", "stagnation", "islands", "migrate_every",
-                                         "epsilon", "priority", "operator_params", "agent", NULL};
+                                         "epsilon", "priority", "operator_params", "agent", "commit", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
                                             "energy_joules", "tokens", "cost_usd", NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
+static const char *const commit_fields[] = {"min_gain", "confidence", NULL};
 static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", "supervise_after",
                                            "supervise_failures", "failed_steps", "backoff_s", "backoff_max_s",
                                            NULL};
@@ -96,6 +97,44 @@ static int get_str(json_t *obj, const char *where, const char *key, char *out, s
     }
     snprintf(out, outlen, "%s", json_string_value(v));
     return 0;
+}
+
+/* commit: {"min_gain": G in [0, 1), "confidence": C in (0, 1)}, both
+ * optional; the bounds are open where a value would make the rule
+ * meaningless (a confidence of 1, a gain of 100%). */
+static int parse_commit(json_t *c, avo_jobspec *s, char *err, size_t errlen)
+{
+    int rc;
+    s->min_gain = -1;
+    s->confidence = AVO_COMMIT_CONFIDENCE;
+    if (!c)
+        return 0;
+    if (!json_is_object(c)) {
+        snprintf(err, errlen, "commit: must be an object like {\"min_gain\": 0.005, \"confidence\": 0.95}");
+        return -22;
+    }
+    if ((rc = check_known(c, commit_fields, "commit", err, errlen)) < 0 ||
+        (rc = get_num(c, "min_gain", "commit.", -1e300, 1e300, &s->min_gain, err, errlen)) < 0 ||
+        (rc = get_num(c, "confidence", "commit.", -1e300, 1e300, &s->confidence, err, errlen)) < 0)
+        return rc;
+    if (json_object_get(c, "min_gain") && !(s->min_gain >= 0 && s->min_gain < 1)) {
+        snprintf(err, errlen, "commit.min_gain must be in [0, 1) (a fraction: 0.005 is 0.5%%), not %g", s->min_gain);
+        return -34;
+    }
+    if (!(s->confidence > 0 && s->confidence < 1)) {
+        snprintf(err, errlen, "commit.confidence must be in (0, 1) (0.95 is 95%%), not %g", s->confidence);
+        return -34;
+    }
+    return 0;
+}
+
+void avo_jobspec_commit_resolve(avo_jobspec *s, json_t *normalized, int cuda)
+{
+    if (s->min_gain < 0)
+        s->min_gain = cuda ? AVO_COMMIT_MIN_GAIN_CUDA : AVO_COMMIT_MIN_GAIN_CPU;
+    if (normalized)
+        json_object_set_new(normalized, "commit", json_pack("{s:f,s:f}", "min_gain", s->min_gain, "confidence",
+                                                             s->confidence));
 }
 
 int avo_jobspec_target_valid(const char *t)
@@ -293,7 +332,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
 
     if ((rc = get_int(in, "islands", "", 1, 256, &s->islands, err, errlen)) < 0 ||
         (rc = get_num(in, "epsilon", "", 0, 0.5, &s->epsilon, err, errlen)) < 0 ||
-        (rc = get_int(in, "priority", "", -1000, 1000, &s->priority, err, errlen)) < 0)
+        (rc = get_int(in, "priority", "", -1000, 1000, &s->priority, err, errlen)) < 0 ||
+        (rc = parse_commit(json_object_get(in, "commit"), s, err, errlen)) < 0)
         return rc;
     json_t *p = json_object_get(in, "operator_params");
     if (p) {
@@ -352,6 +392,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(n, "target_score", json_real(s->target_score));
         if (s->gpu[0])
             json_object_set_new(n, "gpu", json_string(s->gpu));
+        /* min_gain only once the backend resolves it (avo_jobspec_commit_resolve) */
+        json_object_set_new(n, "commit", json_pack("{s:f}", "confidence", s->confidence));
+        if (s->min_gain >= 0)
+            json_object_set_new(json_object_get(n, "commit"), "min_gain", json_real(s->min_gain));
         if (s->seed_name[0] || s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
             json_t *sd = json_object();
             if (s->seed_name[0])

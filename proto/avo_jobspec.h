@@ -32,7 +32,9 @@ typedef struct {
     int stagnation_limit;     /* evaluations without a commit (any island) that end the job, 0 = none */
     int islands;              /* lineages, each with one evaluation in flight */
     int migrate_every;        /* commits between migrations of the global best */
-    double epsilon;           /* commit rule slack */
+    double epsilon;           /* commit rule slack (the unpaired fallback only) */
+    double min_gain;          /* commit.min_gain in [0, 1); < 0: the backend's default, set at submission */
+    double confidence;        /* commit.confidence in (0, 1) */
     int priority;
     uint64_t rng_seed;        /* operator randomness; 0 = chosen at submission */
     /* The seed: the package's (all empty), a file's source (seed_file names
@@ -44,11 +46,22 @@ typedef struct {
     json_t *seed_knobs;       /* owned: {"BM":64,...} or NULL */
 } avo_jobspec;
 
+/* commit's defaults: a GPU problem's paired ratios are tight, a shared
+ * CPU's are not (docs/jobs.md, "The commit rule"). */
+#define AVO_COMMIT_MIN_GAIN_CUDA 0.005
+#define AVO_COMMIT_MIN_GAIN_CPU 0.02
+#define AVO_COMMIT_CONFIDENCE 0.95
+
 /* Returns 0 and a new normalised object in *normalized (may be NULL), or a
  * negative int with "FIELD: reason" in err. The normalised spec keeps the
  * seed's file name and knobs but not its source (stored once, by content). */
 int avo_jobspec_parse(json_t *in, avo_jobspec *out, json_t **normalized, char *err, size_t errlen);
 void avo_jobspec_clear(avo_jobspec *s);
+
+/* Once the problem's backend is known (avod, at submission): an unset
+ * commit.min_gain takes the backend's default, in s and in the normalised
+ * spec, so the stored spec says what applied. */
+void avo_jobspec_commit_resolve(avo_jobspec *s, json_t *normalized, int cuda);
 
 /* "cpu" or "sm_" followed by digits. */
 int avo_jobspec_target_valid(const char *t);

@@ -14,7 +14,7 @@
 #include "avo_log.h"
 #include "avo_paths.h"
 #include "avo_problem.h"
-#include "evolve.h"
+#include "commit.h"
 #include "llmcall.h"
 #include "llmhttp.h"
 #include "seedcheck.h"
@@ -107,7 +107,8 @@ struct step {
     size_t last_bytes;          /* and in bytes: the next prompt is estimated from them */
     long long held_tokens;      /* what the request in flight may use, held in the job's ledger */
     double held_cost;
-    double cost, epsilon;
+    double cost;
+    avo_commit_params cp;       /* the job's commit rule (commit.c) */
     json_t *calls;              /* the tool calls of the answer being worked through */
     size_t next_call;
     const char *call_id;        /* of the tool call being run */
@@ -313,8 +314,9 @@ static const char system_prompt[] =
     "read the problem and the lineage, search the knowledge base, edit the working copy, evaluate it (workers "
     "check it against a trusted reference on fresh random inputs and time it on every configuration), and "
     "commit the best evaluated version with notes saying what changed and why it is faster. A commit is "
-    "accepted only if the version passed every check and scores at least the island's best; otherwise the "
-    "reason comes back and you may try again. Evaluations are the job's budget: evaluate when you expect a "
+    "accepted only if the version passed every check and is faster than the island's best beyond the noise "
+    "(timed paired against it, the lower bound of its speed ratio must clear the job's minimum gain); otherwise "
+    "the reason comes back and you may try again. Evaluations are the job's budget: evaluate when you expect a "
     "gain. If you cannot find an improvement, call give_up with the reason. Never try to detect or game the "
     "checker: results are checked after timing too, and suspicious ones are rejected.";
 
@@ -813,10 +815,22 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
         return;
     }
     fprintf(f, "candidate %s: outcome %s", cand, outcome ? outcome : state);
-    if (outcome && !strcmp(outcome, "ok"))
-        fprintf(f, ", aggregate %.6g %s (the island's best is %.6g; a commit needs at least %.6g)",
-                json_number_value(json_object_get(r, "aggregate")), unit ? unit : "", best,
-                best * (1 - s->epsilon));
+    if (outcome && !strcmp(outcome, "ok")) {
+        /* What the commit tool would decide now, so the agent knows before it asks. */
+        const double agg = json_number_value(json_object_get(r, "aggregate"));
+        avo_commit_verdict v;
+        char why[1024];
+        avo_commit_judge(&s->cp, json_object_get(r, "paired"), agg, best, strtoll(PQgetvalue(res, 0, 4), NULL, 10),
+                         &v);
+        fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)\n", agg, unit ? unit : "", best);
+        if (v.commit)
+            fprintf(f, "commit rule: %s; a commit would be accepted", v.paired ? "a significant paired gain"
+                                                                               : "above the needed aggregate");
+        else {
+            avo_commit_explain(&s->cp, &v, strtoll(cand, NULL, 10), agg, best, why, sizeof why);
+            fprintf(f, "commit rule: %s", why);
+        }
+    }
     fprintf(f, "\n");
     if (detail && *detail)
         fprintf(f, "detail: %s\n", detail);
@@ -850,7 +864,8 @@ static void poll_eval(uv_timer_t *t)
     const char *p[] = {e, job, isl};
     if (query(s,
               "SELECT e.state, COALESCE(e.result, '{}'::jsonb)::text, "
-              "COALESCE((SELECT best FROM islands WHERE job_id = $2 AND idx = $3::int), 0), e.candidate_id "
+              "COALESCE((SELECT best FROM islands WHERE job_id = $2 AND idx = $3::int), 0), e.candidate_id, "
+              "COALESCE((SELECT best_candidate FROM islands WHERE job_id = $2 AND idx = $3::int), 0) "
               "FROM evaluations e WHERE e.id = $1",
               3, p, on_eval_row) < 0)
         uv_timer_start(&s->timer, poll_eval, POLL_MS * 4, 0);
@@ -941,9 +956,14 @@ static void on_commit_check(void *arg, PGresult *res, const char *err)
                        "can be committed", cand, outcome);
         return;
     }
-    if (!avo_commit_rule(agg, best, s->epsilon)) {
-        tool_errorf(s, "commit: candidate %lld scores %.6g, under the island's best %.6g (a commit needs at least "
-                       "%.6g); improve it or give_up", cand, agg, best, best * (1 - s->epsilon));
+    json_t *paired = PQgetisnull(res, 0, 5) ? NULL : json_loads(PQgetvalue(res, 0, 5), JSON_DECODE_ANY, NULL);
+    avo_commit_verdict v;
+    avo_commit_judge(&s->cp, paired, agg, best, strtoll(PQgetvalue(res, 0, 6), NULL, 10), &v);
+    json_decref(paired);
+    if (!v.commit) {
+        char why[1024];
+        avo_commit_explain(&s->cp, &v, cand, agg, best, why, sizeof why);
+        tool_errorf(s, "commit: %s; improve it or give_up", why);
         return;
     }
     char c[32], why[160];
@@ -962,9 +982,12 @@ static void tool_commit(step *s, json_t *args)
     const char *p[] = {c, isl};
     if (query(s,
               "SELECT c.job_id, c.hold, e.outcome, e.aggregate, "
-              "COALESCE((SELECT best FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0) "
-              "FROM candidates c LEFT JOIN LATERAL (SELECT outcome, aggregate FROM evaluations "
-              "WHERE candidate_id = c.id AND state IN ('done','failed') ORDER BY id DESC LIMIT 1) e ON true "
+              "COALESCE((SELECT best FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0), "
+              "e.result->'paired', "
+              "COALESCE((SELECT best_candidate FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0) "
+              "FROM candidates c LEFT JOIN LATERAL (SELECT outcome, aggregate, result FROM evaluations "
+              "WHERE candidate_id = c.id AND state IN ('done','failed') AND purpose = 'search' "
+              "ORDER BY id DESC LIMIT 1) e ON true "
               "WHERE c.id = $1",
               2, p, on_commit_check) < 0)
         tool_errorf(s, "the database is unavailable; try again");
@@ -1604,7 +1627,7 @@ static void setup(step *s, json_t *snap)
     s->backoff_max_s = (v = json_object_get(ag, "backoff_max_s")) ? (int)json_integer_value(v) : DEFAULT_BACKOFF_MAX_S;
     if (s->failed_steps <= 0)
         s->failed_steps = DEFAULT_FAILED_STEPS;
-    s->epsilon = json_number_value(json_object_get(spec, "epsilon"));
+    avo_commit_params_from_spec(spec, &s->cp);
     snprintf(s->target, sizeof s->target, "%s",
              json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))
                                                                  : "cpu");

@@ -80,8 +80,9 @@ static const tool_spec tools[] = {
       {"language", "string", "c or cuda", 1, 1, 8, "c|cuda"}}},
     {"commit",
      "Commit an evaluated candidate to the lineage, with notes for later steps (what changed and why it is "
-     "faster). Accepted only if it passed every check and scores at least the island's best; otherwise the reason "
-     "is returned and nothing changes. A commit ends the step.",
+     "faster). Accepted only if it passed every check and is faster than the island's best beyond the noise (its "
+     "speed ratio, timed paired against the best, has a lower confidence bound above the job's minimum gain); "
+     "otherwise the reason is returned and nothing changes. A commit ends the step.",
      {{"candidate", "integer", "the id evaluate returned", 1, 1, ID_MAX, NULL},
       {"notes", "string", "what changed and why", 1, 1, 4096, NULL}}},
     {"give_up", "End this step without a commit, with a one-line reason later steps will read.",

@@ -321,6 +321,7 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
         goto done;
     }
     json_object_set_new(sub->norm, "target", json_string(s->target));
+    avo_jobspec_commit_resolve(s, sub->norm, cuda);
     if (s->gpu[0] && !cuda) {
         avo_http_reply_error(req, 400, "bad_request", "gpu: problem '%s' runs on the CPU; a GPU model applies to "
                              "cuda problems", s->problem);

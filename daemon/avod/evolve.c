@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "avo_hash.h"
+#include "commit.h"
 #include "srcdiff.h"
 #include "tune.h"
 
@@ -29,7 +30,7 @@ typedef struct {
     const char *base_src;       /* the seed's source, knob defines not yet applied */
     const char *base_name;      /* its file name, for compiler messages (NULL: the package's) */
     json_t *spec, *snap, *d, *events;
-    double epsilon;
+    avo_commit_params cp;
     int nisl, migrate_every, patience, stag_limit;
     island isl[MAX_ISLANDS];
     json_int_t seed_cand, best_cand;
@@ -100,7 +101,7 @@ static char *render_knobs(step *s, json_t *knobs)
 }
 
 static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t *parents, const char *notes,
-                   int is_seed)
+                   int is_seed, json_int_t against)
 {
     char *src = NULL, *diff = NULL;
     char sha[AVO_SHA256_HEX];
@@ -128,6 +129,8 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
         return -12;
     }
     json_object_set_new(x, "parent", parent > 0 ? json_integer(parent) : json_null());
+    /* measured paired against the island's best as it stands after this step's results */
+    json_object_set_new(x, "against", against > 0 ? json_integer(against) : json_null());
     if (diff)
         json_object_set_new(x, "diff", json_string(diff));
     if (notes)
@@ -234,6 +237,8 @@ static int consume(step *s, json_t *f)
     double agg = num(f, "aggregate", 0);
     int ok = outcome && !strcmp(outcome, "ok");
     int k = (int)num(f, "island", 0), commit, new_best;
+    avo_commit_verdict v = {0};
+    int judged = 0;
     json_t *top = s->events, *evs = json_array();
     s->events = evs;
     if (k < 0 || k >= s->nisl)
@@ -263,11 +268,18 @@ static int consume(step *s, json_t *f)
          * it (its commit tool); the rule applies to them all the same. */
         const char *op = json_string_value(json_object_get(f, "operator"));
         const int asked = !op || strcmp(op, "agent") != 0 || json_is_true(json_object_get(f, "commit_requested"));
-        commit = ok && asked && s->best_cand > 0 && avo_commit_rule(agg, is->best, s->epsilon);
-        new_best = commit && agg > s->best;
+        judged = ok && asked && s->best_cand > 0;
+        if (judged)
+            avo_commit_judge(&s->cp, json_object_get(f, "paired"), agg, is->best, is->best_cand, &v);
+        commit = judged && v.commit;
+        /* A paired commit is faster than the version it was measured
+         * against, whatever the drift of absolute figures says: when that
+         * is the best, the candidate takes its place. */
+        const int over_island = v.paired && v.against == is->best_cand;
+        new_best = commit && (agg > s->best || (v.paired && v.against == s->best_cand));
         if (commit) {
             is->head = cand;
-            if (agg > is->best) {
+            if (agg > is->best || over_island) {
                 is->best = agg;
                 is->best_cand = cand;
             }
@@ -278,6 +290,8 @@ static int consume(step *s, json_t *f)
         } else {
             is->stale++;
             s->stale++;
+            if (judged && v.paired)
+                event(s, "not_significant", avo_commit_not_significant(&s->cp, &v, cand, k));
             stagnate(s, k);
         }
     }
@@ -294,6 +308,8 @@ static int consume(step *s, json_t *f)
                           "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"), "events",
                           evs);
     s->events = top;
+    if (judged)
+        json_object_set_new(c, "rule", avo_commit_verdict_json(&s->cp, &v));
     if (new_best)
         json_object_set_new(c, "speedup", s->seed_agg > 0 ? json_real(agg / s->seed_agg) : json_null());
     json_array_append_new(json_object_get(s->d, "consume"), c);
@@ -416,7 +432,7 @@ static int propose_islands(step *s, int left)
             snprintf(notes, sizeof notes, "tune: random point (restart, or enumeration of a small space)");
         if (is->level > 0)
             snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "; island stagnant, level %d", is->level);
-        if ((rc = propose(s, out.v, k, is->head, parents, notes, 0)) < 0)
+        if ((rc = propose(s, out.v, k, is->head, parents, notes, 0, is->best_cand)) < 0)
             goto cleanup;
         /* Seen by the next island as tried, not as its own. */
         pts[npts] = out;
@@ -456,7 +472,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     const char *custom = json_string_value(json_object_get(snap, "seed_source"));
     s->base_src = custom ? custom : seed_src;
     s->base_name = custom ? json_string_value(json_object_get(json_object_get(s->spec, "seed"), "file")) : NULL;
-    s->epsilon = num(s->spec, "epsilon", 0);
+    avo_commit_params_from_spec(s->spec, &s->cp);
     s->nisl = (int)num(s->spec, "islands", 1);
     if (s->nisl < 1 || s->nisl > MAX_ISLANDS)
         s->nisl = 1;
@@ -476,7 +492,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     if (!strcmp(state, "queued")) {
         json_object_set_new(d, "start", json_true());
         avo_problem_start_knobs(p, json_object_get(json_object_get(s->spec, "seed"), "knobs"), v);
-        if (propose(s, v, 0, 0, NULL, NULL, 1) < 0) {
+        if (propose(s, v, 0, 0, NULL, NULL, 1, 0) < 0) {
             snprintf(err, errlen, "cannot render the seed");
             goto fail;
         }

@@ -10,7 +10,8 @@
 
 #include "avo_problem.h"
 
-/* AVO's rule: a correct child commits when aggregate >= best * (1 - epsilon). */
+/* The absolute rule: a correct child commits when aggregate >= best * (1 - slack).
+ * commit.c's unpaired fallback asks it with slack = epsilon - min_gain. */
 int avo_commit_rule(double aggregate, double best, double epsilon);
 
 /* Returns a new decision object for avo_job_apply, or NULL with err set. */

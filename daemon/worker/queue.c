@@ -555,6 +555,15 @@ static int evaluate_one(worker *w, PGresult *claim)
             .should_cancel = heartbeat,
             .cancel_arg = w,
         };
+        /* avo_claim's against (the island's best, or the seed for a job's
+         * final measurement) and the job's commit confidence: the result's
+         * paired member is what the commit rule decides on. */
+        if (PQnfields(claim) >= 9 && !PQgetisnull(claim, 0, 7)) {
+            eo.against_id = strtoll(PQgetvalue(claim, 0, 6), NULL, 10);
+            eo.against_src = PQgetvalue(claim, 0, 7);
+            eo.against_len = (size_t)PQgetlength(claim, 0, 7);
+            eo.confidence = strtod(PQgetvalue(claim, 0, 8), NULL);
+        }
         if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
             avo_logx(AVO_LOG_ERROR, "worker", &lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,

@@ -571,6 +571,28 @@ static void test_spec_evolution_flags(void **state)
     assert_int_equal(avoctl_spec_build(&k, &spec, err, sizeof err), 0);
     assert_json(spec, "{\"seed\":{\"candidate\":7,\"name\":\"sm90\"}}");
     json_decref(spec);
+
+    /* The commit rule's flags, merged into a spec file's commit. */
+    json_error_t je;
+    spec = json_loads("{\"problem\":\"p\",\"commit\":{\"min_gain\":0.1}}", 0, &je);
+    avoctl_spec_flags c = {.confidence = "0.99"};
+    assert_int_equal(avoctl_spec_build(&c, &spec, err, sizeof err), 0);
+    assert_json(spec, "{\"commit\":{\"confidence\":0.99,\"min_gain\":0.1},\"problem\":\"p\"}");
+    avoctl_spec_flags m = {.min_gain = "0.005"};
+    assert_int_equal(avoctl_spec_build(&m, &spec, err, sizeof err), 0);
+    assert_json(json_object_get(spec, "commit"), "{\"confidence\":0.99,\"min_gain\":0.005}");
+    json_decref(spec);
+    spec = NULL;
+    avoctl_spec_flags bad = {.problem = "p", .min_gain = "1"};
+    assert_int_equal(avoctl_spec_build(&bad, &spec, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "--min-gain: must be in [0, 1)"));
+    avoctl_spec_flags bad2 = {.problem = "p", .confidence = "0"};
+    assert_int_equal(avoctl_spec_build(&bad2, &spec, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "--confidence: must be in (0, 1)"));
+    avoctl_spec_flags bad3 = {.problem = "p", .confidence = "1.5"};
+    assert_int_equal(avoctl_spec_build(&bad3, &spec, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "--confidence"));
+    assert_null(spec);
 }
 
 /* --seed FILE sends the file's name and text; the text is what is on disk,

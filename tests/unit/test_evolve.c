@@ -1,5 +1,6 @@
 /* The evolution step: AVO's commit rule, a broken seed failing the job at
  * once, budgets finishing it, and proposals parented on the lineage head. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "daemon/avod/commit.h"
 #include "daemon/avod/evolve.h"
 
 static avo_problem prob;
@@ -318,6 +320,158 @@ static void test_custom_seed_and_start_knobs(void **state)
     json_decref(d);
 }
 
+/* One result of candidate 3 on island 0, whose best is candidate 2 (10.0),
+ * with the job's commit {min_gain 0.005, confidence 0.95}. */
+static json_t *consume_one(const char *result_tail, const char *spec_extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"id\":1,\"state\":\"running\",\"spec\":{\"commit\":{\"min_gain\":0.005,\"confidence\":0.95}%s},"
+             "\"budget\":10,\"total\":3,\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":2,"
+             "\"best_aggregate\":10,\"seed_aggregate\":5,\"islands\":[{\"idx\":0,\"head\":2,\"best_candidate\":2,"
+             "\"best\":10}],\"finished\":[{\"eval\":3,\"candidate\":3,\"parent\":2,\"island\":0,\"outcome\":\"ok\","
+             "%s}],\"tried\":[]}",
+             spec_extra, result_tail);
+    return decide(text);
+}
+
+static json_t *event_of(json_t *consume_entry, const char *kind)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(consume_entry, "events"), i, e)
+        if (!strcmp(json_string_value(json_object_get(e, "kind")), kind))
+            return json_object_get(e, "data");
+    return NULL;
+}
+
+static void test_paired_noise_is_never_committed(void **state)
+{
+    (void)state;
+    /* A/A-like: the same speed, the interval straddling 1, even with a higher absolute figure */
+    json_t *d = consume_one("\"aggregate\":10.4,\"against\":2,\"paired\":{\"against\":2,\"method\":"
+                            "\"bootstrap-percentile\",\"ratio\":1.001,\"low\":0.998,\"ci\":[0.996,1.006]}", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    assert_false(json_is_true(json_object_get(c, "new_best")));
+    json_t *ns = event_of(c, "not_significant");
+    assert_non_null(ns);
+    assert_int_equal(json_integer_value(json_object_get(ns, "candidate")), 3);
+    assert_int_equal(json_integer_value(json_object_get(ns, "island")), 0);
+    assert_int_equal(json_integer_value(json_object_get(ns, "against")), 2);
+    assert_true(json_real_value(json_object_get(ns, "ratio")) == 1.001);
+    assert_true(json_real_value(json_object_get(ns, "low")) == 0.998);
+    assert_true(json_real_value(json_array_get(json_object_get(ns, "ci"), 1)) == 1.006);
+    assert_true(json_real_value(json_object_get(ns, "min_gain")) == 0.005);
+    assert_true(json_real_value(json_object_get(ns, "confidence")) == 0.95);
+    assert_string_equal(json_string_value(json_object_get(ns, "reason")), "not a significant gain");
+    /* the consume entry says the rule was paired */
+    assert_true(json_is_true(json_object_get(json_object_get(c, "rule"), "paired")));
+    json_decref(d);
+
+    /* a real gain (low above 1) below min_gain: still no commit, and said so */
+    d = consume_one("\"aggregate\":10.3,\"paired\":{\"against\":2,\"ratio\":1.01,\"low\":1.003,\"ci\":[1.002,1.02]}",
+                    "");
+    c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    assert_string_equal(json_string_value(json_object_get(event_of(c, "not_significant"), "reason")),
+                        "a real gain, but below commit.min_gain");
+    json_decref(d);
+}
+
+static void test_paired_significant_gain_commits(void **state)
+{
+    (void)state;
+    /* low above 1 + min_gain against the island's best: committed, and it
+     * becomes the best although its absolute figure drifted below */
+    json_t *d = consume_one("\"aggregate\":9.9,\"paired\":{\"against\":2,\"ratio\":1.034,\"low\":1.012,"
+                            "\"ci\":[1.008,1.061]}", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_true(json_is_true(json_object_get(c, "commit")));
+    assert_true(json_is_true(json_object_get(c, "new_best")));
+    assert_null(event_of(c, "not_significant"));
+    json_t *isl = json_array_get(json_object_get(d, "islands"), 0);
+    assert_int_equal(json_integer_value(json_object_get(isl, "best_candidate")), 3);
+    assert_int_equal(json_integer_value(json_object_get(isl, "head")), 3);
+    /* the next proposal is measured against the new best */
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(d, "propose"), 0), "against")),
+                     3);
+    json_decref(d);
+    /* exactly at the bound: not above it */
+    d = consume_one("\"aggregate\":11,\"paired\":{\"against\":2,\"ratio\":1.02,\"low\":1.005,\"ci\":[1.005,1.03]}",
+                    "");
+    assert_false(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
+    json_decref(d);
+}
+
+static void test_paired_against_an_old_best(void **state)
+{
+    (void)state;
+    /* measured against candidate 1, but the island's best is now 2 (10.0) */
+    json_t *d = consume_one("\"aggregate\":9.5,\"paired\":{\"against\":1,\"ratio\":1.9,\"low\":1.8,"
+                            "\"ci\":[1.8,2.0]}", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    json_t *ns = event_of(c, "not_significant");
+    assert_int_equal(json_integer_value(json_object_get(ns, "against")), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(ns, "reason")), "no longer the island's best"));
+    json_decref(d);
+    /* ... unless it also beats the new best outright */
+    d = consume_one("\"aggregate\":10.5,\"paired\":{\"against\":1,\"ratio\":2.1,\"low\":2.0,\"ci\":[2.0,2.2]}", "");
+    c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_true(json_is_true(json_object_get(c, "commit")));
+    assert_true(json_is_true(json_object_get(c, "new_best")));
+    json_decref(d);
+}
+
+static void test_unpaired_fallback(void **state)
+{
+    (void)state;
+    /* no paired member: absolute, needing best * (1 + min_gain) = 10.05 */
+    json_t *d = consume_one("\"aggregate\":10.04", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    assert_null(event_of(c, "not_significant"));
+    json_t *rule = json_object_get(c, "rule");
+    assert_true(json_is_false(json_object_get(rule, "paired")));
+    assert_string_equal(json_string_value(json_object_get(rule, "why")), "the result has no paired measurement");
+    assert_true(fabs(json_real_value(json_object_get(rule, "threshold")) - 10.05) < 1e-9);
+    json_decref(d);
+    d = consume_one("\"aggregate\":10.06", "");
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
+    json_decref(d);
+    /* a paired measurement that failed falls back too, saying why; epsilon
+     * (the exploration slack) lowers the fallback's bar: 10 * (1 + 0.005 - 0.03) */
+    d = consume_one("\"aggregate\":9.8,\"paired\":{\"against\":2,\"error\":\"the against did not compile\"}",
+                    ",\"epsilon\":0.03");
+    c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_true(json_is_true(json_object_get(c, "commit")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c, "rule"), "why")),
+                        "the against did not compile");
+    json_decref(d);
+    /* ... but never a paired one: a paired loss with the same slack stays out */
+    d = consume_one("\"aggregate\":10.2,\"paired\":{\"against\":2,\"ratio\":0.99,\"low\":0.98,\"ci\":[0.98,1.0]}",
+                    ",\"epsilon\":0.03");
+    assert_false(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
+    json_decref(d);
+}
+
+static void test_commit_explain_says_by_how_much(void **state)
+{
+    (void)state;
+    avo_commit_params p = {.min_gain = 0.005, .confidence = 0.95};
+    avo_commit_verdict v;
+    char msg[512];
+    json_t *paired = json_pack("{s:i,s:f,s:f,s:[f,f]}", "against", 2, "ratio", 1.003, "low", 0.997, "ci", 0.996,
+                               1.011);
+    avo_commit_judge(&p, paired, 10.03, 10.0, 2, &v);
+    assert_false(v.commit);
+    avo_commit_explain(&p, &v, 12, 10.03, 10.0, msg, sizeof msg);
+    assert_string_equal(msg, "candidate 12 is 0.3% faster than the island's best (95% interval -0.4% .. +1.1%): "
+                             "not a significant gain; a commit needs a lower bound above +0.5%");
+    json_decref(paired);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +486,11 @@ int main(void)
         cmocka_unit_test(test_stagnation_tells_the_operator_then_stops),
         cmocka_unit_test(test_target_score_and_resource_budgets_end_the_job),
         cmocka_unit_test(test_custom_seed_and_start_knobs),
+        cmocka_unit_test(test_paired_noise_is_never_committed),
+        cmocka_unit_test(test_paired_significant_gain_commits),
+        cmocka_unit_test(test_paired_against_an_old_best),
+        cmocka_unit_test(test_unpaired_fallback),
+        cmocka_unit_test(test_commit_explain_says_by_how_much),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

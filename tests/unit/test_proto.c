@@ -187,6 +187,45 @@ static void test_errors_name_the_field(void **state)
     expect_error("[1]", "must be a JSON object");
 }
 
+/* commit: each bad field refused by name; defaults resolved by backend. */
+static void test_commit_spec(void **state)
+{
+    (void)state;
+    expect_error("{\"problem\":\"p\",\"commit\":{\"min_gain\":1}}", "commit.min_gain must be in [0, 1)");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"min_gain\":-0.01}}", "commit.min_gain must be in [0, 1)");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"min_gain\":\"1%\"}}", "commit.min_gain: must be a number");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"confidence\":1}}", "commit.confidence must be in (0, 1)");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"confidence\":0}}", "commit.confidence must be in (0, 1)");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"confidence\":95}}", "commit.confidence must be in (0, 1)");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"confidence\":null}}", "commit.confidence: must be a number");
+    expect_error("{\"problem\":\"p\",\"commit\":{\"gain\":0.1}}",
+                 "commit.gain: unknown field (expected one of: min_gain, confidence)");
+    expect_error("{\"problem\":\"p\",\"commit\":0.01}", "commit: must be an object");
+
+    avo_jobspec s;
+    json_t *n = NULL;
+    char err[256];
+    /* unset: the backend decides, and the stored spec says what applied */
+    assert_int_equal(parse("{\"problem\":\"p\"}", &s, &n, err, sizeof err), 0);
+    assert_null(json_object_get(json_object_get(n, "commit"), "min_gain"));
+    avo_jobspec_commit_resolve(&s, n, 1);
+    assert_true(s.min_gain == AVO_COMMIT_MIN_GAIN_CUDA);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "min_gain")) == 0.005);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "confidence")) == 0.95);
+    json_decref(n);
+    assert_int_equal(parse("{\"problem\":\"p\"}", &s, &n, err, sizeof err), 0);
+    avo_jobspec_commit_resolve(&s, n, 0);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "min_gain")) == 0.02);
+    json_decref(n);
+    /* given: kept whatever the backend, 0 included */
+    assert_int_equal(parse("{\"problem\":\"p\",\"commit\":{\"min_gain\":0,\"confidence\":0.99}}", &s, &n, err,
+                           sizeof err), 0);
+    avo_jobspec_commit_resolve(&s, n, 0);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "min_gain")) == 0.0);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "confidence")) == 0.99);
+    json_decref(n);
+}
+
 static void test_routes(void **state)
 {
     (void)state;
@@ -259,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_seed_budgets_and_stops),
         cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_commit_spec),
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_token_files),
     };

@@ -1,0 +1,54 @@
+/* The commit rule that knows the noise (docs/jobs.md, "The commit rule"):
+ * whether one correct candidate joins its island's lineage, decided on its
+ * paired measurement against the island's best when the result has one,
+ * and on absolute aggregates otherwise. Pure: the engine (evolve.c) and the
+ * agent's commit tool (agent.c) both ask it, so they never disagree. */
+#ifndef AVO_COMMIT_H
+#define AVO_COMMIT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "avo_jobspec.h"
+
+
+typedef struct {
+    double min_gain;    /* commit.min_gain: the gain a commit must clear */
+    double confidence;  /* commit.confidence: of the lower bound that must clear it */
+    double epsilon;     /* exploration slack: the unpaired fallback only */
+} avo_commit_params;
+
+typedef struct {
+    int commit;
+    int paired;             /* decided on a paired measurement */
+    json_int_t against;     /* paired: what it was measured against */
+    double ratio, low, ci_lo, ci_hi;
+    double threshold;       /* unpaired: the aggregate a commit needs */
+    char reason[512];       /* not committed: why; unpaired: why unpaired */
+} avo_commit_verdict;
+
+/* From a stored job spec. A spec without "commit" (a job submitted before
+ * the rule existed) keeps the rule it was started under: min_gain 0. */
+void avo_commit_params_from_spec(json_t *spec, avo_commit_params *p);
+
+/* One correct candidate with aggregate `aggregate` and result member
+ * `paired` (NULL when absent) against its island's best (`best`, candidate
+ * `best_cand`). */
+void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best,
+                      json_int_t best_cand, avo_commit_verdict *v);
+
+/* The verdict as recorded with the result ("rule" of its consume entry). */
+json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_verdict *v);
+
+/* The not_significant event's data: a paired verdict that did not commit. */
+json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand,
+                                   int island);
+
+/* What a person (or the agent) reads for a verdict that did not commit:
+ * "candidate 12 is 0.3% faster than the island's best (95% interval
+ * -0.4% .. +1.1%): not a significant gain; a commit needs a lower bound
+ * above +0.5%". */
+void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand, double aggregate,
+                        double best, char *out, size_t outlen);
+
+#endif
