@@ -748,8 +748,10 @@ static void print_job(const json_t *job)
     kv("seed", buf);
     avoctl_fmt_score(json_object_get(job, "best"), unit, buf, sizeof buf);
     kv("best", buf);
-    avoctl_fmt_speedup(json_object_get(job, "speedup"), buf, sizeof buf);
+    avoctl_fmt_job_speedup(job, buf, sizeof buf);
     kv("speedup", buf);
+    if (json_is_true(json_object_get(job, "finishing")))
+        kv("finishing", "measuring the best paired against the seed");
 }
 
 static int cmd_status(avoctl_ctx *c, const avoctl_args *a)

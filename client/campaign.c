@@ -85,6 +85,10 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
                                               seed ? seed : json_null(), "best", best ? best : json_null(), "speedup",
                                               json_object_get(j, "speedup") ? json_object_get(j, "speedup")
                                                                             : json_null()));
+        /* the final measurement's interval, where the job made one */
+        if (json_is_object(json_object_get(j, "speedup_detail")))
+            json_object_set(json_array_get(list, json_array_size(list) - 1), "speedup_detail",
+                            json_object_get(j, "speedup_detail"));
         if (!ok || !problem || !json_is_number(best))
             continue;
         json_t *p = json_object_get(probs, problem);
@@ -183,8 +187,9 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
         fputs(" | ", out);
         cell_num(out, json_object_get(j, "best"), "%.6g");
         fputs(" | ", out);
-        cell_num(out, json_object_get(j, "speedup"), "x%.2f");
-        fprintf(out, " | %s |\n", avoctl_str(j, "reason") ? avoctl_str(j, "reason") : "");
+        char sp[512];
+        avoctl_fmt_job_speedup(j, sp, sizeof sp);
+        fprintf(out, "%s | %s |\n", sp, avoctl_str(j, "reason") ? avoctl_str(j, "reason") : "");
     }
     return ferror(out) ? -EIO : 0;
 }

@@ -23,7 +23,7 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
 /* The summary of finished jobs (their /v1/jobs/{id} objects, in campaign
  * order) against previous (the last summary of this campaign, or NULL):
  * {"campaign", "started_at", "finished_at", "tolerance",
- *  "jobs": [{"id","problem","state","reason","unit","seed","best","speedup"}],
+ *  "jobs": [{"id","problem","state","reason","unit","seed","best","speedup"[,"speedup_detail"]}],
  *  "problems": {P: {"best","unit","job","previous","change","regressed","baseline"}},
  *  "failed", "regressions", "ok"}. A problem's best is the highest over its
  * jobs that succeeded (scores are higher-is-better); "change" is best /

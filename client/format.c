@@ -342,6 +342,31 @@ void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t 
         snprintf(buf, len, "noisy");
 }
 
+void avoctl_fmt_job_speedup(const json_t *job, char *buf, size_t len)
+{
+    const json_t *d = json_object_get(job, "speedup_detail");
+    const json_t *ratio = json_object_get(d, "ratio");
+    avoctl_fmt_speedup(json_is_number(ratio) ? ratio : json_object_get(job, "speedup"), buf, len);
+    if (!json_is_object(d))
+        return;
+    const json_t *ci = json_object_get(d, "ci");
+    const char *note = json_string_value(json_object_get(d, "note"));
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    if (json_is_true(json_object_get(d, "paired"))) {
+        if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
+            add(buf, len, " [%.3f, %.3f]", json_number_value(json_array_get(ci, 0)),
+                json_number_value(json_array_get(ci, 1)));
+        if (json_is_number(json_object_get(d, "confidence")))
+            add(buf, len, " (%g%% interval, paired)", 100 * json_number_value(json_object_get(d, "confidence")));
+        else
+            add(buf, len, " (paired)");
+    } else if (note) {
+        add(buf, len, " (%s)", note);
+    } else if (reason) {
+        add(buf, len, " (unpaired: %s)", reason);
+    }
+}
+
 void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, size_t len)
 {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
@@ -428,14 +453,42 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
     } else if (strcmp(kind, "job_finished") == 0) {
         const char *state = json_string_value(json_object_get(d, "state"));
         const char *reason = json_string_value(json_object_get(d, "reason"));
-        char best[128], seed[128], sp[32];
+        char best[128], seed[128], sp[512];
         avoctl_fmt_score(json_object_get(d, "best"), unit, best, sizeof best);
         avoctl_fmt_score(json_object_get(d, "seed"), unit, seed, sizeof seed);
-        avoctl_fmt_speedup(json_object_get(d, "speedup"), sp, sizeof sp);
+        avoctl_fmt_job_speedup(d, sp, sizeof sp);
         add(buf, len, "job %lld finished: %s", int_of(ev, "job"), state ? state : "?");
         if (reason && *reason)
             add(buf, len, " (%s)", reason);
         add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
+    } else if (strcmp(kind, "not_significant") == 0) {
+        /* a measured gain the commit rule did not take, and why */
+        const json_t *ci = json_object_get(d, "ci");
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        add(buf, len, "not_significant cand %lld", int_of(d, "candidate"));
+        add_island(buf, len, d);
+        if (json_is_number(json_object_get(d, "ratio")))
+            add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
+        if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
+            add(buf, len, " [%.4f, %.4f]", json_number_value(json_array_get(ci, 0)),
+                json_number_value(json_array_get(ci, 1)));
+        if (json_is_number(json_object_get(d, "low")) && json_is_number(json_object_get(d, "min_gain")))
+            add(buf, len, ", low %.4f needs > %.4f", json_number_value(json_object_get(d, "low")),
+                1 + json_number_value(json_object_get(d, "min_gain")));
+        if (reason && *reason)
+            add(buf, len, ": %s", reason);
+    } else if (strcmp(kind, "final_measurement") == 0) {
+        const char *status = json_string_value(json_object_get(d, "status"));
+        if (status && !strcmp(status, "started")) {
+            add(buf, len, "finishing: measuring the best (cand %lld) paired against the seed (cand %lld)",
+                int_of(d, "candidate"), int_of(d, "against"));
+        } else {
+            char sp[512];
+            json_t *j = json_pack("{s:O?}", "speedup_detail", json_object_get(d, "speedup"));
+            avoctl_fmt_job_speedup(j, sp, sizeof sp);
+            json_decref(j);
+            add(buf, len, "final measurement: speedup %s", sp);
+        }
     } else if (strcmp(kind, "job_submitted") == 0 || strcmp(kind, "job_started") == 0) {
         const json_t *seed = json_object_get(d, "seed");
         const char *file = json_string_value(json_object_get(seed, "file"));

@@ -38,6 +38,11 @@ void avoctl_fmt_time(const char *iso, int with_date, char *buf, size_t len);
 void avoctl_fmt_score(const json_t *obj, const char *fallback_unit, char *buf, size_t len);
 /* speedup -> "x3.16", "-" when not a number. */
 void avoctl_fmt_speedup(const json_t *v, char *buf, size_t len);
+/* A job's reported speedup (the job's JSON, or job_finished's data: its
+ * "speedup" and "speedup_detail"): "x1.46 [1.400, 1.520] (95% interval,
+ * paired)", "x1.50 (unpaired: REASON)", "x1.00 (no version beat the seed)",
+ * or as avoctl_fmt_speedup while the job has no final figure. */
+void avoctl_fmt_job_speedup(const json_t *job, char *buf, size_t len);
 /* The raw string value, a number in decimal, or "-" for absent/null. */
 void avoctl_fmt_field(const json_t *v, char *buf, size_t len);
 /* Knob values as the daemon ordered them: "BM=64 BN=128"; "" when none.

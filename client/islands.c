@@ -65,6 +65,8 @@ void avoctl_islands_event(avoctl_islands *v, const json_t *ev)
         snprintf(v->reason, sizeof v->reason, "%s", avoctl_str(d, "reason") ? avoctl_str(d, "reason") : "");
         json_t *sp = json_object_get(d, "speedup");
         v->speedup = json_is_number(sp) ? json_number_value(sp) : 0;
+        if (json_is_object(json_object_get(d, "speedup_detail")))
+            avoctl_fmt_job_speedup(d, v->speedup_text, sizeof v->speedup_text);
         json_t *seed = json_object_get(json_object_get(d, "seed"), "aggregate");
         if (json_is_number(seed))
             v->seed = json_number_value(seed);
@@ -135,7 +137,9 @@ void avoctl_islands_summary(const avoctl_islands *v, FILE *out)
     }
     fprintf(out, "job %s: %s; best %.4g %s", v->state[0] ? v->state : "ended", v->reason[0] ? v->reason : "-", best,
             v->unit);
-    if (v->seed > 0)
+    if (v->seed > 0 && v->speedup_text[0])
+        fprintf(out, " vs seed %.4g (speedup %s)", v->seed, v->speedup_text);
+    else if (v->seed > 0)
         fprintf(out, " vs seed %.4g (x%.2f)", v->seed, v->speedup > 0 ? v->speedup : best / v->seed);
     fprintf(out, " after %d evaluations on %d island%s\n", total, v->nislands, v->nislands == 1 ? "" : "s");
 }

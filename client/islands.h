@@ -28,6 +28,7 @@ typedef struct {
     int finished;
     char state[32], reason[256];
     double speedup;
+    char speedup_text[512];      /* job_finished's, with its interval; "" until then */
 } avoctl_islands;
 
 /* islands: the job's island count; budget: its evaluation budget (0 if

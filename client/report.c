@@ -127,7 +127,7 @@ static size_t totals(const json_t *r, total *t)
     t[n].key = "best";
     score_line(json_object_get(r, "best"), unit, 1, t[n++].val, sizeof t->val);
     t[n].key = "speedup";
-    avoctl_fmt_speedup(json_object_get(job, "speedup"), t[n++].val, sizeof t->val);
+    avoctl_fmt_job_speedup(job, t[n++].val, sizeof t->val);
     /* Results from before the flag existed say nothing: no line. */
     if (json_is_integer(json_object_get(json_object_get(r, "seed"), "noisy_configs")) ||
         json_is_integer(json_object_get(json_object_get(r, "best"), "noisy_configs"))) {

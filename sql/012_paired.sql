@@ -14,6 +14,15 @@ ALTER TABLE evaluations
     ADD COLUMN against_id bigint REFERENCES candidates(id),
     ADD COLUMN purpose text NOT NULL DEFAULT 'search' CHECK (purpose IN ('search','final'));
 
+-- The job's reported speedup, set when it finishes ({ratio, low, ci,
+-- confidence, evaluation, method, paired: true} from its final measurement,
+-- {ratio, paired: false, reason} without one, {ratio: 1, note} when no
+-- version beat the seed), and the finish the engine decided while the final
+-- measurement runs ({state, reason}; the job stays 'running' meanwhile).
+ALTER TABLE jobs
+    ADD COLUMN speedup   jsonb,
+    ADD COLUMN finishing jsonb;
+
 -- The claim as in 004, with the against (id and source, NULL when none)
 -- and the job's commit confidence (0.95 when the job's spec predates it).
 DROP FUNCTION avo_claim(bigint, text, double precision);
@@ -82,7 +91,7 @@ END $$;
 
 -- The snapshot as in 006: each finished result with its against and its
 -- paired measurement; only the search's evaluations count (total, in
--- flight, finished).
+-- flight, finished); the pending finish and the final evaluation.
 CREATE OR REPLACE FUNCTION avo_job_snapshot(p_id bigint) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
@@ -97,6 +106,12 @@ LANGUAGE sql STABLE AS $$
         'commits', j.commits, 'stale', j.stale,
         'total', (SELECT count(*) FROM evaluations WHERE job_id = j.id AND purpose = 'search'),
         'tokens', j.tokens, 'cost_usd', j.cost_usd,
+        'finishing', j.finishing,
+        'final', (SELECT jsonb_build_object('eval', e.id, 'candidate', e.candidate_id, 'against', e.against_id,
+                                            'state', e.state, 'outcome', e.outcome, 'aggregate', e.aggregate,
+                                            'detail', e.result->>'detail', 'paired', e.result->'paired')
+                    FROM evaluations e WHERE e.job_id = j.id AND e.purpose = 'final'
+                   ORDER BY e.id DESC LIMIT 1),
         'inflight', (SELECT count(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
                       WHERE e.job_id = j.id AND e.purpose = 'search'
                         AND (e.state IN ('queued','running') OR (c.hold AND NOT e.consumed))),
@@ -127,7 +142,8 @@ LANGUAGE sql STABLE AS $$
       FROM jobs j WHERE j.id = p_id;
 $$;
 
--- avo_job_apply as in 010, each proposal's evaluation recording its
+-- avo_job_apply as in 010, "final" starting the job's final measurement
+-- and "speedup" stored when it finishes, each proposal's evaluation recording its
 -- against (the decision's "against": the island's best after this step's
 -- results, daemon/avod/evolve.c), and candidate_evaluated saying how the
 -- commit rule decided ("rule": paired or not, and why).
@@ -223,9 +239,32 @@ BEGIN
         PERFORM avo_event(p_id, x->>'kind', COALESCE(x->'data', '{}'::jsonb));
     END LOOP;
 
+    -- The search is over; its best is measured paired against the seed
+    -- before the job ends (evolve.c). Queued search work is dropped now.
+    IF jsonb_typeof(d->'final') = 'object' THEN
+        UPDATE evaluations SET state = 'cancelled', finished_at = now()
+         WHERE job_id = p_id AND state = 'queued' AND purpose = 'search';
+        INSERT INTO evaluations (job_id, candidate_id, problem, target, priority, gpu_model, against_id, purpose)
+        VALUES (p_id, (d->'final'->>'candidate')::bigint, prob, tgt, prio,
+                (SELECT spec->>'gpu' FROM jobs WHERE id = p_id), (d->'final'->>'against')::bigint, 'final')
+        RETURNING id INTO cid;
+        UPDATE jobs SET finishing = jsonb_build_object('state', d->'final'->'state', 'reason', d->'final'->'reason')
+         WHERE id = p_id;
+        PERFORM avo_event(p_id, 'final_measurement', jsonb_build_object(
+            'status', 'started', 'evaluation', cid, 'candidate', d->'final'->'candidate',
+            'against', d->'final'->'against', 'state', d->'final'->'state', 'reason', d->'final'->'reason'));
+    END IF;
+
     IF d ? 'finish' AND d->'finish' IS NOT NULL AND jsonb_typeof(d->'finish') = 'object' THEN
+        -- what the final measurement cost is the job's too
+        UPDATE jobs j SET gpu_seconds = j.gpu_seconds + k.gpu_s, cpu_seconds = j.cpu_seconds + k.cpu_s,
+                          energy_j = j.energy_j + k.energy_j
+          FROM evaluations e, LATERAL avo_eval_cost(e.target, e.result) k
+         WHERE j.id = p_id AND e.id = (d->'speedup'->>'evaluation')::bigint AND e.job_id = p_id
+           AND e.purpose = 'final';
         UPDATE jobs SET state = d->'finish'->>'state', reason = d->'finish'->>'reason',
-                        finished_at = now()
+                        finished_at = now(), finishing = NULL,
+                        speedup = CASE WHEN jsonb_typeof(d->'speedup') = 'object' THEN d->'speedup' END
          WHERE id = p_id;
         UPDATE evaluations SET state = 'cancelled', finished_at = now()
          WHERE job_id = p_id AND state = 'queued';
@@ -233,3 +272,119 @@ BEGIN
     END IF;
     RETURN true;
 END $$;
+
+-- The job: its reported speedup ("speedup": the final measurement's ratio
+-- once the job has one, else best/seed aggregates as before;
+-- "speedup_detail": the stored object), whether it is measuring its final
+-- speedup ("finishing"), and evaluation counts of the search only (the
+-- final measurement is "final", outside the budget).
+CREATE OR REPLACE FUNCTION avo_job_json(p_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'id', j.id, 'problem', j.problem, 'operator', j.operator, 'target', j.target,
+        'state', j.state, 'reason', j.reason, 'priority', j.priority, 'spec', j.spec,
+        'created_at', j.created_at, 'started_at', j.started_at, 'finished_at', j.finished_at,
+        'evaluations', (SELECT jsonb_build_object(
+                            'budget', j.eval_budget,
+                            'final', (SELECT count(*) FROM evaluations WHERE job_id = j.id AND purpose = 'final'),
+                            'queued', count(*) FILTER (WHERE state = 'queued'),
+                            'running', count(*) FILTER (WHERE state = 'running'),
+                            'done', count(*) FILTER (WHERE state IN ('done','failed')),
+                            'cancelled', count(*) FILTER (WHERE state = 'cancelled'),
+                            'ok', count(*) FILTER (WHERE outcome = 'ok'),
+                            'by_outcome', COALESCE((SELECT jsonb_object_agg(o, n) FROM (
+                                SELECT outcome o, count(*) n FROM evaluations
+                                 WHERE job_id = j.id AND consumed GROUP BY outcome) b), '{}'::jsonb))
+                          FROM evaluations WHERE job_id = j.id AND purpose = 'search'),
+        'accounting', jsonb_build_object('gpu_seconds', j.gpu_seconds, 'cpu_seconds', j.cpu_seconds,
+                                         'energy_j', j.energy_j,
+                                         'wall_seconds', EXTRACT(EPOCH FROM COALESCE(j.finished_at, now())
+                                                                  - COALESCE(j.started_at, now()))),
+        'commits', j.commits, 'stale', j.stale,
+        'islands', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+                        'idx', i.idx, 'head', i.head, 'best', i.best, 'best_candidate', i.best_candidate,
+                        'commits', i.commits, 'stale', i.stale, 'level', i.level,
+                        'migrations', i.migrations,
+                        'evaluations', (SELECT count(*) FROM evaluations e JOIN candidates c
+                                          ON c.id = e.candidate_id
+                                         WHERE e.job_id = j.id AND c.island = i.idx AND e.purpose = 'search'
+                                           AND e.state IN ('done','failed'))) ORDER BY i.idx)
+                      FROM islands i WHERE i.job_id = j.id), '[]'::jsonb),
+        'unit', (SELECT e.result->>'unit' FROM evaluations e
+                  WHERE e.job_id = j.id AND e.result ? 'unit' LIMIT 1),
+        'seed', (SELECT jsonb_build_object('candidate', c.id, 'aggregate', c.aggregate,
+                                           'outcome', c.outcome)
+                   FROM candidates c WHERE c.id = j.seed_candidate),
+        'best', (SELECT jsonb_build_object('candidate', c.id, 'aggregate', c.aggregate)
+                   FROM candidates c WHERE c.id = j.best_candidate),
+        'speedup', COALESCE((j.speedup->>'ratio')::float8,
+                            (SELECT CASE WHEN s.aggregate > 0 THEN b.aggregate / s.aggregate END
+                               FROM candidates s, candidates b
+                              WHERE s.id = j.seed_candidate AND b.id = j.best_candidate)),
+        'speedup_detail', j.speedup,
+        'finishing', j.state = 'running' AND j.finishing IS NOT NULL)
+      FROM jobs j WHERE j.id = p_id;
+$$;
+
+-- A candidate and the lineage as in 010, from the candidate's search
+-- evaluations only: a final measurement of the job's best (timed paired
+-- against the seed) must not replace the result its lineage entry has.
+CREATE OR REPLACE FUNCTION avo_candidate_json(p_id bigint, p_with_source boolean) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'id', c.id, 'job', c.job_id, 'sha256', c.sha256, 'parent', c.parent_id,
+        'parents', to_jsonb(c.parents), 'island', c.island, 'operator', c.operator,
+        'knobs', c.knobs, 'committed', c.committed, 'outcome', c.outcome,
+        'aggregate', c.aggregate, 'notes', c.notes, 'created_at', c.created_at,
+        'unit', e.result->>'unit',
+        'scores', COALESCE((SELECT jsonb_agg(jsonb_build_object('config', x->>'name',
+                                                               'score', (x->>'score')::float8,
+                                                               'rse', x->'rse', 'rse_target', x->'rse_target',
+                                                               'noisy', x->'noisy'))
+                            FROM jsonb_array_elements(e.result->'configs') x), '[]'::jsonb),
+        'detail', e.result->>'detail',
+        'noisy_configs', e.result->'noisy_configs',
+        'evaluation', e.id)
+        || CASE WHEN p_with_source THEN jsonb_build_object(
+               'source', s.body, 'diff', c.diff,
+               'configs', e.result->'configs', 'compile', e.result->'compile',
+               'counters', e.result->'counters', 'energy_mj', e.result->'energy_mj',
+               'load', e.result->'load', 'clock_gap', e.result->'clock_gap',
+               'worker', (SELECT jsonb_build_object('id', w.id, 'host', w.host, 'target', w.target,
+                                                    'devices', w.devices)
+                            FROM workers w WHERE w.id = e.worker_id),
+               'cost', (SELECT to_jsonb(k) FROM avo_eval_cost(e.target, e.result) k))
+           ELSE '{}'::jsonb END
+      FROM candidates c
+      JOIN sources s ON s.sha256 = c.sha256
+      LEFT JOIN LATERAL (SELECT * FROM evaluations ev WHERE ev.candidate_id = c.id
+                          AND ev.state = 'done' AND ev.purpose = 'search' ORDER BY ev.id DESC LIMIT 1) e ON true
+     WHERE c.id = p_id;
+$$;
+
+CREATE OR REPLACE FUNCTION avo_job_lineage(p_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('job', j.id, 'state', j.state, 'seed', j.seed_candidate,
+                              'best', j.best_candidate,
+                              'unit', (SELECT e.result->>'unit' FROM evaluations e
+                                        WHERE e.job_id = j.id AND e.result ? 'unit' LIMIT 1),
+                              'candidates', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+            'id', c.id, 'parent', c.parent_id, 'parents', to_jsonb(c.parents), 'island', c.island,
+            'operator', c.operator, 'committed', c.committed, 'outcome', c.outcome,
+            'aggregate', c.aggregate, 'knobs', c.knobs, 'created_at', c.created_at,
+            'noisy', (SELECT ev.result->'noisy_configs' FROM evaluations ev
+                       WHERE ev.candidate_id = c.id AND ev.state = 'done' AND ev.purpose = 'search'
+                       ORDER BY ev.id DESC LIMIT 1))
+            ORDER BY c.id)
+            FROM candidates c WHERE c.job_id = j.id), '[]'::jsonb))
+      FROM jobs j WHERE j.id = p_id;
+$$;
+
+-- job_finished says the speedup with its interval.
+CREATE OR REPLACE FUNCTION avo_job_finish_data(p_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('state', j->'state', 'reason', j->'reason', 'best', j->'best',
+                              'seed', j->'seed', 'speedup', j->'speedup', 'speedup_detail', j->'speedup_detail',
+                              'unit', j->'unit', 'evaluations', j->'evaluations')
+      FROM avo_job_json(p_id) j;
+$$;

@@ -251,7 +251,8 @@ static void submit_insert(submission *sub)
         json_object_set_new(json_object_get(sub->norm, "operator_params"), "seed",
                             json_integer((json_int_t)(r % 2147483647u) + 1));
     }
-    char *spec = json_dumps(sub->norm, JSON_COMPACT | JSON_SORT_KEYS);
+    /* 15 digits: 0.95 is stored as 0.95, not as its binary neighbour */
+    char *spec = json_dumps(sub->norm, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
     char prio[16], budget[16];
     snprintf(prio, sizeof prio, "%d", s->priority);
     snprintf(budget, sizeof budget, "%d", s->evaluations);

@@ -139,15 +139,22 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
             avo_warn("engine", "job %lld: no decision: %s", (long long)e->current, msg);
     }
     json_t *fin = d ? json_object_get(d, "finish") : NULL;
+    json_t *final = d ? json_object_get(d, "final") : NULL;
     if (json_is_object(fin))
         avo_info("engine", "job %lld finishing: %s (%s)", (long long)e->current,
                  json_string_value(json_object_get(fin, "state")),
                  json_string_value(json_object_get(fin, "reason")));
+    if (json_is_object(final))
+        avo_info("engine", "job %lld: search over (%s); measuring candidate %lld against the seed", (long long)e->current,
+                 json_string_value(json_object_get(final, "reason")),
+                 (long long)json_integer_value(json_object_get(final, "candidate")));
+    /* from the end of the search until the final measurement is in */
+    const int ending = json_is_object(fin) || json_is_object(final) || json_is_true(json_object_get(d, "finishing"));
     /* An agent job's proposals come from its steps, which run beside the
      * engine; they start from what this snapshot shows. */
     const char *op = json_string_value(json_object_get(snap, "operator"));
     if (e->agent && op && !strcmp(op, "agent")) {
-        if (json_is_object(fin))
+        if (ending)
             avo_agent_stop_job(e->agent, (long long)e->current);
         else if (d)
             avo_agent_ensure(e->agent, snap);
@@ -159,7 +166,7 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
     }
     int trivial = json_array_size(json_object_get(d, "consume")) == 0 &&
                   json_array_size(json_object_get(d, "propose")) == 0 && !json_is_object(fin) &&
-                  !json_is_true(json_object_get(d, "start"));
+                  !json_is_object(final) && !json_is_true(json_object_get(d, "start"));
     if (trivial) {
         json_decref(d);
         pass_next(e);

@@ -449,6 +449,88 @@ cleanup:
     return rc;
 }
 
+/* The job's reported speedup from its final evaluation (the best timed
+ * paired against the seed): the paired ratio with its interval, or, when
+ * that is missing, the unpaired ratio of the search's aggregates with the
+ * reason. */
+static json_t *final_speedup(step *s, json_t *fe)
+{
+    const char *st = json_string_value(json_object_get(fe, "state"));
+    const char *outcome = json_string_value(json_object_get(fe, "outcome"));
+    json_t *pr = json_object_get(fe, "paired");
+    json_t *err = json_object_get(pr, "error");
+    json_t *ev = json_is_integer(json_object_get(fe, "eval")) ? json_incref(json_object_get(fe, "eval")) : json_null();
+    char why[1200];
+    if (!fe)
+        snprintf(why, sizeof why, "no final evaluation was made");
+    else if (st && !strcmp(st, "cancelled"))
+        snprintf(why, sizeof why, "the final evaluation was cancelled");
+    else if (!outcome || strcmp(outcome, "ok") != 0) {
+        const char *detail = json_string_value(json_object_get(fe, "detail"));
+        snprintf(why, sizeof why, "the final evaluation failed: %s%s%s", outcome ? outcome : "unknown",
+                 detail ? ": " : "", detail ? detail : "");
+    } else if (!json_is_object(pr))
+        snprintf(why, sizeof why, "the final evaluation has no paired measurement");
+    else if (err)
+        snprintf(why, sizeof why, "the paired measurement failed: %s",
+                 json_is_string(err) ? json_string_value(err) : "no reason given");
+    else if (!json_is_number(json_object_get(pr, "ratio")) || !(num(pr, "ratio", 0) > 0))
+        snprintf(why, sizeof why, "the paired measurement has no ratio");
+    else {
+        json_t *o = json_pack("{s:f,s:O?,s:O?,s:f,s:o,s:O?,s:b,s:O?}", "ratio", num(pr, "ratio", 0), "low",
+                              json_object_get(pr, "low"), "ci", json_object_get(pr, "ci"), "confidence",
+                              num(pr, "confidence", s->cp.confidence), "evaluation", ev, "method",
+                              json_object_get(pr, "method"), "paired", 1, "against", json_object_get(pr, "against"));
+        return o;
+    }
+    double seed = num(s->snap, "seed_aggregate", 0), best = num(s->snap, "best_aggregate", 0);
+    return json_pack("{s:o,s:b,s:s,s:o}", "ratio", seed > 0 ? json_real(best / seed) : json_null(), "paired", 0,
+                     "reason", why, "evaluation", ev);
+}
+
+/* While the final measurement runs the job stays running and idle; once
+ * it is over (done, failed or cancelled) the job ends as the search had
+ * decided, with its reported speedup. Late search results are left
+ * unconsumed: the measured best must stay the best. */
+static void final_step(step *s, json_t *fing)
+{
+    json_object_set_new(s->d, "finishing", json_true());
+    json_t *fe = json_object_get(s->snap, "final");
+    const char *st = json_string_value(json_object_get(fe, "state"));
+    if (fe && (!st || !strcmp(st, "queued") || !strcmp(st, "running")))
+        return;
+    json_t *sp = final_speedup(s, fe);
+    event(s, "final_measurement", json_pack("{s:s,s:O?,s:O?,s:O?,s:O}", "status", "finished", "evaluation",
+                                            json_object_get(fe, "eval"), "candidate", json_object_get(fe, "candidate"),
+                                            "against", json_object_get(fe, "against"), "speedup", sp));
+    json_object_set_new(s->d, "speedup", sp);
+    const char *state = json_string_value(json_object_get(fing, "state"));
+    const char *reason = json_string_value(json_object_get(fing, "reason"));
+    finish(s, state ? state : "succeeded", reason ? reason : "");
+}
+
+/* A search that succeeded with a best other than the seed does not end
+ * yet: its best is measured once more, paired against the seed, and that
+ * ratio becomes the job's speedup (final_step). Failed jobs end at once;
+ * a seed that stayed the best needs no measurement. */
+static void defer_for_final(step *s)
+{
+    json_t *fin = json_object_get(s->d, "finish");
+    const char *state = json_string_value(json_object_get(fin, "state"));
+    if (!state || strcmp(state, "succeeded") != 0 || s->best_cand <= 0 || s->seed_cand <= 0)
+        return;
+    if (s->best_cand == s->seed_cand) {
+        json_object_set_new(s->d, "speedup", json_pack("{s:f,s:b,s:s}", "ratio", 1.0, "paired", 0, "note",
+                                                       "no version beat the seed"));
+        return;
+    }
+    json_object_set_new(s->d, "final", json_pack("{s:I,s:I,s:O,s:O}", "candidate", (json_int_t)s->best_cand,
+                                                 "against", (json_int_t)s->seed_cand, "state",
+                                                 json_object_get(fin, "state"), "reason",
+                                                 json_object_get(fin, "reason")));
+    json_object_set_new(s->d, "finish", json_null());
+}
+
 json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err,
                           size_t errlen)
 {
@@ -500,6 +582,12 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
         return d;
     }
 
+    /* The search has ended; only its final measurement is awaited. */
+    if (json_is_object(json_object_get(snap, "finishing"))) {
+        final_step(s, json_object_get(snap, "finishing"));
+        free(s);
+        return d;
+    }
     load_islands(s);
     size_t i;
     json_t *f;
@@ -518,23 +606,21 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     int inflight = (int)num(snap, "inflight", 0);
     if (!finishing(s))
         check_stop(s, total, inflight, budget);
-    if (finishing(s) || s->best_cand <= 0) {   /* ended, or the seed is still being evaluated */
-        free(s);
-        return d;
-    }
+    if (finishing(s) || s->best_cand <= 0)   /* ended, or the seed is still being evaluated */
+        goto done;
     /* An agent job's proposals come from its steps (agent.c), not from
      * here; it ends by its budgets. */
     const char *op = json_string_value(json_object_get(snap, "operator"));
-    if (op && !strcmp(op, "agent")) {
-        free(s);
-        return d;
-    }
+    if (op && !strcmp(op, "agent"))
+        goto done;
     if (propose_islands(s, budget - total) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
     if (json_array_size(json_object_get(d, "propose")) == 0 && inflight == 0)
         finish(s, "succeeded", "search space exhausted");
+done:
+    defer_for_final(s);
     free(s);
     return d;
 fail:

@@ -41,7 +41,7 @@ check "watch streams until the job ends and exits 0" test $rc -eq 0
 check "watch showed commits and the final summary" \
     bash -c 'grep -q "committed" "$0" && grep -q "finished: succeeded" "$0"' "$T/watch.out"
 check "watch ends with a summary line: state, reason, best against the seed, evaluations and islands" \
-    bash -c 'tail -1 "$0" | grep -Eq "^job succeeded: evaluation budget reached; best [0-9.e+]+ GFLOP/s vs seed [0-9.e+]+ \(x[0-9.]+\) after 8 evaluations on [0-9]+ islands?$"' "$T/watch.out"
+    bash -c 'tail -1 "$0" | grep -Eq "^job succeeded: evaluation budget reached; best [0-9.e+]+ GFLOP/s vs seed [0-9.e+]+ \((x[0-9.]+|speedup x[0-9.]+ .+)\) after 8 evaluations on [0-9]+ islands?$"' "$T/watch.out"
 # On a terminal the island lines stay under the scrolling events (script(1) gives avoctl a pty).
 if command -v script >/dev/null; then
     script -qec "avoctl watch $JOB" /dev/null >"$T/watch-tty.out" 2>&1
@@ -50,7 +50,7 @@ if command -v script >/dev/null; then
 fi
 
 check "job succeeded with its budget spent" \
-    test "$(psql_avo "SELECT state || ':' || (SELECT count(*) FROM evaluations WHERE job_id = $JOB) FROM jobs WHERE id = $JOB")" = "succeeded:8"
+    test "$(psql_avo "SELECT state || ':' || (SELECT count(*) FROM evaluations WHERE job_id = $JOB AND purpose = 'search') FROM jobs WHERE id = $JOB")" = "succeeded:8"
 check "every committed candidate passed its checks" \
     test "$(psql_avo "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed AND (outcome <> 'ok' OR NOT aggregate > 0)")" = 0
 check "no committed candidate scores below its parent" \
@@ -58,7 +58,7 @@ check "no committed candidate scores below its parent" \
 check "the lineage is in the database (seed plus at least one commit)" \
     test "$(psql_avo "SELECT count(*) FROM candidates WHERE job_id = $JOB AND committed")" -ge 2
 check "every evaluation was consumed exactly once by the engine" \
-    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND NOT consumed")" = 0
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND NOT consumed AND purpose = 'search'")" = 0
 check "the best candidate beats the seed" \
     test "$(psql_avo "SELECT (b.aggregate > s.aggregate)::text FROM jobs j JOIN candidates b ON b.id = j.best_candidate JOIN candidates s ON s.id = j.seed_candidate WHERE j.id = $JOB")" = true
 check "sources are stored once by content hash" \

@@ -58,6 +58,10 @@ static void test_summary(void **state)
     json_array_append_new(jobs, job(2, "a", "succeeded", 1, 12));   /* the problem's best: job 2 */
     json_array_append_new(jobs, job(3, "b", "succeeded", 1, 9.7));
     json_array_append_new(jobs, job(4, "c", "failed", 1, 99));      /* a failed job never sets a best */
+    /* job 3's speedup was measured paired at its end: the summary keeps the interval */
+    json_object_set_new(json_array_get(jobs, 2), "speedup_detail",
+                        json_pack("{s:f,s:f,s:[f,f],s:f,s:b}", "ratio", 9.5, "low", 9.3, "ci", 9.2, 9.9, "confidence",
+                                  0.95, "paired", 1));
     json_t *prev = json_loads("{\"problems\":{\"a\":{\"best\":12.1},\"b\":{\"best\":10},\"c\":{\"best\":1}}}", 0, NULL);
     json_t *s = avoctl_campaign_summary("n", jobs, prev, 0.02, "t0", "t1");
     assert_non_null(s);
@@ -83,6 +87,10 @@ static void test_summary(void **state)
     assert_non_null(strstr(md, "**FAILED**: 1 job(s) failed, 1 problem(s) regressed (tolerance 2.0%)"));
     assert_non_null(strstr(md, "| b | 9.7 | GFLOP/s | 3 | 10 | -3.0% | **regressed** |"));
     assert_non_null(strstr(md, "| 4 | c | failed |"));
+    assert_non_null(strstr(md, "| 3 | b | succeeded | 1 | 9.7 | x9.50 [9.200, 9.900] (95% interval, paired) | r |"));
+    assert_non_null(strstr(md, "| 2 | a | succeeded | 1 | 12 | x12.00 | r |"));
+    assert_true(json_real_value(json_object_get(
+                    json_object_get(json_array_get(json_object_get(s, "jobs"), 2), "speedup_detail"), "low")) == 9.3);
     assert_non_null(strstr(md, "| c | - |"));
     assert_non_null(strstr(md, "no successful job (baseline kept)"));
     free(md);

@@ -461,6 +461,27 @@ static void test_fmt_events(void **state)
                "\"best\":null,\"seed\":null,\"speedup\":null}}",
                NULL, "job 8 finished: failed; best - vs seed -; speedup -");
     event_line("{\"kind\":\"job_started\",\"job\":7,\"data\":{}}", NULL, "job 7 started");
+    /* the commit rule and the job's final measurement (sql/012_paired.sql) */
+    event_line("{\"kind\":\"not_significant\",\"data\":{\"candidate\":12,\"island\":0,\"against\":9,"
+               "\"ratio\":1.003,\"low\":0.996,\"ci\":[0.996,1.011],\"min_gain\":0.005,\"confidence\":0.95,"
+               "\"reason\":\"not a significant gain\"}}",
+               NULL, "not_significant cand 12 island 0 x1.0030 vs cand 9 [0.9960, 1.0110], low 0.9960 needs > "
+                     "1.0050: not a significant gain");
+    event_line("{\"kind\":\"final_measurement\",\"data\":{\"status\":\"started\",\"candidate\":55,"
+               "\"against\":41,\"evaluation\":90}}",
+               NULL, "finishing: measuring the best (cand 55) paired against the seed (cand 41)");
+    event_line("{\"kind\":\"final_measurement\",\"data\":{\"status\":\"finished\",\"speedup\":{\"ratio\":1.46,"
+               "\"low\":1.41,\"ci\":[1.4,1.52],\"confidence\":0.95,\"paired\":true}}}",
+               NULL, "final measurement: speedup x1.46 [1.400, 1.520] (95% interval, paired)");
+    event_line("{\"kind\":\"job_finished\",\"job\":7,\"data\":{\"state\":\"succeeded\",\"reason\":\"r\","
+               "\"best\":null,\"seed\":null,\"speedup\":1.5,\"speedup_detail\":{\"ratio\":1.5,\"paired\":false,"
+               "\"reason\":\"the final evaluation has no paired measurement\"}}}",
+               NULL, "job 7 finished: succeeded (r); best - vs seed -; speedup x1.50 (unpaired: the final "
+                     "evaluation has no paired measurement)");
+    event_line("{\"kind\":\"job_finished\",\"job\":7,\"data\":{\"state\":\"succeeded\",\"reason\":\"r\","
+               "\"best\":null,\"seed\":null,\"speedup\":1,\"speedup_detail\":{\"ratio\":1,\"paired\":false,"
+               "\"note\":\"no version beat the seed\"}}}",
+               NULL, "job 7 finished: succeeded (r); best - vs seed -; speedup x1.00 (no version beat the seed)");
     event_line("{\"kind\":\"migrated\",\"data\":{\"from\":1}}", NULL, "migrated {\"from\":1}");
 }
 

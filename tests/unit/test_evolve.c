@@ -175,9 +175,12 @@ static json_t *find_event(json_t *d, const char *kind)
     return e;
 }
 
+/* Why the search ended: in "finish", or, where a best other than the seed
+ * is first measured against the seed, in "final". */
 static const char *reason(json_t *d)
 {
-    return json_string_value(json_object_get(json_object_get(d, "finish"), "reason"));
+    json_t *f = json_object_get(d, "finish");
+    return json_string_value(json_object_get(json_is_object(f) ? f : json_object_get(d, "final"), "reason"));
 }
 
 /* Four islands right after the seed: one proposal each, parented on the
@@ -472,6 +475,98 @@ static void test_commit_explain_says_by_how_much(void **state)
     json_decref(paired);
 }
 
+/* The end of a search whose best is not the seed: one final evaluation,
+ * then the job ends with that paired ratio as its speedup. */
+static void test_final_measurement(void **state)
+{
+    (void)state;
+    /* the target is reached by candidate 3: no finish yet, a final of 3 against the seed 1 */
+    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"target_score\":7},\"budget\":50,\"total\":3,"
+                       "\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,"
+                       "\"seed_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,"
+                       "\"outcome\":\"ok\",\"aggregate\":7.5}],\"tried\":[]}");
+    assert_true(json_is_null(json_object_get(d, "finish")));
+    json_t *fin = json_object_get(d, "final");
+    assert_int_equal(json_integer_value(json_object_get(fin, "candidate")), 3);
+    assert_int_equal(json_integer_value(json_object_get(fin, "against")), 1);
+    assert_string_equal(json_string_value(json_object_get(fin, "state")), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(d, "propose")), 0);
+    json_decref(d);
+
+    const char *waiting = "{\"id\":1,\"state\":\"running\",\"spec\":{\"commit\":{\"confidence\":0.9}},\"budget\":5,"
+                          "\"total\":5,\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":3,"
+                          "\"best_aggregate\":7.5,\"seed_aggregate\":5,\"finishing\":{\"state\":\"succeeded\","
+                          "\"reason\":\"evaluation budget reached\"},\"final\":{\"eval\":9,\"candidate\":3,"
+                          "\"against\":1,\"state\":\"%s\",\"outcome\":%s,\"aggregate\":7.4%s},"
+                          "\"finished\":[{\"eval\":8,\"candidate\":4,\"island\":0,\"outcome\":\"ok\","
+                          "\"aggregate\":99}],\"tried\":[]}";
+    char text[2048];
+    /* while it runs: nothing happens, late search results are not consumed */
+    snprintf(text, sizeof text, waiting, "running", "null", "");
+    d = decide(text);
+    assert_true(json_is_true(json_object_get(d, "finishing")));
+    assert_true(json_is_null(json_object_get(d, "finish")));
+    assert_int_equal(json_array_size(json_object_get(d, "consume")), 0);
+    assert_int_equal(json_array_size(json_object_get(d, "propose")), 0);
+    json_decref(d);
+    /* paired: the speedup is its ratio with the interval */
+    snprintf(text, sizeof text, waiting, "done", "\"ok\"",
+             ",\"paired\":{\"against\":1,\"method\":\"bootstrap-percentile\",\"ratio\":1.46,\"low\":1.41,"
+             "\"ci\":[1.40,1.52],\"confidence\":0.9}");
+    d = decide(text);
+    assert_string_equal(reason(d), "evaluation budget reached");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "finish"), "state")), "succeeded");
+    json_t *sp = json_object_get(d, "speedup");
+    assert_true(json_real_value(json_object_get(sp, "ratio")) == 1.46);
+    assert_true(json_real_value(json_object_get(sp, "low")) == 1.41);
+    assert_true(json_real_value(json_array_get(json_object_get(sp, "ci"), 0)) == 1.40);
+    assert_true(json_real_value(json_object_get(sp, "confidence")) == 0.9);
+    assert_true(json_is_true(json_object_get(sp, "paired")));
+    assert_int_equal(json_integer_value(json_object_get(sp, "evaluation")), 9);
+    assert_string_equal(json_string_value(json_object_get(sp, "method")), "bootstrap-percentile");
+    json_t *ev = find_event(d, "final_measurement");
+    assert_string_equal(json_string_value(json_object_get(ev, "status")), "finished");
+    assert_int_equal(json_array_size(json_object_get(d, "consume")), 0);
+    json_decref(d);
+    /* unpaired: the search's ratio of aggregates, saying why */
+    snprintf(text, sizeof text, waiting, "done", "\"ok\"", "");
+    d = decide(text);
+    sp = json_object_get(d, "speedup");
+    assert_true(json_real_value(json_object_get(sp, "ratio")) == 1.5);
+    assert_true(json_is_false(json_object_get(sp, "paired")));
+    assert_string_equal(json_string_value(json_object_get(sp, "reason")), "the final evaluation has no paired measurement");
+    json_decref(d);
+    snprintf(text, sizeof text, waiting, "done", "\"ok\"", ",\"paired\":{\"against\":1,\"error\":\"seed crashed\"}");
+    d = decide(text);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "speedup"), "reason")),
+                        "the paired measurement failed: seed crashed");
+    json_decref(d);
+    snprintf(text, sizeof text, waiting, "failed", "\"timeout\"", "");
+    d = decide(text);
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(d, "speedup"), "reason")),
+                           "the final evaluation failed: timeout"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "finish"), "state")), "succeeded");
+    json_decref(d);
+
+    /* the seed stayed the best: no measurement, ratio 1 with a note */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":3,\"total\":3,\"inflight\":0,"
+               "\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,\"finished\":[],\"tried\":[]}");
+    assert_true(json_is_object(json_object_get(d, "finish")));
+    assert_null(json_object_get(d, "final"));
+    assert_true(json_real_value(json_object_get(json_object_get(d, "speedup"), "ratio")) == 1.0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "speedup"), "note")),
+                        "no version beat the seed");
+    json_decref(d);
+    /* a failed job ends at once, without one */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":5,\"total\":1,\"inflight\":0,"
+               "\"seed_candidate\":7,\"finished\":[{\"eval\":3,\"candidate\":7,\"outcome\":\"crash\","
+               "\"aggregate\":0}],\"tried\":[]}");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(d, "finish"), "state")), "failed");
+    assert_null(json_object_get(d, "final"));
+    assert_null(json_object_get(d, "speedup"));
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_paired_against_an_old_best),
         cmocka_unit_test(test_unpaired_fallback),
         cmocka_unit_test(test_commit_explain_says_by_how_much),
+        cmocka_unit_test(test_final_measurement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
