@@ -730,6 +730,14 @@ static void print_job(const json_t *job)
     kv("job", buf);
     kv("problem", avoctl_str(job, "problem"));
     kv("operator", avoctl_str(job, "operator"));
+    /* the commit rule that applies (resolved at submission) */
+    const json_t *cm = json_object_get(json_object_get(job, "spec"), "commit");
+    if (json_is_number(json_object_get(cm, "min_gain")) && json_is_number(json_object_get(cm, "confidence"))) {
+        snprintf(buf, sizeof buf, "paired lower bound above %+.2f%% at %g%% confidence",
+                 100 * json_number_value(json_object_get(cm, "min_gain")),
+                 100 * json_number_value(json_object_get(cm, "confidence")));
+        kv("commit", buf);
+    }
     kv("state", avoctl_str(job, "state"));
     if (avoctl_str(job, "reason"))
         kv("reason", avoctl_str(job, "reason"));

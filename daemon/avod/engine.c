@@ -145,8 +145,8 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
                  json_string_value(json_object_get(fin, "state")),
                  json_string_value(json_object_get(fin, "reason")));
     if (json_is_object(final))
-        avo_info("engine", "job %lld: search over (%s); measuring candidate %lld against the seed", (long long)e->current,
-                 json_string_value(json_object_get(final, "reason")),
+        avo_info("engine", "job %lld: search over (%s); measuring candidate %lld against the seed",
+                 (long long)e->current, json_string_value(json_object_get(final, "reason")),
                  (long long)json_integer_value(json_object_get(final, "candidate")));
     /* from the end of the search until the final measurement is in */
     const int ending = json_is_object(fin) || json_is_object(final) || json_is_true(json_object_get(d, "finishing"));

@@ -79,6 +79,8 @@ check "the seed stayed the best: speedup 1 with a note, no final measurement" \
 # --- 1b. a paired gain is committed, then measured against the seed at the end
 J=$(api POST /v1/jobs '{"problem": "cpu/sgemm", "budget": {"evaluations": 2}}' | jq -r .id)
 check "CPU problems default to min_gain 0.02" test "$(q "SELECT spec->'commit'->>'min_gain' FROM jobs WHERE id = $J")" = 0.02
+check "avoctl status says which commit rule applies" \
+    bash -c 'avoctl status '"$J"' | grep -q "commit.*paired lower bound above +2.00% at 95% confidence"'
 complete "$J" ok 10 >/dev/null
 S=$(q "SELECT seed_candidate FROM jobs WHERE id = $J")
 wait_for 30 "[ \$(consumed $J) -ge 1 ]"

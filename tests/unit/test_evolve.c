@@ -534,7 +534,8 @@ static void test_final_measurement(void **state)
     sp = json_object_get(d, "speedup");
     assert_true(json_real_value(json_object_get(sp, "ratio")) == 1.5);
     assert_true(json_is_false(json_object_get(sp, "paired")));
-    assert_string_equal(json_string_value(json_object_get(sp, "reason")), "the final evaluation has no paired measurement");
+    assert_string_equal(json_string_value(json_object_get(sp, "reason")),
+                        "the final evaluation has no paired measurement");
     json_decref(d);
     snprintf(text, sizeof text, waiting, "done", "\"ok\"", ",\"paired\":{\"against\":1,\"error\":\"seed crashed\"}");
     d = decide(text);
