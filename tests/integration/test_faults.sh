@@ -44,7 +44,7 @@ check "the job finishes on the other worker" test $? -eq 0
 check "the lost evaluation was rescued and completed (2 attempts, one result)" \
     test "$(psql_avo "SELECT state || ':' || attempts FROM evaluations WHERE id = 1")" = "done:2"
 check "every evaluation has exactly one stored result" \
-    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done'")" = 5
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND purpose = 'search'")" = 5
 check "the rescue is in the daemon's log" grep -q "expired lease requeued" "$T/avod.log"
 
 # kill -9 avod while a job runs; watch keeps going across the restart.
@@ -120,7 +120,7 @@ kill -9 "$PM"
 check "the job finishes without a hand restart of PostgreSQL" \
     wait_for 300 '[ "$(psql_avo "SELECT state FROM jobs WHERE id = $JOB" 2>/dev/null)" = succeeded ]'
 check "every evaluation of it has one stored result" \
-    test "$(psql_avo "SELECT count(*) || ':' || count(*) FILTER (WHERE state = 'done' AND consumed) FROM evaluations WHERE job_id = $JOB")" = "6:6"
+    test "$(psql_avo "SELECT count(*) || ':' || count(*) FILTER (WHERE state = 'done' AND consumed) FROM evaluations WHERE job_id = $JOB AND purpose = 'search'")" = "6:6"
 check "a new postmaster runs" new_postmaster "$PM"
 check "avod logged why and that it restarted the server" \
     bash -c "grep -q 'the embedded PostgreSQL died: postmaster pid $PM is gone' '$T/avod.log' &&

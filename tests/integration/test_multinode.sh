@@ -123,7 +123,7 @@ timeout 600 avoctl watch "$JOB" >/dev/null 2>&1
 check "a job submitted to avod is evaluated by the remote workers and succeeds" \
     test "$(psql_ext "SELECT state FROM jobs WHERE id = $JOB")" = succeeded
 check "every evaluation stored once" \
-    test "$(psql_ext "SELECT count(*) FILTER (WHERE state = 'done' AND attempts = 1) FROM evaluations WHERE job_id = $JOB")" = 6
+    test "$(psql_ext "SELECT count(*) FILTER (WHERE state = 'done' AND attempts = 1) FROM evaluations WHERE job_id = $JOB AND purpose = 'search'")" = 6
 check "both worker hosts took evaluations" \
     test "$(psql_ext "SELECT count(DISTINCT worker_id) FROM evaluations WHERE job_id = $JOB")" = 2
 

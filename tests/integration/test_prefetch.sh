@@ -13,7 +13,7 @@ check "job submitted with 3 evaluations in flight at a time" test -n "$JOB"
 timeout 600 avoctl watch "$JOB" >"$T/watch.out" 2>&1
 check "the job succeeds" test $? -eq 0
 check "every evaluation ran exactly once" \
-    test "$(psql_avo "SELECT count(*) || ':' || count(*) FILTER (WHERE state = 'done' AND attempts = 1) FROM evaluations WHERE job_id = $JOB")" = "6:6"
+    test "$(psql_avo "SELECT count(*) || ':' || count(*) FILTER (WHERE state = 'done' AND attempts = 1) FROM evaluations WHERE job_id = $JOB AND purpose = 'search'")" = "6:6"
 check "the worker compiled evaluations ahead while others ran" grep -q "precompiled in" "$T/worker.log"
 
 # A worker stopped while it holds a prefetched claim gives it back, and the
@@ -37,5 +37,5 @@ start_worker --prefetch 1
 timeout 600 avoctl watch "$JOB2" >/dev/null 2>&1
 check "the second job finishes after the restart" test $? -eq 0
 check "every evaluation of the second job ran exactly once into a result" \
-    test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'done') FROM evaluations WHERE job_id = $JOB2")" = 6
+    test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'done') FROM evaluations WHERE job_id = $JOB2 AND purpose = 'search'")" = 6
 exit 0

@@ -280,13 +280,17 @@ static void test_stagnation_tells_the_operator_then_stops(void **state)
     json_decref(d);
 }
 
+/* Candidate 3 (7.5) reaches the target score 7 of a job whose best was the seed 1 (5). */
+static const char target_reached[] =
+    "{\"id\":1,\"state\":\"running\",\"spec\":{\"target_score\":7},\"budget\":50,\"total\":3,"
+    "\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,"
+    "\"seed_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,"
+    "\"outcome\":\"ok\",\"aggregate\":7.5}],\"tried\":[]}";
+
 static void test_target_score_and_resource_budgets_end_the_job(void **state)
 {
     (void)state;
-    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"target_score\":7},\"budget\":50,\"total\":3,"
-                       "\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,"
-                       "\"seed_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,"
-                       "\"outcome\":\"ok\",\"aggregate\":7.5}],\"tried\":[]}");
+    json_t *d = decide(target_reached);
     assert_non_null(strstr(reason(d), "target score reached"));
     json_decref(d);
     /* GPU-seconds: 9.5 applied + 1 in this step reach the 10 s budget */
@@ -481,10 +485,7 @@ static void test_final_measurement(void **state)
 {
     (void)state;
     /* the target is reached by candidate 3: no finish yet, a final of 3 against the seed 1 */
-    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"target_score\":7},\"budget\":50,\"total\":3,"
-                       "\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,"
-                       "\"seed_aggregate\":5,\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,"
-                       "\"outcome\":\"ok\",\"aggregate\":7.5}],\"tried\":[]}");
+    json_t *d = decide(target_reached);
     assert_true(json_is_null(json_object_get(d, "finish")));
     json_t *fin = json_object_get(d, "final");
     assert_int_equal(json_integer_value(json_object_get(fin, "candidate")), 3);
