@@ -5,7 +5,7 @@
 -- against's source and the job's commit confidence with it, so the harness
 -- times both in one process (daemon/worker/evaluate.h). The paired result
 -- ("paired" in evaluations.result) goes to the engine through the snapshot,
--- where daemon/avod/commit.c decides (docs/evaluation.md, "The commit rule").
+-- where daemon/avod/commit.c decides (docs/jobs.md, "The commit rule").
 -- purpose: 'search' (a proposal of the search) or 'final' (the job's end:
 -- its best measured paired against its seed, never consumed as a search
 -- result and not counted in the evaluation budget; docs/jobs.md).
