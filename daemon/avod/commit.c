@@ -40,6 +40,15 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
 {
     memset(v, 0, sizeof *v);
     const char *why = unusable(paired);
+    if (why && json_is_object(paired)) {
+        /* A pairing was attempted and failed. The candidate can make it
+         * fail (exhaust the device memory, the process limit or /dev/shm
+         * the against needs), so a failed pairing never falls back to the
+         * absolute rule: no gain was shown. */
+        v->threshold = INFINITY;
+        snprintf(v->reason, sizeof v->reason, "the paired measurement failed (%s): no gain shown", why);
+        return;
+    }
     if (why) {
         /* Absolute aggregates drift between evaluations on shared machines,
          * so the fallback asks for the same gain; epsilon (the exploration
@@ -62,8 +71,19 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
     /* The best may have changed while it was in flight: a gain over an
      * older best counts only if it also beats the new one outright. */
     const int current = v->against == best_cand || (isfinite(aggregate) && aggregate > best);
-    v->commit = significant && current;
-    if (!significant && v->low > 1.0)
+    /* The against is written by the same optimiser and may slow itself
+     * when it can tell it is the against: its own score must not have
+     * fallen beyond the drift absolute scores show, i.e. the candidate's
+     * absolute score must stay near the best's as recorded. */
+    const double anchor = fmax(AVO_COMMIT_ANCHOR_MIN, AVO_COMMIT_ANCHOR_FACTOR * p->min_gain);
+    const int anchored = isfinite(aggregate) && aggregate >= best * (1.0 - anchor);
+    v->commit = significant && current && anchored;
+    if (significant && current && !anchored)
+        snprintf(v->reason, sizeof v->reason,
+                 "its own score %.6g is more than %.0f%% under the island's best %.6g as recorded: the against ran "
+                 "slower than its record, so the paired gain is not trusted",
+                 aggregate, anchor * 100, best);
+    else if (!significant && v->low > 1.0)
         snprintf(v->reason, sizeof v->reason, "a real gain, but below commit.min_gain");
     else if (!significant)
         snprintf(v->reason, sizeof v->reason, "not a significant gain");
@@ -76,9 +96,13 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
 
 json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_verdict *v)
 {
-    if (!v->paired)
-        return json_pack("{s:b,s:s,s:f,s:f,s:f}", "paired", 0, "why", v->reason, "threshold", v->threshold,
-                         "min_gain", p->min_gain, "epsilon", p->epsilon);
+    if (!v->paired) {
+        json_t *o = json_pack("{s:b,s:s,s:f,s:f}", "paired", 0, "why", v->reason, "min_gain", p->min_gain, "epsilon",
+                              p->epsilon);
+        /* A failed pairing has no threshold: nothing commits it. */
+        json_object_set_new(o, "threshold", isfinite(v->threshold) ? json_real(v->threshold) : json_null());
+        return o;
+    }
     json_t *o = json_pack("{s:b,s:I,s:f,s:f,s:f,s:f}", "paired", 1, "against", v->against, "ratio", v->ratio, "low",
                           v->low, "min_gain", p->min_gain, "confidence", p->confidence);
     json_object_set_new(o, "ci", isfinite(v->ci_lo) && isfinite(v->ci_hi) ? json_pack("[f,f]", v->ci_lo, v->ci_hi)
@@ -103,6 +127,11 @@ json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_
 void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand, double aggregate,
                         double best, char *out, size_t outlen)
 {
+    if (!v->paired && !isfinite(v->threshold)) {
+        snprintf(out, outlen, "candidate %lld scores %.6g against the island's best %.6g: %s", (long long)cand,
+                 aggregate, best, v->reason);
+        return;
+    }
     if (!v->paired) {
         snprintf(out, outlen,
                  "candidate %lld scores %.6g against the island's best %.6g, without a paired measurement (%s); "

@@ -27,6 +27,14 @@ typedef struct {
     char reason[512];       /* not committed: why; unpaired: why unpaired */
 } avo_commit_verdict;
 
+/* The anchor: a paired commit also needs the candidate's absolute score
+ * within max(AVO_COMMIT_ANCHOR_MIN, AVO_COMMIT_ANCHOR_FACTOR x min_gain) of
+ * the island's best as recorded (2% on GPU problems, 8% on CPU ones with the
+ * default min_gain), so an against that slows itself when paired gains a
+ * candidate at most that much. */
+#define AVO_COMMIT_ANCHOR_MIN 0.02
+#define AVO_COMMIT_ANCHOR_FACTOR 4.0
+
 /* From a stored job spec. A spec without "commit" (a job submitted before
  * the rule existed) keeps the rule it was started under: min_gain 0. */
 void avo_commit_params_from_spec(json_t *spec, avo_commit_params *p);

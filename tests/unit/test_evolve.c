@@ -411,6 +411,28 @@ static void test_paired_significant_gain_commits(void **state)
     json_decref(d);
 }
 
+/* An against that slows itself when paired (it can tell it is the
+ * against): a large paired gain with the candidate's own score well under
+ * the best's record is not committed. */
+static void test_paired_anchor(void **state)
+{
+    (void)state;
+    /* ratio 2 against a best recorded at 10.0, the candidate itself at 9.0:
+     * 10% under the record, beyond the 2% anchor */
+    json_t *d = consume_one("\"aggregate\":9.0,\"paired\":{\"against\":2,\"ratio\":2.0,\"low\":1.9,"
+                            "\"ci\":[1.9,2.1]}", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    assert_non_null(strstr(json_string_value(json_object_get(event_of(c, "not_significant"), "reason")),
+                           "the against ran slower than its record"));
+    json_decref(d);
+    /* within the anchor (1.5% under): committed */
+    d = consume_one("\"aggregate\":9.85,\"paired\":{\"against\":2,\"ratio\":1.03,\"low\":1.01,"
+                    "\"ci\":[1.01,1.05]}", "");
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
+    json_decref(d);
+}
+
 static void test_paired_against_an_old_best(void **state)
 {
     (void)state;
@@ -447,14 +469,19 @@ static void test_unpaired_fallback(void **state)
     d = consume_one("\"aggregate\":10.06", "");
     assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
     json_decref(d);
-    /* a paired measurement that failed falls back too, saying why; epsilon
-     * (the exploration slack) lowers the fallback's bar: 10 * (1 + 0.005 - 0.03) */
-    d = consume_one("\"aggregate\":9.8,\"paired\":{\"against\":2,\"error\":\"the against did not compile\"}",
+    /* epsilon (the exploration slack) lowers the fallback's bar: 10 * (1 + 0.005 - 0.03) */
+    d = consume_one("\"aggregate\":9.8", ",\"epsilon\":0.03");
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
+    json_decref(d);
+    /* a paired measurement that failed never falls back (the candidate can
+     * make it fail): not committed, whatever its absolute score, saying why */
+    d = consume_one("\"aggregate\":20,\"paired\":{\"against\":2,\"error\":\"the against did not compile\"}",
                     ",\"epsilon\":0.03");
     c = json_array_get(json_object_get(d, "consume"), 0);
-    assert_true(json_is_true(json_object_get(c, "commit")));
+    assert_false(json_is_true(json_object_get(c, "commit")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(c, "rule"), "why")),
-                        "the against did not compile");
+                        "the paired measurement failed (the against did not compile): no gain shown");
+    assert_true(json_is_null(json_object_get(json_object_get(c, "rule"), "threshold")));
     json_decref(d);
     /* ... but never a paired one: a paired loss with the same slack stays out */
     d = consume_one("\"aggregate\":10.2,\"paired\":{\"against\":2,\"ratio\":0.99,\"low\":0.98,\"ci\":[0.98,1.0]}",
@@ -585,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_custom_seed_and_start_knobs),
         cmocka_unit_test(test_paired_noise_is_never_committed),
         cmocka_unit_test(test_paired_significant_gain_commits),
+        cmocka_unit_test(test_paired_anchor),
         cmocka_unit_test(test_paired_against_an_old_best),
         cmocka_unit_test(test_unpaired_fallback),
         cmocka_unit_test(test_commit_explain_says_by_how_much),
