@@ -119,6 +119,14 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: a config's loop goes on after the candidate's stopping rule
  * until the pairs are enough, up to this many times timing.max_seconds. */
 #define PAIRED_TIME_FACTOR 3.0
+/* Paired: the against's calls stop at this share of the time from its
+ * start to the evaluation's deadline. */
+#define PAIR_CUTOFF_SHARE 0.6
+/* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
+ * the candidate's median right after the against must not be under
+ * ORDER_FACTOR x its median before it. */
+#define ORDER_MIN_PAIRS 5
+#define ORDER_FACTOR 0.8
 /* Paired: what an against's call may take (lane_deadline). */
 #define AGAINST_LIMIT_MIN_S 5.0
 #define AGAINST_LIMIT_FACTOR 20.0
@@ -218,6 +226,8 @@ typedef struct {
     char against_err[600];
     double confidence;                    /* paired: of its interval */
     double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
+    double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
+                                             slow against cannot spend the candidate's deadline */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -371,7 +381,7 @@ static double lane_deadline(const run_ctx *r)
 {
     if (r->ln->slot != LANE_AGAINST)
         return r->deadline;
-    return fmin(r->deadline, avo_now() + fmax(AGAINST_LIMIT_MIN_S, AGAINST_LIMIT_FACTOR * r->cand_rt_max));
+    return fmin(r->pair_cutoff, avo_now() + fmax(AGAINST_LIMIT_MIN_S, AGAINST_LIMIT_FACTOR * r->cand_rt_max));
 }
 
 /* One call of the entry point in the runner on the tensors of x (which live
@@ -1232,6 +1242,10 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     char bwhy[600] = "";
     avo_phases *ph = r->ph, bph = {0};
     const double max_s = r->p->timing_max_seconds;
+    /* The candidate's samples by its place in the pair: [0] first, [1]
+     * right after the against on the same input set (the order test). */
+    double *by_place[2] = {NULL, NULL};
+    int n_place[2] = {0, 0}, cap_place = 0;
     int res = lane_begin(r, &a, &r->lanes[LANE_CAND], c, x, why, wl);
     r->ph = &bph;
     int bres = lane_begin(r, &b, &r->lanes[LANE_AGAINST], c, x, bwhy, sizeof bwhy);
@@ -1247,6 +1261,13 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
             }
             if (bres != CHECK_OK)
                 continue;
+            if (avo_now() > r->pair_cutoff) {
+                snprintf(bwhy, sizeof bwhy,
+                         "out of time: the against's calls stop at %.0f%% of the evaluation's deadline, to leave the "
+                         "candidate its own", PAIR_CUTOFF_SHARE * 100);
+                bres = -ETIME;
+                continue;
+            }
             /* Its checks say nothing of the candidate's errors. */
             const double wr = r->worst_rel_l2, wm = r->worst_max_abs;
             r->ph = &bph;
@@ -1262,8 +1283,25 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         }
         if (res != CHECK_OK)
             break;
+        if (bres == AVO_HARNESS_EREFERENCE) {
+            /* The reference failed on the against's inputs: the whole
+             * evaluation's, not the against's. */
+            res = bres;
+            snprintf(why, wl, "%s", bwhy);
+            break;
+        }
         if (bres == CHECK_OK && a.sampled && b.sampled && (res = pair_add(ps, a.last, b.last)) != 0)
             break;
+        if (bres == CHECK_OK && a.sampled && b.sampled) {
+            if (n_place[b_first] == cap_place || n_place[!b_first] == cap_place) {
+                cap_place = cap_place ? 2 * cap_place : 64;
+                if (grow(&by_place[0], cap_place) || grow(&by_place[1], cap_place)) {
+                    res = -ENOMEM;
+                    break;
+                }
+            }
+            by_place[b_first][n_place[b_first]++] = a.last;
+        }
         if (!a.sampled)
             continue;
         const double spent = a.spent + b.spent;
@@ -1276,6 +1314,25 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
             (ps->n >= r->p->timing_min_runs && lane_checks_done(&b)) || spent >= PAIRED_TIME_FACTOR * max_s)
             break;
     }
+    if (res == CHECK_OK && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {
+        /* The same work on the same inputs, the caches flushed before each
+         * call: where the candidate went does not change its time, unless
+         * the against's run of those inputs reached it (a channel through
+         * the shared region, the device tensors' slack, IPC). */
+        avo_stats first, second;
+        avo_stats_compute(by_place[0], n_place[0], &first);
+        avo_stats_compute(by_place[1], n_place[1], &second);
+        if (second.median < ORDER_FACTOR * first.median) {
+            snprintf(why, wl,
+                     "its calls right after the against's, on the same input sets, ran %.0f%% faster (median %.4g s "
+                     "over %d) than those before it (%.4g s over %d): the against's work reached it",
+                     (1 - second.median / first.median) * 100, second.median, n_place[1], first.median, n_place[0]);
+            res = CHECK_FORGED;
+            a.out.fail_call = a.out.calls - 1;
+        }
+    }
+    free(by_place[0]);
+    free(by_place[1]);
     res = lane_end(r, &a, res, why, wl);
     *out = a.out;
     if (bres == CHECK_OK && !lane_checks_done(&b)) {
@@ -2217,6 +2274,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
     /* Both runners calibrated before either object exists. */
     if (rc == 0 && o->against_so) {
+        const double now = avo_now();
+        r.pair_cutoff = now + PAIR_CUTOFF_SHARE * (r.deadline - now);
         start_against(&r, o->against_so, 0);
         avo_phases_lap(&top, "against_runner", &t);
     }

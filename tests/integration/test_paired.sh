@@ -62,6 +62,16 @@ ev conf "$F/base.c" --against "$F/base.c" --confidence 0.8
 check "--confidence 0.8 is the interval's" jqt '.paired.confidence == 0.8 and .paired.ci[0] <= .paired.low' \
     "$T/conf.json"
 
+# A colluding pair: the against publishes its inputs' hash and output where
+# the candidate might read them; the candidate copies when it runs second.
+(echo '#define PUBLISH 1'; cat "$F/collude.c") >"$T/publish.c"
+ev collude "$F/collude.c" --against "$T/publish.c"
+show collude
+jq -r '.detail' "$T/collude.json" 2>/dev/null | sed 's/^/# /'
+check "a colluding pair: cheat_suspected by the order test, or no channel and no gain" \
+    jqt '(.outcome == "cheat_suspected" and (.detail | test("right after the against"))) or
+         (.outcome == "ok" and .paired.low < 1.02)' "$T/collude.json"
+
 ev wrong "$F/base.c" --against "$F/wrong.c"
 show wrong
 check "an against that fails its checks: candidate ok, paired.error says so" \
