@@ -119,6 +119,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: a config's loop goes on after the candidate's stopping rule
  * until the pairs are enough, up to this many times timing.max_seconds. */
 #define PAIRED_TIME_FACTOR 3.0
+/* Paired: the pairs every config needs for its interval (the loop goes on
+ * for them, within PAIRED_TIME_FACTOR; fewer is paired.error). */
+#define PAIRED_MIN_PAIRS 10
 /* Paired: the against's calls stop at this share of the time from its
  * start to the evaluation's deadline. */
 #define PAIR_CUTOFF_SHARE 0.6
@@ -1311,7 +1314,9 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         if (stop == AVO_STOP_NONE)
             continue;
         if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-            (ps->n >= r->p->timing_min_runs && lane_checks_done(&b)) || spent >= PAIRED_TIME_FACTOR * max_s)
+            (ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS) &&
+             lane_checks_done(&b)) ||
+            spent >= PAIRED_TIME_FACTOR * max_s)
             break;
     }
     if (res == CHECK_OK && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {
@@ -1407,8 +1412,11 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps)
         goto cleanup;
     }
     for (int c = 0; c < p->nconfigs; c++) {
-        if (ps[c].n < 1) {
-            snprintf(err, sizeof err, "config %s: no pair of timed calls", p->configs[c].name);
+        if (ps[c].n < PAIRED_MIN_PAIRS) {
+            /* A percentile interval of a median from a handful of pairs
+             * is far too narrow (one pair: every resample the same). */
+            snprintf(err, sizeof err, "config %s: %d pairs of timed calls, fewer than the %d an interval needs",
+                     p->configs[c].name, ps[c].n, PAIRED_MIN_PAIRS);
             goto cleanup;
         }
         cfg[c] = (avo_paired_config){ps[c].a, ps[c].b, ps[c].n};

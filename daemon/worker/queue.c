@@ -608,7 +608,11 @@ static int evaluate_one(worker *w, PGresult *claim)
         pthread_join(w->warm, NULL);
         w->warming = 0;
     }
-    int suspect = gpu_suspect(w, outcome);
+    /* The against crashing or hanging can wedge the GPU as well, while the
+     * candidate's own outcome is ok. */
+    const char *perr = json_string_value(json_object_get(json_object_get(result, "paired"), "error"));
+    int suspect = gpu_suspect(w, outcome) ||
+                  (perr && (strstr(perr, ": crash") || strstr(perr, ": timeout")) && gpu_suspect(w, "crash"));
     free(text);
     json_decref(result);
     w->eval_id = 0;

@@ -72,6 +72,16 @@ check "a colluding pair: cheat_suspected by the order test, or no channel and no
     jqt '(.outcome == "cheat_suspected" and (.detail | test("right after the against"))) or
          (.outcome == "ok" and .paired.low < 1.02)' "$T/collude.json"
 
+# Too few pairs for an interval: a copy of the package whose time budget
+# ends each config after a few calls.
+mkdir -p "$T/few"
+cp "$F"/*.c "$T/few/"
+jq '.timing = {"max_seconds": 0.0003, "min_runs": 3, "rse": 0.5}' "$F/problem.json" >"$T/few/problem.json"
+avo-worker eval "$T/few" "$F/base.c" --json --cache "$T/cache" --against "$T/copy.c" >"$T/few.json" 2>"$T/few.err"
+show few
+check "fewer than 10 pairs in a config: no interval, paired.error says so" \
+    jqt '.outcome == "ok" and (.paired.error | test("fewer than the 10 an interval needs"))' "$T/few.json"
+
 ev wrong "$F/base.c" --against "$F/wrong.c"
 show wrong
 check "an against that fails its checks: candidate ok, paired.error says so" \
