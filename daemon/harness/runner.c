@@ -531,6 +531,8 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
 /* In the child, between fork and exec (async-signal-safe calls only):
  * namespaces of its own when it was cloned into them (a /proc showing only
  * itself, mounts private), its group, then nobody when the checker is root. */
+static const char *const runner_private_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
+
 static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, int rep_w, int mem_fd, int obj, int exe,
                                    const avo_runner_devmem *dev, rlim_t cpu_s, const char *entry, const char *cand_so,
                                    int cuda, char *dev_arg)
@@ -577,6 +579,12 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
         struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
         syscall(SYS_mount_setattr, AT_FDCWD, "/sys/fs/cgroup", AT_RECURSIVE, &ro, sizeof ro);
+        /* Scratch of its own (CPU runners): the evaluation's /tmp and
+         * /dev/shm are shared by every runner of it, a channel between a
+         * candidate and the against it is paired with. */
+        if (!cuda)
+            for (int i = 0; runner_private_dirs[i]; i++)
+                mount("tmpfs", runner_private_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777");
     }
     /* nobody, when it exists here (a user namespace of the checker's own
      * maps no other uid: the runner then keeps uid 0 there and gives up its
@@ -664,7 +672,16 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
         for (int i = 0; i < dev->n && o < sizeof dev_arg; i++)
             o += (size_t)snprintf(dev_arg + o, sizeof dev_arg - o, "%s%zu", i ? "," : "", dev->bytes[i]);
     }
-    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
+    /* CPU runners also get IPC and network namespaces of their own (no
+     * SysV or abstract-socket channel to another runner of the evaluation);
+     * where the host refuses them, the PID and mount namespaces alone. CUDA
+     * runners keep the evaluation's (not yet run on a GPU host). */
+    pid_t pid = -1;
+    if (!cuda)
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET,
+                             NULL, NULL, NULL, NULL);
+    if (pid < 0)
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
     r->pidns = pid >= 0;
     if (pid < 0) {
         size_t nl = strlen(r->isolation_note);

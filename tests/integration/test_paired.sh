@@ -68,9 +68,22 @@ check "--confidence 0.8 is the interval's" jqt '.paired.confidence == 0.8 and .p
 ev collude "$F/collude.c" --against "$T/publish.c"
 show collude
 jq -r '.detail' "$T/collude.json" 2>/dev/null | sed 's/^/# /'
-check "a colluding pair: cheat_suspected by the order test, or no channel and no gain" \
-    jqt '(.outcome == "cheat_suspected" and (.detail | test("right after the against"))) or
-         (.outcome == "ok" and .paired.low < 1.02)' "$T/collude.json"
+check "a colluding pair through /tmp or /dev/shm: no channel (each runner has its own), no gain" \
+    jqt '.outcome == "ok" and .paired.low < 1.02' "$T/collude.json"
+# The same through the shared tensor region (a package with a larger
+# config, so a small one leaves room): the order test.
+mkdir -p "$T/stash"
+cp "$F"/*.c "$T/stash/"
+jq '.configs = [{"name": "16x256", "sizes": {"R": 16, "C": 256}}, {"name": "64x1024", "sizes": {"R": 64, "C": 1024}}]' \
+    "$F/problem.json" >"$T/stash/problem.json"
+(echo '#define SHM_STASH 1'; cat "$F/collude.c") >"$T/stash_cand.c"
+(echo '#define SHM_STASH 1'; echo '#define PUBLISH 1'; cat "$F/collude.c") >"$T/stash_publish.c"
+avo-worker eval "$T/stash" "$T/stash_cand.c" --json --cache "$T/cache" --against "$T/stash_publish.c" \
+    >"$T/stash.json" 2>"$T/stash.err"
+show stash
+jq -r '.detail' "$T/stash.json" 2>/dev/null | sed 's/^/# /'
+check "a colluding pair through the shared tensor region: cheat_suspected by the order test" \
+    jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash.json"
 
 # Too few pairs for an interval: a copy of the package whose time budget
 # ends each config after a few calls.
