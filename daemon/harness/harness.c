@@ -120,7 +120,8 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * until the pairs are enough, up to this many times timing.max_seconds. */
 #define PAIRED_TIME_FACTOR 3.0
 /* Paired: the pairs every config needs for its interval (the loop goes on
- * for them, within PAIRED_TIME_FACTOR; fewer is paired.error). */
+ * for them, past PAIRED_TIME_FACTOR, until the against's cut-off; fewer is
+ * paired.error). */
 #define PAIRED_MIN_PAIRS 10
 /* Paired: the against's calls stop at this share of the time from its
  * start to the evaluation's deadline. */
@@ -128,8 +129,8 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
  * the candidate's median right after the against must not be under
  * ORDER_FACTOR x its median before it. */
-#define ORDER_MIN_PAIRS 5
-#define ORDER_FACTOR 0.8
+#define ORDER_MIN_PAIRS 8
+#define ORDER_FACTOR 0.5
 /* Paired: what an against's call may take (lane_deadline). */
 #define AGAINST_LIMIT_MIN_S 5.0
 #define AGAINST_LIMIT_FACTOR 20.0
@@ -1313,10 +1314,13 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
             lane_stop(r, &b, spent);
         if (stop == AVO_STOP_NONE)
             continue;
+        /* Enough pairs for an interval come first: a slow config gets
+         * them past PAIRED_TIME_FACTOR (the against's cut-off still bounds
+         * the whole evaluation). */
+        const int enough =
+            ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
         if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-            (ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS) &&
-             lane_checks_done(&b)) ||
-            spent >= PAIRED_TIME_FACTOR * max_s)
+            (enough && (lane_checks_done(&b) || spent >= PAIRED_TIME_FACTOR * max_s)))
             break;
     }
     if (res == CHECK_OK && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {

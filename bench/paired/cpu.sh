@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 20's paired measurement on the CPU: A/A and sensitivity, with the
+# fixture of tests/integration/test_paired.sh (cpu/softmax on small rows, a
+# kernel doing REPS passes of the same work): base = REPS 20; A/A = base
+# against a copy of itself, N times; faster = REPS 17 (about 15% faster),
+# slower = REPS 21 (about 5% slower), each against base. Printed per run:
+# the aggregate ratio, its one-sided lower bound and 95% interval, whether
+# the CPU default rule (lower bound > 1 + 2%) would commit it; then the A/A
+# ratios' spread (max/min - 1) and the load average.
+#   [N=10] [OUT=dir] bash bench/paired/cpu.sh
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+N=${N:-10}
+MIN_GAIN=${MIN_GAIN:-0.02}
+OUTDIR=${OUT:-/tmp/avo-paired-cpu}
+mkdir -p "$OUTDIR"
+export PATH="$ROOT/build/bin:$PATH"
+F=tests/fixtures/kernels/paired
+cp "$F/base.c" "$OUTDIR/copy.c"
+(echo '#define REPS 17'; cat "$F/base.c") >"$OUTDIR/faster.c"
+(echo '#define REPS 21'; cat "$F/base.c") >"$OUTDIR/slower.c"
+run() {  # run NAME CANDIDATE
+    avo-worker eval "$F" "$2" --json --cache "$OUTDIR/cache" --against "$F/base.c" >"$OUTDIR/$1.json" \
+        2>"$OUTDIR/$1.err"
+    jq -r --arg n "$1" --argjson g "$MIN_GAIN" '
+        if .paired == null then "\($n): no paired result (outcome \(.outcome): \(.detail))"
+        elif .paired.error then "\($n): paired error: \(.paired.error)"
+        else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)"
+        end' "$OUTDIR/$1.json"
+}
+echo "# paired cpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/copy.c"; done
+run faster "$OUTDIR/faster.c"
+run slower "$OUTDIR/slower.c"
+jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r
+    | ($r | map(.paired.ratio)) as $x
+    | "A/A: \($x | length) runs, ratios \($x | min) .. \($x | max), spread \((($x | max) / ($x | min) - 1) * 100)%, committed \($r | map(select(.paired.low > 1 + $g)) | length)"' \
+    "$OUTDIR"/aa-*.json
+echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
