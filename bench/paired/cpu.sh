@@ -27,7 +27,7 @@ run() {  # run NAME CANDIDATE
         if .paired == null then "\($n): no paired result (outcome \(.outcome): \(.detail))"
         elif .paired.error then "\($n): paired error: \(.paired.error)"
         else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)"
-        end' "$OUTDIR/$1.json"
+        end' "$OUTDIR/$1.json" 2>/dev/null || echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"
 }
 echo "# paired cpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/copy.c"; done

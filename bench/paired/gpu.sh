@@ -70,7 +70,7 @@ run() {  # run NAME CANDIDATE
         elif .paired.error then "\($n): paired error: \(.paired.error)"
         else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)  "
              + ([.paired.configs[] | "\(.config) \(.ratio) [\(.ci[0]), \(.ci[1])] n=\(.runs)"] | join("; "))
-        end' "$OUTDIR/$1.json"
+        end' "$OUTDIR/$1.json" 2>/dev/null || echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"
 }
 echo "# paired gpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/base_copy.cu"; done
