@@ -23,11 +23,12 @@ cp "$F/base.c" "$OUTDIR/copy.c"
 run() {  # run NAME CANDIDATE
     avo-worker eval "$F" "$2" --json --cache "$OUTDIR/cache" --against "$F/base.c" >"$OUTDIR/$1.json" \
         2>"$OUTDIR/$1.err"
+    [ -s "$OUTDIR/$1.json" ] || { echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"; return; }
     jq -r --arg n "$1" --argjson g "$MIN_GAIN" '
         if .paired == null then "\($n): no paired result (outcome \(.outcome): \(.detail))"
         elif .paired.error then "\($n): paired error: \(.paired.error)"
         else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)"
-        end' "$OUTDIR/$1.json" 2>/dev/null || echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"
+        end' "$OUTDIR/$1.json"
 }
 echo "# paired cpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/copy.c"; done

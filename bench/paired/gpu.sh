@@ -65,12 +65,13 @@ variant "$OUTDIR/slow.cu" 0.033 slow
 run() {  # run NAME CANDIDATE
     AVO_NO_COUNTERS=1 avo-worker eval "$PROB" "$2" --json --timeout 300 --against "$OUTDIR/base.cu" \
         >"$OUTDIR/$1.json" 2>"$OUTDIR/$1.err"
+    [ -s "$OUTDIR/$1.json" ] || { echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"; return; }
     jq -r --arg n "$1" --argjson g "$MIN_GAIN" '
         if .paired == null then "\($n): no paired result (outcome \(.outcome): \(.detail))"
         elif .paired.error then "\($n): paired error: \(.paired.error)"
         else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)  "
              + ([.paired.configs[] | "\(.config) \(.ratio) [\(.ci[0]), \(.ci[1])] n=\(.runs)"] | join("; "))
-        end' "$OUTDIR/$1.json" 2>/dev/null || echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"
+        end' "$OUTDIR/$1.json"
 }
 echo "# paired gpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/base_copy.cu"; done
