@@ -71,22 +71,18 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
     /* The best may have changed while it was in flight: a gain over an
      * older best counts only if it also beats the new one outright. */
     const int current = v->against == best_cand || (isfinite(aggregate) && aggregate > best);
-    /* The against must have run as fast as it did when it was recorded:
-     * the optimiser wrote it and it may slow itself when it can tell it is
-     * the against, and a runner can be slowed for a whole evaluation by
-     * something the pairing does not cancel (an A/A pair on a loaded
-     * 2-CPU host once measured 2.7x). Its score in this evaluation is the
-     * candidate's over the ratio; beyond the drift absolute scores show it
-     * proves nothing. */
+    /* The against is written by the same optimiser and may slow itself
+     * when it can tell it is the against: its own score must not have
+     * fallen beyond the drift absolute scores show, i.e. the candidate's
+     * absolute score must stay near the best's as recorded. */
     const double anchor = fmax(AVO_COMMIT_ANCHOR_MIN, AVO_COMMIT_ANCHOR_FACTOR * p->min_gain);
-    const double against_now = isfinite(aggregate) && v->ratio > 0 ? aggregate / v->ratio : NAN;
-    const int anchored = v->against != best_cand || (isfinite(against_now) && against_now >= best * (1.0 - anchor));
+    const int anchored = isfinite(aggregate) && aggregate >= best * (1.0 - anchor);
     v->commit = significant && current && anchored;
     if (significant && current && !anchored)
         snprintf(v->reason, sizeof v->reason,
-                 "the against scored %.6g in this evaluation (the candidate's %.6g over the ratio), more than %.0f%% "
-                 "under its record %.6g: it ran slower than it can, so the paired gain is not trusted",
-                 against_now, aggregate, anchor * 100, best);
+                 "its own score %.6g is more than %.0f%% under the island's best %.6g as recorded: the against ran "
+                 "slower than its record, so the paired gain is not trusted",
+                 aggregate, anchor * 100, best);
     else if (!significant && v->low > 1.0)
         snprintf(v->reason, sizeof v->reason, "a real gain, but below commit.min_gain");
     else if (!significant)

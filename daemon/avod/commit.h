@@ -27,16 +27,13 @@ typedef struct {
     char reason[512];       /* not committed: why; unpaired: why unpaired */
 } avo_commit_verdict;
 
-/* The anchor: a paired commit against the island's best also needs the
- * against's score in that evaluation (the candidate's aggregate over the
- * paired ratio) within max(AVO_COMMIT_ANCHOR_MIN, AVO_COMMIT_ANCHOR_FACTOR x
- * min_gain) of its recorded score (10% on GPU problems, 20% on CPU ones
- * with the default min_gain: absolute CPU scores drift that much between
- * evaluations on a loaded host, and a tighter anchor refused real gains in
- * test_evolution), so an against that ran slow (slowing itself when paired,
- * or slowed) buys a candidate at most that much. */
-#define AVO_COMMIT_ANCHOR_MIN 0.10
-#define AVO_COMMIT_ANCHOR_FACTOR 10.0
+/* The anchor: a paired commit also needs the candidate's absolute score
+ * within max(AVO_COMMIT_ANCHOR_MIN, AVO_COMMIT_ANCHOR_FACTOR x min_gain) of
+ * the island's best as recorded (2% on GPU problems, 8% on CPU ones with the
+ * default min_gain), so an against that slows itself when paired gains a
+ * candidate at most that much. */
+#define AVO_COMMIT_ANCHOR_MIN 0.02
+#define AVO_COMMIT_ANCHOR_FACTOR 4.0
 
 /* From a stored job spec. A spec without "commit" (a job submitted before
  * the rule existed) keeps the rule it was started under: min_gain 0. */
