@@ -57,6 +57,16 @@ static const char *state_dir(const avo_eval_opts *o)
     return o->state_dir && *o->state_dir ? o->state_dir : getenv("AVO_HOME");
 }
 
+/* The vendor library a cuda problem's trusted objects link with: the
+ * baseline times cuBLAS, the reference (run in the checker only) does its
+ * fp32 products with it. A candidate is never linked with it
+ * (docs/problems.md). Flags are part of the compile cache key. */
+static const char *const *trusted_libs(int cuda)
+{
+    static const char *const cublas[] = {"-lcublas", "-lcublasLt", NULL};
+    return cuda ? cublas : NULL;
+}
+
 static const char *const outcomes[] = {"ok", "compile_error", "crash", "timeout", "wrong_result",
                                        "cheat_suspected", "cancelled", NULL};
 
@@ -477,7 +487,9 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(err, errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
         goto cleanup;
     }
-    rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen);
+    avo_compile_opts ro = co;
+    ro.extra = trusted_libs(cuda);
+    rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     avo_phases_lap(&ph, "compile_reference", &t);
     if (rc)
         goto cleanup;
@@ -517,9 +529,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * A baseline that does not build costs the comparison, not the result. */
     char base_note[600] = "";
     if (p->baseline[0] && !o->profile) {
-        static const char *const cublas[] = {"-lcublas", "-lcublasLt", NULL};
         avo_compile_opts bo = co;
-        bo.extra = cuda ? cublas : NULL;
+        bo.extra = trusted_libs(cuda);
         char bpath[4400];
         size_t blen = 0;
         snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
@@ -755,8 +766,10 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
     char refpath[4400];
     size_t ref_len = 0;
     snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
+    avo_compile_opts ro = co;
+    ro.extra = trusted_libs(cuda);
     if ((ref_src = avo_file_read(refpath, &ref_len)))
-        rc = avo_compile(&co, p, ref_src, ref_len, p->reference, &ref, err, errlen);
+        rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     if (rc == 0)
         rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
     /* The against (paired): compiled as the candidate, as there. */

@@ -1,33 +1,82 @@
-/* Trusted reference for attention: the textbook definition, computed head by
- * head in three plain steps with fp32 accumulation and nothing fused:
- *   1. S = scale * Q K^T (fp32 scores for a chunk of query rows, every key;
- *      products of the exact bf16 values summed in increasing d order);
+/* Trusted reference for attention: the textbook definition, computed in
+ * three plain steps with fp32 arithmetic and nothing fused:
+ *   1. S = scale * Q K^T: fp32 scores for a chunk of query rows and every
+ *      key they may see (each an fp32 dot product of the exact bf16 values,
+ *      widened to fp32 first, summed in cuBLAS's order, times scale);
  *   2. per row: m = max over the allowed keys, l = sum exp(s - m),
  *      P = exp(s - m) / l (0 for keys the causal mask forbids),
  *      LSE = m + log(l) (accurate expf/logf: no --use_fast_math);
  *   3. O = P V in fp32 (P not rounded), rounded to bf16 once.
- * No online softmax, no bf16 P, no tensor cores: it is what candidates are
- * checked against, so it stays obviously correct rather than fast (about a
- * second for the 16k configurations on an H200; it is not timed).
- * Both products use one tiled fp32 GEMM (64 x 64 tiles, 4 x 4 per thread,
- * each thread sums its k in order), over many heads per launch where their
- * scores fit. Scratch: the score chunk, at most 1 GiB,
- * allocated per call (the reference is run a few times per evaluation, never
- * timed). avo_reference_f64 is the float64 twin the harness validates it
- * against on the "validate" sizes: one thread per query row, three passes. */
+ * No online softmax, no bf16 P, no TF32 or other reduced-precision
+ * tensor-core arithmetic: both products are cublasGemmStridedBatchedEx on
+ * fp32 operands with CUBLAS_COMPUTE_32F_PEDANTIC, on a handle in
+ * CUBLAS_PEDANTIC_MATH (fp32 whatever NVIDIA_TF32_OVERRIDE or cuBLAS's
+ * emulation settings say). It is what candidates are checked against, so
+ * it stays obviously correct; cuBLAS only makes the two products fast.
+ * Until 2026-12-04 they were a hand-written 64 x 64-tile SIMT GEMM, about
+ * half of an attention evaluation's wall time (~10 s of ~20 s on an H200);
+ * bench/attention/ref_speed.sh times that version and this one on every
+ * configuration and bounds their difference. The worker links a cuda
+ * problem's reference (never a candidate) with -lcublas; it runs in the
+ * checker process only.
+ *
+ * Heads: query head h of batch b reads key/value head h / G of batch b,
+ * G = H / HKV. With t = b * HKV + h / G (a key/value head) and g = h % G the
+ * query head is t * G + g, so for one g a strided batch covers the
+ * key/value heads t0 .. t0 + nb - 1: Q's (and O's, LSE's) stride G * S * D
+ * (G * S), K's and V's S * D. Query rows go in chunks of `rows`, at most
+ * AVO_REF_CAUSAL_ROWS (512) under the causal mask: keys past the limit of a
+ * chunk's last row are allowed to none of its rows, neither computed nor
+ * read (the row softmax writes P = 0 for each row's masked keys below that
+ * limit), so a causal product costs a little over half a full one.
+ *
+ * Scratch: one device allocation kept across calls (the checker runs the
+ * reference a few times per evaluation in one process), grown when a call
+ * needs more, never freed (the process ends with its evaluation). It holds
+ * the scores of one batch, nb * rows * S floats <= AVO_REF_CHUNK_ELEMS
+ * (2^28: 1 GiB), and K and V of its nb heads and its Q rows widened to fp32
+ * (O's fp32 product then takes Q's place), each <= AVO_REF_OPERAND_ELEMS
+ * (2^26: 256 MiB) or one head's S * D floats where that is larger: 1.75 GiB
+ * at most for every shipped configuration, beside the tensors. The GPU test
+ * makes both budgets tiny so that small sizes take every path. The cuBLAS
+ * handle is created on the first call and kept (set to the caller's stream
+ * on every call). A CUDA failure returns its cudaError_t, a cuBLAS failure
+ * 10000 + its cublasStatus_t.
+ *
+ * avo_reference_f64 is the float64 twin the harness validates it against
+ * on the "validate" sizes: one thread per query row, three passes. */
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
+#include <mutex>
+
 namespace {
 
 typedef __nv_bfloat16 bf16;
 
-constexpr int kTile = 64, kStep = 16, kThreads = 256;
+constexpr int kThreads = 256;
+constexpr int kCublasError = 10000;
 
 #ifndef AVO_REF_CHUNK_ELEMS
 #define AVO_REF_CHUNK_ELEMS (1LL << 28)
+#endif
+#ifndef AVO_REF_OPERAND_ELEMS
+#define AVO_REF_OPERAND_ELEMS (AVO_REF_CHUNK_ELEMS / 4)
+#endif
+#ifndef AVO_REF_CAUSAL_ROWS
+#define AVO_REF_CAUSAL_ROWS 512
+#endif
+/* bench/attention/ref_speed.sh builds a copy with AVO_REF_NOT_PEDANTIC
+ * to show what pedantic mode costs; the checker's reference never has it. */
+#ifdef AVO_REF_NOT_PEDANTIC
+constexpr cublasComputeType_t kCompute = CUBLAS_COMPUTE_32F;
+constexpr cublasMath_t kMath = CUBLAS_DEFAULT_MATH;
+#else
+constexpr cublasComputeType_t kCompute = CUBLAS_COMPUTE_32F_PEDANTIC;
+constexpr cublasMath_t kMath = CUBLAS_PEDANTIC_MATH;
 #endif
 
 __device__ __forceinline__ float to_f(float x) { return x; }
@@ -35,66 +84,24 @@ __device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ void store(float *p, float v) { *p = v; }
 __device__ __forceinline__ void store(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
-/* Which key/value head a query head reads (grouped-query attention), for
- * launches that cover heads head0 .. head0 + gridDim.z - 1. */
-struct KvMap {
-    int64_t head0, H, HKV, stride;   /* stride: elements per key/value head (S * D) */
-    __device__ int64_t offset(int z) const
-    {
-        const int64_t head = head0 + z;
-        return ((head / H) * HKV + (head % H) / (H / HKV)) * stride;
-    }
-};
-
-/* C[m][n] = alpha * sum_k A(m, k) B(k, n), A(m, k) = A[m*sam + k*sak],
- * B(k, n) = B[k*sbk + n*sbn], C[m*ldc + n], for the head blockIdx.z: A and
- * C advance by saz and scz per head, B is that head's key/value head. Each
- * block loads its 64 x 16 and 16 x 64 slabs walking the contiguous
- * dimension fastest. */
-template <typename TA, typename TB, typename TC>
-__global__ void __launch_bounds__(kThreads) gemm_f32(const TA *__restrict__ A, int64_t sam, int64_t sak, int64_t saz,
-                                                     const TB *__restrict__ B, int64_t sbk, int64_t sbn, KvMap kv,
-                                                     TC *__restrict__ C, int64_t ldc, int64_t scz, int M, int N,
-                                                     int K, float alpha)
+/* dst[z * dz + e] = src[z * sz + e] for e < n, z = blockIdx.y: bf16 widened
+ * to fp32 (exact), or fp32 rounded to bf16 once (to nearest even). */
+template <typename TS, typename TD>
+__global__ void __launch_bounds__(kThreads) convert(const TS *__restrict__ src, int64_t sz, TD *__restrict__ dst,
+                                                    int64_t dz, int64_t n)
 {
-    __shared__ float As[kStep][kTile + 1];
-    __shared__ float Bs[kStep][kTile + 1];
-    A += blockIdx.z * saz;
-    B += kv.offset((int)blockIdx.z);
-    C += blockIdx.z * scz;
-    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
-    float acc[4][4] = {};
-    for (int k0 = 0; k0 < K; k0 += kStep) {
-        for (int e = tid; e < kTile * kStep; e += kThreads) {
-            int m, k;
-            if (sak == 1) { m = e / kStep; k = e % kStep; } else { k = e / kTile; m = e % kTile; }
-            const int gm = m0 + m, gk = k0 + k;
-            As[k][m] = (gm < M && gk < K) ? to_f(A[gm * sam + gk * sak]) : 0.0f;
-            int n;
-            if (sbn == 1) { k = e / kTile; n = e % kTile; } else { n = e / kStep; k = e % kStep; }
-            const int gn = n0 + n, gk2 = k0 + k;
-            Bs[k][n] = (gk2 < K && gn < N) ? to_f(B[gk2 * sbk + gn * sbn]) : 0.0f;
-        }
-        __syncthreads();
-        for (int k = 0; k < kStep; k++) {
-            float a[4], b[4];
-            for (int i = 0; i < 4; i++) {
-                a[i] = As[k][ty + 16 * i];
-                b[i] = Bs[k][tx + 16 * i];
-            }
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-        __syncthreads();
-    }
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-            if (m < M && n < N)
-                store(&C[(int64_t)m * ldc + n], alpha * acc[i][j]);
-        }
+    src += blockIdx.y * sz;
+    dst += blockIdx.y * dz;
+    for (int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x; e < n; e += (int64_t)gridDim.x * kThreads)
+        store(&dst[e], to_f(src[e]));
+}
+
+template <typename TS, typename TD>
+void launch_convert(const TS *src, int64_t sz, TD *dst, int64_t dz, int64_t n, int64_t nz, cudaStream_t stream)
+{
+    const int64_t blocks = (n + kThreads - 1) / kThreads;
+    dim3 grid((unsigned)(blocks < 4096 ? blocks : 4096), (unsigned)nz);
+    convert<TS, TD><<<grid, kThreads, 0, stream>>>(src, sz, dst, dz, n);
 }
 
 __device__ float block_reduce(float v, bool is_max, float *red)
@@ -139,12 +146,14 @@ __global__ void __launch_bounds__(kThreads) softmax_rows(float *__restrict__ S, 
         lse[i] = m + logf(l);
 }
 
+/* S * 64 fits an int: cuBLAS's int dimensions and leading dimensions with
+ * room, the float64 twin's indices. */
 int check_sizes(const int64_t *z)
 {
     const int64_t B = z[0], H = z[1], HKV = z[2], S = z[3], D = z[4], causal = z[5];
     if (B < 1 || H < 1 || HKV < 1 || S < 1 || D < 1 || H % HKV || (causal != 0 && causal != 1))
         return (int)cudaErrorInvalidValue;
-    if (S > 0x7fffffff / kTile || D > 0x7fffffff)
+    if (S > 0x7fffffff / 64 || D > 0x7fffffff)
         return (int)cudaErrorInvalidValue;
     return 0;
 }
@@ -190,6 +199,48 @@ __global__ void reference_f64_kernel(const double *__restrict__ Q, const double 
     L[row] = m + log(l);
 }
 
+/* The state kept across calls (see the top). The checker calls the
+ * reference from one thread; the lock keeps a second caller from sharing
+ * the scratch mid-call all the same. */
+std::mutex g_lock;
+cublasHandle_t g_handle = nullptr;
+float *g_scratch = nullptr;
+size_t g_scratch_elems = 0;
+
+int cublas_rc(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? 0 : kCublasError + (int)st; }
+
+int ensure_scratch(size_t elems)
+{
+    if (elems <= g_scratch_elems)
+        return 0;
+    /* Earlier calls ended with their stream synchronized: nothing uses it. */
+    if (g_scratch)
+        cudaFree(g_scratch);
+    g_scratch = nullptr;
+    g_scratch_elems = 0;
+    const cudaError_t e = cudaMalloc(&g_scratch, elems * sizeof(float));
+    if (e != cudaSuccess) {
+        g_scratch = nullptr;
+        cudaGetLastError(); /* not sticky: the next call may fit */
+        return (int)e;
+    }
+    g_scratch_elems = elems;
+    return 0;
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* C (m x n, column-major, ldc) = alpha op(A) op(B), strided over nb heads,
+ * fp32 throughout (see the top for why pedantic). */
+int gemm(cublasOperation_t ta, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
+         int64_t sa, const float *B, int64_t ldb, int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb)
+{
+    const float beta = 0.0f;
+    return cublas_rc(cublasGemmStridedBatchedEx(g_handle, ta, CUBLAS_OP_N, (int)m, (int)n, (int)k, &alpha, A,
+                                                CUDA_R_32F, (int)lda, sa, B, CUDA_R_32F, (int)ldb, sb, &beta, C,
+                                                CUDA_R_32F, (int)ldc, sc, (int)nb, kCompute, CUBLAS_GEMM_DEFAULT));
+}
+
 } /* namespace */
 
 extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStream_t stream)
@@ -198,55 +249,70 @@ extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStr
     if (rc)
         return rc;
     const int64_t B = sizes[0], H = sizes[1], HKV = sizes[2], S = sizes[3], D = sizes[4], causal = sizes[5];
+    const int64_t G = H / HKV, kvheads = B * HKV;
     const bf16 *Q = static_cast<const bf16 *>(tensors[0]), *K = static_cast<const bf16 *>(tensors[1]),
                *V = static_cast<const bf16 *>(tensors[2]);
     bf16 *O = static_cast<bf16 *>(tensors[3]);
     float *LSE = static_cast<float *>(tensors[4]);
-    /* The fp32 scores of one launch stay within AVO_REF_CHUNK_ELEMS (1 GiB):
-     * whole heads per launch when S * S fits (blockIdx.z the head, so short
-     * sequences fill the GPU instead of launching 3 x B x H small grids),
-     * else chunks of query rows of one head. The GPU test makes the chunk
-     * small so that small sizes take both paths. */
-    const int64_t heads = B * H, chunk = (int64_t)(AVO_REF_CHUNK_ELEMS);
-    int64_t per = S <= chunk / S ? chunk / (S * S) : 1;
-    per = per > heads ? heads : per > 65535 ? 65535 : per;
-    int64_t rows = per > 1 || S * S <= chunk ? S : chunk / S;
-    rows = rows < 1 ? 1 : rows;
-    float *scratch = nullptr;
-    cudaError_t e = cudaMalloc(&scratch, (size_t)(per * rows * S) * sizeof(float));
-    if (e != cudaSuccess)
-        return (int)e;
-    const float scale = 1.0f / sqrtf((float)D);
-    for (int64_t head0 = 0; head0 < heads && !rc; head0 += per) {
-        const int64_t hb = heads - head0 < per ? heads - head0 : per;
-        const KvMap kv = {head0, H, HKV, S * D};
-        for (int64_t r0 = 0; r0 < S && !rc; r0 += rows) {
-            const int64_t n = S - r0 < rows ? S - r0 : rows;
-            /* Keys past the causal limit of the chunk's last row are
-             * allowed to none of its rows: neither computed nor read
-             * (softmax_rows writes P = 0 for each row's masked keys
-             * below that limit). */
-            const int64_t keys = causal ? r0 + n : S;
-            dim3 g1((unsigned)((keys + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile), (unsigned)hb);
-            gemm_f32<bf16, bf16, float><<<g1, kThreads, 0, stream>>>(Q + (head0 * S + r0) * D, D, 1, S * D, K, 1, D,
-                                                                     kv, scratch, S, n * S, (int)n, (int)keys,
-                                                                     (int)D, scale);
-            softmax_rows<<<dim3((unsigned)n, (unsigned)hb), kThreads, 0, stream>>>(scratch, S, n * S, LSE + head0 * S,
-                                                                                 S, r0, keys, (int)causal);
-            dim3 g2((unsigned)((D + kTile - 1) / kTile), (unsigned)((n + kTile - 1) / kTile), (unsigned)hb);
-            gemm_f32<float, bf16, bf16><<<g2, kThreads, 0, stream>>>(scratch, S, 1, n * S, V, D, 1, kv,
-                                                                    O + (head0 * S + r0) * D, D, S * D, (int)n,
-                                                                    (int)D, (int)keys, 1.0f);
-            if ((e = cudaGetLastError()) != cudaSuccess)
-                rc = (int)e;
+    std::lock_guard<std::mutex> hold(g_lock);
+    if (!g_handle) {
+        if ((rc = cublas_rc(cublasCreate(&g_handle)))) {
+            g_handle = nullptr;
+            return rc;
         }
+        if ((rc = cublas_rc(cublasSetMathMode(g_handle, kMath))))
+            return rc;
     }
-    /* The scratch must outlive the kernels; a fault in one of them is
-     * reported here rather than by a later call. */
+    if ((rc = cublas_rc(cublasSetStream(g_handle, stream))))
+        return rc;
+
+    /* Chunk sizes (see the top): a score row is ld floats (a multiple of 4,
+     * so that every row starts 16-byte aligned). */
+    const int64_t chunk = (int64_t)(AVO_REF_CHUNK_ELEMS), operand = (int64_t)(AVO_REF_OPERAND_ELEMS);
+    const int64_t ldmax = round_up(S, 4);
+    int64_t rows = chunk / ldmax < S ? chunk / ldmax : S;
+    rows = causal && rows > AVO_REF_CAUSAL_ROWS ? AVO_REF_CAUSAL_ROWS : rows;
+    rows = rows < 1 ? 1 : rows;
+    int64_t per = chunk / (rows * ldmax);
+    per = per < operand / (S * D) ? per : operand / (S * D);
+    per = per > kvheads ? kvheads : per > 65535 ? 65535 : per;
+    per = per < 1 ? 1 : per;
+    const int64_t n_scores = round_up(per * rows * ldmax, 64), n_kv = round_up(per * S * D, 64);
+    if ((rc = ensure_scratch((size_t)(n_scores + 2 * n_kv + per * rows * D))))
+        return rc;
+    float *Sc = g_scratch, *Kf = Sc + n_scores, *Vf = Kf + n_kv, *QO = Vf + n_kv;
+
+    const float scale = 1.0f / sqrtf((float)D);
+    cudaError_t e = cudaSuccess;
+    for (int64_t t0 = 0; t0 < kvheads && !rc; t0 += per) {
+        const int64_t nb = kvheads - t0 < per ? kvheads - t0 : per;
+        launch_convert(K + t0 * S * D, 0, Kf, 0, nb * S * D, 1, stream);
+        launch_convert(V + t0 * S * D, 0, Vf, 0, nb * S * D, 1, stream);
+        for (int64_t g = 0; g < G && !rc; g++)
+            for (int64_t r0 = 0; r0 < S && !rc; r0 += rows) {
+                const int64_t n = S - r0 < rows ? S - r0 : rows, keys = causal ? r0 + n : S;
+                const int64_t ld = round_up(keys, 4), head0 = t0 * G + g;
+                /* Rows r0 .. r0 + n - 1 of query heads head0 + G * z, z < nb. */
+                launch_convert(Q + (head0 * S + r0) * D, G * S * D, QO, n * D, n * D, nb, stream);
+                /* Column-major, scores^T (keys x n, ld) = K (keys x D) Q^T:
+                 * row x of the chunk's scores is Sc[x * ld + j]. */
+                rc = gemm(CUBLAS_OP_T, keys, n, D, scale, Kf, D, S * D, QO, D, n * D, Sc, ld, n * ld, nb);
+                if (rc)
+                    break;
+                softmax_rows<<<dim3((unsigned)n, (unsigned)nb), kThreads, 0, stream>>>(
+                    Sc, ld, n * ld, LSE + head0 * S, G * S, r0, keys, (int)causal);
+                /* O^T (D x n) = V^T (D x keys) P^T (keys x n), into QO. */
+                rc = gemm(CUBLAS_OP_N, D, n, keys, 1.0f, Vf, D, S * D, Sc, ld, n * ld, QO, D, n * D, nb);
+                if (rc)
+                    break;
+                launch_convert(QO, n * D, O + (head0 * S + r0) * D, G * S * D, n * D, nb, stream);
+                if ((e = cudaGetLastError()) != cudaSuccess)
+                    rc = (int)e;
+            }
+    }
+    /* A fault in a kernel is reported here rather than by a later call,
+     * and the scratch is free again for the next one. */
     e = cudaStreamSynchronize(stream);
-    if (!rc && e != cudaSuccess)
-        rc = (int)e;
-    e = cudaFree(scratch);
     return rc ? rc : (int)e;
 }
 

@@ -33,10 +33,12 @@ notok() { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
 SMALL="$T/attention_small"
 mkdir -p "$SMALL"
 cp kernels/attention/*.cu "$SMALL/"
-# The reference splits a head's query rows into chunks of at most 2^28
-# scores, which only sizes past S = 16384 reach; here a chunk is 4096
-# scores, so its chunked path (causal included) is checked against the
-# float64 twin on small sizes.
+# The reference batches key/value heads while their scores fit 2^28 floats
+# and their fp32 operands 2^26, and splits query rows into chunks (of 512
+# under the causal mask); here the budgets are 4096 and 1024 floats, so
+# small sizes take its chunked paths: many row chunks (checked against the
+# float64 twin on the validate sizes), one head per batch, and batches of
+# 3 key/value heads with an uneven last one (b4-h4-kv2-s5).
 sed -i '1i #define AVO_REF_CHUNK_ELEMS 4096' "$SMALL/reference.cu"
 python3 - kernels/attention/problem.json "$SMALL/problem.json" <<'PY'
 import json, sys
@@ -47,7 +49,7 @@ def c(b, h, hkv, s, d, causal):
 p["description"] = "tests/gpu/test_attention_gpu.sh: kernels/attention with small awkward configurations"
 p["configs"] = [c(1, 2, 1, 1, 64, 0), c(1, 2, 2, 1, 128, 1), c(2, 4, 2, 77, 64, 1), c(1, 2, 2, 200, 128, 0),
                 c(1, 4, 1, 333, 128, 1), c(2, 2, 2, 1000, 64, 0), c(1, 8, 4, 1024, 128, 1),
-                c(1, 2, 2, 4096, 64, 1), c(1, 4, 2, 2049, 128, 0)]
+                c(1, 2, 2, 4096, 64, 1), c(1, 4, 2, 2049, 128, 0), c(4, 4, 2, 5, 64, 1)]
 p["validate"] = {"sizes": {"B": 1, "H": 4, "HKV": 2, "S": 130, "D": 128, "CAUSAL": 0}}
 p["counters"] = {"configs": [p["configs"][6]["name"]]}   # one profiled config: the pass and its opt-out both run
 p["timing"] = {"max_seconds": 0.05, "min_runs": 2}

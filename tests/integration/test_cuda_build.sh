@@ -5,7 +5,11 @@
 # builds both gemm_bf16 seeds and both attention seeds for sm_90a with the
 # ptxas report (the attention seeds without spills), serves the
 # second build from the cache, reports a broken candidate as compile_error
-# with nvcc's message, and says what is missing for a disassembly.
+# with nvcc's message, and says what is missing for a disassembly. The
+# attention reference builds with the warnings on, and a whole evaluation
+# (which stops at the harness where there is no GPU) links the reference it
+# compiles with cuBLAS, for its fp32 products, and the candidate with no
+# vendor library.
 source "$(dirname "$0")/lib.sh"
 
 NVCC=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
@@ -37,7 +41,27 @@ for seed in seed.cu seed_sm90.cu; do
 done
 check "the attention reference compiles with the warnings on" \
     "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler=-Wall,-Wextra,-Werror -cudart=shared \
-    -Xcompiler=-fPIC -shared -o "$T/ref.so" "$A/reference.cu"
+    -Xcompiler=-fPIC -shared -lcublas -o "$T/ref.so" "$A/reference.cu"
+# One small configuration, so that a GPU host runs it in seconds; the
+# objects land in the cache whether the harness then finds a GPU or not.
+mkdir -p "$T/attn"
+cp "$A"/*.cu "$T/attn/"
+jq '.configs |= [.[0] | .sizes.B = 1 | .sizes.S = 128] | .counters.configs = [.configs[0].name]' \
+    "$A/problem.json" >"$T/attn/problem.json"
+avo-worker eval "$T/attn" "$A/seed.cu" --json --gpu-arch sm_90a --cache "$T/refcache" --timeout 120 \
+    >"$T/attn-eval.json" 2>&1
+links_cublas() {  # OBJECT: its dynamic section needs libcublas
+    readelf -d "$1" | grep -q 'NEEDED.*libcublas\.so'
+}
+ref_obj="" cand_obj=""
+for so in "$T/refcache"/obj/*.so; do
+    [ -e "$so" ] || continue
+    if readelf --dyn-syms -W "$so" | grep -qw avo_reference; then ref_obj=$so; else cand_obj=$so; fi
+done
+check "a cuda evaluation compiles the reference and the candidate ($(jq -r .detail "$T/attn-eval.json" 2>/dev/null | head -c 200))" \
+    test -n "$ref_obj" -a -n "$cand_obj"
+check "the worker links the attention reference with cuBLAS (its fp32 products)" links_cublas "$ref_obj"
+check "the worker links the candidate with no vendor library" eval '! links_cublas "$cand_obj"'
 build "$G/seed_sm90.cu" "$T/again.json"
 check "the same source again is served from the compile cache" jqt '.compile.cached == true' "$T/again.json"
 printf 'this is not CUDA;\n' | cat "$G/seed.cu" - >"$T/broken.cu"

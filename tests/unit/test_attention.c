@@ -2,7 +2,9 @@
  * configurations follow the protocol it claims, and its tolerances are
  * checked on the CPU with the harness's own input fill and comparison:
  *   - the reference's numerics (fp32 scores, accurate exp, normalised fp32
- *     P, fp32 P.V, one bf16 rounding), replayed in C, pass against float64;
+ *     P, fp32 P.V, one bf16 rounding), replayed in C, pass against float64
+ *     (sums in increasing order here; the reference's cuBLAS products sum
+ *     in their own order, still in fp32);
  *   - a FlashAttention-style computation (key tiles of 64, online max and
  *     rescaling, exp2 with the scale folded in, P rounded to bf16 before
  *     P.V) passes against that reference with a margin of at least 2x;
