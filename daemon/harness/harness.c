@@ -232,6 +232,11 @@ typedef struct {
     double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
     double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
                                              slow against cannot spend the candidate's deadline */
+    int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
+                                             copies hold now (rx, or its own device tensors; held_c -1: none):
+                                             a check of the same set (the other lane of a pair, the baseline's)
+                                             reuses them */
+    int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -551,25 +556,36 @@ static int check_basic(run_ctx *r, int ret, const avo_tensors *x, char *why, siz
     return CHECK_OK;
 }
 
-/* A checked call (call i of config c): its inputs in the checker's
- * pristine copy (made again from the seed for CUDA; the call's own, in the
- * shared region, are the candidate's to read, not to change), the
- * reference run on them
- * (in the checker, while the runner is frozen), then every output
- * compared. */
-static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+/* A checked call (of config c, on input set `set`): its inputs in the
+ * checker's pristine copy (made again from the seed for CUDA; the call's
+ * own, in the shared region, are the candidate's to read, not to change),
+ * the reference run on them (in the checker, while the runner is frozen),
+ * then every output compared. The reference's outputs stay where they are
+ * (rx, or the checker's device tensors) and are reused by the next check
+ * of the same set (r->held_c, r->held_set): the inputs' check and the
+ * comparison still run in full. */
+static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
                          double *ref_s, char *why, size_t whylen)
 {
     const avo_problem *p = r->p;
     double t = avo_phases_now();
     int64_t elem;
     int ti = -1, ret = 0;
+    const int held = r->held_c == c && r->held_set == set;
     if (r->dev_fill) {
         /* The reference on the call's inputs generated again on the
-         * checker's own device tensors; they come back with its outputs and
-         * are the pristine copy the call's fetched inputs must equal. */
+         * checker's own device tensors; they stay there with its outputs
+         * and are the pristine copy the call's fetched inputs must equal. */
         const double t0 = t;
-        ret = call_ref_generated(r, c, i, rx);
+        if (!held) {
+            r->held_c = -1;
+            ret = call_ref_generated(r, c, set, rx);
+            r->refs_computed++;
+            if (ret == 0)
+                r->held_c = c, r->held_set = set;
+        } else {
+            r->refs_reused++;
+        }
         avo_phases_lap(r->ph, "reference", &t);
         *ref_s = t - t0;
         if (ret == 0 && (ti = device_inputs_changed(r, x, &elem, why, whylen)) < -1)
@@ -577,17 +593,23 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
         avo_phases_lap(r->ph, "checks", &t);
     } else {
         if (r->cuda) {
-            avo_tensors_fill(pristine, p, r->seed, c, i);
+            avo_tensors_fill(pristine, p, r->seed, c, set);
             avo_phases_lap(r->ph, "inputs", &t);
         }
         ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
         avo_phases_lap(r->ph, "checks", &t);
-        if (ti < 0) {
+        if (ti < 0 && held) {
+            r->refs_reused++;
+        } else if (ti < 0) {
             const double t0 = t;
+            r->held_c = -1;
             for (int k = 0; k < p->ntensors; k++)
                 memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
             avo_tensors_poison(rx, p);
             ret = call_ref(r, r->ref, p->configs[c].size, rx);
+            r->refs_computed++;
+            if (ret == 0)
+                r->held_c = c, r->held_set = set;
             avo_phases_lap(r->ph, "reference", &t);
             *ref_s = t - t0;
         }
@@ -1977,6 +1999,14 @@ static const char *outcome_of(int res, int timed)
     }
 }
 
+/* The config's "references": how many checks ran the reference, and how
+ * many reused the outputs of one that had run on the same input set
+ * (check_outputs). */
+static json_t *references_json(const run_ctx *r)
+{
+    return json_pack("{s:i,s:i}", "computed", r->refs_computed, "reused", r->refs_reused);
+}
+
 /* The config's "checks": how its calls were checked. */
 static json_t *checks_json(const config_run *cr)
 {
@@ -2201,7 +2231,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const uint64_t seed = o->seed;
     const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
-    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
+    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1,
                  .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
@@ -2323,6 +2353,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
 
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
+        r.refs_computed = r.refs_reused = 0;
         r.ph = &cph[c];
         nstarted = c + 1;
         t = avo_phases_now();
@@ -2426,6 +2457,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, &rx, med));
             avo_phases_lap(r.ph, "baseline", &t);
         }
+        json_object_set_new(cj, "references", references_json(&r));
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
