@@ -136,6 +136,14 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define AGAINST_LIMIT_FACTOR 20.0
 /* The input set a config's counters pass profiles: none of its calls had it. */
 #define PROFILE_SET (1 << 30)
+/* The warm-up calls' input sets (the first check.input_sets calls of each
+ * config: checked, never timed) are the job's: set JOB_SET_BASE + k (k <
+ * K) of the config's stream under the job's seed, the same in every
+ * evaluation of the job, in a fresh order each time (warm_order). Timed
+ * calls keep sets of the evaluation's own seed (set i for call i). The
+ * numbers never meet, so even a run by hand without a job seed (the
+ * evaluation's seed stands in) gives no timed call a warm-up's inputs. */
+#define JOB_SET_BASE (1 << 29)
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)
@@ -198,6 +206,10 @@ typedef struct {
     char dev_note[300];        /* who lays out the device tensors, and why not the checker */
     int dev_fill;              /* CUDA: every call's inputs generated on the device (check_device_fill) */
     unsigned char in_key[32];  /* the input stream's key (from seed): the device's generator needs it */
+    uint64_t job_seed;         /* the job's secret seed: the warm-up calls' input sets (JOB_SET_BASE) */
+    unsigned char job_key[32]; /* its stream's key */
+    int *warm_order;           /* the current config's warm-up calls' sets, a permutation of 0..nsets-1 drawn
+                                  from the checker's secret generator for each config */
     char fill_note[300];       /* where the inputs are generated, and why not on the device */
     double deadline;  /* absolute, avo_now() */
     avo_counters ctr;
@@ -277,6 +289,39 @@ static void trace(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     last = t;
+}
+
+/* The input set call i of the current config gets: the job's warm-up set
+ * in this evaluation's order, or the evaluation's own set i. */
+static int call_set(const run_ctx *r, int i)
+{
+    return i < r->nsets ? JOB_SET_BASE + r->warm_order[i] : i;
+}
+
+/* The seed (and the device's key) of set's stream. */
+static int job_set(int set)
+{
+    return set >= JOB_SET_BASE && set < PROFILE_SET;
+}
+static uint64_t set_seed(const run_ctx *r, int set)
+{
+    return job_set(set) ? r->job_seed : r->seed;
+}
+
+/* A fresh order of the job's warm-up sets for the next config, from the
+ * checker's secret generator (Fisher-Yates): a candidate cannot know which
+ * set a warm-up call has from its place. */
+static void draw_warm_order(run_ctx *r)
+{
+    for (int k = 0; k < r->nsets; k++)
+        r->warm_order[k] = k;
+    for (int k = r->nsets - 1; k > 0; k--) {
+        int j = (int)(avo_check_rng_next(&r->rng) * (k + 1));
+        j = j > k ? k : j;
+        const int t = r->warm_order[k];
+        r->warm_order[k] = r->warm_order[j];
+        r->warm_order[j] = t;
+    }
 }
 
 /* The reference (trusted, in this process) gets fresh copies of the
@@ -593,7 +638,7 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         avo_phases_lap(r->ph, "checks", &t);
     } else {
         if (r->cuda) {
-            avo_tensors_fill(pristine, p, r->seed, c, set);
+            avo_tensors_fill(pristine, p, set_seed(r, set), c, set);
             avo_phases_lap(r->ph, "inputs", &t);
         }
         ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
@@ -767,7 +812,8 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
                      jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
 }
 
-/* Call i of config c laid out the same way for every call: input set i,
+/* Call i of config c laid out the same way for every call: its input set
+ * (call_set),
  * outputs poisoned, (CPU) the caches flushed; *tp lapped into r->ph.
  * CPU: filled in the checker's copy (on all its CPUs) and copied in on the
  * pinned CPU, as the flush expects: a fill straight into the shared region
@@ -777,6 +823,7 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
 static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *pristine, double *tp)
 {
     const avo_problem *p = r->p;
+    const int set = call_set(r, i);
     /* CPU: filled in the checker's copy (on all its CPUs) and copied
      * in on the pinned CPU, as the flush expects: a fill straight into
      * the shared region left lines of the inputs dirty in other cores'
@@ -784,11 +831,11 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
      * timed 3-5% slower). CUDA: straight in (the device gets them), or
      * generated and poisoned on the device by the call's prep. */
     if (r->dev_fill) {
-        set_device_inputs(r, c, i);
+        set_device_inputs(r, c, set);
     } else if (r->cuda) {
-        avo_tensors_fill(x, p, r->seed, c, i);
+        avo_tensors_fill(x, p, set_seed(r, set), c, set);
     } else {
-        avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_tensors_fill(pristine, p, set_seed(r, set), c, set);
         avo_tensors_copy_inputs(x, pristine, p);
     }
     if (!r->dev_fill)
@@ -907,7 +954,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
     if (check) {
         double ref_s = 0;
-        res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+        res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
         lr->ref_sum += ref_s;
         lr->ref_n++;
         out->checked++;
@@ -1879,6 +1926,7 @@ static void check_device_fill(run_ctx *r)
     static double dev_buf[FILL_CHECK_ELEMS], host_buf[FILL_CHECK_ELEMS];
     char err[240];
     avo_tensors_stream_key(r->seed, r->in_key);
+    avo_tensors_stream_key(r->job_seed, r->job_key);
     for (int i = 0; i < p->ntensors; i++) {
         if (p->tensors[i].role == AVO_ROLE_OUTPUT)
             continue;
@@ -1920,7 +1968,8 @@ static void set_device_inputs(run_ctx *r, int c, int set)
         dtypes[i] = (int)p->tensors[i].dtype;
         scales[i] = (float)p->tensors[i].scale;
     }
-    avo_gpu_set_inputs(r->gpu, r->in_key, p->ntensors, dtypes, scales, (uint32_t)c + 1, (uint32_t)(set + 1));
+    avo_gpu_set_inputs(r->gpu, job_set(set) ? r->job_key : r->in_key, p->ntensors, dtypes, scales, (uint32_t)c + 1,
+                       (uint32_t)(set + 1));
 }
 
 static void share_tensors(run_ctx *r)
@@ -2049,7 +2098,7 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
             res = check_basic(r, ret, x, sub, sizeof sub);
         avo_phases_lap(r->ph, "calls", &tp);
         if (res == CHECK_OK)
-            res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+            res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
         if (res != CHECK_OK) {
             *fail_call = i;
             if (res > 0)
@@ -2085,6 +2134,7 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
         if (o->config ? strcmp(name, o->config) != 0 : (r->cuda && !p->configs[c].profile))
             continue;
         r->worst_rel_l2 = r->worst_max_abs = 0;
+        draw_warm_order(r);
         r->ph = &cph[c];
         *nstarted = c + 1;
         double t = avo_phases_now();
@@ -2231,7 +2281,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const uint64_t seed = o->seed;
     const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
-    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1,
+    run_ctx r = {.p = p, .seed = seed, .job_seed = o->job_seed ? o->job_seed : seed,
+                 .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1,
                  .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
@@ -2261,7 +2312,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         r.ctr.fd[i] = -1;
     avo_check_rng_init(&r.rng);
     *result = NULL;
-    if (!configs || !cph || !pairs) {
+    r.warm_order = calloc((size_t)(r.nsets > 0 ? r.nsets : 1), sizeof *r.warm_order);
+    if (!configs || !cph || !pairs || !r.warm_order) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -2354,6 +2406,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
         r.refs_computed = r.refs_reused = 0;
+        draw_warm_order(&r);
         r.ph = &cph[c];
         nstarted = c + 1;
         t = avo_phases_now();
@@ -2521,6 +2574,10 @@ done:
         rc = -ENOMEM;
         goto cleanup;
     }
+    /* Where the warm-up calls' inputs came from; never the job's seed. */
+    json_object_set_new(*result, "warm_up_sets",
+                        json_pack("{s:s,s:i,s:s}", "source", o->job_seed ? "job" : "evaluation", "per_config", r.nsets,
+                                  "order", "fresh random order in each evaluation, the same for every lane"));
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(cand, calibrated));
@@ -2570,6 +2627,7 @@ cleanup:
         free(pairs[c].b);
     }
     free(pairs);
+    free(r.warm_order);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_tensors_free(&rx);

@@ -443,6 +443,14 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     seed &= INT64_MAX; /* JSON integers are signed 64-bit */
     if (!seed)
         seed = 1;
+    /* The job's seed makes the warm-up calls' input sets (the same in every
+     * evaluation of the job); without a job, one of this evaluation's own.
+     * Secret: it goes on the harness's stdin and nowhere else, not even
+     * the result (docs/evaluation.md, "Input sets"). */
+    uint64_t job_seed = o->job_seed & INT64_MAX;
+    if (!job_seed && (getrandom(&job_seed, sizeof job_seed, 0) != (ssize_t)sizeof job_seed ||
+                      !(job_seed &= INT64_MAX)))
+        job_seed = seed ^ 0x5bd1e995u;
 
     /* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
     const int cuda = strcmp(p->backend, "cuda") == 0;
@@ -555,7 +563,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * baseline's and the against's where they exist): the cache stays out
      * of its sight. The seed goes on its stdin: nothing the runner could
      * read (argv, environment, files) holds it. */
-    char deadarg[32], seedline[32], confarg[32], fdname[4][32];
+    char deadarg[32], seedline[48], confarg[32], fdname[4][32];
     const char *objs[4] = {cand.so_path, ref.so_path, base.ok ? base.so_path : NULL,
                            against.ok ? against.so_path : NULL};
     int pass[4] = {-1, -1, -1, -1}, npass = 0, slot[4] = {-1, -1, -1, -1};
@@ -572,7 +580,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(fdname[i], sizeof fdname[i], "/proc/self/fd/%d", 5 + npass);
         slot[i] = npass++;
     }
-    snprintf(seedline, sizeof seedline, "%llu\n", (unsigned long long)seed);
+    snprintf(seedline, sizeof seedline, "%llu %llu\n", (unsigned long long)seed, (unsigned long long)job_seed);
     snprintf(confarg, sizeof confarg, "%.17g", o->confidence > 0 ? o->confidence : 0.95);
     /* The harness's own deadline comes a little before ours, so a hung
      * candidate is reported by the checker (which kills the runner) with
@@ -642,6 +650,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     if (cuda)
         avo_phases_lap(&ph, "energy", &t);
     rc = avo_sandbox_run(&so, &sr, err, errlen);
+    explicit_bzero(seedline, sizeof seedline);
+    job_seed = 0;
     avo_phases_lap(&ph, "harness_process", &t);
     for (int i = 0; i < npass; i++)
         close(pass[i]);
@@ -1046,7 +1056,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
                     "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
-                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]]\n");
+                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]] [--job-seed-stdin]\n");
     return 2;
 }
 
@@ -1096,6 +1106,20 @@ int avo_eval_cli(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (strcmp(a, "--job-seed-stdin") == 0) {
+            /* The job's seed (the warm-up calls' sets) as a job would give
+             * it: on stdin, never on the command line. */
+            char line[64] = "", *end;
+            ssize_t n = read(0, line, sizeof line - 1);
+            line[n > 0 ? n : 0] = 0;
+            errno = 0;
+            o.job_seed = strtoull(line, &end, 10);
+            if (n <= 0 || end == line || (*end && *end != '\n') || errno || !o.job_seed ||
+                o.job_seed > (uint64_t)INT64_MAX) {
+                fprintf(stderr, "avo-worker eval: --job-seed-stdin wants an integer in [1, 2^63) on stdin\n");
+                return 2;
+            }
+            explicit_bzero(line, sizeof line);
         } else if (strcmp(a, "--timeout") == 0 && v) {
             char *end;
             o.timeout_s = strtod(v, &end);
