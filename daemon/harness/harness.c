@@ -16,6 +16,7 @@
 #include "counters.h"
 #include "gpu.h"
 #include "paired.h"
+#include "refcache.h"
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
@@ -249,6 +250,11 @@ typedef struct {
                                              a check of the same set (the other lane of a pair, the baseline's)
                                              reuses them */
     int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
+    avo_refcache cache;                   /* the worker's reference cache (cache.dirfd -1: none): the job's
+                                             warm-up sets' reference outputs across its evaluations */
+    int cache_cfg;                        /* the current config's warm-up references go through it */
+    int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
+    char cache_note[300];                 /* why the current config is not cached (or what went wrong) */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -601,6 +607,121 @@ static int check_basic(run_ctx *r, int ret, const avo_tensors *x, char *why, siz
     return CHECK_OK;
 }
 
+/* The reference's outputs in t (its non-input tensors): their buffers and
+ * sizes, how many, and their mask. */
+static int ref_outputs(const run_ctx *r, const avo_tensors *t, void **bufs, size_t *bytes, unsigned *mask)
+{
+    int n = 0;
+    *mask = 0;
+    for (int k = 0; k < t->n; k++) {
+        if (r->p->tensors[k].role == AVO_ROLE_INPUT)
+            continue;
+        *mask |= 1u << k;
+        bufs[n] = t->ptr[k];
+        bytes[n++] = t->bytes[k];
+    }
+    return n;
+}
+
+/* A warm-up set's reference outputs from the worker's cache (docs/evaluation.md,
+ * "Reference cache"): into rx, and where the inputs live on the device into
+ * the checker's device tensors beside the set's inputs generated again (what
+ * the call's inputs and outputs are compared with). 1 on a hit, else 0 (the
+ * reference must run; a corrupt file is counted and rewritten then). */
+static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    if (!r->cache_cfg || !job_set(set))
+        return 0;
+    void *bufs[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned mask;
+    char name[AVO_REFCACHE_NAME];
+    const int n = ref_outputs(r, rx, bufs, bytes, &mask);
+    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    int rc = avo_refcache_load(&r->cache, name, bufs, bytes, n);
+    if (rc == -EBADMSG)
+        r->cache_corrupt++;
+    else if (rc && rc != -ENOENT)
+        r->cache_failed++;
+    if (rc)
+        return 0;
+    if (r->dev_fill) {
+        int ret = 0;
+        avo_gpu_times times;
+        char err[300];
+        set_device_inputs(r, c, set);
+        if (avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
+                        AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
+                        sizeof err) != 0) {
+            snprintf(r->cache_note, sizeof r->cache_note, "uploading a cached reference: %.250s", err);
+            r->cache_failed++;
+            return 0;
+        }
+    }
+    r->cache_hits++;
+    return 1;
+}
+
+/* After the reference ran on a warm-up set: its outputs into the cache
+ * (fetched from the checker's device tensors first where the inputs live
+ * on the device). A failure costs the next evaluation a recomputation,
+ * nothing else. */
+static void ref_to_cache(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    if (!r->cache_cfg || !job_set(set))
+        return;
+    void *bufs[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned mask;
+    char name[AVO_REFCACHE_NAME], err[300];
+    const int n = ref_outputs(r, rx, bufs, bytes, &mask);
+    r->cache_misses++;
+    if (r->dev_fill) {
+        int ret = 0;
+        avo_gpu_times times;
+        if (avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size, AVO_GPU_FETCH, mask, &ret,
+                        &times, err, sizeof err) != 0) {
+            snprintf(r->cache_note, sizeof r->cache_note, "fetching a reference to cache it: %.250s", err);
+            r->cache_failed++;
+            return;
+        }
+    }
+    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    int rc = avo_refcache_store(&r->cache, name, (const void *const *)bufs, bytes, n);
+    if (rc) {
+        snprintf(r->cache_note, sizeof r->cache_note, "writing a cache file: %s", strerror(-rc));
+        r->cache_failed++;
+    }
+}
+
+/* Whether config c's warm-up references go through the cache: not when
+ * there is none, and not when its K sets' outputs exceed the budget (then
+ * they are computed in every evaluation, and the note says so). */
+static void cache_config(run_ctx *r, int c)
+{
+    r->cache_hits = r->cache_misses = r->cache_corrupt = r->cache_failed = 0;
+    r->cache_note[0] = 0;
+    r->cache_cfg = 0;
+    if (r->cache.dirfd < 0)
+        return;
+    double need = 0;
+    for (int k = 0; k < r->p->ntensors; k++) {
+        int64_t elems = 0;
+        if (r->p->tensors[k].role != AVO_ROLE_INPUT &&
+            avo_problem_tensor_elems(r->p, c, k, &elems, NULL, 0) == 0)
+            need += (double)elems * (double)avo_dtype_size(r->p->tensors[k].dtype);
+    }
+    need *= r->nsets;
+    if (need > (double)r->cache.max_bytes) {
+        snprintf(r->cache_note, sizeof r->cache_note,
+                 "not cached: its %d warm-up sets' reference outputs (%.1f MB) exceed the cache's budget (%.1f MB); "
+                 "computed in every evaluation",
+                 r->nsets, need / 1e6, (double)r->cache.max_bytes / 1e6);
+        return;
+    }
+    r->cache_cfg = 1;
+}
+
 /* A checked call (of config c, on input set `set`): its inputs in the
  * checker's pristine copy (made again from the seed for CUDA; the call's
  * own, in the shared region, are the candidate's to read, not to change),
@@ -624,10 +745,16 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         const double t0 = t;
         if (!held) {
             r->held_c = -1;
-            ret = call_ref_generated(r, c, set, rx);
-            r->refs_computed++;
-            if (ret == 0)
+            if (ref_from_cache(r, c, set, rx)) {
                 r->held_c = c, r->held_set = set;
+            } else {
+                ret = call_ref_generated(r, c, set, rx);
+                r->refs_computed++;
+                if (ret == 0) {
+                    r->held_c = c, r->held_set = set;
+                    ref_to_cache(r, c, set, rx);
+                }
+            }
         } else {
             r->refs_reused++;
         }
@@ -648,13 +775,19 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         } else if (ti < 0) {
             const double t0 = t;
             r->held_c = -1;
-            for (int k = 0; k < p->ntensors; k++)
-                memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
-            avo_tensors_poison(rx, p);
-            ret = call_ref(r, r->ref, p->configs[c].size, rx);
-            r->refs_computed++;
-            if (ret == 0)
+            if (ref_from_cache(r, c, set, rx)) {
                 r->held_c = c, r->held_set = set;
+            } else {
+                for (int k = 0; k < p->ntensors; k++)
+                    memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
+                avo_tensors_poison(rx, p);
+                ret = call_ref(r, r->ref, p->configs[c].size, rx);
+                r->refs_computed++;
+                if (ret == 0) {
+                    r->held_c = c, r->held_set = set;
+                    ref_to_cache(r, c, set, rx);
+                }
+            }
             avo_phases_lap(r->ph, "reference", &t);
             *ref_s = t - t0;
         }
@@ -2053,7 +2186,19 @@ static const char *outcome_of(int res, int timed)
  * (check_outputs). */
 static json_t *references_json(const run_ctx *r)
 {
-    return json_pack("{s:i,s:i}", "computed", r->refs_computed, "reused", r->refs_reused);
+    json_t *cache = json_null();
+    if (r->cache.dirfd >= 0) {
+        char note[400] = "";
+        if (r->cache_corrupt)
+            snprintf(note, sizeof note, "%d cache file(s) failed their checksum or length: recomputed and rewritten%s%s",
+                     r->cache_corrupt, r->cache_note[0] ? "; " : "", r->cache_note);
+        else
+            snprintf(note, sizeof note, "%s", r->cache_note);
+        cache = json_pack("{s:b,s:i,s:i,s:i,s:i,s:o}", "used", r->cache_cfg, "hits", r->cache_hits, "misses",
+                          r->cache_misses, "corrupt", r->cache_corrupt, "failed", r->cache_failed, "note",
+                          note[0] ? json_string(note) : json_null());
+    }
+    return json_pack("{s:i,s:i,s:o}", "computed", r->refs_computed, "reused", r->refs_reused, "cache", cache);
 }
 
 /* The config's "checks": how its calls were checked. */
@@ -2135,6 +2280,7 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
             continue;
         r->worst_rel_l2 = r->worst_max_abs = 0;
         draw_warm_order(r);
+        cache_config(r, c);
         r->ph = &cph[c];
         *nstarted = c + 1;
         double t = avo_phases_now();
@@ -2282,7 +2428,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
     run_ctx r = {.p = p, .seed = seed, .job_seed = o->job_seed ? o->job_seed : seed,
-                 .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1,
+                 .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1, .cache = {.dirfd = -1},
                  .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
@@ -2333,6 +2479,16 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     t = avo_phases_now();
     if (rc || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
+    /* The reference cache is the job's: only with its seed. Its key holds
+     * the device too (a reference may round differently on another GPU). */
+    if (o->ref_cache_fd > 2 && o->job_seed) {
+        const char *dev = r.gpu_info ? json_string_value(json_object_get(r.gpu_info, "name")) : "";
+        char cerr[400];
+        if (avo_refcache_init(&r.cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, p->dir,
+                              dev ? dev : "", cerr, sizeof cerr) != 0)
+            fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
+        avo_phases_lap(&top, "setup", &t);
+    }
     if (!r.cuda && (rc = avo_flusher_init(&r.fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         goto cleanup;
@@ -2406,6 +2562,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
         r.refs_computed = r.refs_reused = 0;
+        cache_config(&r, c);
         draw_warm_order(&r);
         r.ph = &cph[c];
         nstarted = c + 1;

@@ -45,6 +45,10 @@ typedef struct {
     int counters;               /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
     int profile_only;           /* avo-harness --profile */
     const char *config;         /* profile_only: this configuration alone (NULL: what counters.configs lists) */
+    int ref_cache_fd;           /* > 2: the worker's reference cache directory (refcache.h): the warm-up
+                                   sets' reference outputs read from it, or computed and written to it
+                                   (needs job_seed); else none */
+    uint64_t ref_cache_max;     /* its budget: a config whose warm-up outputs take more is not cached */
 } avo_harness_opts;
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */

@@ -5,6 +5,9 @@
  * warm-up calls' input sets (the same in every evaluation of a job), never
  * on the command line (docs/evaluation.md, "Input sets"); without it the
  * evaluation's seed stands in.
+ * --ref-cache-fd N --ref-cache-max BYTES: the worker's reference cache
+ * (daemon/harness/refcache.h), an open directory on fd N: the warm-up
+ * sets' reference outputs read from it or written to it (needs a job seed).
  * --against: the candidate timed paired with that object (the island's
  * best), interleaved call by call; the result gains "paired"
  * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -126,6 +130,28 @@ int main(int argc, char **argv)
                 dup2(devnull, 0);
                 close(devnull);
             }
+        } else if (strcmp(argv[i], "--ref-cache-fd") == 0 && i + 1 < argc) {
+            /* The worker's reference cache directory, an inherited
+             * descriptor (its path is hidden from this sandbox). Close on
+             * exec, and the runner closes every descriptor not its own. */
+            char *end;
+            long fd = strtol(argv[++i], &end, 10);
+            struct stat st;
+            if (*end || end == argv[i] || fd < 3 || fd > 1023 || fstat((int)fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
+                fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+                fprintf(stderr, "avo-harness: --ref-cache-fd wants an open directory descriptor, got '%s'\n", argv[i]);
+                return 2;
+            }
+            ho.ref_cache_fd = (int)fd;
+        } else if (strcmp(argv[i], "--ref-cache-max") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            unsigned long long b = strtoull(argv[++i], &end, 10);
+            if (*end || end == argv[i] || errno || b == 0) {
+                fprintf(stderr, "avo-harness: --ref-cache-max wants a number of bytes > 0, got '%s'\n", argv[i]);
+                return 2;
+            }
+            ho.ref_cache_max = b;
         } else if (strcmp(argv[i], "--counters") == 0) {
             ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
@@ -161,6 +187,10 @@ int main(int argc, char **argv)
     if (npos != 3) {
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
                         "[--deadline S] [--baseline B.so] [--counters | --profile [--config NAME]]\n");
+        return 2;
+    }
+    if (ho.ref_cache_fd && !ho.ref_cache_max) {
+        fprintf(stderr, "avo-harness: --ref-cache-fd needs --ref-cache-max\n");
         return 2;
     }
     if (confidence_given && !against) {

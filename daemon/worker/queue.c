@@ -552,6 +552,7 @@ static int evaluate_one(worker *w, PGresult *claim)
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
             .gpu_index = w->o->gpu_index,
+            .ref_cache_bytes = w->o->ref_cache_bytes,
             .should_cancel = heartbeat,
             .cancel_arg = w,
         };

@@ -9,6 +9,20 @@
 #      calls sets of their own; another job seed other warm-up sets. The
 #      seed is in no result. Bad input: --job-seed-stdin without a number,
 #      check.input_sets 0, both refused naming the field.
+#  (c) the reference cache (<cache>/ref, docs/operations.md): the first
+#      evaluation of a job seed computes and writes its four warm-up
+#      references, the next reads them (result references.cache hits 4),
+#      another seed misses; a corrupt file (a flipped byte, a truncation) is
+#      detected, recomputed and rewritten, with a note; a config whose
+#      warm-up outputs exceed the budget is not cached, with a note;
+#      --ref-cache-mb 0 turns it off; bad --ref-cache-mb values are refused
+#      naming the flag (the worker's too). Hostile: scan.c searches its
+#      environment, every /proc it sees, its descriptors and every place a
+#      cache could be for the job's seed (planted as NEEDLE) and for cache
+#      files: finds nothing, outcome ok; memo.c stores outputs keyed by
+#      input hash wherever it can write and serves them on a hit: no hit in
+#      a second evaluation of the same job seed (nothing it wrote outlived
+#      its evaluation), outcome ok.
 #  (b) through avod and a worker: a job gets a secret seed (jobs.input_seed);
 #      its evaluations' warm-up calls share their sets (both lanes of a
 #      paired one too); the seed appears in
@@ -27,7 +41,7 @@ warm() { jq -r '.sandbox.stderr_tail' "$T/$1.json" | awk '$1 == "call" && $2 < 4
 timed() { jq -r '.sandbox.stderr_tail' "$T/$1.json" | awk '$1 == "call" && $2 >= 4 {print $4}'; }
 sorted() { "$@" | sort -u | tr '\n' ' '; }
 
-S1=4611686018427387903
+S1=7385092617830452311
 S2=1234567
 for i in 1 2 3 4 5; do ev "a$i" "$S1"; done
 ev b1 "$S2"
@@ -56,6 +70,69 @@ rc=$?
 check "(a) check.input_sets 0: refused naming the field" \
     bash -c "[ $rc -eq 2 ] && grep -q 'check.input_sets' '$T/k0.err'"
 
+# (c) the reference cache.
+refs() { jq -c '.configs[0].references.cache | {hits, misses, corrupt, used}' "$T/$1.json"; }
+check "(c) the first evaluation of job seed S1 wrote its four warm-up references" \
+    test "$(refs a1)" = '{"hits":0,"misses":4,"corrupt":0,"used":true}'
+check "(c) every later one read them: four hits, the reference run only for timed checks" \
+    bash -c "for i in 2 3 4 5; do [ \"\$(jq -c '.configs[0].references.cache | {hits, misses}' '$T/a'\$i.json)\" = '{\"hits\":4,\"misses\":0}' ] || exit 1; done"
+check "(c) another job seed: four misses" test "$(refs b1)" = '{"hits":0,"misses":4,"corrupt":0,"used":true}'
+check "(c) the cache directory is the worker's alone (0700), files 0600" \
+    bash -c "[ \"\$(stat -c %a '$T/cache/ref')\" = 700 ] && [ -z \"\$(find '$T/cache/ref' -type f ! -perm 600)\" ]"
+check "(c) eight cache files (four sets, two job seeds), named by hash only" \
+    test "$(find "$T/cache/ref" -type f -name '*.ref' | grep -cE '/[0-9a-f]{64}\.ref$')" = 8
+# Corrupt S1's files: one flipped byte, one truncated.
+mapfile -t s1files < <(ls -t "$T/cache/ref"/*.ref | tail -4)
+printf '\xff' | dd of="${s1files[0]}" bs=1 seek=100 conv=notrunc status=none
+truncate -s 50 "${s1files[1]}"
+ev c1 "$S1"
+check "(c) two corrupt cache files: detected, recomputed, rewritten, noted; outcome ok" \
+    jqt '.outcome == "ok" and (.configs[0].references.cache | .corrupt == 2 and .hits == 2 and .misses == 2 and
+         (.note | test("2 cache file.*checksum")))' "$T/c1.json"
+ev c2 "$S1"
+check "(c) ... and read again in the next evaluation" test "$(refs c2)" = '{"hits":4,"misses":0,"corrupt":0,"used":true}'
+ev off "$S1" --ref-cache-mb 0
+check "(c) --ref-cache-mb 0: no cache" jqt '.outcome == "ok" and .configs[0].references.cache == null' "$T/off.json"
+mkdir -p "$T/big"
+cp "$F/base.c" "$F/reference.c" "$T/big/"
+jq '.configs = [{"name": "1024x512", "sizes": {"R": 1024, "C": 512}}] | .timing.max_seconds = 0.2' "$F/problem.json" \
+    >"$T/big/problem.json"
+echo "$S1" | avo-worker eval "$T/big" "$T/big/base.c" --json --cache "$T/cache" --job-seed-stdin --ref-cache-mb 1 \
+    >"$T/big.json" 2>"$T/big.err"
+check "(c) a config whose warm-up outputs (8 MB) exceed the budget (1 MB): computed, not cached, noted; ok" \
+    jqt '.outcome == "ok" and (.configs[0].references | .computed >= 4 and .cache.used == false and .cache.hits == 0
+         and .cache.misses == 0 and (.cache.note | test("exceed the cache.s budget")))' "$T/big.json"
+for v in -1 abc '' 1.5 1099511627776; do
+    echo "$S1" | avo-worker eval "$F" "$F/base.c" --json --cache "$T/cache" --job-seed-stdin --ref-cache-mb "$v" \
+        >"$T/badmb.json" 2>"$T/badmb.err"
+    rc=$?
+    check "(c) --ref-cache-mb '$v': exit 2 naming the flag" bash -c "[ $rc -eq 2 ] && grep -q -- '--ref-cache-mb' '$T/badmb.err'"
+done
+avo-worker --ref-cache-mb -5 >"$T/badw.out" 2>&1
+rc=$?
+check "(c) avo-worker --ref-cache-mb -5: refused naming the option" bash -c "[ $rc -ne 0 ] && grep -q 'ref-cache-mb' '$T/badw.out'"
+
+# Hostile: the scanner, with the seed it must not find planted.
+(echo "#define CACHE_DIR \"$T/cache\""; echo "#define NEEDLE \"$S1\""; cat "$F/scan.c") >"$T/scan.c"
+echo "$S1" | avo-worker eval "$F" "$T/scan.c" --json --cache "$T/cache" --job-seed-stdin >"$T/scan.json" 2>"$T/scan.err"
+jq -r '.sandbox.stderr_tail' "$T/scan.json" | grep -E '^(scan done|FOUND)' | head -5 | sed 's/^/# /'
+check "(c) scan.c: searched (summary there), found neither the seed nor a cache file, outcome ok" \
+    jqt '.outcome == "ok" and (.sandbox.stderr_tail | test("scan done: found=0 files=[1-9]") and (test("FOUND") | not))' \
+    "$T/scan.json"
+check "(c) scan.c: the seed and the cache's file names appear nowhere in its result" \
+    bash -c "! grep -q '$S1' '$T/scan.json' && ! grep -qE '[0-9a-f]{64}\.ref' '$T/scan.json'"
+# The memo: a world-writable directory outside the sandbox, and two evaluations of one job seed.
+mkdir -p "$T/memo"
+chmod 1777 "$T/memo"
+(echo "#define MEMO_DIR \"$T/memo\""; cat "$F/memo.c") >"$T/memo.c"
+for i in 1 2; do
+    echo "$S1" | avo-worker eval "$F" "$T/memo.c" --json --cache "$T/cache" --job-seed-stdin >"$T/memo$i.json" 2>"$T/memo$i.err"
+done
+echo "# memo: $(jq -r '.sandbox.stderr_tail' "$T/memo1.json" | grep -c 'memo stored') stores in the first evaluation (its private /tmp, /var/tmp, /dev/shm)"
+check "(c) memo.c: both evaluations ok, no cached output served in the second (nothing outlived the first)" \
+    jqt '.outcome == "ok" and (.sandbox.stderr_tail | test("memo hit") | not)' "$T/memo1.json" "$T/memo2.json"
+check "(c) memo.c: nothing written outside its sandbox" test -z "$(ls -A "$T/memo")"
+
 # (b) through avod and a worker.
 api() { curl -s --unix-socket "$AVO_HOME/avod.sock" -X "$1" ${3:+-d "$3"} "http://avod$2"; }
 K="$T/kernels"
@@ -82,6 +159,15 @@ same_warm() {  # every result's warm-up sets are r1's, four of them
     for i in $(seq 2 "$n"); do [ "$(sorted warm "r$i")" = "$(sorted warm r1)" ] || return 1; done
 }
 check "(b) every evaluation's warm-up calls had the job's four sets" same_warm
+check "(b) the job's first evaluation wrote the warm-up references, every later one read them" \
+    bash -c "[ \"\$(jq -c '.configs[0].references.cache | {hits, misses}' '$T/r1.json')\" = '{\"hits\":0,\"misses\":4}' ] &&
+             for i in \$(seq 2 $n); do [ \"\$(jq -c '.configs[0].references.cache | {hits, misses}' '$T/r'\$i.json)\" = '{\"hits\":4,\"misses\":0}' ] || exit 1; done"
+check "(b) a paired evaluation's other lane reused the references read from the cache" \
+    bash -c "jq -e '.paired.ratio and .configs[0].references.reused >= 4' '$T/r$n.json' >/dev/null"
+JOB2=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 1}, "operator_params": {"seed": 4}}' | jq -r .id)
+wait_for 120 "case \$(psql_avo 'SELECT state FROM jobs WHERE id = $JOB2') in succeeded|failed|cancelled) true;; *) false;; esac"
+check "(b) another job: another seed, its first evaluation misses the cache" \
+    test "$(psql_avo "SELECT (j2.input_seed <> j1.input_seed)::text || ' ' || (SELECT result->'configs'->0->'references'->'cache'->>'misses' FROM evaluations WHERE job_id = j2.id ORDER BY id LIMIT 1) FROM jobs j1, jobs j2 WHERE j1.id = $JOB AND j2.id = $JOB2")" = "true 4"
 api GET "/v1/jobs/$JOB" >"$T/job.json"
 avoctl show "$JOB" --json >"$T/show.json" 2>&1
 psql_avo "SELECT data FROM events WHERE job_id = $JOB" >"$T/events.txt"
