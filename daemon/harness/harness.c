@@ -247,8 +247,7 @@ typedef struct {
                                              slow against cannot spend the candidate's deadline */
     int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
-                                             a check of the same set (the other lane of a pair, the baseline's)
-                                             reuses them */
+                                             a check of the same set (the other lane of a pair) reuses them */
     int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
     avo_refcache cache;                   /* the worker's reference cache (cache.dirfd -1: none): the job's
                                              warm-up sets' reference outputs across its evaluations */
@@ -1338,8 +1337,9 @@ out:
 }
 
 /* The calls of config c in the runner of lane ln (the candidate's, or the
- * baseline's, trusted). Every call gets an input set of its own,
- * never seen before in this process (set i of the config's stream), laid
+ * baseline's, trusted). Every call gets an input set of its own, never
+ * seen before in this process (call_set: the job's warm-up sets, then set
+ * i of the evaluation's stream), laid
  * out, poisoned and (CPU) flushed the same way, so nothing the candidate
  * sees tells one call from another; the first r->nsets calls are always
  * checked and not timed (they warm up), every later one is a sample and is
@@ -2675,8 +2675,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         avo_phases_lap(r.ph, "scoring", &t);
     }
     snprintf(detail, sizeof detail,
-             "%d configs, every call on an input set of its own: the first %d of each and a random share of the "
-             "timed ones checked, all within tolerance",
+             "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
+             "a random share of the timed ones checked, all within tolerance",
              p->nconfigs, r.nsets);
     /* Counters in a separate pass, never during timing, and only when asked:
      * a profile task (profile_run) is where they are read now.
