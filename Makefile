@@ -54,7 +54,7 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 # (shared libcudart, as the candidates use, so one runtime serves both).
 HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c daemon/common/avo_cgroup.c \
                     daemon/common/avo_phases.c \
-                    daemon/common/avo_utf8.c
+                    daemon/common/avo_utf8.c daemon/common/avo_hash.c daemon/common/avo_file.c
 HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o $(BUILD)/obj-cuda/daemon/gpu/avo_fill.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_compare.o

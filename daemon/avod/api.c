@@ -256,9 +256,20 @@ static void submit_insert(submission *sub)
     char prio[16], budget[16];
     snprintf(prio, sizeof prio, "%d", s->priority);
     snprintf(budget, sizeof budget, "%d", s->evaluations);
-    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source};
-    query_json(a, sub->req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7)", 7, params,
-               NULL, 201);
+    /* The job's secret input seed (sql/014_job_seed.sql): its evaluations'
+     * warm-up sets. Stored with the job, handed to workers by avo_claim,
+     * never in anything the API, events or the agent show. */
+    uint64_t input_seed = 0;
+    if (getrandom(&input_seed, sizeof input_seed, 0) != sizeof input_seed)
+        input_seed = 0;
+    input_seed &= INT64_MAX;
+    char iseed[24];
+    snprintf(iseed, sizeof iseed, "%llu", (unsigned long long)input_seed);
+    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source,
+                            input_seed ? iseed : NULL};
+    query_json(a, sub->req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint)", 8,
+               params, NULL, 201);
+    explicit_bzero(iseed, sizeof iseed);
     free(spec);
     avo_engine_kick(a->engine);
     submission_free(sub);

@@ -651,6 +651,11 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
             if ((e = cudaMemcpyAsync(dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
                 return fail(e, "copying a tensor to the device", err, errlen);
         }
+    if (flags & AVO_GPU_COPY_OUTPUTS)
+        for (int i = 0; i < n; i++)
+            if (((poison_mask >> i) & 1) &&
+                (e = cudaMemcpyAsync(dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+                return fail(e, "copying a cached output to the device", err, errlen);
     if (flags & AVO_GPU_POISON)
         for (int i = 0; i < n; i++)
             if ((poison_mask >> i) & 1)

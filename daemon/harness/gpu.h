@@ -35,6 +35,7 @@ enum {
     AVO_GPU_FETCH = 256,     /* only copy every tensor back: no call, no events */
     AVO_GPU_SHARED = 512,    /* the checker's copies, poisoning and fetch on the tensors it shares (avo_gpu_share) */
     AVO_GPU_GEN_INPUTS = 1024, /* generate the tensors not in poison_mask on the device (avo_gpu_set_inputs) */
+    AVO_GPU_COPY_OUTPUTS = 2048, /* host -> device for the tensors in poison_mask (a cached reference's outputs) */
 };
 
 /* What *notes says about a call. */

@@ -16,6 +16,7 @@
 #include "counters.h"
 #include "gpu.h"
 #include "paired.h"
+#include "refcache.h"
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
@@ -136,6 +137,14 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define AGAINST_LIMIT_FACTOR 20.0
 /* The input set a config's counters pass profiles: none of its calls had it. */
 #define PROFILE_SET (1 << 30)
+/* The warm-up calls' input sets (the first check.input_sets calls of each
+ * config: checked, never timed) are the job's: set JOB_SET_BASE + k (k <
+ * K) of the config's stream under the job's seed, the same in every
+ * evaluation of the job, in a fresh order each time (warm_order). Timed
+ * calls keep sets of the evaluation's own seed (set i for call i). The
+ * numbers never meet, so even a run by hand without a job seed (the
+ * evaluation's seed stands in) gives no timed call a warm-up's inputs. */
+#define JOB_SET_BASE (1 << 29)
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)
@@ -198,6 +207,10 @@ typedef struct {
     char dev_note[300];        /* who lays out the device tensors, and why not the checker */
     int dev_fill;              /* CUDA: every call's inputs generated on the device (check_device_fill) */
     unsigned char in_key[32];  /* the input stream's key (from seed): the device's generator needs it */
+    uint64_t job_seed;         /* the job's secret seed: the warm-up calls' input sets (JOB_SET_BASE) */
+    unsigned char job_key[32]; /* its stream's key */
+    int *warm_order;           /* the current config's warm-up calls' sets, a permutation of 0..nsets-1 drawn
+                                  from the checker's secret generator for each config */
     char fill_note[300];       /* where the inputs are generated, and why not on the device */
     double deadline;  /* absolute, avo_now() */
     avo_counters ctr;
@@ -232,6 +245,15 @@ typedef struct {
     double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
     double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
                                              slow against cannot spend the candidate's deadline */
+    int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
+                                             copies hold now (rx, or its own device tensors; held_c -1: none):
+                                             a check of the same set (the other lane of a pair) reuses them */
+    int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
+    avo_refcache cache;                   /* the worker's reference cache (cache.dirfd -1: none): the job's
+                                             warm-up sets' reference outputs across its evaluations */
+    int cache_cfg;                        /* the current config's warm-up references go through it */
+    int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
+    char cache_note[300];                 /* why the current config is not cached (or what went wrong) */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -272,6 +294,39 @@ static void trace(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     last = t;
+}
+
+/* The input set call i of the current config gets: the job's warm-up set
+ * in this evaluation's order, or the evaluation's own set i. */
+static int call_set(const run_ctx *r, int i)
+{
+    return i < r->nsets ? JOB_SET_BASE + r->warm_order[i] : i;
+}
+
+/* The seed (and the device's key) of set's stream. */
+static int job_set(int set)
+{
+    return set >= JOB_SET_BASE && set < PROFILE_SET;
+}
+static uint64_t set_seed(const run_ctx *r, int set)
+{
+    return job_set(set) ? r->job_seed : r->seed;
+}
+
+/* A fresh order of the job's warm-up sets for the next config, from the
+ * checker's secret generator (Fisher-Yates): a candidate cannot know which
+ * set a warm-up call has from its place. */
+static void draw_warm_order(run_ctx *r)
+{
+    for (int k = 0; k < r->nsets; k++)
+        r->warm_order[k] = k;
+    for (int k = r->nsets - 1; k > 0; k--) {
+        int j = (int)(avo_check_rng_next(&r->rng) * (k + 1));
+        j = j > k ? k : j;
+        const int t = r->warm_order[k];
+        r->warm_order[k] = r->warm_order[j];
+        r->warm_order[j] = t;
+    }
 }
 
 /* The reference (trusted, in this process) gets fresh copies of the
@@ -551,25 +606,157 @@ static int check_basic(run_ctx *r, int ret, const avo_tensors *x, char *why, siz
     return CHECK_OK;
 }
 
-/* A checked call (call i of config c): its inputs in the checker's
- * pristine copy (made again from the seed for CUDA; the call's own, in the
- * shared region, are the candidate's to read, not to change), the
- * reference run on them
- * (in the checker, while the runner is frozen), then every output
- * compared. */
-static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
+/* The reference's outputs in t (its non-input tensors): their buffers and
+ * sizes, how many, and their mask. */
+static int ref_outputs(const run_ctx *r, const avo_tensors *t, void **bufs, size_t *bytes, unsigned *mask)
+{
+    int n = 0;
+    *mask = 0;
+    for (int k = 0; k < t->n; k++) {
+        if (r->p->tensors[k].role == AVO_ROLE_INPUT)
+            continue;
+        *mask |= 1u << k;
+        bufs[n] = t->ptr[k];
+        bytes[n++] = t->bytes[k];
+    }
+    return n;
+}
+
+/* A warm-up set's reference outputs from the worker's cache (docs/evaluation.md,
+ * "Reference cache"): into rx, and where the inputs live on the device into
+ * the checker's device tensors beside the set's inputs generated again (what
+ * the call's inputs and outputs are compared with). 1 on a hit, else 0 (the
+ * reference must run; a corrupt file is counted and rewritten then). */
+static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    if (!r->cache_cfg || !job_set(set))
+        return 0;
+    void *bufs[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned mask;
+    char name[AVO_REFCACHE_NAME];
+    const int n = ref_outputs(r, rx, bufs, bytes, &mask);
+    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    int rc = avo_refcache_load(&r->cache, name, bufs, bytes, n);
+    if (rc == -EBADMSG)
+        r->cache_corrupt++;
+    else if (rc && rc != -ENOENT)
+        r->cache_failed++;
+    if (rc)
+        return 0;
+    if (r->dev_fill) {
+        int ret = 0;
+        avo_gpu_times times;
+        char err[300];
+        set_device_inputs(r, c, set);
+        if (avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
+                        AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
+                        sizeof err) != 0) {
+            snprintf(r->cache_note, sizeof r->cache_note, "uploading a cached reference: %.250s", err);
+            r->cache_failed++;
+            return 0;
+        }
+    }
+    r->cache_hits++;
+    return 1;
+}
+
+/* After the reference ran on a warm-up set: its outputs into the cache
+ * (fetched from the checker's device tensors first where the inputs live
+ * on the device). A failure costs the next evaluation a recomputation,
+ * nothing else. */
+static void ref_to_cache(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    if (!r->cache_cfg || !job_set(set))
+        return;
+    void *bufs[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned mask;
+    char name[AVO_REFCACHE_NAME], err[300];
+    const int n = ref_outputs(r, rx, bufs, bytes, &mask);
+    r->cache_misses++;
+    if (r->dev_fill) {
+        int ret = 0;
+        avo_gpu_times times;
+        if (avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size, AVO_GPU_FETCH, mask, &ret,
+                        &times, err, sizeof err) != 0) {
+            snprintf(r->cache_note, sizeof r->cache_note, "fetching a reference to cache it: %.250s", err);
+            r->cache_failed++;
+            return;
+        }
+    }
+    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    int rc = avo_refcache_store(&r->cache, name, (const void *const *)bufs, bytes, n);
+    if (rc) {
+        snprintf(r->cache_note, sizeof r->cache_note, "writing a cache file: %s", strerror(-rc));
+        r->cache_failed++;
+    }
+}
+
+/* Whether config c's warm-up references go through the cache: not when
+ * there is none, and not when its K sets' outputs exceed the budget (then
+ * they are computed in every evaluation, and the note says so). */
+static void cache_config(run_ctx *r, int c)
+{
+    r->cache_hits = r->cache_misses = r->cache_corrupt = r->cache_failed = 0;
+    r->cache_note[0] = 0;
+    r->cache_cfg = 0;
+    if (r->cache.dirfd < 0)
+        return;
+    double need = 0;
+    for (int k = 0; k < r->p->ntensors; k++) {
+        int64_t elems = 0;
+        if (r->p->tensors[k].role != AVO_ROLE_INPUT &&
+            avo_problem_tensor_elems(r->p, c, k, &elems, NULL, 0) == 0)
+            need += (double)elems * (double)avo_dtype_size(r->p->tensors[k].dtype);
+    }
+    need *= r->nsets;
+    if (need > (double)r->cache.max_bytes) {
+        snprintf(r->cache_note, sizeof r->cache_note,
+                 "not cached: its %d warm-up sets' reference outputs (%.1f MB) exceed the cache's budget (%.1f MB); "
+                 "computed in every evaluation",
+                 r->nsets, need / 1e6, (double)r->cache.max_bytes / 1e6);
+        return;
+    }
+    r->cache_cfg = 1;
+}
+
+/* A checked call (of config c, on input set `set`): its inputs in the
+ * checker's pristine copy (made again from the seed for CUDA; the call's
+ * own, in the shared region, are the candidate's to read, not to change),
+ * the reference run on them (in the checker, while the runner is frozen),
+ * then every output compared. The reference's outputs stay where they are
+ * (rx, or the checker's device tensors) and are reused by the next check
+ * of the same set (r->held_c, r->held_set): the inputs' check and the
+ * comparison still run in full. */
+static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
                          double *ref_s, char *why, size_t whylen)
 {
     const avo_problem *p = r->p;
     double t = avo_phases_now();
     int64_t elem;
     int ti = -1, ret = 0;
+    const int held = r->held_c == c && r->held_set == set;
     if (r->dev_fill) {
         /* The reference on the call's inputs generated again on the
-         * checker's own device tensors; they come back with its outputs and
-         * are the pristine copy the call's fetched inputs must equal. */
+         * checker's own device tensors; they stay there with its outputs
+         * and are the pristine copy the call's fetched inputs must equal. */
         const double t0 = t;
-        ret = call_ref_generated(r, c, i, rx);
+        if (!held) {
+            r->held_c = -1;
+            if (ref_from_cache(r, c, set, rx)) {
+                r->held_c = c, r->held_set = set;
+            } else {
+                ret = call_ref_generated(r, c, set, rx);
+                r->refs_computed++;
+                if (ret == 0) {
+                    r->held_c = c, r->held_set = set;
+                    ref_to_cache(r, c, set, rx);
+                }
+            }
+        } else {
+            r->refs_reused++;
+        }
         avo_phases_lap(r->ph, "reference", &t);
         *ref_s = t - t0;
         if (ret == 0 && (ti = device_inputs_changed(r, x, &elem, why, whylen)) < -1)
@@ -577,17 +764,29 @@ static int check_outputs(run_ctx *r, int c, int i, const avo_tensors *x, avo_ten
         avo_phases_lap(r->ph, "checks", &t);
     } else {
         if (r->cuda) {
-            avo_tensors_fill(pristine, p, r->seed, c, i);
+            avo_tensors_fill(pristine, p, set_seed(r, set), c, set);
             avo_phases_lap(r->ph, "inputs", &t);
         }
         ti = avo_tensors_inputs_changed(x, pristine, p, &elem);
         avo_phases_lap(r->ph, "checks", &t);
-        if (ti < 0) {
+        if (ti < 0 && held) {
+            r->refs_reused++;
+        } else if (ti < 0) {
             const double t0 = t;
-            for (int k = 0; k < p->ntensors; k++)
-                memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
-            avo_tensors_poison(rx, p);
-            ret = call_ref(r, r->ref, p->configs[c].size, rx);
+            r->held_c = -1;
+            if (ref_from_cache(r, c, set, rx)) {
+                r->held_c = c, r->held_set = set;
+            } else {
+                for (int k = 0; k < p->ntensors; k++)
+                    memcpy(rx->ptr[k], pristine->ptr[k], pristine->bytes[k]);
+                avo_tensors_poison(rx, p);
+                ret = call_ref(r, r->ref, p->configs[c].size, rx);
+                r->refs_computed++;
+                if (ret == 0) {
+                    r->held_c = c, r->held_set = set;
+                    ref_to_cache(r, c, set, rx);
+                }
+            }
             avo_phases_lap(r->ph, "reference", &t);
             *ref_s = t - t0;
         }
@@ -745,7 +944,8 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
                      jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
 }
 
-/* Call i of config c laid out the same way for every call: input set i,
+/* Call i of config c laid out the same way for every call: its input set
+ * (call_set),
  * outputs poisoned, (CPU) the caches flushed; *tp lapped into r->ph.
  * CPU: filled in the checker's copy (on all its CPUs) and copied in on the
  * pinned CPU, as the flush expects: a fill straight into the shared region
@@ -755,6 +955,7 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
 static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *pristine, double *tp)
 {
     const avo_problem *p = r->p;
+    const int set = call_set(r, i);
     /* CPU: filled in the checker's copy (on all its CPUs) and copied
      * in on the pinned CPU, as the flush expects: a fill straight into
      * the shared region left lines of the inputs dirty in other cores'
@@ -762,11 +963,11 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
      * timed 3-5% slower). CUDA: straight in (the device gets them), or
      * generated and poisoned on the device by the call's prep. */
     if (r->dev_fill) {
-        set_device_inputs(r, c, i);
+        set_device_inputs(r, c, set);
     } else if (r->cuda) {
-        avo_tensors_fill(x, p, r->seed, c, i);
+        avo_tensors_fill(x, p, set_seed(r, set), c, set);
     } else {
-        avo_tensors_fill(pristine, p, r->seed, c, i);
+        avo_tensors_fill(pristine, p, set_seed(r, set), c, set);
         avo_tensors_copy_inputs(x, pristine, p);
     }
     if (!r->dev_fill)
@@ -885,7 +1086,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
     if (check) {
         double ref_s = 0;
-        res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+        res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
         lr->ref_sum += ref_s;
         lr->ref_n++;
         out->checked++;
@@ -1136,8 +1337,9 @@ out:
 }
 
 /* The calls of config c in the runner of lane ln (the candidate's, or the
- * baseline's, trusted). Every call gets an input set of its own,
- * never seen before in this process (set i of the config's stream), laid
+ * baseline's, trusted). Every call gets an input set of its own, never
+ * seen before in this process (call_set: the job's warm-up sets, then set
+ * i of the evaluation's stream), laid
  * out, poisoned and (CPU) flushed the same way, so nothing the candidate
  * sees tells one call from another; the first r->nsets calls are always
  * checked and not timed (they warm up), every later one is a sample and is
@@ -1863,6 +2065,7 @@ static void check_device_fill(run_ctx *r)
     static double dev_buf[FILL_CHECK_ELEMS], host_buf[FILL_CHECK_ELEMS];
     char err[240];
     avo_tensors_stream_key(r->seed, r->in_key);
+    avo_tensors_stream_key(r->job_seed, r->job_key);
     for (int i = 0; i < p->ntensors; i++) {
         if (p->tensors[i].role == AVO_ROLE_OUTPUT)
             continue;
@@ -1904,7 +2107,8 @@ static void set_device_inputs(run_ctx *r, int c, int set)
         dtypes[i] = (int)p->tensors[i].dtype;
         scales[i] = (float)p->tensors[i].scale;
     }
-    avo_gpu_set_inputs(r->gpu, r->in_key, p->ntensors, dtypes, scales, (uint32_t)c + 1, (uint32_t)(set + 1));
+    avo_gpu_set_inputs(r->gpu, job_set(set) ? r->job_key : r->in_key, p->ntensors, dtypes, scales, (uint32_t)c + 1,
+                       (uint32_t)(set + 1));
 }
 
 static void share_tensors(run_ctx *r)
@@ -1983,6 +2187,26 @@ static const char *outcome_of(int res, int timed)
     }
 }
 
+/* The config's "references": how many checks ran the reference, and how
+ * many reused the outputs of one that had run on the same input set
+ * (check_outputs). */
+static json_t *references_json(const run_ctx *r)
+{
+    json_t *cache = json_null();
+    if (r->cache.dirfd >= 0) {
+        char note[400] = "";
+        if (r->cache_corrupt)
+            snprintf(note, sizeof note, "%d cache file(s) failed their checksum or length: recomputed and rewritten%s%s",
+                     r->cache_corrupt, r->cache_note[0] ? "; " : "", r->cache_note);
+        else
+            snprintf(note, sizeof note, "%s", r->cache_note);
+        cache = json_pack("{s:b,s:i,s:i,s:i,s:i,s:o}", "used", r->cache_cfg, "hits", r->cache_hits, "misses",
+                          r->cache_misses, "corrupt", r->cache_corrupt, "failed", r->cache_failed, "note",
+                          note[0] ? json_string(note) : json_null());
+    }
+    return json_pack("{s:i,s:i,s:o}", "computed", r->refs_computed, "reused", r->refs_reused, "cache", cache);
+}
+
 /* The config's "checks": how its calls were checked. */
 static json_t *checks_json(const config_run *cr)
 {
@@ -2025,7 +2249,7 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
             res = check_basic(r, ret, x, sub, sizeof sub);
         avo_phases_lap(r->ph, "calls", &tp);
         if (res == CHECK_OK)
-            res = check_outputs(r, c, i, x, pristine, rx, &ref_s, sub, sizeof sub);
+            res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
         if (res != CHECK_OK) {
             *fail_call = i;
             if (res > 0)
@@ -2061,6 +2285,8 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
         if (o->config ? strcmp(name, o->config) != 0 : (r->cuda && !p->configs[c].profile))
             continue;
         r->worst_rel_l2 = r->worst_max_abs = 0;
+        draw_warm_order(r);
+        cache_config(r, c);
         r->ph = &cph[c];
         *nstarted = c + 1;
         double t = avo_phases_now();
@@ -2207,7 +2433,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const uint64_t seed = o->seed;
     const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
-    run_ctx r = {.p = p, .seed = seed, .nsets = p->check_input_sets, .shm_fd = -1,
+    run_ctx r = {.p = p, .seed = seed, .job_seed = o->job_seed ? o->job_seed : seed,
+                 .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1, .cache = {.dirfd = -1},
                  .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
@@ -2237,7 +2464,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         r.ctr.fd[i] = -1;
     avo_check_rng_init(&r.rng);
     *result = NULL;
-    if (!configs || !cph || !pairs) {
+    r.warm_order = calloc((size_t)(r.nsets > 0 ? r.nsets : 1), sizeof *r.warm_order);
+    if (!configs || !cph || !pairs || !r.warm_order) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
@@ -2257,6 +2485,16 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     t = avo_phases_now();
     if (rc || (rc = make_shm(&r, err, errlen)))
         goto cleanup;
+    /* The reference cache is the job's: only with its seed. Its key holds
+     * the device too (a reference may round differently on another GPU). */
+    if (o->ref_cache_fd > 2 && o->job_seed) {
+        const char *dev = r.gpu_info ? json_string_value(json_object_get(r.gpu_info, "name")) : "";
+        char cerr[400];
+        if (avo_refcache_init(&r.cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, p->dir,
+                              dev ? dev : "", cerr, sizeof cerr) != 0)
+            fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
+        avo_phases_lap(&top, "setup", &t);
+    }
     if (!r.cuda && (rc = avo_flusher_init(&r.fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         goto cleanup;
@@ -2329,6 +2567,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
 
     for (int c = 0; c < p->nconfigs; c++) {
         r.worst_rel_l2 = r.worst_max_abs = 0;
+        r.refs_computed = r.refs_reused = 0;
+        cache_config(&r, c);
+        draw_warm_order(&r);
         r.ph = &cph[c];
         nstarted = c + 1;
         t = avo_phases_now();
@@ -2432,6 +2673,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, &rx, med));
             avo_phases_lap(r.ph, "baseline", &t);
         }
+        json_object_set_new(cj, "references", references_json(&r));
         json_array_append_new(configs, cj);
         avo_tensors_free(&x);
         avo_tensors_free(&pristine);
@@ -2439,8 +2681,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         avo_phases_lap(r.ph, "scoring", &t);
     }
     snprintf(detail, sizeof detail,
-             "%d configs, every call on an input set of its own: the first %d of each and a random share of the "
-             "timed ones checked, all within tolerance",
+             "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
+             "a random share of the timed ones checked, all within tolerance",
              p->nconfigs, r.nsets);
     /* Counters in a separate pass, never during timing, and only when asked:
      * a profile task (profile_run) is where they are read now.
@@ -2495,6 +2737,10 @@ done:
         rc = -ENOMEM;
         goto cleanup;
     }
+    /* Where the warm-up calls' inputs came from; never the job's seed. */
+    json_object_set_new(*result, "warm_up_sets",
+                        json_pack("{s:s,s:i,s:s}", "source", o->job_seed ? "job" : "evaluation", "per_config", r.nsets,
+                                  "order", "fresh random order in each evaluation, the same for every lane"));
     json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
     json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
     json_object_set_new(*result, "runner", runner_json(cand, calibrated));
@@ -2544,6 +2790,7 @@ cleanup:
         free(pairs[c].b);
     }
     free(pairs);
+    free(r.warm_order);
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_tensors_free(&rx);

@@ -22,7 +22,9 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
 #define AVO_HARNESS_EREFERENCE (-10001)
 #define AVO_HARNESS_EXIT_REFERENCE 3
 
-/* How to evaluate: the input seed, the wall-time limit (<= 0: 600 s), the
+/* How to evaluate: the input seed (the timed calls' sets), the job's seed
+ * (the warm-up calls' sets, the same in every evaluation of a job:
+ * docs/evaluation.md, "Input sets"), the wall-time limit (<= 0: 600 s), the
  * trusted vendor baseline to time beside the candidate (NULL: none), for a
  * paired measurement (docs/evaluation.md) the against's object (NULL: none)
  * and the confidence of its interval (<= 0: 0.95); and what a run does
@@ -35,6 +37,7 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
  * those calls on a CPU, the CUPTI pass on a GPU. */
 typedef struct {
     uint64_t seed;
+    uint64_t job_seed;          /* the job's secret seed: the warm-up calls' input sets (0: seed stands in) */
     double deadline_s;
     const char *base_so;
     const char *against_so;
@@ -42,6 +45,10 @@ typedef struct {
     int counters;               /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
     int profile_only;           /* avo-harness --profile */
     const char *config;         /* profile_only: this configuration alone (NULL: what counters.configs lists) */
+    int ref_cache_fd;           /* > 2: the worker's reference cache directory (refcache.h): the warm-up
+                                   sets' reference outputs read from it, or computed and written to it
+                                   (needs job_seed); else none */
+    uint64_t ref_cache_max;     /* its budget: a config whose warm-up outputs take more is not cached */
 } avo_harness_opts;
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */

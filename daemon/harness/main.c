@@ -1,6 +1,13 @@
 /* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
  *             [--baseline SO] [--against SO [--confidence C]]
  *             [--counters | --profile [--config NAME]]
+ * --seed-stdin: "SEED[ JOB_SEED]\n" on stdin; the job's seed makes the
+ * warm-up calls' input sets (the same in every evaluation of a job), never
+ * on the command line (docs/evaluation.md, "Input sets"); without it the
+ * evaluation's seed stands in.
+ * --ref-cache-fd N --ref-cache-max BYTES: the worker's reference cache
+ * (daemon/harness/refcache.h), an open directory on fd N: the warm-up
+ * sets' reference outputs read from it or written to it (needs a job seed).
  * --against: the candidate timed paired with that object (the island's
  * best), interleaved call by call; the result gains "paired"
  * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
@@ -21,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -81,7 +89,7 @@ int main(int argc, char **argv)
     }
     const char *pos[3];
     int npos = 0;
-    unsigned long long seed = 1;
+    unsigned long long seed = 1, job_seed = 0;
     double deadline = 0;
     const char *baseline = NULL, *against = NULL;
     double confidence = 0.95;
@@ -98,21 +106,52 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "--seed-stdin") == 0) {
             /* How the worker passes it: a seed on the command line can be
-             * read by any process that sees this one in /proc. */
-            char line[32] = "", *end;
+             * read by any process that sees this one in /proc. The job's
+             * seed (the warm-up calls' sets) may follow it on the line. */
+            char line[64] = "", *end, *end2;
             ssize_t n = read(0, line, sizeof line - 1);
             line[n > 0 ? n : 0] = 0;
             errno = 0;
             seed = strtoull(line, &end, 10);
-            if (n <= 0 || end == line || (*end && *end != '\n') || errno || seed > (unsigned long long)INT64_MAX) {
-                fprintf(stderr, "avo-harness: --seed-stdin wants an integer in [0, 2^63) on stdin\n");
+            int bad = n <= 0 || end == line || errno || seed > (unsigned long long)INT64_MAX;
+            if (!bad && *end == ' ') {
+                job_seed = strtoull(end + 1, &end2, 10);
+                bad = end2 == end + 1 || errno || job_seed == 0 || job_seed > (unsigned long long)INT64_MAX;
+                end = end2;
+            }
+            if (bad || (*end && *end != '\n')) {
+                fprintf(stderr, "avo-harness: --seed-stdin wants an integer in [0, 2^63) on stdin, optionally "
+                                "followed by a space and the job's seed, an integer in [1, 2^63)\n");
                 return 2;
             }
+            memset(line, 0, sizeof line);
             int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (devnull >= 0) {
                 dup2(devnull, 0);
                 close(devnull);
             }
+        } else if (strcmp(argv[i], "--ref-cache-fd") == 0 && i + 1 < argc) {
+            /* The worker's reference cache directory, an inherited
+             * descriptor (its path is hidden from this sandbox). Close on
+             * exec, and the runner closes every descriptor not its own. */
+            char *end;
+            long fd = strtol(argv[++i], &end, 10);
+            struct stat st;
+            if (*end || end == argv[i] || fd < 3 || fd > 1023 || fstat((int)fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
+                fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+                fprintf(stderr, "avo-harness: --ref-cache-fd wants an open directory descriptor, got '%s'\n", argv[i]);
+                return 2;
+            }
+            ho.ref_cache_fd = (int)fd;
+        } else if (strcmp(argv[i], "--ref-cache-max") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            unsigned long long b = strtoull(argv[++i], &end, 10);
+            if (*end || end == argv[i] || errno || b == 0) {
+                fprintf(stderr, "avo-harness: --ref-cache-max wants a number of bytes > 0, got '%s'\n", argv[i]);
+                return 2;
+            }
+            ho.ref_cache_max = b;
         } else if (strcmp(argv[i], "--counters") == 0) {
             ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
@@ -150,6 +189,10 @@ int main(int argc, char **argv)
                         "[--deadline S] [--baseline B.so] [--counters | --profile [--config NAME]]\n");
         return 2;
     }
+    if (ho.ref_cache_fd && !ho.ref_cache_max) {
+        fprintf(stderr, "avo-harness: --ref-cache-fd needs --ref-cache-max\n");
+        return 2;
+    }
     if (confidence_given && !against) {
         fprintf(stderr, "avo-harness: --confidence is for a paired measurement: it needs --against\n");
         return 2;
@@ -176,6 +219,7 @@ int main(int argc, char **argv)
     }
     json_t *result = NULL;
     ho.seed = seed;
+    ho.job_seed = job_seed;
     ho.deadline_s = deadline;
     ho.base_so = baseline;
     ho.against_so = against;

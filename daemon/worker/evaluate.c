@@ -1,6 +1,7 @@
 #include "evaluate.h"
 
 #include "avo_file.h"
+#include "avo_log.h"
 #include "avo_nvml.h"
 #include "avo_phases.h"
 #include "avo_utf8.h"
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "refstore.h"
 #include "daemon/harness/harness.h"
 #include "sandbox.h"
 
@@ -441,6 +443,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     avo_sandbox_result sr = {0};
     char *ref_src = NULL;
     json_t *res = NULL;
+    int refcache_fd = -1;
     *result = NULL;
     const double load_start = load1();
 
@@ -453,6 +456,14 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     seed &= INT64_MAX; /* JSON integers are signed 64-bit */
     if (!seed)
         seed = 1;
+    /* The job's seed makes the warm-up calls' input sets (the same in every
+     * evaluation of the job); without a job, one of this evaluation's own.
+     * Secret: it goes on the harness's stdin and nowhere else, not even
+     * the result (docs/evaluation.md, "Input sets"). */
+    uint64_t job_seed = o->job_seed & INT64_MAX;
+    if (!job_seed && (getrandom(&job_seed, sizeof job_seed, 0) != (ssize_t)sizeof job_seed ||
+                      !(job_seed &= INT64_MAX)))
+        job_seed = seed ^ 0x5bd1e995u;
 
     /* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
     const int cuda = strcmp(p->backend, "cuda") == 0;
@@ -566,10 +577,10 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * baseline's and the against's where they exist): the cache stays out
      * of its sight. The seed goes on its stdin: nothing the runner could
      * read (argv, environment, files) holds it. */
-    char deadarg[32], seedline[32], confarg[32], fdname[4][32];
+    char deadarg[32], seedline[48], confarg[32], fdname[4][32], cachefd[16], cachemax[32];
     const char *objs[4] = {cand.so_path, ref.so_path, base.ok ? base.so_path : NULL,
                            against.ok ? against.so_path : NULL};
-    int pass[4] = {-1, -1, -1, -1}, npass = 0, slot[4] = {-1, -1, -1, -1};
+    int pass[5] = {-1, -1, -1, -1, -1}, npass = 0, slot[4] = {-1, -1, -1, -1};
     for (int i = 0; i < 4; i++) {
         if (!objs[i])
             continue;
@@ -583,14 +594,14 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(fdname[i], sizeof fdname[i], "/proc/self/fd/%d", 5 + npass);
         slot[i] = npass++;
     }
-    snprintf(seedline, sizeof seedline, "%llu\n", (unsigned long long)seed);
+    snprintf(seedline, sizeof seedline, "%llu %llu\n", (unsigned long long)seed, (unsigned long long)job_seed);
     snprintf(confarg, sizeof confarg, "%.17g", o->confidence > 0 ? o->confidence : 0.95);
     /* The harness's own deadline comes a little before ours, so a hung
      * candidate is reported by the checker (which kills the runner) with
      * the evidence; our group kill stays the backstop. */
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
     snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[20] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
+    char *argv[24] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
     int argc = 7;
     if (slot[2] >= 0) {
         argv[argc++] = "--baseline";
@@ -610,6 +621,21 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         }
     } else if (o->counters) {
         argv[argc++] = "--counters";
+    }
+    /* The reference cache (daemon/worker/refstore.h): the job's, so only
+     * with its seed; a descriptor after the objects', never a path. */
+    char cache_note[300] = "";
+    if (o->ref_cache_bytes && o->job_seed && o->cache_dir && !o->profile) {
+        int cfd = avo_refstore_open(o->cache_dir, cache_note, sizeof cache_note);
+        if (cfd >= 0) {
+            pass[npass] = refcache_fd = cfd;
+            snprintf(cachefd, sizeof cachefd, "%d", 5 + npass++);
+            snprintf(cachemax, sizeof cachemax, "%llu", (unsigned long long)o->ref_cache_bytes);
+            argv[argc++] = "--ref-cache-fd";
+            argv[argc++] = cachefd;
+            argv[argc++] = "--ref-cache-max";
+            argv[argc++] = cachemax;
+        }
     }
     argv[argc] = NULL;
     const char *hide[] = {o->cache_dir, state_dir(o), NULL};
@@ -653,7 +679,21 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     if (cuda)
         avo_phases_lap(&ph, "energy", &t);
     rc = avo_sandbox_run(&so, &sr, err, errlen);
+    explicit_bzero(seedline, sizeof seedline);
+    job_seed = 0;
     avo_phases_lap(&ph, "harness_process", &t);
+    /* The cache's budget, least recently used first, while no harness of
+     * this worker's runs (another worker on the same cache may be reading:
+     * it has its files open, or finds one gone and recomputes). */
+    if (refcache_fd >= 0) {
+        uint64_t freed = 0, kept = 0;
+        int ev = avo_refstore_evict(refcache_fd, o->ref_cache_bytes, &freed, &kept);
+        if (ev > 0)
+            avo_info("worker", "reference cache: %d file(s) evicted (%.1f MB), %.1f MB kept", ev, freed / 1e6,
+                     kept / 1e6);
+        else if (ev < 0)
+            avo_warn("worker", "reference cache: eviction failed: %s", strerror(-ev));
+    }
     for (int i = 0; i < npass; i++)
         close(pass[i]);
     if (rc)
@@ -705,6 +745,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         json_object_set_new(res, "rng_seed", json_integer((json_int_t)seed));
         json_object_set_new(res, "compile", compile_json(&cand, cuda));
         json_object_set_new(res, "sandbox", sandbox_json(&sr));
+        if (cache_note[0])
+            json_object_set_new(res, "reference_cache_error", json_string(cache_note));
         paired_result(res, o, against_note);
     }
 
@@ -1059,7 +1101,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
                     "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
-                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]]\n");
+                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]] [--job-seed-stdin] "
+                    "[--ref-cache-mb N]\n");
     return 2;
 }
 
@@ -1074,6 +1117,7 @@ int avo_eval_cli(int argc, char **argv)
     char *src = NULL, *against = NULL;
     const char *against_path = NULL;
     json_t *res = NULL;
+    int ref_cache_given = 0;
 
     /* Accepts both argv = {"avo-worker", "eval", ...} and {"eval", ...}
      * so main() may pass its argv through or shift it first. */
@@ -1109,6 +1153,30 @@ int avo_eval_cli(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (strcmp(a, "--ref-cache-mb") == 0 && v) {
+            long long mb = 0;
+            if (avo_refstore_parse_mb(v, &mb) != 0) {
+                fprintf(stderr, "avo-worker eval: --ref-cache-mb wants an integer number of MB in [0, 2^40), got '%s'\n",
+                        v);
+                return 2;
+            }
+            o.ref_cache_bytes = (uint64_t)mb << 20;
+            ref_cache_given = 1;
+            i++;
+        } else if (strcmp(a, "--job-seed-stdin") == 0) {
+            /* The job's seed (the warm-up calls' sets) as a job would give
+             * it: on stdin, never on the command line. */
+            char line[64] = "", *end;
+            ssize_t n = read(0, line, sizeof line - 1);
+            line[n > 0 ? n : 0] = 0;
+            errno = 0;
+            o.job_seed = strtoull(line, &end, 10);
+            if (n <= 0 || end == line || (*end && *end != '\n') || errno || !o.job_seed ||
+                o.job_seed > (uint64_t)INT64_MAX) {
+                fprintf(stderr, "avo-worker eval: --job-seed-stdin wants an integer in [1, 2^63) on stdin\n");
+                return 2;
+            }
+            explicit_bzero(line, sizeof line);
         } else if (strcmp(a, "--timeout") == 0 && v) {
             char *end;
             o.timeout_s = strtod(v, &end);
@@ -1146,6 +1214,9 @@ int avo_eval_cli(int argc, char **argv)
     }
     if (npos != 2)
         return usage();
+    /* The reference cache is the job's: by hand, only with a job seed. */
+    if (!ref_cache_given)
+        o.ref_cache_bytes = (uint64_t)AVO_REFSTORE_DEFAULT_MB << 20;
     if (o.confidence > 0 && !against_path) {
         fprintf(stderr, "avo-worker eval: --confidence goes with --against\n");
         return 2;

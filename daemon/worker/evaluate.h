@@ -23,6 +23,11 @@ typedef struct {
     int gpu_index;              /* NVML index of this worker's GPU (energy, arch) */
     double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
     uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
+    uint64_t job_seed;          /* the job's secret seed (the warm-up calls' input sets, the same in every
+                                   evaluation of the job): to the harness's stdin only, never recorded;
+                                   0 = fresh from getrandom() for this evaluation alone */
+    uint64_t ref_cache_bytes;   /* the reference cache's budget (<cache_dir>/ref, daemon/worker/refstore.h):
+                                   used only with a job_seed; 0 = off */
     int disassemble;            /* compile-only: add the object's disassembly ("disassembly") */
     /* Paired measurement (docs/evaluation.md, "Paired measurement"): the
      * version the candidate is measured against (the island's best), timed

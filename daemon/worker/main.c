@@ -37,6 +37,7 @@ typedef struct {
     double timeout;
     long long poll_ms;
     long long max_evals;
+    long long ref_cache_mb;
 } worker_settings;
 
 #define ROW(name, type, field, dflt, env, lo, hi, help) \
@@ -60,6 +61,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, 1,
         "claim and compile the next evaluation while one runs: 1, 0, or -1 = on for GPU targets "
         "(compiling on the CPU would disturb CPU timing)"),
+    ROW("ref-cache-mb", AVO_CFG_INT, ref_cache_mb, "8192", NULL, 0, 1099511627775LL,
+        "budget of the reference cache (<cache>/ref: the reference's outputs on each job's warm-up input sets, "
+        "least recently used evicted after each evaluation), MB; 0 = off"),
     ROW("max-evals", AVO_CFG_INT, max_evals, "0", NULL, 0, 1000000000, "exit after this many evaluations (0 = never)"),
 };
 #undef ROW
@@ -215,6 +219,7 @@ int main(int argc, char **argv)
         .max_evals = (int)s.max_evals,
         .gpu_index = (int)s.gpu,
         .prefetch = s.prefetch < 0 ? strncmp(s.target, "sm_", 3) == 0 : (int)s.prefetch,
+        .ref_cache_bytes = (uint64_t)s.ref_cache_mb << 20,
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);

@@ -552,6 +552,7 @@ static int evaluate_one(worker *w, PGresult *claim)
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
             .gpu_index = w->o->gpu_index,
+            .ref_cache_bytes = w->o->ref_cache_bytes,
             .should_cancel = heartbeat,
             .cancel_arg = w,
         };
@@ -564,6 +565,10 @@ static int evaluate_one(worker *w, PGresult *claim)
             eo.against_len = (size_t)PQgetlength(claim, 0, 7);
             eo.confidence = strtod(PQgetvalue(claim, 0, 8), NULL);
         }
+        /* The job's secret seed (sql/014_job_seed.sql): the warm-up calls'
+         * input sets, the same in each of its evaluations. Never logged. */
+        if (PQnfields(claim) >= 10 && !PQgetisnull(claim, 0, 9))
+            eo.job_seed = strtoull(PQgetvalue(claim, 0, 9), NULL, 10);
         if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
             avo_logx(AVO_LOG_ERROR, "worker", &lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,

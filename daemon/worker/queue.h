@@ -8,6 +8,7 @@
 #define AVO_QUEUE_H
 
 #include <signal.h>
+#include <stdint.h>
 
 typedef struct {
     const char *dsn;
@@ -23,6 +24,7 @@ typedef struct {
     int max_evals;              /* stop after this many (0 = no limit) */
     int gpu_index;              /* NVML index of the GPU (GPU targets) */
     int prefetch;               /* claim and compile the next evaluation while one runs */
+    uint64_t ref_cache_bytes;   /* the reference cache's budget (--ref-cache-mb); 0: off */
     volatile sig_atomic_t *stop;
 } avo_worker_opts;
 

@@ -16,6 +16,10 @@
 #      does not compile: the candidate ok, paired.error set (a hanging
 #      against is cut off long before the evaluation's own deadline).
 #  (d) a bad --confidence: exit 2 naming the flag.
+#  (f) in-evaluation reuse of the reference (check_outputs): the second
+#      lane's check of an input set the first lane's check just ran the
+#      reference on reuses its outputs (result configs[].references), the
+#      comparison still in full: (c)'s wrong against is still caught.
 #  (e) a candidate that fails: no "paired".
 source "$(dirname "$0")/lib.sh"
 
@@ -43,6 +47,10 @@ for i in 1 2 3 4 5; do
     check "A/A $i: lower bound < 1.02, ratio within 5% of 1, the contract's fields" \
         jqt "($shape) and .paired.low < 1.02 and (.paired.ratio - 1 | fabs) < 0.05" "$T/aa$i.json"
 done
+check "A/A: both lanes' warm-up checks ran the reference once per input set, the other lane's reused it" \
+    jqt 'all(.configs[]; .references.computed >= 2 and .references.reused >= 2 and
+                         .references.reused <= .references.computed and
+                         .references.computed <= .checks.checked)' "$T/aa1.json"
 check "A/A: the against's compile was a cache hit, and its phases are there" \
     jqt '.phases.cache_hits.against == true and .phases.compile_against >= 0 and
          (.phases.harness | .against_calls > 0 and .against_checks >= 0 and .against_runner >= 0 and
@@ -128,6 +136,10 @@ for c in 0 1 1.5 -0.1 abc ''; do
     check "--confidence '$c': exit 2 naming the flag" \
         bash -c "[ $rc -eq 2 ] && grep -q -- '--confidence' '$T/badconf.err'"
 done
+ev unpaired "$F/base.c"
+check "unpaired: every check ran the reference (no set is checked twice), none reused" \
+    jqt '.outcome == "ok" and all(.configs[]; .references.reused == 0 and .references.computed == .checks.checked)' \
+    "$T/unpaired.json"
 ev noagainst "$F/base.c" --confidence 0.9
 rc=$?
 check "--confidence without --against: exit 2" bash -c "[ $rc -eq 2 ] && grep -q -- '--against' '$T/noagainst.err'"

@@ -143,6 +143,9 @@ static void m_tol_key(json_t *j)
 }
 static void m_reference_escape(json_t *j) { json_object_set_new(j, "reference", json_string("../x.c")); }
 static void m_timing(json_t *j) { json_object_set_new(json_object_get(j, "timing"), "min_runs", json_integer(0)); }
+/* K, the job's warm-up sets per configuration (docs/evaluation.md, "Input sets"). */
+static void m_input_sets_zero(json_t *j) { json_object_set_new(j, "check", json_pack("{s:i}", "input_sets", 0)); }
+static void m_input_sets_type(json_t *j) { json_object_set_new(j, "check", json_pack("{s:s}", "input_sets", "2")); }
 static void m_tensor_key(json_t *j)
 {
     json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "layout", json_string("row"));
@@ -282,6 +285,8 @@ static void test_spec_errors(void **state)
     expect_error(m_tol_key, "tolerance.f32: unknown field 'rel'");
     expect_error(m_reference_escape, "reference: '../x.c' must be a file name inside the problem directory");
     expect_error(m_timing, "timing.min_runs: must be an integer in [1, 100000]");
+    expect_error(m_input_sets_zero, "check.input_sets: must be an integer in [1, 64]");
+    expect_error(m_input_sets_type, "check.input_sets: must be an integer in [1, 64]");
     expect_error(m_tensor_key, "tensors[0]: unknown field 'layout'");
     expect_error(m_scale_output, "tensors[2].scale: applies to inputs (an output is poisoned, not filled)");
     expect_error(m_scale_zero, "tensors[0].scale: must be a number in (0, 65504]");

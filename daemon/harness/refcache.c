@@ -1,0 +1,203 @@
+#include "refcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "avo_file.h"
+#include "avo_hash.h"
+
+#define MAGIC "AVOREF1\n"
+
+typedef struct {
+    char magic[8];
+    uint64_t payload;   /* bytes after the header */
+    uint64_t sum;       /* avo_refcache_sum of them */
+    uint64_t nbufs;
+} header;
+
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+    h ^= w;
+    h *= 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+uint64_t avo_refcache_sum(const void *const *bufs, const size_t *bytes, int n)
+{
+    uint64_t total = 0x243f6a8885a308d3ull;
+    for (int b = 0; b < n; b++) {
+        const unsigned char *p = bufs[b];
+        const size_t len = bytes[b];
+        uint64_t l[4] = {1, 2, 3, 4}, w[4];
+        size_t i = 0;
+        for (; i + sizeof w <= len; i += sizeof w) {
+            memcpy(w, p + i, sizeof w);
+            for (int k = 0; k < 4; k++)
+                l[k] = mix(l[k], w[k]);
+        }
+        memset(w, 0, sizeof w);
+        memcpy(w, p + i, len - i);
+        for (int k = 0; k < 4; k++)
+            total = mix(total, mix(l[k], w[k]));
+        total = mix(total, (uint64_t)len);
+    }
+    return total;
+}
+
+/* The sha256 (hex) of a whole file. */
+static int file_sha(const char *path, char out[AVO_SHA256_HEX], char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *data = avo_file_read(path, &len);
+    if (!data) {
+        int e = errno ? errno : EIO;
+        snprintf(err, errlen, "reference cache: cannot read %s: %s", path, strerror(e));
+        return -e;
+    }
+    int rc = avo_sha256_hex(data, len, out);
+    free(data);
+    if (rc) {
+        snprintf(err, errlen, "reference cache: cannot hash %s", path);
+        return -EIO;
+    }
+    return 0;
+}
+
+int avo_refcache_init(avo_refcache *c, int dirfd, uint64_t max_bytes, uint64_t job_seed, const char *ref_path,
+                      const char *problem_dir, const char *device, char *err, size_t errlen)
+{
+    char ref_sha[AVO_SHA256_HEX], spec_sha[AVO_SHA256_HEX], spec[4200], material[512];
+    memset(c, 0, sizeof *c);
+    c->dirfd = -1;
+    snprintf(spec, sizeof spec, "%s/problem.json", problem_dir);
+    int rc = file_sha(ref_path, ref_sha, err, errlen);
+    if (rc || (rc = file_sha(spec, spec_sha, err, errlen)))
+        return rc;
+    /* Everything a reference output depends on, besides the config and
+     * the set (in the name): a new reference build, spec or device is a
+     * new key, so a stale file is never read. */
+    int n = snprintf(material, sizeof material, "avo-ref-1\n%llu\n%s\n%s\n%s\n", (unsigned long long)job_seed,
+                     ref_sha, spec_sha, device ? device : "");
+    if (n < 0 || (size_t)n >= sizeof material || avo_sha256_hex(material, (size_t)n, c->key)) {
+        snprintf(err, errlen, "reference cache: cannot make its key");
+        return -EIO;
+    }
+    explicit_bzero(material, sizeof material);
+    c->dirfd = dirfd;
+    c->max_bytes = max_bytes;
+    return 0;
+}
+
+void avo_refcache_name(const avo_refcache *c, const char *config, int set, char name[AVO_REFCACHE_NAME])
+{
+    char material[400], hex[AVO_SHA256_HEX] = "";
+    int n = snprintf(material, sizeof material, "%s\n%s\n%d\n", c->key, config, set);
+    if (n < 0 || (size_t)n >= sizeof material || avo_sha256_hex(material, (size_t)n, hex))
+        hex[0] = 0;
+    snprintf(name, AVO_REFCACHE_NAME, "%s%s", hex[0] ? hex : "invalid", AVO_REFCACHE_SUFFIX);
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -EBADMSG;   /* shorter than its header says */
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs, const size_t *bytes, int n)
+{
+    if (c->dirfd < 0)
+        return -ENOENT;
+    int fd = openat(c->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? -ENOENT : -errno;
+    uint64_t payload = 0;
+    for (int i = 0; i < n; i++)
+        payload += bytes[i];
+    header h;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sizeof h + payload) {
+        rc = -EBADMSG;
+        goto out;
+    }
+    if ((rc = read_full(fd, &h, sizeof h)))
+        goto out;
+    if (memcmp(h.magic, MAGIC, sizeof h.magic) != 0 || h.payload != payload || h.nbufs != (uint64_t)n) {
+        rc = -EBADMSG;
+        goto out;
+    }
+    for (int i = 0; i < n && !rc; i++)
+        rc = read_full(fd, bufs[i], bytes[i]);
+    if (!rc && avo_refcache_sum((const void *const *)bufs, bytes, n) != h.sum)
+        rc = -EBADMSG;
+    if (!rc)
+        futimens(fd, NULL);   /* used now: the least recently used go first */
+out:
+    close(fd);
+    return rc;
+}
+
+int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes,
+                       int n)
+{
+    if (c->dirfd < 0)
+        return -EBADF;
+    header h = {.payload = 0, .sum = avo_refcache_sum(bufs, bytes, n), .nbufs = (uint64_t)n};
+    memcpy(h.magic, MAGIC, sizeof h.magic);
+    for (int i = 0; i < n; i++)
+        h.payload += bytes[i];
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r)
+        r = (uint64_t)getpid();
+    char tmp[AVO_REFCACHE_NAME + 40];
+    snprintf(tmp, sizeof tmp, "%s%016llx.%s", AVO_REFCACHE_TMP, (unsigned long long)r, name);
+    int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = write_full(fd, &h, sizeof h);
+    for (int i = 0; i < n && !rc; i++)
+        rc = write_full(fd, bufs[i], bytes[i]);
+    if (close(fd) != 0 && !rc)
+        rc = -errno;
+    if (!rc && renameat(c->dirfd, tmp, c->dirfd, name) != 0)
+        rc = -errno;
+    if (rc)
+        unlinkat(c->dirfd, tmp, 0);
+    return rc;
+}
