@@ -32,7 +32,13 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
  * neither times nor scores: each configuration it profiles gets the calls
  * an evaluation begins with (fresh input sets, every one checked, so a
  * wrong candidate is reported), then its counters: the perf events around
- * those calls on a CPU, the CUPTI pass on a GPU. */
+ * those calls on a CPU, the CUPTI pass on a GPU. Screening (o->screen
+ * with an against, on a problem that declares "screen"): every config not
+ * in the screen gets its checked calls, then the screen's configs are timed
+ * paired for screen.runs pairs each; a candidate slower than the against
+ * beyond noise stops there (outcome ok, "screened_out": true, the screen's
+ * scores and ratio only), any other is evaluated in full as without a
+ * screen. */
 typedef struct {
     uint64_t seed;
     double deadline_s;
@@ -42,6 +48,8 @@ typedef struct {
     int counters;               /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
     int profile_only;           /* avo-harness --profile */
     const char *config;         /* profile_only: this configuration alone (NULL: what counters.configs lists) */
+    int screen;                 /* paired, and the problem declares "screen": screen first (avo-harness --screen;
+                                   docs/evaluation.md, "Screening") */
 } avo_harness_opts;
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */

@@ -1,9 +1,12 @@
 /* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
- *             [--baseline SO] [--against SO [--confidence C]]
+ *             [--baseline SO] [--against SO [--confidence C] [--screen]]
  *             [--counters | --profile [--config NAME]]
  * --against: the candidate timed paired with that object (the island's
  * best), interleaved call by call; the result gains "paired"
  * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
+ * --screen: when the problem declares "screen", time its configs first and
+ * stop there when the candidate is slower beyond noise (the worker asks for
+ * a search's evaluations, not for a job's final measurement).
  * --counters: a CUDA evaluation runs the CUPTI pass after timing (not by
  * default: counters are a task of their own). --profile: no timing, no
  * score; each profiled configuration's checked calls, then its counters
@@ -113,6 +116,8 @@ int main(int argc, char **argv)
                 dup2(devnull, 0);
                 close(devnull);
             }
+        } else if (strcmp(argv[i], "--screen") == 0) {
+            ho.screen = 1;
         } else if (strcmp(argv[i], "--counters") == 0) {
             ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
@@ -147,7 +152,12 @@ int main(int argc, char **argv)
     }
     if (npos != 3) {
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
-                        "[--deadline S] [--baseline B.so] [--counters | --profile [--config NAME]]\n");
+                        "[--deadline S] [--baseline B.so] [--against A.so [--confidence C] [--screen]] "
+                        "[--counters | --profile [--config NAME]]\n");
+        return 2;
+    }
+    if (ho.screen && !against) {
+        fprintf(stderr, "avo-harness: --screen times paired: it needs --against\n");
         return 2;
     }
     if (confidence_given && !against) {
