@@ -822,7 +822,14 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
         char why[1024];
         avo_commit_judge(&s->cp, json_object_get(r, "paired"), agg, best, strtoll(PQgetvalue(res, 0, 4), NULL, 10),
                          &v);
-        fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)\n", agg, unit ? unit : "", best);
+        const json_t *screen = json_object_get(r, "screen");
+        if (json_is_true(json_object_get(r, "screened_out")))
+            fprintf(f, ", screened out: aggregate %.6g %s over the screen's %zu configurations only (partial; the "
+                       "island's best is %.6g over all of them)\n",
+                    agg, unit ? unit : "", json_array_size(json_object_get(screen, "configs")), best);
+        else
+            fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)%s\n", agg, unit ? unit : "", best,
+                    json_is_object(screen) ? "; it passed the screen and was timed on every configuration" : "");
         if (v.commit)
             fprintf(f, "commit rule: %s; a commit would be accepted", v.paired ? "a significant paired gain"
                                                                                : "above the needed aggregate");
@@ -839,8 +846,12 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
     json_array_foreach(json_object_get(r, "configs"), i, c) {
         if (!i)
             fprintf(f, "per configuration (score, median seconds):\n");
-        fprintf(f, "  %s: %.6g, %.6g\n", json_string_value(json_object_get(c, "name")),
-                json_number_value(json_object_get(c, "score")), json_number_value(json_object_get(c, "median_s")));
+        if (json_is_false(json_object_get(c, "timed")))
+            fprintf(f, "  %s: not timed (screened out; its checked calls were correct)\n",
+                    json_string_value(json_object_get(c, "name")));
+        else
+            fprintf(f, "  %s: %.6g, %.6g\n", json_string_value(json_object_get(c, "name")),
+                    json_number_value(json_object_get(c, "score")), json_number_value(json_object_get(c, "median_s")));
     }
     const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
     if (log && *log && outcome && strcmp(outcome, "ok") != 0)
