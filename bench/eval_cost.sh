@@ -22,7 +22,11 @@
 # Defaults: N=5; every CPU problem under kernels/cpu, and on a host with a
 # GPU (nvidia-smi lists one) kernels/gemm_bf16 and kernels/attention too
 # (skipped with a message where there is none). BUILD: the build directory
-# (default build). KEEP=DIR keeps every result JSON there.
+# (default build). KEEP=DIR keeps every result JSON there. ARGS: more
+# `avo-worker eval` arguments, e.g. a paired, screened evaluation
+# (docs/evaluation.md, "Screening"):
+#   ARGS="--against kernels/attention/seed_sm90.cu --screen" bench/eval_cost.sh 5 kernels/attention
+# (the screened evaluations, and how many the screen stopped, are counted).
 set -eu
 cd "$(dirname "$0")/.."
 N=${1:-5}
@@ -61,7 +65,9 @@ for prob in "${problems[@]}"; do
     for i in $(seq 1 "$N"); do
         { cat "$prob/$seed"; echo "/* eval_cost $i $$ $(date +%s%N) */"; } >"$T/$name/cand$i.$ext"
         s=$(date +%s.%N)
-        TMPDIR=$T "$WORKER" eval "$prob" "$T/$name/cand$i.$ext" --json --cache "$T/cache" >"$T/$name/r$i.json" || true
+        # shellcheck disable=SC2086 # ARGS is a list of arguments
+        TMPDIR=$T "$WORKER" eval "$prob" "$T/$name/cand$i.$ext" --json --cache "$T/cache" ${ARGS:-} \
+            >"$T/$name/r$i.json" || true
         awk -v e="$(date +%s.%N)" -v s="$s" 'BEGIN { print e - s }' >"$T/$name/w$i"
     done
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP/$name" && cp "$T/$name"/r*.json "$KEEP/$name/"
@@ -77,6 +83,10 @@ for i in range(1, n + 1):
         pass
 bad = [r.get("outcome", "?") for r in runs if r.get("outcome") != "ok"]
 print(f"== {prob}: {len(runs)} evaluations, {len(runs) - len(bad)} ok" + (f" (not ok: {', '.join(bad)})" if bad else ""))
+screened = [r for r in runs if "screened_out" in r]
+if screened:
+    print(f"   screened: {len(screened)}, stopped by the screen: {sum(1 for r in screened if r['screened_out'])}"
+          + "".join(f"; screen x{r['screen'].get('ratio', float('nan')):.4f}" for r in screened[:3]))
 runs = [r for r in runs if isinstance(r.get("phases"), dict)]
 if not runs:
     print("   no result with phases")

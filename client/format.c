@@ -342,6 +342,26 @@ void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t 
         snprintf(buf, len, "noisy");
 }
 
+void avoctl_fmt_screen(const json_t *screen, char *buf, size_t len)
+{
+    const json_t *ci = json_object_get(screen, "ci");
+    if (!len)
+        return;
+    buf[0] = 0;
+    if (!json_is_true(json_object_get(screen, "screened_out")))
+        return;
+    if (!json_is_number(json_object_get(screen, "ratio")) || !json_is_number(json_array_get(ci, 0)) ||
+        !json_is_number(json_array_get(ci, 1))) {
+        snprintf(buf, len, "screened out");
+        return;
+    }
+    snprintf(buf, len, "screened out (x%.4f, %g%% [%.4f, %.4f] on %zu config%s)",
+             json_number_value(json_object_get(screen, "ratio")),
+             100 * json_number_value(json_object_get(screen, "confidence")), json_number_value(json_array_get(ci, 0)),
+             json_number_value(json_array_get(ci, 1)), json_array_size(json_object_get(screen, "configs")),
+             json_array_size(json_object_get(screen, "configs")) == 1 ? "" : "s");
+}
+
 void avoctl_fmt_job_speedup(const json_t *job, char *buf, size_t len)
 {
     const json_t *d = json_object_get(job, "speedup_detail");
@@ -395,7 +415,11 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
         add(buf, len, "%s cand %lld", kind, int_of(d, "candidate"));
         add_island(buf, len, d);
         add(buf, len, " %s", outcome ? outcome : "?");
-        if (outcome && strcmp(outcome, "ok") == 0) {
+        if (outcome && strcmp(outcome, "ok") == 0 && !json_is_number(json_object_get(d, "aggregate"))) {
+            /* No full score (screened out): the detail says why. */
+            add_knobs(buf, len, json_object_get(d, "knobs"));
+            add_detail(buf, len, json_object_get(d, "detail"));
+        } else if (outcome && strcmp(outcome, "ok") == 0) {
             add_num(buf, len, json_object_get(d, "aggregate"));
             if (unit && json_is_number(json_object_get(d, "aggregate")))
                 add(buf, len, " %s", unit);
@@ -477,6 +501,18 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
                 1 + json_number_value(json_object_get(d, "min_gain")));
         if (reason && *reason)
             add(buf, len, ": %s", reason);
+    } else if (strcmp(kind, "screened_out") == 0) {
+        /* stopped by the screen: slower than the island's best beyond noise */
+        const json_t *ci = json_object_get(d, "ci");
+        size_t n = json_array_size(json_object_get(d, "configs"));
+        add(buf, len, "screened_out cand %lld", int_of(d, "candidate"));
+        add_island(buf, len, d);
+        if (json_is_number(json_object_get(d, "ratio")))
+            add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
+        if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
+            add(buf, len, " (%g%% [%.4f, %.4f])", 100 * json_number_value(json_object_get(d, "confidence")),
+                json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)));
+        add(buf, len, " on %zu screen config%s: slower beyond noise, not timed on the rest", n, n == 1 ? "" : "s");
     } else if (strcmp(kind, "final_measurement") == 0) {
         const char *status = json_string_value(json_object_get(d, "status"));
         if (status && !strcmp(status, "started")) {

@@ -53,6 +53,10 @@ void avoctl_fmt_knobs(const json_t *knobs, char *buf, size_t len);
  * scores[] entry) whose timing ended over the problem's rse target:
  * "noisy", or with_figures "noisy: rse 3.1% > 0.5%". "" when it is not. */
 void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t len);
+/* A result's "screen" when it stopped the candidate: "screened out (x0.9312,
+ * 95% [0.9100, 0.9500] on 2 configs)"; "" when screen is not an object
+ * that says screened_out (not screened, or it passed). */
+void avoctl_fmt_screen(const json_t *screen, char *buf, size_t len);
 
 /* The terminal's width when out is one, else 0 (no limit). */
 size_t avoctl_term_width(FILE *out);

@@ -80,6 +80,9 @@ static int add_row(tree *t, const node *n, const char *glyph)
         }
         if (t->seed_agg > 0)
             snprintf(sp, sizeof sp, "x%.2f", v / t->seed_agg);
+    } else {
+        /* Stopped by the screen: no full score, but by how much it lost. */
+        avoctl_fmt_screen(json_object_get(n->c, "screen"), score, sizeof score);
     }
     avoctl_fmt_knobs(json_object_get(n->c, "knobs"), knobs, sizeof knobs);
     const char *row[] = {label, parent, island, score, sp, t->all ? outcome_cell(n) : knobs, knobs};

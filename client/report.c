@@ -5,7 +5,7 @@
 
 #include "format.h"
 
-#define NTOTALS 13
+#define NTOTALS 14
 
 /* One line of the totals: the same pairs feed the text and the markdown. */
 typedef struct {
@@ -136,6 +136,15 @@ static size_t totals(const json_t *r, total *t)
     }
     t[n].key = "evaluations";
     evaluations_line(json_object_get(job, "evaluations"), t[n++].val, sizeof t->val);
+    /* Screening, where the problem has a screen: how many it stopped. */
+    if (json_integer_value(json_object_get(r, "screened")) > 0) {
+        t[n].key = "screened";
+        snprintf(t[n++].val, sizeof t->val,
+                 "%lld of %lld screened evaluations stopped by the screen (slower than the island's best beyond "
+                 "noise)",
+                 (long long)json_integer_value(json_object_get(r, "screened_out")),
+                 (long long)json_integer_value(json_object_get(r, "screened")));
+    }
     t[n].key = "commits";
     avoctl_fmt_field(json_object_get(job, "commits"), t[n++].val, sizeof t->val);
     t[n].key = "islands";

@@ -124,7 +124,9 @@ static void header(const json_t *c, FILE *out)
         kv(out, "derived from", buf);
     }
     kv(out, "operator", avoctl_str(c, "operator"));
-    snprintf(buf, sizeof buf, "%s%s", outcome ? outcome : "pending",
+    const json_t *screen = json_object_get(c, "screen");
+    snprintf(buf, sizeof buf, "%s%s%s", outcome ? outcome : "pending",
+             json_is_true(json_object_get(screen, "screened_out")) ? ", screened out" : "",
              json_is_true(json_object_get(c, "committed")) ? ", committed" : outcome ? ", not committed" : "");
     kv(out, "outcome", buf);
     if (outcome && strcmp(outcome, "ok") != 0 && avoctl_str(c, "detail"))
@@ -138,6 +140,27 @@ static void header(const json_t *c, FILE *out)
         }
     }
     kv(out, "aggregate", buf);
+    /* The screen: what stopped it and by how much, or that it passed. */
+    if (json_is_true(json_object_get(screen, "screened_out"))) {
+        char part[160] = "", num[64];
+        avoctl_fmt_screen(screen, buf, sizeof buf);
+        cat(buf, sizeof buf, ": slower than the island's best beyond noise, not timed on the other configurations");
+        if (json_is_number(json_object_get(screen, "aggregate"))) {
+            avoctl_fmt_num(json_number_value(json_object_get(screen, "aggregate")), num, sizeof num);
+            snprintf(part, sizeof part, "; partial aggregate %s%s%s over the screen's configurations", num,
+                     avoctl_str(c, "unit") ? " " : "", avoctl_str(c, "unit") ? avoctl_str(c, "unit") : "");
+            cat(buf, sizeof buf, part);
+        }
+        kv(out, "screen", buf);
+    } else if (json_is_object(screen) && json_is_number(json_object_get(screen, "ratio"))) {
+        snprintf(buf, sizeof buf, "passed (x%.4f on %zu configs), then timed on every configuration",
+                 json_number_value(json_object_get(screen, "ratio")),
+                 json_array_size(json_object_get(screen, "configs")));
+        kv(out, "screen", buf);
+    } else if (avoctl_str(screen, "error")) {
+        snprintf(buf, sizeof buf, "not decided (%s), timed on every configuration", avoctl_str(screen, "error"));
+        kv(out, "screen", buf);
+    }
     avoctl_fmt_knobs(json_object_get(c, "knobs"), buf, sizeof buf);
     kv(out, "knobs", buf);
     worker_line(json_object_get(c, "worker"), buf, sizeof buf);

@@ -595,6 +595,38 @@ static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
     return 0;
 }
 
+/* A list of configuration names (field, e.g. "counters.configs"): each
+ * one named sets the int at byte offset `flag` of its avo_config_spec (every
+ * other one cleared); a name that is no configuration, or one listed twice,
+ * is refused naming its index. */
+static int mark_configs(ctx *c, avo_problem *p, const char *field, json_t *list, size_t flag)
+{
+#define FLAG(i) (*(int *)((char *)&p->configs[i] + flag))
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return errf(c, field, "must be a non-empty array of configuration names");
+    for (int i = 0; i < p->nconfigs; i++)
+        FLAG(i) = 0;
+    size_t k;
+    json_t *name;
+    json_array_foreach(list, k, name) {
+        char at[64];
+        snprintf(at, sizeof at, "%s[%zu]", field, k);
+        if (!json_is_string(name))
+            return errf(c, at, "must be a configuration name");
+        int found = 0;
+        for (int i = 0; i < p->nconfigs; i++)
+            if (strcmp(p->configs[i].name, json_string_value(name)) == 0) {
+                if (FLAG(i))
+                    return errf(c, at, "'%s' is listed twice", json_string_value(name));
+                FLAG(i) = found = 1;
+            }
+        if (!found)
+            return errf(c, at, "no configuration is named '%s'", json_string_value(name));
+    }
+    return 0;
+#undef FLAG
+}
+
 /* "counters": {"configs": [names]}: the configurations the counters pass
  * profiles (every one by default). Each profiled configuration replays its
  * kernels once per metric pass, seconds for large ones, and the agent needs
@@ -614,27 +646,38 @@ static int parse_counters(ctx *c, avo_problem *p, json_t *v)
     json_t *list = json_object_get(v, "configs");
     if (!list)
         return 0;
-    if (!json_is_array(list) || json_array_size(list) == 0)
-        return errf(c, "counters.configs", "must be a non-empty array of configuration names");
-    for (int i = 0; i < p->nconfigs; i++)
-        p->configs[i].profile = 0;
-    size_t k;
-    json_t *name;
-    json_array_foreach(list, k, name) {
-        char field[64];
-        snprintf(field, sizeof field, "counters.configs[%zu]", k);
-        if (!json_is_string(name))
-            return errf(c, field, "must be a configuration name");
-        int found = 0;
-        for (int i = 0; i < p->nconfigs; i++)
-            if (strcmp(p->configs[i].name, json_string_value(name)) == 0) {
-                if (p->configs[i].profile)
-                    return errf(c, field, "'%s' is listed twice", json_string_value(name));
-                p->configs[i].profile = found = 1;
-            }
-        if (!found)
-            return errf(c, field, "no configuration is named '%s'", json_string_value(name));
-    }
+    return mark_configs(c, p, "counters.configs", list, offsetof(avo_config_spec, profile));
+}
+
+/* "screen": {"configs": [names], "runs": N} (docs/evaluation.md,
+ * "Screening"): the configurations a paired evaluation times first, and
+ * how many pairs each gets there. Both required; parsed after "timing",
+ * since runs must reach timing.min_runs. */
+static int parse_screen(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"configs", "runs", NULL};
+    p->screen_runs = 0;
+    if (!v)
+        return 0;
+    int rc;
+    if (!json_is_object(v))
+        return errf(c, "screen", "must be an object");
+    if ((rc = check_keys(c, "screen", v, keys)))
+        return rc;
+    json_t *list = json_object_get(v, "configs"), *runs = json_object_get(v, "runs");
+    if (!list)
+        return errf(c, "screen.configs", "missing (the configurations the screen times)");
+    if ((rc = mark_configs(c, p, "screen.configs", list, offsetof(avo_config_spec, screen))))
+        return rc;
+    const int min = p->timing_min_runs > AVO_PROBLEM_SCREEN_MIN_RUNS ? p->timing_min_runs
+                                                                     : AVO_PROBLEM_SCREEN_MIN_RUNS;
+    if (!runs)
+        return errf(c, "screen.runs", "missing (the pairs each screen configuration gets)");
+    if (!json_is_integer(runs) || json_integer_value(runs) < min ||
+        json_integer_value(runs) > AVO_PROBLEM_SCREEN_MAX_RUNS)
+        return errf(c, "screen.runs", "must be an integer in [%d, %d] (at least timing.min_runs and the %d pairs "
+                    "an interval needs)", min, AVO_PROBLEM_SCREEN_MAX_RUNS, AVO_PROBLEM_SCREEN_MIN_RUNS);
+    p->screen_runs = (int)json_integer_value(runs);
     return 0;
 }
 
@@ -861,7 +904,7 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
                                       "reference", "seed", "cflags", "knobs", "constraints",
                                       "timing", "check", "validate", "roofline", "language",
-                                      "nvcc_flags", "baseline", "seeds", "counters", NULL};
+                                      "nvcc_flags", "baseline", "seeds", "counters", "screen", NULL};
     memset(p, 0, sizeof *p);
     char file[4200];
     snprintf(file, sizeof file, "%s/problem.json", dir);
@@ -966,6 +1009,7 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
         (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
         (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
         (rc = parse_counters(&c, p, json_object_get(j, "counters"))) ||
+        (rc = parse_screen(&c, p, json_object_get(j, "screen"))) ||
         (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
         goto cleanup;
     rc = 0;

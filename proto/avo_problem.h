@@ -13,6 +13,10 @@
 #define AVO_PROBLEM_MAX_TENSORS 16
 #define AVO_PROBLEM_MAX_KNOBS   16
 #define AVO_PROBLEM_MAX_VALUES  64
+/* screen.runs: at least the pairs a paired interval needs (the harness's
+ * PAIRED_MIN_PAIRS) and timing.min_runs, at most this many. */
+#define AVO_PROBLEM_SCREEN_MIN_RUNS 10
+#define AVO_PROBLEM_SCREEN_MAX_RUNS 10000
 
 typedef enum { AVO_DTYPE_F32, AVO_DTYPE_F64, AVO_DTYPE_F16, AVO_DTYPE_BF16, AVO_DTYPE_I32 } avo_dtype;
 typedef enum { AVO_ROLE_INPUT, AVO_ROLE_OUTPUT, AVO_ROLE_INOUT } avo_role;
@@ -30,6 +34,7 @@ typedef struct {
     char name[64];
     int64_t size[AVO_PROBLEM_MAX_SIZES];   /* in the order of avo_problem.sizes */
     int profile;             /* the counters pass profiles it ("counters.configs"; default every config) */
+    int screen;              /* timed in the screen ("screen.configs"; docs/evaluation.md, "Screening") */
 } avo_config_spec;
 
 typedef struct {
@@ -74,6 +79,11 @@ typedef struct avo_problem {
     int timing_min_runs;
     double timing_rse;           /* target relative standard error */
     int check_input_sets;
+    /* "screen": {"configs": [names], "runs": N}: a paired evaluation asked
+     * to screen times the configs marked .screen first, N pairs each, and
+     * stops there when the candidate is slower than the against beyond
+     * noise. screen_runs 0: no screen declared. */
+    int screen_runs;
     /* "validate": sizes on which the reference is checked against its own
      * float64 twin (avo_reference_f64); has_validate 0 = not declared. */
     int has_validate;

@@ -24,12 +24,13 @@ BEGIN
     RETURN j;
 END $$;
 
--- The claim as in 012, with the job's input seed last (NULL: no job, or a
+-- The claim as in 013 (with "screen"), with the job's input seed last (NULL: no job, or a
 -- job from before this migration).
 DROP FUNCTION avo_claim(bigint, text, double precision);
 CREATE FUNCTION avo_claim(p_worker bigint, p_target text, p_lease_s double precision)
 RETURNS TABLE (id bigint, job_id bigint, candidate_id bigint, problem text, source text, attempts int,
-               against_id bigint, against_source text, confidence double precision, job_seed bigint)
+               against_id bigint, against_source text, confidence double precision, screen boolean,
+               job_seed bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY
@@ -49,10 +50,11 @@ BEGIN
            SET state = 'running', worker_id = p_worker, attempts = e.attempts + 1,
                claimed_at = now(), lease_expires = now() + make_interval(secs => p_lease_s)
           FROM next WHERE e.id = next.id
-        RETURNING e.id, e.job_id, e.candidate_id, e.problem, e.attempts, e.against_id
+        RETURNING e.id, e.job_id, e.candidate_id, e.problem, e.attempts, e.against_id, e.purpose
     )
     SELECT c.id, c.job_id, c.candidate_id, c.problem, s.body, c.attempts, c.against_id, sa.body,
-           COALESCE((j.spec->'commit'->>'confidence')::float8, 0.95), j.input_seed
+           COALESCE((j.spec->'commit'->>'confidence')::float8, 0.95),
+           c.purpose = 'search' AND c.against_id IS NOT NULL, j.input_seed
       FROM claimed c
       JOIN candidates cand ON cand.id = c.candidate_id
       JOIN sources s ON s.sha256 = cand.sha256

@@ -801,53 +801,14 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
     s->last_eval = s->wait_eval;
     s->wait_eval = 0;
     json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
-    double best = atof(PQgetvalue(res, 0, 2));
-    const char *cand = PQgetvalue(res, 0, 3);
-    const char *outcome = json_string_value(json_object_get(r, "outcome"));
-    const char *detail = json_string_value(json_object_get(r, "detail"));
-    const char *unit = json_string_value(json_object_get(r, "unit"));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        json_decref(r);
+    int failed = 1;
+    char *buf = avo_agent_eval_text(&s->cp, r, state, strtoll(PQgetvalue(res, 0, 3), NULL, 10),
+                                    atof(PQgetvalue(res, 0, 2)), strtoll(PQgetvalue(res, 0, 4), NULL, 10), &failed);
+    json_decref(r);
+    if (!buf) {
         tool_errorf(s, "out of memory");
         return;
     }
-    fprintf(f, "candidate %s: outcome %s", cand, outcome ? outcome : state);
-    if (outcome && !strcmp(outcome, "ok")) {
-        /* What the commit tool would decide now, so the agent knows before it asks. */
-        const double agg = json_number_value(json_object_get(r, "aggregate"));
-        avo_commit_verdict v;
-        char why[1024];
-        avo_commit_judge(&s->cp, json_object_get(r, "paired"), agg, best, strtoll(PQgetvalue(res, 0, 4), NULL, 10),
-                         &v);
-        fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)\n", agg, unit ? unit : "", best);
-        if (v.commit)
-            fprintf(f, "commit rule: %s; a commit would be accepted", v.paired ? "a significant paired gain"
-                                                                               : "above the needed aggregate");
-        else {
-            avo_commit_explain(&s->cp, &v, strtoll(cand, NULL, 10), agg, best, why, sizeof why);
-            fprintf(f, "commit rule: %s", why);
-        }
-    }
-    fprintf(f, "\n");
-    if (detail && *detail)
-        fprintf(f, "detail: %s\n", detail);
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(r, "configs"), i, c) {
-        if (!i)
-            fprintf(f, "per configuration (score, median seconds):\n");
-        fprintf(f, "  %s: %.6g, %.6g\n", json_string_value(json_object_get(c, "name")),
-                json_number_value(json_object_get(c, "score")), json_number_value(json_object_get(c, "median_s")));
-    }
-    const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
-    if (log && *log && outcome && strcmp(outcome, "ok") != 0)
-        fprintf(f, "compiler output (end):\n%s\n", strlen(log) > 3000 ? log + strlen(log) - 3000 : log);
-    fclose(f);
-    const int failed = !(outcome && !strcmp(outcome, "ok"));
-    json_decref(r);
     tool_result(s, buf, failed);
     free(buf);
 }

@@ -65,8 +65,11 @@ static const tool_spec tools[] = {
       {"kernel", "string", "only this kernel (a substring of its mangled name)", 0, 1, 256, NULL}}},
     {"evaluate",
      "Evaluate the working copy on a worker: correctness on fresh random inputs against the reference, then "
-     "timing on every configuration. Returns the outcome, the score and per-configuration times, and the "
-     "candidate id to commit. Costs one evaluation of the job's budget.",
+     "timing on every configuration, paired with the island's best. Where the problem declares a screen, a "
+     "few configurations are timed first and a version slower than the best beyond noise stops there: the "
+     "result says it was screened out, by how much, and which configurations were not timed. Returns the "
+     "outcome, the score and per-configuration times, and the candidate id to commit. Costs one evaluation "
+     "of the job's budget.",
      {{0}}},
     {"profile",
      "Hardware counters (CUPTI) of the last evaluated working copy on one configuration: SM and DRAM "
@@ -633,4 +636,65 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
     fclose(f);
     *out = buf;
     return 0;
+}
+
+char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
+                          double best, long long best_cand, int *failed)
+{
+    json_t *r = (json_t *)result;
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    const char *detail = json_string_value(json_object_get(r, "detail"));
+    const char *unit = json_string_value(json_object_get(r, "unit"));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "candidate %lld: outcome %s", cand, outcome ? outcome : state);
+    if (outcome && !strcmp(outcome, "ok")) {
+        /* What the commit tool would decide now, so the agent knows before it asks. */
+        const double agg = json_number_value(json_object_get(r, "aggregate"));
+        const json_t *screen = json_object_get(r, "screen");
+        avo_commit_verdict v;
+        char why[1024];
+        avo_commit_judge(cp, json_object_get(r, "paired"), agg, best, best_cand, &v);
+        if (json_is_true(json_object_get(r, "screened_out")))
+            fprintf(f, ", screened out: aggregate %.6g %s over the screen's %zu configurations only (partial; the "
+                       "island's best is %.6g over all of them)\n",
+                    agg, unit ? unit : "", json_array_size(json_object_get(screen, "configs")), best);
+        else
+            fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)%s\n", agg, unit ? unit : "", best,
+                    json_is_object(screen) ? "; it passed the screen and was timed on every configuration" : "");
+        if (v.commit) {
+            fprintf(f, "commit rule: %s; a commit would be accepted", v.paired ? "a significant paired gain"
+                                                                               : "above the needed aggregate");
+        } else {
+            avo_commit_explain(cp, &v, cand, agg, best, why, sizeof why);
+            fprintf(f, "commit rule: %s", why);
+        }
+    }
+    fprintf(f, "\n");
+    if (detail && *detail)
+        fprintf(f, "detail: %s\n", detail);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "configs"), i, c) {
+        if (!i)
+            fprintf(f, "per configuration (score, median seconds):\n");
+        if (json_is_false(json_object_get(c, "timed")))
+            fprintf(f, "  %s: not timed (screened out; its checked calls were correct)\n",
+                    json_string_value(json_object_get(c, "name")));
+        else
+            fprintf(f, "  %s: %.6g, %.6g\n", json_string_value(json_object_get(c, "name")),
+                    json_number_value(json_object_get(c, "score")), json_number_value(json_object_get(c, "median_s")));
+    }
+    const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
+    if (log && *log && outcome && strcmp(outcome, "ok") != 0)
+        fprintf(f, "compiler output (end):\n%s\n", strlen(log) > 3000 ? log + strlen(log) - 3000 : log);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    *failed = !(outcome && !strcmp(outcome, "ok"));
+    return buf;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "avo_problem.h"
+#include "commit.h"
 
 /* Largest string argument (a whole source file fits; a runaway answer does
  * not). */
@@ -72,5 +73,16 @@ int avo_agent_disasm_filter(const char *text, const char *pattern, const char *k
  * outcome). */
 int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
                            size_t errlen);
+
+/* The evaluate tool's answer from a finished evaluation's result (its
+ * state when the result says no outcome): the outcome, the aggregate with
+ * the island's best (`best`, candidate `best_cand`), what the commit rule
+ * would decide now (cp; avo_commit_explain's sentence when not: by how much,
+ * with the interval, or that the screen stopped it), the detail, per
+ * configuration the score and median (or that it was not timed: screened
+ * out), and the compiler's output when it failed. *failed: not ok. NULL
+ * when out of memory; caller frees. */
+char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
+                          double best, long long best_cand, int *failed);
 
 #endif

@@ -67,6 +67,17 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
     json_t *ci = json_object_get(paired, "ci");
     v->ci_lo = json_is_number(json_array_get(ci, 0)) ? json_number_value(json_array_get(ci, 0)) : NAN;
     v->ci_hi = json_is_number(json_array_get(ci, 1)) ? json_number_value(json_array_get(ci, 1)) : NAN;
+    if (json_is_true(json_object_get(paired, "screened_out"))) {
+        /* Timed on the screen's configurations only, and slower there
+         * beyond noise: its figures cover part of the problem, so nothing
+         * (not even a lower bound that looks high) commits it. */
+        v->screened = 1;
+        v->nconfigs = (int)json_array_size(json_object_get(paired, "configs"));
+        snprintf(v->reason, sizeof v->reason,
+                 "screened out: slower than the against beyond noise on the screen's %d configurations, so not "
+                 "timed on the others", v->nconfigs);
+        return;
+    }
     const int significant = v->low > 1.0 + p->min_gain;
     /* The best may have changed while it was in flight: a gain over an
      * older best counts only if it also beats the new one outright. */
@@ -105,6 +116,8 @@ json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_ver
     }
     json_t *o = json_pack("{s:b,s:I,s:f,s:f,s:f,s:f}", "paired", 1, "against", v->against, "ratio", v->ratio, "low",
                           v->low, "min_gain", p->min_gain, "confidence", p->confidence);
+    if (v->screened)
+        json_object_set_new(o, "screened_out", json_true());
     json_object_set_new(o, "ci", isfinite(v->ci_lo) && isfinite(v->ci_hi) ? json_pack("[f,f]", v->ci_lo, v->ci_hi)
                                                                         : json_null());
     if (!v->commit)
@@ -124,9 +137,37 @@ json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_
     return o;
 }
 
+json_t *avo_commit_screened_out(json_t *paired, double confidence, json_int_t cand, int island)
+{
+    if (!json_is_true(json_object_get(paired, "screened_out")))
+        return NULL;
+    json_t *names = json_array(), *c;
+    size_t i;
+    json_array_foreach(json_object_get(paired, "configs"), i, c)
+        json_array_append(names, json_object_get(c, "config"));
+    const json_t *conf = json_object_get(paired, "confidence");
+    return json_pack("{s:I,s:i,s:O?,s:O?,s:O?,s:O?,s:f,s:o,s:s}", "candidate", cand, "island", island, "against",
+                     json_object_get(paired, "against"), "ratio", json_object_get(paired, "ratio"), "low",
+                     json_object_get(paired, "low"), "ci", json_object_get(paired, "ci"), "confidence",
+                     json_is_number(conf) ? json_number_value(conf) : confidence, "configs", names, "reason",
+                     "slower than the against beyond noise on the screen's configurations: not timed on the others, "
+                     "never committed");
+}
+
 void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand, double aggregate,
                         double best, char *out, size_t outlen)
 {
+    if (v->screened) {
+        char interval[96] = "";
+        if (isfinite(v->ci_lo) && isfinite(v->ci_hi))
+            snprintf(interval, sizeof interval, " (%g%% interval %+.1f%% .. %+.1f%%)", p->confidence * 100,
+                     (v->ci_lo - 1) * 100, (v->ci_hi - 1) * 100);
+        snprintf(out, outlen,
+                 "candidate %lld was screened out: %.1f%% slower than the island's best on the screen's %d "
+                 "configurations%s, beyond noise, so it was not timed on the others and cannot be committed",
+                 (long long)cand, (1 - v->ratio) * 100, v->nconfigs, interval);
+        return;
+    }
     if (!v->paired && !isfinite(v->threshold)) {
         snprintf(out, outlen, "candidate %lld scores %.6g against the island's best %.6g: %s", (long long)cand,
                  aggregate, best, v->reason);

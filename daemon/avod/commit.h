@@ -21,6 +21,8 @@ typedef struct {
 typedef struct {
     int commit;
     int paired;             /* decided on a paired measurement */
+    int screened;           /* ... which screened it out: the screen's ratio and interval, never a commit */
+    int nconfigs;           /* screened: the configurations the screen timed */
     json_int_t against;     /* paired: what it was measured against */
     double ratio, low, ci_lo, ci_hi;
     double threshold;       /* unpaired: the aggregate a commit needs */
@@ -41,7 +43,9 @@ void avo_commit_params_from_spec(json_t *spec, avo_commit_params *p);
 
 /* One correct candidate with aggregate `aggregate` and result member
  * `paired` (NULL when absent) against its island's best (`best`, candidate
- * `best_cand`). */
+ * `best_cand`). A paired member with "screened_out" (the screen's
+ * measurement: slower beyond noise on the screen's configurations) is never
+ * committed, whatever its figures. */
 void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best,
                       json_int_t best_cand, avo_commit_verdict *v);
 
@@ -51,6 +55,12 @@ json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_ver
 /* The not_significant event's data: a paired verdict that did not commit. */
 json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand,
                                    int island);
+
+/* The screened_out event's data (docs/evaluation.md, "Screening"): a
+ * result the screen stopped, from its paired member (the screen's): by how
+ * much it was slower, with the interval, on which configurations. NULL when
+ * paired says no screening stopped it. */
+json_t *avo_commit_screened_out(json_t *paired, double confidence, json_int_t cand, int island);
 
 /* What a person (or the agent) reads for a verdict that did not commit:
  * "candidate 12 is 0.3% faster than the island's best (95% interval

@@ -290,11 +290,20 @@ static int consume(step *s, json_t *f)
         } else {
             is->stale++;
             s->stale++;
-            if (judged && v.paired)
+            /* A screened-out result says so whether or not a commit was
+             * asked for: it was stopped early, and by how much. */
+            json_t *so = ok ? avo_commit_screened_out(json_object_get(f, "paired"), s->cp.confidence, cand, k) : NULL;
+            if (so)
+                event(s, "screened_out", so);
+            else if (judged && v.paired)
                 event(s, "not_significant", avo_commit_not_significant(&s->cp, &v, cand, k));
             stagnate(s, k);
         }
     }
+    /* A screened-out candidate has no full score: its aggregate (the
+     * screen's configurations only, kept in its evaluation) must not be
+     * compared with full ones (the tune operator's parents, the lineage). */
+    const int screened = ok && json_is_true(json_object_get(json_object_get(f, "paired"), "screened_out"));
     if (new_best) {
         s->best = agg;
         s->best_cand = cand;
@@ -308,6 +317,8 @@ static int consume(step *s, json_t *f)
                           "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"), "events",
                           evs);
     s->events = top;
+    if (screened)
+        json_object_set_new(c, "aggregate", json_null());
     if (judged)
         json_object_set_new(c, "rule", avo_commit_verdict_json(&s->cp, &v));
     if (new_best)

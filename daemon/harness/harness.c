@@ -145,6 +145,13 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * numbers never meet, so even a run by hand without a job seed (the
  * evaluation's seed stands in) gives no timed call a warm-up's inputs. */
 #define JOB_SET_BASE (1 << 29)
+/* Screening's input sets (docs/evaluation.md, "Screening"): the checked
+ * calls of the configs the screen does not time, and the screen's own
+ * timed calls; the full run that may follow starts at set 0, as without a
+ * screen, so no runner sees a set twice. Below JOB_SET_BASE: every
+ * stage's warm-up calls have the job's sets (call_set). */
+#define SCREEN_CHECK_SET (1 << 27)
+#define SCREEN_TIMED_SET (1 << 28)
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)
@@ -254,6 +261,11 @@ typedef struct {
     int cache_cfg;                        /* the current config's warm-up references go through it */
     int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
     char cache_note[300];                 /* why the current config is not cached (or what went wrong) */
+    int set_base;                         /* call i of a config gets input set set_base + i: each stage of a
+                                             screened evaluation has its own sets, so no runner sees a set
+                                             twice (docs/evaluation.md, "Screening") */
+    int screen_pairs;                     /* screening's timed stage: the pairs each config gets (0: the
+                                             stopping rule of a full run) */
 } run_ctx;
 
 /* What one config's calls found. */
@@ -300,7 +312,7 @@ static void trace(const char *fmt, ...)
  * in this evaluation's order, or the evaluation's own set i. */
 static int call_set(const run_ctx *r, int i)
 {
-    return i < r->nsets ? JOB_SET_BASE + r->warm_order[i] : i;
+    return i < r->nsets ? JOB_SET_BASE + r->warm_order[i] : r->set_base + i;
 }
 
 /* The seed (and the device's key) of set's stream. */
@@ -719,6 +731,17 @@ static void cache_config(run_ctx *r, int c)
         return;
     }
     r->cache_cfg = 1;
+}
+
+/* Before config c's first call, in every mode: its check figures and
+ * reference counts cleared, its warm-up sets' order drawn, whether they go
+ * through the cache. */
+static void config_begin(run_ctx *r, int c)
+{
+    r->worst_rel_l2 = r->worst_max_abs = 0;
+    r->refs_computed = r->refs_reused = 0;
+    draw_warm_order(r);
+    cache_config(r, c);
 }
 
 /* A checked call (of config c, on input set `set`): its inputs in the
@@ -1514,18 +1537,33 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         const avo_timing_stop_t stop = lane_stop(r, &a, spent);
         if (bres == CHECK_OK)
             lane_stop(r, &b, spent);
-        if (stop == AVO_STOP_NONE)
-            continue;
         /* Enough pairs for an interval come first: a slow config gets
          * them past PAIRED_TIME_FACTOR (the against's cut-off still bounds
          * the whole evaluation). */
         const int enough =
             ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
+        if (r->screen_pairs > 0) {
+            /* The screen's timed stage: screen.runs pairs (fewer, but
+             * enough for an interval, when they would take longer than the
+             * paired time bound), both lanes' random checks done. */
+            const int checked = lane_checks_done(&a) && lane_checks_done(&b);
+            if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
+                (checked && (ps->n >= r->screen_pairs || (spent >= PAIRED_TIME_FACTOR * max_s && enough))))
+                break;
+            continue;
+        }
+        if (stop == AVO_STOP_NONE)
+            continue;
         if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
             (enough && (lane_checks_done(&b) || spent >= PAIRED_TIME_FACTOR * max_s)))
             break;
     }
-    if (res == CHECK_OK && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {
+    /* Not in the screen's timed stage: a channel from the against there
+     * could only make the candidate pass the screen, and the full run that
+     * follows (this test included) decides; with a screen's few pairs a
+     * burst of load on a shared host would call an honest candidate a
+     * cheat (test_screen.sh met one at 30 pairs, load 3 on 2 CPUs). */
+    if (res == CHECK_OK && r->screen_pairs == 0 && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {
         /* The same work on the same inputs, the caches flushed before each
          * call: where the candidate went does not change its time, unless
          * the against's run of those inputs reached it (a channel through
@@ -1602,22 +1640,27 @@ static void start_against(run_ctx *r, const char *against_so, int load)
 }
 
 /* The result's "paired" (docs/evaluation.md, "Paired measurement"), or
- * {"error"} when the against failed or the statistics could not be made. */
-static json_t *paired_json(const run_ctx *r, const pair_set *ps)
+ * {"error"} when the against failed or the statistics could not be made:
+ * over every config, or (screen_only) over the screen's configs alone. */
+static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only)
 {
     const avo_problem *p = r->p;
     if (r->against_state < 0)
         return json_pack("{s:s}", "error", r->against_err);
     avo_paired_config *cfg = calloc((size_t)p->nconfigs, sizeof *cfg);
     avo_paired_est *est = calloc((size_t)p->nconfigs, sizeof *est);
+    int *idx = calloc((size_t)p->nconfigs, sizeof *idx);
     avo_paired_est agg;
     json_t *j = NULL, *cj = NULL;
     char err[300] = "";
-    if (!cfg || !est) {
+    int n = 0;
+    if (!cfg || !est || !idx) {
         snprintf(err, sizeof err, "out of memory");
         goto cleanup;
     }
     for (int c = 0; c < p->nconfigs; c++) {
+        if (screen_only && !p->configs[c].screen)
+            continue;
         if (ps[c].n < PAIRED_MIN_PAIRS) {
             /* A percentile interval of a median from a handful of pairs
              * is far too narrow (one pair: every resample the same). */
@@ -1625,20 +1668,21 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps)
                      p->configs[c].name, ps[c].n, PAIRED_MIN_PAIRS);
             goto cleanup;
         }
-        cfg[c] = (avo_paired_config){ps[c].a, ps[c].b, ps[c].n};
+        idx[n] = c;
+        cfg[n++] = (avo_paired_config){ps[c].a, ps[c].b, ps[c].n};
     }
-    int rc = avo_paired_bootstrap(cfg, p->nconfigs, r->confidence, AVO_PAIRED_RESAMPLES, est, &agg);
+    int rc = avo_paired_bootstrap(cfg, n, r->confidence, AVO_PAIRED_RESAMPLES, est, &agg);
     if (rc) {
         snprintf(err, sizeof err, "the bootstrap failed: %s", strerror(-rc));
         goto cleanup;
     }
     cj = json_array();
-    for (int c = 0; cj && c < p->nconfigs; c++)
-        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o}", "config", p->configs[c].name,
-                                            "ratio", jreal(est[c].ratio), "low", jreal(est[c].low), "ci",
-                                            jreal(est[c].ci_lo), jreal(est[c].ci_hi), "runs", ps[c].n, "median_s",
-                                            jreal(est[c].median_a), "against_median_s",
-                                            jreal(est[c].median_b)));
+    for (int k = 0; cj && k < n; k++)
+        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o}", "config", p->configs[idx[k]].name,
+                                            "ratio", jreal(est[k].ratio), "low", jreal(est[k].low), "ci",
+                                            jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n,
+                                            "median_s", jreal(est[k].median_a), "against_median_s",
+                                            jreal(est[k].median_b)));
     j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
                   "speed ratio: the against's median time over the candidate's, per config; aggregate: their "
                   "geometric mean",
@@ -1651,6 +1695,7 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps)
 cleanup:
     free(cfg);
     free(est);
+    free(idx);
     json_decref(cj);
     return j ? j : json_pack("{s:s}", "error", err);
 }
@@ -2216,18 +2261,21 @@ static json_t *checks_json(const config_run *cr)
                      cr->idle_cpu_s >= 0 ? jreal(cr->idle_cpu_s) : json_null());
 }
 
-/* Profile-only: the first r->nsets calls of config c as an evaluation
- * makes them (fresh input sets, laid out alike, every one checked), with
- * no timing. On a CPU the perf events count those calls (*counters: their
- * per-call means, with whether the hardware events were readable and why
- * not); a GPU's counters come from the CUPTI pass after them. */
+/* The first r->nsets calls of config c as an evaluation makes them (fresh
+ * input sets, laid out alike, every one checked), with no timing: a
+ * profile-only run's, and screening's check of the configs it does not
+ * time. With counters (profile-only), on a CPU the perf events count those
+ * calls (*counters: their per-call means, with whether the hardware events
+ * were readable and why not); a GPU's counters come from the CUPTI pass
+ * after them. counters NULL: none. */
 static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
                          json_t **counters, int *fail_call, char *why, size_t wl)
 {
     const unsigned prep = GPU_STEPS;
     int res = CHECK_OK, i;
-    *counters = NULL;
-    if (!r->cuda)
+    if (counters)
+        *counters = NULL;
+    if (!r->cuda && counters)
         avo_counters_start(&r->ctr);
     for (i = 0; i < r->nsets && res == CHECK_OK; i++) {
         double tp = avo_phases_now(), rt = 0, ref_s = 0;
@@ -2256,7 +2304,7 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
                 snprintf(why, wl, "%s", sub);
         }
     }
-    if (!r->cuda) {
+    if (!r->cuda && counters) {
         avo_counter_values cv;
         avo_counters_stop(&r->ctr, &cv);
         if (res == CHECK_OK && (*counters = avo_counters_values_json(&r->ctr, &cv, i))) {
@@ -2284,9 +2332,7 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
         const char *name = p->configs[c].name;
         if (o->config ? strcmp(name, o->config) != 0 : (r->cuda && !p->configs[c].profile))
             continue;
-        r->worst_rel_l2 = r->worst_max_abs = 0;
-        draw_warm_order(r);
-        cache_config(r, c);
+        config_begin(r, c);
         r->ph = &cph[c];
         *nstarted = c + 1;
         double t = avo_phases_now();
@@ -2377,6 +2423,8 @@ static void noise_totals(json_t *result, int cuda)
     double wall = 0, cpu = 0;
     json_array_foreach(json_object_get(result, "configs"), i, c) {
         const json_t *g = json_object_get(c, "clock_gap");
+        if (json_is_false(json_object_get(c, "timed")))
+            continue;   /* screened out: checked, not timed */
         noisy += json_is_true(json_object_get(c, "noisy"));
         known &= json_is_number(json_object_get(g, "task_clock_s"));
         wall += json_number_value(json_object_get(g, "wall_s"));
@@ -2423,6 +2471,287 @@ static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_ph
     return j;
 }
 
+/* Config c timed (paired when the against is loaded, into ps) and scored,
+ * held to every rule: its calls' checks, a finite score, the roofline bound,
+ * and the against to the same bound. 0 with *cj (the config's result entry)
+ * and *log_score; 0 with *cj NULL, *outcome and detail when the candidate
+ * failed; a negative int (err) when the evaluation itself cannot go on.
+ * with_baseline: the trusted baseline timed beside it (a full run's). */
+static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_t **cj, double *log_score,
+                       const char **outcome, char *detail, size_t dl, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    avo_tensors x = {0}, pristine = {0}, rx = {0};
+    char why[600];
+    int rc = 0;
+    *cj = NULL;
+    config_begin(r, c);
+    double t = avo_phases_now();
+    /* With the inputs made and checked on the device, the host's copies
+     * only carry the sizes: laid out, never touched. */
+    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
+        r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+    if ((rc = lay(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
+        (rc = lay(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
+        (rc = lay(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+        goto out;
+    avo_phases_lap(r->ph, "layout", &t);
+    config_run cr;
+    int res = r->against_state == 1
+                  ? run_config_paired(r, c, &x, &pristine, &rx, &cr, ps, why, sizeof why)
+                  : run_config(r, c, &x, &pristine, &rx, &r->lanes[LANE_CAND], &cr, why, sizeof why);
+    t = avo_phases_now();
+    if (res == AVO_HARNESS_EREFERENCE) {
+        rc = res;
+        snprintf(err, errlen, "reference invalid: on config %s: %s", p->configs[c].name, why);
+        goto out;
+    }
+    if (res < 0) {
+        rc = res;
+        snprintf(err, errlen, "config %s: %s", p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
+        goto out;
+    }
+    if (res != CHECK_OK) {
+        json_decref(cr.counters);
+        json_decref(cr.clock);
+        json_decref(cr.events);
+        const int sampled = cr.fail_call >= r->nsets;
+        *outcome = outcome_of(res, sampled);
+        if ((res == CHECK_WRONG) && sampled)
+            snprintf(detail, dl,
+                     "config %s: correct on its first %d calls, wrong on call %d (a fresh input set, checked "
+                     "unannounced): %s",
+                     p->configs[c].name, r->nsets, cr.fail_call, why);
+        else if (res == CHECK_IDLE)
+            snprintf(detail, dl, "config %s: %s", p->configs[c].name, why);
+        else
+            snprintf(detail, dl, "config %s, call %d%s: %s", p->configs[c].name, cr.fail_call,
+                     sampled ? "" : " (checked before timing)", why);
+        goto out;
+    }
+    double flops = 0, bytes = 0;
+    if (p->flops)
+        avo_problem_eval_config(p, c, p->flops, &flops, NULL, 0);
+    if (p->bytes)
+        avo_problem_eval_config(p, c, p->bytes, &bytes, NULL, 0);
+    const double med = cr.st.median;
+    double gflops = flops / med * 1e-9, gbps = bytes / med * 1e-9;
+    double score = strcmp(p->score_metric, "flops") == 0 ? gflops : gbps;
+    /* Faster than the hardware can go is not an optimisation: the work
+     * ran outside the timed region, or the time was forged. Only the
+     * arithmetic peak is a hard bound (a byte rate computed from the
+     * minimal traffic can beat DRAM bandwidth when data stays in cache);
+     * a CPU problem without a declared peak gets the host's. */
+    const double peak = p->roofline_gflops > 0 ? p->roofline_gflops
+                        : r->cuda               ? 0
+                                                : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
+    if (peak > 0 && p->flops && gflops > ROOFLINE_SLACK * peak) {
+        json_decref(cr.counters);
+        json_decref(cr.clock);
+        json_decref(cr.events);
+        *outcome = "cheat_suspected";
+        snprintf(detail, dl,
+                 "config %s: %.4g GFLOP/s measured, beyond the %s arithmetic peak of %.4g GFLOP/s: the work "
+                 "was not inside the timed region",
+                 p->configs[c].name, gflops, p->roofline_gflops > 0 ? "declared" : "host's", peak);
+        goto out;
+    }
+    if (!(score > 0) || !isfinite(score)) {
+        json_decref(cr.counters);
+        json_decref(cr.clock);
+        json_decref(cr.events);
+        *outcome = "wrong_result";
+        snprintf(detail, dl, "config %s: median time %g s gives no finite score", p->configs[c].name, med);
+        goto out;
+    }
+    *log_score = log(score);
+    /* The against is held to the same bound. */
+    if (r->against_state == 1 && peak > 0 && p->flops && flops / ps->against_median * 1e-9 > ROOFLINE_SLACK * peak) {
+        snprintf(why, sizeof why, "%.4g GFLOP/s measured, beyond the arithmetic peak of %.4g GFLOP/s",
+                 flops / ps->against_median * 1e-9, peak);
+        against_failed(r, c, CHECK_FORGED, r->nsets, why);
+    }
+    *cj = config_json(p, c, &cr.st, score, gflops, gbps, r->cuda ? NAN : cr.claimed_median, cr.counters, r);
+    json_object_set_new(*cj, "checks", checks_json(&cr));
+    noise_json(p, &cr, r->cuda, *cj);
+    if (r->cuda) {
+        json_object_set_new(*cj, "timing_source", json_string("cuda_events"));
+        json_object_set_new(*cj, "round_trip_median_s", jreal(cr.claimed_median));
+        json_object_set_new(*cj, "clock_discarded", json_integer(cr.discarded));
+        json_object_set_new(*cj, "sm_clock", cr.clock ? cr.clock : json_null());
+        json_object_set_new(*cj, "events", cr.events ? cr.events : json_null());
+        json_object_set_new(*cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
+    } else {
+        json_decref(cr.clock);
+        json_decref(cr.events);
+    }
+    avo_phases_lap(r->ph, "scoring", &t);
+    if (with_baseline && r->base_so) {
+        json_object_set_new(*cj, "baseline", time_baseline(r, c, &x, &pristine, &rx, med));
+        avo_phases_lap(r->ph, "baseline", &t);
+    }
+    json_object_set_new(*cj, "references", references_json(r));
+out:
+    avo_tensors_free(&x);
+    avo_tensors_free(&pristine);
+    avo_tensors_free(&rx);
+    if (*cj)
+        avo_phases_lap(r->ph, "scoring", &t);
+    return rc;
+}
+
+/* Screening (docs/evaluation.md, "Screening"): each config outside the
+ * screen gets its checked calls (input sets from SCREEN_CHECK_SET), then
+ * the screen's configs are timed paired, screen.runs pairs each (input
+ * sets from SCREEN_TIMED_SET): so a candidate is screened out only once it
+ * was checked on every config, and the full run that follows sees none of
+ * these sets. The screen's paired interval decides: its upper end under 1
+ * (slower than the against beyond noise at the confidence) screens the
+ * candidate out: *out is then its result's configs (the screen's timed and
+ * scored, the others checked only), *log_sum and *nscored their scores',
+ * *paired the screen's paired member, and detail says so. Else *out stays
+ * NULL and the full run follows. *screen: the result's "screen" either way.
+ * A failed check: 0 with *outcome and detail; a negative int: err. */
+static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **screen, json_t **paired, json_t **out,
+                      double *log_sum, int *nscored, const char **outcome, char *detail, size_t dl, char *err,
+                      size_t errlen)
+{
+    const avo_problem *p = r->p;
+    const int n = p->nconfigs;
+    json_t **entry = calloc((size_t)n, sizeof *entry);
+    pair_set *sp = calloc((size_t)n, sizeof *sp);
+    json_t *names = json_array(), *pj = NULL;
+    avo_tensors x = {0}, pristine = {0}, rx = {0};
+    int rc = 0, nscreen = 0, nchecked = 0;
+    double lsum = 0;
+    char why[600];
+    const double t0 = avo_phases_now();
+    if (!entry || !sp || !names) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
+        r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+    r->set_base = SCREEN_CHECK_SET;
+    for (int c = 0; c < n; c++) {
+        if (p->configs[c].screen)
+            continue;
+        r->ph = &cph[c];
+        *nstarted = *nstarted > c + 1 ? *nstarted : c + 1;
+        config_begin(r, c);
+        double t = avo_phases_now();
+        if ((rc = lay(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
+            (rc = lay(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
+            (rc = lay(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+            goto cleanup;
+        avo_phases_lap(r->ph, "layout", &t);
+        int fail = 0;
+        why[0] = 0;
+        const int res = checked_calls(r, c, &x, &pristine, &rx, NULL, &fail, why, sizeof why);
+        avo_tensors_free(&x);
+        avo_tensors_free(&pristine);
+        avo_tensors_free(&rx);
+        if (res == AVO_HARNESS_EREFERENCE || res < 0) {
+            rc = res;
+            snprintf(err, errlen, "%sconfig %s: %s", res == AVO_HARNESS_EREFERENCE ? "reference invalid: " : "",
+                     p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
+            goto cleanup;
+        }
+        if (res != CHECK_OK) {
+            *outcome = outcome_of(res, 0);
+            snprintf(detail, dl, "config %s, call %d (checked before timing): %s", p->configs[c].name, fail, why);
+            goto cleanup;
+        }
+        entry[c] = json_pack("{s:s,s:n,s:b,s:i,s:{s:o,s:o},s:s}", "name", p->configs[c].name, "score", "timed", 0,
+                             "calls", r->nsets, "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs",
+                             jreal(r->worst_max_abs), "note",
+                             "checked, not timed: the candidate was screened out before the full run");
+        nchecked++;
+    }
+    const double t1 = avo_phases_now();
+    r->set_base = SCREEN_TIMED_SET;
+    r->screen_pairs = p->screen_runs;
+    for (int c = 0; c < n && r->against_state == 1; c++) {
+        if (!p->configs[c].screen)
+            continue;
+        r->ph = &cph[c];
+        *nstarted = *nstarted > c + 1 ? *nstarted : c + 1;
+        double ls = 0;
+        if ((rc = time_config(r, c, &sp[c], 0, &entry[c], &ls, outcome, detail, dl, err, errlen)) || !entry[c])
+            goto cleanup;
+        json_array_append_new(names, json_string(p->configs[c].name));
+        lsum += ls;
+        nscreen++;
+    }
+    const double t2 = avo_phases_now();
+    /* The screen decides only on a pairing it completed: an against that
+     * failed on it leaves the full run (unpaired) to score the candidate. */
+    pj = paired_json(r, sp, 1);
+    double hi = NAN;
+    const char *perr = json_string_value(json_object_get(pj, "error"));
+    if (!perr)
+        hi = json_number_value(json_array_get(json_object_get(pj, "ci"), 1));
+    const int screened = !perr && hi < 1;
+    *screen = json_pack("{s:b,s:O,s:i,s:f,s:{s:f,s:f}}", "screened_out", screened, "configs", names, "runs",
+                        p->screen_runs, "confidence", r->confidence, "wall_s", "checks", t1 - t0, "timed", t2 - t1);
+    if (!*screen) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    if (nscreen > 0)
+        json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen)));  /* the screen's configs' only */
+    json_object_set_new(*screen, "rule",
+                        json_string("screened out when the upper end of the two-sided interval of the paired ratio "
+                                    "over the screen's configurations is under 1"));
+    if (perr) {
+        json_object_set_new(*screen, "error", json_string(perr));
+    } else {
+        json_object_set(*screen, "ratio", json_object_get(pj, "ratio"));
+        json_object_set(*screen, "low", json_object_get(pj, "low"));
+        json_object_set(*screen, "ci", json_object_get(pj, "ci"));
+    }
+    if (!screened)
+        goto cleanup;
+    /* Screened out: what it has is kept, and said to be partial. */
+    json_t *cfgs = json_array();
+    for (int c = 0; cfgs && c < n; c++) {
+        json_array_append_new(cfgs, entry[c]);
+        entry[c] = NULL;
+    }
+    json_object_set_new(pj, "scope", json_string("screen"));
+    json_object_set_new(pj, "screened_out", json_true());
+    *paired = pj;
+    pj = NULL;
+    *out = cfgs;
+    *log_sum = lsum;
+    *nscored = nscreen;
+    snprintf(detail, dl,
+             "screened out: %.4g x the against's speed over the %d configs of the screen (%g%% interval [%.4g, "
+             "%.4g], under 1): slower beyond noise, so the other %d configs were checked (%d calls each, all within "
+             "tolerance) but not timed; scores and aggregate are the screen's configs' only",
+             json_number_value(json_object_get(*screen, "ratio")), nscreen, r->confidence * 100,
+             json_number_value(json_array_get(json_object_get(*screen, "ci"), 0)), hi, nchecked, r->nsets);
+cleanup:
+    r->set_base = 0;
+    r->screen_pairs = 0;
+    avo_tensors_free(&x);
+    avo_tensors_free(&pristine);
+    avo_tensors_free(&rx);
+    for (int c = 0; entry && c < n; c++)
+        json_decref(entry[c]);
+    for (int c = 0; sp && c < n; c++) {
+        free(sp[c].a);
+        free(sp[c].b);
+    }
+    free(entry);
+    free(sp);
+    json_decref(names);
+    json_decref(pj);
+    return rc;
+}
+
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
                     json_t **result, char *err, size_t errlen)
 {
@@ -2450,7 +2779,9 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     avo_phases top = {0};
     avo_phases *cph = calloc((size_t)p->nconfigs, sizeof *cph);
     pair_set *pairs = calloc((size_t)p->nconfigs, sizeof *pairs);
-    int nstarted = 0;
+    int nstarted = 0, nscored = p->nconfigs;
+    json_t *screen = NULL, *screen_paired = NULL;   /* screening: the result's "screen", and when screened out
+                                                       its "paired" (the screen's) */
     r.ph = &top;
 
     for (int l = 0; l < LANES; l++) {
@@ -2565,120 +2896,37 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         avo_phases_lap(&top, "against_runner", &t);
     }
 
+    /* Screening: the screen's configs first, paired; a candidate slower
+     * than the against beyond noise stops there. */
+    if (o->screen && p->screen_runs > 0) {
+        if (r.against_state != 1) {
+            screen = json_pack("{s:b,s:s}", "screened_out", 0, "error",
+                               r.against_state < 0 ? r.against_err : "no against to screen with");
+        } else {
+            json_t *out = NULL;
+            if ((rc = screen_run(&r, cph, &nstarted, &screen, &screen_paired, &out, &logsum, &nscored, &outcome,
+                                 detail, sizeof detail, err, errlen)))
+                goto cleanup;
+            if (strcmp(outcome, "ok") != 0)
+                goto done;
+            if (out) {
+                json_decref(configs);
+                configs = out;
+                goto done;
+            }
+        }
+    }
     for (int c = 0; c < p->nconfigs; c++) {
-        r.worst_rel_l2 = r.worst_max_abs = 0;
-        r.refs_computed = r.refs_reused = 0;
-        cache_config(&r, c);
-        draw_warm_order(&r);
         r.ph = &cph[c];
-        nstarted = c + 1;
-        t = avo_phases_now();
-        /* With the inputs made and checked on the device, the host's
-         * copies only carry the sizes: laid out, never touched. */
-        int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
-            r.dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
-        if ((rc = lay(&x, p, c, r.shm, r.shm_bytes - (r.cuda ? PROFILE_AREA : 0), err, errlen)) ||
-            (rc = lay(&pristine, p, c, r.area, r.area_bytes, err, errlen)) ||
-            (rc = lay(&rx, p, c, r.ref_area, r.area_bytes, err, errlen)))
+        nstarted = nstarted > c + 1 ? nstarted : c + 1;
+        json_t *cj = NULL;
+        double ls = 0;
+        if ((rc = time_config(&r, c, &pairs[c], 1, &cj, &ls, &outcome, detail, sizeof detail, err, errlen)))
             goto cleanup;
-        avo_phases_lap(r.ph, "layout", &t);
-        config_run cr;
-        int res = r.against_state == 1 ? run_config_paired(&r, c, &x, &pristine, &rx, &cr, &pairs[c], why, sizeof why)
-                                       : run_config(&r, c, &x, &pristine, &rx, cand, &cr, why, sizeof why);
-        t = avo_phases_now();
-        if (res == AVO_HARNESS_EREFERENCE) {
-            rc = res;
-            snprintf(err, errlen, "reference invalid: on config %s: %s", p->configs[c].name, why);
-            goto cleanup;
-        }
-        if (res < 0) {
-            rc = res;
-            snprintf(err, errlen, "config %s: %s", p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
-            goto cleanup;
-        }
-        if (res != CHECK_OK) {
-            json_decref(cr.counters);
-            json_decref(cr.clock);
-            json_decref(cr.events);
-            const int sampled = cr.fail_call >= r.nsets;
-            outcome = outcome_of(res, sampled);
-            if ((res == CHECK_WRONG) && sampled)
-                snprintf(detail, sizeof detail,
-                         "config %s: correct on its first %d calls, wrong on call %d (a fresh input set, checked "
-                         "unannounced): %s",
-                         p->configs[c].name, r.nsets, cr.fail_call, why);
-            else if (res == CHECK_IDLE)
-                snprintf(detail, sizeof detail, "config %s: %s", p->configs[c].name, why);
-            else
-                snprintf(detail, sizeof detail, "config %s, call %d%s: %s", p->configs[c].name, cr.fail_call,
-                         sampled ? "" : " (checked before timing)", why);
+        if (!cj)
             goto done;
-        }
-        double flops = 0, bytes = 0;
-        if (p->flops)
-            avo_problem_eval_config(p, c, p->flops, &flops, NULL, 0);
-        if (p->bytes)
-            avo_problem_eval_config(p, c, p->bytes, &bytes, NULL, 0);
-        const double med = cr.st.median;
-        double gflops = flops / med * 1e-9, gbps = bytes / med * 1e-9;
-        double score = strcmp(p->score_metric, "flops") == 0 ? gflops : gbps;
-        /* Faster than the hardware can go is not an optimisation: the work
-         * ran outside the timed region, or the time was forged. Only the
-         * arithmetic peak is a hard bound (a byte rate computed from the
-         * minimal traffic can beat DRAM bandwidth when data stays in cache);
-         * a CPU problem without a declared peak gets the host's. */
-        const double peak = p->roofline_gflops > 0 ? p->roofline_gflops
-                            : r.cuda                ? 0
-                                                    : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
-        if (peak > 0 && p->flops && gflops > ROOFLINE_SLACK * peak) {
-            json_decref(cr.counters);
-            json_decref(cr.clock);
-            json_decref(cr.events);
-            outcome = "cheat_suspected";
-            snprintf(detail, sizeof detail,
-                     "config %s: %.4g GFLOP/s measured, beyond the %s arithmetic peak of %.4g GFLOP/s: the work "
-                     "was not inside the timed region",
-                     p->configs[c].name, gflops, p->roofline_gflops > 0 ? "declared" : "host's", peak);
-            goto done;
-        }
-        if (!(score > 0) || !isfinite(score)) {
-            json_decref(cr.counters);
-            json_decref(cr.clock);
-            json_decref(cr.events);
-            outcome = "wrong_result";
-            snprintf(detail, sizeof detail, "config %s: median time %g s gives no finite score", p->configs[c].name,
-                     med);
-            goto done;
-        }
-        logsum += log(score);
-        /* The against is held to the same bound. */
-        if (r.against_state == 1 && peak > 0 && p->flops && flops / pairs[c].against_median * 1e-9 > ROOFLINE_SLACK * peak) {
-            snprintf(why, sizeof why, "%.4g GFLOP/s measured, beyond the arithmetic peak of %.4g GFLOP/s",
-                     flops / pairs[c].against_median * 1e-9, peak);
-            against_failed(&r, c, CHECK_FORGED, r.nsets, why);
-        }
-        json_t *cj = config_json(p, c, &cr.st, score, gflops, gbps, r.cuda ? NAN : cr.claimed_median, cr.counters, &r);
-        json_object_set_new(cj, "checks", checks_json(&cr));
-        noise_json(p, &cr, r.cuda, cj);
-        if (r.cuda) {
-            json_object_set_new(cj, "timing_source", json_string("cuda_events"));
-            json_object_set_new(cj, "round_trip_median_s", jreal(cr.claimed_median));
-            json_object_set_new(cj, "clock_discarded", json_integer(cr.discarded));
-            json_object_set_new(cj, "sm_clock", cr.clock ? cr.clock : json_null());
-            json_object_set_new(cj, "events", cr.events ? cr.events : json_null());
-            json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
-        }
-        avo_phases_lap(r.ph, "scoring", &t);
-        if (base_so) {
-            json_object_set_new(cj, "baseline", time_baseline(&r, c, &x, &pristine, &rx, med));
-            avo_phases_lap(r.ph, "baseline", &t);
-        }
-        json_object_set_new(cj, "references", references_json(&r));
+        logsum += ls;
         json_array_append_new(configs, cj);
-        avo_tensors_free(&x);
-        avo_tensors_free(&pristine);
-        avo_tensors_free(&rx);
-        avo_phases_lap(r.ph, "scoring", &t);
     }
     snprintf(detail, sizeof detail,
              "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
@@ -2728,7 +2976,7 @@ done:
     avo_utf8_scrub(detail);
     *result = result_json(p, outcome, detail,
                           o->profile_only               ? NAN
-                          : strcmp(outcome, "ok") == 0 ? exp(logsum / p->nconfigs)
+                          : strcmp(outcome, "ok") == 0 ? exp(logsum / nscored)
                                                        : 0.0,
                           configs, seed);
     configs = NULL;
@@ -2764,14 +3012,27 @@ done:
     else
         noise_totals(*result, r.cuda);
     /* A candidate that failed has nothing to compare. */
-    if (o->against_so && strcmp(outcome, "ok") == 0)
-        json_object_set_new(*result, "paired", paired_json(&r, pairs));
+    if (o->against_so && strcmp(outcome, "ok") == 0) {
+        json_object_set_new(*result, "paired", screen_paired ? screen_paired : paired_json(&r, pairs, 0));
+        screen_paired = NULL;
+    }
+    /* Screening said, and a screened-out result's partial figures said to
+     * be partial. */
+    if (screen && strcmp(outcome, "ok") == 0) {
+        const int out = json_is_true(json_object_get(screen, "screened_out"));
+        json_object_set_new(*result, "screened_out", json_boolean(out));
+        json_object_set_new(*result, "aggregate_scope", json_string(out ? "screen" : "all"));
+        json_object_set_new(*result, "screen", screen);
+        screen = NULL;
+    }
     avo_phases_lap(&top, "result", &t);
     json_object_set_new(*result, "phases", phases_json(&r, &top, cph, nstarted, t_start));
 
 cleanup:
     for (int l = 0; l < LANES; l++)
         avo_runner_stop(&r.lanes[l].run);
+    json_decref(screen);
+    json_decref(screen_paired);
     json_decref(r.gpu_info);
     unpin_areas(&r);
     for (int i = 0; i < r.dev.n; i++)

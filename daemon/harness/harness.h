@@ -34,7 +34,13 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
  * neither times nor scores: each configuration it profiles gets the calls
  * an evaluation begins with (fresh input sets, every one checked, so a
  * wrong candidate is reported), then its counters: the perf events around
- * those calls on a CPU, the CUPTI pass on a GPU. */
+ * those calls on a CPU, the CUPTI pass on a GPU. Screening (o->screen
+ * with an against, on a problem that declares "screen"): every config not
+ * in the screen gets its checked calls, then the screen's configs are timed
+ * paired for screen.runs pairs each; a candidate slower than the against
+ * beyond noise stops there (outcome ok, "screened_out": true, the screen's
+ * scores and ratio only), any other is evaluated in full as without a
+ * screen. */
 typedef struct {
     uint64_t seed;
     uint64_t job_seed;          /* the job's secret seed: the warm-up calls' input sets (0: seed stands in) */
@@ -49,6 +55,8 @@ typedef struct {
                                    sets' reference outputs read from it, or computed and written to it
                                    (needs job_seed); else none */
     uint64_t ref_cache_max;     /* its budget: a config whose warm-up outputs take more is not cached */
+    int screen;                 /* paired, and the problem declares "screen": screen first (avo-harness --screen;
+                                   docs/evaluation.md, "Screening") */
 } avo_harness_opts;
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */

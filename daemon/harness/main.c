@@ -1,5 +1,5 @@
 /* avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) [--deadline S]
- *             [--baseline SO] [--against SO [--confidence C]]
+ *             [--baseline SO] [--against SO [--confidence C] [--screen]]
  *             [--counters | --profile [--config NAME]]
  * --seed-stdin: "SEED[ JOB_SEED]\n" on stdin; the job's seed makes the
  * warm-up calls' input sets (the same in every evaluation of a job), never
@@ -11,6 +11,9 @@
  * --against: the candidate timed paired with that object (the island's
  * best), interleaved call by call; the result gains "paired"
  * (docs/evaluation.md). --confidence: of its interval, in (0, 1), 0.95.
+ * --screen: when the problem declares "screen", time its configs first and
+ * stop there when the candidate is slower beyond noise (the worker asks for
+ * a search's evaluations, not for a job's final measurement).
  * --counters: a CUDA evaluation runs the CUPTI pass after timing (not by
  * default: counters are a task of their own). --profile: no timing, no
  * score; each profiled configuration's checked calls, then its counters
@@ -152,6 +155,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             ho.ref_cache_max = b;
+        } else if (strcmp(argv[i], "--screen") == 0) {
+            ho.screen = 1;
         } else if (strcmp(argv[i], "--counters") == 0) {
             ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
@@ -186,7 +191,12 @@ int main(int argc, char **argv)
     }
     if (npos != 3) {
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
-                        "[--deadline S] [--baseline B.so] [--counters | --profile [--config NAME]]\n");
+                        "[--deadline S] [--baseline B.so] [--against A.so [--confidence C] [--screen]] "
+                        "[--counters | --profile [--config NAME]]\n");
+        return 2;
+    }
+    if (ho.screen && !against) {
+        fprintf(stderr, "avo-harness: --screen times paired: it needs --against\n");
         return 2;
     }
     if (ho.ref_cache_fd && !ho.ref_cache_max) {

@@ -612,6 +612,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         argv[argc++] = fdname[3];
         argv[argc++] = "--confidence";
         argv[argc++] = confarg;
+        if (o->screen)
+            argv[argc++] = "--screen";
     }
     if (o->profile) {
         argv[argc++] = "--profile";
@@ -1074,6 +1076,18 @@ static void print_human(const json_t *r)
                json_number_value(json_array_get(json_object_get(pj, "ci"), 0)),
                json_number_value(json_array_get(json_object_get(pj, "ci"), 1)),
                json_number_value(json_object_get(pj, "low")));
+    json_t *sj = json_object_get(r, "screen");
+    if (json_is_string(json_object_get(sj, "error")))
+        printf("screen     not decided: %s\n", json_string_value(json_object_get(sj, "error")));
+    else if (json_is_object(sj))
+        printf("screen     %s: %.4f x the against's speed on %zu configs, %.0f%% interval [%.4f, %.4f]%s\n",
+               json_is_true(json_object_get(sj, "screened_out")) ? "screened out" : "passed",
+               json_number_value(json_object_get(sj, "ratio")), json_array_size(json_object_get(sj, "configs")),
+               json_number_value(json_object_get(sj, "confidence")) * 100,
+               json_number_value(json_array_get(json_object_get(sj, "ci"), 0)),
+               json_number_value(json_array_get(json_object_get(sj, "ci"), 1)),
+               json_is_true(json_object_get(sj, "screened_out")) ? " (scores and aggregate: the screen's configs only)"
+                                                                  : "");
     if (json_is_integer(json_object_get(r, "rng_seed")))
         printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
     json_t *co = json_object_get(r, "compile");
@@ -1101,8 +1115,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
                     "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
-                    "[--against FILE [--confidence C]] [--counters | --profile [--config NAME]] [--job-seed-stdin] "
-                    "[--ref-cache-mb N]\n");
+                    "[--against FILE [--confidence C] [--screen]] [--counters | --profile [--config NAME]] "
+                    "[--job-seed-stdin] [--ref-cache-mb N]\n");
     return 2;
 }
 
@@ -1194,6 +1208,8 @@ int avo_eval_cli(int argc, char **argv)
         } else if (strcmp(a, "--gpu-arch") == 0 && v) {
             o.gpu_arch = v;
             i++;
+        } else if (strcmp(a, "--screen") == 0) {
+            o.screen = 1;
         } else if (strcmp(a, "--against") == 0 && v) {
             against_path = v;
             i++;
@@ -1217,6 +1233,10 @@ int avo_eval_cli(int argc, char **argv)
     /* The reference cache is the job's: by hand, only with a job seed. */
     if (!ref_cache_given)
         o.ref_cache_bytes = (uint64_t)AVO_REFSTORE_DEFAULT_MB << 20;
+    if (o.screen && !against_path) {
+        fprintf(stderr, "avo-worker eval: --screen goes with --against (the screen times paired)\n");
+        return 2;
+    }
     if (o.confidence > 0 && !against_path) {
         fprintf(stderr, "avo-worker eval: --confidence goes with --against\n");
         return 2;

@@ -38,6 +38,8 @@ typedef struct {
     size_t against_len;
     long long against_id;
     double confidence;          /* of paired's interval and lower bound; 0 = 0.95 */
+    int screen;                 /* paired, on a problem that declares "screen": screen first (docs/evaluation.md,
+                                   "Screening"); avod asks for it for a search's evaluations */
     /* Counters (docs/evaluation.md, "Counters"): profile runs the harness
      * in its profile-only mode (the profile task: checked calls and
      * counters, no timing, no score; no baseline), on profile_config alone

@@ -564,11 +564,14 @@ static int evaluate_one(worker *w, PGresult *claim)
             eo.against_src = PQgetvalue(claim, 0, 7);
             eo.against_len = (size_t)PQgetlength(claim, 0, 7);
             eo.confidence = strtod(PQgetvalue(claim, 0, 8), NULL);
+            /* A search's evaluation screens; a job's final measurement
+             * is measured in full (sql/013_screen.sql). */
+            eo.screen = PQnfields(claim) >= 10 && strcmp(PQgetvalue(claim, 0, 9), "t") == 0;
         }
         /* The job's secret seed (sql/014_job_seed.sql): the warm-up calls'
          * input sets, the same in each of its evaluations. Never logged. */
-        if (PQnfields(claim) >= 10 && !PQgetisnull(claim, 0, 9))
-            eo.job_seed = strtoull(PQgetvalue(claim, 0, 9), NULL, 10);
+        if (PQnfields(claim) >= 11 && !PQgetisnull(claim, 0, 10))
+            eo.job_seed = strtoull(PQgetvalue(claim, 0, 10), NULL, 10);
         if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
             avo_logx(AVO_LOG_ERROR, "worker", &lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,

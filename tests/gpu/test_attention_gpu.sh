@@ -10,7 +10,8 @@
 # must come out ok on every configuration with the reference validated. The seeds' SASS is checked
 # too: HMMA (mma.sync) in seed.cu, HGMMA (wgmma) in seed_sm90.cu on Hopper,
 # no spills. Prints "ok - ..." / "not ok - ..." lines and ends with
-# "N passed, N failed".
+# "N passed, N failed". Screening on a GPU too: a 3x-slower seed screened
+# out, an A/A copy timed in full.
 #   tests/gpu/test_attention_gpu.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,6 +55,7 @@ p["validate"] = {"sizes": {"B": 1, "H": 4, "HKV": 2, "S": 130, "D": 128, "CAUSAL
 p["counters"] = {"configs": [p["configs"][6]["name"]]}   # one profiled config: the pass and its opt-out both run
 p["timing"] = {"max_seconds": 0.05, "min_runs": 2}
 p["check"] = {"input_sets": 2}
+p["screen"] = {"configs": [p["configs"][6]["name"], p["configs"][8]["name"]], "runs": 10}   # two of the larger ones
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 PY
 
@@ -132,6 +134,43 @@ if jq -e --arg c "$PROFILED" '.outcome == "ok" and .mode == "profile" and .aggre
     ok "the profile mode: the checked calls of $PROFILED, then CUPTI's ranges, no timing"
 else
     notok "the profile mode ($(jq -c '[.outcome, .detail, .configs[0].counters]' "$T/profile.json" 2>&1 | head -c 400))"
+fi
+
+# Screening (issue 20, point 6; docs/evaluation.md, "Screening"): the seed
+# doing its work three times over, against the seed, is stopped by the
+# screen (its two configurations timed, the seven others checked only); the
+# seed against a copy of itself passes and is timed in full (a second run
+# when the first A/A screen's interval missed 1, a statistical event).
+sed 's/^extern "C" int attention(/static int attention_once(/' kernels/attention/seed.cu >"$T/slow3.cu"
+cat >>"$T/slow3.cu" <<'CU'
+extern "C" int attention(void *const *tensors, const int64_t *sizes, cudaStream_t stream)
+{
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < 3; k++)
+        rc = attention_once(tensors, sizes, stream);
+    return rc;
+}
+CU
+cp kernels/attention/seed.cu "$T/copy.cu"
+timeout -k 5 600 avo-worker eval "$SMALL" "$T/slow3.cu" --json --timeout 300 --against kernels/attention/seed.cu --screen \
+    >"$T/screen_slow.json" 2>&1
+if jq -e '.outcome == "ok" and .screened_out == true and .screen.ci[1] < 1 and .paired.scope == "screen" and
+        ([.configs[] | select(.timed == false)] | length) == 7 and
+        all(.configs[] | select(.timed != false); .score > 0)' "$T/screen_slow.json" >/dev/null; then
+    ok "screening: 3x the work is screened out ($(jq -c '[.screen.ratio, .screen.ci, .phases.total]' "$T/screen_slow.json"))"
+else
+    notok "screening: 3x the work is screened out ($(jq -c '[.outcome, .detail, .screen]' "$T/screen_slow.json" 2>&1 | head -c 400))"
+fi
+for attempt in 1 2; do
+    timeout -k 5 600 avo-worker eval "$SMALL" "$T/copy.cu" --json --timeout 300 --against kernels/attention/seed.cu \
+        --screen >"$T/screen_aa.json" 2>&1
+    jq -e '.outcome == "ok" and .screened_out == false' "$T/screen_aa.json" >/dev/null && break
+done
+if jq -e '.outcome == "ok" and .screened_out == false and (.paired.configs | length) == 9 and
+        all(.configs[]; .score > 0)' "$T/screen_aa.json" >/dev/null; then
+    ok "screening: A/A passes the screen and is timed in full ($(jq -c '[.screen.ratio, .paired.ratio, .phases.total]' "$T/screen_aa.json"))"
+else
+    notok "screening: A/A passes the screen ($(jq -c '[.outcome, .detail, .screen]' "$T/screen_aa.json" 2>&1 | head -c 400))"
 fi
 
 # The machine code: tensor-core instructions present, no local memory.

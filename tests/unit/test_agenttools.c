@@ -329,6 +329,49 @@ static void test_profile_text(void **state)
     json_decref(bad);
 }
 
+/* The evaluate tool's answer (docs/evaluation.md, "Screening"): a
+ * screened-out version says so, by how much, with the interval, that its
+ * aggregate is partial and which configurations were not timed; a
+ * survivor says it passed the screen. */
+static void test_eval_text(void **state)
+{
+    (void)state;
+    avo_commit_params cp = {.min_gain = 0.02, .confidence = 0.95};
+    int failed = -1;
+    json_t *r = json_loads(
+        "{\"outcome\":\"ok\",\"aggregate\":3.5,\"unit\":\"GB/s\",\"screened_out\":true,"
+        "\"detail\":\"screened out: 0.93 x the against's speed\","
+        "\"screen\":{\"screened_out\":true,\"configs\":[\"a\",\"b\"],\"ratio\":0.93,\"ci\":[0.91,0.95]},"
+        "\"paired\":{\"against\":4,\"ratio\":0.93,\"low\":0.915,\"ci\":[0.91,0.95],\"scope\":\"screen\","
+        "\"screened_out\":true,\"configs\":[{\"config\":\"a\"},{\"config\":\"b\"}]},"
+        "\"configs\":[{\"name\":\"a\",\"score\":4,\"median_s\":0.001},"
+        "{\"name\":\"c\",\"score\":null,\"timed\":false},{\"name\":\"b\",\"score\":3,\"median_s\":0.002}]}",
+        0, NULL);
+    assert_non_null(r);
+    char *out = avo_agent_eval_text(&cp, r, "done", 12, 5.0, 4, &failed);
+    assert_non_null(out);
+    assert_int_equal(failed, 0);
+    assert_non_null(strstr(out, "candidate 12: outcome ok, screened out: aggregate 3.5 GB/s over the screen's 2 "
+                                "configurations only (partial; the island's best is 5 over all of them)"));
+    assert_non_null(strstr(out, "commit rule: candidate 12 was screened out: 7.0% slower than the island's best on "
+                                "the screen's 2 configurations (95% interval -9.0% .. -5.0%)"));
+    assert_non_null(strstr(out, "  c: not timed (screened out; its checked calls were correct)"));
+    assert_non_null(strstr(out, "  b: 3, 0.002"));
+    free(out);
+    json_decref(r);
+    /* a survivor: timed in full, judged on the full run */
+    r = json_loads("{\"outcome\":\"ok\",\"aggregate\":6,\"unit\":\"GB/s\",\"screened_out\":false,"
+                   "\"screen\":{\"screened_out\":false,\"ratio\":1.2},"
+                   "\"paired\":{\"against\":4,\"ratio\":1.2,\"low\":1.1,\"ci\":[1.08,1.3]},\"configs\":[]}",
+                   0, NULL);
+    out = avo_agent_eval_text(&cp, r, "done", 13, 5.0, 4, &failed);
+    assert_non_null(strstr(out, "aggregate 6 GB/s (the island's best is 5); it passed the screen and was timed on "
+                                "every configuration"));
+    assert_non_null(strstr(out, "commit rule: a significant paired gain; a commit would be accepted"));
+    free(out);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_disasm_filter),
         cmocka_unit_test(test_disasm_cap),
         cmocka_unit_test(test_profile_text),
+        cmocka_unit_test(test_eval_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

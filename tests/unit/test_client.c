@@ -467,6 +467,14 @@ static void test_fmt_events(void **state)
                "\"reason\":\"not a significant gain\"}}",
                NULL, "not_significant cand 12 island 0 x1.0030 vs cand 9 [0.9960, 1.0110], low 0.9960 needs > "
                      "1.0050: not a significant gain");
+    /* screening (sql/013_screen.sql): the event, and the evaluation with no full score */
+    event_line("{\"kind\":\"screened_out\",\"data\":{\"candidate\":13,\"island\":1,\"against\":9,"
+               "\"ratio\":0.93,\"low\":0.915,\"ci\":[0.91,0.95],\"confidence\":0.95,\"configs\":[\"a\",\"b\"]}}",
+               NULL, "screened_out cand 13 island 1 x0.9300 vs cand 9 (95% [0.9100, 0.9500]) on 2 screen configs: "
+                     "slower beyond noise, not timed on the rest");
+    event_line("{\"kind\":\"candidate_evaluated\",\"data\":{\"candidate\":13,\"outcome\":\"ok\","
+               "\"aggregate\":null,\"detail\":\"screened out: 0.93 x the against's speed\"}}",
+               NULL, "candidate_evaluated cand 13 ok: screened out: 0.93 x the against's speed");
     event_line("{\"kind\":\"final_measurement\",\"data\":{\"status\":\"started\",\"candidate\":55,"
                "\"against\":41,\"evaluation\":90}}",
                NULL, "finishing: measuring the best (cand 55) paired against the seed (cand 41)");

@@ -506,6 +506,57 @@ static void test_commit_explain_says_by_how_much(void **state)
     json_decref(paired);
 }
 
+/* Screening (docs/evaluation.md, "Screening"): a result the screen stopped
+ * is never committed, whatever its figures say, emits screened_out (not
+ * not_significant), and leaves no aggregate on its candidate (its figure
+ * covers the screen's configurations only). */
+static void test_screened_out_is_never_committed(void **state)
+{
+    (void)state;
+    json_t *d = consume_one("\"aggregate\":30,\"paired\":{\"against\":2,\"ratio\":0.93,\"low\":0.915,"
+                            "\"ci\":[0.91,0.95],\"confidence\":0.95,\"scope\":\"screen\",\"screened_out\":true,"
+                            "\"configs\":[{\"config\":\"256\"},{\"config\":\"512\"}]}", "");
+    json_t *c = json_array_get(json_object_get(d, "consume"), 0);
+    assert_false(json_is_true(json_object_get(c, "commit")));
+    assert_false(json_is_true(json_object_get(c, "new_best")));
+    assert_true(json_is_null(json_object_get(c, "aggregate")));
+    assert_null(event_of(c, "not_significant"));
+    json_t *so = event_of(c, "screened_out");
+    assert_non_null(so);
+    assert_int_equal(json_integer_value(json_object_get(so, "candidate")), 3);
+    assert_int_equal(json_integer_value(json_object_get(so, "against")), 2);
+    assert_true(json_real_value(json_object_get(so, "ratio")) == 0.93);
+    assert_true(json_real_value(json_array_get(json_object_get(so, "ci"), 1)) == 0.95);
+    assert_int_equal(json_array_size(json_object_get(so, "configs")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(so, "configs"), 1)), "512");
+    json_t *rule = json_object_get(c, "rule");
+    assert_true(json_is_true(json_object_get(rule, "screened_out")));
+    assert_non_null(strstr(json_string_value(json_object_get(rule, "why")), "screened out"));
+    json_decref(d);
+
+    /* figures that would commit an unscreened result (a forged or partial
+     * lower bound above the bar): a screened-out result still never does */
+    avo_commit_params p = {.min_gain = 0.005, .confidence = 0.95};
+    avo_commit_verdict v;
+    char msg[512];
+    json_t *paired = json_pack("{s:i,s:f,s:f,s:[f,f],s:b,s:[{s:s},{s:s}]}", "against", 2, "ratio", 1.3, "low", 1.2,
+                               "ci", 1.1, 1.4, "screened_out", 1, "configs", "config", "256", "config", "512");
+    avo_commit_judge(&p, paired, 13, 10, 2, &v);
+    assert_false(v.commit);
+    assert_true(v.screened);
+    json_decref(paired);
+
+    /* what the agent's evaluate and commit tools say: screened out, by how much */
+    paired = json_pack("{s:i,s:f,s:f,s:[f,f],s:b,s:[{s:s},{s:s}]}", "against", 2, "ratio", 0.93, "low", 0.915, "ci",
+                       0.91, 0.95, "screened_out", 1, "configs", "config", "256", "config", "512");
+    avo_commit_judge(&p, paired, 30, 10, 2, &v);
+    avo_commit_explain(&p, &v, 12, 30, 10, msg, sizeof msg);
+    assert_string_equal(msg, "candidate 12 was screened out: 7.0% slower than the island's best on the screen's 2 "
+                             "configurations (95% interval -9.0% .. -5.0%), beyond noise, so it was not timed on the "
+                             "others and cannot be committed");
+    json_decref(paired);
+}
+
 /* The end of a search whose best is not the seed: one final evaluation,
  * then the job ends with that paired ratio as its speedup. */
 static void test_final_measurement(void **state)
@@ -616,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_paired_against_an_old_best),
         cmocka_unit_test(test_unpaired_fallback),
         cmocka_unit_test(test_commit_explain_says_by_how_much),
+        cmocka_unit_test(test_screened_out_is_never_committed),
         cmocka_unit_test(test_final_measurement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

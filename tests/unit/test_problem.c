@@ -247,6 +247,93 @@ static void test_counters_configs(void **state)
     expect_error(m_counters_array, "counters: must be an object");
 }
 
+/* screen: the configurations a paired evaluation times first, and their
+ * pair count (docs/evaluation.md, "Screening"). sgemm's timing.min_runs is
+ * 5, so the floor is the 10 pairs an interval needs. */
+static void m_screen_ok(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s,s],s:i}", "configs", "512", "128", "runs", 40));
+}
+static void m_screen_unknown(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s,s],s:i}", "configs", "256", "1024", "runs", 40));
+}
+static void m_screen_twice(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s,s],s:i}", "configs", "256", "256", "runs", 40));
+}
+static void m_screen_empty(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:[],s:i}", "configs", "runs", 40)); }
+static void m_screen_no_configs(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:i}", "runs", 40)); }
+static void m_screen_no_runs(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:[s]}", "configs", "256")); }
+static void m_screen_few_runs(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i}", "configs", "256", "runs", 9));
+}
+static void m_screen_min_runs(json_t *j)
+{
+    /* timing.min_runs 25 raises the floor */
+    json_object_set_new(j, "timing", json_pack("{s:i}", "min_runs", 25));
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i}", "configs", "256", "runs", 24));
+}
+static void m_screen_many_runs(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i}", "configs", "256", "runs", 10001));
+}
+static void m_screen_real_runs(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:f}", "configs", "256", "runs", 20.5));
+}
+static void m_screen_key(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i,s:f}", "configs", "256", "runs", 20, "confidence", 0.9));
+}
+static void m_screen_type(json_t *j) { json_object_set_new(j, "screen", json_pack("[s]", "256")); }
+static void m_screen_name_type(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[i],s:i}", "configs", 256, "runs", 20));
+}
+
+static void test_screen(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512], dir[64];
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    assert_int_equal(p.screen_runs, 0);   /* not declared: no screen */
+    for (int i = 0; i < p.nconfigs; i++)
+        assert_int_equal(p.configs[i].screen, 0);
+    avo_problem_free(&p);
+    if (load_variant(m_screen_ok, err, sizeof err, dir))
+        fail_msg("%s", err);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    assert_int_equal(p.screen_runs, 40);
+    for (int i = 0; i < p.nconfigs; i++)
+        assert_int_equal(p.configs[i].screen,
+                         strcmp(p.configs[i].name, "512") == 0 || strcmp(p.configs[i].name, "128") == 0);
+    assert_int_equal(p.configs[3].profile, 1);   /* counters.configs untouched */
+    avo_problem_free(&p);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+
+    expect_error(m_screen_unknown, "screen.configs[1]: no configuration is named '1024'");
+    expect_error(m_screen_twice, "screen.configs[1]: '256' is listed twice");
+    expect_error(m_screen_empty, "screen.configs: must be a non-empty array of configuration names");
+    expect_error(m_screen_no_configs, "screen.configs: missing (the configurations the screen times)");
+    expect_error(m_screen_no_runs, "screen.runs: missing (the pairs each screen configuration gets)");
+    expect_error(m_screen_few_runs, "screen.runs: must be an integer in [10, 10000] (at least timing.min_runs and "
+                                    "the 10 pairs an interval needs)");
+    expect_error(m_screen_min_runs, "screen.runs: must be an integer in [25, 10000] (at least timing.min_runs and "
+                                    "the 10 pairs an interval needs)");
+    expect_error(m_screen_many_runs, "screen.runs: must be an integer in [10, 10000] (at least timing.min_runs and "
+                                     "the 10 pairs an interval needs)");
+    expect_error(m_screen_real_runs, "screen.runs: must be an integer in [10, 10000] (at least timing.min_runs and "
+                                     "the 10 pairs an interval needs)");
+    expect_error(m_screen_key, "screen: unknown field 'confidence'");
+    expect_error(m_screen_type, "screen: must be an object");
+    expect_error(m_screen_name_type, "screen.configs[0]: must be a configuration name");
+}
+
 static void test_validate_roofline(void **state)
 {
     (void)state;
@@ -444,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
         cmocka_unit_test(test_counters_configs),
+        cmocka_unit_test(test_screen),
         cmocka_unit_test(test_config_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
