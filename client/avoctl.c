@@ -22,6 +22,7 @@
 #include "http.h"
 #include "lineage.h"
 #include "campaign.h"
+#include "compare.h"
 #include "islands.h"
 #include "report.h"
 #include "show.h"
@@ -1066,6 +1067,72 @@ cleanup:
     return ex;
 }
 
+/* Queue a paired comparison of candidate a against b at confidence conf
+ * (<= 0: the daemon's default): the compare object in *out. */
+static int compare_request(avoctl_ctx *c, int64_t a, int64_t b, double conf, json_t **out)
+{
+    json_t *req = json_pack("{s:I,s:I}", "candidate", (json_int_t)a, "against", (json_int_t)b);
+    if (!req)
+        return EXIT_FAIL;
+    if (conf > 0)
+        json_object_set_new(req, "confidence", json_real(conf));
+    int ex = call(c, AVO_ROUTE_COMPARE, 0, NULL, req, out);
+    json_decref(req);
+    return ex;
+}
+
+/* Poll a compare (*cmp, replaced as it moves) until it is over or the
+ * monotonic clock passes deadline (0: no deadline). */
+static int compare_wait(avoctl_ctx *c, json_t **cmp, double deadline)
+{
+    avoctl_paired_ratio pr;
+    char why[8];
+    const int64_t id = json_integer_value(json_object_get(*cmp, "id"));
+    while (avoctl_compare_read(*cmp, &pr, why, sizeof why) == AVOCTL_COMPARE_PENDING &&
+           (!deadline || now_s() < deadline)) {
+        sleep_s(0.5);
+        json_t *next = NULL;
+        int ex = call(c, AVO_ROUTE_COMPARE_GET, id, NULL, NULL, &next);
+        if (ex != EXIT_OK)
+            return ex;
+        json_decref(*cmp);
+        *cmp = next;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_compare(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t ca, cb;
+    double conf = 0;
+    char err[256], line[1024];
+    json_t *cmp = NULL;
+    int ex;
+    const char *cs = avoctl_args_get(a, "confidence");
+    if ((ex = candidate_arg(c, a->pos[0], "A", &ca)) != EXIT_OK || (ex = candidate_arg(c, a->pos[1], "B", &cb)) != EXIT_OK)
+        return ex;
+    if (cs && (avoctl_parse_double("--confidence", cs, 0, 1, &conf, err, sizeof err) < 0 || !(conf > 0 && conf < 1)))
+        return usage_error(c, "--confidence: a number in (0, 1), e.g. 0.95");
+    if ((ex = compare_request(c, ca, cb, conf, &cmp)) != EXIT_OK)
+        return ex;
+    if (avoctl_args_get(a, "wait")) {
+        avoctl_paired_ratio pr;
+        if ((ex = compare_wait(c, &cmp, 0)) != EXIT_OK)
+            goto cleanup;
+        ex = avoctl_compare_read(cmp, &pr, line, sizeof line) == AVOCTL_COMPARE_MEASURED ? EXIT_OK : EXIT_FAIL;
+    }
+    if (c->json) {
+        int pe = print_json(cmp, JSON_INDENT(2));
+        ex = ex != EXIT_OK ? ex : pe;
+    } else {
+        avoctl_compare_line(cmp, line, sizeof line);
+        puts(line);
+    }
+cleanup:
+    json_decref(cmp);
+    return ex;
+}
+
 static int write_markdown(const json_t *report, const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -1593,6 +1660,11 @@ static const avoctl_opt profile_opts[] = {
     {"wait", 'w', 0, NULL, "wait for the task and print its counters"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt compare_opts[] = {
+    {"confidence", 'c', 1, "C", "confidence of the interval, 0 < C < 1 (default 0.95)"},
+    {"wait", 'w', 0, NULL, "wait for the measurement and print it (exit 1 when it failed)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt report_opts[] = {
     {"markdown", 'm', 1, "FILE", "also write the report as a markdown document ('-': stdout only)"},
     {NULL, 0, 0, NULL, NULL},
@@ -1654,6 +1726,9 @@ static const avoctl_command commands[] = {
     {"profile", cmd_profile, "avoctl profile CANDIDATE [--config NAME] [--wait]",
      "queue a hardware-counters profile of a candidate on a worker (checked calls, then the counters; no timing)",
      profile_opts, 1, 1, "CANDIDATE"},
+    {"compare", cmd_compare, "avoctl compare A B [--confidence C] [--wait]",
+     "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval",
+     compare_opts, 2, 2, "A B"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
