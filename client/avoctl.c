@@ -1445,6 +1445,68 @@ static void cancel_quietly(avoctl_ctx *c, json_int_t id)
     json_decref(r);
 }
 
+/* The paired compares a campaign's summary needs (avoctl_campaign_compare_list),
+ * queued together and waited for until deadline (monotonic): {problem:
+ * compare object, or {"error": why} when avod refused it or could not be
+ * asked}. NULL when out of memory. */
+static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *summary, double deadline)
+{
+    json_t *todo = avoctl_campaign_compare_list(summary), *out = json_object();
+    size_t i;
+    json_t *t;
+    if (!todo || !out) {
+        json_decref(todo);
+        json_decref(out);
+        return NULL;
+    }
+    json_array_foreach(todo, i, t) {
+        const char *problem = avoctl_str(t, "problem");
+        const json_int_t a = json_integer_value(json_object_get(t, "candidate"));
+        const json_int_t b = json_integer_value(json_object_get(t, "against"));
+        json_t *req = json_pack("{s:I,s:I}", "candidate", a, "against", b);
+        avoctl_response r = {0};
+        char why[600];
+        if (now_s() >= deadline) {
+            snprintf(why, sizeof why, "the campaign's --timeout was reached before it could be measured paired");
+        } else if (!req || open_http(c) < 0 || avoctl_http_call(c->http, AVO_ROUTE_COMPARE, 0, NULL, req, &r) < 0) {
+            snprintf(why, sizeof why, "avod could not be asked for a paired compare: %s", r.error[0] ? r.error : "no answer");
+        } else if (r.status != 202 || !json_is_integer(json_object_get(r.body, "id"))) {
+            const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
+            snprintf(why, sizeof why, "avod refused the paired compare: %s", msg ? msg : "unexpected answer");
+        } else {
+            why[0] = 0;
+            json_object_set(out, problem, r.body);
+            if (!c->json)
+                printf("campaign %s: %s: measuring this best (candidate %lld) against the previous (%lld) paired, "
+                       "compare %lld\n",
+                       name, problem, (long long)a, (long long)b,
+                       (long long)json_integer_value(json_object_get(r.body, "id")));
+        }
+        if (why[0]) {
+            json_object_set_new(out, problem, json_pack("{s:s}", "error", why));
+            if (!c->json)
+                printf("campaign %s: %s: %s\n", name, problem, why);
+        }
+        json_decref(req);
+        avoctl_response_free(&r);
+    }
+    fflush(stdout);
+    const char *problem;
+    json_t *cmp;
+    json_object_foreach(out, problem, cmp) {
+        if (json_object_get(cmp, "error"))
+            continue;
+        json_t *now = json_incref(cmp);
+        if (compare_wait(c, &now, deadline) != EXIT_OK) {
+            json_decref(now);
+            continue; /* the last state seen stands; the summary says why */
+        }
+        json_object_set_new(out, problem, now);
+    }
+    json_decref(todo);
+    return out;
+}
+
 static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
 {
     if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
@@ -1458,7 +1520,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         return usage_error(c, err);
     json_error_t je;
     json_t *doc = json_load_file(a->pos[1], 0, &je), *specs, *prev = NULL, *ids = json_array(), *jobs = json_array();
-    json_t *summary = NULL;
+    json_t *summary = NULL, *compares = NULL;
     const char *name;
     double tol;
     int ex = EXIT_FAIL;
@@ -1512,7 +1574,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     fflush(stdout);
     /* Wait for every job; a timeout cancels what is left (it then counts as
      * failed in the summary). */
-    const double t0 = now_s();
+    const double t0 = now_s(), until = timeout ? t0 + (double)timeout : 0;
     double down_since = 0;
     size_t done = 0, shown = 0;
     for (;;) {
@@ -1556,9 +1618,19 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         struct timespec nap = {2, 0};
         nanosleep(&nap, NULL);
     }
+    /* Each problem's best against the previous baseline's candidate,
+     * measured paired before a regression is called; within what is left
+     * of --timeout (an hour without one). */
+    if (!(summary = avoctl_campaign_summary(name, jobs, prev, NULL, tol, started, started)) ||
+        !(compares = campaign_compares(c, name, summary, until ? until : now_s() + 3600))) {
+        errorf("out of memory");
+        ex = EXIT_FAIL;
+        goto cleanup;
+    }
+    json_decref(summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
     utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
-    if (!(summary = avoctl_campaign_summary(name, jobs, prev, tol, started, finished))) {
+    if (!(summary = avoctl_campaign_summary(name, jobs, prev, compares, tol, started, finished))) {
         errorf("out of memory");
         ex = EXIT_FAIL;
         goto cleanup;
@@ -1583,6 +1655,7 @@ cleanup:
     json_decref(ids);
     json_decref(jobs);
     json_decref(summary);
+    json_decref(compares);
     return ex;
 }
 
