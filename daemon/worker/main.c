@@ -57,9 +57,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("lease", AVO_CFG_DOUBLE, lease, "60", NULL, 2, 3600, "lease on a claimed evaluation, seconds"),
     ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
     ROW("poll-ms", AVO_CFG_INT, poll_ms, "2000", NULL, 10, 60000, "polling interval when no NOTIFY arrives"),
-    ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, 1,
-        "claim and compile the next evaluation while one runs: 1, 0, or -1 = on for GPU targets "
-        "(compiling on the CPU would disturb CPU timing)"),
+    ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, AVO_PREFETCH_MAX,
+        "claim up to N evaluations ahead and compile them while one runs: N (0 = off), or -1 = 1 on GPU "
+        "targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
     ROW("max-evals", AVO_CFG_INT, max_evals, "0", NULL, 0, 1000000000, "exit after this many evaluations (0 = never)"),
 };
 #undef ROW
