@@ -22,6 +22,7 @@
 #include "http.h"
 #include "lineage.h"
 #include "campaign.h"
+#include "compare.h"
 #include "islands.h"
 #include "report.h"
 #include "show.h"
@@ -1066,6 +1067,72 @@ cleanup:
     return ex;
 }
 
+/* Queue a paired comparison of candidate a against b at confidence conf
+ * (<= 0: the daemon's default): the compare object in *out. */
+static int compare_request(avoctl_ctx *c, int64_t a, int64_t b, double conf, json_t **out)
+{
+    json_t *req = json_pack("{s:I,s:I}", "candidate", (json_int_t)a, "against", (json_int_t)b);
+    if (!req)
+        return EXIT_FAIL;
+    if (conf > 0)
+        json_object_set_new(req, "confidence", json_real(conf));
+    int ex = call(c, AVO_ROUTE_COMPARE, 0, NULL, req, out);
+    json_decref(req);
+    return ex;
+}
+
+/* Poll a compare (*cmp, replaced as it moves) until it is over or the
+ * monotonic clock passes deadline (0: no deadline). */
+static int compare_wait(avoctl_ctx *c, json_t **cmp, double deadline)
+{
+    avoctl_paired_ratio pr;
+    char why[8];
+    const int64_t id = json_integer_value(json_object_get(*cmp, "id"));
+    while (avoctl_compare_read(*cmp, &pr, why, sizeof why) == AVOCTL_COMPARE_PENDING &&
+           (!deadline || now_s() < deadline)) {
+        sleep_s(0.5);
+        json_t *next = NULL;
+        int ex = call(c, AVO_ROUTE_COMPARE_GET, id, NULL, NULL, &next);
+        if (ex != EXIT_OK)
+            return ex;
+        json_decref(*cmp);
+        *cmp = next;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_compare(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t ca, cb;
+    double conf = 0;
+    char err[256], line[1024];
+    json_t *cmp = NULL;
+    int ex;
+    const char *cs = avoctl_args_get(a, "confidence");
+    if ((ex = candidate_arg(c, a->pos[0], "A", &ca)) != EXIT_OK || (ex = candidate_arg(c, a->pos[1], "B", &cb)) != EXIT_OK)
+        return ex;
+    if (cs && (avoctl_parse_double("--confidence", cs, 0, 1, &conf, err, sizeof err) < 0 || !(conf > 0 && conf < 1)))
+        return usage_error(c, "--confidence: a number in (0, 1), e.g. 0.95");
+    if ((ex = compare_request(c, ca, cb, conf, &cmp)) != EXIT_OK)
+        return ex;
+    if (avoctl_args_get(a, "wait")) {
+        avoctl_paired_ratio pr;
+        if ((ex = compare_wait(c, &cmp, 0)) != EXIT_OK)
+            goto cleanup;
+        ex = avoctl_compare_read(cmp, &pr, line, sizeof line) == AVOCTL_COMPARE_MEASURED ? EXIT_OK : EXIT_FAIL;
+    }
+    if (c->json) {
+        int pe = print_json(cmp, JSON_INDENT(2));
+        ex = ex != EXIT_OK ? ex : pe;
+    } else {
+        avoctl_compare_line(cmp, line, sizeof line);
+        puts(line);
+    }
+cleanup:
+    json_decref(cmp);
+    return ex;
+}
+
 static int write_markdown(const json_t *report, const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -1378,6 +1445,68 @@ static void cancel_quietly(avoctl_ctx *c, json_int_t id)
     json_decref(r);
 }
 
+/* The paired compares a campaign's summary needs (avoctl_campaign_compare_list),
+ * queued together and waited for until deadline (monotonic): {problem:
+ * compare object, or {"error": why} when avod refused it or could not be
+ * asked}. NULL when out of memory. */
+static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *summary, double deadline)
+{
+    json_t *todo = avoctl_campaign_compare_list(summary), *out = json_object();
+    size_t i;
+    json_t *t;
+    if (!todo || !out) {
+        json_decref(todo);
+        json_decref(out);
+        return NULL;
+    }
+    json_array_foreach(todo, i, t) {
+        const char *problem = avoctl_str(t, "problem");
+        const json_int_t a = json_integer_value(json_object_get(t, "candidate"));
+        const json_int_t b = json_integer_value(json_object_get(t, "against"));
+        json_t *req = json_pack("{s:I,s:I}", "candidate", a, "against", b);
+        avoctl_response r = {0};
+        char why[600];
+        if (now_s() >= deadline) {
+            snprintf(why, sizeof why, "the campaign's --timeout was reached before it could be measured paired");
+        } else if (!req || open_http(c) < 0 || avoctl_http_call(c->http, AVO_ROUTE_COMPARE, 0, NULL, req, &r) < 0) {
+            snprintf(why, sizeof why, "avod could not be asked for a paired compare: %s", r.error[0] ? r.error : "no answer");
+        } else if (r.status != 202 || !json_is_integer(json_object_get(r.body, "id"))) {
+            const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
+            snprintf(why, sizeof why, "avod refused the paired compare: %s", msg ? msg : "unexpected answer");
+        } else {
+            why[0] = 0;
+            json_object_set(out, problem, r.body);
+            if (!c->json)
+                printf("campaign %s: %s: measuring this best (candidate %lld) against the previous (%lld) paired, "
+                       "compare %lld\n",
+                       name, problem, (long long)a, (long long)b,
+                       (long long)json_integer_value(json_object_get(r.body, "id")));
+        }
+        if (why[0]) {
+            json_object_set_new(out, problem, json_pack("{s:s}", "error", why));
+            if (!c->json)
+                printf("campaign %s: %s: %s\n", name, problem, why);
+        }
+        json_decref(req);
+        avoctl_response_free(&r);
+    }
+    fflush(stdout);
+    const char *problem;
+    json_t *cmp;
+    json_object_foreach(out, problem, cmp) {
+        if (json_object_get(cmp, "error"))
+            continue;
+        json_t *now = json_incref(cmp);
+        if (compare_wait(c, &now, deadline) != EXIT_OK) {
+            json_decref(now);
+            continue; /* the last state seen stands; the summary says why */
+        }
+        json_object_set_new(out, problem, now);
+    }
+    json_decref(todo);
+    return out;
+}
+
 static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
 {
     if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
@@ -1391,7 +1520,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         return usage_error(c, err);
     json_error_t je;
     json_t *doc = json_load_file(a->pos[1], 0, &je), *specs, *prev = NULL, *ids = json_array(), *jobs = json_array();
-    json_t *summary = NULL;
+    json_t *summary = NULL, *compares = NULL;
     const char *name;
     double tol;
     int ex = EXIT_FAIL;
@@ -1445,7 +1574,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     fflush(stdout);
     /* Wait for every job; a timeout cancels what is left (it then counts as
      * failed in the summary). */
-    const double t0 = now_s();
+    const double t0 = now_s(), until = timeout ? t0 + (double)timeout : 0;
     double down_since = 0;
     size_t done = 0, shown = 0;
     for (;;) {
@@ -1489,9 +1618,19 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         struct timespec nap = {2, 0};
         nanosleep(&nap, NULL);
     }
+    /* Each problem's best against the previous baseline's candidate,
+     * measured paired before a regression is called; within what is left
+     * of --timeout (an hour without one). */
+    if (!(summary = avoctl_campaign_summary(name, jobs, prev, NULL, tol, started, started)) ||
+        !(compares = campaign_compares(c, name, summary, until ? until : now_s() + 3600))) {
+        errorf("out of memory");
+        ex = EXIT_FAIL;
+        goto cleanup;
+    }
+    json_decref(summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
     utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
-    if (!(summary = avoctl_campaign_summary(name, jobs, prev, tol, started, finished))) {
+    if (!(summary = avoctl_campaign_summary(name, jobs, prev, compares, tol, started, finished))) {
         errorf("out of memory");
         ex = EXIT_FAIL;
         goto cleanup;
@@ -1516,6 +1655,7 @@ cleanup:
     json_decref(ids);
     json_decref(jobs);
     json_decref(summary);
+    json_decref(compares);
     return ex;
 }
 
@@ -1593,6 +1733,11 @@ static const avoctl_opt profile_opts[] = {
     {"wait", 'w', 0, NULL, "wait for the task and print its counters"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt compare_opts[] = {
+    {"confidence", 'c', 1, "C", "confidence of the interval, 0 < C < 1 (default 0.95)"},
+    {"wait", 'w', 0, NULL, "wait for the measurement and print it (exit 1 when it failed)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt report_opts[] = {
     {"markdown", 'm', 1, "FILE", "also write the report as a markdown document ('-': stdout only)"},
     {NULL, 0, 0, NULL, NULL},
@@ -1654,6 +1799,9 @@ static const avoctl_command commands[] = {
     {"profile", cmd_profile, "avoctl profile CANDIDATE [--config NAME] [--wait]",
      "queue a hardware-counters profile of a candidate on a worker (checked calls, then the counters; no timing)",
      profile_opts, 1, 1, "CANDIDATE"},
+    {"compare", cmd_compare, "avoctl compare A B [--confidence C] [--wait]",
+     "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval",
+     compare_opts, 2, 2, "A B"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",

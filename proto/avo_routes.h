@@ -21,6 +21,8 @@
     X(CANDIDATE_DIFF, "GET", "/v1/candidates/{id}/diff", "unified diff from it to ?to=ID (default: from its parent)") \
     X(CANDIDATE_PROFILE, "POST", "/v1/candidates/{id}/profile", "queue its hardware counters {config?}") \
     X(PROFILE,    "GET",  "/v1/profiles/{id}",      "one profile task: state, counters") \
+    X(COMPARE,    "POST", "/v1/compare",            "queue a paired comparison {candidate, against, confidence?}") \
+    X(COMPARE_GET, "GET", "/v1/compare/{id}",       "one paired comparison: state, ratio, interval") \
     X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \

@@ -739,7 +739,7 @@ static const char lineage_sql[] =
     "c.outcome, 'aggregate', c.aggregate, 'detail', left(e.result->>'detail', 200)) ORDER BY c.id DESC) "
     "FROM (SELECT * FROM candidates WHERE job_id = $1 AND NOT committed AND outcome IS NOT NULL "
     "ORDER BY id DESC LIMIT $3::int) c LEFT JOIN LATERAL (SELECT result FROM evaluations "
-    "WHERE candidate_id = c.id ORDER BY id DESC LIMIT 1) e ON true), '[]')))";
+    "WHERE candidate_id = c.id AND purpose = 'search' ORDER BY id DESC LIMIT 1) e ON true), '[]')))";
 
 /* A query whose one JSON (or text) column is the tool's answer; NULL means
  * not found, with the message given. */

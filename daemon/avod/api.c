@@ -901,6 +901,98 @@ done:
     json_decref(in);
 }
 
+/* ---- paired comparisons ---- */
+
+/* avo_compare_request's answer: {"compare": ...} (202) or the refusal it
+ * names ({"status", "code", "message"}). */
+static void on_compare(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    json_t *j = NULL;
+    if (avo_http_gone(c->req))
+        goto done;
+    if (err) {
+        reply_db_error(c->api, c->req, err);
+        goto done;
+    }
+    json_error_t je;
+    if (PQntuples(res) != 1 || !(j = json_loads(PQgetvalue(res, 0, 0), 0, &je))) {
+        avo_http_reply_error(c->req, 500, "internal", "bad answer from avo_compare_request");
+        goto done;
+    }
+    const char *code = json_string_value(json_object_get(j, "code"));
+    if (code) {
+        avo_http_reply_error(c->req, (int)json_integer_value(json_object_get(j, "status")), code, "%s",
+                             json_string_value(json_object_get(j, "message")));
+        goto done;
+    }
+    avo_http_reply_json(c->req, 202, json_incref(json_object_get(j, "compare")));
+done:
+    json_decref(j);
+    call_free(c);
+}
+
+/* A positive integer field (a candidate id) as decimal text; -1 after
+ * replying 400 naming it. */
+static int id_field(avo_http_req *req, const json_t *in, const char *key, char *out, size_t outlen)
+{
+    const json_t *v = json_object_get(in, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 1) {
+        avo_http_reply_error(req, 400, "bad_request", "%s: a candidate id, a positive integer%s", key,
+                             v ? "" : " (missing)");
+        return -1;
+    }
+    snprintf(out, outlen, "%lld", (long long)json_integer_value(v));
+    return 0;
+}
+
+/* POST /v1/compare {"candidate": A, "against": B, "confidence"?: C}: A timed
+ * paired against B by a worker, as a queued evaluation of its own (purpose
+ * 'compare', sql/015_compare.sql); 202 with the compare. The checks that
+ * need the database (both exist, one problem, one target) are
+ * avo_compare_request's. */
+static void h_compare(avo_api *a, avo_http_req *req)
+{
+    size_t len;
+    const char *body = avo_http_body(req, &len);
+    json_error_t je;
+    json_t *in = json_loadb(body, len, 0, &je);
+    const char *key;
+    json_t *v;
+    char cand[32], against[32], conf[32];
+    if (!json_is_object(in)) {
+        avo_http_reply_error(req, 400, "bad_request",
+                             "expected a JSON object {\"candidate\": ID, \"against\": ID, \"confidence\": C}%s%s",
+                             in ? "" : ": ", in ? "" : je.text);
+        goto done;
+    }
+    json_object_foreach(in, key, v) {
+        if (strcmp(key, "candidate") && strcmp(key, "against") && strcmp(key, "confidence")) {
+            avo_http_reply_error(req, 400, "bad_request", "%s: unknown field (candidate, against, confidence)", key);
+            goto done;
+        }
+    }
+    if (id_field(req, in, "candidate", cand, sizeof cand) < 0 || id_field(req, in, "against", against, sizeof against) < 0)
+        goto done;
+    v = json_object_get(in, "confidence");
+    const double c = v ? json_number_value(v) : 0.95;
+    if (v && (!json_is_number(v) || !(c > 0 && c < 1))) {
+        avo_http_reply_error(req, 400, "bad_request", "confidence: a number in (0, 1), e.g. 0.95");
+        goto done;
+    }
+    snprintf(conf, sizeof conf, "%.17g", c);
+    call *cl = call_new(a, req, 0);
+    const char *params[] = {cand, against, conf};
+    if (!cl) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+    } else if (avo_db_query(a->db, "SELECT avo_compare_request($1, $2, $3::float8)", 3, params, on_compare, cl) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        call_free(cl);
+    }
+done:
+    json_decref(in);
+}
+
 /* ---- knowledge base ---- */
 
 /* {"name": "tma.md", "text": "..."}: cut into chunks here, stored in one
@@ -1107,6 +1199,15 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case AVO_ROUTE_CANDIDATE_DIFF:
         h_diff(a, req, id);
         return;
+    case AVO_ROUTE_COMPARE:
+        h_compare(a, req);
+        return;
+    case AVO_ROUTE_COMPARE_GET: {
+        char nc[64];
+        snprintf(nc, sizeof nc, "no compare %lld", (long long)id);
+        query_json(a, req, id, "SELECT avo_compare_json($1)", 1, p1, nc, 200);
+        return;
+    }
     case AVO_ROUTE_METRICS:
         h_metrics(a, req);
         return;

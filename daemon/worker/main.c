@@ -58,9 +58,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("lease", AVO_CFG_DOUBLE, lease, "60", NULL, 2, 3600, "lease on a claimed evaluation, seconds"),
     ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
     ROW("poll-ms", AVO_CFG_INT, poll_ms, "2000", NULL, 10, 60000, "polling interval when no NOTIFY arrives"),
-    ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, 1,
-        "claim and compile the next evaluation while one runs: 1, 0, or -1 = on for GPU targets "
-        "(compiling on the CPU would disturb CPU timing)"),
+    ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, AVO_PREFETCH_MAX,
+        "claim up to N evaluations ahead and compile them while one runs: N (0 = off), or -1 = 1 on GPU "
+        "targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
     ROW("ref-cache-mb", AVO_CFG_INT, ref_cache_mb, "8192", NULL, 0, 1099511627775LL,
         "budget of the reference cache (<cache>/ref: the reference's outputs on each job's warm-up input sets, "
         "least recently used evicted after each evaluation), MB; 0 = off"),

@@ -38,10 +38,15 @@ typedef struct {
     int lease_lost;
     int unhealthy;              /* the GPU failed the canary: claim nothing */
     double next_canary;
-    PGresult *next;             /* prefetched claim, compiled while the current one runs */
-    long long next_id;
-    int next_cancelled;         /* a NOTIFY said the prefetched one was cancelled */
-    pthread_t warm;             /* its compile */
+    /* Claims taken ahead (--prefetch N), oldest first: evaluated after the
+     * current one, their compiles done meanwhile on a thread. */
+    struct {
+        PGresult *claim;
+        long long id;
+        int cancelled;          /* a NOTIFY said it was cancelled: skipped */
+    } ahead[AVO_PREFETCH_MAX];
+    int nahead;
+    pthread_t warm;             /* the compiles of the claims just taken */
     int warming;
     int draining;               /* the registry already says so */
 } worker;
@@ -50,29 +55,35 @@ static double now_s(void);
 
 typedef struct {
     const avo_worker_opts *o;
-    const char *problem, *src;
-    size_t len;
-    long long id;
+    int n;
+    struct {
+        const char *problem, *src;   /* the claim's (it outlives the thread) */
+        size_t len;
+        long long id;
+    } e[AVO_PREFETCH_MAX];
 } warm_job;
 
-/* The next evaluation's compile, on a thread, while the current one runs
- * in its harness: on a GPU worker compiling (CPU) overlaps timing (GPU). */
+/* The compiles of evaluations claimed ahead, one after another on a
+ * thread, while the current one runs in its harness: on a GPU worker
+ * compiling (CPU) overlaps timing (GPU). */
 static void *warm_main(void *arg)
 {
     warm_job *j = arg;
-    char dir[2048], err[1024];
-    avo_problem p;
-    if (avo_problem_resolve(j->o->kernels, j->problem, dir, sizeof dir, err, sizeof err) == 0 &&
-        avo_problem_load(&p, dir, err, sizeof err) == 0) {
+    for (int i = 0; i < j->n; i++) {
+        char dir[2048], err[1024];
+        avo_problem p;
+        if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
+            avo_problem_load(&p, dir, err, sizeof err) != 0)
+            continue;
         avo_eval_opts eo = {.cache_dir = j->o->cache_dir, .state_dir = j->o->state_dir,
                             .scratch_root = j->o->scratch_root, .timeout_s = j->o->timeout_s,
                             .gpu_index = j->o->gpu_index};
         double t0 = now_s();
-        if (avo_eval_precompile(&eo, &p, j->src, j->len, err, sizeof err) == 0)
-            avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->id,
+        if (avo_eval_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
+            avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->e[i].id,
                      now_s() - t0);
         else
-            avo_warn("worker", "evaluation %lld: precompile failed: %s", j->id, err);
+            avo_warn("worker", "evaluation %lld: precompile failed: %s", j->e[i].id, err);
         avo_problem_free(&p);
     }
     free(j);
@@ -340,8 +351,10 @@ static int read_notifies(worker *w)
             if (id && id == w->eval_id && !w->lease_lost) {
                 avo_info("worker", "evaluation %lld was cancelled; stopping it", id);
                 w->lease_lost = 1;
-            } else if (id && id == w->next_id) {
-                w->next_cancelled = 1;
+            } else {
+                for (int i = 0; i < w->nahead; i++)
+                    if (id && id == w->ahead[i].id)
+                        w->ahead[i].cancelled = 1;
             }
         }
         PQfreemem(n);
@@ -363,19 +376,29 @@ static void note_draining(worker *w)
 }
 
 /* Called by the evaluator every ~100 ms while the harness runs. */
-/* Keep the lease of the evaluation claimed ahead (prefetch), if any. */
+/* The ids of the claims taken ahead as a PostgreSQL array literal. */
+static void ahead_ids(const worker *w, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "{");
+    for (int i = 0; i < w->nahead && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? "," : "", w->ahead[i].id);
+    if (n < len)
+        snprintf(buf + n, len - n, "}");
+}
+
+/* Keep the leases of the evaluations claimed ahead (prefetch), if any. */
 static void renew_prefetched(worker *w)
 {
-    if (!w->next_id)
+    if (!w->nahead)
         return;
-    char nid[32], wid[32], lease[32];
-    snprintf(nid, sizeof nid, "%lld", w->next_id);
+    char ids[32 * AVO_PREFETCH_MAX + 4], wid[32], lease[32];
+    ahead_ids(w, ids, sizeof ids);
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
     PQclear(exec(w,
                  "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
-                 "WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-                 3, (const char *const[]){nid, wid, lease}));
+                 "WHERE id = ANY($1::bigint[]) AND worker_id = $2 AND state = 'running'",
+                 3, (const char *const[]){ids, wid, lease}));
 }
 
 static int heartbeat(void *arg)
@@ -455,45 +478,72 @@ static int claim(worker *w, PGresult **out)
     return 1;
 }
 
-/* Claim the next evaluation now (when prefetching) and compile it on a
- * thread; it is evaluated after the current one, its compile a cache hit. */
+/* Claim ahead (when prefetching) until --prefetch N claims wait, and
+ * compile the new ones on a thread; they are evaluated after the current
+ * one, in claim order, their compiles cache hits. The thread is joined
+ * before the current evaluation's end (evaluate_one), so no claim it reads
+ * is freed under it. */
 static void prefetch(worker *w)
 {
-    if (!w->o->prefetch || w->next || *w->o->stop)
+    if (w->warming || *w->o->stop)
         return;
-    PGresult *r;
-    if (claim(w, &r) != 1)
-        return;
-    w->next = r;
-    w->next_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     warm_job *j = calloc(1, sizeof *j);
     if (!j)
         return;
-    *j = (warm_job){w->o, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4), (size_t)PQgetlength(r, 0, 4), w->next_id};
-    if (pthread_create(&w->warm, NULL, warm_main, j) == 0)
+    j->o = w->o;
+    PGresult *r;
+    while (w->nahead < w->o->prefetch && w->nahead < AVO_PREFETCH_MAX && claim(w, &r) == 1) {
+        const long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        w->ahead[w->nahead].claim = r;
+        w->ahead[w->nahead].id = id;
+        w->ahead[w->nahead].cancelled = 0;
+        w->nahead++;
+        j->e[j->n].problem = PQgetvalue(r, 0, 3);
+        j->e[j->n].src = PQgetvalue(r, 0, 4);
+        j->e[j->n].len = (size_t)PQgetlength(r, 0, 4);
+        j->e[j->n].id = id;
+        j->n++;
+    }
+    if (j->n)
+        avo_info("worker", "claimed %d evaluation(s) ahead: %d waiting", j->n, w->nahead);
+    if (j->n && pthread_create(&w->warm, NULL, warm_main, j) == 0)
         w->warming = 1;
     else
         free(j);
 }
 
-/* Give a prefetched claim back to the queue (the worker is stopping). */
-static void release_next(worker *w)
+/* The oldest claim taken ahead, handed over (NULL when none). */
+static PGresult *take_ahead(worker *w, long long *id, int *cancelled)
 {
-    if (!w->next)
-        return;
-    char nid[32], wid[32];
-    snprintf(nid, sizeof nid, "%lld", w->next_id);
-    snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    const char *p[] = {nid, wid};
-    if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
-        PQclear(exec(w,
-                     "UPDATE evaluations SET state = 'queued', worker_id = NULL, lease_expires = NULL, "
-                     "attempts = attempts - 1 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-                     2, p));
-    avo_info("worker", "evaluation %lld given back to the queue", w->next_id);
-    PQclear(w->next);
-    w->next = NULL;
-    w->next_id = 0;
+    if (!w->nahead)
+        return NULL;
+    PGresult *r = w->ahead[0].claim;
+    *id = w->ahead[0].id;
+    *cancelled = w->ahead[0].cancelled;
+    w->nahead--;
+    memmove(&w->ahead[0], &w->ahead[1], (size_t)w->nahead * sizeof w->ahead[0]);
+    return r;
+}
+
+/* Give the claims taken ahead back to the queue (the worker is stopping). */
+static void release_ahead(worker *w)
+{
+    PGresult *r;
+    long long id;
+    int cancelled;
+    while ((r = take_ahead(w, &id, &cancelled))) {
+        char nid[32], wid[32];
+        snprintf(nid, sizeof nid, "%lld", id);
+        snprintf(wid, sizeof wid, "%lld", w->worker_id);
+        const char *p[] = {nid, wid};
+        if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
+            PQclear(exec(w,
+                         "UPDATE evaluations SET state = 'queued', worker_id = NULL, lease_expires = NULL, "
+                         "attempts = attempts - 1 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+                         2, p));
+        avo_info("worker", "evaluation %lld given back to the queue", id);
+        PQclear(r);
+    }
 }
 
 /* A crash or a hang can leave the GPU wedged (a sticky error, a kernel that
@@ -806,15 +856,12 @@ static int try_claim(worker *w)
     if (prog != 0)
         return prog;
     /* An evaluation already claimed (prefetched) goes before a profile. */
-    if (!w->next && (prog = run_profile(w)) != 0)
+    if (!w->nahead && (prog = run_profile(w)) != 0)
         return prog;
-    if (w->next) {
-        PGresult *n = w->next;
-        long long id = w->next_id;
-        int cancelled = w->next_cancelled;
-        w->next = NULL;
-        w->next_id = 0;
-        w->next_cancelled = 0;
+    long long id;
+    int cancelled;
+    PGresult *n = take_ahead(w, &id, &cancelled);
+    if (n) {
         if (cancelled)
             avo_info("worker", "prefetched evaluation %lld was cancelled; skipping it", id);
         else
@@ -888,7 +935,7 @@ int avo_worker_run(const avo_worker_opts *o)
     }
     if (w.warming)
         pthread_join(w.warm, NULL);
-    release_next(&w);
+    release_ahead(&w);
     if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)
         set_state(&w, "gone");
     if (w.conn)

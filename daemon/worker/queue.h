@@ -23,10 +23,13 @@ typedef struct {
     int poll_ms;
     int max_evals;              /* stop after this many (0 = no limit) */
     int gpu_index;              /* NVML index of the GPU (GPU targets) */
-    int prefetch;               /* claim and compile the next evaluation while one runs */
+    int prefetch;               /* evaluations claimed and compiled ahead while one runs, 0..AVO_PREFETCH_MAX */
     uint64_t ref_cache_bytes;   /* the reference cache's budget (--ref-cache-mb); 0: off */
     volatile sig_atomic_t *stop;
 } avo_worker_opts;
+
+/* The most claims a worker keeps ahead of the one it runs (--prefetch N). */
+#define AVO_PREFETCH_MAX 8
 
 /* Runs until *stop is set; returns 0, or a negative int on a fatal error. */
 int avo_worker_run(const avo_worker_opts *o);

@@ -4,6 +4,9 @@
 # workers, where compiling overlaps GPU timing). Checked here on the CPU:
 # the job finishes, every evaluation completes exactly once, the worker
 # reports precompiles, and a stopping worker gives a prefetched claim back.
+# With --prefetch N (issue 20, point 9) it keeps up to N claims ahead: N
+# waiting while one runs, each evaluated once, all given back when it stops;
+# a --prefetch over the maximum is refused naming the flag.
 source "$(dirname "$0")/lib.sh"
 
 check "avod starts" start_avod
@@ -38,4 +41,41 @@ timeout 600 avoctl watch "$JOB2" >/dev/null 2>&1
 check "the second job finishes after the restart" test $? -eq 0
 check "every evaluation of the second job ran exactly once into a result" \
     test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'done') FROM evaluations WHERE job_id = $JOB2 AND purpose = 'search'")" = 6
-exit 0
+stop_workers
+
+# --prefetch 3: four jobs' seeds queued before the worker starts, so it
+# claims one and three ahead at once.
+seeds() {  # N: submit N one-evaluation jobs; their ids
+    for _ in $(seq 1 "$1"); do avoctl --json submit --problem cpu/sgemm --evaluations 1 | jq -r .id; done
+}
+wait_queued() {  # N: until N evaluations are queued
+    wait_for 60 "[ \$(psql_avo \"SELECT count(*) FROM evaluations WHERE state = 'queued'\") -ge $1 ]"
+}
+JOBS=$(seeds 4 | paste -sd, -)
+wait_queued 4
+before=$(wc -l <"$T/worker.log")
+start_worker --prefetch 3
+for j in ${JOBS//,/ }; do timeout 600 avoctl watch "$j" >/dev/null 2>&1; done
+tail -n +"$((before + 1))" "$T/worker.log" >"$T/third.log"
+check "--prefetch 3: three evaluations claimed ahead while the first ran" grep -q "claimed 3 evaluation(s) ahead: 3 waiting" "$T/third.log"
+check "--prefetch 3: the four jobs succeeded, each evaluation once" \
+    test "$(psql_avo "SELECT count(*) FILTER (WHERE e.state = 'done' AND e.attempts = 1 AND j.state = 'succeeded')
+                        FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE e.job_id IN ($JOBS)")" = 4
+check "--prefetch 3: the three claimed ahead were compiled while the first ran" \
+    test "$(grep -c "precompiled in" "$T/third.log")" -ge 3
+stop_workers
+JOBS=$(seeds 4 | paste -sd, -)
+wait_queued 4
+before=$(wc -l <"$T/worker.log")
+start_worker --prefetch 3
+wait_for 120 "tail -n +$((before + 1)) \"$T/worker.log\" | grep -q 'claimed 3 evaluation(s) ahead'"
+stop_pid "$WORKER_PID"
+tail -n +"$((before + 1))" "$T/worker.log" >"$T/fourth.log"
+check "a stopping worker gives every claim it holds ahead back (3)" test "$(grep -c "given back to the queue" "$T/fourth.log")" = 3
+check "nothing is left running without a worker; the given-back are queued with no attempt spent" \
+    test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'running') || ' ' || count(*) FILTER (WHERE state = 'queued' AND attempts = 0)
+                      FROM evaluations WHERE job_id IN ($JOBS)")" = "0 3"
+out=$(avo-worker --prefetch 9 2>&1); rc=$?
+check "--prefetch 9 is refused naming the flag and its bounds (exit $rc)" \
+    bash -c '[ "$0" != 0 ] && grep -q "prefetch: 9 is outside \[-1, 8\]" <<<"$1"' "$rc" "$out"
+[ "$FAILS" -eq 0 ]

@@ -1,6 +1,8 @@
 /* avoctl campaign's pure part: the campaign file's checks, the summary
  * (best per problem over the jobs that succeeded, regressions against the
- * previous summary at the tolerance) and its markdown. */
+ * previous summary at the tolerance: paired where a compare measured, by
+ * the aggregates where not, and why) and its markdown; avoctl compare's
+ * reading of a compare object. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <cmocka.h>
 
 #include "client/campaign.h"
+#include "client/compare.h"
 
 static void test_parse(void **state)
 {
@@ -43,6 +46,18 @@ static void test_parse(void **state)
     }
 }
 
+/* The summary's markdown, to free. */
+static char *markdown(const json_t *s)
+{
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    assert_non_null(f);
+    assert_int_equal(avoctl_campaign_markdown(s, f), 0);
+    fclose(f);
+    return md;
+}
+
 static json_t *job(int id, const char *problem, const char *state, double seed, double best)
 {
     return json_pack("{s:i,s:s,s:s,s:s,s:s,s:{s:f},s:{s:f},s:f}", "id", id, "problem", problem, "state", state,
@@ -63,7 +78,7 @@ static void test_summary(void **state)
                         json_pack("{s:f,s:f,s:[f,f],s:f,s:b}", "ratio", 9.5, "low", 9.3, "ci", 9.2, 9.9, "confidence",
                                   0.95, "paired", 1));
     json_t *prev = json_loads("{\"problems\":{\"a\":{\"best\":12.1},\"b\":{\"best\":10},\"c\":{\"best\":1}}}", 0, NULL);
-    json_t *s = avoctl_campaign_summary("n", jobs, prev, 0.02, "t0", "t1");
+    json_t *s = avoctl_campaign_summary("n", jobs, prev, NULL, 0.02, "t0", "t1");
     assert_non_null(s);
     json_t *p = json_object_get(s, "problems");
     assert_true(json_real_value(json_object_get(json_object_get(p, "a"), "best")) == 12);
@@ -79,13 +94,11 @@ static void test_summary(void **state)
     assert_int_equal(json_integer_value(json_object_get(s, "failed")), 1);
     assert_int_equal(json_integer_value(json_object_get(s, "regressions")), 1);
     assert_false(json_is_true(json_object_get(s, "ok")));
-    char *md = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&md, &len);
-    assert_int_equal(avoctl_campaign_markdown(s, f), 0);
-    fclose(f);
+    char *md = markdown(s);
     assert_non_null(strstr(md, "**FAILED**: 1 job(s) failed, 1 problem(s) regressed (tolerance 2.0%)"));
-    assert_non_null(strstr(md, "| b | 9.7 | GFLOP/s | 3 | 10 | -3.0% | **regressed** |"));
+    assert_non_null(strstr(md, "| b | 9.7 | GFLOP/s | 3 | - | 10 | -3.0% | absolute (no paired measurement: the previous "
+                               "summary records no candidate for it (written before paired regression checks)) | "
+                               "**regressed** |"));
     assert_non_null(strstr(md, "| 4 | c | failed |"));
     assert_non_null(strstr(md, "| 3 | b | succeeded | 1 | 9.7 | x9.50 [9.200, 9.900] (95% interval, paired) | r |"));
     assert_non_null(strstr(md, "| 2 | a | succeeded | 1 | 12 | x12.00 | r |"));
@@ -97,7 +110,7 @@ static void test_summary(void **state)
     /* The night after: c succeeds at 0.5, compared with the kept baseline 1. */
     json_t *jobs2 = json_array();
     json_array_append_new(jobs2, job(5, "c", "succeeded", 0.4, 0.5));
-    json_t *s2 = avoctl_campaign_summary("n", jobs2, s, 0.02, "t2", "t3");
+    json_t *s2 = avoctl_campaign_summary("n", jobs2, s, NULL, 0.02, "t2", "t3");
     json_t *c2 = json_object_get(json_object_get(s2, "problems"), "c");
     assert_true(json_number_value(json_object_get(c2, "previous")) == 1);
     assert_true(json_is_true(json_object_get(c2, "regressed")));
@@ -107,7 +120,7 @@ static void test_summary(void **state)
     json_decref(jobs2);
     json_decref(s);
     /* No previous campaign: nothing regresses, each best is new. */
-    s = avoctl_campaign_summary("n", jobs, NULL, 0.02, "t0", "t1");
+    s = avoctl_campaign_summary("n", jobs, NULL, NULL, 0.02, "t0", "t1");
     assert_int_equal(json_integer_value(json_object_get(s, "regressions")), 0);
     assert_true(json_is_null(json_object_get(json_object_get(json_object_get(s, "problems"), "b"), "previous")));
     json_decref(s);
@@ -115,11 +128,167 @@ static void test_summary(void **state)
     json_decref(jobs);
 }
 
+/* A job whose best is candidate cand. */
+static json_t *job_c(int id, const char *problem, double best, int cand)
+{
+    json_t *j = job(id, problem, "succeeded", 1, best);
+    json_object_set_new(json_object_get(j, "best"), "candidate", json_integer(cand));
+    return j;
+}
+
+/* A finished compare of cand against against: ratio with interval [lo, hi]. */
+static json_t *measured(int id, int cand, int against, double ratio, double lo, double hi)
+{
+    return json_pack("{s:i,s:i,s:i,s:s,s:s,s:f,s:{s:f,s:f,s:[f,f],s:f,s:s}}", "id", id, "candidate", cand, "against",
+                     against, "state", "done", "outcome", "ok", "confidence", 0.95, "paired", "ratio", ratio, "low",
+                     lo + 0.001, "ci", lo, hi, "confidence", 0.95, "method", "bootstrap-percentile");
+}
+
+static const char *reason_of(const json_t *s, const char *problem)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(json_object_get(s, "problems"), problem), "comparison"),
+                        "reason"));
+}
+
+static int regressed(const json_t *s, const char *problem)
+{
+    return json_is_true(json_object_get(json_object_get(json_object_get(s, "problems"), problem), "regressed"));
+}
+
+/* The paired decision: regressed only when the whole interval lies under
+ * 1 - tolerance, whatever the aggregates say; the fallbacks say why. */
+static void test_paired_decision(void **state)
+{
+    (void)state;
+    json_t *jobs = json_array();
+    json_array_append_new(jobs, job_c(1, "a", 12, 101));  /* paired 0.97 [0.96, 0.985]: inside 2% */
+    json_array_append_new(jobs, job_c(2, "b", 10, 102));  /* aggregates +11%, paired [0.94, 0.97]: regressed */
+    json_array_append_new(jobs, job_c(3, "c", 5, 103));   /* aggregates -50% (a loaded host), paired x1.001 */
+    json_array_append_new(jobs, job_c(4, "d", 5, 104));   /* compare crashed: aggregates decide, -50% */
+    json_array_append_new(jobs, job_c(5, "e", 10, 105));  /* compare refused */
+    json_array_append_new(jobs, job_c(6, "f", 10, 106));  /* compare still queued */
+    json_array_append_new(jobs, job_c(7, "g", 10, 107));  /* previous summary of the old format */
+    json_array_append_new(jobs, job_c(8, "h", 10, 108));  /* the against failed */
+    json_array_append_new(jobs, job_c(9, "n", 10, 109));  /* new problem */
+    json_t *prev = json_loads("{\"problems\":{"
+                              "\"a\":{\"baseline\":12.1,\"baseline_candidate\":1},"
+                              "\"b\":{\"baseline\":9,\"baseline_candidate\":2},"
+                              "\"c\":{\"baseline\":10,\"baseline_candidate\":3},"
+                              "\"d\":{\"baseline\":10,\"baseline_candidate\":4},"
+                              "\"e\":{\"baseline\":10,\"baseline_candidate\":5},"
+                              "\"f\":{\"baseline\":10,\"baseline_candidate\":6},"
+                              "\"g\":{\"baseline\":10.1},"
+                              "\"h\":{\"baseline\":10,\"baseline_candidate\":8},"
+                              "\"k\":{\"baseline\":3,\"baseline_candidate\":9}}}",
+                              0, NULL);
+    assert_non_null(prev);
+    /* First pass: which compares are needed (not g: no candidate; not n: new; not k: no job now). */
+    json_t *s0 = avoctl_campaign_summary("n", jobs, prev, NULL, 0.02, "t0", "t0");
+    json_t *todo = avoctl_campaign_compare_list(s0);
+    assert_int_equal(json_array_size(todo), 7);
+    char *tj = json_dumps(todo, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(strstr(tj, "{\"against\": 2, \"candidate\": 102, \"problem\": \"b\"}") ||
+                    strstr(tj, "{\"against\":2,\"candidate\":102,\"problem\":\"b\"}"));
+    assert_null(strstr(tj, "\"g\""));
+    free(tj);
+    assert_string_equal(reason_of(s0, "a"), "no paired measurement was asked for");
+
+    json_t *cmps = json_object();
+    json_object_set_new(cmps, "a", measured(41, 101, 1, 0.97, 0.96, 0.985));
+    json_object_set_new(cmps, "b", measured(42, 102, 2, 0.95, 0.94, 0.97));
+    json_object_set_new(cmps, "c", measured(43, 103, 3, 1.001, 0.99, 1.01));
+    json_object_set_new(cmps, "d", json_pack("{s:i,s:s,s:s,s:s}", "id", 44, "state", "done", "outcome", "crash", "detail",
+                                             "segfault"));
+    json_object_set_new(cmps, "e", json_pack("{s:s}", "error", "avod refused the paired compare: against: no candidate 5"));
+    json_object_set_new(cmps, "f", json_pack("{s:i,s:s}", "id", 46, "state", "queued"));
+    json_object_set_new(cmps, "h", json_pack("{s:i,s:s,s:s,s:{s:s}}", "id", 48, "state", "done", "outcome", "ok",
+                                             "paired", "error", "the against does not compile: x"));
+    json_t *s = avoctl_campaign_summary("n", jobs, prev, cmps, 0.02, "t0", "t1");
+    assert_non_null(s);
+    json_t *pa = json_object_get(json_object_get(s, "problems"), "a");
+    json_t *ca = json_object_get(pa, "comparison");
+    assert_string_equal(json_string_value(json_object_get(ca, "measured")), "paired");
+    assert_true(json_number_value(json_object_get(ca, "ratio")) == 0.97);
+    assert_true(json_number_value(json_array_get(json_object_get(ca, "ci"), 1)) == 0.985);
+    assert_int_equal(json_integer_value(json_object_get(ca, "compare")), 41);
+    assert_int_equal(json_integer_value(json_object_get(ca, "against")), 1);
+    assert_true(json_number_value(json_object_get(pa, "change")) == 0.97);
+    assert_int_equal(json_integer_value(json_object_get(pa, "previous_candidate")), 1);
+    assert_int_equal(json_integer_value(json_object_get(pa, "baseline_candidate")), 101);
+    assert_false(regressed(s, "a"));
+    assert_true(regressed(s, "b"));  /* the aggregates said +11% */
+    assert_false(regressed(s, "c")); /* the aggregates said -50% */
+    assert_true(regressed(s, "d"));
+    assert_non_null(strstr(reason_of(s, "d"), "the candidate's evaluation was crash: segfault"));
+    assert_false(regressed(s, "e"));
+    assert_string_equal(reason_of(s, "e"), "avod refused the paired compare: against: no candidate 5");
+    assert_string_equal(reason_of(s, "f"), "compare 46 was still queued when the campaign stopped waiting");
+    assert_non_null(strstr(reason_of(s, "g"), "records no candidate"));
+    assert_non_null(strstr(reason_of(s, "h"), "the paired measurement failed: the against does not compile"));
+    assert_true(json_is_null(json_object_get(json_object_get(json_object_get(s, "problems"), "n"), "comparison")));
+    assert_false(regressed(s, "n"));
+    /* k had no job: its baseline and the candidate that scored it carry over */
+    json_t *pk = json_object_get(json_object_get(s, "problems"), "k");
+    assert_int_equal(json_integer_value(json_object_get(pk, "baseline_candidate")), 9);
+    assert_int_equal(json_integer_value(json_object_get(s, "regressions")), 2);
+    assert_false(json_is_true(json_object_get(s, "ok")));
+    char *md = markdown(s);
+    assert_non_null(strstr(md, "| b | 10 | GFLOP/s | 2 | 102 | 9 | -5.0% | measured paired: x0.950, 95% [0.940, 0.970] "
+                               "(compare 42: candidate 102 vs 2) | **regressed** |"));
+    assert_non_null(strstr(md, "| c | 5 | GFLOP/s | 3 | 103 | 10 | +0.1% | measured paired: x1.001"));
+    assert_non_null(strstr(md, "| d | 5 | GFLOP/s | 4 | 104 | 10 | -50.0% | absolute (no paired measurement: the "
+                               "candidate's evaluation was crash: segfault) | **regressed** |"));
+    assert_non_null(strstr(md, "| n | 10 | GFLOP/s | 9 | 109 | - | new |  |  |"));
+    free(md);
+    /* At tolerance 0: a, whose interval lies wholly under 1, regresses too. */
+    json_t *s3 = avoctl_campaign_summary("n", jobs, prev, cmps, 0, "t0", "t1");
+    assert_true(regressed(s3, "a"));
+    assert_false(regressed(s3, "c"));
+    json_decref(s3);
+    json_decref(s);
+    json_decref(cmps);
+    json_decref(todo);
+    json_decref(s0);
+    json_decref(prev);
+    json_decref(jobs);
+}
+
+/* avoctl compare's line for each state of a compare. */
+static void test_compare_line(void **state)
+{
+    (void)state;
+    char line[512], why[256];
+    avoctl_paired_ratio pr;
+    json_t *m = measured(40, 12, 7, 1.023, 1.011, 1.035);
+    assert_int_equal(avoctl_compare_read(m, &pr, why, sizeof why), AVOCTL_COMPARE_MEASURED);
+    assert_true(pr.ratio == 1.023 && pr.lo == 1.011 && pr.hi == 1.035 && pr.confidence == 0.95);
+    avoctl_compare_line(m, line, sizeof line);
+    assert_string_equal(line, "candidate 12 vs 7: x1.023, 95% [1.011, 1.035]");
+    json_decref(m);
+    json_t *q = json_pack("{s:i,s:i,s:i,s:s}", "id", 40, "candidate", 12, "against", 7, "state", "running");
+    assert_int_equal(avoctl_compare_read(q, &pr, why, sizeof why), AVOCTL_COMPARE_PENDING);
+    avoctl_compare_line(q, line, sizeof line);
+    assert_string_equal(line, "candidate 12 vs 7: running (compare 40)");
+    json_decref(q);
+    json_t *x = json_pack("{s:i,s:i,s:i,s:s}", "id", 40, "candidate", 12, "against", 7, "state", "cancelled");
+    avoctl_compare_line(x, line, sizeof line);
+    assert_string_equal(line, "candidate 12 vs 7: no paired measurement: compare 40 was cancelled");
+    json_decref(x);
+    /* a ratio without its interval is no measurement */
+    json_t *h = json_pack("{s:i,s:s,s:s,s:{s:f}}", "id", 40, "state", "done", "outcome", "ok", "paired", "ratio", 1.0);
+    assert_int_equal(avoctl_compare_read(h, &pr, why, sizeof why), AVOCTL_COMPARE_FAILED);
+    assert_string_equal(why, "the paired measurement has no ratio with an interval");
+    json_decref(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_paired_decision),
+        cmocka_unit_test(test_compare_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
