@@ -60,8 +60,11 @@ check "lineage scores never fall (each unpaired commit >= its parent, epsilon 0)
     test "$(q "SELECT count(*) FROM candidates c JOIN candidates p ON p.id = c.parent_id WHERE c.job_id = $JOB AND c.committed AND c.aggregate < p.aggregate AND NOT EXISTS (SELECT 1 FROM events ev WHERE ev.job_id = c.job_id AND ev.kind = 'candidate_evaluated' AND (ev.data->>'candidate')::bigint = c.id AND ev.data->'rule'->>'paired' = 'true')")" = 0
 check "every island's best is committed, and the job's best is the best of them" \
     test "$(q "SELECT count(*) FROM islands i JOIN candidates c ON c.id = i.best_candidate WHERE i.job_id = $JOB AND c.committed AND c.aggregate = i.best")/$(q "SELECT (max(i.best) = (SELECT aggregate FROM candidates WHERE id = j.best_candidate))::text FROM islands i JOIN jobs j ON j.id = i.job_id WHERE j.id = $JOB GROUP BY j.best_candidate")" = "4/true"
-check "new_best events only ever rise" \
-    test "$(q "SELECT count(*) FROM (SELECT (data->>'aggregate')::float8 a, lag((data->>'aggregate')::float8) OVER (ORDER BY id) b FROM events WHERE job_id = $JOB AND kind = 'new_best') x WHERE a <= b")" = 0
+# A new best decided paired against the job's best is judged on its ratio:
+# its absolute score, measured in another process than the record, may sit
+# under the record (docs/evaluation.md, "What the daemon does with paired").
+check "new_best events only ever rise (unpaired ones; a paired one is judged on its ratio)" \
+    test "$(q "SELECT count(*) FROM (SELECT (data->>'aggregate')::float8 a, lag((data->>'aggregate')::float8) OVER (ORDER BY id) b, (data->>'candidate')::bigint c FROM events WHERE job_id = $JOB AND kind = 'new_best') x WHERE a <= b AND NOT EXISTS (SELECT 1 FROM events ev WHERE ev.job_id = $JOB AND ev.kind = 'candidate_evaluated' AND (ev.data->>'candidate')::bigint = x.c AND ev.data->'rule'->>'paired' = 'true')")" = 0
 check "commits add up: the job's count, the islands' counts, the committed candidates" \
     test "$(q "SELECT j.commits || ':' || (SELECT sum(commits) FROM islands WHERE job_id = j.id) || ':' || (SELECT count(*) FROM candidates WHERE job_id = j.id AND committed) FROM jobs j WHERE id = $JOB" | awk -F: '{print ($1 == $2 && $2 == $3) ? "ok" : $0}')" = ok
 check "accounting adds up: CPU-seconds are the sum over the applied evaluations and the final measurement" \
