@@ -252,6 +252,10 @@ typedef struct {
     double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
     double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
                                              slow against cannot spend the candidate's deadline */
+    int pair_open;                        /* paired: inside a pair (run_config_paired) */
+    double pair_draw;                     /* paired: the pair's check draw, made after its first call and
+                                             shared by its second (NAN: not made yet), so both lanes are
+                                             checked on the same pairs and one reference run serves both */
     int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
                                              a check of the same set (the other lane of a pair) reuses them */
@@ -1104,8 +1108,17 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     lr->rt_sum += rt;
     lr->rt_n++;
     out->calls = i + 1;
-    /* Decided now that the call is over: the candidate cannot know. */
-    const double draw = avo_check_rng_next(&r->rng);
+    /* Decided now that the call is over: the candidate cannot know. The
+     * second call of a pair takes the first's draw (common random
+     * numbers): each lane is still checked with its own probability, but
+     * on the same pairs wherever both would be, so the pair's one reference
+     * run serves both lanes' checks. */
+    double draw = r->pair_open ? r->pair_draw : NAN;
+    if (isnan(draw)) {
+        draw = avo_check_rng_next(&r->rng);
+        if (r->pair_open)
+            r->pair_draw = draw;
+    }
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
     if (check) {
         double ref_s = 0;
@@ -1483,6 +1496,8 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         /* Which goes first: neither runner can tell its place in the
          * pair, and drift and first-or-second effects cancel. */
         const int b_first = avo_check_rng_next(&r->rng) < 0.5;
+        r->pair_open = 1;
+        r->pair_draw = NAN;
         for (int k = 0; k < 2 && res == CHECK_OK; k++) {
             if ((k == 0) != b_first) {
                 res = lane_call(r, &a, c, i, x, pristine, rx, why, wl);
@@ -1558,6 +1573,7 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
             (enough && (lane_checks_done(&b) || spent >= PAIRED_TIME_FACTOR * max_s)))
             break;
     }
+    r->pair_open = 0;
     /* Not in the screen's timed stage: a channel from the against there
      * could only make the candidate pass the screen, and the full run that
      * follows (this test included) decides; with a screen's few pairs a
@@ -1607,35 +1623,57 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
  * empty round trip, and on a GPU its protocol and busy probe) before
  * either object is loaded (load 0), then loaded after the candidate
  * (load 1). Any failure is the against's: paired.error. */
-static void start_against(run_ctx *r, const char *against_so, int load)
+enum { AGAINST_SPAWN, AGAINST_CALIBRATE, AGAINST_LOAD };
+
+/* The against's runner, one step: spawned (right after the candidate's, so
+ * their process and GPU context start-ups overlap), calibrated (once both
+ * are up: no start-up runs beside a calibration), loaded. A failure leaves
+ * the candidate's evaluation unpaired, with against_err saying why. */
+static void start_against(run_ctx *r, const char *against_so, int step)
 {
     lane *ag = &r->lanes[LANE_AGAINST];
     char why[600] = "";
-    const char *step = load ? "loading" : "starting";
+    static const char *const what[] = {"starting", "calibrating", "loading"};
     int rc = 0;
     if (r->against_state < 0)
         return;
     r->ln = ag;
-    if (load) {
-        rc = avo_runner_load(&ag->run, lane_deadline(r), why, sizeof why);
-    } else {
+    if (step == AGAINST_SPAWN) {
         rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
                               sizeof why);
-        if (rc == 0) {
-            step = "calibrating";
-            rc = calibrate(r, why, sizeof why);
-        }
+    } else if (step == AGAINST_CALIBRATE) {
+        rc = calibrate(r, why, sizeof why);
         if (rc == 0 && r->cuda)
             rc = calibrate_cuda_preload(r, why, sizeof why);
+    } else {
+        rc = avo_runner_load(&ag->run, lane_deadline(r), why, sizeof why);
     }
     r->ln = &r->lanes[LANE_CAND];
     if (rc == 0) {
-        r->against_state = load;
+        r->against_state = step == AGAINST_LOAD;
         return;
     }
     r->against_state = -1;
     avo_utf8_scrub(why);
-    snprintf(r->against_err, sizeof r->against_err, "the against's runner, %s: %.450s", step, why);
+    snprintf(r->against_err, sizeof r->against_err, "the against's runner, %s: %.450s", what[step], why);
+    avo_runner_stop(&ag->run);
+}
+
+/* Wait until the against's runner is up (its first round trip returns once
+ * its start-up, the GPU context included, is done). */
+static void against_ready(run_ctx *r)
+{
+    lane *ag = &r->lanes[LANE_AGAINST];
+    char why[600] = "";
+    double rt;
+    if (r->against_state < 0)
+        return;
+    const int rc = avo_runner_ping(&ag->run, r->deadline, &rt, why, sizeof why);
+    if (rc == 0)
+        return;
+    r->against_state = -1;
+    avo_utf8_scrub(why);
+    snprintf(r->against_err, sizeof r->against_err, "the against's runner, starting: %.450s", why);
     avo_runner_stop(&ag->run);
 }
 
@@ -2841,7 +2879,18 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
          * threads it starts are counted too. */
         avo_counters_open(&r.ctr, cand->run.pid);
         r.ctr_open = 1;
+        if (o->against_so) {
+            const double now = avo_now();
+            r.pair_cutoff = now + PAIR_CUTOFF_SHARE * (r.deadline - now);
+            start_against(&r, o->against_so, AGAINST_SPAWN);
+        }
         avo_phases_lap(&top, "runner_start", &t);
+        /* Both runners up before either is calibrated: the against's
+         * start-up does not run beside the candidate's calibration. */
+        if (o->against_so) {
+            against_ready(&r);
+            avo_phases_lap(&top, "against_runner", &t);
+        }
         rc = calibrate(&r, why, sizeof why);
     }
     if (rc == 0 && r.cuda) {
@@ -2861,9 +2910,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
     /* Both runners calibrated before either object exists. */
     if (rc == 0 && o->against_so) {
-        const double now = avo_now();
-        r.pair_cutoff = now + PAIR_CUTOFF_SHARE * (r.deadline - now);
-        start_against(&r, o->against_so, 0);
+        start_against(&r, o->against_so, AGAINST_CALIBRATE);
         avo_phases_lap(&top, "against_runner", &t);
     }
     if (rc == 0) {
@@ -2892,7 +2939,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         goto done;
     }
     if (o->against_so) {
-        start_against(&r, o->against_so, 1);
+        start_against(&r, o->against_so, AGAINST_LOAD);
         avo_phases_lap(&top, "against_runner", &t);
     }
 
