@@ -2848,6 +2848,13 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         rc = -ENOMEM;
         goto cleanup;
     }
+    /* Not inherited by the runners' forks (they exec at once and never
+     * touch them): fork copies page-locked (DMA-pinned) private pages
+     * eagerly, so a CUDA checker's pinned areas (pin_areas; attention's
+     * two are about 1 GiB) would make every runner's spawn a copy of them.
+     * Both areas are page-aligned and a whole number of pages. */
+    madvise(r.area, r.area_bytes, MADV_DONTFORK);
+    madvise(r.ref_area, r.area_bytes, MADV_DONTFORK);
     trace("start");
     avo_phases_lap(&top, "setup", &t);
     rc = load_reference(&r, ref_so, err, errlen);

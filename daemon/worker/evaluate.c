@@ -35,7 +35,10 @@
 #define PACKAGE_LINKS_MAX 8
 
 /* The package directory's entries that are symbolic links, as paths in it
- * (the sandbox exposes what they point to); how many. */
+ * (the sandbox exposes what they point to), and for a link to a link the
+ * directory of each link on the way (the final target alone would leave the
+ * chain broken where its middle lies under a private directory such as
+ * /tmp); how many. */
 static int package_links(const char *dir, char out[][PATH_MAX])
 {
     DIR *d = opendir(dir);
@@ -46,8 +49,30 @@ static int package_links(const char *dir, char out[][PATH_MAX])
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
             continue;
-        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-            memcpy(out[n++], path, sizeof path);
+        if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+            continue;
+        memcpy(out[n++], path, sizeof path);
+        char cur[PATH_MAX], next[PATH_MAX], t[PATH_MAX];
+        memcpy(cur, path, sizeof cur);
+        for (int hop = 0; hop < 8 && n < PACKAGE_LINKS_MAX; hop++) {
+            const ssize_t k = readlink(cur, t, sizeof t - 1);
+            if (k <= 0)
+                break;
+            t[k] = 0;
+            const char *slash = strrchr(cur, '/');
+            if (t[0] == '/' || !slash)
+                snprintf(next, sizeof next, "%s", t);
+            else if (snprintf(next, sizeof next, "%.*s/%s", (int)(slash - cur), cur, t) >= (int)sizeof next)
+                break;
+            if (lstat(next, &st) != 0 || !S_ISLNK(st.st_mode))
+                break;
+            memcpy(out[n], next, sizeof next);
+            char *ns = strrchr(out[n], '/');
+            if (ns && ns != out[n])
+                *ns = 0;        /* the middle link's directory */
+            n++;
+            memcpy(cur, next, sizeof cur);
+        }
     }
     if (d)
         closedir(d);

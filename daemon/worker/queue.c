@@ -7,6 +7,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@ typedef struct {
     int nahead;
     pthread_t warm;             /* the compiles of the claims just taken */
     int warming;
+    atomic_int warm_done;       /* the compile thread has finished (joined by the next heartbeat) */
+    int work_pending;           /* a wake-up for new work arrived during an evaluation */
     int draining;               /* the registry already says so */
 } worker;
 
@@ -55,6 +58,7 @@ static double now_s(void);
 
 typedef struct {
     const avo_worker_opts *o;
+    atomic_int *done;
     int n;
     struct {
         const char *problem, *src;   /* the claim's (it outlives the thread) */
@@ -86,7 +90,9 @@ static void *warm_main(void *arg)
             avo_warn("worker", "evaluation %lld: precompile failed: %s", j->e[i].id, err);
         avo_problem_free(&p);
     }
+    atomic_int *done = j->done;
     free(j);
+    atomic_store(done, 1);
     return NULL;
 }
 
@@ -401,6 +407,8 @@ static void renew_prefetched(worker *w)
                  3, (const char *const[]){ids, wid, lease}));
 }
 
+static void prefetch(worker *w);
+
 static int heartbeat(void *arg)
 {
     worker *w = arg;
@@ -409,9 +417,24 @@ static int heartbeat(void *arg)
     if (keep_connected(w) < 0)
         return 0;
     note_draining(w);
-    read_notifies(w);
+    if (read_notifies(w) > 0)
+        w->work_pending = 1;
     if (w->lease_lost)
         return 1;
+    /* Work queued after this evaluation began (a job's next candidate is
+     * made when its last result is read, mostly while another job's
+     * evaluation runs): claimed ahead now, so its compile overlaps this
+     * evaluation's timing, not the next evaluation's start. */
+    if (w->work_pending && w->nahead < w->o->prefetch) {
+        if (w->warming && atomic_load(&w->warm_done)) {
+            pthread_join(w->warm, NULL);
+            w->warming = 0;
+        }
+        if (!w->warming) {
+            w->work_pending = 0;
+            prefetch(w);
+        }
+    }
     double t = now_s();
     if (t < w->next_heartbeat)
         return w->lease_lost;
@@ -491,6 +514,7 @@ static void prefetch(worker *w)
     if (!j)
         return;
     j->o = w->o;
+    j->done = &w->warm_done;
     PGresult *r;
     while (w->nahead < w->o->prefetch && w->nahead < AVO_PREFETCH_MAX && claim(w, &r) == 1) {
         const long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -506,6 +530,7 @@ static void prefetch(worker *w)
     }
     if (j->n)
         avo_info("worker", "claimed %d evaluation(s) ahead: %d waiting", j->n, w->nahead);
+    atomic_store(&w->warm_done, 0);
     if (j->n && pthread_create(&w->warm, NULL, warm_main, j) == 0)
         w->warming = 1;
     else

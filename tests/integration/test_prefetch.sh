@@ -6,7 +6,9 @@
 # reports precompiles, and a stopping worker gives a prefetched claim back.
 # With --prefetch N (issue 20, point 9) it keeps up to N claims ahead: N
 # waiting while one runs, each evaluated once, all given back when it stops;
-# a --prefetch over the maximum is refused naming the flag.
+# a --prefetch over the maximum is refused naming the flag. Work queued
+# after an evaluation began (another job's next candidate) is claimed ahead
+# during it, at the heartbeat's wake-up, not when it ends.
 source "$(dirname "$0")/lib.sh"
 
 check "avod starts" start_avod
@@ -75,6 +77,24 @@ check "a stopping worker gives every claim it holds ahead back (3)" test "$(grep
 check "nothing is left running without a worker; the given-back are queued with no attempt spent" \
     test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'running') || ' ' || count(*) FILTER (WHERE state = 'queued' AND attempts = 0)
                       FROM evaluations WHERE job_id IN ($JOBS)")" = "0 3"
+# Work queued while an evaluation runs: claimed ahead (and compiled) before
+# that evaluation ends.
+FIRST=$(seeds 1)
+wait_queued 1
+before=$(wc -l <"$T/worker.log")
+start_worker --prefetch 1
+wait_for 60 "tail -n +$((before + 1)) \"$T/worker.log\" | grep -q 'evaluation [0-9]*: job $FIRST,'"
+SECOND=$(seeds 1)
+for j in $FIRST $SECOND; do timeout 600 avoctl watch "$j" >/dev/null 2>&1; done
+tail -n +"$((before + 1))" "$T/worker.log" >"$T/fifth.log"
+psql_avo "SELECT e.job_id, e.claimed_at, e.finished_at FROM evaluations e WHERE e.job_id IN ($FIRST, $SECOND) ORDER BY e.job_id" |
+    sed 's/^/# /'
+check "work queued during an evaluation is claimed ahead before that evaluation ends" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations a, evaluations b WHERE a.job_id = $FIRST AND b.job_id = $SECOND
+                      AND b.claimed_at < a.finished_at AND b.state = 'done' AND b.attempts = 1")" = 1
+SECOND_EVAL=$(psql_avo "SELECT id FROM evaluations WHERE job_id = $SECOND")
+check "... and compiled while it ran" grep -q "evaluation $SECOND_EVAL precompiled in" "$T/fifth.log"
+stop_workers
 out=$(avo-worker --prefetch 9 2>&1); rc=$?
 check "--prefetch 9 is refused naming the flag and its bounds (exit $rc)" \
     bash -c '[ "$0" != 0 ] && grep -q "prefetch: 9 is outside \[-1, 8\]" <<<"$1"' "$rc" "$out"

@@ -42,6 +42,17 @@ show() {
             n: (.configs | length)})}' "$T/$1.json" 2>/dev/null | sed 's/^/# /'
 }
 
+# --- 0. the fixture's reference is a link to a link (screen -> paired ->
+# kernels/cpu/softmax): a package under /tmp (a private directory in the
+# harness's sandbox) reaches it only when the middle link's directory is
+# exposed too (a fresh clone under /tmp failed here, 2026-12-04).
+mkdir -p "$T/chain/pkg" "$T/chain/mid"
+cp "$F/problem.json" "$F/base.c" "$T/chain/pkg/"
+ln -s "$ROOT/kernels/cpu/softmax/reference.c" "$T/chain/mid/reference.c"
+ln -s ../mid/reference.c "$T/chain/pkg/reference.c"
+PKG="$T/chain/pkg" ev chain "$F/base.c"
+check "a package under /tmp whose reference is a link to a link: evaluated (ok)" jqt '.outcome == "ok"' "$T/chain.json"
+
 # --- 1a. clearly slower: stopped by the screen
 ev slower "$T/slower.c" --against "$F/base.c" --screen
 show slower
