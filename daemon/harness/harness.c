@@ -260,6 +260,10 @@ typedef struct {
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
                                              a check of the same set (the other lane of a pair) reuses them */
     int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
+    double ref_run_s;                     /* the current config's reference runs' time (runs only: not the
+                                             checks that reused one, not cache reads), over refs_timed of
+                                             them: a check probability weighs a check by a run's cost */
+    int refs_timed;
     avo_refcache cache;                   /* the worker's reference cache (cache.dirfd -1: none): the job's
                                              warm-up sets' reference outputs across its evaluations */
     int cache_cfg;                        /* the current config's warm-up references go through it */
@@ -744,6 +748,8 @@ static void config_begin(run_ctx *r, int c)
 {
     r->worst_rel_l2 = r->worst_max_abs = 0;
     r->refs_computed = r->refs_reused = 0;
+    r->ref_run_s = 0;
+    r->refs_timed = 0;
     draw_warm_order(r);
     cache_config(r, c);
 }
@@ -1023,9 +1029,9 @@ typedef struct {
     lane *ln;
     int trusted;               /* the vendor baseline's: checked on its warm-up calls only */
     config_run out;
-    int cap, n, nc, charged, force, floored, gate_busy, gate_charged, ref_n, rt_n;
+    int cap, n, nc, charged, force, floored, gate_busy, gate_charged, rt_n;
     unsigned clk_min, clk_max;
-    double charged_max, gate_charged_max, spent, ref_sum, rt_sum;
+    double charged_max, gate_charged_max, spent, rt_sum;
     busy_stats busy;
     double *t, *rts, *tails, *tc, *cl, *proto, *host, *entry;
     int sampled;               /* the latest call gave a sample, ... */
@@ -1122,9 +1128,16 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
     if (check) {
         double ref_s = 0;
+        const int runs0 = r->refs_computed;
         res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
-        lr->ref_sum += ref_s;
-        lr->ref_n++;
+        /* A check that reused the pair's reference run cost none: counted
+         * as free it would halve the measured cost of a reference, double
+         * q (call time over reference time) and spend the saving on more
+         * checks. q weighs a check by a reference run's own cost. */
+        if (r->refs_computed > runs0) {
+            r->ref_run_s += ref_s;
+            r->refs_timed++;
+        }
         out->checked++;
         if (i >= warm)
             out->random_checks++;
@@ -1137,7 +1150,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
         return res;
     }
     if (!trusted && i + 1 >= warm)
-        out->q = avo_check_rate(lr->rt_sum / lr->rt_n, lr->ref_sum / (lr->ref_n ? lr->ref_n : 1), CHECK_Q_MIN);
+        out->q = avo_check_rate(lr->rt_sum / lr->rt_n, r->refs_timed ? r->ref_run_s / r->refs_timed : 0, CHECK_Q_MIN);
     if (i < warm)
         return CHECK_OK;
     double sample = 0, excess = 0, protocol = 0;
