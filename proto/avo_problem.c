@@ -898,7 +898,9 @@ int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t err
     return rc;
 }
 
-int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
+/* text NULL: <dir>/problem.json as it is on disk; else that file's text
+ * as a job pinned it (the other files are still looked up in dir). */
+static int problem_load(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen)
 {
     static const char *const top[] = {"name", "description", "backend", "entry", "sizes", "tensors",
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
@@ -915,9 +917,9 @@ int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
         goto cleanup;
     }
     json_error_t je;
-    p->json = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+    p->json = text ? json_loads(text, JSON_REJECT_DUPLICATES, &je) : json_load_file(file, JSON_REJECT_DUPLICATES, &je);
     if (!p->json) {
-        if (access(file, R_OK) != 0)
+        if (!text && access(file, R_OK) != 0)
             rc = errf(&c, "problem", "cannot read: %s", strerror(errno));
         else
             rc = errf(&c, "json", "%s (line %d, column %d)", je.text, je.line, je.column);
@@ -1018,6 +1020,16 @@ cleanup:
     if (rc)
         avo_problem_free(p);
     return rc;
+}
+
+int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen)
+{
+    return problem_load(p, dir, NULL, err, errlen);
+}
+
+int avo_problem_load_text(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen)
+{
+    return problem_load(p, dir, text, err, errlen);
 }
 
 int avo_problem_config_index(const avo_problem *p, const char *name, char *err, size_t errlen)

@@ -97,6 +97,9 @@ typedef struct avo_problem {
 /* Load and validate <dir>/problem.json. On failure returns a negative errno-style
  * int and writes "FILE: FIELD: reason" into err. */
 int avo_problem_load(avo_problem *p, const char *dir, char *err, size_t errlen);
+/* The same from problem.json's text as a job pinned it (docs/jobs.md,
+ * "Pinned problems"): what it names is still looked up in dir. */
+int avo_problem_load_text(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen);
 void avo_problem_free(avo_problem *p);
 /* Switch p to one of the package's named seeds ("seeds" in problem.json):
  * its file, knobs and constraints replace the default seed's. NULL or ""

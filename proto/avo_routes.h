@@ -16,6 +16,7 @@
     X(JOB_EVENTS, "GET",  "/v1/jobs/{id}/events",   "server-sent event stream")    \
     X(JOB_LINEAGE, "GET", "/v1/jobs/{id}/lineage",  "every candidate: lineage and attempts") \
     X(JOB_REPORT, "GET",  "/v1/jobs/{id}/report",   "seed vs best per configuration, budget spent") \
+    X(JOB_PROBLEM_DIFF, "GET", "/v1/jobs/{id}/problem/diff", "the job's pinned problem package against the disk") \
     X(JOB_TRANSCRIPT, "GET", "/v1/jobs/{id}/transcript", "agent steps with every provider call (?step=N)") \
     X(CANDIDATE,  "GET",  "/v1/candidates/{id}",    "one candidate: source, diff, scores, counters") \
     X(CANDIDATE_DIFF, "GET", "/v1/candidates/{id}/diff", "unified diff from it to ?to=ID (default: from its parent)") \

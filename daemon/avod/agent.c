@@ -17,6 +17,7 @@
 #include "commit.h"
 #include "llmcall.h"
 #include "llmhttp.h"
+#include "pin.h"
 #include "seedcheck.h"
 #include "srcdiff.h"
 
@@ -1562,7 +1563,7 @@ static void on_inserted(void *arg, PGresult *res, const char *err)
           1, (const char *const[]){head}, on_head);
 }
 
-static void setup(step *s, json_t *snap)
+static void setup(step *s, json_t *snap, const char *problem_json)
 {
     avo_agent *a = s->a;
     json_t *spec = json_object_get(snap, "spec"), *ag = json_object_get(spec, "agent");
@@ -1607,12 +1608,13 @@ static void setup(step *s, json_t *snap)
         return;
     }
     if (!problem || avo_problem_resolve(a->kernels_dir, problem, dir, sizeof dir, err, sizeof err) < 0 ||
-        avo_problem_load(&s->prob, dir, err, sizeof err) < 0) {
+        (problem_json ? avo_pin_load(&s->prob, dir, problem_json, seed_name, err, sizeof err)
+                      : avo_problem_load(&s->prob, dir, err, sizeof err)) < 0) {
         snprintf(s->setup_error, sizeof s->setup_error, "problem '%s': %s", problem ? problem : "?", err);
         return;
     }
     s->have_prob = 1;
-    if (avo_problem_use_seed(&s->prob, seed_name, err, sizeof err) < 0) {
+    if (!problem_json && avo_problem_use_seed(&s->prob, seed_name, err, sizeof err) < 0) {
         snprintf(s->setup_error, sizeof s->setup_error, "%s", err);
         return;
     }
@@ -1630,7 +1632,7 @@ static int results_waiting(json_t *snap)
     return json_array_size(json_object_get(snap, "finished")) > 0;
 }
 
-void avo_agent_ensure(avo_agent *a, json_t *snap)
+void avo_agent_ensure(avo_agent *a, json_t *snap, const char *problem_json)
 {
     if (!a || a->stopping)
         return;
@@ -1666,7 +1668,7 @@ void avo_agent_ensure(avo_agent *a, json_t *snap)
         s->timer_open = 1;
         s->next = a->steps;
         a->steps = s;
-        setup(s, snap);
+        setup(s, snap, problem_json);
         char jb[32], kb[16];
         snprintf(jb, sizeof jb, "%lld", job);
         snprintf(kb, sizeof kb, "%d", k);

@@ -27,8 +27,11 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
 
 /* The engine's call for an agent job in its pass: make sure each island
  * that has no step has one (when the job has evaluation budget left). snap
- * is the job's snapshot (avo_job_snapshot). */
-void avo_agent_ensure(avo_agent *a, json_t *snap);
+ * is the job's snapshot (avo_job_snapshot); problem_json the text of
+ * problem.json the job pinned (sql/016_pinned_problem.sql), which a new
+ * step describes to the model; NULL (a job from before the pin): the
+ * package on disk. */
+void avo_agent_ensure(avo_agent *a, json_t *snap, const char *problem_json);
 /* The job ended: its steps stop (their provider calls are cancelled). */
 void avo_agent_stop_job(avo_agent *a, long long job);
 

@@ -15,6 +15,7 @@
 #include "avo_version.h"
 #include "agent.h"
 #include "kb.h"
+#include "pin.h"
 #include "seedcheck.h"
 #include "srcdiff.h"
 
@@ -160,6 +161,7 @@ typedef struct {
     avo_http_req *req;
     avo_jobspec s;
     json_t *norm;
+    json_t *pin;               /* the package as the job pins it (pin.h) */
 } submission;
 
 static void submission_free(submission *sub)
@@ -167,6 +169,7 @@ static void submission_free(submission *sub)
     avo_http_unref(sub->req);
     avo_jobspec_clear(&sub->s);
     json_decref(sub->norm);
+    json_decref(sub->pin);
     free(sub);
 }
 
@@ -265,11 +268,17 @@ static void submit_insert(submission *sub)
     input_seed &= INT64_MAX;
     char iseed[24];
     snprintf(iseed, sizeof iseed, "%llu", (unsigned long long)input_seed);
+    char *pin = json_dumps(sub->pin, JSON_COMPACT);
     const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source,
-                            input_seed ? iseed : NULL};
-    query_json(a, sub->req, 0, "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint)", 8,
-               params, NULL, 201);
+                            input_seed ? iseed : NULL, pin};
+    if (!spec || !pin)
+        avo_http_reply_error(sub->req, 500, "internal", "out of memory");
+    else
+        query_json(a, sub->req, 0,
+                   "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb)", 9,
+                   params, NULL, 201);
     explicit_bzero(iseed, sizeof iseed);
+    free(pin);
     free(spec);
     avo_engine_kick(a->engine);
     submission_free(sub);
@@ -320,6 +329,11 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
     have_p = 1;
     if (avo_problem_use_seed(&p, s->seed_name, err, sizeof err) < 0) {
         avo_http_reply_error(req, 400, "bad_request", "seed.name: %s", err);
+        goto done;
+    }
+    /* What the job will run, whatever the disk holds later. */
+    if (!(sub->pin = avo_pin_make(&p, err, sizeof err))) {
+        avo_http_reply_error(req, 400, "bad_request", "problem '%s': %s", s->problem, err);
         goto done;
     }
     /* Where it runs follows from the problem: cpu problems on CPU workers,
@@ -820,6 +834,53 @@ static void profile_req_free(profile_req *pr)
     free(pr);
 }
 
+/* GET /v1/jobs/{id}/problem/diff: the job's pinned package against the
+ * package on disk now (pin.h). */
+static void on_job_pin(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    json_t *pin = NULL, *out = NULL;
+    char why[1024];
+    if (avo_http_gone(c->req))
+        goto done;
+    if (err) {
+        reply_db_error(c->api, c->req, err);
+        goto done;
+    }
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0)) {
+        avo_http_reply_error(c->req, 404, "not_found", "no job %lld", (long long)c->id);
+        goto done;
+    }
+    pin = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+    if (!json_is_string(json_object_get(pin, "hash"))) {
+        avo_http_reply_error(c->req, 409, "conflict",
+                             "job %lld was submitted before jobs pinned their problem package (sql/016): it has no "
+                             "pinned version to compare with", (long long)c->id);
+        goto done;
+    }
+    if (!(out = avo_pin_diff(c->api->kernels_dir, pin, why, sizeof why))) {
+        avo_http_reply_error(c->req, 500, "internal", "job %lld: %s", (long long)c->id, why);
+        goto done;
+    }
+    avo_http_reply_json(c->req, 200, out);
+done:
+    json_decref(pin);
+    call_free(c);
+}
+
+static void h_job_pin(avo_api *a, avo_http_req *req, int64_t id)
+{
+    char idb[32];
+    snprintf(idb, sizeof idb, "%lld", (long long)id);
+    const char *params[] = {idb};
+    call *c = call_new(a, req, id);
+    if (!c || avo_db_query(a->db, "SELECT avo_job_pin($1)", 1, params, on_job_pin, c) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        if (c)
+            call_free(c);
+    }
+}
+
 static void on_profile_candidate(void *arg, PGresult *res, const char *err)
 {
     profile_req *pr = arg;
@@ -1175,6 +1236,9 @@ void avo_api_handle(void *arg, avo_http_req *req)
         query_json(a, req, id, "SELECT avo_job_transcript($1, $2::int)", 2, pt, nf, 200);
         return;
     }
+    case AVO_ROUTE_JOB_PROBLEM_DIFF:
+        h_job_pin(a, req, id);
+        return;
     case AVO_ROUTE_JOB_REPORT:
         query_json(a, req, id, "SELECT avo_job_report($1)", 1, p1, nf, 200);
         return;

@@ -1,20 +1,30 @@
 #include "engine.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
 #include "avo_file.h"
+#include "avo_hash.h"
 #include "avo_log.h"
 #include "evolve.h"
+#include "pin.h"
 
+/* A problem as a job pinned it (sql/016_pinned_problem.sql), keyed by
+ * "PACKAGE-HASH/SEED-NAME": what the key names never changes, so an entry
+ * never goes stale, whatever the disk holds now. A job from before the pin
+ * (no hash) gets an entry of its own for one decision, read from disk. */
 typedef struct {
-    char name[128];
-    char seed_name[64];        /* one of the package's named seeds, "" = its default */
+    char key[AVO_SHA256_HEX + 72];
     avo_problem prob;
     char *seed_src;
-} cached_problem;
+    char *problem_json;        /* the pinned text (the agent loads it too); NULL: read from disk */
+} pinned_problem;
+
+/* Pinned problems kept; the oldest goes first. */
+#define PIN_CACHE_MAX 16
 
 struct avo_engine {
     uv_loop_t *loop;
@@ -30,47 +40,85 @@ struct avo_engine {
     json_t *jobs;              /* ids for the pass in progress */
     size_t next;
     json_int_t current;
-    cached_problem *cache;
+    pinned_problem cache[PIN_CACHE_MAX];
     int ncache;
+    int cache_next;            /* the slot to reuse when full */
     avo_agent *agent;          /* runs agent jobs' steps; NULL: none */
     int closed;                /* timers closed so far (two to free) */
 };
 
 static void pass_next(avo_engine *e);
 
-static cached_problem *problem_get(avo_engine *e, const char *name, const char *seed_name, char *err,
-                                   size_t errlen)
+static void pinned_free(pinned_problem *c)
 {
-    if (!seed_name)
-        seed_name = "";
-    for (int i = 0; i < e->ncache; i++)
-        if (!strcmp(e->cache[i].name, name) && !strcmp(e->cache[i].seed_name, seed_name))
-            return &e->cache[i];
-    char dir[2048];
-    if (avo_problem_resolve(e->kernels_dir, name, dir, sizeof dir, err, errlen) < 0)
-        return NULL;
-    cached_problem *n = realloc(e->cache, (size_t)(e->ncache + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    e->cache = n;
-    cached_problem *c = &e->cache[e->ncache];
+    avo_problem_free(&c->prob);
+    free(c->seed_src);
+    free(c->problem_json);
     memset(c, 0, sizeof *c);
+}
+
+/* Load one job's problem into c: from its pinned texts when it has them,
+ * else (a job from before the pin) from disk as it is now. */
+static int pinned_load(avo_engine *e, pinned_problem *c, const char *name, const char *seed_name,
+                       const char *problem_json, const char *seed_text, char *err, size_t errlen)
+{
+    char dir[2048];
+    memset(c, 0, sizeof *c);
+    if (avo_problem_resolve(e->kernels_dir, name, dir, sizeof dir, err, errlen) < 0)
+        return -EINVAL;
+    if (problem_json) {
+        if (avo_pin_load(&c->prob, dir, problem_json, seed_name, err, errlen) < 0)
+            return -EINVAL;
+        if (!(c->seed_src = strdup(seed_text)) || !(c->problem_json = strdup(problem_json))) {
+            snprintf(err, errlen, "out of memory");
+            pinned_free(c);
+            return -ENOMEM;
+        }
+        return 0;
+    }
     if (avo_problem_load(&c->prob, dir, err, errlen) < 0)
-        return NULL;
+        return -EINVAL;
     if (avo_problem_use_seed(&c->prob, seed_name, err, errlen) < 0) {
         avo_problem_free(&c->prob);
-        return NULL;
+        return -EINVAL;
     }
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", c->prob.dir, c->prob.seed);
     if (!(c->seed_src = avo_file_read(path, NULL))) {
         snprintf(err, errlen, "%.900s: cannot read the seed", path);
         avo_problem_free(&c->prob);
-        return NULL;
+        return -EIO;
     }
-    snprintf(c->name, sizeof c->name, "%s", name);
-    snprintf(c->seed_name, sizeof c->seed_name, "%s", seed_name);
-    e->ncache++;
+    return 0;
+}
+
+static pinned_problem *cache_find(avo_engine *e, const char *key)
+{
+    for (int i = 0; i < e->ncache; i++)
+        if (!strcmp(e->cache[i].key, key))
+            return &e->cache[i];
+    return NULL;
+}
+
+/* The cached keys as a JSON array (the snapshot query leaves the pinned
+ * texts out for these); NULL when out of memory. */
+static char *cache_keys(const avo_engine *e)
+{
+    json_t *keys = json_array();
+    for (int i = 0; keys && i < e->ncache; i++)
+        json_array_append_new(keys, json_string(e->cache[i].key));
+    char *text = keys ? json_dumps(keys, JSON_COMPACT) : NULL;
+    json_decref(keys);
+    return text;
+}
+
+static pinned_problem *cache_slot(avo_engine *e)
+{
+    if (e->ncache < PIN_CACHE_MAX)
+        return &e->cache[e->ncache++];
+    pinned_problem *c = &e->cache[e->cache_next];
+    e->cache_next = (e->cache_next + 1) % PIN_CACHE_MAX;
+    pinned_free(c);
     return c;
 }
 
@@ -127,7 +175,27 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
     char msg[1024] = "";
     json_t *d = NULL;
     const char *sname = json_string_value(json_object_get(json_object_get(json_object_get(snap, "spec"), "seed"), "name"));
-    cached_problem *cp = pname ? problem_get(e, pname, sname, msg, sizeof msg) : NULL;
+    /* Columns 1-3: the pin's key, and its texts unless the key is cached. */
+    const char *key = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+    pinned_problem *cp = key ? cache_find(e, key) : NULL, fresh;
+    int have_fresh = 0;  /* a job from before the pin: fresh is its own */
+    if (!pname) {
+        snprintf(msg, sizeof msg, "no problem in the snapshot");
+    } else if (key && !cp) {
+        if (PQgetisnull(res, 0, 2) || PQgetisnull(res, 0, 3)) {
+            snprintf(msg, sizeof msg, "the pinned package %s is neither cached nor in the job", key);
+        } else {
+            if (pinned_load(e, &fresh, pname, sname, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), msg,
+                            sizeof msg) == 0) {
+                cp = cache_slot(e);
+                *cp = fresh;    /* moved: the slot owns it now */
+                snprintf(cp->key, sizeof cp->key, "%s", key);
+            }
+        }
+    } else if (!key && pinned_load(e, &fresh, pname, sname, NULL, NULL, msg, sizeof msg) == 0) {
+        cp = &fresh;
+        have_fresh = 1;
+    }
     if (!cp) {
         /* The problem package vanished or broke after submission. */
         char reason[1200];
@@ -157,8 +225,10 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
         if (ending)
             avo_agent_stop_job(e->agent, (long long)e->current);
         else if (d)
-            avo_agent_ensure(e->agent, snap);
+            avo_agent_ensure(e->agent, snap, cp->problem_json);
     }
+    if (have_fresh)
+        pinned_free(&fresh);
     json_decref(snap);
     if (!d) {
         pass_next(e);
@@ -185,8 +255,19 @@ static void pass_next(avo_engine *e)
     e->current = json_integer_value(json_array_get(e->jobs, e->next++));
     char id[32];
     snprintf(id, sizeof id, "%lld", (long long)e->current);
-    const char *params[] = {id};
-    if (avo_db_query(e->db, "SELECT avo_job_snapshot($1)", 1, params, on_snapshot, e) < 0)
+    char *keys = cache_keys(e);
+    const char *params[] = {id, keys};
+    /* The job's pinned texts come only when its key is not cached. */
+    int rc = keys ? avo_db_query(e->db,
+                                 "WITH k AS (SELECT j.problem_hash || '/' || COALESCE(j.spec->'seed'->>'name', '') "
+                                 "AS key, j.problem_json, j.seed_text FROM jobs j WHERE j.id = $1) "
+                                 "SELECT avo_job_snapshot($1), k.key, "
+                                 "CASE WHEN $2::jsonb ? k.key THEN NULL ELSE k.problem_json END, "
+                                 "CASE WHEN $2::jsonb ? k.key THEN NULL ELSE k.seed_text END FROM k",
+                                 2, params, on_snapshot, e)
+                  : -12;
+    free(keys);
+    if (rc < 0)
         pass_done(e);
 }
 
@@ -268,11 +349,8 @@ static void engine_closed(uv_handle_t *h)
     /* libuv runs close callbacks in no promised order: free after both */
     if (++e->closed < 2)
         return;
-    for (int i = 0; i < e->ncache; i++) {
-        avo_problem_free(&e->cache[i].prob);
-        free(e->cache[i].seed_src);
-    }
-    free(e->cache);
+    for (int i = 0; i < e->ncache; i++)
+        pinned_free(&e->cache[i]);
     json_decref(e->jobs);
     free(e);
 }
