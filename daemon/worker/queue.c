@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "avo_log.h"
+#include "avo_package.h"
 #include "devices.h"
 #include "sandbox.h"
 #include "avo_problem.h"
@@ -489,7 +490,12 @@ static int claim(worker *w, PGresult **out)
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
     const char *p[] = {wid, w->o->target, lease};
-    PGresult *r = exec(w, "SELECT * FROM avo_claim($1, $2, $3)", 3, p);
+    /* With the package the job pinned (sql/016_pinned_problem.sql), read
+     * by name: avo_claim's own columns come first, by position. */
+    PGresult *r = exec(w,
+                       "SELECT c.*, j.problem_hash AS pinned_hash, j.problem_files AS pinned_files "
+                       "FROM avo_claim($1, $2, $3) c LEFT JOIN jobs j ON j.id = c.job_id",
+                       3, p);
     *out = NULL;
     if (!r)
         return -5;
@@ -595,6 +601,39 @@ static void after_run(worker *w, int suspect)
     set_state(w, *w->o->stop ? "draining" : "idle");
 }
 
+/* The package on disk against the one the claim's job pinned: 0 when the
+ * files the evaluation reads (problem.json, the reference, the baseline)
+ * are the pinned ones, or the job pinned nothing (from before the pin);
+ * else -ESTALE with the reason in why, naming both hashes and the path.
+ * Seed files are not among them: avod keeps the job's seed text, and a
+ * worker never reads a seed. */
+static int check_pinned(const PGresult *claim, const avo_problem *p, char *why, size_t whylen)
+{
+    const int fh = PQfnumber(claim, "pinned_hash"), ff = PQfnumber(claim, "pinned_files");
+    if (fh < 0 || ff < 0 || PQgetisnull(claim, 0, fh) || PQgetisnull(claim, 0, ff))
+        return 0;
+    const char *pinned_hash = PQgetvalue(claim, 0, fh);
+    json_t *pinned = json_loads(PQgetvalue(claim, 0, ff), 0, NULL), *disk = NULL;
+    char err[600] = "", disk_hash[AVO_SHA256_HEX] = "?";
+    int rc = 0;
+    if (avo_package_manifest(p->dir, p->json, 0, &disk, err, sizeof err) == 0)
+        avo_package_hash(disk, disk_hash);
+    const char *const used[] = {"problem.json", p->reference, p->baseline, NULL};
+    const char *f = disk && pinned ? avo_package_first_change(pinned, disk, used) : "problem.json";
+    if (f) {
+        const char *ps = json_string_value(json_object_get(pinned, f));
+        const char *ds = json_string_value(json_object_get(disk, f));
+        snprintf(why, whylen,
+                 "problem package %.100s (%.500s) is not the version its job pinned: %.64s is %.12s here, %.12s "
+                 "pinned (package %.64s here, %.64s pinned); not evaluated",
+                 p->name, p->dir, f, ds ? ds : "unreadable", ps ? ps : "absent", disk_hash, pinned_hash);
+        rc = -ESTALE;
+    }
+    json_decref(pinned);
+    json_decref(disk);
+    return rc;
+}
+
 static int evaluate_one(worker *w, PGresult *claim)
 {
     const char *problem = PQgetvalue(claim, 0, 3);
@@ -615,11 +654,15 @@ static int evaluate_one(worker *w, PGresult *claim)
     set_state(w, "busy");
     prefetch(w);
 
-    if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) < 0) {
+    have_problem = avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) == 0 &&
+                   avo_problem_load(&p, dir, err, sizeof err) == 0;
+    if (!have_problem) {
         result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0, "configs");
+    } else if (check_pinned(claim, &p, err, sizeof err) < 0) {
+        avo_logx(AVO_LOG_WARN, "worker", &lc, "evaluation %lld refused: %s", w->eval_id, err);
+        result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "package_mismatch", "detail", err, "aggregate", 0.0,
+                           "configs");
     } else {
-        have_problem = 1;
         avo_eval_opts eo = {
             .harness_path = w->o->harness,
             .cache_dir = w->o->cache_dir,
