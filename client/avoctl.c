@@ -25,6 +25,7 @@
 #include "compare.h"
 #include "islands.h"
 #include "report.h"
+#include "pindiff.h"
 #include "show.h"
 #include "spec.h"
 #include "sse.h"
@@ -730,6 +731,9 @@ static void print_job(const json_t *job)
     avoctl_fmt_field(json_object_get(job, "id"), buf, sizeof buf);
     kv("job", buf);
     kv("problem", avoctl_str(job, "problem"));
+    /* the package version it runs, whatever the disk holds now (docs/jobs.md) */
+    const char *pkg = avoctl_str(job, "problem_hash");
+    kv("package", pkg ? pkg : "not pinned (submitted before jobs pinned their package)");
     kv("operator", avoctl_str(job, "operator"));
     /* the commit rule that applies (resolved at submission) */
     const json_t *cm = json_object_get(json_object_get(job, "spec"), "commit");
@@ -992,6 +996,30 @@ static int cmd_diff(avoctl_ctx *c, const avoctl_args *a)
         /* As is: the text is for patch(1) and diff viewers. */
         fputs(diff, stdout);
     }
+    json_decref(body);
+    return ex;
+}
+
+/* `avoctl problem diff JOB`: exit 0 when the disk holds the pinned
+ * version, 1 when it differs (as diff(1)). */
+static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t job;
+    json_t *body = NULL;
+    char err[256];
+    int ex;
+    if (strcmp(a->pos[0], "diff") != 0)
+        return usage_error(c, "problem: the one verb is diff (avoctl problem diff JOB)");
+    if (avoctl_parse_i64("JOB", a->pos[1], 1, INT64_MAX, &job, err, sizeof err) < 0)
+        return usage_error(c, err);
+    if ((ex = call(c, AVO_ROUTE_JOB_PROBLEM_DIFF, job, NULL, NULL, &body)) != EXIT_OK)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else if (avoctl_pindiff_print(body, stdout) < 0)
+        ex = EXIT_FAIL;
+    if (ex == EXIT_OK && !json_is_true(json_object_get(body, "same")))
+        ex = EXIT_FAIL;
     json_decref(body);
     return ex;
 }
@@ -1804,6 +1832,9 @@ static const avoctl_command commands[] = {
      compare_opts, 2, 2, "A B"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
+    {"problem", cmd_problem, "avoctl problem diff JOB",
+     "how the problem package on disk differs from the version JOB pinned at submission (exit 1 when it does)",
+     NULL, 2, 2, "diff JOB"},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
      "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
      "JOB"},
