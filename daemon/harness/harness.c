@@ -253,8 +253,8 @@ typedef struct {
     double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
                                              slow against cannot spend the candidate's deadline */
     int pair_open;                        /* paired: inside a pair (run_config_paired) */
-    double pair_draw;                     /* paired: the pair's check draw, made after its first call and
-                                             shared by its second (NAN: not made yet), so both lanes are
+    double pair_draw;                     /* paired: the candidate's check draw in this pair (NAN: not made
+                                             yet), taken by the against when it runs second, so both are
                                              checked on the same pairs and one reference run serves both */
     int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
@@ -1114,15 +1114,17 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     lr->rt_sum += rt;
     lr->rt_n++;
     out->calls = i + 1;
-    /* Decided now that the call is over: the candidate cannot know. The
-     * second call of a pair takes the first's draw (common random
-     * numbers): each lane is still checked with its own probability, but
-     * on the same pairs wherever both would be, so the pair's one reference
-     * run serves both lanes' checks. */
-    double draw = r->pair_open ? r->pair_draw : NAN;
+    /* Decided now that the call is over: the candidate cannot know. An
+     * against that runs second in its pair takes the candidate's draw
+     * (common random numbers), so both are checked on the same pairs
+     * wherever both would be and one reference run serves both. Never the
+     * other way: a candidate running second could see, in the time since
+     * its last call, whether a reference ran for the against just before
+     * it, and so predict its own check; its draw is always its own. */
+    double draw = r->pair_open && lr->ln->slot == LANE_AGAINST ? r->pair_draw : NAN;
     if (isnan(draw)) {
         draw = avo_check_rng_next(&r->rng);
-        if (r->pair_open)
+        if (r->pair_open && lr->ln->slot == LANE_CAND)
             r->pair_draw = draw;
     }
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));

@@ -22,8 +22,10 @@
 #      comparison still in full: (c)'s wrong against is still caught.
 #  (g) common random checks: with a reference about 4x slower than the
 #      call (check probability q near its floor, 0.25), both lanes are
-#      checked on the same pairs, so most checks (at least half) reuse the pair's one
-#      reference run (with independent draws a share q of them would), and
+#      checked on the same pairs where the against runs second (it takes
+#      the candidate's draw; never the reverse, which the candidate could
+#      predict), so over the configs at least 45% of the checks reuse a
+#      reference run (0.57-0.71 measured; independent draws about 0.3), and
 #      q stays what a reference run costs: counting the reused checks as
 #      free would have doubled it (0.52-0.59 measured).
 #  (e) a candidate that fails: no "paired".
@@ -162,8 +164,8 @@ avo-worker eval "$T/slowref" "$F/base.c" --json --cache "$T/cache" --against "$T
 jq -c '[.configs[] | {q: .checks.check_probability, random: .checks.random_checks, references}]' "$T/slowref.json" \
     2>/dev/null | sed 's/^/# /'
 check "common random checks: the lanes' checks share reference runs" \
-    jqt '.outcome == "ok" and (.paired | has("ratio")) and
-         all(.configs[]; .checks.random_checks >= 4 and .references.reused >= 0.5 * .references.computed)' \
+    jqt '.outcome == "ok" and (.paired | has("ratio")) and all(.configs[]; .checks.random_checks >= 4) and
+         ([.configs[].references.reused] | add) >= 0.45 * ([.configs[].references.computed] | add)' \
     "$T/slowref.json"
 check "common random checks: the check probability weighs a check by a reference run's cost (not doubled)" \
     jqt 'all(.configs[]; .checks.check_probability < 0.42)' "$T/slowref.json"
