@@ -46,8 +46,12 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * them is this much slower than the median of all, the calls that were not
  * checked ran faster than the ones that were (skipped work that the draw
  * happened to miss). An honest evaluation has each checked sample above
- * 1.5x its median only in a rare outlier, so two at once almost never. */
+ * 1.5x its median only in a rare outlier, but on a loaded host a burst can
+ * hold two of a few samples: a lane whose checked samples look so gets
+ * checks until CHECK_K_JUDGE before it is judged (a skipping cheat meets a
+ * skipped call in each further draw; a burst rarely covers four). */
 #define CONSISTENCY_FACTOR 1.5
+#define CHECK_K_JUDGE 4
 /* After a config's calls, the runner's group is let run this long with no
  * command; more CPU than IDLE_CPU_MAX in it is work left running outside a
  * call. */
@@ -1243,7 +1247,12 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
  * checks_done). */
 static int lane_checks_done(const lane_run *lr)
 {
-    return lr->trusted || lr->out.random_checks >= CHECK_K_MIN;
+    if (lr->trusted)
+        return 1;
+    if (lr->out.random_checks < CHECK_K_MIN)
+        return 0;
+    return lr->out.random_checks >= CHECK_K_JUDGE || !(lr->out.st.median > 0) ||
+           avo_checked_consistent(lr->tc, lr->nc, lr->out.st.median, CONSISTENCY_FACTOR) == 0;
 }
 
 /* After a sample: the stopping rule on the lane's samples, with spent the
