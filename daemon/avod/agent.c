@@ -72,6 +72,7 @@ struct avo_agent {
     int njobs;
     int stopping;
     int in_stop;         /* avo_agent_stop is running: it frees the agent itself */
+    int recovered;       /* the steps a restart interrupted were recorded (avo_agent_db_up) */
 };
 
 struct step {
@@ -1784,13 +1785,31 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
         free(a);
         return rc;
     }
+    *out = a;
+    return 0;
+}
+
+int avo_agent_db_up(avo_agent *a)
+{
+    /* Only the first connection of this process: a reconnect finds steps
+     * still alive here, whose rows must stay running. */
+    if (a->recovered)
+        return 0;
     /* Steps do not survive a restart (their conversation lived here): what
      * was running is recorded as interrupted and its attempts go to the
-     * engine; new steps start from the islands' heads. */
-    avo_db_query(db, "UPDATE agent_steps SET state = 'interrupted', reason = 'avod restarted', ended_at = now() "
-                     "WHERE state = 'running'", 0, NULL, on_cleared, NULL);
-    avo_db_query(db, "UPDATE candidates SET hold = false WHERE hold", 0, NULL, on_cleared, NULL);
-    *out = a;
+     * engine; new steps start from the islands' heads. Queued before the
+     * engine's first pass on the same connection, so they run first. */
+    int rc = avo_db_query(a->db,
+                          "UPDATE agent_steps SET state = 'interrupted', reason = 'avod restarted', ended_at = now() "
+                          "WHERE state = 'running'",
+                          0, NULL, on_cleared, NULL);
+    if (rc == 0)
+        rc = avo_db_query(a->db, "UPDATE candidates SET hold = false WHERE hold", 0, NULL, on_cleared, NULL);
+    if (rc < 0) {
+        avo_warn("agent", "cannot record the steps a restart interrupted: %s", strerror(-rc));
+        return rc;
+    }
+    a->recovered = 1;
     return 0;
 }
 

@@ -19,9 +19,9 @@
 typedef struct avo_agent avo_agent;
 
 /* providers: the configured providers (copied; may be empty). kick: asks
- * the engine for a pass (a step released its attempts). At start, steps
- * left running by a previous avod are marked interrupted and their attempts
- * released. Returns 0 or a negative int. */
+ * the engine for a pass (a step released its attempts). Steps left running
+ * by a previous avod are recorded once the database is up
+ * (avo_agent_db_up). Returns 0 or a negative int. */
 int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, const char *home,
                     const avo_llm_provider *providers, int nproviders, void (*kick)(void *), void *kick_arg);
 
@@ -32,6 +32,11 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
  * step describes to the model; NULL (a job from before the pin): the
  * package on disk. */
 void avo_agent_ensure(avo_agent *a, json_t *snap, const char *problem_json);
+/* The database is connected: on the first connection of this process,
+ * the steps a previous avod left running are recorded as interrupted and
+ * their held attempts released (queued ahead of any new step's query).
+ * 0, or a negative errno when the queries could not be queued. */
+int avo_agent_db_up(avo_agent *a);
 /* The job ended: its steps stop (their provider calls are cancelled). */
 void avo_agent_stop_job(avo_agent *a, long long job);
 

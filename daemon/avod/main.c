@@ -215,6 +215,8 @@ static void on_db_state(void *arg, int up)
     avod *d = arg;
     if (up) {
         avo_info("db", "connected");
+        if (d->agent)
+            avo_agent_db_up(d->agent);
         avo_engine_kick(d->engine);
         avo_eventlog_kick(d->eventlog);
     }

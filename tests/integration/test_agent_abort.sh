@@ -8,7 +8,9 @@
 # - a job cancelled while an answer is arriving (its headers sent, its body
 #   4 s later): the answer, generated and billed, is read and recorded,
 #   flagged late, and the job's tokens equal the tokens the fake served;
-# - avod stopped while a request waits: the connection is closed at once.
+# - avod stopped while a request waits: the connection is closed at once;
+# - avod killed (-9) during a step and started again: the step is recorded
+#   as interrupted by the restart, no attempt stays held.
 source "$(dirname "$0")/lib.sh"
 q() { psql_avo "$1"; }
 api() { curl -s --unix-socket "$AVO_HOME/avod.sock" -X "$1" ${3:+-d "$3"} "http://avod$2"; }
@@ -116,6 +118,31 @@ wait_for 10 "[ -n \"\$(events $T/slow.events disconnected 2)\" ]"
 T_GONE=$(events "$T/slow.events" disconnected 2 | jq -r .t)
 check "shutdown: the fake saw the connection closed within 2 s of SIGTERM" within "$T_STOP" "${T_GONE:-0}" 2
 check "shutdown: nothing was served" test -z "$(events "$T/slow.events" served)"
-: "$J3"
+
+# --- avod killed during a step and started again: the step is recorded ------------
+# as interrupted and its held attempts released (issue 23: the recovery was
+# queued before the database was connected, refused, and such steps stayed
+# running for good)
+check "restart: avod starts again" start_avod --providers "$T/providers.json"
+N0=$(requests "$T/slow.log")
+J5=$(agent_job slow)
+wait_for 120 "[ \"\$(q \"SELECT count(*) FROM agent_steps WHERE job_id = $J5 AND state = 'running'\")\" = 1 ] &&
+              [ \$(requests $T/slow.log) -gt $N0 ]"
+sleep 1
+BEFORE=$(q "SELECT string_agg(id::text, ',' ORDER BY id) FROM agent_steps WHERE state = 'running'")
+check "restart: J5's step is running, its request waiting (steps running: $BEFORE)" \
+    test "$(q "SELECT count(*) FROM agent_steps WHERE job_id = $J5 AND state = 'running'")" = 1
+kill -9 "$AVOD_PID"
+wait "$AVOD_PID" 2>/dev/null
+check "restart: avod starts on the same state after kill -9" start_avod --providers "$T/providers.json"
+wait_for 30 "[ \"\$(q \"SELECT count(*) FROM agent_steps WHERE id IN ($BEFORE) AND state = 'running'\")\" = 0 ]"
+check "restart: every step that was running ($BEFORE) is recorded as interrupted by the restart" \
+    test "$(q "SELECT count(*) FROM agent_steps WHERE id IN ($BEFORE) AND state = 'interrupted' AND reason = 'avod restarted'")" \
+         = "$(echo "$BEFORE" | tr ',' '\n' | wc -l)"
+check "restart: no attempt is held by a step that no longer runs" \
+    test "$(q "SELECT count(*) FROM candidates c WHERE c.hold AND NOT EXISTS
+               (SELECT 1 FROM agent_steps s WHERE s.job_id = c.job_id AND s.state = 'running')")" = 0
+avoctl cancel "$J3" >/dev/null 2>&1
+avoctl cancel "$J5" >/dev/null 2>&1
 
 [ "$FAILS" -eq 0 ]
