@@ -1,6 +1,8 @@
 #include "devices.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,4 +52,29 @@ json_t *avo_devices_probe(void)
     }
     avo_nvml_close();
     return a;
+}
+
+int avo_devices_visible_index(const char *cvd)
+{
+    if (!cvd || !*cvd)
+        return 0;
+    char first[128];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(cvd, ","), cvd);
+    if (first[0] >= '0' && first[0] <= '9') {
+        char *end;
+        long v = strtol(first, &end, 10);
+        return *end == 0 && v <= 4096 ? (int)v : -EINVAL;
+    }
+    if (strncmp(first, "GPU-", 4) != 0 && strncmp(first, "MIG-", 4) != 0)
+        return -EINVAL;
+    char nerr[64];
+    int n = avo_nvml_open(nerr, sizeof nerr), found = -ENODEV;
+    for (int i = 0; i < n && found < 0; i++) {
+        avo_gpu_info g;
+        if (avo_nvml_device(i, &g) == 0 && strncmp(g.uuid, first, strlen(first)) == 0)
+            found = i;
+    }
+    if (n >= 0)
+        avo_nvml_close();
+    return found;
 }

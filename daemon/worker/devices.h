@@ -11,4 +11,10 @@
  * entry instead of GPUs, so the reason is visible in `avoctl workers`. */
 json_t *avo_devices_probe(void);
 
+/* The NVML index of the GPU that CUDA calls device 0 under cvd (the value
+ * of CUDA_VISIBLE_DEVICES; NULL or "": index 0): its first entry, an index
+ * or a GPU's UUID (or a prefix of one, as CUDA accepts). -EINVAL for an
+ * entry that is neither, -ENODEV for a UUID no GPU here has. */
+int avo_devices_visible_index(const char *cvd);
+
 #endif

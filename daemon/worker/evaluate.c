@@ -4,6 +4,8 @@
 #include "avo_log.h"
 #include "avo_nvml.h"
 #include "avo_phases.h"
+#include "devices.h"
+#include "gpulock.h"
 #include "avo_utf8.h"
 #include "ptxas.h"
 #include "daemon/harness/tensors.h"
@@ -238,6 +240,14 @@ static json_t *sandbox_json(avo_sandbox_result *s)
 
 /* The host's 1-minute load average, -1 when /proc/loadavg cannot be read:
  * with the CPU count beside it, a loaded host explains a noisy timing. */
+/* Seconds since the epoch: the GPU lock's hold, comparable across workers. */
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static double load1(void)
 {
     double l = -1;
@@ -468,7 +478,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     avo_sandbox_result sr = {0};
     char *ref_src = NULL;
     json_t *res = NULL;
-    int refcache_fd = -1;
+    int refcache_fd = -1, gpu_lock = -1;
     *result = NULL;
     const double load_start = load1();
 
@@ -702,6 +712,31 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * nobody itself. */
     so.drop_uid = 0;
     avo_phases_lap(&ph, "setup", &t);
+    /* The GPU is this harness's alone while it runs (gpulock.h): a second
+     * worker on the same GPU waits here, its lease renewed by
+     * should_cancel, instead of timing beside this one. */
+    char lock_key[128] = "";
+    double lock_waited = 0, lock_from = 0;
+    if (cuda) {
+        avo_gpulock_key(o->gpu_index, lock_key, sizeof lock_key);
+        gpu_lock = avo_gpulock_take(o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir(),
+                                    lock_key,
+                                    o->should_cancel, o->cancel_arg, &lock_waited, err, errlen);
+        avo_phases_lap(&ph, "gpu_lock_wait", &t);
+        if (gpu_lock == -ECANCELED) {
+            for (int i = 0; i < npass; i++)
+                close(pass[i]);
+            res = base_result(p, "cancelled", err, seed);
+            goto done;
+        }
+        if (gpu_lock < 0) {
+            rc = gpu_lock;
+            for (int i = 0; i < npass; i++)
+                close(pass[i]);
+            goto cleanup;
+        }
+        lock_from = wall_now();
+    }
     long long e0 = cuda ? energy_mj(o->gpu_index) : -1;
     if (cuda)
         avo_phases_lap(&ph, "energy", &t);
@@ -709,6 +744,9 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     explicit_bzero(seedline, sizeof seedline);
     job_seed = 0;
     avo_phases_lap(&ph, "harness_process", &t);
+    const double lock_to = gpu_lock >= 0 ? wall_now() : 0;
+    avo_gpulock_release(gpu_lock);
+    gpu_lock = -1;
     /* The cache's budget, least recently used first, while no harness of
      * this worker's runs (another worker on the same cache may be reading:
      * it has its files open, or finds one gone and recomputes). */
@@ -774,6 +812,10 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         json_object_set_new(res, "sandbox", sandbox_json(&sr));
         if (cache_note[0])
             json_object_set_new(res, "reference_cache_error", json_string(cache_note));
+        if (lock_key[0])
+            json_object_set_new(res, "gpu_lock",
+                                json_pack("{s:s,s:f,s:f,s:f}", "gpu", lock_key, "waited_s", lock_waited, "held_from",
+                                          lock_from, "held_to", lock_to));
         paired_result(res, o, against_note);
     }
 
@@ -793,6 +835,7 @@ done:
     avo_phases_lap(&ph, "result", &t);
 
 cleanup:
+    avo_gpulock_release(gpu_lock);
     json_decref(res);
     free(ref_src);
     avo_sandbox_result_free(&sr);
@@ -1007,7 +1050,25 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                            .keep_head = 1, .pids_max = 256, .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
     avo_sandbox_confine(&ro, hide);
-    if ((rc = avo_sandbox_run(&ro, &rr, err, errlen)))
+    /* A CUDA program runs on the GPU that the host's workers time on:
+     * alone there, as an evaluation's harness (gpulock.h). */
+    int gpu_lock = -1;
+    if (cuda) {
+        char key[128];
+        double waited;
+        avo_gpulock_key(o->gpu_index, key, sizeof key);
+        gpu_lock = avo_gpulock_take(o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir(),
+                                    key, o->should_cancel, o->cancel_arg, &waited, err, errlen);
+        if (gpu_lock == -ECANCELED) {
+            *result = json_pack("{s:s,s:s}", "outcome", "cancelled", "detail", err);
+            goto done;
+        }
+        if ((rc = gpu_lock) < 0)
+            goto cleanup;
+    }
+    rc = avo_sandbox_run(&ro, &rr, err, errlen);
+    avo_gpulock_release(gpu_lock);
+    if (rc)
         goto cleanup;
     const char *outcome = rr.timed_out ? "timeout" : rr.signal ? "crash" : "ran";
     /* Its output is untrusted bytes; JSON needs UTF-8. */
@@ -1141,7 +1202,7 @@ static int usage(void)
     fprintf(stderr, "usage: avo-worker eval <problem-dir> <candidate-file> [--json] [--seed N] [--timeout S] "
                     "[--harness PATH] [--cache DIR] [--gpu-arch sm_XY] [--compile-only [--disassemble]] "
                     "[--against FILE [--confidence C] [--screen]] [--counters | --profile [--config NAME]] "
-                    "[--job-seed-stdin] [--ref-cache-mb N]\n");
+                    "[--job-seed-stdin] [--ref-cache-mb N] [--gpu-lock-dir DIR]\n");
     return 2;
 }
 
@@ -1233,6 +1294,9 @@ int avo_eval_cli(int argc, char **argv)
         } else if (strcmp(a, "--gpu-arch") == 0 && v) {
             o.gpu_arch = v;
             i++;
+        } else if (strcmp(a, "--gpu-lock-dir") == 0 && v) {
+            o.gpu_lock_dir = v;
+            i++;
         } else if (strcmp(a, "--screen") == 0) {
             o.screen = 1;
         } else if (strcmp(a, "--against") == 0 && v) {
@@ -1255,6 +1319,9 @@ int avo_eval_cli(int argc, char **argv)
     }
     if (npos != 2)
         return usage();
+    /* The GPU the harness sees as CUDA device 0 (energy, arch, its lock). */
+    const int gi = avo_devices_visible_index(getenv("CUDA_VISIBLE_DEVICES"));
+    o.gpu_index = gi < 0 ? 0 : gi;
     /* The reference cache is the job's: by hand, only with a job seed. */
     if (!ref_cache_given)
         o.ref_cache_bytes = (uint64_t)AVO_REFSTORE_DEFAULT_MB << 20;

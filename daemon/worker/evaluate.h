@@ -20,7 +20,9 @@ typedef struct {
     const char *cc;             /* C compiler, NULL = "cc" */
     const char *nvcc;           /* CUDA compiler, NULL = "nvcc" (PATH, then /usr/local/cuda/bin) */
     const char *gpu_arch;       /* CUDA problems: "sm_90a"...; NULL = read from the GPU through NVML */
-    int gpu_index;              /* NVML index of this worker's GPU (energy, arch) */
+    int gpu_index;              /* NVML index of this worker's GPU (energy, arch, the GPU lock) */
+    const char *gpu_lock_dir;   /* where the host's workers lock a GPU while its harness runs (gpulock.h);
+                                   NULL or "": avo_gpulock_default_dir() */
     double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
     uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
     uint64_t job_seed;          /* the job's secret seed (the warm-up calls' input sets, the same in every

@@ -19,6 +19,7 @@
 #include "avo_version.h"
 #include "devices.h"
 #include "evaluate.h"
+#include "gpulock.h"
 #include "queue.h"
 
 typedef struct {
@@ -38,6 +39,7 @@ typedef struct {
     long long poll_ms;
     long long max_evals;
     long long ref_cache_mb;
+    char gpu_lock_dir[AVO_CFG_STRLEN];
 } worker_settings;
 
 #define ROW(name, type, field, dflt, env, lo, hi, help) \
@@ -51,6 +53,8 @@ static const avo_cfg_row worker_rows[] = {
         "what this worker evaluates: cpu, gpu (its GPU's sm_XY), or sm_XY"),
     ROW("gpu", AVO_CFG_INT, gpu, "-1", NULL, -1, 64,
         "NVML index of this worker's GPU (default: CUDA_VISIBLE_DEVICES if one index, else 0)"),
+    ROW("gpu-lock-dir", AVO_CFG_STR, gpu_lock_dir, NULL, "AVO_GPU_LOCK_DIR", 1, 0,
+        "directory of the host's per-GPU timing locks, shared by every worker of the host (default /run/lock)"),
     ROW("harness", AVO_CFG_STR, harness, NULL, NULL, 1, 0, "avo-harness binary (default: beside avo-worker)"),
     ROW("cache", AVO_CFG_STR, cache, NULL, NULL, 1, 0, "compile cache directory (default <home>/cache)"),
     ROW("scratch", AVO_CFG_STR, scratch, NULL, "TMPDIR", 1, 0, "scratch root for candidate runs (default /tmp)"),
@@ -131,10 +135,17 @@ int main(int argc, char **argv)
         return 2;
     }
     if (s.gpu < 0) {
+        /* The GPU the harness will see as CUDA device 0; an index or a
+         * UUID, as CUDA reads the variable. A GPU worker cannot guess. */
         const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-        char *end;
-        long v = cvd ? strtol(cvd, &end, 10) : 0;
-        s.gpu = cvd && *cvd && *end == 0 && v >= 0 ? v : 0;
+        int v = avo_devices_visible_index(cvd);
+        if (v < 0 && strcmp(s.target, "cpu") != 0) {
+            fprintf(stderr, "avo-worker: CUDA_VISIBLE_DEVICES='%s' %s; give --gpu INDEX\n", cvd ? cvd : "",
+                    v == -ENODEV ? "names a GPU that NVML does not list on this host"
+                                 : "is neither a GPU index nor a GPU UUID");
+            return 2;
+        }
+        s.gpu = v < 0 ? 0 : v;
     }
     if (!strcmp(s.target, "gpu")) {
         /* The GPU decides: claims go by architecture (sm_90 for an H100/H200). */
@@ -205,6 +216,17 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (strcmp(s.target, "cpu") != 0) {
+        /* GPU work times under the host's lock of this GPU: a directory
+         * the worker cannot use refuses it now, not each evaluation. */
+        char key[128], lerr[600];
+        avo_gpulock_key((int)s.gpu, key, sizeof key);
+        if (avo_gpulock_check(*s.gpu_lock_dir ? s.gpu_lock_dir : avo_gpulock_default_dir(), key, lerr,
+                              sizeof lerr) < 0) {
+            fprintf(stderr, "avo-worker: %s\n", lerr);
+            return 2;
+        }
+    }
     avo_worker_opts o = {
         .dsn = s.db,
         .kernels = s.kernels,
@@ -220,6 +242,7 @@ int main(int argc, char **argv)
         .gpu_index = (int)s.gpu,
         .prefetch = s.prefetch < 0 ? strncmp(s.target, "sm_", 3) == 0 : (int)s.prefetch,
         .ref_cache_bytes = (uint64_t)s.ref_cache_mb << 20,
+        .gpu_lock_dir = s.gpu_lock_dir,
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);

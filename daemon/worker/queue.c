@@ -669,7 +669,7 @@ static int evaluate_one(worker *w, PGresult *claim)
             .state_dir = w->o->state_dir,
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
-            .gpu_index = w->o->gpu_index,
+            .gpu_index = w->o->gpu_index, .gpu_lock_dir = w->o->gpu_lock_dir,
             .ref_cache_bytes = w->o->ref_cache_bytes,
             .should_cancel = heartbeat,
             .cancel_arg = w,
@@ -811,6 +811,7 @@ static int run_program(worker *w)
     w->next_heartbeat = now_s() + 1;
     avo_eval_opts eo = {.cache_dir = w->o->cache_dir, .state_dir = w->o->state_dir,
                         .scratch_root = w->o->scratch_root, .gpu_index = w->o->gpu_index,
+                        .gpu_lock_dir = w->o->gpu_lock_dir,
                         .should_cancel = program_tick, .cancel_arg = w};
     json_t *res = NULL;
     char err[600];
@@ -892,7 +893,8 @@ static int run_profile(worker *w)
     } else {
         avo_eval_opts eo = {.harness_path = w->o->harness, .cache_dir = w->o->cache_dir,
                             .state_dir = w->o->state_dir, .scratch_root = w->o->scratch_root,
-                            .timeout_s = w->o->timeout_s, .gpu_index = w->o->gpu_index, .profile = 1,
+                            .timeout_s = w->o->timeout_s, .gpu_index = w->o->gpu_index,
+                            .gpu_lock_dir = w->o->gpu_lock_dir, .profile = 1,
                             .profile_config = config, .should_cancel = profile_tick, .cancel_arg = w};
         if (avo_eval_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err,
                                sizeof err) < 0)
