@@ -174,7 +174,8 @@ int avo_toolchain_banner_version(const char *line, char *out, size_t outlen)
             int used = parse_version(t, tok, sizeof tok);
             /* a whole token, or one followed by a suffix such as "-14" or
              * "+cu13": the leading numbers are the version */
-            if (used > 0 && (t + used == p || t[used] == '-' || t[used] == '+' || t[used] == '_'))
+            if (used > 0 && (t + used == p || t[used] == '-' || t[used] == '+' || t[used] == '_') &&
+                (strchr(tok, '.') || !strchr(best, '.')))
                 snprintf(best, sizeof best, "%s", tok);
         }
     }

@@ -35,7 +35,8 @@ int avo_toolchain_constraint_parse(const char *text, char *out, size_t outlen);
 int avo_toolchain_parse(const json_t *in, json_t **out, char *err, size_t errlen);
 
 /* The numeric version in a tool's banner line: the last token of 1 to 4
- * dot-separated numbers, a leading 'V' or 'v' allowed and trailing
+ * dot-separated numbers (one with a dot before one without: "13.2.1
+ * 20230801" is 13.2.1), a leading 'V' or 'v' allowed and trailing
  * punctuation ignored ("cc (Debian 12.2.0-14) 12.2.0" -> "12.2.0";
  * "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88").
  * Returns 0, or -ENOENT with out empty. */
