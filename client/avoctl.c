@@ -23,6 +23,7 @@
 #include "lineage.h"
 #include "campaign.h"
 #include "compare.h"
+#include "toolchain.h"
 #include "islands.h"
 #include "report.h"
 #include "pindiff.h"
@@ -546,6 +547,12 @@ static int submit_spec(avoctl_ctx *c, const json_t *spec, int watch)
         printf("job %lld submitted (%s, %s%s)\n", (long long)id,
                avoctl_str(job, "problem") ? avoctl_str(job, "problem") : "?", op ? op : "default operator", from);
     }
+    /* e.g. a toolchain no live worker has (sql/018): accepted, but it waits */
+    size_t wi;
+    json_t *w;
+    json_array_foreach(json_object_get(job, "warnings"), wi, w)
+        if (json_is_string(w))
+            fprintf(stderr, "avoctl: warning: %s\n", json_string_value(w));
     fflush(stdout);
     if (watch) {
         if (id <= 0) {
@@ -1161,6 +1168,58 @@ cleanup:
     return ex;
 }
 
+/* avoctl revalidate JOB|cand:ID [--on WORKER|GPU] [--wait]: the committed
+ * versions of a job (or one candidate) evaluated again on the toolchain
+ * that claims them now, against their recorded results (sql/018). */
+static int cmd_revalidate(avoctl_ctx *c, const avoctl_args *a)
+{
+    const char *arg = a->pos[0], *on = avoctl_args_get(a, "on");
+    const char *what = "job";
+    char *end;
+    json_t *req = NULL, *rv = NULL;
+    int ex;
+    if (!strncmp(arg, "cand:", 5) || !strncmp(arg, "candidate:", 10)) {
+        what = "candidate";
+        arg = strchr(arg, ':') + 1;
+    } else if (!strncmp(arg, "job:", 4)) {
+        arg += 4;
+    }
+    long long id = strtoll(arg, &end, 10);
+    if (!*arg || *end || id < 1)
+        return usage_error(c, "JOB: a job id (7, job:7) or a candidate (cand:55)");
+    req = json_pack("{s:I}", what, (json_int_t)id);
+    if (on) {
+        long long w = strtoll(on, &end, 10);
+        if (!*on || (*end == 0 && w < 1))
+            return json_decref(req), usage_error(c, "--on: a worker id or a GPU model or UUID");
+        if (*end == 0)
+            json_object_set_new(req, "on_worker", json_integer(w));
+        else
+            json_object_set_new(req, "on_gpu", json_string(on));
+    }
+    if ((ex = call(c, AVO_ROUTE_REVALIDATE, 0, NULL, req, &rv)) != EXIT_OK)
+        goto cleanup;
+    if (avoctl_args_get(a, "wait")) {
+        const int64_t rid = json_integer_value(json_object_get(rv, "id"));
+        while (!avoctl_revalidation_over(rv)) {
+            sleep_s(0.5);
+            json_t *next = NULL;
+            if ((ex = call(c, AVO_ROUTE_REVALIDATION, rid, NULL, NULL, &next)) != EXIT_OK)
+                goto cleanup;
+            json_decref(rv);
+            rv = next;
+        }
+    }
+    if (c->json)
+        ex = print_json(rv, JSON_INDENT(2));
+    else
+        ex = rendered(avoctl_revalidation_print(rv, avoctl_term_width(stdout), stdout), "revalidation");
+cleanup:
+    json_decref(req);
+    json_decref(rv);
+    return ex;
+}
+
 static int write_markdown(const json_t *report, const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -1766,6 +1825,11 @@ static const avoctl_opt compare_opts[] = {
     {"wait", 'w', 0, NULL, "wait for the measurement and print it (exit 1 when it failed)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt revalidate_opts[] = {
+    {"on", 0, 1, "WORKER|GPU", "only this worker (its id) or a worker of this GPU (model or GPU-UUID) claims them"},
+    {"wait", 'w', 0, NULL, "wait until every re-evaluation is over, then print the ratios"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt report_opts[] = {
     {"markdown", 'm', 1, "FILE", "also write the report as a markdown document ('-': stdout only)"},
     {NULL, 0, 0, NULL, NULL},
@@ -1830,6 +1894,10 @@ static const avoctl_command commands[] = {
     {"compare", cmd_compare, "avoctl compare A B [--confidence C] [--wait]",
      "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval",
      compare_opts, 2, 2, "A B"},
+    {"revalidate", cmd_revalidate, "avoctl revalidate JOB|cand:ID [--on WORKER|GPU] [--wait]",
+     "evaluate a job's committed versions (or one candidate) again on today's toolchain; ratios against the "
+     "recorded results",
+     revalidate_opts, 1, 1, "JOB|cand:ID"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
     {"problem", cmd_problem, "avoctl problem diff JOB",

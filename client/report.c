@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "toolchain.h"
 
 #define NTOTALS 14
 
@@ -262,8 +263,11 @@ int avoctl_report_print(const json_t *r, size_t width, FILE *out)
                 goto cleanup;
         }
         fputc('\n', out);
-        rc = avoctl_table_print(t, out);
+        if ((rc = avoctl_table_print(t, out)) < 0)
+            goto cleanup;
     }
+    /* Results grouped by the toolchain that produced them (sql/018) */
+    rc = avoctl_toolchain_groups_print(json_object_get(r, "toolchains"), width, out);
 cleanup:
     avoctl_table_free(t);
     return rc < 0 ? rc : ferror(out) ? -EIO : 0;
@@ -333,5 +337,6 @@ int avoctl_report_markdown(const json_t *r, FILE *out)
             fputs("|\n", out);
         }
     }
+    avoctl_toolchain_groups_markdown(json_object_get(r, "toolchains"), out);
     return ferror(out) ? -EIO : 0;
 }

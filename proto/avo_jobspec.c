@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avo_toolchain.h"
+
 static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
                                          "target_score", "stagnation", "islands", "migrate_every",
-                                         "epsilon", "priority", "operator_params", "agent", "commit", NULL};
+                                         "epsilon", "priority", "operator_params", "agent", "commit", "toolchain", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
                                             "energy_joules", "tokens", "cost_usd", NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
@@ -248,6 +250,9 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         (rc = get_str(in, "", "target", s->target, sizeof s->target, err, errlen)) < 0 ||
         (rc = get_str(in, "", "gpu", s->gpu, sizeof s->gpu, err, errlen)) < 0)
         return rc;
+    if (json_object_get(in, "toolchain") &&
+        (rc = avo_toolchain_parse(json_object_get(in, "toolchain"), &s->toolchain, err, errlen)) < 0)
+        return rc;
     if (strcmp(s->op, "tune") != 0 && strcmp(s->op, "agent") != 0) {
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune, agent)", s->op);
         return -22;
@@ -392,6 +397,8 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(n, "target_score", json_real(s->target_score));
         if (s->gpu[0])
             json_object_set_new(n, "gpu", json_string(s->gpu));
+        if (s->toolchain)
+            json_object_set(n, "toolchain", s->toolchain);
         /* min_gain only once the backend resolves it (avo_jobspec_commit_resolve) */
         json_object_set_new(n, "commit", json_pack("{s:f}", "confidence", s->confidence));
         if (s->min_gain >= 0)
@@ -419,4 +426,6 @@ void avo_jobspec_clear(avo_jobspec *s)
     s->seed_source = NULL;
     json_decref(s->seed_knobs);
     s->seed_knobs = NULL;
+    json_decref(s->toolchain);
+    s->toolchain = NULL;
 }

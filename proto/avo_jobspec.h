@@ -44,6 +44,7 @@ typedef struct {
     char *seed_source;        /* owned; avo_jobspec_clear frees it */
     int64_t seed_candidate;
     json_t *seed_knobs;       /* owned: {"BM":64,...} or NULL */
+    json_t *toolchain;        /* owned: canonical constraints (avo_toolchain.h), or NULL: any worker */
 } avo_jobspec;
 
 /* commit's defaults: a GPU problem's paired ratios are tight, a shared

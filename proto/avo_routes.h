@@ -24,6 +24,8 @@
     X(PROFILE,    "GET",  "/v1/profiles/{id}",      "one profile task: state, counters") \
     X(COMPARE,    "POST", "/v1/compare",            "queue a paired comparison {candidate, against, confidence?}") \
     X(COMPARE_GET, "GET", "/v1/compare/{id}",       "one paired comparison: state, ratio, interval") \
+    X(REVALIDATE, "POST", "/v1/revalidate",         "re-evaluate committed versions on today's toolchain {job|candidate, on_worker?, on_gpu?}") \
+    X(REVALIDATION, "GET", "/v1/revalidations/{id}", "one re-validation: new vs recorded result per candidate") \
     X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \

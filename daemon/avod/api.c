@@ -275,7 +275,10 @@ static void submit_insert(submission *sub)
         avo_http_reply_error(sub->req, 500, "internal", "out of memory");
     else
         query_json(a, sub->req, 0,
-                   "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb)", 9,
+                   /* a job pinned to a toolchain no live worker has is
+                    * accepted (one may come) with a warning beside it */
+                   "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb)"
+                   " || avo_toolchain_warnings($1::jsonb, $4)", 9,
                    params, NULL, 201);
     explicit_bzero(iseed, sizeof iseed);
     free(pin);
@@ -1054,6 +1057,108 @@ done:
     json_decref(in);
 }
 
+/* ---- re-validation (issue 21, point 3; sql/018_toolchain.sql) ---- */
+
+/* avo_revalidate_request's answer: {"revalidation": ...} (202) or the
+ * refusal it names. */
+static void on_revalidate(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    json_t *j = NULL;
+    if (avo_http_gone(c->req))
+        goto done;
+    if (err) {
+        reply_db_error(c->api, c->req, err);
+        goto done;
+    }
+    json_error_t je;
+    if (PQntuples(res) != 1 || !(j = json_loads(PQgetvalue(res, 0, 0), 0, &je))) {
+        avo_http_reply_error(c->req, 500, "internal", "bad answer from avo_revalidate_request");
+        goto done;
+    }
+    const char *code = json_string_value(json_object_get(j, "code"));
+    if (code) {
+        avo_http_reply_error(c->req, (int)json_integer_value(json_object_get(j, "status")), code, "%s",
+                             json_string_value(json_object_get(j, "message")));
+        goto done;
+    }
+    avo_http_reply_json(c->req, 202, json_incref(json_object_get(j, "revalidation")));
+done:
+    json_decref(j);
+    call_free(c);
+}
+
+/* POST /v1/revalidate {"job": J} or {"candidate": C}, with "on_worker": W
+ * or "on_gpu": "H200" / "GPU-uuid" at most: the committed versions (or the
+ * one candidate) queued again as evaluations of purpose 'revalidate'; 202
+ * with the re-validation. What needs the database (the job, the candidate
+ * and its recorded result, the worker) is avo_revalidate_request's. */
+static void h_revalidate(avo_api *a, avo_http_req *req)
+{
+    size_t len;
+    const char *body = avo_http_body(req, &len);
+    json_error_t je;
+    json_t *in = json_loadb(body, len, 0, &je);
+    const char *key, *why = "user";
+    json_t *v;
+    char job[32] = "", cand[32] = "", worker[32] = "", gpu[128] = "";
+    if (!json_is_object(in)) {
+        avo_http_reply_error(req, 400, "bad_request",
+                             "expected a JSON object {\"job\": ID} or {\"candidate\": ID}, with \"on_worker\" or "
+                             "\"on_gpu\"%s%s",
+                             in ? "" : ": ", in ? "" : je.text);
+        goto done;
+    }
+    json_object_foreach(in, key, v) {
+        const int id = !strcmp(key, "job") || !strcmp(key, "candidate") || !strcmp(key, "on_worker");
+        if (id) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1) {
+                avo_http_reply_error(req, 400, "bad_request", "%s: a positive integer id", key);
+                goto done;
+            }
+            snprintf(!strcmp(key, "job") ? job : !strcmp(key, "candidate") ? cand : worker, 32, "%lld",
+                     (long long)json_integer_value(v));
+        } else if (!strcmp(key, "on_gpu")) {
+            if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= sizeof gpu) {
+                avo_http_reply_error(req, 400, "bad_request",
+                                     "on_gpu: a GPU model (\"H200\") or UUID (\"GPU-...\"), 1 to 127 characters");
+                goto done;
+            }
+            snprintf(gpu, sizeof gpu, "%s", json_string_value(v));
+        } else if (!strcmp(key, "why")) {
+            if (!json_is_string(v) || (strcmp(json_string_value(v), "user") && strcmp(json_string_value(v), "campaign"))) {
+                avo_http_reply_error(req, 400, "bad_request", "why: \"user\" or \"campaign\"");
+                goto done;
+            }
+            why = json_string_value(v);
+        } else {
+            avo_http_reply_error(req, 400, "bad_request", "%s: unknown field (job, candidate, on_worker, on_gpu, why)",
+                                 key);
+            goto done;
+        }
+    }
+    if (!job[0] == !cand[0]) {
+        avo_http_reply_error(req, 400, "bad_request", "job, candidate: give exactly one of them");
+        goto done;
+    }
+    if (worker[0] && gpu[0]) {
+        avo_http_reply_error(req, 400, "bad_request", "on_worker, on_gpu: give at most one of them");
+        goto done;
+    }
+    call *cl = call_new(a, req, 0);
+    const char *params[] = {job[0] ? job : NULL, cand[0] ? cand : NULL, worker[0] ? worker : NULL,
+                            gpu[0] ? gpu : NULL, why};
+    if (!cl) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+    } else if (avo_db_query(a->db, "SELECT avo_revalidate_request($1::bigint, $2::bigint, $3::bigint, $4, $5)", 5,
+                            params, on_revalidate, cl) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        call_free(cl);
+    }
+done:
+    json_decref(in);
+}
+
 /* ---- knowledge base ---- */
 
 /* {"name": "tma.md", "text": "..."}: cut into chunks here, stored in one
@@ -1270,6 +1375,15 @@ void avo_api_handle(void *arg, avo_http_req *req)
         char nc[64];
         snprintf(nc, sizeof nc, "no compare %lld", (long long)id);
         query_json(a, req, id, "SELECT avo_compare_json($1)", 1, p1, nc, 200);
+        return;
+    }
+    case AVO_ROUTE_REVALIDATE:
+        h_revalidate(a, req);
+        return;
+    case AVO_ROUTE_REVALIDATION: {
+        char nr[64];
+        snprintf(nr, sizeof nr, "no revalidation %lld", (long long)id);
+        query_json(a, req, id, "SELECT avo_revalidation_json($1)", 1, p1, nr, 200);
         return;
     }
     case AVO_ROUTE_METRICS:

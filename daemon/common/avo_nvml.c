@@ -26,6 +26,9 @@ static struct {
     nvml_ret (*driver)(char *, unsigned);
     nvml_ret (*clock)(nvml_device, int, unsigned *);
     nvml_ret (*max_clock)(nvml_device, int, unsigned *);
+    nvml_ret (*app_clock)(nvml_device, int, unsigned *);
+    nvml_ret (*vbios)(nvml_device, char *, unsigned);
+    nvml_ret (*cuda_driver)(int *);
     const char *(*error_string)(nvml_ret);
 } nv;
 
@@ -62,6 +65,9 @@ static int nvml_open_locked(char *err, size_t errlen)
         SYM(driver, "nvmlSystemGetDriverVersion");
         SYM(clock, "nvmlDeviceGetClockInfo");
         SYM(max_clock, "nvmlDeviceGetMaxClockInfo");
+        SYM(app_clock, "nvmlDeviceGetApplicationsClock");
+        SYM(vbios, "nvmlDeviceGetVbiosVersion");
+        SYM(cuda_driver, "nvmlSystemGetCudaDriverVersion_v2");
         SYM(error_string, "nvmlErrorString");
 #undef SYM
         if (!nv.init || !nv.shutdown || !nv.count || !nv.handle || !nv.name || !nv.cc) {
@@ -137,5 +143,31 @@ int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz)
         return -19;
     if (nv.clock(d, NVML_CLOCK_SM, current_mhz) != NVML_OK || nv.max_clock(d, NVML_CLOCK_SM, max_mhz) != NVML_OK)
         return -95;
+    return 0;
+}
+
+int avo_nvml_app_clocks(int index, unsigned *sm_mhz, unsigned *mem_mhz)
+{
+    nvml_device d;
+    enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+    if (!nv.lib || !nv.app_clock || nv.handle((unsigned)index, &d) != NVML_OK)
+        return -19;
+    if (nv.app_clock(d, NVML_CLOCK_SM, sm_mhz) != NVML_OK || nv.app_clock(d, NVML_CLOCK_MEM, mem_mhz) != NVML_OK)
+        return -95;
+    return 0;
+}
+
+int avo_nvml_vbios(int index, char *out, size_t len)
+{
+    nvml_device d;
+    if (!nv.lib || !nv.vbios || nv.handle((unsigned)index, &d) != NVML_OK)
+        return -19;
+    return nv.vbios(d, out, (unsigned)len) == NVML_OK ? 0 : -95;
+}
+
+int avo_nvml_cuda_driver_version(int *version)
+{
+    if (!nv.lib || !nv.cuda_driver || nv.cuda_driver(version) != NVML_OK)
+        return -19;
     return 0;
 }

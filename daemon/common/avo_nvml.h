@@ -29,6 +29,12 @@ int avo_nvml_driver_version(char *out, size_t len);
 int avo_nvml_energy_mj(int index, uint64_t *mj);
 /* Current and maximum SM clock, MHz. */
 int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz);
+/* Application clocks (what the GPU runs work at unless boosted), MHz. */
+int avo_nvml_app_clocks(int index, unsigned *sm_mhz, unsigned *mem_mhz);
+/* The board's VBIOS version text. */
+int avo_nvml_vbios(int index, char *out, size_t len);
+/* The CUDA version the driver supports, as CUDA encodes it (13000 = 13.0). */
+int avo_nvml_cuda_driver_version(int *version);
 
 #ifdef __cplusplus
 }

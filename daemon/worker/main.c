@@ -21,6 +21,7 @@
 #include "evaluate.h"
 #include "gpulock.h"
 #include "queue.h"
+#include "toolchain.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -32,6 +33,7 @@ typedef struct {
     char cache[AVO_CFG_STRLEN];
     char scratch[AVO_CFG_STRLEN];
     char log_level[AVO_CFG_STRLEN];
+    char toolchain_file[AVO_CFG_STRLEN];
     long long gpu;
     long long prefetch;
     double lease;
@@ -58,6 +60,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("harness", AVO_CFG_STR, harness, NULL, NULL, 1, 0, "avo-harness binary (default: beside avo-worker)"),
     ROW("cache", AVO_CFG_STR, cache, NULL, NULL, 1, 0, "compile cache directory (default <home>/cache)"),
     ROW("scratch", AVO_CFG_STR, scratch, NULL, "TMPDIR", 1, 0, "scratch root for candidate runs (default /tmp)"),
+    ROW("toolchain-file", AVO_CFG_STR, toolchain_file, NULL, "AVO_TOOLCHAIN_FILE", 1, 0,
+        "JSON object replacing parts of the probed toolchain record (tests and operators only: it changes which "
+        "jobs' work this worker claims; docs/evaluation.md)"),
     ROW("log-level", AVO_CFG_STR, log_level, "info", "AVO_LOG_LEVEL", 1, 0, "error, warn, info or debug"),
     ROW("lease", AVO_CFG_DOUBLE, lease, "60", NULL, 2, 3600, "lease on a claimed evaluation, seconds"),
     ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
@@ -111,10 +116,25 @@ int main(int argc, char **argv)
         json_decref(d);
         return 0;
     }
+    if (argc > 1 && !strcmp(argv[1], "toolchain")) {
+        /* avo-worker toolchain [TARGET [GPU]]: the record a worker of that
+         * target would register (AVO_TOOLCHAIN_FILE applied) */
+        json_t *tc = NULL;
+        const avo_toolchain_opts to = {.target = argc > 2 ? argv[2] : "cpu", .gpu_index = argc > 3 ? atoi(argv[3]) : 0,
+                                       .override_file = getenv("AVO_TOOLCHAIN_FILE")};
+        if (avo_toolchain_probe(&to, &tc, err, sizeof err) < 0) {
+            fprintf(stderr, "avo-worker: %s\n", err);
+            return 1;
+        }
+        json_dumpf(tc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        putchar('\n');
+        json_decref(tc);
+        return 0;
+    }
     avo_log_init("avo-worker");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker devices");
+            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker devices\n       avo-worker toolchain [TARGET [GPU]]");
             return 0;
         }
         if (!strcmp(argv[i], "--version")) {
@@ -243,6 +263,7 @@ int main(int argc, char **argv)
         .prefetch = s.prefetch < 0 ? strncmp(s.target, "sm_", 3) == 0 : (int)s.prefetch,
         .ref_cache_bytes = (uint64_t)s.ref_cache_mb << 20,
         .gpu_lock_dir = s.gpu_lock_dir,
+        .toolchain_file = s.toolchain_file,
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);

@@ -22,6 +22,7 @@
 #include "sandbox.h"
 #include "avo_problem.h"
 #include "evaluate.h"
+#include "toolchain.h"
 
 typedef struct {
     const avo_worker_opts *o;
@@ -53,6 +54,7 @@ typedef struct {
     atomic_int warm_done;       /* the compile thread has finished (joined by the next heartbeat) */
     int work_pending;           /* a wake-up for new work arrived during an evaluation */
     int draining;               /* the registry already says so */
+    json_t *toolchain;          /* probed once at start (toolchain.h): on the worker's row and in every result */
 } worker;
 
 static double now_s(void);
@@ -184,11 +186,13 @@ static int do_register(worker *w)
     json_t *dev = avo_devices_probe();
     char *devices = json_dumps(dev, JSON_COMPACT);
     json_decref(dev);
-    const char *p[] = {host, pid, w->o->target, devices ? devices : "[]"};
+    char *tc = json_dumps(w->toolchain, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *p[] = {host, pid, w->o->target, devices ? devices : "[]", tc};
     PGresult *r = exec(w,
-                       "INSERT INTO workers (host, pid, target, devices) VALUES ($1, $2, $3, $4::jsonb) "
-                       "RETURNING id",
-                       4, p);
+                       "INSERT INTO workers (host, pid, target, devices, toolchain) "
+                       "VALUES ($1, $2, $3, $4::jsonb, $5::jsonb) RETURNING id",
+                       5, p);
+    free(tc);
     free(devices);
     if (!r)
         return -5;
@@ -700,6 +704,9 @@ static int evaluate_one(worker *w, PGresult *claim)
         avo_problem_free(&p);
     reap_orphans();
 
+    /* Every result says what produced it (sql/018_toolchain.sql), the
+     * clocks this evaluation saw included. */
+    json_object_set_new(result, "toolchain", avo_toolchain_for_result(w->toolchain, result));
     const char *outcome = json_string_value(json_object_get(result, "outcome"));
     if (!outcome)
         outcome = "crash";
@@ -965,6 +972,20 @@ static void wait_for_work(worker *w)
 int avo_worker_run(const avo_worker_opts *o)
 {
     worker w = {.o = o};
+    char err[512];
+    const avo_toolchain_opts to = {.target = o->target, .gpu_index = o->gpu_index,
+                                   .override_file = o->toolchain_file};
+    if (avo_toolchain_probe(&to, &w.toolchain, err, sizeof err) < 0) {
+        avo_err("worker", "%s", err);
+        return -22;
+    }
+    {
+        const json_t *v = json_object_get(w.toolchain, "versions");
+        const char *cc = json_string_value(json_object_get(v, "cc")), *nv = json_string_value(json_object_get(v, "nvcc"));
+        const char *dr = json_string_value(json_object_get(v, "driver"));
+        avo_info("worker", "toolchain: cc %s, nvcc %s, driver %s%s", cc ? cc : "none", nv ? nv : "none",
+                 dr ? dr : "none", json_is_true(json_object_get(w.toolchain, "overridden")) ? " (overridden by --toolchain-file)" : "");
+    }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int done = 0;
     while (!*o->stop) {
@@ -1010,6 +1031,7 @@ int avo_worker_run(const avo_worker_opts *o)
         set_state(&w, "gone");
     if (w.conn)
         PQfinish(w.conn);
+    json_decref(w.toolchain);
     avo_info("worker", "stopped");
     return 0;
 }

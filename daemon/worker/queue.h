@@ -26,6 +26,7 @@ typedef struct {
     int prefetch;               /* evaluations claimed and compiled ahead while one runs, 0..AVO_PREFETCH_MAX */
     uint64_t ref_cache_bytes;   /* the reference cache's budget (--ref-cache-mb); 0: off */
     const char *gpu_lock_dir;   /* the host's per-GPU timing locks (--gpu-lock-dir); NULL: the default */
+    const char *toolchain_file; /* --toolchain-file: overrides of the probed toolchain (toolchain.h), or "" */
     volatile sig_atomic_t *stop;
 } avo_worker_opts;
 
