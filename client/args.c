@@ -1,3 +1,4 @@
+/* avoctl's command-line parsing: global flags and per-command options (args.h). */
 #include "args.h"
 
 #include <errno.h>

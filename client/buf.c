@@ -1,3 +1,4 @@
+/* avoctl's growable NUL-terminated byte buffer, and text files read as checked JSON strings (buf.h). */
 #include "buf.h"
 
 #include <errno.h>

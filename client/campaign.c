@@ -1,3 +1,4 @@
+/* `avoctl campaign run`: campaign file checks, summary and regression report (campaign.h). */
 #include "campaign.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* `avoctl compare`: reading what a compare task measured (compare.h). */
 #include "compare.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* avoctl's human output: aligned tables, scores, speedups and event lines (format.h). */
 #include "format.h"
 
 #include <errno.h>

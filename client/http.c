@@ -1,3 +1,4 @@
+/* avoctl's HTTP client for the avod API: libcurl on the unix socket or TCP (http.h). */
 #include "http.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* `avoctl watch` on a terminal: one live line per island (islands.h). */
 #include "islands.h"
 
 #include <math.h>

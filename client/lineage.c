@@ -1,3 +1,4 @@
+/* `avoctl lineage`: a job's candidates printed as a tree by parent (lineage.h). */
 #include "lineage.h"
 
 #include <errno.h>

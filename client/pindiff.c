@@ -1,3 +1,4 @@
+/* `avoctl problem diff`: a job's pinned package against the disk, for a person (pindiff.h). */
 #include "pindiff.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* `avoctl report`: seed against best per configuration, as text or markdown (report.h). */
 #include "report.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* `avoctl show` and `avoctl profile`: one candidate for a person (show.h). */
 #include "show.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Building a job spec from `avoctl submit` flags (spec.h). */
 #include "spec.h"
 
 #include <errno.h>

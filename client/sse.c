@@ -1,3 +1,4 @@
+/* Incremental server-sent events parser for `avoctl watch` streams (sse.h). */
 #include "sse.h"
 
 #include <errno.h>

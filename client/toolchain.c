@@ -1,3 +1,4 @@
+/* Toolchain records and re-validations as avoctl prints them (toolchain.h). */
 #include "toolchain.h"
 
 #include <errno.h>

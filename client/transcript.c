@@ -1,3 +1,4 @@
+/* `avoctl transcript`: an agent job's steps as a readable trajectory (transcript.h). */
 #include "transcript.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Arithmetic expressions over named variables for problem specs (avo_expr.h). */
 #include "avo_expr.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* Where avo keeps its state ($AVO_HOME), one rule for avod and avoctl (avo_home.h). */
 #include "avo_home.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The job spec: parsing, validation and defaults, shared by avod and avoctl (avo_jobspec.h). */
 #include "avo_jobspec.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* Problem packages (problem.json): loading, validation, sizes, knobs, rendering (avo_problem.h). */
 #include "avo_problem.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* Matching a request against the shared API route table (avo_routes.h). */
 #include "avo_routes.h"
 
 #include <errno.h>

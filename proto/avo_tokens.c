@@ -1,3 +1,4 @@
+/* Bearer-token files read by avod and avoctl (avo_tokens.h). */
 #include "avo_tokens.h"
 
 #include <errno.h>

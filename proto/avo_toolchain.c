@@ -1,3 +1,4 @@
+/* A job's toolchain constraints, parsed strictly into their canonical form (avo_toolchain.h). */
 #include "avo_toolchain.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* The agent operator's steps: LLM conversations that edit, evaluate and commit candidates (agent.h). */
 #include "agent.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The agent's tools without I/O: declarations, argument checks, working copy, problem text (agenttools.h). */
 #include "agenttools.h"
 
 #include <errno.h>

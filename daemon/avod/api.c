@@ -1,3 +1,4 @@
+/* The /v1 API handlers: route dispatch, validation, answers from PostgreSQL, event streams (api.h). */
 #include "api.h"
 
 #include <errno.h>

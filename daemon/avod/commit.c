@@ -1,3 +1,4 @@
+/* The noise-aware commit rule shared by the engine and the agent's commit tool (commit.h). */
 #include "commit.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* One asynchronous libpq connection driven by the libuv loop: queries, LISTEN, reconnects (db.h). */
 #include "db.h"
 
 #include <stdlib.h>

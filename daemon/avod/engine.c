@@ -1,3 +1,4 @@
+/* The evolution engine's loop: per active job, snapshot, decide (evolve.c), apply (engine.h). */
 #include "engine.h"
 
 #include <errno.h>

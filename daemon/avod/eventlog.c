@@ -1,3 +1,4 @@
+/* Job events copied to avod's log with journal fields, driven by the avo_events NOTIFY (eventlog.h). */
 #include "eventlog.h"
 
 #include <errno.h>

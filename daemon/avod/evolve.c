@@ -1,3 +1,4 @@
+/* The evolution step: from a job snapshot, decide commits, proposals and the job's end (evolve.h). */
 #include "evolve.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* avod's HTTP server: libmicrohttpd in external-epoll mode on the libuv loop (http.h). */
 #include "http.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Knowledge-base documents cut into searchable chunks (kb.h). */
 #include "kb.h"
 
 #include <errno.h>

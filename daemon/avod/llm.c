@@ -1,3 +1,4 @@
+/* LLM provider wire formats, keys, retry policy and cost, without I/O (llm.h). */
 #include "llm.h"
 
 #include <errno.h>

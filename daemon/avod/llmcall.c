@@ -1,3 +1,4 @@
+/* One LLM provider call on the loop: build, post, retry, parse (llmcall.h). */
 #include "llmcall.h"
 
 #include <errno.h>

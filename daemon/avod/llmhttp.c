@@ -1,3 +1,4 @@
+/* Non-blocking HTTP POSTs for LLM calls: libcurl multi driven by the libuv loop (llmhttp.h). */
 #include "llmhttp.h"
 
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+/* Schema migrations: sql/NNN_*.sql applied in order at startup, once each (migrate.h). */
 #include "migrate.h"
 
 #include <dirent.h>

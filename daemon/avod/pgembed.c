@@ -1,3 +1,4 @@
+/* The embedded PostgreSQL cluster avod owns when no DSN is configured (pgembed.h). */
 #include "pgembed.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* Supervision of the embedded PostgreSQL from the event loop: restart when it dies (pgwatch.h). */
 #include "pgwatch.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* A job's pinned problem package: made at submission, loaded back, diffed with the disk (pin.h). */
 #include "pin.h"
 
 #include <errno.h>

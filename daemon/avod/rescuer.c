@@ -1,3 +1,4 @@
+/* The rescuer timer: requeues evaluations with expired leases, marks silent workers gone (rescuer.h). */
 #include "rescuer.h"
 
 #include <stdio.h>

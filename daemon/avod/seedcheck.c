@@ -1,3 +1,4 @@
+/* Compile-checks a submitted seed through `avo-worker eval --compile-only` (seedcheck.h). */
 #include "seedcheck.h"
 
 #include <errno.h>

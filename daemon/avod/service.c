@@ -1,3 +1,4 @@
+/* avod as a systemd notify service: READY, STATUS, WATCHDOG, RELOADING, STOPPING (service.h). */
 #include "service.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Unified diffs between two candidate sources, with libgit2 (srcdiff.h). */
 #include "srcdiff.h"
 
 #include <git2.h>

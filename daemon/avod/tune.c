@@ -1,3 +1,4 @@
+/* The `tune` operator: proposes untried knob configurations of a problem (tune.h). */
 #include "tune.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* One control group per evaluation on cgroup v2, v1 or hybrid hosts (avo_cgroup.h). */
 #include "avo_cgroup.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* Table-driven configuration: file, environment and flags from one table (avo_config.h). */
 #include "avo_config.h"
 
 #include <ctype.h>

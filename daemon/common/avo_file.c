@@ -1,3 +1,4 @@
+/* Whole-file reads for small text files (avo_file.h). */
 #include "avo_file.h"
 
 #include <errno.h>

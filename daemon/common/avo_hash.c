@@ -1,3 +1,4 @@
+/* SHA-256 content addresses as lowercase hex (avo_hash.h). */
 #include "avo_hash.h"
 
 #include <openssl/evp.h>

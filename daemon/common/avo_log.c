@@ -1,3 +1,4 @@
+/* Logging by subsystem and level, to stderr or to the journal (avo_log.h). */
 #include "avo_log.h"
 
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* NVML loaded at run time: GPU descriptions, clocks and energy counters (avo_nvml.h). */
 #include "avo_nvml.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* A problem package's manifest and hash, as a job pins it (avo_package.h). */
 #include "avo_package.h"
 
 #include <errno.h>

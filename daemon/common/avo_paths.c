@@ -1,3 +1,4 @@
+/* Where the project's data lives relative to the running binary (avo_paths.h). */
 #include "avo_paths.h"
 
 #include <limits.h>

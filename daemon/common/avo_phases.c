@@ -1,3 +1,4 @@
+/* Wall time by phase of one evaluation, for the worker and the harness (avo_phases.h). */
 #include "avo_phases.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* Untrusted text made valid UTF-8 for JSON and jsonb (avo_utf8.h). */
 #include "avo_utf8.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* A checked call's output and input comparisons on the device (avo_compare.h). */
 #include "avo_compare.h"
 
 #include <errno.h>

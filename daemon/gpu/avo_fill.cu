@@ -1,3 +1,4 @@
+/* Input tensors generated on the device, bit for bit the host's ChaCha20 fill (avo_fill.h). */
 #include "avo_fill.h"
 
 #include <errno.h>

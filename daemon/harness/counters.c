@@ -1,3 +1,4 @@
+/* Hardware counters and CPU time of the runner via perf_event_open (counters.h). */
 #include "counters.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The harness's CUDA side: device context, tensor mirrors, one timed launch (stubs without CUDA) (gpu.h). */
 #include "gpu.h"
 
 #include <errno.h>

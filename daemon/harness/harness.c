@@ -1,3 +1,4 @@
+/* avo-harness's checker: runs the reference, drives the candidate's runner, checks, times, scores (harness.h). */
 #include "harness.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* Paired A/B statistics: the speed ratio with a bootstrap confidence interval (paired.h). */
 #include "paired.h"
 
 #include <errno.h>

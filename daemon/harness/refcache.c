@@ -1,3 +1,4 @@
+/* The reference cache's files: the reference's outputs kept across a job's evaluations (refcache.h). */
 #include "refcache.h"
 
 #include <errno.h>

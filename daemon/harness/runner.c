@@ -1,3 +1,4 @@
+/* The runner, the only process that executes candidate code, and the checker's side of it (runner.h). */
 #include "runner.h"
 
 #include <dlfcn.h>

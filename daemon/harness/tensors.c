@@ -1,3 +1,4 @@
+/* The harness's tensor buffers: allocation, seeded fill, poisoning, comparison (tensors.h). */
 #include "tensors.h"
 
 #include <openssl/evp.h>

@@ -1,3 +1,4 @@
+/* Harness timing: clock, cache flush, statistics, stopping rules, GPU samples (timing.h). */
 #include "timing.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Compiles a candidate into a shared object through a content-addressed cache (compile.h). */
 #include "compile.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The worker host's CPU and NVIDIA GPUs, and the GPU CUDA_VISIBLE_DEVICES names (devices.h). */
 #include "devices.h"
 
 #include <errno.h>

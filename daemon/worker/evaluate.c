@@ -1,3 +1,4 @@
+/* Evaluates one candidate: compile, run avo-harness sandboxed, classify; also `avo-worker eval` (evaluate.h). */
 #include "evaluate.h"
 
 #include "avo_file.h"

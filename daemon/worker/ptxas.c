@@ -1,3 +1,4 @@
+/* Parses the ptxas resource report into per-kernel data (ptxas.h). */
 #include "ptxas.h"
 
 #include <stdio.h>

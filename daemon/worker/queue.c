@@ -1,3 +1,4 @@
+/* The worker's side of the queue: register, claim, renew leases, store results, wait (queue.h). */
 #include "queue.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* The worker's reference-cache directory and its LRU budget (refstore.h). */
 #include "refstore.h"
 
 #include <dirent.h>

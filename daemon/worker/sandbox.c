@@ -1,3 +1,4 @@
+/* Runs one untrusted program confined: namespaces, cgroup, rlimits, timeout (sandbox.h). */
 #include "sandbox.h"
 
 #include "avo_cgroup.h"

@@ -1,3 +1,4 @@
+/* Probes the worker's toolchain record: compilers, driver, CUDA, GPU, CPU (toolchain.h). */
 #include "toolchain.h"
 
 #include <dlfcn.h>
