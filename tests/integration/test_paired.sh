@@ -42,7 +42,10 @@ ev() {  # ev OUT CANDIDATE [ARGS...]
     shift 2
     avo-worker eval "$F" "$cand" --json --cache "$T/cache" "$@" >"$T/$out.json" 2>"$T/$out.err"
 }
-show() { jq -c '{outcome, paired: (.paired | {ratio, low, ci, error})}' "$T/$1.json" 2>/dev/null | sed 's/^/# /'; }
+show() {  # the outcome, the paired figures, and why where it is not ok
+    jq -c '{outcome, paired: (.paired | {ratio, low, ci, error})} + (if .outcome != "ok" then {detail} else {} end)' \
+        "$T/$1.json" 2>/dev/null | sed 's/^/# /'
+}
 
 shape='.outcome == "ok" and (.paired | .method == "bootstrap-percentile" and .resamples == 2000 and
        .confidence == 0.95 and .order == "random within each pair" and (.measure | type == "string") and
