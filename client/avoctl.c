@@ -22,6 +22,7 @@
 #include "http.h"
 #include "lineage.h"
 #include "campaign.h"
+#include "campreval.h"
 #include "compare.h"
 #include "toolchain.h"
 #include "islands.h"
@@ -1594,6 +1595,125 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
     return out;
 }
 
+/* One call whose failure the campaign reports rather than prints: the
+ * answer's body (2xx) in *out, or why not in why. 0 or -1. */
+static int ask_quietly(avoctl_ctx *c, avo_route_id route, int64_t id, const json_t *body, json_t **out, char *why,
+                       size_t whylen)
+{
+    avoctl_response r = {0};
+    int rc = -1;
+    *out = NULL;
+    if (open_http(c) < 0 || avoctl_http_call(c->http, route, id, NULL, body, &r) < 0) {
+        snprintf(why, whylen, "avod could not be asked: %s", r.error[0] ? r.error : "no answer");
+    } else if (r.status < 200 || r.status >= 300 || !r.body) {
+        const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
+        snprintf(why, whylen, "avod refused: %s", msg ? msg : "unexpected answer");
+    } else {
+        *out = json_incref(r.body);
+        rc = 0;
+    }
+    avoctl_response_free(&r);
+    return rc;
+}
+
+/* The campaign's re-validation (client/campreval.h): reads the previous
+ * summary's best candidates and the live workers, decides which problems'
+ * toolchain changed, queues a re-validation of each such best on the
+ * worker whose toolchain differs (why "campaign"), and prints one line
+ * per problem queued, or the one line that nothing changed. *plan: the
+ * summary's section; *revs: {problem: re-validation or {"error"}}.
+ * EXIT_OK, or EXIT_FAIL when out of memory. */
+static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mode mode, const json_t *prev,
+                                const json_t *jobs, json_t **plan, json_t **revs)
+{
+    json_t *cands = json_object(), *workers = NULL, *wl = NULL, *todo = NULL;
+    char why[700];
+    const char *pname;
+    json_t *p;
+    *revs = json_object();
+    *plan = NULL;
+    if (!cands || !*revs)
+        goto oom;
+    json_object_foreach(json_object_get(prev, "problems"), pname, p) {
+        const json_t *bc = json_object_get(p, "baseline_candidate");
+        json_t *cand = NULL;
+        if (!json_is_integer(bc))
+            continue;
+        if (ask_quietly(c, AVO_ROUTE_CANDIDATE, json_integer_value(bc), NULL, &cand, why, sizeof why) < 0)
+            cand = json_pack("{s:s}", "error", why);
+        if (!cand || json_object_set_new(cands, pname, cand) < 0)
+            goto oom;
+    }
+    if (ask_quietly(c, AVO_ROUTE_WORKERS, 0, NULL, &wl, why, sizeof why) < 0 && !c->json)
+        printf("campaign %s: the workers could not be listed (%s): no toolchain to compare with\n", name, why);
+    workers = json_object_get(wl, "workers");
+    if (!(*plan = avoctl_reval_plan(mode, prev, cands, jobs, workers)) || !(todo = avoctl_reval_todo(*plan)))
+        goto oom;
+    if (!c->json)
+        printf("campaign %s: %s\n", name, avoctl_str(*plan, "message"));
+    size_t i;
+    json_t *t;
+    json_array_foreach(todo, i, t) {
+        const char *problem = avoctl_str(t, "problem");
+        const json_t *e = json_object_get(json_object_get(*plan, "problems"), problem);
+        json_t *req = json_pack("{s:O,s:O,s:s}", "candidate", json_object_get(t, "candidate"), "on_worker",
+                                json_object_get(t, "worker"), "why", "campaign");
+        json_t *rv = NULL;
+        if (!req)
+            goto oom;
+        if (ask_quietly(c, AVO_ROUTE_REVALIDATE, 0, req, &rv, why, sizeof why) < 0)
+            rv = json_pack("{s:s}", "error", why);
+        json_decref(req);
+        if (!rv || json_object_set_new(*revs, problem, rv) < 0)
+            goto oom;
+        if (c->json)
+            continue;
+        if (json_object_get(rv, "error"))
+            printf("campaign %s: %s: the previous best (candidate %lld) could not be re-validated: %s\n", name, problem,
+                   (long long)json_integer_value(json_object_get(t, "candidate")), why);
+        else
+            printf("campaign %s: %s: %s%s%son worker %lld: re-validating the previous best (candidate %lld), "
+                   "revalidation %lld\n",
+                   name, problem, avoctl_str(e, "changes") ? "toolchain changed (" : "",
+                   avoctl_str(e, "changes") ? avoctl_str(e, "changes") : "", avoctl_str(e, "changes") ? ") " : "",
+                   (long long)json_integer_value(json_object_get(t, "worker")),
+                   (long long)json_integer_value(json_object_get(t, "candidate")),
+                   (long long)json_integer_value(json_object_get(rv, "id")));
+    }
+    fflush(stdout);
+    json_decref(cands);
+    json_decref(wl);
+    json_decref(todo);
+    return EXIT_OK;
+oom:
+    json_decref(cands);
+    json_decref(wl);
+    json_decref(todo);
+    return EXIT_FAIL;
+}
+
+/* Poll each queued re-validation of revs until it is done or the
+ * monotonic clock passes deadline; the last state seen stands. */
+static void campaign_reval_wait(avoctl_ctx *c, json_t *revs, double deadline)
+{
+    const char *problem;
+    json_t *rv;
+    json_object_foreach(revs, problem, rv) {
+        const json_int_t id = json_integer_value(json_object_get(rv, "id"));
+        json_t *now = json_incref(rv);
+        char why[700];
+        while (id && !avoctl_revalidation_over(now) && now_s() < deadline) {
+            sleep_s(0.5);
+            json_t *next = NULL;
+            if (ask_quietly(c, AVO_ROUTE_REVALIDATION, id, NULL, &next, why, sizeof why) < 0)
+                break;
+            json_decref(now);
+            now = next;
+        }
+        json_object_set_new(revs, problem, now);
+    }
+}
+
 static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
 {
     if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
@@ -1605,9 +1725,13 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     int64_t timeout = 0;
     if (timeout_s && avoctl_parse_i64("--timeout", timeout_s, 1, 30 * 86400, &timeout, err, sizeof err) < 0)
         return usage_error(c, err);
+    avoctl_reval_mode mode = AVOCTL_REVAL_OFF;
+    const char *mode_s = avoctl_args_get(a, "revalidate");
+    if (mode_s && avoctl_reval_mode_parse(mode_s, &mode) < 0)
+        return usage_error(c, "--revalidate: one of off, on_toolchain_change, always");
     json_error_t je;
     json_t *doc = json_load_file(a->pos[1], 0, &je), *specs, *prev = NULL, *ids = json_array(), *jobs = json_array();
-    json_t *summary = NULL, *compares = NULL;
+    json_t *summary = NULL, *compares = NULL, *rplan = NULL, *revs = NULL;
     const char *name;
     double tol;
     int ex = EXIT_FAIL;
@@ -1624,6 +1748,9 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         ex = EXIT_USAGE;
         goto cleanup;
     }
+    /* the file's option (checked by avoctl_campaign_parse), unless the flag said */
+    if (!mode_s)
+        avoctl_reval_mode_parse(json_string_value(json_object_get(doc, "revalidate")), &mode);
     struct stat st;
     if (stat(out_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
         errorf("--out %s: not a directory", out_dir);
@@ -1705,14 +1832,27 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         struct timespec nap = {2, 0};
         nanosleep(&nap, NULL);
     }
-    /* Each problem's best against the previous baseline's candidate,
+    /* The previous bests re-validated where the toolchain that would run
+     * the work changed (queued first, so they run beside the compares),
+     * then each problem's best against the previous baseline's candidate,
      * measured paired before a regression is called; within what is left
-     * of --timeout (an hour without one). */
-    if (!(summary = avoctl_campaign_summary(name, jobs, prev, NULL, tol, started, started)) ||
-        !(compares = campaign_compares(c, name, summary, until ? until : now_s() + 3600))) {
+     * of --timeout (an hour without one). Tonight's jobs say which
+     * workers would claim a problem's work, so this comes after them. */
+    const double deadline = until ? until : now_s() + 3600;
+    if ((mode != AVOCTL_REVAL_OFF && campaign_reval_queue(c, name, mode, prev, jobs, &rplan, &revs) != EXIT_OK) ||
+        !(summary = avoctl_campaign_summary(name, jobs, prev, NULL, tol, started, started)) ||
+        !(compares = campaign_compares(c, name, summary, deadline))) {
         errorf("out of memory");
         ex = EXIT_FAIL;
         goto cleanup;
+    }
+    if (rplan) {
+        campaign_reval_wait(c, revs, deadline);
+        if (avoctl_reval_finish(rplan, revs) < 0) {
+            errorf("out of memory");
+            ex = EXIT_FAIL;
+            goto cleanup;
+        }
     }
     json_decref(summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
@@ -1723,6 +1863,8 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         goto cleanup;
     }
     json_object_set_new(summary, "previous_summary", prev_path ? json_string(prev_path) : json_null());
+    if (rplan)
+        json_object_set(summary, "revalidation", rplan);
     char json_path[4200], md_path[4200];
     snprintf(json_path, sizeof json_path, "%s/%s-%s.json", out_dir, name, stamp);
     snprintf(md_path, sizeof md_path, "%s/%s-%s.md", out_dir, name, stamp);
@@ -1743,6 +1885,8 @@ cleanup:
     json_decref(jobs);
     json_decref(summary);
     json_decref(compares);
+    json_decref(rplan);
+    json_decref(revs);
     return ex;
 }
 
@@ -1855,6 +1999,9 @@ static const avoctl_opt campaign_opts[] = {
     {"out", 'o', 1, "DIR", "where the summaries go (default .): NAME-STAMP.json/.md and NAME-latest.json"},
     {"previous", 0, 1, "FILE", "compare with this summary (default DIR/NAME-latest.json, when present)"},
     {"timeout", 't', 1, "SECONDS", "cancel what is still running after this long"},
+    {"revalidate", 0, 1, "MODE",
+     "off, on_toolchain_change or always: re-validate the previous campaign's bests when the live workers' "
+     "toolchain differs from theirs (default: the file's \"revalidate\", else off)"},
     {NULL, 0, 0, NULL, NULL},
 };
 static const avoctl_opt best_opts[] = {
@@ -1910,7 +2057,8 @@ static const avoctl_command commands[] = {
     {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
      "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
      "JOB"},
-    {"campaign", cmd_campaign, "avoctl campaign run FILE [--out DIR] [--previous FILE] [--timeout SECONDS]",
+    {"campaign", cmd_campaign,
+     "avoctl campaign run FILE [--out DIR] [--previous FILE] [--timeout SECONDS] [--revalidate MODE]",
      "submit a campaign's jobs, wait for them, write a summary against the previous one; exit 1 when a job "
      "failed or a problem's best regressed",
      campaign_opts, 2, 2, "run FILE"},

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "campreval.h"
 #include "compare.h"
 #include "format.h"
 
@@ -40,11 +41,18 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
             return -EINVAL;
         }
     }
+    json_t *rv = json_object_get(doc, "revalidate");
+    avoctl_reval_mode mode;
+    if (rv && avoctl_reval_mode_parse(json_string_value(rv), &mode) < 0) {
+        snprintf(err, errlen, "revalidate: one of \"off\", \"on_toolchain_change\", \"always\"");
+        return -EINVAL;
+    }
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)doc, k, v) {
-        if (strcmp(k, "name") && strcmp(k, "tolerance") && strcmp(k, "jobs") && strcmp(k, "description")) {
-            snprintf(err, errlen, "%s: unknown field (name, description, tolerance, jobs)", k);
+        if (strcmp(k, "name") && strcmp(k, "tolerance") && strcmp(k, "jobs") && strcmp(k, "description") &&
+            strcmp(k, "revalidate")) {
+            snprintf(err, errlen, "%s: unknown field (name, description, tolerance, revalidate, jobs)", k);
             return -EINVAL;
         }
     }
@@ -300,5 +308,7 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
         avoctl_fmt_job_speedup(j, sp, sizeof sp);
         fprintf(out, "%s | %s |\n", sp, avoctl_str(j, "reason") ? avoctl_str(j, "reason") : "");
     }
+    if (json_is_object(json_object_get(s, "revalidation")))
+        avoctl_reval_markdown(json_object_get(s, "revalidation"), out);
     return ferror(out) ? -EIO : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "toolchain.h"
 
 static void kv(FILE *out, const char *key, const char *val)
 {
@@ -166,6 +167,13 @@ static void header(const json_t *c, FILE *out)
     kv(out, "knobs", buf);
     worker_line(json_object_get(c, "worker"), buf, sizeof buf);
     kv(out, "worker", buf);
+    /* Which compiler, driver and GPU produced these figures (sql/019): a
+     * score is only comparable with one made on the same toolchain. */
+    const json_t *tc = json_object_get(c, "toolchain");
+    if (json_is_object(tc) || json_is_string(tc)) {
+        avoctl_toolchain_label(tc, buf, sizeof buf);
+        kv(out, "toolchain", json_is_string(tc) ? "unrecorded (a result from before toolchains were recorded)" : buf);
+    }
     cost_line(json_object_get(c, "cost"), buf, sizeof buf);
     kv(out, "cost", buf);
     avoctl_fmt_time(avoctl_str(c, "created_at"), 1, buf, sizeof buf);

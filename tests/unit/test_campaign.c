@@ -4,6 +4,7 @@
  * the aggregates where not, and why) and its markdown; avoctl compare's
  * reading of a compare object. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "client/campaign.h"
+#include "client/campreval.h"
 #include "client/compare.h"
 
 static void test_parse(void **state)
@@ -36,6 +38,8 @@ static void test_parse(void **state)
         {"{\"name\":\"a\",\"jobs\":[{\"problem\":\"p\"},3]}", "jobs[1]: a job spec object"},
         {"{\"name\":\"a\",\"tolerance\":1.5,\"jobs\":[{\"problem\":\"p\"}]}", "tolerance: a fraction in [0, 1)"},
         {"{\"name\":\"a\",\"jobz\":1,\"jobs\":[{\"problem\":\"p\"}]}", "jobz: unknown field"},
+        {"{\"name\":\"a\",\"revalidate\":\"yes\",\"jobs\":[{\"problem\":\"p\"}]}", "revalidate: one of"},
+        {"{\"name\":\"a\",\"revalidate\":1,\"jobs\":[{\"problem\":\"p\"}]}", "revalidate: one of"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *b = json_loads(bad[i][0], 0, NULL);
@@ -282,6 +286,146 @@ static void test_compare_line(void **state)
     json_decref(h);
 }
 
+/* The campaign's re-validation: the option, which keys count as a change
+ * for which target, which workers would claim the work, the plan, the
+ * ratios filled in and the markdown. */
+static void test_reval(void **state)
+{
+    (void)state;
+    avoctl_reval_mode m = AVOCTL_REVAL_OFF;
+    assert_int_equal(avoctl_reval_mode_parse("on_toolchain_change", &m), 0);
+    assert_int_equal(m, AVOCTL_REVAL_ON_CHANGE);
+    assert_int_equal(avoctl_reval_mode_parse("always", &m), 0);
+    assert_int_equal(m, AVOCTL_REVAL_ALWAYS);
+    assert_int_equal(avoctl_reval_mode_parse("On_toolchain_change", &m), -EINVAL);
+    assert_int_equal(avoctl_reval_mode_parse(NULL, &m), -EINVAL);
+    const char *name;
+    double tol;
+    json_t *jobs;
+    char err[256], d[512];
+    json_t *ok = json_loads("{\"name\":\"a\",\"revalidate\":\"off\",\"jobs\":[{\"problem\":\"p\"}]}", 0, NULL);
+    assert_int_equal(avoctl_campaign_parse(ok, &name, &tol, &jobs, err, sizeof err), 0);
+    json_decref(ok);
+
+    json_t *old = json_loads("{\"cc\":\"12.2.0\",\"nvcc\":\"13.0.88\",\"driver\":\"580.95.05\",\"gpu\":\"NVIDIA H200\","
+                             "\"gpu_uuid\":\"GPU-1\",\"cpu\":\"EPYC\",\"avo\":\"0.1.0\"}", 0, NULL);
+    json_t *gpu_only = json_deep_copy(old), *cpu_only = json_deep_copy(old), *nvcc = json_deep_copy(old);
+    json_object_set_new(gpu_only, "gpu_uuid", json_string("GPU-2")); /* another card: no change */
+    json_object_set_new(cpu_only, "cpu", json_string("Xeon"));
+    json_object_set_new(nvcc, "nvcc", json_string("13.1.20"));
+    json_object_del(nvcc, "driver");
+    assert_int_equal(avoctl_reval_diff(old, gpu_only, "sm_90", d, sizeof d), 0);
+    assert_string_equal(d, "");
+    assert_int_equal(avoctl_reval_diff(old, cpu_only, "sm_90", d, sizeof d), 0); /* the host CPU of a GPU job */
+    assert_int_equal(avoctl_reval_diff(old, cpu_only, "cpu", d, sizeof d), 1);
+    assert_string_equal(d, "cpu EPYC -> Xeon");
+    assert_int_equal(avoctl_reval_diff(old, nvcc, "sm_90", d, sizeof d), 2);
+    assert_string_equal(d, "nvcc 13.0.88 -> 13.1.20, driver 580.95.05 -> (none)");
+    assert_int_equal(avoctl_reval_diff(old, nvcc, "cpu", d, sizeof d), 0); /* nvcc does not build a CPU kernel */
+
+    /* Previous night: sgemm's best 5 (cc 12), softmax's 6 (cc 14), attention's 7
+     * unrecorded, gemm's 8 unreadable; tonight the sgemm job is on cpu. */
+    json_t *prev = json_loads("{\"problems\":{\"cpu/sgemm\":{\"baseline_candidate\":5},"
+                              "\"cpu/softmax\":{\"baseline_candidate\":6},\"attention\":{\"baseline_candidate\":7},"
+                              "\"gemm\":{\"baseline_candidate\":8},\"old\":{\"baseline\":1}}}",
+                              0, NULL);
+    json_t *cands = json_loads("{\"cpu/sgemm\":{\"id\":5,\"job\":1,\"toolchain\":{\"cc\":\"12.2.0\",\"cpu\":\"EPYC\"}},"
+                               "\"cpu/softmax\":{\"id\":6,\"job\":2,\"toolchain\":{\"cc\":\"14.1.0\",\"cpu\":\"EPYC\"},"
+                               "\"worker\":{\"target\":\"cpu\"}},"
+                               "\"attention\":{\"id\":7,\"job\":3,\"toolchain\":\"unrecorded\"},"
+                               "\"gemm\":{\"error\":\"avod refused: no candidate 8\"}}",
+                               0, NULL);
+    json_t *tonight = json_loads("[{\"problem\":\"cpu/sgemm\",\"target\":\"cpu\",\"spec\":{}}]", 0, NULL);
+    /* worker 1 is gone (it had cc 12), 2 is draining, 3 is of another
+     * target, 4 is live with cc 14, 5 is live without a record */
+    json_t *workers = json_loads(
+        "[{\"id\":1,\"state\":\"gone\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"12.2.0\",\"cpu\":\"EPYC\"}}},"
+        "{\"id\":2,\"state\":\"draining\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"9\"}}},"
+        "{\"id\":3,\"state\":\"idle\",\"target\":\"sm_90\",\"toolchain\":{\"versions\":{\"cc\":\"9\"}}},"
+        "{\"id\":4,\"state\":\"busy\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"14.1.0\",\"cpu\":\"EPYC\"}}},"
+        "{\"id\":5,\"state\":\"idle\",\"target\":\"cpu\",\"toolchain\":null}]",
+        0, NULL);
+    json_t *plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    assert_non_null(plan);
+    json_t *pp = json_object_get(plan, "problems");
+    assert_int_equal(json_object_size(pp), 4); /* "old" has no candidate */
+    json_t *e = json_object_get(pp, "cpu/sgemm");
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "revalidate");
+    assert_int_equal(json_integer_value(json_object_get(e, "worker")), 4);
+    assert_string_equal(json_string_value(json_object_get(e, "changes")), "cc 12.2.0 -> 14.1.0");
+    assert_int_equal(json_integer_value(json_object_get(e, "live_workers")), 2);
+    e = json_object_get(pp, "cpu/softmax"); /* no job tonight: its worker's target */
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "unchanged");
+    assert_string_equal(json_string_value(json_object_get(e, "target")), "cpu");
+    e = json_object_get(pp, "attention");
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "skipped");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no toolchain record"));
+    e = json_object_get(pp, "gemm");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no candidate 8"));
+    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 1);
+    assert_int_equal(json_integer_value(json_object_get(plan, "unchanged")), 1);
+    assert_int_equal(json_integer_value(json_object_get(plan, "skipped")), 2);
+    json_t *todo = avoctl_reval_todo(plan);
+    assert_int_equal(json_array_size(todo), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(todo, 0), "problem")), "cpu/sgemm");
+    json_decref(todo);
+
+    json_t *revs = json_loads("{\"cpu/sgemm\":{\"id\":9,\"state\":\"done\",\"unit\":\"GFLOP/s\",\"entries\":[{"
+                              "\"candidate\":5,\"outcome\":\"ok\",\"aggregate\":9,\"ratio\":0.9,"
+                              "\"toolchain\":{\"cc\":\"14.1.0\"},\"recorded\":{\"aggregate\":10}}]}}",
+                              0, NULL);
+    assert_int_equal(avoctl_reval_finish(plan, revs), 0);
+    e = json_object_get(pp, "cpu/sgemm");
+    assert_true(json_real_value(json_object_get(e, "ratio")) == 0.9);
+    assert_int_equal(json_integer_value(json_object_get(e, "revalidation")), 9);
+    assert_true(fabs(json_real_value(json_object_get(plan, "geomean_ratio")) - 0.9) < 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(plan, "measured")), 1);
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    avoctl_reval_markdown(plan, f);
+    fclose(f);
+    assert_non_null(strstr(md, "## Re-validation (on_toolchain_change)"));
+    assert_non_null(strstr(md, "| cpu/sgemm | 5 | 4 | 10 | 9 | x0.9000 | cc 14.1.0 | cc 12.2.0, EPYC | cc 12.2.0 -> 14.1.0 |"));
+    assert_non_null(strstr(md, "| attention | 7 | - | - | - | - | not re-validated:"));
+    assert_non_null(strstr(md, "Geometric mean of the ratios: x0.9000 over 1"));
+    free(md);
+    json_decref(plan);
+
+    /* nothing changed anywhere: one line, no table */
+    json_object_del(json_object_get(prev, "problems"), "attention");
+    json_object_del(json_object_get(prev, "problems"), "gemm");
+    json_object_set_new(json_object_get(json_object_get(cands, "cpu/sgemm"), "toolchain"), "cc", json_string("14.1.0"));
+    plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    assert_string_equal(json_string_value(json_object_get(plan, "message")),
+                        "toolchain unchanged since the previous campaign's bests (2 problems): nothing re-validated");
+    todo = avoctl_reval_todo(plan);
+    assert_int_equal(json_array_size(todo), 0);
+    json_decref(todo);
+    f = open_memstream(&md, &len);
+    avoctl_reval_markdown(plan, f);
+    fclose(f);
+    assert_null(strstr(md, "| problem |"));
+    free(md);
+    json_decref(plan);
+    /* "always" measures the unchanged ones too */
+    plan = avoctl_reval_plan(AVOCTL_REVAL_ALWAYS, prev, cands, tonight, workers);
+    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 2);
+    json_decref(plan);
+    plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
+    assert_string_equal(json_string_value(json_object_get(plan, "message")), "no previous campaign: nothing to re-validate");
+    json_decref(plan);
+    json_decref(revs);
+    json_decref(workers);
+    json_decref(tonight);
+    json_decref(cands);
+    json_decref(prev);
+    json_decref(old);
+    json_decref(gpu_only);
+    json_decref(cpu_only);
+    json_decref(nvcc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_paired_decision),
         cmocka_unit_test(test_compare_line),
+        cmocka_unit_test(test_reval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
