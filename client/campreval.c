@@ -1,3 +1,4 @@
+/* The campaign's re-validation: which previous bests to measure again when the toolchain changed, and their ratios (campreval.h). */
 #include "campreval.h"
 
 #include <errno.h>
