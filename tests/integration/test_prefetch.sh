@@ -27,7 +27,10 @@ stop_pid "$WORKER_PID"
 JOB2=$(avoctl --json submit --problem cpu/sgemm --evaluations 6 --islands 3 | jq -r .id)
 before=$(wc -l <"$T/worker.log")
 start_worker --prefetch 1
-for _ in $(seq 1 600); do
+# (up to 3 minutes: on a loaded 2-core machine the first compile and the
+# claim ahead took over the minute this waited before, and the stop then
+# found nothing claimed ahead to give back)
+for _ in $(seq 1 1800); do
     tail -n +"$((before + 1))" "$T/worker.log" | grep -q "precompiled in" && break
     sleep 0.1
 done
