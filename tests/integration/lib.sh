@@ -76,10 +76,10 @@ stop_workers() {  # this test's workers only (descendants of this shell): other 
     return 0
 }
 
-stop_pid() {  # pid: SIGTERM, wait up to 30 s, then SIGKILL
-    local pid=$1
+stop_pid() {  # pid [seconds]: SIGTERM, wait up to 30 s (or seconds), then SIGKILL
+    local pid=$1 wait_s=${2:-30}
     kill -TERM "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.1; done
+    for _ in $(seq 1 $((wait_s * 10))); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null
     return 1
 }

@@ -34,7 +34,7 @@ for _ in $(seq 1 1800); do
     tail -n +"$((before + 1))" "$T/worker.log" | grep -q "precompiled in" && break
     sleep 0.1
 done
-stop_pid "$WORKER_PID"
+stop_pid "$WORKER_PID" 300   # a drain: the evaluation in hand ends first (minutes on a loaded VM)
 tail -n +"$((before + 1))" "$T/worker.log" >"$T/second.log"
 check "a stopping worker gives its prefetched claim back" grep -q "given back to the queue" "$T/second.log"
 check "the evaluation in hand when it stopped was stored" \
@@ -74,7 +74,7 @@ wait_queued 4
 before=$(wc -l <"$T/worker.log")
 start_worker --prefetch 3
 wait_for 120 "tail -n +$((before + 1)) \"$T/worker.log\" | grep -q 'claimed 3 evaluation(s) ahead'"
-stop_pid "$WORKER_PID"
+stop_pid "$WORKER_PID" 300   # a drain: the evaluation in hand ends first (minutes on a loaded VM)
 tail -n +"$((before + 1))" "$T/worker.log" >"$T/fourth.log"
 check "a stopping worker gives every claim it holds ahead back (3)" test "$(grep -c "given back to the queue" "$T/fourth.log")" = 3
 check "nothing is left running without a worker; the given-back are queued with no attempt spent" \
