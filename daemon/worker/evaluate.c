@@ -469,17 +469,16 @@ static char *read_kept(const char *path, size_t *len)
 static int policy_after_compile(const avo_compile_result *c, const char *src, size_t len, const char *name,
                                 avo_policy_findings *f, char *err, size_t errlen)
 {
-    size_t n;
-    char *text = read_kept(c->asm_path, &n);
-    if (text) {
-        avo_policy_scan_asm(text, n, "cand.s", f);
-        free(text);
-    }
+    size_t n, asm_len;
+    char *text, *asm_text = read_kept(c->asm_path, &asm_len);
+    if (asm_text)
+        avo_policy_scan_asm(asm_text, asm_len, "cand.s", f);
     if ((text = read_kept(c->ptx_path, &n))) {
         avo_policy_scan_ptx(text, n, "cand.ptx", f);
         free(text);
     }
-    int rc = c->ok ? avo_policy_scan_object(c->so_path, src, len, name, f) : 0;
+    int rc = c->ok ? avo_policy_scan_object(c->so_path, src, len, name, asm_text, asm_len, f) : 0;
+    free(asm_text);
     if (rc == -ENOEXEC) {
         /* not an object we can read: refused rather than run unread */
         snprintf(err, errlen, "the candidate's object is not a 64-bit ELF the policy check can read");

@@ -782,7 +782,7 @@ static void ptx_statement(const char *text, size_t len, const char *b, const cha
         }
         break;
     }
-    if (b >= e || *b == '.' || !isalpha((unsigned char)*b))
+    if (b >= e || *b == '.' || !(isalpha((unsigned char)*b) || *b == '_'))
         return;     /* a directive (.reg, .global, .pragma ...), or nothing */
     char op[128];
     size_t n = 0;
@@ -846,19 +846,23 @@ int avo_policy_scan_ptx(const char *text, size_t len, const char *name, avo_poli
 
 /* ---- the object ---------------------------------------------------------------- */
 
-/* The line of src that first names ident as a whole word, 0 if none. */
-static int ident_line(const char *src, size_t len, const char *ident)
+/* The line of src where an identifier token (not a comment, not a
+ * string) first spells ident; 0 if none. */
+static int ident_line(const char *src, size_t len, const char *srcname, const char *ident)
 {
-    const size_t n = strlen(ident);
-    int line = 1;
-    for (size_t i = 0; n && i + n <= len; i++) {
-        if (src[i] == '\n')
-            line++;
-        if (memcmp(src + i, ident, n) == 0 && (i == 0 || !ident_char((unsigned char)src[i - 1])) &&
-            (i + n == len || !ident_char((unsigned char)src[i + n])))
-            return line;
-    }
-    return 0;
+    logical L = {0};
+    tokens T = {0};
+    int line = 0;
+    const size_t sl = strlen(srcname);
+    const int cuda = sl > 3 && !strcmp(srcname + sl - 3, ".cu");
+    if (make_logical(src, len, &L) == 0 && tokenize(&L, cuda, &T) == 0)
+        for (size_t i = 0; i < T.n && !line; i++)
+            if (T.t[i].kind == T_IDENT && tok_is(&L, &T.t[i], ident))
+                line = T.t[i].line;
+    free_tokens(&T);
+    free(L.c);
+    free(L.line);
+    return line;
 }
 
 /* The symbol of (symtab, strtab) that covers address a, or NULL. */
@@ -884,8 +888,24 @@ static int device_code_section(const char *name)
            !strcmp(name, "__nv_module_id");
 }
 
+/* The first line of the assembler's input that names sym as a whole word
+ * (`call dlopen@PLT`), 0 if none. */
+static int asm_line(const char *text, size_t len, const char *sym)
+{
+    const size_t n = strlen(sym);
+    int line = 1;
+    for (size_t i = 0; text && n && i + n <= len; i++) {
+        if (text[i] == '\n')
+            line++;
+        else if (!memcmp(text + i, sym, n) && (i == 0 || !ident_char((unsigned char)text[i - 1])) &&
+                 (i + n == len || !ident_char((unsigned char)text[i + n])))
+            return line;
+    }
+    return 0;
+}
+
 int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname,
-                           avo_policy_findings *f)
+                           const char *asm_text, size_t asm_len, avo_policy_findings *f)
 {
     size_t size = 0;
     unsigned char *img = (unsigned char *)avo_file_read(path, &size);
@@ -928,8 +948,14 @@ int avo_policy_scan_object(const char *path, const char *src, size_t srclen, con
             if (!strncmp(nm, "__cuda", 6) || !is_loader(nm, strnlen(nm, dynstr->sh_size - s[k].st_name)))
                 continue;
             snprintf(why, sizeof why, "the object imports %s, which loads code at run time", nm);
-            int line = src ? ident_line(src, srclen, nm) : 0;
-            add(f, AVO_POLICY_MODULE_LOADING, line ? srcname : "object", src, srclen, line, "%s%s", why, line ? "" : " (no line of the source names it: built by a macro?)");
+            int line = src ? ident_line(src, srclen, srcname, nm) : 0;
+            if (line)
+                add(f, AVO_POLICY_MODULE_LOADING, srcname, src, srclen, line, "%s", why);
+            else if ((line = asm_line(asm_text, asm_len, nm)))
+                add(f, AVO_POLICY_MODULE_LOADING, "cand.s", asm_text, asm_len, line,
+                    "%s (no token of the source names it: a macro built the name)", why);
+            else
+                add(f, AVO_POLICY_MODULE_LOADING, "object", NULL, 0, 0, "%s", why);
         }
     }
     /* data: loader names and images outside the device-code sections */
@@ -945,12 +971,12 @@ int avo_policy_scan_object(const char *path, const char *src, size_t srclen, con
             const char *sym = symbol_at(img, size, symtab, strtab, sh[k].sh_addr + at);
             if (!sym)
                 sym = symbol_at(img, size, dynsym, dynstr, sh[k].sh_addr + at);
-            int line = src && sym ? ident_line(src, srclen, sym) : 0;
+            int line = src && sym ? ident_line(src, srclen, srcname, sym) : 0;
             add(f, AVO_POLICY_EMBEDDED_BINARIES, line ? srcname : "object", src, srclen, line,
                 "%s in %s at +0x%zx%s%s", w, nm, at, sym ? ", symbol " : "", sym ? sym : "");
         }
         if ((w = loader_in((const char *)d, sh[k].sh_size, NULL))) {
-            int line = src ? ident_line(src, srclen, w) : 0;
+            int line = src ? ident_line(src, srclen, srcname, w) : 0;
             add(f, AVO_POLICY_MODULE_LOADING, line ? srcname : "object", src, srclen, line,
                 "the object's data (%s) names %s, which loads code at run time", nm, w);
         }

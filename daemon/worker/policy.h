@@ -45,10 +45,11 @@ int avo_policy_scan_ptx(const char *text, size_t len, const char *name, avo_poli
 /* The built object (ELF): imported loaders, loader names among its
  * strings, ELF/cubin/fatbin images outside the sections nvcc puts the
  * candidate's own device code in. src (may be NULL), named srcname, is
- * searched for the line that names the symbol found. -ENOEXEC for a file that is not a
+ * searched for the line that names the symbol found, then asm_text (the
+ * kept .s, may be NULL) when no token of the source spells it. -ENOEXEC for a file that is not a
  * 64-bit little-endian ELF. */
 int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname,
-                           avo_policy_findings *f);
+                           const char *asm_text, size_t asm_len, avo_policy_findings *f);
 
 /* The first finding whose rule is not in relax (a bit per rule), or NULL. */
 const avo_policy_violation *avo_policy_first(const avo_policy_findings *f, unsigned relax);
