@@ -367,6 +367,16 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     char outpath[4400];
     snprintf(outpath, sizeof outpath, "%s/%s", o->work_dir, out_name);
     unlink(outpath);
+    /* An earlier compile's kept files in this directory (the against is
+     * compiled under the candidate's name) must not pass for this one's. */
+    char stale[4400];
+    static const char *const kept_ext[] = {".s", ".ptx", NULL};
+    for (const char *const *e = kept_ext; *e; e++)
+        for (int k = 0; k < 2; k++) {      /* the two names kept_file tries */
+            kept_file(o->work_dir, out_name, name, *e, stale, sizeof stale);
+            if (!stale[0] || unlink(stale) != 0)
+                break;
+        }
     /* Copied beside its final place and renamed: readers never see a
      * half-written object, and concurrent compiles of one key both succeed. */
     static unsigned counter;

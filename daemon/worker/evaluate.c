@@ -903,6 +903,12 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
         else if ((rc = detect_gpu_arch(o->gpu_index, arch, sizeof arch, err, errlen)))
             return rc;
     }
+    /* A source the policy refuses is never compiled: its evaluation ends
+     * at the same check, before any compile. */
+    avo_policy_findings pf = {0};
+    if (avo_policy_scan_source(src, len, cuda ? "cand.cu" : "cand.c", cuda, &pf) == 0 &&
+        avo_policy_first(&pf, p->policy_relax))
+        return 0;
     if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
         return rc;
     /* Exactly the options avo_eval_candidate compiles with, so its compiles

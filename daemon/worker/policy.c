@@ -540,6 +540,16 @@ static int include_operand(const logical *L, size_t at, char close_paren)
 static long long int_value(const logical *L, const token *t)
 {
     char buf[32];
+    if (t->kind == T_CHAR && t->len >= 3 && L->c[t->at] == '\'') {
+        /* a one-character literal ('E', '\x7f', '\177'): its value */
+        char *v = NULL;
+        size_t n = 0;
+        long long r = -1;
+        if (decode_into(L->c + t->at + 1, L->c + t->at + t->len - 1, &v, &n) == 0 && n == 1)
+            r = (unsigned char)v[0];
+        free(v);
+        return r;
+    }
     if (t->kind != T_NUMBER || t->len >= sizeof buf)
         return -1;
     size_t k = 0;
@@ -564,7 +574,9 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
         goto cleanup;
     for (size_t i = 0; i < T.n; i++) {
         const token *t = &T.t[i];
-        if (t->kind == T_HASH && t->len <= 2 && t->bol && i + 1 < T.n && T.t[i + 1].kind == T_IDENT &&
+        /* # or %: first on its line, not the pasting ## or %:%: */
+        const int hash = t->kind == T_HASH && (t->len == 1 || (t->len == 2 && L.c[t->at] == '%'));
+        if (hash && t->bol && i + 1 < T.n && T.t[i + 1].kind == T_IDENT &&
             T.t[i + 1].line == t->line) {
             const token *d = &T.t[i + 1];
             if (tok_is(&L, d, "include") || tok_is(&L, d, "include_next") || tok_is(&L, d, "import")) {
@@ -604,7 +616,7 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
                     "a pragma that reads or names a host file");
             continue;
         }
-        if (t->kind == T_NUMBER) {
+        if (t->kind == T_NUMBER || t->kind == T_CHAR) {
             /* the magic of an image written as numbers: 0x7f, 0x45, 0x4c,
              * 0x46 ("\177ELF"), or one 32-bit word */
             long long v = int_value(&L, t);
@@ -770,8 +782,12 @@ static void ptx_statement(const char *text, size_t len, const char *b, const cha
         const char *k = b;
         while (k < e && (isalnum((unsigned char)*k) || *k == '_' || *k == '$' || *k == '%'))
             k++;
-        if (k > b && k < e && *k == ':' && (k + 1 >= e || k[1] != ':')) {
-            b = k + 1;
+        const char *colon = k;
+        while (colon < e && (*colon == ' ' || *colon == '\t'))
+            colon++;
+        /* `name:` and nvcc's `prototype_0 : .callprototype ...` */
+        if (k > b && colon < e && *colon == ':' && (colon + 1 >= e || colon[1] != ':')) {
+            b = colon + 1;
             continue;
         }
         if (b < e && *b == '@') {
@@ -831,6 +847,28 @@ int avo_policy_scan_ptx(const char *text, size_t len, const char *name, avo_poli
     const char *stmt = c;
     int line = 1, stmt_line = 1;
     for (const char *p = c; p < c + len; p++) {
+        if (*p == '{') {
+            /* Not a block: the operand of an instruction under way
+             * (`mov.b64 {lo, hi}, %rd1;`), or an initializer (`= {1, 2}`,
+             * `= {generic(f)}`): skipped whole, the statement goes on. */
+            const char *q = p, *first = stmt;
+            while (q > stmt && isspace((unsigned char)q[-1]))
+                q--;
+            while (first < q && isspace((unsigned char)*first))
+                first++;
+            const int operand = first < q && (isalpha((unsigned char)*first) || *first == '_' || *first == '@');
+            if (operand || (q > stmt && q[-1] == '=')) {
+                for (int depth = 0; p < c + len; p++) {
+                    if (*p == '\n')
+                        line++;
+                    else if (*p == '{')
+                        depth++;
+                    else if (*p == '}' && --depth == 0)
+                        break;
+                }
+                continue;
+            }
+        }
         if (*p == ';' || *p == '{' || *p == '}') {
             ptx_statement(text, len, stmt, p, stmt_line, name, f);
             stmt = p + 1;

@@ -96,6 +96,7 @@ static void test_embedded_binaries(void **state)
     expect_rule("const char img[] = \"\\177ELF\\2\\1\";\n", 0, R, 1);
     expect_rule("const unsigned int fat[] = {0xBA55ED50u, 1};\n", 0, R, 1);
     expect_rule("const unsigned char fat[] = {0x50, 0xed, 0x55, 0xba};\n", 0, R, 1);
+    expect_rule("const char img[] = {'\\x7f', 'E', 'L', 'F', 2};\n", 0, R, 1);
 }
 
 /* What honest kernels write is not refused: system headers, a driver entry
@@ -116,6 +117,7 @@ static void test_honest(void **state)
         "const int sizes[] = {0x7f, 0x45, 0x4c, 0x47};\nlong n = 1'000'000;\n",
         "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n",
         "const char *r = R\"(/* not a comment */ \"quoted\" )\";\n",
+        "#define CAT(a, b) a ## b\n#define CAT2(a, b) a %:%: b\nint CAT(x, y);\n",
     };
     for (size_t i = 0; i < sizeof honest / sizeof honest[0]; i++)
         expect_rule(honest[i], 1, -1, 0);
@@ -162,12 +164,22 @@ static void test_ptx(void **state)
                          "\t/* cctl.ivall; in a comment */\n"
                          "\t{\n\t.param .b32 a0;\n\tst.param.b32 [a0], %r1;\n\t.param .b32 r0;\n"
                          "\tcall.uni (r0), f, (a0);\n\t}\n"
-                         "$L__BB0_2:\n\tret;\n}\n";
+                         "$L__BB0_2:\n\tret;\n}\n"
+                         /* what nvcc emits for indirect calls and device tables */
+                         ".global .align 8 .u64 tbl[2] = {generic(f), generic(f)};\n"
+                         ".visible .func g()\n{\n\t.reg .b64 %rd<2>;\n"
+                         "\tprototype_0 : .callprototype ()_ (.param .b32 _);\n\tcall %rd1, (a0), prototype_0;\n"
+                         "\t{ .reg .b32 lo, hi; mov.b64 {lo, hi}, %rd1;\n\tst.shared.v2.b32 [%rd1], {lo,\n\thi}; }\n"
+                         "\tret;\n}\n";
     assert_int_equal(ptx_rule_line(honest, &line), -1);
     const char *hostile = ".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n"
                           "\t// begin inline asm\n\tcctl.ivall;\n\t// end inline asm\n\tret;\n}\n";
     assert_int_equal(ptx_rule_line(hostile, &line), AVO_POLICY_PTX_INSTRUCTIONS);
     assert_int_equal(line, 7);
+    /* after a vector operand that spans lines, lines still count */
+    const char *after = ".visible .entry k()\n{\n\tmov.b64 {lo,\n\thi}, %rd1;\n\tcctl.ivall;\n}\n";
+    assert_int_equal(ptx_rule_line(after, &line), AVO_POLICY_PTX_INSTRUCTIONS);
+    assert_int_equal(line, 5);
     const char *guarded = ".visible .entry k()\n{\nL1: @%p1\n  _ldldu.global.b32 %r1, [%rd1];\n}\n";
     assert_int_equal(ptx_rule_line(guarded, &line), AVO_POLICY_PTX_INSTRUCTIONS);
     assert_int_equal(line, 4);     /* the opcode's line, after the label and the guard */
