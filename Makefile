@@ -5,7 +5,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror \
-           -I. -Iproto -Idaemon/common -MMD -MP $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+           -I. -Iproto -Idaemon/common -I$(BUILD)/gen -MMD -MP $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 LDLIBS_BASE := -ljansson -lm -ldl -lpthread
 
 # CUDA parts build only where nvcc exists (PATH or /usr/local/cuda).
@@ -88,6 +88,16 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The PTX instructions the installed toolkit documents, for the candidate
+# policy (daemon/worker/policy.c): generated from the toolkit by asking its
+# ptxas (no GPU needed; a few seconds), cached here until the toolkit or the
+# script changes. Without a toolkit the list is empty (docs/evaluation.md).
+PTX_OPCODES := $(BUILD)/gen/ptx_opcodes.h
+$(PTX_OPCODES): daemon/worker/gen_ptx_opcodes.sh $(wildcard $(CUDA_HOME)/bin/ptxas)
+	@mkdir -p $(dir $@)
+	daemon/worker/gen_ptx_opcodes.sh "$(CUDA_HOME)" >$@.tmp && mv $@.tmp $@
+$(BUILD)/obj/daemon/worker/policy.o: $(PTX_OPCODES)
 
 $(LIB_PROTO): $(call obj,$(PROTO_SRC))
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))

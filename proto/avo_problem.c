@@ -1,5 +1,6 @@
 /* Problem packages (problem.json): loading, validation, sizes, knobs, rendering (avo_problem.h). */
 #include "avo_problem.h"
+#include "avo_policy_rules.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -731,6 +732,48 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
 
 /* "roofline": {"gflops": X, "gbps": Y}: at least one, each > 0 and backed by
  * the matching formula, or the fraction could not be computed. */
+/* "policy": {"relax": {"RULE": "why", ...}}: the candidate-policy rules
+ * (avo_policy_rules.h) this problem lifts, each with the reason written
+ * down, so a relaxation is always documented where it is made. An unknown
+ * rule is refused naming the field and the rules there are. */
+static int parse_policy(ctx *c, avo_problem *p, json_t *v)
+{
+    static const char *const keys[] = {"relax", NULL};
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return errf(c, "policy", "must be an object");
+    int rc = check_keys(c, "policy", v, keys);
+    if (rc)
+        return rc;
+    json_t *relax = json_object_get(v, "relax");
+    if (!relax)
+        return 0;
+    if (!json_is_object(relax))
+        return errf(c, "policy.relax", "must be an object {\"RULE\": \"why it is relaxed\"}");
+    const char *key;
+    json_t *why;
+    json_object_foreach(relax, key, why) {
+        const int r = avo_policy_rule_lookup(key);
+        if (r < 0) {
+            char names[256] = "";
+            size_t n = 0;
+            for (int i = 0; i < AVO_POLICY_NRULES && n < sizeof names; i++)
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", avo_policy_rule_name(i));
+            char field[160];
+            snprintf(field, sizeof field, "policy.relax.%.120s", key);
+            return errf(c, field, "unknown rule '%s' (%s)", key, names);
+        }
+        if (!json_is_string(why) || !*json_string_value(why)) {
+            char field[160];
+            snprintf(field, sizeof field, "policy.relax.%s", key);
+            return errf(c, field, "must be a non-empty string saying why the rule is relaxed");
+        }
+        p->policy_relax |= 1u << r;
+    }
+    return 0;
+}
+
 static int parse_roofline(ctx *c, avo_problem *p, json_t *v)
 {
     static const char *const keys[] = {"gflops", "gbps", NULL};
@@ -907,7 +950,7 @@ static int problem_load(avo_problem *p, const char *dir, const char *text, char 
                                       "configs", "flops", "bytes", "score_metric", "tolerance",
                                       "reference", "seed", "cflags", "knobs", "constraints",
                                       "timing", "check", "validate", "roofline", "language",
-                                      "nvcc_flags", "baseline", "seeds", "counters", "screen", NULL};
+                                      "nvcc_flags", "baseline", "seeds", "counters", "screen", "policy", NULL};
     memset(p, 0, sizeof *p);
     char file[4200];
     snprintf(file, sizeof file, "%s/problem.json", dir);
@@ -1013,6 +1056,7 @@ static int problem_load(avo_problem *p, const char *dir, const char *text, char 
         (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
         (rc = parse_counters(&c, p, json_object_get(j, "counters"))) ||
         (rc = parse_screen(&c, p, json_object_get(j, "screen"))) ||
+        (rc = parse_policy(&c, p, json_object_get(j, "policy"))) ||
         (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
         goto cleanup;
     rc = 0;

@@ -91,6 +91,9 @@ typedef struct avo_problem {
     /* "roofline": the machine's attainable GFLOP/s and GB/s; 0 = not declared. */
     double roofline_gflops;
     double roofline_gbps;
+    /* "policy": the candidate-policy rules this problem relaxes, a bit per
+     * enum avo_policy_rule (avo_policy_rules.h); 0 = every rule holds. */
+    unsigned policy_relax;
     json_t *json;            /* the parsed file, owned */
 } avo_problem;
 

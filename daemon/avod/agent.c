@@ -321,7 +321,14 @@ static const char system_prompt[] =
     "(timed paired against it, the lower bound of its speed ratio must clear the job's minimum gain); otherwise "
     "the reason comes back and you may try again. Evaluations are the job's budget: evaluate when you expect a "
     "gain. If you cannot find an improvement, call give_up with the reason. Never try to detect or game the "
-    "checker: results are checked after timing too, and suspicious ones are rejected.";
+    "checker: results are checked after timing too, and suspicious ones are rejected. The candidate policy "
+    "refuses, as outcome policy_violation with the offending line and never scored: inline PTX instructions the "
+    "installed CUDA toolkit does not document (undocumented or reserved opcodes); embedded ELF, cubin or fatbin "
+    "images; loading code at run time (dlopen, cuModuleLoadData, cuLibraryLoadData, cudaLibraryLoadData, NVRTC, "
+    "nvJitLink, or a dlsym/cudaGetDriverEntryPoint lookup whose name is not a string literal); and including "
+    "host files (.incbin, .include, #embed, #include of an absolute or parent path, a computed #include). Write "
+    "the kernel itself in the source, in documented PTX where you need inline assembly; a problem may relax a "
+    "rule, and the problem tool says which.";
 
 /* ---- provider turns -------------------------------------------------------- */
 
@@ -964,8 +971,15 @@ static void on_compiled(void *arg, int compiled, const char *detail, const char 
     if (settle(s))
         return;
     char *buf = NULL;
-    if (asprintf(&buf, "%s%s%s%s", compiled > 0 ? "compiles" : compiled == 0 ? "does not compile: " : "could not "
-                                                                                                     "compile here: ",
+    const int policy = compiled == 0 && detail && !strncmp(detail, AVO_SEEDCHECK_POLICY, strlen(AVO_SEEDCHECK_POLICY));
+    if (policy)
+        detail += strlen(AVO_SEEDCHECK_POLICY);
+    if (asprintf(&buf, "%s%s%s%s",
+                 compiled > 0  ? "compiles"
+                 : policy      ? "is refused by the candidate policy (outcome policy_violation; see the system "
+                                 "prompt): "
+                 : compiled == 0 ? "does not compile: "
+                                 : "could not compile here: ",
                  compiled > 0 ? "" : detail ? detail : "", log && *log ? "\ncompiler output:\n" : "",
                  log ? (strlen(log) > 6000 ? log + strlen(log) - 6000 : log) : "") < 0) {
         tool_errorf(s, "out of memory");

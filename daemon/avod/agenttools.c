@@ -403,6 +403,16 @@ char *avo_agent_problem_text(const avo_problem *p)
         for (int i = 0; i < p->nconstraints; i++)
             fprintf(f, "    constraint: %s\n", p->constraints[i]);
     }
+    /* The candidate policy (docs/evaluation.md, "Policy"): what this
+     * problem relaxes, with the package's reason. */
+    fprintf(f, "Candidate policy: refused as policy_violation: undocumented PTX instructions, embedded "
+               "ELF/cubin/fatbin images, loading code at run time, including host files.");
+    json_t *relax = json_object_get(json_object_get(p->json, "policy"), "relax");
+    const char *rule;
+    json_t *why;
+    json_object_foreach(relax, rule, why)
+        fprintf(f, " Relaxed here: %s (%s).", rule, json_string_value(why) ? json_string_value(why) : "");
+    fprintf(f, "\n");
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -302,7 +302,10 @@ static void on_seed_checked(void *arg, int compiled, const char *detail, const c
         char msg[1200], what[64];
         const char *file = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
         snprintf(what, sizeof what, "candidate %lld", (long long)sub->s.seed_candidate);
-        snprintf(msg, sizeof msg, "seed: %s does not compile: %s", file ? file : what, detail);
+        const int policy = !strncmp(detail, AVO_SEEDCHECK_POLICY, strlen(AVO_SEEDCHECK_POLICY));
+        snprintf(msg, sizeof msg, "seed: %s %s: %s", file ? file : what,
+                 policy ? "breaks the candidate policy" : "does not compile",
+                 policy ? detail + strlen(AVO_SEEDCHECK_POLICY) : detail);
         avo_http_reply_json(sub->req, 400,
                             json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "bad_request", "message", msg, "log",
                                       log));

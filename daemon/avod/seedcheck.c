@@ -61,12 +61,17 @@ static void finish(check *c)
     const char *outcome = json_string_value(json_object_get(r, "outcome"));
     const char *detail = json_string_value(json_object_get(r, "detail"));
     const char *log = json_string_value(json_object_get(json_object_get(r, "compile"), "log"));
-    char why[256];
+    char why[1200];
     if (c->timed_out || (outcome && !strcmp(outcome, "timeout"))) {
         /* Slow is not broken: a loaded host must not refuse a good seed. */
         c->cb(c->arg, -1, "the compile check ran past its time limit", "", NULL);
     } else if (outcome && !strcmp(outcome, "ok")) {
         c->cb(c->arg, 1, detail ? detail : "", log ? log : "", json_object_get(r, "disassembly"));
+    } else if (outcome && !strcmp(outcome, "policy_violation")) {
+        /* refused by the candidate policy, not by the compiler: the
+         * callers say so (AVO_SEEDCHECK_POLICY) */
+        snprintf(why, sizeof why, "%s%.1100s", AVO_SEEDCHECK_POLICY, detail ? detail : "");
+        c->cb(c->arg, 0, why, log ? log : "", NULL);
     } else if (outcome) {
         c->cb(c->arg, 0, detail ? detail : outcome, log ? log : "", NULL);
     } else {

@@ -14,6 +14,10 @@
  * target on this host, the check failed to run: detail says why). disasm:
  * when asked for and compiled, the worker's {"tool", "text"|"error"} (valid
  * during the call only), else NULL. */
+/* How detail begins when compiled is 0 because the candidate policy
+ * refused the source (docs/evaluation.md, "Policy"), not the compiler. */
+#define AVO_SEEDCHECK_POLICY "policy_violation: "
+
 typedef void (*avo_seedcheck_cb)(void *arg, int compiled, const char *detail, const char *log, const json_t *disasm);
 
 /* Render-ready source `src` for problem directory `problem_dir` and target

@@ -182,6 +182,67 @@ static void target_id(const avo_problem *p, const char *gpu_arch, char *out, siz
     fclose(f);
 }
 
+/* Intermediates kept for the policy checks: the assembler's input (gcc's
+ * -save-temps; for nvcc, the host compiler's) and nvcc's PTX (-keep).
+ * Neither changes the code generated: the same object with and without
+ * (gcc), the same cicc and ptxas command lines but for file names (nvcc
+ * --dryrun; tests/integration/test_policy.sh compares them). */
+static const char *const keep_c[] = {"-save-temps", NULL};
+static const char *const keep_cuda[] = {"-keep", "-Xcompiler=-save-temps", NULL};
+
+/* The file the compile kept: <work>/<pattern> for the first pattern that
+ * exists, as out ("" when none). */
+static void kept_file(const char *work, const char *out_name, const char *name, const char *ext, char *out,
+                      size_t outlen)
+{
+    char base[256];
+    snprintf(base, sizeof base, "%s", name);
+    char *dot = strrchr(base, '.');
+    if (dot)
+        *dot = 0;
+    /* gcc names its temporaries after the output (avo-out.so-cand.s), nvcc
+     * and its host compiler after the source (cand.ptx, cand.s) */
+    snprintf(out, outlen, "%s/%s-%s%s", work, out_name, base, ext);
+    if (access(out, R_OK) == 0)
+        return;
+    snprintf(out, outlen, "%s/%s%s", work, base, ext);
+    if (access(out, R_OK) != 0)
+        out[0] = 0;
+}
+
+/* The kept file `from` into the cache as `to` (its path into r_path), or
+ * nothing when the compile kept none. */
+static int keep_in_cache(const char *from, const char *to, const char *tmp, char *r_path, size_t r_len)
+{
+    r_path[0] = 0;
+    if (!from[0])
+        return 0;
+    int rc = copy_file(from, tmp);
+    if (!rc && rename(tmp, to) != 0)
+        rc = -errno;
+    if (rc) {
+        unlink(tmp);
+        return rc;
+    }
+    snprintf(r_path, r_len, "%s", to);
+    return 0;
+}
+
+/* The compile's kept .s (and .ptx) into the cache at asmpath (ptxpath). */
+static int store_kept(const char *work, const char *out_name, const char *name, int cuda, const char *asmpath,
+                      const char *ptxpath, const char *tmp, avo_compile_result *r)
+{
+    char from[4400], to_tmp[4500];
+    snprintf(to_tmp, sizeof to_tmp, "%s.k", tmp);
+    kept_file(work, out_name, name, ".s", from, sizeof from);
+    int rc = keep_in_cache(from, asmpath, to_tmp, r->asm_path, sizeof r->asm_path);
+    if (!rc && cuda) {
+        kept_file(work, out_name, name, ".ptx", from, sizeof from);
+        rc = keep_in_cache(from, ptxpath, to_tmp, r->ptx_path, sizeof r->ptx_path);
+    }
+    return rc;
+}
+
 static int cache_key(const avo_problem *p, const char *gpu_arch, const char *const *extra, const char *ident,
                      const char *src, size_t len, char key[65])
 {
@@ -194,12 +255,16 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
         return -ENOMEM;
     /* NUL separators keep field boundaries unambiguous. */
     /* v2: compiles run confined since; a v1 entry's log may hold what an
-     * unconfined compiler read from the host (an #include of a host file). */
-    fprintf(f, "avo-compile-v2%c%s%c%s%c", 0, ident, 0, target, 0);
+     * unconfined compiler read from the host (an #include of a host file).
+     * v3: the compile keeps its intermediates (the flags below) and the
+     * entry holds them beside the object, for the policy checks. */
+    fprintf(f, "avo-compile-v3%c%s%c%s%c", 0, ident, 0, target, 0);
     for (int i = 0; i < p->ncflags; i++)
         fprintf(f, "%s%c", p->cflags[i], 0);
     for (int i = 0; extra && extra[i]; i++)
         fprintf(f, "%s%c", extra[i], 0);
+    for (const char *const *k = gpu_arch ? keep_cuda : keep_c; *k; k++)
+        fprintf(f, "%s%c", *k, 0);
     fprintf(f, "-shared%c-fPIC%c%c", 0, 0, 0);
     fwrite(src, 1, len, f);
     if (fclose(f)) {
@@ -264,8 +329,18 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     snprintf(logpath, sizeof logpath, "%s/%s.log", cache, r->key);
     snprintf(failpath, sizeof failpath, "%s/%s.fail", cache, r->key);
     snprintf(r->so_path, sizeof r->so_path, "%s", path);
+    char asmpath[4300], ptxpath[4300];
+    snprintf(asmpath, sizeof asmpath, "%s/%s.s", cache, r->key);
+    snprintf(ptxpath, sizeof ptxpath, "%s/%s.ptx", cache, r->key);
 
-    if (access(path, R_OK) == 0 || access(failpath, R_OK) == 0) {
+    /* A hit needs what the policy checks read: an object whose kept files
+     * are gone is compiled again. */
+    const int kept = access(asmpath, R_OK) == 0 && (!cuda || access(ptxpath, R_OK) == 0);
+    if ((access(path, R_OK) == 0 && kept) || access(failpath, R_OK) == 0) {
+        if (access(asmpath, R_OK) == 0)
+            snprintf(r->asm_path, sizeof r->asm_path, "%s", asmpath);
+        if (cuda && access(ptxpath, R_OK) == 0)
+            snprintf(r->ptx_path, sizeof r->ptx_path, "%s", ptxpath);
         r->cached = 1;
         r->ok = access(path, R_OK) == 0;
         r->log = read_small(r->ok ? logpath : failpath, AVO_COMPILE_LOG_CAP);
@@ -293,6 +368,16 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     char outpath[4400];
     snprintf(outpath, sizeof outpath, "%s/%s", o->work_dir, out_name);
     unlink(outpath);
+    /* An earlier compile's kept files in this directory (the against is
+     * compiled under the candidate's name) must not pass for this one's. */
+    char stale[4400];
+    static const char *const kept_ext[] = {".s", ".ptx", NULL};
+    for (const char *const *e = kept_ext; *e; e++)
+        for (int k = 0; k < 2; k++) {      /* the two names kept_file tries */
+            kept_file(o->work_dir, out_name, name, *e, stale, sizeof stale);
+            if (!stale[0] || unlink(stale) != 0)
+                break;
+        }
     /* Copied beside its final place and renamed: readers never see a
      * half-written object, and concurrent compiles of one key both succeed. */
     static unsigned counter;
@@ -307,6 +392,8 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         argv[argc++] = "-cudart=shared";
         argv[argc++] = "-Xcompiler=-fPIC";
     }
+    for (const char *const *k = cuda ? keep_cuda : keep_c; *k; k++)
+        argv[argc++] = (char *)*k;
     argv[argc++] = "-shared";
     if (!cuda)
         argv[argc++] = "-fPIC";
@@ -352,6 +439,14 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     /* Candidate-controlled bytes (its own #error text): JSON needs UTF-8. */
     avo_utf8_scrub(r->log);
 
+    /* What the compile kept goes into the cache first, also after a clean
+     * failure: an assembler that stopped at `.incbin` of an unreadable file
+     * left its input, and the policy check names the line. */
+    if (sr.exited && !sr.timed_out && !sr.cancelled &&
+        (rc = store_kept(o->work_dir, out_name, name, cuda, asmpath, ptxpath, tmp, r))) {
+        snprintf(err, errlen, "cannot store the compile's kept files in %s: %s", cache, strerror(-rc));
+        goto cleanup;
+    }
     if (sr.exited && sr.exit_code == 0 && access(outpath, R_OK) == 0) {
         if ((rc = copy_file(outpath, tmp)) || rename(tmp, path) != 0) {
             rc = rc ? rc : -errno;

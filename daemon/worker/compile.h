@@ -33,13 +33,21 @@ typedef struct {
     double seconds;
     char key[65];
     char so_path[4400];
+    /* What the compile kept for the policy checks (daemon/worker/policy.h),
+     * copied into the cache beside the object; "" when it left none (a
+     * compile that failed early): the assembler's input (.s) and, for CUDA,
+     * the PTX nvcc emitted. */
+    char asm_path[4400];
+    char ptx_path[4400];
     char *log;                  /* compiler messages (capped), owned, never NULL after success */
 } avo_compile_result;
 
 /* Compile src (file name `name` in messages, e.g. "cand.c") with the
- * problem's cflags plus -shared -fPIC; for a CUDA problem with nvcc, its
- * nvcc flags, -gencode for o->gpu_arch, the ptxas report (-Xptxas -v) and
- * the shared CUDA runtime. The compiler runs confined (sandbox.h,
+ * problem's cflags plus -shared -fPIC and -save-temps; for a CUDA problem
+ * with nvcc, its nvcc flags, -gencode for o->gpu_arch, the ptxas report
+ * (-Xptxas -v), the shared CUDA runtime, -keep and -Xcompiler=-save-temps
+ * (the kept intermediates change no generated code: docs/evaluation.md,
+ * "Policy"). The compiler runs confined (sandbox.h,
  * avo_sandbox_confine): as nobody under a root worker, seeing only the
  * toolchain and work_dir. Returns 0 when the compile ran or
  * was served from the cache (r->ok says whether it succeeded), or a negative

@@ -8,6 +8,7 @@
 #include "devices.h"
 #include "gpulock.h"
 #include "avo_utf8.h"
+#include "policy.h"
 #include "ptxas.h"
 #include "daemon/harness/tensors.h"
 
@@ -465,6 +466,54 @@ static void attach_phases(json_t *res, const avo_phases *ph, double t_start, con
     json_object_set_new(res, "phases", j);
 }
 
+/* A file the compile kept, read for the policy checks; NULL when it kept
+ * none or it cannot be read (then that check has nothing to look at). */
+static char *read_kept(const char *path, size_t *len)
+{
+    *len = 0;
+    return path && path[0] ? avo_file_read(path, len) : NULL;
+}
+
+/* The policy checks after the compile (docs/evaluation.md, "Policy"):
+ * what it kept (the assembler's input, the PTX) and, when it built one,
+ * the object. Adds to f; 0 or a negative int with err. */
+static int policy_after_compile(const avo_compile_result *c, const char *src, size_t len, const char *name,
+                                avo_policy_findings *f, char *err, size_t errlen)
+{
+    size_t n, asm_len;
+    char *text, *asm_text = read_kept(c->asm_path, &asm_len);
+    if (asm_text)
+        avo_policy_scan_asm(asm_text, asm_len, "cand.s", f);
+    if ((text = read_kept(c->ptx_path, &n))) {
+        avo_policy_scan_ptx(text, n, "cand.ptx", f);
+        free(text);
+    }
+    int rc = c->ok ? avo_policy_scan_object(c->so_path, src, len, name, asm_text, asm_len, f) : 0;
+    free(asm_text);
+    if (rc == -ENOEXEC) {
+        /* not an object we can read: refused rather than run unread */
+        snprintf(err, errlen, "the candidate's object is not a 64-bit ELF the policy check can read");
+        return rc;
+    }
+    if (rc) {
+        snprintf(err, errlen, "cannot read the candidate's object for the policy check: %s", strerror(-rc));
+        return rc;
+    }
+    return 0;
+}
+
+/* The result of a candidate the policy refuses: never compiled further,
+ * never run, never scored. */
+static json_t *policy_result(const avo_problem *p, const avo_policy_violation *v, uint64_t seed)
+{
+    char detail[1024];
+    avo_policy_detail(v, detail, sizeof detail);
+    json_t *res = base_result(p, "policy_violation", detail, seed);
+    if (res)
+        json_object_set_new(res, "policy", avo_policy_json(v, p->policy_relax));
+    return res;
+}
+
 int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
                        char *err, size_t errlen)
 {
@@ -522,6 +571,21 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     }
     avo_phases_lap(&ph, "setup", &t);
 
+    /* The policy on the source first: a candidate that names a host file
+     * or a loader is refused before any compiler reads it. */
+    const char *cand_name = cuda ? "cand.cu" : "cand.c";
+    avo_policy_findings pf = {0};
+    if ((rc = avo_policy_scan_source(src, len, cand_name, cuda, &pf))) {
+        snprintf(err, errlen, "cannot check the candidate's source: %s", strerror(-rc));
+        goto cleanup;
+    }
+    const avo_policy_violation *pv = avo_policy_first(&pf, p->policy_relax);
+    avo_phases_lap(&ph, "policy_source", &t);
+    if (pv) {
+        res = policy_result(p, pv, seed);
+        goto done;
+    }
+
     avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
                            .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
                            .hide_dir = state_dir(o), .should_cancel = o->should_cancel,
@@ -551,10 +615,24 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         rc = -EINVAL;
         goto cleanup;
     }
-    rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    rc = avo_compile(&co, p, src, len, cand_name, &cand, err, errlen);
     avo_phases_lap(&ph, "compile_candidate", &t);
     if (rc)
         goto cleanup;
+    /* Then what the compile kept and built, also when it failed: a PTX
+     * instruction ptxas refuses, or an assembler stopped at `.incbin`, is
+     * named as the policy names it, with its line. */
+    if (!cand.timed_out && !cand.cancelled) {
+        if ((rc = policy_after_compile(&cand, src, len, cand_name, &pf, err, errlen)))
+            goto cleanup;
+        avo_phases_lap(&ph, "policy_build", &t);
+        if ((pv = avo_policy_first(&pf, p->policy_relax))) {
+            res = policy_result(p, pv, seed);
+            if (res)
+                json_object_set_new(res, "compile", compile_json(&cand, cuda));
+            goto done;
+        }
+    }
     if (!cand.ok) {
         char line[600];
         if (cand.cancelled) {
@@ -869,6 +947,12 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
         else if ((rc = detect_gpu_arch(o->gpu_index, arch, sizeof arch, err, errlen)))
             return rc;
     }
+    /* A source the policy refuses is never compiled: its evaluation ends
+     * at the same check, before any compile. */
+    avo_policy_findings pf = {0};
+    if (avo_policy_scan_source(src, len, cuda ? "cand.cu" : "cand.c", cuda, &pf) == 0 &&
+        avo_policy_first(&pf, p->policy_relax))
+        return 0;
     if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
         return rc;
     /* Exactly the options avo_eval_candidate compiles with, so its compiles
@@ -956,13 +1040,38 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
         return rc;
     avo_phases_lap(&ph, "setup", &t);
-    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
-                           .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = state_dir(o),
-                           .timeout_s = timeout};
-    rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
-    avo_phases_lap(&ph, "compile_candidate", &t);
-    if (rc)
+    /* The policy, as an evaluation applies it (the agent's compile tool
+     * hears of a violation before it spends an evaluation). */
+    const char *cand_name = cuda ? "cand.cu" : "cand.c";
+    avo_policy_findings pf = {0};
+    const avo_policy_violation *pv = NULL;
+    if ((rc = avo_policy_scan_source(src, len, cand_name, cuda, &pf))) {
+        snprintf(err, errlen, "cannot check the candidate's source: %s", strerror(-rc));
         goto cleanup;
+    }
+    pv = avo_policy_first(&pf, p->policy_relax);
+    if (!pv) {
+        avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
+                               .cache_dir = o->cache_dir, .work_dir = scratch, .hide_dir = state_dir(o),
+                               .timeout_s = timeout};
+        rc = avo_compile(&co, p, src, len, cand_name, &cand, err, errlen);
+        avo_phases_lap(&ph, "compile_candidate", &t);
+        if (rc)
+            goto cleanup;
+        if (!cand.timed_out && !cand.cancelled &&
+            (rc = policy_after_compile(&cand, src, len, cand_name, &pf, err, errlen)))
+            goto cleanup;
+        pv = avo_policy_first(&pf, p->policy_relax);
+    }
+    if (pv) {
+        char detail[1024];
+        avo_policy_detail(pv, detail, sizeof detail);
+        *result = json_pack("{s:s,s:s,s:o,s:o}", "outcome", "policy_violation", "detail", detail, "policy",
+                            avo_policy_json(pv, p->policy_relax), "compile",
+                            cand.log ? compile_json(&cand, cuda) : json_null());
+        rc = *result ? 0 : -ENOMEM;
+        goto cleanup;
+    }
     char line[600] = "";
     if (cand.timed_out)
         snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);

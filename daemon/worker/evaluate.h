@@ -71,7 +71,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
  * cache, nothing else: the worker does this for the next evaluation while
  * the current one holds the GPU, so compiling overlaps timing. A compile
  * error is not an error here (it is cached, and reported by the evaluation
- * itself). Safe to call from another thread. */
+ * itself), nor is a source the candidate policy refuses (never compiled).
+ * Safe to call from another thread. */
 int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
                         size_t errlen);
 

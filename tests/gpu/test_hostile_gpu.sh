@@ -76,7 +76,14 @@ declare -A EXPECT=(
     [fp16_accumulate]="wrong_result"
     [bf16_accumulate]="wrong_result"
     [late_launch]="wrong_result cheat_suspected crash"
-    [calls_cublas]="any"
+    # The candidate policy (issue 21, point 4; docs/evaluation.md,
+    # "Policy"): refused before anything runs, with the offending line.
+    # calls_cublas dlopen()s the vendor library (module_loading).
+    [calls_cublas]="policy_violation"
+    [undocumented_ptx]="policy_violation"
+    [loads_cubin]="policy_violation"
+    [module_from_bytes]="policy_violation"
+    [hidden_loader]="policy_violation"
     [compile_error]="compile_error"
     [device_sync]="ok"
     # Two slots keyed on sampled inputs, the replay padded to ~250 TFLOPS
@@ -119,13 +126,14 @@ declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate
 # --timeout per case (default 60 s). It bounds the compile and the harness
 # separately; the harness's own deadline is 2 s (10%) earlier.
 declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180)
-# Cases exempt from "not above the seed" (a policy question, reported).
-declare -A ABOVE_SEED_OK=([calls_cublas]=1)
+# Cases exempt from "not above the seed" (a policy question, reported):
+# none since the policy refuses calls_cublas.
+declare -A ABOVE_SEED_OK=()
 # The twin rule: an ok case on gemm_bf16_small at most this factor above the
 # honest twin's TFLOPS on every config (default 1.10); exempt: not built on
 # the tiled kernel.
 declare -A TWIN_MAX=([disturbs_calibration]=1.03 [forges_event_time]=2.3)
-declare -A TWIN_EXEMPT=([calls_cublas]=1)
+declare -A TWIN_EXEMPT=()
 # Cases whose harm would show in the next evaluation: the seed is evaluated
 # again right after them and must be ok.
 declare -A NEXT_EVAL=([helper_process]=1 [fills_shm]=1)
@@ -371,6 +379,22 @@ for name in "${cases[@]}"; do
             ok "$name: outcome $outcome"
         else
             notok "$name: expected ${want// /|}, got $outcome ($detail)"
+        fi
+    fi
+
+    # A refused case names its rule and line and is never scored.
+    if [ "$outcome" = policy_violation ]; then
+        if python3 - "$out" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r.get("policy") or {}
+ok = isinstance(p.get("rule"), str) and (p.get("line") is not None or p.get("file") == "object") \
+    and float(r.get("aggregate") or 0) == 0 and all(float(c.get("score") or 0) == 0 for c in r.get("configs", []))
+sys.exit(0 if ok else 1)
+PY
+            ok "$name: the policy names its rule and line, never scored"
+        else
+            notok "$name: a policy_violation without its rule and line, or with a score"
         fi
     fi
 

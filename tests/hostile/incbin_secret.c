@@ -8,7 +8,9 @@
  * it plants a root-only 0600 file holding a random token and compiles a copy
  * of this file with the path replaced (sed), then looks for the token.
  *
- * Expected once defended: compile_error (the assembler cannot open the
+ * Expected: policy_violation (file_inclusion, the .incbin line), nothing
+ * compiled. With the rule relaxed (test_hostile.sh's second pass), as
+ * before the policy: compile_error (the assembler cannot open the
  * file), and no line of the file anywhere in the result. Today: ok, with the
  * whole file in sandbox.stderr_tail. */
 #include <stdint.h>

@@ -8,7 +8,9 @@
  * it plants a root-only 0600 file holding a random token and compiles a copy
  * of this file with the path replaced (sed), then looks for the token.
  *
- * Expected once defended: compile_error (the compiler cannot open the file),
+ * Expected: policy_violation (file_inclusion, the #include line), nothing
+ * compiled. With the rule relaxed (test_hostile.sh's second pass), as
+ * before the policy: compile_error (the compiler cannot open the file),
  * and no line of the file anywhere in the result. Today: compile_error with
  * the file's first lines quoted in compile.log, and the first in detail. */
 #include <stdint.h>

@@ -60,7 +60,15 @@ declare -A EXPECT=(
     [nonzero_status]="wrong_result"
     [uninit_output]="wrong_result"
     [write_outside]="wrong_result"
-    [calls_reference]="wrong_result"
+    # the candidate policy (issue 21, point 4; docs/evaluation.md,
+    # "Policy"): refused before it runs. calls_reference, include_secret and
+    # incbin_secret are evaluated again below with the rule relaxed, so the
+    # defence behind the policy (the hidden cache, the confined compiler)
+    # stays tested.
+    [calls_reference]="policy_violation"
+    [incbin_macro]="policy_violation"
+    [dlopen_written]="policy_violation"
+    [embedded_elf]="policy_violation"
     [modifies_inputs]="cheat_suspected"
     [caches_output]="cheat_suspected"
     [late_thread]="wrong_result cheat_suspected crash"
@@ -75,8 +83,8 @@ declare -A EXPECT=(
     [memo_inputs]="ok cheat_suspected wrong_result"
     [replay_when_timed]="ok cheat_suspected wrong_result"
     [reads_seed]="ok cheat_suspected wrong_result"
-    [include_secret]="compile_error"
-    [incbin_secret]="compile_error"
+    [include_secret]="policy_violation"
+    [incbin_secret]="policy_violation"
     [escapes_daemon]="ANY"
     [squats_nproc]="ANY"
     [fills_shm]="ANY"
@@ -343,6 +351,12 @@ for src in "$HOSTILE"/*.c; do
         check "$name: aggregate $agg does not exceed the seed's $SEED_AGG" test "$above" = 0
     fi
 
+    if [ "$outcome" = policy_violation ]; then
+        check "$name: the policy names its rule and the offending line, never scored ($(jq -r '.policy | "\(.rule) \(.file):\(.line)"' "$out" 2>/dev/null))" \
+            jqt '(.policy.rule | type) == "string" and (.policy.line != null or .policy.file == "object")
+                 and .aggregate == 0 and ([.configs[].score] | all(. == 0))' "$out"
+    fi
+
     case $rule in
     twin)
         over=$(above_twin "$out")
@@ -434,6 +448,41 @@ for src in "$HOSTILE"/*.c; do
     leaked=$(find "$T/tmp" -mindepth 1 -maxdepth 1 2>/dev/null)
     check "$name: no scratch directory left" test -z "$leaked"
     rm -rf "${T:?}/tmp/"*
+done
+
+# The defence behind the policy: the cases the policy refuses, evaluated on
+# a copy of the package that relaxes the rule they break, must still get the
+# outcome they had before the policy (the cache hidden from the runner, the
+# compiler confined), and the secret must still be nowhere in the result.
+RELAXED="$T/relaxed-sgemm"
+mkdir -p "$RELAXED"
+cp "$PROBLEM"/* "$RELAXED/"
+jq '.policy = {"relax": {"module_loading": "test: the hidden cache is the defence under test",
+                         "file_inclusion": "test: the confined compiler is the defence under test"}}' \
+    "$PROBLEM/problem.json" >"$RELAXED/problem.json"
+declare -A RELAXED_EXPECT=([calls_reference]="wrong_result" [include_secret]="compile_error"
+                           [incbin_secret]="compile_error")
+for name in calls_reference include_secret incbin_secret; do
+    src="$HOSTILE/$name.c"
+    out="$T/$name.relaxed.json"
+    if [ "${NEW_RULE[$name]:-}" = secret ]; then
+        if [ -z "$SECRET_TOKEN" ]; then
+            ok "$name (policy relaxed): skipped # SKIP needs root and no $SECRET_FILE already there"
+            continue
+        fi
+        src="$T/secret/$name.c"
+        out="$T/secret/$name.relaxed.json"
+    fi
+    timeout -k 5 120 avo-worker eval "$RELAXED" "$src" --json --timeout "$DEFAULT_TIMEOUT" --seed "$SEED" \
+        --cache "$T/cache" >"$out" 2>"$out.err"
+    outcome=$(jq -r '.outcome // "none"' "$out" 2>/dev/null || echo none)
+    check "$name (policy relaxed): outcome $outcome, expected ${RELAXED_EXPECT[$name]}" \
+        test "$outcome" = "${RELAXED_EXPECT[$name]}"
+    if [ "${NEW_RULE[$name]:-}" = secret ]; then
+        hits=$(secret_hits "$out")
+        check "$name (policy relaxed): no line of the planted secret or of /etc/shadow anywhere in the result ($hits found)" \
+            test "$hits" -eq 0
+    fi
 done
 
 exit 0

@@ -26,6 +26,11 @@ NR="$T/nonroot"
 mkdir -p "$NR/bin" "$NR/cases" "$NR/tmp" "$NR/home"
 cp "$BIN/avo-worker" "$BIN/avo-harness" "$NR/bin/"
 cp -r "$ROOT/kernels/cpu/sgemm" "$NR/sgemm"
+# The same package with the policy's file_inclusion rule relaxed, so the
+# confined compiler behind it stays tested (docs/evaluation.md, "Policy").
+cp -r "$ROOT/kernels/cpu/sgemm" "$NR/sgemm-relaxed"
+jq '.policy = {"relax": {"file_inclusion": "test: the confined compiler is the defence under test"}}' \
+    "$ROOT/kernels/cpu/sgemm/problem.json" >"$NR/sgemm-relaxed/problem.json"
 cp "$ROOT/tests/hostile/twins/gemm_ikj.c" "$ROOT/tests/hostile/twins/gemm_threads.c" \
     "$ROOT/tests/hostile/reads_seed.c" "$ROOT/tests/hostile/escapes_daemon.c" "$ROOT/tests/hostile/fills_shm.c" \
     "$ROOT/tests/hostile/bad_utf8.c" "$NR/cases/"
@@ -39,10 +44,10 @@ printf '#include "%s"\nint sgemm(void *const *t, const long *s) { (void)t; (void
 chown -R 65534:65534 "$NR"
 chmod -R a+rX "$NR"
 
-nobody_eval() {  # FILE OUT [timeout]
+nobody_eval() {  # FILE OUT [timeout [PROBLEM_DIR]]
     timeout -k 5 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
         env -i PATH=/usr/bin:/bin HOME="$NR/home" TMPDIR="$NR/tmp" \
-        "$NR/bin/avo-worker" eval "$NR/sgemm" "$1" --json --timeout "${3:-60}" --cache "$NR/home/cache" \
+        "$NR/bin/avo-worker" eval "${4:-$NR/sgemm}" "$1" --json --timeout "${3:-60}" --cache "$NR/home/cache" \
         >"$2" 2>"$2.err"
 }
 score_ok() {  # OUT -> per-config scores within 1.3x of the twin's
@@ -91,11 +96,15 @@ nobody_eval "$NR/cases/bad_utf8.c" "$T/utf8.json"
 check "as nobody: invalid UTF-8 on stderr keeps the evidence (sandbox is an object)" \
     jqt '(.sandbox | type == "object") and (.sandbox.stderr_tail | type == "string")' "$T/utf8.json"
 
-nobody_eval "$NR/cases/include_secret.c" "$T/secret.json"
-check "as nobody: #include of a file nobody may read is a compile error" \
+nobody_eval "$NR/cases/include_secret.c" "$T/secret-policy.json"
+check "as nobody: #include of a host path is refused by the policy before any compile" \
+    jqt '.outcome == "policy_violation" and .policy.rule == "file_inclusion" and .compile == null' \
+    "$T/secret-policy.json"
+nobody_eval "$NR/cases/include_secret.c" "$T/secret.json" 60 "$NR/sgemm-relaxed"
+check "as nobody, the policy relaxed: #include of a file nobody may read is a compile error" \
     jqt '.outcome == "compile_error"' "$T/secret.json"
-check "as nobody: the file's content is nowhere in the result" \
-    bash -c "! grep -q '$(cat "$SECRET")' '$T/secret.json'"
+check "as nobody: the file's content is nowhere in the results" \
+    bash -c "! grep -q '$(cat "$SECRET")' '$T/secret.json' '$T/secret-policy.json'"
 
 # A scratch root outside /tmp, /var/tmp and /dev/shm (the worker's
 # `scratch` setting): the sandbox's root is read-only there, so the

@@ -3,10 +3,9 @@
  * dlopen()s the library and calls cublasGemmEx exactly as baseline.cu does
  * (fp32 compute, on the caller's stream). If no libcublas can be loaded it
  * returns 1000 + CUBLAS_STATUS_NOT_INITIALIZED.
- * Expected: any outcome (reported, not asserted). ok means an evolved
- * candidate can "win" by calling the vendor library: if that is against the
- * rules, the harness needs a rule (a scan of the object's imports/dlopen, or
- * a policy in the operator prompt), not a numeric check. */
+ * It was reported, not asserted, until the candidate policy (issue 21,
+ * point 4) answered the question: loading code at run time is refused.
+ * Expected: policy_violation (module_loading: the dlopen line); never run. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>

@@ -1,0 +1,62 @@
+/* Hostile (GPU; issue 21, point 4: module_loading). cuModuleLoadData from
+ * a byte array: a kernel as PTX text in the candidate's data, loaded by the
+ * driver at run time, so the code that runs is none the worker compiled
+ * (nor the policy's PTX check saw: its instruction is an undocumented one).
+ * Called directly through the driver API's header; the product falls back
+ * to the twin's.
+ * Expected: policy_violation (module_loading: cuModuleLoadData on its
+ * line); never run. */
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* A plain correct gemm (the same 16 x 16 shared-memory tiling and fp32
+ * summation order as reference.cu, so its output matches the reference's
+ * bit for bit). Repeated in every case that needs a correct product: the
+ * worker compiles a candidate as one file, away from this directory, so
+ * nothing here can be #included. */
+__global__ void tiled_gemm(const __nv_bfloat16 *__restrict__ A, const __nv_bfloat16 *__restrict__ B,
+                           __nv_bfloat16 *__restrict__ C, int M, int N, int K)
+{
+    __shared__ float As[16][17], Bs[16][17];
+    const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+    const int row = (int)blockIdx.y * 16 + ty, col = (int)blockIdx.x * 16 + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? __bfloat162float(A[(size_t)row * K + k0 + tx]) : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? __bfloat162float(B[(size_t)(k0 + ty) * N + col]) : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < 16; k++)
+            acc = fmaf(As[ty][k], Bs[k][tx], acc);
+        __syncthreads();
+    }
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = __float2bfloat16_rn(acc);
+}
+
+static void launch_tiled(const void *A, const void *B, void *C, int M, int N, int K, cudaStream_t s)
+{
+    dim3 grid((unsigned)((N + 15) / 16), (unsigned)((M + 15) / 16));
+    tiled_gemm<<<grid, dim3(16, 16), 0, s>>>(static_cast<const __nv_bfloat16 *>(A),
+                                             static_cast<const __nv_bfloat16 *>(B), static_cast<__nv_bfloat16 *>(C),
+                                             M, N, K);
+}
+
+static const char avo_hostile_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                                      ".visible .entry avo_k()\n{\n\tret;\n}\n";
+
+extern "C" int gemm_bf16(void *const *tensors, const int64_t *sizes, cudaStream_t stream)
+{
+    static CUmodule mod;
+    static int tried;
+    const int M = (int)sizes[0], N = (int)sizes[1], K = (int)sizes[2];
+    if (!tried) {
+        tried = 1;
+        (void)cuModuleLoadData(&mod, avo_hostile_ptx);
+    }
+    if (M == 0 || N == 0)
+        return 0;
+    launch_tiled(tensors[0], tensors[1], tensors[2], M, N, K, stream);
+    return (int)cudaGetLastError();
+}
