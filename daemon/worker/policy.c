@@ -1,3 +1,4 @@
+/* The candidate policy: only documented instructions, no embedded binaries, module loading or file inclusion, checked on the source, the kept .s/.ptx and the object (policy.h). */
 #include "policy.h"
 
 #include <ctype.h>
