@@ -874,8 +874,11 @@ static int run_profile(worker *w)
     char wid[32], lease[32];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    PGresult *r = exec(w, "SELECT * FROM avo_claim_profile($1, $2, $3)", 3, (const char *const[]){wid, w->o->target,
-                                                                                                   lease});
+    /* With the package the job pinned, as an evaluation's claim has it. */
+    PGresult *r = exec(w,
+                       "SELECT c.*, j.problem_hash AS pinned_hash, j.problem_files AS pinned_files "
+                       "FROM avo_claim_profile($1, $2, $3) c LEFT JOIN jobs j ON j.id = c.job_id",
+                       3, (const char *const[]){wid, w->o->target, lease});
     if (!r) /* as for programs: a lost connection shows in the evaluation claim */
         return 0;
     if (PQntuples(r) != 1) {
@@ -898,6 +901,10 @@ static int run_profile(worker *w)
     if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||
         avo_problem_load(&p, dir, err, sizeof err) < 0) {
         res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
+    } else if (check_pinned(r, &p, err, sizeof err) < 0) {
+        avo_logx(AVO_LOG_WARN, "worker", &lc, "profile %s refused: %s", id, err);
+        res = json_pack("{s:s,s:s}", "outcome", "package_mismatch", "detail", err);
+        avo_problem_free(&p);
     } else {
         avo_eval_opts eo = {.harness_path = w->o->harness, .cache_dir = w->o->cache_dir,
                             .state_dir = w->o->state_dir, .scratch_root = w->o->scratch_root,

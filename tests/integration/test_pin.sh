@@ -92,6 +92,13 @@ avoctl show "${SC:-0}" >"$T/showC.out" 2>&1
 sed "s/^/# /" "$T/showC.out" | head -20
 check "avoctl show of the refused candidate says package_mismatch with the reason" \
     bash -c 'grep -q "package_mismatch" "$0" && grep -q "not the version its job pinned" "$0"' "$T/showC.out"
+avoctl profile "${SC:-0}" --wait >"$T/profC.out" 2>&1
+rc=$?
+sed "s/^/# /" "$T/profC.out" | head -5
+PROFC=$(q "SELECT state || ' ' || (result->>'outcome') FROM profiles WHERE candidate_id = ${SC:-0}")
+check "a profile of that job's candidate is refused the same way: exit 1, failed, package_mismatch, the reason ($PROFC)" \
+    bash -c '[ "$0" = 1 ] && grep -q "not the version its job pinned" "$1" && [ "$2" = "failed package_mismatch" ]' \
+    "$rc" "$T/profC.out" "$PROFC"
 avoctl problem diff "$C" >"$T/diffC.out" 2>&1
 check "avoctl problem diff names the changed reference (no text diff: only problem.json and the seed are kept)" \
     bash -c 'grep -Eq "^ +changed +reference\.c " "$0" && ! grep -q "^+/\* reference v2" "$0"' "$T/diffC.out"

@@ -67,6 +67,14 @@ check "the worker with nvcc 13.0.88 / driver 580.95.05 claims it ($EA)" \
     test "$EA" = "$(q "SELECT id FROM evaluations WHERE job_id = $JA")"
 complete "$EA" "$W13" 10 "$V13"
 wait_for 30 "[ \"\$(job_state $JA)\" = succeeded ]"
+# A profile task of the pinned job's candidate is the job's work too (sql/020)
+CA=$(q "SELECT best_candidate FROM jobs WHERE id = $JA")
+PA=$(api POST "/v1/candidates/$CA/profile" | jq -r .id)
+check "a profile of the pinned job's candidate ($PA) is not claimed by the worker with nvcc 12.4 / driver 550" \
+    test -z "$(q "SELECT id FROM avo_claim_profile($W12, 'cpu', 60)")"
+check "... the worker whose toolchain meets the pin claims it" \
+    test "$(q "SELECT id FROM avo_claim_profile($W13, 'cpu', 60)")" = "$PA"
+q "SELECT avo_complete_profile($PA, $W13, '{\"outcome\": \"ok\"}'::jsonb)" >/dev/null
 B=$(api POST /v1/jobs '{"problem": "cpu/sgemm", "budget": {"evaluations": 1}, "toolchain": {"nvcc": "<13", "gpu": "h100"}}')
 JB=$(jq -r .id <<<"$B")
 wait_for 30 "[ \$(queued $JB) -ge 1 ]"
