@@ -139,6 +139,21 @@ wait "$WAITER"; rc=$?
 check "avoctl revalidate --wait prints the ratio and both toolchains ($rc)" \
     bash -c '[ "$0" = 0 ] && grep -Eq "^$1 +10 +8 +x0\.8000 +cc 12.2.0, nvcc 12.4.131, driver 550.54.15, cuda -/12.4, NVIDIA H100 80GB HBM3, avo 0.1.0 \(was cc 12.2.0, nvcc 13.0.88" "$2" &&
              grep -q "ratio new/recorded: x0.8000 geometric mean over 1 of 1" "$2"' "$rc" "$SA" "$T/rvw.out"
+# --on GPU: by UUID or by model, through the GPU each worker recorded
+q "UPDATE workers SET toolchain = jsonb_set(toolchain, '{versions,gpu_uuid}', '\"GPU-13aa\"') WHERE id = $W13" >/dev/null
+q "UPDATE workers SET toolchain = jsonb_set(toolchain, '{versions,gpu_uuid}', '\"GPU-12bb\"') WHERE id = $W12" >/dev/null
+avoctl revalidate cand:"$SA" --on GPU-13aa >/dev/null 2>&1
+E3=$(q "SELECT id FROM evaluations WHERE revalidation_id = (SELECT max(id) FROM revalidations)")
+check "revalidate --on GPU-UUID: the worker of another GPU cannot claim it" \
+    test -z "$(q "SELECT id FROM avo_claim($W12, 'cpu', 60) WHERE candidate_id = $SA")"
+check "... the worker of that GPU does ($E3)" test "$(claim "$W13")" = "$E3"
+complete "$E3" "$W13" 10 "$V13"
+avoctl revalidate cand:"$SA" --on H100 >/dev/null 2>&1
+E4=$(q "SELECT id FROM evaluations WHERE revalidation_id = (SELECT max(id) FROM revalidations)")
+check "revalidate --on MODEL (H100): the H200's worker cannot claim it, the H100's does ($E4)" \
+    bash -c '[ -z "$0" ] && [ -n "$2" ] && [ "$1" = "$2" ]' \
+    "$(q "SELECT id FROM avo_claim($W13, 'cpu', 60) WHERE candidate_id = $SA")" "$(claim "$W12")" "$E4"
+complete "$E4" "$W12" 8 "$V12"
 check "re-validations are never consumed and change no job" \
     test "$(q "SELECT bool_or(consumed)::text || ' ' || (SELECT best_candidate FROM jobs WHERE id = $JA) FROM evaluations WHERE purpose = 'revalidate'")" = "false $SA"
 
