@@ -88,6 +88,29 @@ static const char *state_dir(const avo_eval_opts *o)
     return o->state_dir && *o->state_dir ? o->state_dir : getenv("AVO_HOME");
 }
 
+static const char *gpu_lock_dir(const avo_eval_opts *o)
+{
+    return o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir();
+}
+
+/* What untrusted code run for an evaluation must not see, as a sandbox's
+ * hide list (out holds 4): the compile cache and the worker's state, and
+ * the host's GPU locks, which a candidate could otherwise flock from a
+ * helper to stall every GPU evaluation of the host, or (the default
+ * /run/lock is world-writable) plant before a worker makes them
+ * (tests/hostile/gpu_lock.c). Unset entries are left out rather than
+ * ending the list early. */
+static const char *const *hidden_dirs(const avo_eval_opts *o, const char *out[4])
+{
+    const char *all[] = {o->cache_dir, state_dir(o), gpu_lock_dir(o)};
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (all[i] && *all[i])
+            out[n++] = all[i];
+    out[n] = NULL;
+    return out;
+}
+
 /* The vendor library a cuda problem's trusted objects link with: the
  * baseline times cuBLAS, the reference (run in the checker only) does its
  * fp32 products with it. A candidate is never linked with it
@@ -754,7 +777,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         }
     }
     argv[argc] = NULL;
-    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
+    const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     /* The package's files may be links out of its directory (the test
      * fixtures link to kernels/ and to each other): their targets are
      * exposed too. */
@@ -798,9 +821,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     double lock_waited = 0, lock_from = 0;
     if (cuda) {
         avo_gpulock_key(o->gpu_index, lock_key, sizeof lock_key);
-        gpu_lock = avo_gpulock_take(o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir(),
-                                    lock_key,
-                                    o->should_cancel, o->cancel_arg, &lock_waited, err, errlen);
+        gpu_lock = avo_gpulock_take(gpu_lock_dir(o), lock_key, o->should_cancel, o->cancel_arg, &lock_waited, err, errlen);
         avo_phases_lap(&ph, "gpu_lock_wait", &t);
         if (gpu_lock == -ECANCELED) {
             for (int i = 0; i < npass; i++)
@@ -1001,7 +1022,7 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
     char *const argv_c[] = {tool, "-d", "--no-show-raw-insn", "-C", (char *)obj, NULL};
     /* It parses an untrusted file: confined like the compiler, with only
      * that file of the cache in view. */
-    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
+    const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     const char *expose[] = {obj, NULL};
     avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = "/", .timeout_s = timeout,
                            .out_cap = AVO_DISASM_CAP, .keep_head = 1, .expose = expose};
@@ -1122,7 +1143,7 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
                              "prog.c", "-lm", "-lpthread", NULL};
     char *const nvcc_argv[] = {(char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog",
                                "prog.cu", NULL};
-    const char *hide[] = {o->cache_dir, state_dir(o), NULL};
+    const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     /* The compiler, as for candidates: nobody, in a scratch dir given to it. */
     if (geteuid() == 0 && chown(scratch, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
         rc = -errno;
@@ -1167,8 +1188,7 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
         char key[128];
         double waited;
         avo_gpulock_key(o->gpu_index, key, sizeof key);
-        gpu_lock = avo_gpulock_take(o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir(),
-                                    key, o->should_cancel, o->cancel_arg, &waited, err, errlen);
+        gpu_lock = avo_gpulock_take(gpu_lock_dir(o), key, o->should_cancel, o->cancel_arg, &waited, err, errlen);
         if (gpu_lock == -ECANCELED) {
             *result = json_pack("{s:s,s:s}", "outcome", "cancelled", "detail", err);
             goto done;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "avo_nvml.h"
+#include "sandbox.h"
 
 const char *avo_gpulock_default_dir(void)
 {
@@ -54,12 +55,31 @@ static int open_lock(const char *dir, const char *key, char *path, size_t plen, 
     /* Read-only is enough for flock, so a worker of another user can take
      * the lock on a file the first one created (/run/lock is sticky); no
      * links followed in a world-writable directory. */
-    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd < 0) {
         int e = errno;
         snprintf(err, errlen, "GPU lock: cannot open %s: %s (--gpu-lock-dir names a directory every worker of "
                  "the host can write)", path, strerror(e));
         return -e;
+    }
+    /* Anyone may create names in a sticky directory, untrusted code too
+     * where it could once reach it (evaluations are kept from it since,
+     * tests/hostile/gpu_lock.c): a FIFO there would have hung this open
+     * (hence O_NONBLOCK), and a file of the sandbox user's could be
+     * unlinked by it while a worker holds the lock, so the next worker
+     * would lock a new file and time beside the first. */
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_uid == AVO_SANDBOX_UID && geteuid() != AVO_SANDBOX_UID)
+        why = "owned by the sandbox user (uid 65534), whom untrusted code runs as";
+    if (why) {
+        snprintf(err, errlen, "GPU lock: %s is %s; remove it (a worker makes it again)", path, why);
+        close(fd);
+        return -EPERM;
     }
     return fd;
 }

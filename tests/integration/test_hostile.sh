@@ -95,6 +95,10 @@ declare -A EXPECT=(
     [skips_some]="cheat_suspected"
     # sees no other process and is not dumpable (else it returns 1)
     [sees_neighbours]="ok"
+    # reaches for the host's GPU locks in /run/lock (flocks them, plants a
+    # FIFO and a file there; else it returns 1): the evaluation must see an
+    # empty read-only directory there
+    [gpu_lock]="ok"
 )
 # The rule each issue-18 case is held to, besides its outcome (and instead
 # of the seed's aggregate):
@@ -108,7 +112,7 @@ declare -A EXPECT=(
 #   fast:    the crash is reported within FAST_CRASH_S of wall time
 declare -A NEW_RULE=(
     [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
-    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin
+    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin
     [include_secret]=secret [incbin_secret]=secret
     [escapes_daemon]=outlive [squats_nproc]=outlive
     [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast
@@ -153,9 +157,20 @@ remove_marker_files() {
 }
 
 PLANTED=0
+# A GPU lock file as a worker makes it (gpulock.c: 0644, in the default
+# directory), for gpu_lock to reach for; /run/lock made (sticky, as Debian
+# has it) where this host lacks it, and removed again.
+LOCK_DIR=/run/lock
+MADE_LOCK_DIR=0
+if [ ! -d "$LOCK_DIR" ] && mkdir -m 1777 "$LOCK_DIR" 2>/dev/null; then MADE_LOCK_DIR=1; fi
+HOST_LOCK="$LOCK_DIR/avo-gpu-hostile-$$.lock"
+(umask 022 && : >"$HOST_LOCK") 2>/dev/null
 remove_planted() {
     [ "$PLANTED" = 1 ] && rm -f "$SECRET_FILE"
     remove_marker_files
+    rm -f "$HOST_LOCK" "$LOCK_DIR"/avo-gpu-hostile-planted-*
+    [ "$MADE_LOCK_DIR" = 1 ] && rmdir "$LOCK_DIR" 2>/dev/null
+    return 0
 }
 trap 'kill_strays; remove_planted; cleanup' EXIT
 
@@ -405,6 +420,13 @@ for src in "$HOSTILE"/*.c; do
     esac
 
     case $name in
+    gpu_lock)
+        planted=$(find "$LOCK_DIR" -maxdepth 1 -name 'avo-gpu-hostile-planted-*' 2>/dev/null | wc -l)
+        check "gpu_lock: nothing planted in the host's $LOCK_DIR ($planted found)" test "$planted" -eq 0
+        rm -f "$LOCK_DIR"/avo-gpu-hostile-planted-*
+        check "gpu_lock: the host's lock file is free right after (flock -n $HOST_LOCK)" \
+            flock -n "$HOST_LOCK" true
+        ;;
     flood_stdout)
         # 200 MB written; what comes back must be the capped tail.
         ol=$(jq -r '.sandbox.stdout_tail // "" | length' "$out" 2>/dev/null || echo -1)

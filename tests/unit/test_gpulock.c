@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -172,6 +173,32 @@ static void test_bad_names(void **state)
     assert_non_null(strstr(err, "/nonexistent-avo-dir"));
 }
 
+/* Names planted in a world-writable lock directory are refused, at once
+ * (a FIFO would block a plain open forever), naming why. */
+static void test_planted(void **state)
+{
+    (void)state;
+    char path[256], err[300];
+    double w;
+    snprintf(path, sizeof path, "%s/avo-gpu-GPU-test.lock", dir);
+    unlink(path); /* the file the tests before made */
+    assert_int_equal(mkfifo(path, 0666), 0);
+    assert_int_equal(avo_gpulock_check(dir, "GPU-test", err, sizeof err), -EPERM);
+    assert_non_null(strstr(err, "not a regular file"));
+    assert_int_equal(avo_gpulock_take(dir, "GPU-test", NULL, NULL, &w, err, sizeof err), -EPERM);
+    unlink(path);
+    if (geteuid() != 0)
+        return; /* only root can make a file of the sandbox user's */
+    int fd = open(path, O_RDONLY | O_CREAT, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(fchown(fd, 65534, 65534), 0);
+    close(fd);
+    assert_int_equal(avo_gpulock_check(dir, "GPU-test", err, sizeof err), -EPERM);
+    assert_non_null(strstr(err, "sandbox user"));
+    unlink(path);
+    assert_int_equal(avo_gpulock_check(dir, "GPU-test", err, sizeof err), 0);
+}
+
 static void test_visible_index(void **state)
 {
     (void)state;
@@ -194,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_cancel_while_waiting),
         cmocka_unit_test(test_dead_holder),
         cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_planted),
         cmocka_unit_test(test_visible_index),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
