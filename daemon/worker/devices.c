@@ -9,23 +9,29 @@
 
 #include "avo_nvml.h"
 
+void avo_devices_cpu_model(char *out, size_t len, const char *none)
+{
+    snprintf(out, len, "%s", none);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                snprintf(out, len, "%s", c + 1 + (c[1] == ' '));
+                out[strcspn(out, "\n")] = 0;
+            }
+            break;
+        }
+    fclose(f);
+}
+
 static json_t *cpu_entry(void)
 {
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    snprintf(model, sizeof model, "%s", c + 2);
-                    model[strcspn(model, "\n")] = 0;
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    avo_devices_cpu_model(model, sizeof model, "unknown");
     return json_pack("{s:s,s:s,s:i}", "kind", "cpu", "model", model, "cores", (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "avo_nvml.h"
+#include "devices.h"
 #include "avo_toolchain.h"
 #include "avo_version.h"
 #include "compile.h"
@@ -103,21 +104,8 @@ static int runtime_version(const json_t *nvcc, char *out, size_t outlen)
 
 static json_t *cpu_model(void)
 {
-    char model[256] = "none";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    snprintf(model, sizeof model, "%s", c + 1 + (c[1] == ' '));
-                    model[strcspn(model, "\n")] = 0;
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    avo_devices_cpu_model(model, sizeof model, "none");
     return json_string(model);
 }
 
