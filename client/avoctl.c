@@ -89,7 +89,8 @@ static int usage_error(const avoctl_ctx *c, const char *msg)
         fprintf(stderr, "usage: %.*s (see 'avoctl help %s')\n", n, u, name);
     } else {
         fprintf(stderr, "avoctl: %s\n", msg);
-        fprintf(stderr, "usage: avoctl [--json] [--socket PATH] COMMAND [ARGS] (see 'avoctl help')\n");
+        fprintf(stderr, "usage: avoctl [--json] [--socket PATH | --url URL --token-file FILE] COMMAND [ARGS] "
+                        "(see 'avoctl help')\n");
     }
     return EXIT_USAGE;
 }
@@ -2087,7 +2088,8 @@ static const avoctl_command *find_command(const char *name)
 static int print_help(const char *topic, FILE *out)
 {
     if (!topic) {
-        fprintf(out, "usage: avoctl [--json] [--socket PATH] COMMAND [ARGS]\n\ncommands:\n");
+        fprintf(out, "usage: avoctl [--json] [--socket PATH | --url URL --token-file FILE] COMMAND [ARGS]\n\n"
+                     "commands:\n");
         for (size_t i = 0; i < NCOMMANDS; i++)
             fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
         fprintf(out,

@@ -2,6 +2,7 @@
 #include "avo_routes.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,4 +53,18 @@ int avo_route_match(const char *method, const char *path, int64_t *id_arg)
         }
     }
     return path_seen ? -405 : -404;
+}
+
+void avo_route_allow(const char *path, char *out, size_t outlen)
+{
+    size_t n = 0;
+    if (outlen)
+        out[0] = 0;
+    for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
+        int64_t arg;
+        if (!path_matches(avo_routes[i].pattern, path, &arg) || n >= outlen)
+            continue;
+        int w = snprintf(out + n, outlen - n, "%s%s", n ? ", " : "", avo_routes[i].method);
+        n += w > 0 ? (size_t)w : 0;
+    }
 }

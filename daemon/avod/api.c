@@ -1268,9 +1268,14 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case -404:
         avo_http_reply_error(req, 404, "no_route", "no route %s %s (proto/openapi.yaml lists them)", method, path);
         return;
-    case -405:
-        avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s", method, path);
+    case -405: {
+        char allow[64];
+        avo_route_allow(path, allow, sizeof allow);
+        avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s (it takes %s)", method, path,
+                             allow);
+        avo_http_reply_header(req, "Allow", allow);
         return;
+    }
     case AVO_ROUTE_HEALTH: {
         /* Degraded: avod runs but cannot do all its work, and says why. */
         const int up = avo_db_is_up(a->db);

@@ -152,6 +152,12 @@ void avo_http_reply_error(avo_http_req *r, int status, const char *code, const c
     avo_http_reply_json(r, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
 }
 
+void avo_http_reply_header(avo_http_req *r, const char *name, const char *value)
+{
+    if (r->response && !r->completed)
+        MHD_add_response_header(r->response, name, value);
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     avo_http_req *r = cls;

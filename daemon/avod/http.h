@@ -61,6 +61,9 @@ int avo_http_gone(const avo_http_req *r);
 void avo_http_reply_json(avo_http_req *r, int status, json_t *body);
 /* Answer with text of the given content type (copied). */
 void avo_http_reply_text(avo_http_req *r, int status, const char *content_type, const char *text);
+/* A header on the answer just given (e.g. Allow beside a 405), called
+ * before the handler returns; nothing once the answer is on its way. */
+void avo_http_reply_header(avo_http_req *r, const char *name, const char *value);
 /* Answer {"error":{"code","message"}}. */
 void avo_http_reply_error(avo_http_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -244,6 +244,16 @@ static void test_routes(void **state)
     assert_int_equal(avo_route_match("GET", "/v1/jobs/-1", &id), -404);
     assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events/x", &id), -404);
     assert_int_equal(avo_route_match("GET", "/v2/health", &id), -404);
+    /* a 405's Allow header: every method the path is served under */
+    char allow[64];
+    avo_route_allow("/v1/jobs/7", allow, sizeof allow);
+    assert_string_equal(allow, "GET");
+    avo_route_allow("/v1/jobs", allow, sizeof allow);
+    assert_string_equal(allow, "POST, GET");
+    avo_route_allow("/v1/kb/", allow, sizeof allow);
+    assert_string_equal(allow, "POST, GET");
+    avo_route_allow("/v1/nowhere", allow, sizeof allow);
+    assert_string_equal(allow, "");
     /* every route in the table matches itself */
     for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
         char path[128];
