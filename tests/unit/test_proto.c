@@ -244,6 +244,11 @@ static void test_routes(void **state)
     assert_int_equal(avo_route_match("GET", "/v1/jobs/-1", &id), -404);
     assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events/x", &id), -404);
     assert_int_equal(avo_route_match("GET", "/v2/health", &id), -404);
+    /* a problem's name is the rest of the path, slashes and all */
+    assert_int_equal(avo_route_match("GET", "/v1/problems", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_route_match("GET", "/v1/problems/", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_route_match("GET", "/v1/problems/cpu/sgemm", &id), AVO_ROUTE_PROBLEM);
+    assert_int_equal(avo_route_match("POST", "/v1/problems/cpu/sgemm", &id), -405);
     /* every route in the table matches itself */
     for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
         char path[128];
