@@ -10,19 +10,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "@ENTRY@" stands for the entry point's name in every template. */
+/* "@ENTRY@" stands for the entry point's name in every template. What the
+ * cpu and cuda packages share: the computation's description and its
+ * arguments. */
+#define ROWSUM_DESCRIPTION \
+    "  \"description\": \"@ENTRY@: y[i] = sum over j of x[i][j], float32, row-major (scaffolded by avoctl problem " \
+    "new: replace with your kernel)\",\n"
+#define ROWSUM_TENSORS \
+    "  \"entry\": \"@ENTRY@\",\n" \
+    "  \"sizes\": [\"M\", \"N\"],\n" \
+    "  \"tensors\": [\n" \
+    "    {\"name\": \"x\", \"dtype\": \"f32\", \"role\": \"input\",  \"shape\": [\"M\", \"N\"]},\n" \
+    "    {\"name\": \"y\", \"dtype\": \"f32\", \"role\": \"output\", \"shape\": [\"M\"]}\n" \
+    "  ],\n"
 
 static const char cpu_problem[] =
     "{\n"
-    "  \"description\": \"@ENTRY@: y[i] = sum over j of x[i][j], float32, row-major (scaffolded by avoctl problem "
-    "new: replace with your kernel)\",\n"
+    ROWSUM_DESCRIPTION
     "  \"backend\": \"cpu\",\n"
-    "  \"entry\": \"@ENTRY@\",\n"
-    "  \"sizes\": [\"M\", \"N\"],\n"
-    "  \"tensors\": [\n"
-    "    {\"name\": \"x\", \"dtype\": \"f32\", \"role\": \"input\",  \"shape\": [\"M\", \"N\"]},\n"
-    "    {\"name\": \"y\", \"dtype\": \"f32\", \"role\": \"output\", \"shape\": [\"M\"]}\n"
-    "  ],\n"
+    ROWSUM_TENSORS
     "  \"configs\": [\n"
     "    {\"name\": \"256x1024\", \"sizes\": {\"M\": 256,  \"N\": 1024}},\n"
     "    {\"name\": \"1000x999\", \"sizes\": {\"M\": 1000, \"N\": 999}}\n"
@@ -37,7 +43,7 @@ static const char cpu_problem[] =
     "    {\"name\": \"ACC\",    \"values\": [1, 2, 4],    \"default\": 1}\n"
     "  ],\n"
     "  \"constraints\": [\"UNROLL % ACC == 0\"],\n"
-    "  \"timing\": {\"max_seconds\": 0.2},\n"
+    "  \"timing\": {\"max_seconds\": 0.5},\n"
     "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
     "}\n";
 
@@ -113,16 +119,10 @@ static const char cpu_seed[] =
 
 static const char cuda_problem[] =
     "{\n"
-    "  \"description\": \"@ENTRY@: y[i] = sum over j of x[i][j], float32, row-major (scaffolded by avoctl problem "
-    "new: replace with your kernel)\",\n"
+    ROWSUM_DESCRIPTION
     "  \"backend\": \"cuda\",\n"
     "  \"language\": \"cuda\",\n"
-    "  \"entry\": \"@ENTRY@\",\n"
-    "  \"sizes\": [\"M\", \"N\"],\n"
-    "  \"tensors\": [\n"
-    "    {\"name\": \"x\", \"dtype\": \"f32\", \"role\": \"input\",  \"shape\": [\"M\", \"N\"]},\n"
-    "    {\"name\": \"y\", \"dtype\": \"f32\", \"role\": \"output\", \"shape\": [\"M\"]}\n"
-    "  ],\n"
+    ROWSUM_TENSORS
     "  \"configs\": [\n"
     "    {\"name\": \"4096x4096\", \"sizes\": {\"M\": 4096, \"N\": 4096}},\n"
     "    {\"name\": \"10000x999\", \"sizes\": {\"M\": 10000, \"N\": 999}}\n"
@@ -138,7 +138,7 @@ static const char cuda_problem[] =
     "    {\"name\": \"UNROLL\",  \"values\": [1, 2, 4],           \"default\": 1}\n"
     "  ],\n"
     "  \"constraints\": [\"THREADS * UNROLL <= 1024\"],\n"
-    "  \"timing\": {\"max_seconds\": 0.2},\n"
+    "  \"timing\": {\"max_seconds\": 0.5},\n"
     "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
     "}\n";
 
