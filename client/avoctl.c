@@ -1164,6 +1164,19 @@ static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
                  verbs[i].form);
         return usage_error(c, err);
     }
+    /* Each option belongs to one verb: one given to another is a mistake
+     * to name, not to ignore. */
+    static const char *const check_only[] = {"max-builds", "sample-seed", "no-eval", "gpu-arch", "timeout", "kernels"};
+    static const char *const new_only[] = {"target", "name"};
+    for (size_t k = 0; k < sizeof check_only / sizeof *check_only + sizeof new_only / sizeof *new_only; k++) {
+        const int is_check = k < sizeof check_only / sizeof *check_only;
+        const char *opt = is_check ? check_only[k] : new_only[k - sizeof check_only / sizeof *check_only];
+        if (avoctl_args_get(a, opt) && i != (is_check ? 2u : 3u)) {
+            snprintf(err, sizeof err, "--%s goes with 'problem %s', not 'problem %s'", opt, is_check ? "check" : "new",
+                     verbs[i].verb);
+            return usage_error(c, err);
+        }
+    }
     switch (i) {
     case 0:
     case 1:

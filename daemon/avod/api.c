@@ -1404,9 +1404,13 @@ void avo_api_handle(void *arg, avo_http_req *req)
     }
     case AVO_ROUTE_PROBLEM: {
         /* The name is the rest of the path (it holds slashes). */
-        char err[1024];
+        char err[1024], name[1024];
         json_t *o = NULL;
-        int rc = avo_problems_get(a->kernels_dir, path + strlen("/v1/problems/"), &o, err, sizeof err);
+        /* one trailing slash is tolerated, as the route table does */
+        snprintf(name, sizeof name, "%s", path + strlen("/v1/problems/"));
+        if (*name && name[strlen(name) - 1] == '/')
+            name[strlen(name) - 1] = 0;
+        int rc = avo_problems_get(a->kernels_dir, name, &o, err, sizeof err);
         if (rc == 0)
             avo_http_reply_json(req, 200, o);
         else

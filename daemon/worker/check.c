@@ -114,7 +114,10 @@ static int choose_points(const avo_problem *p, long max, uint64_t seed, report *
             allowed[nallowed++] = idx;
         }
     }
-    const long want = max == 0 || (enumerated && nallowed + 1 <= max) ? (enumerated ? nallowed + 1 : max) : max;
+    /* --max-builds 0 asks for all, which only a counted space can give. */
+    if (max == 0 && !enumerated)
+        max = AVO_CHECK_DEFAULT_BUILDS;
+    const long want = enumerated && (max == 0 || nallowed + 1 <= max) ? nallowed + 1 : max;
     int64_t *out = calloc((size_t)(want > 0 ? want : 1), (size_t)k * sizeof *out);
     if (!out) {
         free(allowed);

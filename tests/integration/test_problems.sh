@@ -54,6 +54,9 @@ avoctl problem show cpu/sgemm >"$T/show.out"
 check "avoctl problem show prints the knobs with values and defaults, the constraints and the knob space" \
     bash -c 'grep -Eq "^  UNROLL +default 1 +values 1, 2, 4, 8$" "$0" && grep -q "constraint   BM \* BN <= 65536" "$0" &&
              grep -q "1000 settings, 875 allowed by the constraints" "$0"' "$T/show.out"
+code=$(api /v1/problems/cpu/sgemm/)
+check "one trailing slash after the name is tolerated" \
+    bash -c '[ "$0" = 200 ] && jq -e ".name == \"cpu/sgemm\"" "$1" >/dev/null' "$code" "$T/api.body"
 code=$(api /v1/problems/cpu/sgem)
 check "an unknown problem is a 404 not_found with a \"did you mean\"" \
     bash -c '[ "$0" = 404 ] && jq -e ".error.code == \"not_found\" and
@@ -108,6 +111,10 @@ check "check of a package without its seed names the missing file" \
 avoctl problem check no/such >"$T/nosuch.out" 2>&1; rc=$?
 check "check of a name that is neither a directory nor a problem says so" \
     bash -c '[ "$0" = 1 ] && grep -q "neither a directory nor a problem" "$1"' "$rc" "$T/nosuch.out"
+
+avoctl problem show cpu/sgemm --target cpu >"$T/opt.out" 2>&1; rc=$?
+check "an option of another verb is a usage error naming where it belongs" \
+    bash -c '[ "$0" = 2 ] && grep -q -- "--target goes with .problem new., not .problem show." "$1"' "$rc" "$T/opt.out"
 
 # --- new + check round trips
 avoctl problem check mine/rowsum --kernels "$K" >"$T/rt.out" 2>&1
