@@ -15,6 +15,8 @@
 #include "args.h"
 #include "buf.h"
 #include "avo_home.h"
+#include "avo_paths.h"
+#include "avo_problem.h"
 #include "avo_routes.h"
 #include "avo_tokens.h"
 #include "avo_version.h"
@@ -28,6 +30,8 @@
 #include "islands.h"
 #include "report.h"
 #include "pindiff.h"
+#include "problemview.h"
+#include "scaffold.h"
 #include "show.h"
 #include "spec.h"
 #include "sse.h"
@@ -150,8 +154,8 @@ static int open_http(avoctl_ctx *c)
 
 /* A request whose 2xx JSON body is handed over in *out. Returns an exit
  * code; *status (may be NULL) gets the HTTP status, 0 without an answer. */
-static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
-                       const json_t *body, json_t **out, long *status)
+static int call_full(avoctl_ctx *c, avo_route_id route, int64_t id, const char *name, const char *query,
+                     const json_t *body, json_t **out, long *status)
 {
     avoctl_response r;
     int ex;
@@ -161,7 +165,7 @@ static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char
         *status = 0;
     if (open_http(c) < 0)
         return EXIT_FAIL;
-    int rc = avoctl_http_call(c->http, route, id, query, body, &r);
+    int rc = name ? avoctl_http_get_name(c->http, route, name, &r) : avoctl_http_call(c->http, route, id, query, body, &r);
     if (rc == -ECONNREFUSED || (rc < 0 && r.status == 0)) {
         ex = unreachable(c, r.error);
     } else if (rc < 0) {
@@ -183,6 +187,12 @@ static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char
         *status = r.status;
     avoctl_response_free(&r);
     return ex;
+}
+
+static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
+                       const json_t *body, json_t **out, long *status)
+{
+    return call_full(c, route, id, NULL, query, body, out, status);
 }
 
 static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
@@ -1011,14 +1021,12 @@ static int cmd_diff(avoctl_ctx *c, const avoctl_args *a)
 
 /* `avoctl problem diff JOB`: exit 0 when the disk holds the pinned
  * version, 1 when it differs (as diff(1)). */
-static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
+static int problem_diff(avoctl_ctx *c, const avoctl_args *a)
 {
     int64_t job;
     json_t *body = NULL;
     char err[256];
     int ex;
-    if (strcmp(a->pos[0], "diff") != 0)
-        return usage_error(c, "problem: the one verb is diff (avoctl problem diff JOB)");
     if (avoctl_parse_i64("JOB", a->pos[1], 1, INT64_MAX, &job, err, sizeof err) < 0)
         return usage_error(c, err);
     if ((ex = call(c, AVO_ROUTE_JOB_PROBLEM_DIFF, job, NULL, NULL, &body)) != EXIT_OK)
@@ -1031,6 +1039,156 @@ static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
         ex = EXIT_FAIL;
     json_decref(body);
     return ex;
+}
+
+/* `avoctl problem list` and `avoctl problem show NAME`: what avod's
+ * kernels directory holds, as avod loads it. */
+static int problem_view(avoctl_ctx *c, const avoctl_args *a, int show)
+{
+    json_t *body = NULL;
+    int ex = show ? call_full(c, AVO_ROUTE_PROBLEM, 0, a->pos[1], NULL, NULL, &body, NULL)
+                  : call(c, AVO_ROUTE_PROBLEMS, 0, NULL, NULL, &body);
+    if (ex != EXIT_OK)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        ex = rendered(show ? avoctl_problem_print(body, stdout)
+                           : avoctl_problems_print(body, avoctl_term_width(stdout), stdout),
+                      "problem");
+    json_decref(body);
+    return ex;
+}
+
+/* `avoctl problem check DIR|NAME`: the worker's own compile and evaluation
+ * code does the work (`avo-worker check`, daemon/worker/check.h); avoctl
+ * finds the package and the worker binary and hands over. */
+static int problem_check(avoctl_ctx *c, const avoctl_args *a)
+{
+    const char *arg = a->pos[1], *v;
+    char dir[4096], root[4096], worker[4200], err[600];
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(dir, sizeof dir, "%s", arg);
+    } else {
+        /* Not a directory here: a problem's name under the local kernels root. */
+        const char *k = avoctl_args_get(a, "kernels") ? avoctl_args_get(a, "kernels") : getenv("AVO_KERNELS");
+        if (k && *k)
+            snprintf(root, sizeof root, "%s", k);
+        else if (avo_path_data("kernels", root, sizeof root) < 0)
+            root[0] = 0;
+        if (!root[0] || avo_problem_resolve(root, arg, dir, sizeof dir, err, sizeof err) < 0 ||
+            stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            errorf("problem check: '%s' is neither a directory nor a problem under %s (give a package "
+                   "directory, or --kernels DIR)", arg, root[0] ? root : "any kernels directory found");
+            return EXIT_FAIL;
+        }
+    }
+    const char *w = getenv("AVO_WORKER");
+    if (w && *w)
+        snprintf(worker, sizeof worker, "%s", w);
+    else if (avo_path_exe_dir(root, sizeof root) == 0)
+        snprintf(worker, sizeof worker, "%s/avo-worker", root);
+    else
+        snprintf(worker, sizeof worker, "avo-worker");
+    char *argv[16];
+    int n = 0;
+    argv[n++] = worker;
+    argv[n++] = "check";
+    argv[n++] = dir;
+    static const char *const pass[] = {"max-builds", "sample-seed", "gpu-arch", "timeout"};
+    char flags[4][24];
+    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
+        if ((v = avoctl_args_get(a, pass[i]))) {
+            snprintf(flags[i], sizeof flags[i], "--%s", pass[i]);
+            argv[n++] = flags[i];
+            argv[n++] = (char *)v;
+        }
+    }
+    if (avoctl_args_get(a, "no-eval"))
+        argv[n++] = "--no-eval";
+    if (c->json)
+        argv[n++] = "--json";
+    argv[n] = NULL;
+    fflush(stdout);
+    execv(worker, argv);
+    errorf("problem check: cannot run %s: %s (set AVO_WORKER to the avo-worker binary)", worker, strerror(errno));
+    return EXIT_FAIL;
+}
+
+/* `avoctl problem new DIR --target cpu|cuda [--name N]`. */
+static int problem_new(avoctl_ctx *c, const avoctl_args *a)
+{
+    char files[256], err[600];
+    const char *target = avoctl_args_get(a, "target");
+    if (!target)
+        return usage_error(c, "problem new: --target cpu or --target cuda: where the kernel runs");
+    if (avoctl_scaffold(a->pos[1], target, avoctl_args_get(a, "name"), files, sizeof files, err, sizeof err) < 0) {
+        if (strstr(err, "--target") == err || strstr(err, "--name") == err)
+            return usage_error(c, err);
+        errorf("problem new: %s", err);
+        return EXIT_FAIL;
+    }
+    if (c->json) {
+        json_t *o = json_pack("{s:s,s:s,s:s}", "dir", a->pos[1], "target", target, "files", files);
+        int ex = print_json(o, JSON_INDENT(2));
+        json_decref(o);
+        return ex;
+    }
+    printf("wrote %s: %s\n"
+           "a %s row-sum problem to make your own (docs/problems.md, \"Your own kernel\"); next:\n"
+           "  avoctl problem check %s\n",
+           a->pos[1], files, target, a->pos[1]);
+    return EXIT_OK;
+}
+
+static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
+{
+    static const struct {
+        const char *verb;
+        int npos;
+        const char *form;
+    } verbs[] = {{"list", 1, "problem list"},       {"show", 2, "problem show NAME"},
+                 {"check", 2, "problem check DIR|NAME"}, {"new", 2, "problem new DIR --target cpu|cuda"},
+                 {"diff", 2, "problem diff JOB"}};
+    size_t i;
+    char err[256];
+    for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (!strcmp(a->pos[0], verbs[i].verb))
+            break;
+    if (i == sizeof verbs / sizeof verbs[0]) {
+        snprintf(err, sizeof err, "problem: unknown verb '%s' (list, show, check, new, diff)", a->pos[0]);
+        return usage_error(c, err);
+    }
+    if (a->npos != verbs[i].npos) {
+        snprintf(err, sizeof err, "%s: %s", a->npos < verbs[i].npos ? "missing argument" : "too many arguments",
+                 verbs[i].form);
+        return usage_error(c, err);
+    }
+    /* Each option belongs to one verb: one given to another is a mistake
+     * to name, not to ignore. */
+    static const char *const check_only[] = {"max-builds", "sample-seed", "no-eval", "gpu-arch", "timeout", "kernels"};
+    static const char *const new_only[] = {"target", "name"};
+    for (size_t k = 0; k < sizeof check_only / sizeof *check_only + sizeof new_only / sizeof *new_only; k++) {
+        const int is_check = k < sizeof check_only / sizeof *check_only;
+        const char *opt = is_check ? check_only[k] : new_only[k - sizeof check_only / sizeof *check_only];
+        if (avoctl_args_get(a, opt) && i != (is_check ? 2u : 3u)) {
+            snprintf(err, sizeof err, "--%s goes with 'problem %s', not 'problem %s'", opt, is_check ? "check" : "new",
+                     verbs[i].verb);
+            return usage_error(c, err);
+        }
+    }
+    switch (i) {
+    case 0:
+    case 1:
+        return problem_view(c, a, i == 1);
+    case 2:
+        return problem_check(c, a);
+    case 3:
+        return problem_new(c, a);
+    default:
+        return problem_diff(c, a);
+    }
 }
 
 static int cmd_show(avoctl_ctx *c, const avoctl_args *a)
@@ -2005,6 +2163,18 @@ static const avoctl_opt campaign_opts[] = {
      "toolchain differs from theirs (default: the file's \"revalidate\", else off)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt problem_opts[] = {
+    {"max-builds", 0, 1, "N", "check: knob settings compiled per seed, a random sample when more are allowed "
+                              "(default 64; 0: every one)"},
+    {"sample-seed", 0, 1, "S", "check: repeat an earlier sample (its line names the seed)"},
+    {"no-eval", 0, 0, NULL, "check: compile only, do not evaluate the seeds"},
+    {"gpu-arch", 0, 1, "sm_XY", "check: compile a cuda package for this GPU (default: this host's, else sm_90a)"},
+    {"timeout", 0, 1, "SECONDS", "check: limit per compile and per evaluation (default 120)"},
+    {"kernels", 0, 1, "DIR", "check NAME: the packages' root (default $AVO_KERNELS, else the installed kernels)"},
+    {"target", 0, 1, "cpu|cuda", "new: where the kernel runs"},
+    {"name", 0, 1, "ENTRY", "new: the seed's entry point (default: DIR's last component as an identifier)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt best_opts[] = {
     {"output", 'o', 1, "FILE", "write the best candidate's source to FILE"},
     {NULL, 0, 0, NULL, NULL},
@@ -2048,9 +2218,16 @@ static const avoctl_command commands[] = {
      revalidate_opts, 1, 1, "JOB|cand:ID"},
     {"diff", cmd_diff, "avoctl diff A [B]",
      "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
-    {"problem", cmd_problem, "avoctl problem diff JOB",
-     "how the problem package on disk differs from the version JOB pinned at submission (exit 1 when it does)",
-     NULL, 2, 2, "diff JOB"},
+    {"problem", cmd_problem,
+     "avoctl problem list\n"
+     "       avoctl problem show NAME\n"
+     "       avoctl problem check DIR|NAME [--max-builds N] [--sample-seed S] [--no-eval] [--gpu-arch sm_XY]\n"
+     "                            [--timeout SECONDS] [--kernels DIR]\n"
+     "       avoctl problem new DIR --target cpu|cuda [--name ENTRY]\n"
+     "       avoctl problem diff JOB",
+     "problem packages: list and show avod's, check one before submitting it (compiles every allowed knob setting, "
+     "evaluates the seed), scaffold a new one, diff a job's pinned version against the disk",
+     problem_opts, 1, 2, "list|show|check|new|diff"},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
      "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
      "JOB"},

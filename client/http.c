@@ -97,6 +97,25 @@ int avoctl_route_path(avo_route_id route, int64_t id, const char *query, char *o
     return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
+int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size_t len)
+{
+    const char *pat = avo_routes[route].pattern;
+    const char *slot = strstr(pat, "{name}");
+    size_t n = slot ? (size_t)(slot - pat) : strlen(pat);
+    if (n >= len)
+        return -ENAMETOOLONG;
+    memcpy(out, pat, n);
+    for (const unsigned char *c = (const unsigned char *)(slot ? name : ""); *c; c++) {
+        const int keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                         strchr("/-_.~", *c);
+        if (n + (keep ? 1 : 3) >= len)
+            return -ENAMETOOLONG;
+        n += keep ? (size_t)snprintf(out + n, len - n, "%c", *c) : (size_t)snprintf(out + n, len - n, "%%%02X", *c);
+    }
+    out[n] = 0;
+    return 0;
+}
+
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     transfer *t = userdata;
@@ -119,7 +138,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
+static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *name, const char *query,
                    const json_t *body, avoctl_stream_cb cb, void *arg, avoctl_response *r)
 {
     transfer t = {.h = h, .cb = cb, .arg = arg};
@@ -132,7 +151,8 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *q
 
     memset(r, 0, sizeof *r);
     snprintf(url, sizeof url, "%s", h->base);
-    if (avoctl_route_path(route, id, query, url + strlen(url), sizeof url - strlen(url)) < 0) {
+    if ((name ? avoctl_route_path_name(route, name, url + strlen(url), sizeof url - strlen(url))
+              : avoctl_route_path(route, id, query, url + strlen(url), sizeof url - strlen(url))) < 0) {
         snprintf(r->error, sizeof r->error, "request path too long");
         return -ENAMETOOLONG;
     }
@@ -220,11 +240,16 @@ cleanup:
 int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
                      const json_t *body, avoctl_response *r)
 {
-    return perform(h, route, id, query, body, NULL, NULL, r);
+    return perform(h, route, id, NULL, query, body, NULL, NULL, r);
+}
+
+int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, avoctl_response *r)
+{
+    return perform(h, route, 0, name, NULL, NULL, NULL, NULL, r);
 }
 
 int avoctl_http_stream(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
                        avoctl_stream_cb cb, void *arg, avoctl_response *r)
 {
-    return perform(h, route, id, query, NULL, cb, arg, r);
+    return perform(h, route, id, NULL, query, NULL, cb, arg, r);
 }

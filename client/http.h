@@ -33,12 +33,19 @@ void avoctl_http_close(avoctl_http *h);
  * (without '?'). Returns 0 or -ENAMETOOLONG. */
 int avoctl_route_path(avo_route_id route, int64_t id, const char *query, char *out, size_t len);
 
+/* The same for a route ending in "{name}" (/v1/problems/{name}): name is
+ * percent-encoded except for its slashes, which the route keeps. */
+int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size_t len);
+
 /* One request with the route's method; body may be NULL. Returns 0 when an
  * HTTP answer arrived (whatever its status; see r->status, r->body), or
  * -ECONNREFUSED when avod could not be reached and -EIO when the transfer
  * failed later, with curl's reason in r->error. */
 int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
                      const json_t *body, avoctl_response *r);
+
+/* A GET of a "{name}" route (avoctl_route_path_name), as avoctl_http_call. */
+int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, avoctl_response *r);
 
 /* A GET whose 2xx body is handed to cb as it arrives (no overall timeout).
  * A non-2xx body is collected and parsed into r->body instead. Returns 0

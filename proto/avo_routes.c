@@ -16,6 +16,8 @@ const avo_route avo_routes[AVO_ROUTE_COUNT] = {
 static int path_matches(const char *pat, const char *path, int64_t *id_arg)
 {
     while (*pat && *path) {
+        if (strcmp(pat, "{name}") == 0)
+            return 1; /* the rest, non-empty (the loop saw a character) */
         if (strncmp(pat, "{id}", 4) == 0) {
             char *end;
             errno = 0;

@@ -1,6 +1,8 @@
 /* The API route table, shared by avod (dispatch) and avoctl (help, paths), so
  * that the two cannot drift. X(ID, METHOD, PATTERN, HELP): a PATTERN segment
- * "{id}" matches a positive integer. */
+ * "{id}" matches a positive integer; a final "{name}" matches the rest of
+ * the path, slashes included (a problem's name is a path under kernels/),
+ * which the handler reads from the path itself. */
 #ifndef AVO_ROUTES_H
 #define AVO_ROUTES_H
 
@@ -27,6 +29,8 @@
     X(COMPARE_GET, "GET", "/v1/compare/{id}",       "one paired comparison: state, ratio, interval") \
     X(REVALIDATE, "POST", "/v1/revalidate",         "re-evaluate committed versions on today's toolchain {job|candidate, on_worker?, on_gpu?}") \
     X(REVALIDATION, "GET", "/v1/revalidations/{id}", "one re-validation: new vs recorded result per candidate") \
+    X(PROBLEMS,   "GET",  "/v1/problems",           "the problem packages avod can run: name, backend, knobs, configurations") \
+    X(PROBLEM,    "GET",  "/v1/problems/{name}",    "one problem package in detail (NAME may hold slashes: cpu/sgemm)") \
     X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \

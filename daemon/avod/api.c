@@ -17,6 +17,7 @@
 #include "agent.h"
 #include "kb.h"
 #include "pin.h"
+#include "problems.h"
 #include "seedcheck.h"
 #include "srcdiff.h"
 
@@ -1398,6 +1399,30 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case AVO_ROUTE_METRICS:
         h_metrics(a, req);
         return;
+    case AVO_ROUTE_PROBLEMS: {
+        json_t *list = avo_problems_list(a->kernels_dir);
+        if (list)
+            avo_http_reply_json(req, 200, list);
+        else
+            avo_http_reply_error(req, 500, "internal", "out of memory listing %s", a->kernels_dir);
+        return;
+    }
+    case AVO_ROUTE_PROBLEM: {
+        /* The name is the rest of the path (it holds slashes). */
+        char err[1024], name[1024];
+        json_t *o = NULL;
+        /* one trailing slash is tolerated, as the route table does */
+        snprintf(name, sizeof name, "%s", path + strlen("/v1/problems/"));
+        if (*name && name[strlen(name) - 1] == '/')
+            name[strlen(name) - 1] = 0;
+        int rc = avo_problems_get(a->kernels_dir, name, &o, err, sizeof err);
+        if (rc == 0)
+            avo_http_reply_json(req, 200, o);
+        else
+            avo_http_reply_error(req, rc == -ENOENT ? 404 : rc == -ENOMEM ? 500 : 400,
+                                 rc == -ENOENT ? "not_found" : rc == -ENOMEM ? "internal" : "bad_request", "%s", err);
+        return;
+    }
     case AVO_ROUTE_WORKERS:
         query_json(a, req, 0,
                    "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) ORDER BY w.id), "

@@ -31,6 +31,11 @@ typedef struct {
     uint64_t ref_cache_bytes;   /* the reference cache's budget (<cache_dir>/ref, daemon/worker/refstore.h):
                                    used only with a job_seed; 0 = off */
     int disassemble;            /* compile-only: add the object's disassembly ("disassembly") */
+    int trusted;                /* compile-only: the source is the package's reference or baseline, compiled as
+                                   an evaluation compiles those (linked with the vendor libraries, no candidate
+                                   policy); `avo-worker check` */
+    const char *src_name;       /* compile-only: the source's file name in compiler messages (NULL: cand.c or
+                                   cand.cu) */
     /* Paired measurement (docs/evaluation.md, "Paired measurement"): the
      * version the candidate is measured against (the island's best), timed
      * in the same harness process, interleaved run by run on the same input
@@ -99,6 +104,12 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
 #define AVO_PROGRAM_OUT_CAP (64u << 10)
 int avo_eval_program(const avo_eval_opts *o, const char *language, const char *src, size_t len, json_t **result,
                      char *err, size_t errlen);
+
+/* Where `avo-worker eval` and `check` cache compiles by default
+ * ($AVO_HOME/cache, $XDG_CACHE_HOME/avo, ~/.cache/avo) and find the
+ * harness (beside the running binary). 0 or a negative int. */
+int avo_eval_default_cache(char *out, size_t outlen);
+int avo_eval_default_harness(char *out, size_t outlen);
 
 /* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
  * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */

@@ -1,6 +1,7 @@
-/* avo-worker: evaluates candidates for one GPU (or the CPU). Two modes:
+/* avo-worker: evaluates candidates for one GPU (or the CPU). Three modes:
  *   avo-worker [options]                      claim work from PostgreSQL
- *   avo-worker eval <problem-dir> <file>      evaluate one file, no database */
+ *   avo-worker eval <problem-dir> <file>      evaluate one file, no database
+ *   avo-worker check <problem-dir>            check a problem package, no database */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include "avo_log.h"
 #include "avo_paths.h"
 #include "avo_version.h"
+#include "check.h"
 #include "devices.h"
 #include "evaluate.h"
 #include "gpulock.h"
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "eval"))
         return avo_eval_cli(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "check"))
+        return avo_check_cli(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "devices")) {
         json_t *d = avo_devices_probe();
         json_dumpf(d, stdout, JSON_INDENT(2));
@@ -134,7 +138,7 @@ int main(int argc, char **argv)
     avo_log_init("avo-worker");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker devices\n       avo-worker toolchain [TARGET [GPU]]");
+            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker check <problem-dir> [--max-builds N] [--json]\n       avo-worker devices\n       avo-worker toolchain [TARGET [GPU]]");
             return 0;
         }
         if (!strcmp(argv[i], "--version")) {

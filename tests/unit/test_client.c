@@ -1232,6 +1232,13 @@ static void test_route_path(void **state)
     assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_BEST, 42, NULL, p, sizeof p), 0);
     assert_int_equal(avo_route_match("GET", p, &id), AVO_ROUTE_JOB_BEST);
     assert_int_equal(id, 42);
+    /* A problem's name keeps its slashes; anything odd is escaped. */
+    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, sizeof p), 0);
+    assert_string_equal(p, "/v1/problems/cpu/sgemm");
+    assert_int_equal(avo_route_match("GET", p, &id), AVO_ROUTE_PROBLEM);
+    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "a b?", p, sizeof p), 0);
+    assert_string_equal(p, "/v1/problems/a%20b%3F");
+    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, 16), -ENAMETOOLONG);
     /* The routes lineage, report, show and diff use. */
     assert_int_equal(avoctl_route_path(AVO_ROUTE_CANDIDATE_DIFF, 5, "to=10", p, sizeof p), 0);
     assert_string_equal(p, "/v1/candidates/5/diff?to=10");

@@ -254,6 +254,11 @@ static void test_routes(void **state)
     assert_string_equal(allow, "POST, GET");
     avo_route_allow("/v1/nowhere", allow, sizeof allow);
     assert_string_equal(allow, "");
+    /* a problem's name is the rest of the path, slashes and all */
+    assert_int_equal(avo_route_match("GET", "/v1/problems", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_route_match("GET", "/v1/problems/", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_route_match("GET", "/v1/problems/cpu/sgemm", &id), AVO_ROUTE_PROBLEM);
+    assert_int_equal(avo_route_match("POST", "/v1/problems/cpu/sgemm", &id), -405);
     /* every route in the table matches itself */
     for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
         char path[128];
