@@ -12,7 +12,7 @@ LDLIBS_BASE := -ljansson -lm -ldl -lpthread
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
 
 PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
-            libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev \
+            libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev libseccomp-dev \
             postgresql postgresql-client curl jq iproute2 systemd python3-yaml python3-jsonschema \
             clang libclang-rt-14-dev
 
@@ -34,7 +34,7 @@ LIB_CLIENT  := $(BUILD)/lib/libavoclient.a
 
 LIBS_AVOD   := -luv -lpq -lmicrohttpd -lsystemd -lcurl -lcrypto -lgit2 $(LDLIBS_BASE)
 LIBS_WORKER := -lpq -lcrypto -lsystemd $(LDLIBS_BASE)
-LIBS_HARN   := -lcrypto $(LDLIBS_BASE)
+LIBS_HARN   := -lcrypto -lseccomp $(LDLIBS_BASE)
 LIBS_CLIENT := -lcurl -lsystemd $(LDLIBS_BASE)
 
 BINS := $(BUILD)/bin/avod $(BUILD)/bin/avo-worker $(BUILD)/bin/avo-harness $(BUILD)/bin/avoctl
@@ -188,7 +188,7 @@ $(BUILD)/fuzz/fuzz_parsers: $(FUZZ_SRC) $(LIB_PROTO) $(LIB_COMMON)
 # Unit tests link every library; static linking pulls only what each needs.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(ALL_LIBS) -lcmocka $(LIBS_AVOD)
+	$(CC) $(CFLAGS) -o $@ $< $(ALL_LIBS) -lcmocka $(LIBS_AVOD) -lseccomp
 
 # make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.
 run: deps

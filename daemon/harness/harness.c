@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -132,6 +133,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: the against's calls stop at this share of the time from its
  * start to the evaluation's deadline. */
 #define PAIR_CUTOFF_SHARE 0.6
+/* CPU: CPU time the runner's group used beyond a call's round trip that is
+ * not charged to the call (cgroup accounting is in microseconds). */
+#define CPU_OUTSIDE_SLACK_S 20e-6
 /* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
  * the candidate's median right after the against must not be under
  * ORDER_FACTOR x its median before it. */
@@ -244,6 +248,7 @@ typedef struct {
     int area_pinned;                      /* page-locked (CUDA) */
     char ref_copies[240];                 /* CUDA: how the reference's copies ran */
     avo_flusher fl;                       /* CPU: the cache flush before every call */
+    int one_cpu;                          /* CPU: checker and runner pinned to one CPU (main.c) */
     avo_check_rng rng;                    /* which calls get checked: secret, not from seed */
     avo_phases *ph;                       /* where the current config's wall time goes (a trusted baseline's
                                              runs: a table of their own, so nothing counts twice) */
@@ -294,6 +299,8 @@ typedef struct {
     json_t *clock, *events, *counters;
     avo_timing_stop_t stop;    /* why its timing ended */
     double wall_s, cpu_s;      /* CPU: its samples' sum, and its group's CPU time over those calls */
+    int outside_runs;          /* CPU: calls charged the CPU time their group used outside the timed window */
+    double outside_max_s;      /* ... the most charged to one */
     int cpu_known;             /* cpu_s read for every timed call (a control group counts it) */
 } config_run;
 
@@ -1209,6 +1216,23 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
                  "candidate loaded): the time was not the call's",
                  i, rt * 1e6, r->ln->overhead * 1e6);
         return CHECK_FORGED;
+    }
+    if (!r->cuda && r->one_cpu && cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0) {
+        /* The group was thawed just before the clock started, on the
+         * checker's own CPU: a thread of the candidate's that takes the CPU
+         * in that moment works outside the window (flush_thread.c, once it
+         * could no longer leave the CPU: 4-10x its twin). Its CPU time is
+         * not: what the group used beyond the round trip is charged to the
+         * call. The runner's threads share one CPU, so an honest call uses
+         * no more CPU than its wall time (the slack covers the accounting's
+         * granularity). Not where the runner may use several CPUs
+         * (AVO_NO_PIN): there CPU time beyond the wall is parallel work. */
+        const double outside = (r->ln->run.cpu_s - cpu0) - rt;
+        if (outside > CPU_OUTSIDE_SLACK_S) {
+            sample += outside;
+            out->outside_runs++;
+            out->outside_max_s = fmax(out->outside_max_s, outside);
+        }
     }
     if (lr->n == lr->cap) {
         lr->cap *= 2;
@@ -2272,7 +2296,8 @@ static json_t *runner_json(const lane *ln, int calibrated)
         snprintf(name, sizeof name, "SIG%s", ab ? ab : "?");
         sig = json_string(name);
     }
-    return json_pack("{s:b, s:i, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid", ln->run.uid,
+    return json_pack("{s:b, s:i, s:b, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid",
+                     ln->run.uid, "syscall_filter", ln->run.seccomp == 2,
                      "overhead_s", calibrated ? json_real(ln->overhead) : json_null(), "overhead_median_s",
                      calibrated ? json_real(ln->overhead_median) : json_null(), "overhead_pings",
                      calibrated ? PINGS : 0, "signal", sig, "exit",
@@ -2453,7 +2478,7 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
  * what the runner spent off a CPU, waiting for one on a loaded host (or
  * sleeping). Threads on several CPUs can make the gap negative, hiding
  * waits: a lower bound. */
-static json_t *clock_gap_json(int cuda, int known, double wall, double cpu)
+static json_t *clock_gap_json(int cuda, int known, double wall, double cpu, int outside_runs, double outside_max)
 {
     const char *note = cuda ? "not measured on a GPU problem: the runner waits for the GPU off a CPU"
                        : !known ? "not measured: no control group counts the runner's CPU time on this host"
@@ -2462,8 +2487,9 @@ static json_t *clock_gap_json(int cuda, int known, double wall, double cpu)
         return json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s", "off_cpu_fraction", "note",
                          note);
     const double gap = wall - cpu;
-    return json_pack("{s:o,s:o,s:o,s:o,s:n}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu), "gap_s", jreal(gap),
-                     "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note");
+    return json_pack("{s:o,s:o,s:o,s:o,s:n,s:i,s:o}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu), "gap_s",
+                     jreal(gap), "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note",
+                     "outside_charged_runs", outside_runs, "outside_charged_max_s", jreal(outside_max));
 }
 
 /* A config's noise: its rse against the problem's target (the figure its
@@ -2474,7 +2500,8 @@ static void noise_json(const avo_problem *p, const config_run *cr, int cuda, jso
     json_object_set_new(cj, "noisy", json_boolean(avo_timing_noisy(cr->st.rse, p->timing_rse)));
     json_object_set_new(cj, "rse_target", jreal(p->timing_rse));
     json_object_set_new(cj, "stopped_by", stop ? json_string(stop) : json_null());
-    json_object_set_new(cj, "clock_gap", clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s));
+    json_object_set_new(cj, "clock_gap", clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s, cr->outside_runs,
+                                                           cr->outside_max_s));
 }
 
 /* The result's noisy_configs and clock_gap, summed over its configs. */
@@ -2482,8 +2509,8 @@ static void noise_totals(json_t *result, int cuda)
 {
     size_t i;
     json_t *c;
-    int noisy = 0, known = 1;
-    double wall = 0, cpu = 0;
+    int noisy = 0, known = 1, outside = 0;
+    double wall = 0, cpu = 0, outside_max = 0;
     json_array_foreach(json_object_get(result, "configs"), i, c) {
         const json_t *g = json_object_get(c, "clock_gap");
         if (json_is_false(json_object_get(c, "timed")))
@@ -2492,12 +2519,14 @@ static void noise_totals(json_t *result, int cuda)
         known &= json_is_number(json_object_get(g, "task_clock_s"));
         wall += json_number_value(json_object_get(g, "wall_s"));
         cpu += json_number_value(json_object_get(g, "task_clock_s"));
+        outside += (int)json_integer_value(json_object_get(g, "outside_charged_runs"));
+        outside_max = fmax(outside_max, json_number_value(json_object_get(g, "outside_charged_max_s")));
     }
     json_object_set_new(result, "noisy_configs", json_integer(noisy));
     json_object_set_new(result, "clock_gap",
                         i == 0 && !cuda ? json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s",
                                                     "off_cpu_fraction", "note", "no configuration was timed")
-                                        : clock_gap_json(cuda, known, wall, cpu));
+                                        : clock_gap_json(cuda, known, wall, cpu, outside, outside_max));
 }
 
 /* The result's "phases": "total" (the harness's wall up to here), the steps
@@ -2896,6 +2925,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
         avo_phases_lap(&top, "setup", &t);
     }
+    cpu_set_t mask;
+    r.one_cpu = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
     if (!r.cuda && (rc = avo_flusher_init(&r.fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         goto cleanup;

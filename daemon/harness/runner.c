@@ -1,5 +1,6 @@
 /* The runner, the only process that executes candidate code, and the checker's side of it (runner.h). */
 #include "runner.h"
+#include "syscalls.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -221,6 +222,15 @@ _Noreturn void avo_runner_main(int argc, char **argv)
             if (!fn) {
                 reply(c.seq, ST_NOSYM, 0, 0, entry);
                 _exit(0);
+            }
+            /* CPU: from here on its calls compute, nothing more
+             * (syscalls.h; tests/hostile/syscalls.c). A failure leaves it
+             * unfiltered: the checker reads the kernel's word on it. The
+             * CUDA runtime opens device files and maps driver memory in
+             * its calls: not for a GPU runner. */
+            if (!cuda) {
+                char serr[160];
+                avo_syscalls_confine(FD_CMD, FD_REPLY, serr, sizeof serr);
             }
             reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
             continue;
@@ -754,13 +764,16 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
         avo_runner_stop(r);
         return AVO_RUNNER_LOAD;
     }
-    /* Which uid it runs as, from the kernel (not predicted). */
+    /* Which uid it runs as and whether a system-call filter holds it
+     * (2: a filter), from the kernel (not predicted). */
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)r->pid);
     FILE *f = fopen(path, "re");
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Uid: %*d %d", &r->uid) == 1)
-            break;
+    r->seccomp = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        sscanf(line, "Uid: %*d %d", &r->uid);
+        sscanf(line, "Seccomp: %d", &r->seccomp);
+    }
     if (f)
         fclose(f);
     /* Sent after the candidate loaded, so only its form is checked: the

@@ -49,6 +49,7 @@ typedef struct {
     uint32_t seq;
     int stopped;             /* frozen (or SIGSTOPped) by us, until the next command */
     int uid;                 /* uid the runner runs as */
+    int seccomp;             /* its Seccomp mode after the load (/proc status): 2 is a filter */
     int exit_code, signal;   /* how it ended, once reaped (-1 / 0 unknown) */
     char host_copies[160];   /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
     avo_cgroup cg;           /* its own group (freezer), when the host has one */

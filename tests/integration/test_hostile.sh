@@ -76,9 +76,14 @@ declare -A EXPECT=(
     [flood_stdout]="ok"
     [network]="NETNS"
     # issue 18, as it must be once defended
-    [slows_calibration]="ok cheat_suspected wrong_result"
-    [subtle_calibration]="ok cheat_suspected wrong_result"
+    # (crash: their proxy thread forwards the protocol through a pipe the
+    # load opened, which the runner closes before the system-call filter)
+    [slows_calibration]="ok cheat_suspected wrong_result crash"
+    [subtle_calibration]="ok cheat_suspected wrong_result crash"
     [flush_thread]="ok cheat_suspected wrong_result"
+    # a sleeping helper that works between the thaw and the clock on the
+    # runner's own CPU: charged the CPU time its group used outside
+    [thaw_thread]="ok cheat_suspected wrong_result"
     [helper_process]="ok cheat_suspected wrong_result"
     [memo_inputs]="ok cheat_suspected wrong_result"
     [replay_when_timed]="ok cheat_suspected wrong_result"
@@ -99,6 +104,9 @@ declare -A EXPECT=(
     # FIFO and a file there; else it returns 1): the evaluation must see an
     # empty read-only directory there
     [gpu_lock]="ok"
+    # opens files, a socket, forks, makes itself dumpable, leaves its CPU
+    # in a call (else it returns 1): the runner's system-call filter
+    [syscalls]="ok"
 )
 # The rule each issue-18 case is held to, besides its outcome (and instead
 # of the seed's aggregate):
@@ -112,7 +120,7 @@ declare -A EXPECT=(
 #   fast:    the crash is reported within FAST_CRASH_S of wall time
 declare -A NEW_RULE=(
     [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
-    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin
+    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin [syscalls]=twin [thaw_thread]=twin
     [include_secret]=secret [incbin_secret]=secret
     [escapes_daemon]=outlive [squats_nproc]=outlive
     [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast
@@ -192,6 +200,8 @@ eval_case "$PROBLEM/seed.c" "$DEFAULT_TIMEOUT" "$T/seed.json"
 SEED_AGG=$(jq -r 'if .outcome == "ok" then .aggregate else 0 end' "$T/seed.json" 2>/dev/null)
 check "the sgemm seed evaluates ok (aggregate ${SEED_AGG:-?})" \
     awk -v a="${SEED_AGG:-0}" 'BEGIN { exit !(a > 0) }'
+check "the CPU runner runs under its system-call filter, as the kernel reports it (runner.syscall_filter)" \
+    jqt '.runner.syscall_filter == true' "$T/seed.json"
 
 # A package under a private directory (/tmp) whose reference and seed are
 # links out of the package's own directory (as the test fixtures link to
