@@ -269,13 +269,39 @@ static void test_token_files(void **state)
 {
     (void)state;
     char dir[] = "/tmp/avo-tokens-XXXXXX", path[64], err[256];
-    char tokens[AVO_TOKENS_MAX][AVO_TOKEN_MAX + 1];
+    avo_token tokens[AVO_TOKENS_MAX];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/t", dir);
     write_file(path, "# rotation\n\n  0123456789abcdef0123  \nfedcba9876543210fedc\n", 0600);
     assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
-    assert_string_equal(tokens[0], "0123456789abcdef0123");
-    assert_string_equal(tokens[1], "fedcba9876543210fedc");
+    assert_string_equal(tokens[0].token, "0123456789abcdef0123");
+    assert_string_equal(tokens[1].token, "fedcba9876543210fedc");
+    assert_string_equal(tokens[0].principal, "");   /* a bare line: anonymous */
+    assert_int_equal(tokens[1].line, 4);
+    /* principals: attributes after the token, in any order */
+    write_file(path, "0123456789abcdef0123 principal=alice team=ml\n"
+                     "fedcba9876543210fedc\tadmin principal=ops.root\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
+    assert_string_equal(tokens[0].token, "0123456789abcdef0123");
+    assert_string_equal(tokens[0].principal, "alice");
+    assert_string_equal(tokens[0].team, "ml");
+    assert_int_equal(tokens[0].admin, 0);
+    assert_string_equal(tokens[1].principal, "ops.root");
+    assert_string_equal(tokens[1].team, "");
+    assert_int_equal(tokens[1].admin, 1);
+    write_file(path, "0123456789abcdef0123 principal=alice\n\n0123456789abcdef0999 principal=bob tem=ml\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 3: unknown attribute 'tem'"));
+    assert_null(strstr(err, "0999"));
+    write_file(path, "0123456789abcdef0123 team=ml\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 1: team= needs principal=NAME"));
+    write_file(path, "0123456789abcdef0123 principal=al/ice\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 1: principal=: a name is"));
+    write_file(path, "0123456789abcdef0123 principal=a\n0123456789abcdef0123 principal=b\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 2: the same token as line 1"));
     write_file(path, "0123456789abcdef0123\n", 0644);
     assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EPERM);
     assert_non_null(strstr(err, "not readable by others"));
