@@ -138,6 +138,29 @@ static void expect_error(const char *text, const char *needle)
     assert_non_null(strstr(err, needle));
 }
 
+static void test_name_and_labels(void **state)
+{
+    (void)state;
+    avo_jobspec s;
+    json_t *norm = NULL;
+    char err[256];
+    assert_int_equal(parse("{\"problem\":\"p\",\"name\":\"gemm try 2\",\"labels\":{\"exp\":\"a1\",\"team.io/x\":\"\"}}",
+                           &s, &norm, err, sizeof err), 0);
+    assert_string_equal(s.name, "gemm try 2");
+    assert_string_equal(json_string_value(json_object_get(norm, "name")), "gemm try 2");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(norm, "labels"), "exp")), "a1");
+    json_decref(norm);
+    avo_jobspec_clear(&s);
+    expect_error("{\"problem\":\"p\",\"name\":\"\"}", "name: must be a string of 1 to 64 characters");
+    expect_error("{\"problem\":\"p\",\"name\":\"a\\nb\"}", "name: must be a string of 1 to 64 characters");
+    expect_error("{\"problem\":\"p\",\"labels\":[]}", "labels: must be an object of strings");
+    expect_error("{\"problem\":\"p\",\"labels\":{\"Exp\":\"a\"}}", "labels.Exp: a label key is");
+    expect_error("{\"problem\":\"p\",\"labels\":{\"exp\":1}}", "labels.exp: a label value is a string");
+    assert_int_equal(avo_jobspec_label_key_ok("a.b/c-d_e"), 1);
+    assert_int_equal(avo_jobspec_label_key_ok("-a"), 0);
+    assert_int_equal(avo_jobspec_label_key_ok("a=b"), 0);
+}
+
 static void test_errors_name_the_field(void **state)
 {
     (void)state;
@@ -324,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_seed_budgets_and_stops),
         cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_name_and_labels),
         cmocka_unit_test(test_commit_spec),
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_token_files),
