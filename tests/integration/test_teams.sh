@@ -141,6 +141,10 @@ check "... with an audit event by ops, rule admin" \
     jqt -s 'map(select(.kind == "audit")) | .[0].data.by == "ops" and .[0].data.owner == "tom" and .[0].data.rule == "admin"' "$T/ev4"
 J5=$(curl -s -H "Authorization: Bearer $KA" -X POST -d '{"problem":"cpu/sgemm","budget":{"evaluations":2}}' "$U/v1/jobs" | jq -r .id)
 check "a unix user of team A may cancel the job of a token of team A" as "$UB" cancel "$J5"
+C1=$(psql_avo "SELECT seed_candidate FROM jobs WHERE id = $J1")
+out=$(as "$UC" profile "$C1" 2>&1)
+check "a profile of another team's candidate is a change: refused naming the rule ($out)" \
+    bash -c 'grep -q "candidate $1: changing a job is allowed to its owner" <<<"$0" && grep -q forbidden <<<"$0"' "$out" "$C1"
 PRE=$(psql_avo "INSERT INTO jobs (problem, operator, spec, eval_budget) VALUES ('cpu/sgemm', 'tune', '{}', 1) RETURNING id")
 check "a job from before owners (no owner) may be cancelled by anyone" as "$UC" cancel "$PRE"
 
@@ -165,6 +169,16 @@ check "... a teammate may" jqt --argjson j "$J1" '.id == $j' <(as "$UB" --json s
 as "$UC" --json list >"$T/listc.json"
 check "... and list shows another team only its own and unowned jobs" \
     jqt --argjson a "[$PRE,$J4]" '[.jobs[].id] == $a' "$T/listc.json"
+out=$(as "$UC" fork "$C1" --evaluations 2 2>&1)
+check "... a fork of an unreadable job's candidate is refused naming the rule ($out)" \
+    bash -c 'grep -q "candidate $1: read-access=team: reading a job is allowed" <<<"$0" && grep -q forbidden <<<"$0"' "$out" "$C1"
+out=$(as "$UC" submit --problem cpu/sgemm --seed-candidate "$C1" --evaluations 2 2>&1)
+check "... and so is a submission seeded from it, by avod's own check ($out)" \
+    bash -c 'grep -q "seed.candidate: candidate $1: read-access=team" <<<"$0" && grep -q forbidden <<<"$0"' "$out" "$C1"
+JF=$(as "$UB" --json fork "$C1" --evaluations 2 | jq -r .id)
+check "... a teammate's fork is a new job owned by the teammate" \
+    jqt --arg b "$UB" --argjson c "$C1" '.owner == $b and .spec.seed.candidate == $c' <(as "$UB" --json status "$JF")
+as "$UB" cancel "$JF" >/dev/null
 check "... an admin reads everything" jqt --argjson j "$J1" '.id == $j' <(as "$UD" --json status "$J1")
 
 # ---- a reload with a bad token file keeps the old configuration
