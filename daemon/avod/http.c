@@ -286,6 +286,8 @@ static void unix_peer(struct MHD_Connection *conn, avo_peer *peer)
     len = sizeof peer->groups;
     if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERGROUPS, peer->groups, &len) == 0)
         peer->ngroups = (int)(len / sizeof(gid_t));
+    else
+        peer->ngroups = -1; /* too many, or an old kernel: ident.c asks the group database */
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -31,7 +31,7 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
 
 /* Bearer tokens of a TCP listener (proto/avo_tokens.h reads them). */
 #define AVO_HTTP_MAX_TOKENS AVO_TOKENS_MAX
-#define AVO_PEER_MAX_GROUPS 64
+#define AVO_PEER_MAX_GROUPS 256
 
 /* Who sent a request, as the transport knows it: on the unix socket the
  * peer's credentials (SO_PEERCRED, SO_PEERGROUPS), on TCP the attributes of
@@ -46,7 +46,7 @@ typedef struct {
     int have_cred;
     uid_t uid;
     gid_t gid;
-    int ngroups;
+    int ngroups;                      /* -1: the kernel would not give them */
     gid_t groups[AVO_PEER_MAX_GROUPS];
 } avo_peer;
 

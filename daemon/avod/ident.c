@@ -140,10 +140,20 @@ void avo_ident_resolve(const avo_ident *id, const avo_peer *peer, avo_principal 
     }
     struct passwd pw, *res = NULL;
     char buf[16384];
+    avo_peer fallback;
     if (getpwuid_r(peer->uid, &pw, buf, sizeof buf, &res) == 0 && res)
         snprintf(out->name, sizeof out->name, "%s", pw.pw_name);
     else
         snprintf(out->name, sizeof out->name, "uid-%u", (unsigned)peer->uid);
+    if (peer->ngroups < 0) {
+        /* The kernel did not hand over the groups (more than fit): the
+         * group database's view of the user instead of the process's. */
+        fallback = *peer;
+        fallback.ngroups = AVO_PEER_MAX_GROUPS;
+        if (!res || getgrouplist(pw.pw_name, peer->gid, fallback.groups, &fallback.ngroups) < 0)
+            fallback.ngroups = 0;
+        peer = &fallback;
+    }
     /* The first configured team the user is in: the order of "teams" decides. */
     for (int i = 0; i < id->nteams; i++)
         if (id->teams[i].has_gid && in_groups(peer, id->teams[i].gid)) {
