@@ -133,10 +133,10 @@ static int daemon_error(const avoctl_response *r)
 /* The first token of a token file (avod's format, proto/avo_tokens.h). */
 static int read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-    char tokens[AVO_TOKENS_MAX][AVO_TOKEN_MAX + 1];
+    avo_token tokens[AVO_TOKENS_MAX];
     int n = avo_tokens_load(path, tokens, 0, err, errlen);
     if (n > 0)
-        snprintf(out, outlen, "%s", tokens[0]);
+        snprintf(out, outlen, "%s", tokens[0].token);
     explicit_bzero(tokens, sizeof tokens);
     return n > 0 ? 0 : -1;
 }
@@ -514,6 +514,8 @@ static void spec_flags(const avoctl_args *a, avoctl_spec_flags *f)
         .energy_joules = avoctl_args_get(a, "energy-joules"),
         .migrate_every = avoctl_args_get(a, "migrate-every"),
         .min_gain = avoctl_args_get(a, "min-gain"),
+        .name = avoctl_args_get(a, "name"),
+        .labels = avoctl_args_get(a, "label"),
         .confidence = avoctl_args_get(a, "confidence"),
     };
 }
@@ -685,10 +687,17 @@ static void aggregate_cell(const json_t *score, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* "alice/ml", "alice" (no team), "-" (from before owners) */
+static void owner_cell(const json_t *job, char *out, size_t outlen)
+{
+    const char *o = avoctl_str(job, "owner"), *t = avoctl_str(job, "team");
+    snprintf(out, outlen, "%s%s%s", o ? o : "-", o && t ? "/" : "", o && t ? t : "");
+}
+
 static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
 {
     int64_t limit = 0;
-    char err[256], query[64] = "";
+    char err[256], query[1024] = "";
     json_t *body = NULL;
     avoctl_table *t = NULL;
     int ex;
@@ -699,28 +708,47 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
             return usage_error(c, err);
         snprintf(query, sizeof query, "limit=%lld", (long long)limit);
     }
+    if (avoctl_args_get(a, "mine"))
+        snprintf(query + strlen(query), sizeof query - strlen(query), "%smine=true", *query ? "&" : "");
+    static const char *const filters[] = {"owner", "team", "label"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = avoctl_args_get(a, filters[i]);
+        if (!v)
+            continue;
+        if (!*v || (i == 2 && !strchr(v, '='))) {
+            snprintf(err, sizeof err, "--%s: needs %s", filters[i], i == 2 ? "KEY=VALUE" : "a name");
+            return usage_error(c, err);
+        }
+        char *q = curl_easy_escape(NULL, v, 0);
+        if (!q)
+            return EXIT_FAIL;
+        snprintf(query + strlen(query), sizeof query - strlen(query), "%s%s=%s", *query ? "&" : "", filters[i], q);
+        curl_free(q);
+    }
     if ((ex = call(c, AVO_ROUTE_JOB_LIST, 0, query, NULL, &body)) != EXIT_OK)
         return ex;
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "SPEEDUP", "CREATED"};
-    if (avoctl_table_new(&t, 8, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 6) < 0) {
+    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "SPEEDUP", "CREATED",
+                                      "OWNER", "NAME"};
+    if (avoctl_table_new(&t, 10, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 6) < 0) {
         ex = EXIT_FAIL;
         goto cleanup;
     }
     size_t i;
     json_t *job;
     json_array_foreach(json_object_get(body, "jobs"), i, job) {
-        char id[32], evals[64], best[32], sp[32], created[32];
+        char id[32], evals[64], best[32], sp[32], created[32], owner[160];
         avoctl_fmt_field(json_object_get(job, "id"), id, sizeof id);
         evals_cell(job, evals, sizeof evals);
         aggregate_cell(json_object_get(job, "best"), best, sizeof best);
         avoctl_fmt_speedup(json_object_get(job, "speedup"), sp, sizeof sp);
         avoctl_fmt_time(avoctl_str(job, "created_at"), 1, created, sizeof created);
+        owner_cell(job, owner, sizeof owner);
         const char *row[] = {id, avoctl_str(job, "state"), avoctl_str(job, "problem"), avoctl_str(job, "operator"),
-                             evals, best, sp, created};
+                             evals, best, sp, created, owner, avoctl_str(job, "name") ? avoctl_str(job, "name") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -749,7 +777,25 @@ static void print_job(const json_t *job)
 
     avoctl_fmt_field(json_object_get(job, "id"), buf, sizeof buf);
     kv("job", buf);
+    if (avoctl_str(job, "name"))
+        kv("name", avoctl_str(job, "name"));
     kv("problem", avoctl_str(job, "problem"));
+    kv("owner", avoctl_str(job, "owner") ? avoctl_str(job, "owner") : "none (submitted before jobs had owners)");
+    kv("team", avoctl_str(job, "team"));
+    const json_t *labels = json_object_get(job, "labels");
+    if (json_object_size(labels)) {
+        const char *k;
+        const json_t *v;
+        size_t used = 0;
+        buf[0] = 0;
+        json_object_foreach((json_t *)labels, k, v) {
+            used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s=%s",
+                                     used ? "," : "", k, json_string_value(v) ? json_string_value(v) : "");
+            if (used >= sizeof buf)
+                break;
+        }
+        kv("labels", buf);
+    }
     /* the package version it runs, whatever the disk holds now (docs/jobs.md) */
     const char *pkg = avoctl_str(job, "problem_hash");
     kv("package", pkg ? pkg : "not pinned (submitted before jobs pinned their package)");
@@ -2049,6 +2095,25 @@ cleanup:
     return ex;
 }
 
+static int cmd_whoami(avoctl_ctx *c, const avoctl_args *a)
+{
+    (void)a;
+    json_t *body = NULL;
+    int ex = call(c, AVO_ROUTE_WHOAMI, 0, NULL, NULL, &body);
+    if (ex)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        printf("%s (%s%s), %s, via %s\n", avoctl_str(body, "name") ? avoctl_str(body, "name") : "?",
+               avoctl_str(body, "team") ? "team " : "no team",
+               avoctl_str(body, "team") ? avoctl_str(body, "team") : "",
+               json_is_true(json_object_get(body, "admin")) ? "admin" : "not an admin",
+               avoctl_str(body, "via") ? avoctl_str(body, "via") : "?");
+    json_decref(body);
+    return ex;
+}
+
 static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)a;
@@ -2097,6 +2162,8 @@ static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
     {"min-gain", 0, 1, "G", "commit: paired lower bound must exceed 1+G, 0 <= G < 1 (cuda 0.005, cpu 0.02)"}, \
     {"confidence", 0, 1, "C", "commit: confidence of that lower bound, 0 < C < 1 (default 0.95)"},      \
     {"priority", 0, 1, "N", "scheduling priority (higher first)"},                                      \
+    {"name", 0, 1, "NAME", "the job's name (shown by status and list)"},                                \
+    {"label", 'l', 1, "K=V[,K=V]", "labels to filter by (list --label), merged into the spec's"},        \
     {"watch", 'w', 0, NULL, "watch the job's events after submitting"}
 
 static const avoctl_opt submit_opts[] = {
@@ -2139,6 +2206,10 @@ static const avoctl_opt report_opts[] = {
 };
 static const avoctl_opt list_opts[] = {
     {"limit", 'n', 1, "N", "show at most N jobs (daemon default 50)"},
+    {"mine", 'm', 0, NULL, "only jobs I own (the principal avod sees: unix user or token)"},
+    {"owner", 0, 1, "NAME", "only jobs of this owner"},
+    {"team", 0, 1, "TEAM", "only jobs of this team"},
+    {"label", 'l', 1, "K=V", "only jobs with this label"},
     {NULL, 0, 0, NULL, NULL},
 };
 static const avoctl_opt watch_opts[] = {
@@ -2193,7 +2264,8 @@ static const avoctl_command commands[] = {
     {"fork", cmd_fork, "avoctl fork CANDIDATE [--problem P] [submit flags] [--watch]",
      "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1,
      "CANDIDATE"},
-    {"list", cmd_list, "avoctl list [--limit N]", "list jobs, newest first", list_opts, 0, 0, NULL},
+    {"list", cmd_list, "avoctl list [--limit N] [--mine] [--owner NAME] [--team TEAM] [--label K=V]",
+     "list jobs, newest first (OWNER is owner/team)", list_opts, 0, 0, NULL},
     {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB"},
     {"watch", cmd_watch, "avoctl watch JOB [--after N]",
      "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB"},
@@ -2241,6 +2313,8 @@ static const avoctl_command commands[] = {
      "failed or a problem's best regressed",
      campaign_opts, 2, 2, "run FILE"},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
+    {"whoami", cmd_whoami, "avoctl whoami", "who avod takes this client for: principal, team, admin", NULL, 0, 0,
+     NULL},
     {"kb", cmd_kb,
      "avoctl kb add FILE...\n"
      "       avoctl kb search WORDS... [--limit N]\n"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "avo_jobspec.h"
 #include "buf.h"
 
 /* Integral seconds stay JSON integers so the daemon may type-check them. */
@@ -123,6 +124,37 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
     return 0;
 }
 
+/* "--label K=V,K2=V2" as an object; the keys checked as avod checks them. */
+static int parse_labels(const char *text, json_t **out, char *err, size_t errlen)
+{
+    char buf[2048], *save = NULL;
+    if (strlen(text) >= sizeof buf) {
+        snprintf(err, errlen, "--label: longer than %zu characters", sizeof buf - 1);
+        return -EINVAL;
+    }
+    snprintf(buf, sizeof buf, "%s", text);
+    json_t *l = json_object();
+    for (char *w = strtok_r(buf, ",", &save); l && w; w = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(w, '=');
+        if (eq)
+            *eq = 0;
+        if (!eq || !avo_jobspec_label_key_ok(w)) {
+            snprintf(err, errlen, "--label: '%.80s' is not KEY=VALUE with a key of a-z 0-9 . _ / - "
+                     "(several: K=V,K2=V2)", w);
+            json_decref(l);
+            return -EINVAL;
+        }
+        json_object_set_new(l, w, json_string(eq + 1));
+    }
+    if (!l || json_object_size(l) == 0) {
+        snprintf(err, errlen, "--label: needs KEY=VALUE");
+        json_decref(l);
+        return -EINVAL;
+    }
+    *out = l;
+    return 0;
+}
+
 int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
 {
     parsed p;
@@ -131,10 +163,19 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
 
     /* Validate everything, and read the seed, before touching the
      * caller's object. */
+    json_t *labels = NULL;
     if ((rc = parse_flags(f, &p, err, errlen)) < 0)
         return rc;
-    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, &source, err, errlen)) < 0)
+    if (f->name && !*f->name) {
+        snprintf(err, errlen, "--name: must not be empty");
+        return -EINVAL;
+    }
+    if (f->labels && (rc = parse_labels(f->labels, &labels, err, errlen)) < 0)
         return rc;
+    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, &source, err, errlen)) < 0) {
+        json_decref(labels);
+        return rc;
+    }
 
     out = *spec ? json_incref(*spec) : json_object();
     if (!out || !json_is_object(out)) {
@@ -205,6 +246,15 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         rc = rc ? rc : set(out, "epsilon", json_real(p.eps));
     if (f->priority)
         rc = rc ? rc : set(out, "priority", json_integer(p.prio));
+    if (f->name)
+        rc = rc ? rc : set(out, "name", json_string(f->name));
+    if (labels) {
+        json_t *have = json_object_get(out, "labels");
+        if (json_is_object(have))
+            rc = rc ? rc : json_object_update(have, labels);
+        else
+            rc = rc ? rc : set(out, "labels", json_incref(labels));
+    }
     if (rc < 0) {
         snprintf(err, errlen, "out of memory building the job spec");
         goto cleanup;
@@ -213,6 +263,7 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         *spec = json_incref(out);
 
 cleanup:
+    json_decref(labels);
     json_decref(source);
     json_decref(seed);
     json_decref(stag);

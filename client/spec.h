@@ -26,6 +26,8 @@ typedef struct {
     const char *migrate_every;
     const char *min_gain;         /* commit.min_gain */
     const char *confidence;       /* commit.confidence */
+    const char *name;             /* --name: the job's name */
+    const char *labels;           /* --label K=V[,K=V...]: merged into the file's labels */
 } avoctl_spec_flags;
 
 /* Largest --seed file read; avod's own (smaller) limit gives its message. */

@@ -10,7 +10,8 @@
 
 static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
                                          "target_score", "stagnation", "islands", "migrate_every",
-                                         "epsilon", "priority", "operator_params", "agent", "commit", "toolchain", NULL};
+                                         "epsilon", "priority", "operator_params", "agent", "commit", "toolchain",
+                                         "name", "labels", NULL};
 static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
                                             "energy_joules", "tokens", "cost_usd", NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
@@ -80,6 +81,67 @@ static int get_num(json_t *obj, const char *key, const char *where, double lo, d
         return -34;
     }
     *out = x;
+    return 0;
+}
+
+static int has_control(const char *t)
+{
+    for (; *t; t++)
+        if ((unsigned char)*t < 0x20 || *t == 0x7f)
+            return 1;
+    return 0;
+}
+
+int avo_jobspec_label_key_ok(const char *k)
+{
+    size_t n = strlen(k);
+    if (n < 1 || n > AVO_JOBSPEC_LABEL_KEY_MAX || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= '0' && k[0] <= '9')))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') || strchr("._/-", k[i])))
+            return 0;
+    return 1;
+}
+
+/* "name" and "labels": what people call a job and filter by. */
+static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errlen)
+{
+    json_t *nm = json_object_get(in, "name"), *lb = json_object_get(in, "labels");
+    if (nm) {
+        if (!json_is_string(nm) || json_string_length(nm) < 1 || json_string_length(nm) > AVO_JOBSPEC_NAME_MAX ||
+            has_control(json_string_value(nm))) {
+            snprintf(err, errlen, "name: must be a string of 1 to %d characters without control characters",
+                     AVO_JOBSPEC_NAME_MAX);
+            return -22;
+        }
+        snprintf(s->name, sizeof s->name, "%s", json_string_value(nm));
+    }
+    if (!lb)
+        return 0;
+    if (!json_is_object(lb)) {
+        snprintf(err, errlen, "labels: must be an object of strings, e.g. {\"campaign\": \"nightly\"}");
+        return -22;
+    }
+    if (json_object_size(lb) > AVO_JOBSPEC_LABELS_MAX) {
+        snprintf(err, errlen, "labels: at most %d labels", AVO_JOBSPEC_LABELS_MAX);
+        return -22;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(lb, k, v) {
+        if (!avo_jobspec_label_key_ok(k)) {
+            snprintf(err, errlen, "labels.%.70s: a label key is 1 to %d characters a-z 0-9 . _ / - starting with a "
+                     "letter or digit", k, AVO_JOBSPEC_LABEL_KEY_MAX);
+            return -22;
+        }
+        if (!json_is_string(v) || json_string_length(v) > AVO_JOBSPEC_LABEL_VALUE_MAX ||
+            has_control(json_string_value(v))) {
+            snprintf(err, errlen, "labels.%s: a label value is a string of at most %d characters without control "
+                     "characters", k, AVO_JOBSPEC_LABEL_VALUE_MAX);
+            return -22;
+        }
+    }
+    s->labels = json_incref(lb);
     return 0;
 }
 
@@ -358,6 +420,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             s->rng_seed = (uint64_t)json_integer_value(sd);
         }
     }
+    if ((rc = parse_name_labels(in, s, err, errlen)) < 0) {
+        avo_jobspec_clear(s);
+        return rc;
+    }
     /* Last: it is the only part that allocates. */
     if ((rc = parse_seed(json_object_get(in, "seed"), s, err, errlen)) < 0) {
         avo_jobspec_clear(s);
@@ -400,6 +466,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             json_object_set_new(n, "gpu", json_string(s->gpu));
         if (s->toolchain)
             json_object_set(n, "toolchain", s->toolchain);
+        if (s->name[0])
+            json_object_set_new(n, "name", json_string(s->name));
+        if (s->labels)
+            json_object_set(n, "labels", s->labels);
         /* min_gain only once the backend resolves it (avo_jobspec_commit_resolve) */
         json_object_set_new(n, "commit", json_pack("{s:f}", "confidence", s->confidence));
         if (s->min_gain >= 0)
@@ -429,4 +499,6 @@ void avo_jobspec_clear(avo_jobspec *s)
     s->seed_knobs = NULL;
     json_decref(s->toolchain);
     s->toolchain = NULL;
+    json_decref(s->labels);
+    s->labels = NULL;
 }

@@ -8,6 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* name: 1 to 64 characters, no control characters. labels: at most 16;
+ * a key is 1 to 63 characters [a-z0-9._/-] starting with a letter or
+ * digit, a value a string of at most 128 characters, no control
+ * characters. */
+#define AVO_JOBSPEC_NAME_MAX 64
+#define AVO_JOBSPEC_LABELS_MAX 16
+#define AVO_JOBSPEC_LABEL_KEY_MAX 63
+#define AVO_JOBSPEC_LABEL_VALUE_MAX 128
+
 typedef struct {
     char problem[128];
     char op[16];              /* "tune" */
@@ -45,6 +54,8 @@ typedef struct {
     int64_t seed_candidate;
     json_t *seed_knobs;       /* owned: {"BM":64,...} or NULL */
     json_t *toolchain;        /* owned: canonical constraints (avo_toolchain.h), or NULL: any worker */
+    char name[AVO_JOBSPEC_NAME_MAX + 1]; /* a human name, "" = none; not unique */
+    json_t *labels;           /* owned: {"key": "value", ...} (see below), or NULL */
 } avo_jobspec;
 
 /* commit's defaults: a GPU problem's paired ratios are tight, a shared
@@ -58,6 +69,8 @@ typedef struct {
  * seed's file name and knobs but not its source (stored once, by content). */
 int avo_jobspec_parse(json_t *in, avo_jobspec *out, json_t **normalized, char *err, size_t errlen);
 void avo_jobspec_clear(avo_jobspec *s);
+/* 1 when k is a valid label key (see labels above). */
+int avo_jobspec_label_key_ok(const char *k);
 
 /* Once the problem's backend is known (avod, at submission): an unset
  * commit.min_gain takes the backend's default, in s and in the normalised

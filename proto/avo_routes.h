@@ -11,6 +11,7 @@
 
 #define AVO_ROUTES(X)                                                              \
     X(HEALTH,     "GET",  "/v1/health",             "daemon and database health")  \
+    X(WHOAMI,     "GET",  "/v1/whoami",             "who this request is: principal, team, admin")  \
     X(JOB_SUBMIT, "POST", "/v1/jobs",               "submit a job spec")           \
     X(JOB_LIST,   "GET",  "/v1/jobs",               "list jobs, newest first")     \
     X(JOB_GET,    "GET",  "/v1/jobs/{id}",          "one job with its progress")   \

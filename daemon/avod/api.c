@@ -2,6 +2,7 @@
 #include "api.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "avo_paths.h"
 #include "avo_version.h"
 #include "agent.h"
+#include "ident.h"
 #include "kb.h"
 #include "pin.h"
 #include "problems.h"
@@ -29,6 +31,7 @@ struct avo_api {
     avo_engine *engine;
     avo_agent *agent;
     const avo_pgwatch *pgwatch;
+    const avo_ident *ident;    /* main's; replaced on reload */
     char kernels_dir[1024];
     char check_cache[1200];    /* seed compile checks */
     char worker_bin[2100];     /* avo-worker beside avod, which runs them */
@@ -83,6 +86,26 @@ static void reply_db_error(avo_api *a, avo_http_req *req, const char *err)
         avo_http_reply_error(req, 503, "unavailable", "database unavailable: %s; retry shortly", err);
     else
         avo_http_reply_error(req, 500, "internal", "database error: %s", err);
+}
+
+static void principal_of(const avo_api *a, const avo_http_req *req, avo_principal *out)
+{
+    avo_ident_resolve(a->ident, avo_http_peer(req), out);
+}
+
+/* 403 with a stable code ("forbidden"), the rule's stable name in "rule"
+ * (owner_team_or_admin, read_access) and a message naming it. */
+static void reply_forbidden(avo_http_req *req, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reply_forbidden(avo_http_req *req, const char *rule, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    avo_http_reply_json(req, 403, json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "forbidden", "message", msg,
+                                            "rule", rule));
 }
 
 /* Most routes answer with one JSON value computed by PostgreSQL. */
@@ -164,6 +187,7 @@ typedef struct {
     avo_jobspec s;
     json_t *norm;
     json_t *pin;               /* the package as the job pins it (pin.h) */
+    avo_principal who;         /* its owner-to-be */
 } submission;
 
 static void submission_free(submission *sub)
@@ -272,15 +296,15 @@ static void submit_insert(submission *sub)
     snprintf(iseed, sizeof iseed, "%llu", (unsigned long long)input_seed);
     char *pin = json_dumps(sub->pin, JSON_COMPACT);
     const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source,
-                            input_seed ? iseed : NULL, pin};
+                            input_seed ? iseed : NULL, pin, sub->who.name, sub->who.team};
     if (!spec || !pin)
         avo_http_reply_error(sub->req, 500, "internal", "out of memory");
     else
         query_json(a, sub->req, 0,
                    /* a job pinned to a toolchain no live worker has is
                     * accepted (one may come) with a warning beside it */
-                   "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb)"
-                   " || avo_toolchain_warnings($1::jsonb, $4)", 9,
+                   "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb, "
+                   "$10, $11) || avo_toolchain_warnings($1::jsonb, $4)", 11,
                    params, NULL, 201);
     explicit_bzero(iseed, sizeof iseed);
     free(pin);
@@ -478,6 +502,15 @@ static void on_seed_candidate(void *arg, PGresult *res, const char *err)
         submission_free(sub);
         return;
     }
+    /* A fork reads the candidate: under read-access = team only what one may read. */
+    char rule[512];
+    if (!avo_ident_may_read(sub->api->ident, &sub->who, PQgetisnull(res, 0, 4) ? NULL : PQgetvalue(res, 0, 4),
+                            PQgetisnull(res, 0, 5) ? NULL : PQgetvalue(res, 0, 5), rule, sizeof rule)) {
+        reply_forbidden(sub->req, "read_access", "seed.candidate: candidate %lld: %s", (long long)sub->s.seed_candidate,
+                        rule);
+        submission_free(sub);
+        return;
+    }
     json_t *knobs = PQgetisnull(res, 0, 2) ? NULL : json_loads(PQgetvalue(res, 0, 2), 0, NULL);
     /* A candidate grown from one of the package's named seeds keeps that
      * seed's knob space in the new job unless the spec names another. */
@@ -512,6 +545,7 @@ static void h_submit(avo_api *a, avo_http_req *req)
     sub->api = a;
     sub->req = req;
     avo_http_ref(req);
+    principal_of(a, req, &sub->who);
     int rc = avo_jobspec_parse(in, &sub->s, &sub->norm, err, sizeof err);
     json_decref(in);
     if (rc < 0) {
@@ -527,7 +561,7 @@ static void h_submit(avo_api *a, avo_http_req *req)
     snprintf(id, sizeof id, "%lld", (long long)sub->s.seed_candidate);
     const char *params[] = {id};
     if (avo_db_query(a->db,
-                     "SELECT j.problem, s.body, c.knobs, j.spec->'seed'->>'name' FROM candidates c "
+                     "SELECT j.problem, s.body, c.knobs, j.spec->'seed'->>'name', j.owner, j.team FROM candidates c "
                      "JOIN jobs j ON j.id = c.job_id "
                      "JOIN sources s ON s.sha256 = c.sha256 WHERE c.id = $1",
                      1, params, on_seed_candidate, sub) < 0) {
@@ -1252,18 +1286,143 @@ void avo_api_set_pgwatch(avo_api *a, const avo_pgwatch *w)
     a->pgwatch = w;
 }
 
+void avo_api_set_ident(avo_api *a, const avo_ident *ident)
+{
+    a->ident = ident;
+}
+
+/* ---- permissions ---- */
+
+/* What a route does to the job it names: nothing (0), reads it (1),
+ * changes it (2); candidate routes name the candidate's job. */
+static int route_access(int route, int *by_candidate)
+{
+    *by_candidate = 0;
+    switch (route) {
+    case AVO_ROUTE_JOB_CANCEL:
+        return 2;
+    case AVO_ROUTE_CANDIDATE_PROFILE:
+        *by_candidate = 1;
+        return 2;
+    case AVO_ROUTE_JOB_GET:
+    case AVO_ROUTE_JOB_BEST:
+    case AVO_ROUTE_JOB_EVENTS:
+    case AVO_ROUTE_JOB_LINEAGE:
+    case AVO_ROUTE_JOB_REPORT:
+    case AVO_ROUTE_JOB_PROBLEM_DIFF:
+    case AVO_ROUTE_JOB_TRANSCRIPT:
+        return 1;
+    case AVO_ROUTE_CANDIDATE:
+    case AVO_ROUTE_CANDIDATE_DIFF:
+        *by_candidate = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who,
+                     const char *rule);
+
+typedef struct {
+    avo_api *api;
+    avo_http_req *req;
+    int route;
+    int64_t id;
+    int by_candidate;
+} guard;
+
+/* The job's owner and team are here: apply the rule, then serve. */
+static void on_guard(void *arg, PGresult *res, const char *err)
+{
+    guard *g = arg;
+    avo_principal who;
+    char rule[512];
+    int by_candidate;
+    if (avo_http_gone(g->req))
+        goto done;
+    if (err) {
+        reply_db_error(g->api, g->req, err);
+        goto done;
+    }
+    if (PQntuples(res) != 1) {
+        avo_http_reply_error(g->req, 404, "not_found", "no %s %lld", g->by_candidate ? "candidate" : "job",
+                             (long long)g->id);
+        goto done;
+    }
+    const char *owner = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
+    const char *team = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+    principal_of(g->api, g->req, &who);
+    if (route_access(g->route, &by_candidate) == 2) {
+        if (!avo_ident_may_change(&who, owner, team, rule, sizeof rule)) {
+            reply_forbidden(g->req, "owner_team_or_admin", "%s %lld: %s", g->by_candidate ? "candidate" : "job",
+                            (long long)g->id, rule);
+            goto done;
+        }
+    } else if (!avo_ident_may_read(g->api->ident, &who, owner, team, rule, sizeof rule)) {
+        reply_forbidden(g->req, "read_access", "%s %lld: %s", g->by_candidate ? "candidate" : "job",
+                        (long long)g->id, rule);
+        goto done;
+    }
+    dispatch(g->api, g->req, g->route, g->id, &who, rule);
+done:
+    avo_http_unref(g->req);
+    free(g);
+}
+
+/* Routes on one job that need its owner first: every change, and reads
+ * when read-access = team. Returns 1 when the guard answers. */
+static int guarded(avo_api *a, avo_http_req *req, int route, int64_t id)
+{
+    int by_candidate;
+    int access = route_access(route, &by_candidate);
+    if (access == 0 || (access == 1 && avo_ident_read_all(a->ident)))
+        return 0;
+    guard *g = calloc(1, sizeof *g);
+    char idb[32];
+    snprintf(idb, sizeof idb, "%lld", (long long)id);
+    const char *params[] = {idb};
+    if (!g) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        return 1;
+    }
+    *g = (guard){a, req, route, id, by_candidate};
+    avo_http_ref(req);
+    if (avo_db_query(a->db,
+                     by_candidate ? "SELECT j.owner, j.team FROM candidates c JOIN jobs j ON j.id = c.job_id "
+                                    "WHERE c.id = $1"
+                                  : "SELECT owner, team FROM jobs WHERE id = $1",
+                     1, params, on_guard, g) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        avo_http_unref(req);
+        free(g);
+    }
+    return 1;
+}
+
 void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
-    const char *method = avo_http_method(req), *path = avo_http_path(req);
     int64_t id = 0;
-    int route = avo_route_match(method, path, &id);
+    int route = avo_route_match(avo_http_method(req), avo_http_path(req), &id);
+    avo_principal who;
+    avo_debug("api", "%s %s", avo_http_method(req), avo_http_path(req));
+    if (route >= 0 && guarded(a, req, route, id))
+        return;
+    principal_of(a, req, &who);
+    dispatch(a, req, route, id, &who, NULL);
+}
+
+/* rule: what allowed a guarded route (ident.h), NULL for the others. */
+static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who,
+                     const char *rule)
+{
+    const char *method = avo_http_method(req), *path = avo_http_path(req);
     char idb[32];
     snprintf(idb, sizeof idb, "%lld", (long long)id);
     const char *p1[] = {idb};
     char nf[64];
     snprintf(nf, sizeof nf, "no job %lld", (long long)id);
-    avo_debug("api", "%s %s", method, path);
 
     switch (route) {
     case -404:
@@ -1277,6 +1436,11 @@ void avo_api_handle(void *arg, avo_http_req *req)
         avo_http_reply_header(req, "Allow", allow);
         return;
     }
+    case AVO_ROUTE_WHOAMI:
+        avo_http_reply_json(req, 200, json_pack("{s:s,s:s?,s:b,s:s,s:s}", "name", who->name, "team",
+                                                who->team[0] ? who->team : NULL, "admin", who->admin, "via", who->via,
+                                                "read_access", avo_ident_read_all(a->ident) ? "all" : "team"));
+        return;
     case AVO_ROUTE_HEALTH: {
         /* Degraded: avod runs but cannot do all its work, and says why. */
         const int up = avo_db_is_up(a->db);
@@ -1296,8 +1460,10 @@ void avo_api_handle(void *arg, avo_http_req *req)
     case AVO_ROUTE_JOB_LIST: {
         /* Newest first, a page at a time: ?before=ID continues where the
          * last page ended (its "next_before"); ?state= filters. */
-        char lb[16], bb[32];
+        char lb[16], bb[32], mine[AVO_PRINCIPAL_MAX + 1] = "", label[512] = "";
         const char *state = avo_http_query(req, "state");
+        const char *owner = avo_http_query(req, "owner"), *team = avo_http_query(req, "team");
+        const char *lq = avo_http_query(req, "label"), *mq = avo_http_query(req, "mine");
         if (query_int(req, "limit", 50, 1000, lb, sizeof lb) < 0 ||
             query_int(req, "before", 0, 9007199254740991L, bb, sizeof bb) < 0)
             return;
@@ -1307,15 +1473,52 @@ void avo_api_handle(void *arg, avo_http_req *req)
                                  "state: '%s' is not one of queued, running, succeeded, failed, cancelled", state);
             return;
         }
-        const char *pl[] = {lb, bb[0] ? bb : NULL, state};
+        if (mq && strcmp(mq, "true") && strcmp(mq, "1") && strcmp(mq, "false") && strcmp(mq, "0")) {
+            avo_http_reply_error(req, 400, "bad_request", "mine: '%s' is not true or false", mq);
+            return;
+        }
+        if (mq && (!strcmp(mq, "true") || !strcmp(mq, "1")))
+            snprintf(mine, sizeof mine, "%s", who->name);
+        if ((owner && !*owner) || (team && !*team)) {
+            avo_http_reply_error(req, 400, "bad_request", "%s: empty", owner && !*owner ? "owner" : "team");
+            return;
+        }
+        if (lq) {
+            /* label=KEY=VALUE: jobs whose labels include it */
+            const char *eq = strchr(lq, '=');
+            char key[AVO_JOBSPEC_LABEL_KEY_MAX + 2];
+            snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - lq) : 0, lq);
+            if (!eq || (size_t)(eq - lq) >= sizeof key || !avo_jobspec_label_key_ok(key)) {
+                avo_http_reply_error(req, 400, "bad_request", "label: '%.100s' is not KEY=VALUE with a label key "
+                                     "(a-z 0-9 . _ / -)", lq);
+                return;
+            }
+            json_t *l = json_pack("{s:s}", key, eq + 1);
+            char *t = l ? json_dumps(l, JSON_COMPACT) : NULL;
+            json_decref(l);
+            if (!t || strlen(t) >= sizeof label) {
+                free(t);
+                avo_http_reply_error(req, 400, "bad_request", "label: too long");
+                return;
+            }
+            snprintf(label, sizeof label, "%s", t);
+            free(t);
+        }
+        /* read-access = team: one's own, one's team's, those without owner; admins all */
+        const int all = avo_ident_read_all(a->ident) || who->admin;
+        const char *pl[] = {lb, bb[0] ? bb : NULL, state, mine[0] ? mine : owner, team, label[0] ? label : NULL,
+                            all ? "true" : "false", who->name, who->team};
         query_json(a, req, 0,
                    "WITH page AS (SELECT id FROM jobs WHERE ($2::bigint IS NULL OR id < $2) "
-                   "AND ($3::text IS NULL OR state = $3) ORDER BY id DESC LIMIT $1::int + 1) "
+                   "AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR owner = $4) "
+                   "AND ($5::text IS NULL OR team = $5) AND ($6::jsonb IS NULL OR labels @> $6::jsonb) "
+                   "AND ($7::bool OR owner IS NULL OR owner = $8 OR (team = NULLIF($9, ''))) "
+                   "ORDER BY id DESC LIMIT $1::int + 1) "
                    "SELECT jsonb_build_object('jobs', COALESCE((SELECT jsonb_agg(avo_job_json(id) ORDER BY id DESC) "
                    "FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p), '[]'), "
                    "'next_before', CASE WHEN (SELECT count(*) FROM page) > $1::int "
                    "THEN (SELECT min(id) FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p) END)",
-                   3, pl, NULL, 200);
+                   9, pl, NULL, 200);
         return;
     }
     case AVO_ROUTE_JOB_GET:
@@ -1323,7 +1526,8 @@ void avo_api_handle(void *arg, avo_http_req *req)
         return;
     case AVO_ROUTE_JOB_CANCEL: {
         call *c = call_new(a, req, id);
-        if (!c || avo_db_query(a->db, "SELECT avo_job_cancel($1)", 1, p1, on_cancelled, c) < 0) {
+        const char *pc[] = {idb, who->name, who->team, rule ? rule : "owner"};
+        if (!c || avo_db_query(a->db, "SELECT avo_job_cancel_as($1, $2, $3, $4)", 4, pc, on_cancelled, c) < 0) {
             avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
             if (c)
                 call_free(c);

@@ -24,6 +24,10 @@ void avo_api_set_agent(avo_api *a, struct avo_agent *agent);
 /* The embedded PostgreSQL's supervisor, whose problem /v1/health reports
  * (none with an external database). */
 void avo_api_set_pgwatch(avo_api *a, const avo_pgwatch *w);
+/* Who may do what (ident.h): set before serving, and again on reload;
+ * the caller keeps it alive. */
+struct avo_ident;
+void avo_api_set_ident(avo_api *a, const struct avo_ident *ident);
 /* avo_http_handler */
 void avo_api_handle(void *arg, avo_http_req *req);
 /* A NOTIFY on avo_events: wake the streams of that job. */

@@ -27,7 +27,7 @@ struct avo_http {
     avo_http_handler handler;
     void *arg;
     int tcp;                     /* a TCP listener: every request needs a bearer token */
-    char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
+    avo_token tokens[AVO_HTTP_MAX_TOKENS];
     int ntokens;
     int stopping;
     int closing_handles;
@@ -43,6 +43,7 @@ struct avo_http_req {
     size_t body_len;
     int too_large;
     int unauthorized;            /* TCP without a valid token: its body is not even kept */
+    avo_peer peer;
     int dispatched;
     int suspended;
     int completed;               /* MHD is done with it */
@@ -251,19 +252,48 @@ static enum MHD_Result queue_pending(avo_http_req *r)
     return ret;
 }
 
+const avo_peer *avo_http_peer(const avo_http_req *r) { return &r->peer; }
+
 /* "Bearer TOKEN" against each configured token, in constant time for
- * equal lengths (a token's length is not a secret worth the complexity). */
-static int authorized(const avo_http *h, const char *value)
+ * equal lengths (a token's length is not a secret worth the complexity).
+ * The matching token's attributes become the request's peer. */
+static int authorized(const avo_http *h, const char *value, avo_peer *peer)
 {
     if (!value || strncasecmp(value, "Bearer ", 7) != 0) /* the scheme is case-insensitive (RFC 7235) */
         return 0;
     const char *t = value + 7;
     size_t n = strlen(t);
-    int ok = 0;
+    int ok = -1;
     for (int i = 0; i < h->ntokens; i++)
-        if (strlen(h->tokens[i]) == n && n > 0 && CRYPTO_memcmp(h->tokens[i], t, n) == 0)
-            ok = 1;
-    return ok;
+        if (strlen(h->tokens[i].token) == n && n > 0 && CRYPTO_memcmp(h->tokens[i].token, t, n) == 0)
+            ok = i;
+    if (ok < 0)
+        return 0;
+    peer->tcp = 1;
+    memcpy(peer->principal, h->tokens[ok].principal, sizeof peer->principal);
+    memcpy(peer->team, h->tokens[ok].team, sizeof peer->team);
+    peer->admin = h->tokens[ok].admin;
+    return 1;
+}
+
+/* The unix peer's credentials as the kernel has them (not as it claims):
+ * the uid and gid from SO_PEERCRED, the supplementary groups from
+ * SO_PEERGROUPS (Linux 4.13), both taken at connect(). */
+static void unix_peer(struct MHD_Connection *conn, avo_peer *peer)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return;
+    peer->have_cred = 1;
+    peer->uid = cr.uid;
+    peer->gid = cr.gid;
+    len = sizeof peer->groups;
+    if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERGROUPS, peer->groups, &len) == 0)
+        peer->ngroups = (int)(len / sizeof(gid_t));
+    else
+        peer->ngroups = -1; /* too many, or an old kernel: ident.c asks the group database */
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -288,7 +318,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *con_cls = r;
         /* Headers are all here on the first call: decide before any body is
          * read into memory on a stranger's behalf. */
-        r->unauthorized = h->tcp && !authorized(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"));
+        if (h->tcp)
+            r->unauthorized = !authorized(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+                                          &r->peer);
+        else
+            unix_peer(conn, &r->peer);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -465,19 +499,29 @@ fail:
     return -5;
 }
 
-int avo_http_set_tokens(avo_http *h, char tokens[][AVO_HTTP_TOKEN_MAX + 1], int n)
+int avo_http_set_tokens(avo_http *h, const avo_token *tokens, int n)
 {
     if (n < 1 || n > AVO_HTTP_MAX_TOKENS)
         return -22;
     OPENSSL_cleanse(h->tokens, sizeof h->tokens);
-    for (int i = 0; i < n; i++)
-        memcpy(h->tokens[i], tokens[i], sizeof h->tokens[i]);
+    memcpy(h->tokens, tokens, (size_t)n * sizeof *tokens);
     h->ntokens = n;
     return 0;
 }
 
-int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, char tokens[][AVO_HTTP_TOKEN_MAX + 1],
-                       int ntokens, avo_http_handler handler, void *arg, char *err, size_t errlen)
+int avo_http_socket_group(avo_http *h, gid_t gid, char *err, size_t errlen)
+{
+    if (h->tcp || chown(h->path, (uid_t)-1, gid) < 0) {
+        int e = h->tcp ? EINVAL : errno;
+        snprintf(err, errlen, "socket-group: cannot give %s to group %u: %s", h->path, (unsigned)gid,
+                 h->tcp ? "not a unix socket" : strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const avo_token *tokens, int ntokens,
+                       avo_http_handler handler, void *arg, char *err, size_t errlen)
 {
     char host[256], port[16];
     const char *colon = strrchr(addr, ':');

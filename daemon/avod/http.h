@@ -25,19 +25,40 @@ typedef void (*avo_http_close_cb)(avo_http_req *req);
 
 int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
                    void *arg, char *err, size_t errlen);
+#include <sys/types.h>
+
 #include "avo_tokens.h"
 
 /* Bearer tokens of a TCP listener (proto/avo_tokens.h reads them). */
 #define AVO_HTTP_MAX_TOKENS AVO_TOKENS_MAX
-#define AVO_HTTP_TOKEN_MAX AVO_TOKEN_MAX
+#define AVO_PEER_MAX_GROUPS 256
+
+/* Who sent a request, as the transport knows it: on the unix socket the
+ * peer's credentials (SO_PEERCRED, SO_PEERGROUPS), on TCP the attributes of
+ * the token it presented. ident.h turns this into a principal. */
+typedef struct {
+    int tcp;
+    /* TCP: the token's line (avo_tokens.h); principal "" = a bare line */
+    char principal[AVO_PRINCIPAL_MAX + 1];
+    char team[AVO_PRINCIPAL_MAX + 1];
+    int admin;
+    /* unix socket: have_cred 0 when the kernel would not say */
+    int have_cred;
+    uid_t uid;
+    gid_t gid;
+    int ngroups;                      /* -1: the kernel would not give them */
+    gid_t groups[AVO_PEER_MAX_GROUPS];
+} avo_peer;
 
 /* A TCP listener on HOST:PORT ("127.0.0.1:7460", "[::]:7460"): the same
  * handler, but every request must carry "Authorization: Bearer TOKEN" with
  * one of the tokens, or gets 401 unauthorized (the token is never logged). */
-int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, char tokens[][AVO_HTTP_TOKEN_MAX + 1],
-                       int ntokens, avo_http_handler handler, void *arg, char *err, size_t errlen);
+int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const avo_token *tokens, int ntokens,
+                       avo_http_handler handler, void *arg, char *err, size_t errlen);
 /* Replace the tokens (a reload: rotation). 0 or -EINVAL for none. */
-int avo_http_set_tokens(avo_http *h, char tokens[][AVO_HTTP_TOKEN_MAX + 1], int n);
+int avo_http_set_tokens(avo_http *h, const avo_token *tokens, int n);
+/* The unix socket's group (chgrp): whoever is in it may connect (0660). */
+int avo_http_socket_group(avo_http *h, gid_t gid, char *err, size_t errlen);
 
 /* Ends streams, drops pending requests and closes the socket. */
 void avo_http_stop(avo_http *h);
@@ -47,6 +68,8 @@ const char *avo_http_path(const avo_http_req *r);
 const char *avo_http_query(const avo_http_req *r, const char *key);
 const char *avo_http_header(const avo_http_req *r, const char *key);
 const char *avo_http_body(const avo_http_req *r, size_t *len);
+/* The sender, read when the request arrived. */
+const avo_peer *avo_http_peer(const avo_http_req *r);
 
 /* Per-request user data and close notification. */
 void avo_http_set_data(avo_http_req *r, void *data, avo_http_close_cb on_close);

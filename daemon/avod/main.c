@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <stddef.h>
@@ -34,6 +35,7 @@
 #include "rescuer.h"
 #include "service.h"
 #include "eventlog.h"
+#include "ident.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -48,6 +50,10 @@ typedef struct {
     char providers[AVO_CFG_STRLEN];
     char listen[AVO_CFG_STRLEN];
     char token_file[AVO_CFG_STRLEN];
+    char teams[AVO_CFG_STRLEN];
+    char admin_group[AVO_CFG_STRLEN];
+    char read_access[AVO_CFG_STRLEN];
+    char socket_group[AVO_CFG_STRLEN];
     long long engine_interval_ms;
     long long rescue_interval_ms;
     long long max_attempts;
@@ -74,7 +80,17 @@ static const avo_cfg_row avod_rows[] = {
     ROW("listen", AVO_CFG_STR, listen, NULL, "AVO_LISTEN", 1, 0,
         "also serve the API on TCP HOST:PORT (e.g. 127.0.0.1:7460); every request needs a bearer token"),
     ROW("token-file", AVO_CFG_STR, token_file, NULL, "AVO_TOKEN_FILE", 1, 0,
-        "bearer tokens for the TCP listener, one per line, '#' comments; not readable by others"),
+        "bearer tokens for the TCP listener, one per line ('TOKEN [principal=NAME] [team=TEAM] [admin]'), "
+        "'#' comments; not readable by others"),
+    ROW("teams", AVO_CFG_STR, teams, NULL, "AVO_TEAMS", 1, 0,
+        "teams, comma-separated (ml,infra): a unix user is in a team when in the unix group of that name; "
+        "tokens name theirs with team="),
+    ROW("admin-group", AVO_CFG_STR, admin_group, NULL, NULL, 1, 0,
+        "unix group whose members may change any job (root and avod's own user always may)"),
+    ROW("read-access", AVO_CFG_STR, read_access, "all", NULL, 1, 0,
+        "who may read a job: all, or team (its owner, its team, admins)"),
+    ROW("socket-group", AVO_CFG_STR, socket_group, NULL, NULL, 1, 0,
+        "unix group given the API socket (0660): its members may connect (not reloaded)"),
     ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
         "evolution engine polling interval (NOTIFY wakes it sooner)"),
     ROW("rescue-interval-ms", AVO_CFG_INT, rescue_interval_ms, "2000", NULL, 100, 600000,
@@ -101,6 +117,7 @@ typedef struct {
     avo_service *service;
     avo_pgwatch *pgwatch;       /* the embedded PostgreSQL's supervisor (NULL with --db) */
     avo_eventlog *eventlog;
+    avo_ident *ident;           /* teams, admins, read access: replaced on reload */
     int argc;                   /* the command line as given, for reloads */
     char **argv;
     int stopping;
@@ -139,6 +156,30 @@ static void shutdown_daemon(avod *d)
 
 static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
 
+/* Teams, admins, read access and (with a TCP listener) the token file,
+ * checked together: a token's team must be one of the teams. *ntokens is 0
+ * without a listener. */
+static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_token *tokens, int *ntokens, char *err,
+                      size_t errlen)
+{
+    *ntokens = 0;
+    if (avo_ident_new(ident, s->teams, s->admin_group, s->read_access, err, errlen) < 0)
+        return -22;
+    if (tcp) {
+        int n = *s->token_file ? avo_tokens_load(s->token_file, tokens, 1, err, errlen) : 0;
+        if (n == 0)
+            snprintf(err, errlen, "listen %s: a TCP listener needs --token-file (tokens, one per line)", s->listen);
+        if (n <= 0 || avo_ident_check_tokens(*ident, tokens, n, s->token_file, err, errlen) < 0) {
+            explicit_bzero(tokens, sizeof *tokens * AVO_TOKENS_MAX);
+            avo_ident_free(*ident);
+            *ident = NULL;
+            return -22;
+        }
+        *ntokens = n;
+    }
+    return 0;
+}
+
 /* SIGHUP (systemctl reload): the configuration is read again from the same
  * command line, file and environment; what can change while running is
  * applied (the log level, the LLM providers for new agent steps). A bad
@@ -159,9 +200,10 @@ static void on_reload(uv_signal_t *h, int signum)
         memcpy(argv, d->argv, (size_t)d->argc * sizeof *argv);
         if (avo_config_load(avod_rows, NROWS, &s, d->argc, argv, &nrest, err, sizeof err) == 0 &&
             load_providers(s.providers, &prov, &n, err, sizeof err) == 0) {
-            char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
-            int nt = d->http_tcp && *s.token_file ? avo_tokens_load(s.token_file, tokens, 1, err, sizeof err) : 0;
-            if (nt < 0)
+            avo_token tokens[AVO_HTTP_MAX_TOKENS];
+            avo_ident *ident = NULL;
+            int nt = 0;
+            if (load_ident(&s, d->http_tcp != NULL, &ident, tokens, &nt, err, sizeof err) < 0)
                 ; /* err says why */
             else if (avo_log_set_level(s.log_level) < 0)
                 snprintf(err, sizeof err, "log-level: '%s' is not one of error, warn, info, debug", s.log_level);
@@ -171,7 +213,12 @@ static void on_reload(uv_signal_t *h, int signum)
                 err[0] = 0;
                 if (nt > 0)
                     avo_http_set_tokens(d->http_tcp, tokens, nt);
+                avo_api_set_ident(d->api, ident);
+                avo_ident_free(d->ident);
+                d->ident = ident;
+                ident = NULL;
             }
+            avo_ident_free(ident);
             explicit_bzero(tokens, sizeof tokens);
         }
     }
@@ -357,7 +404,7 @@ static int run(int argc, char **argv, char **argv_copy)
     int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0, nproviders = 0;
     avo_llm_provider *providers = NULL;
     const char *dsn;
-    char tokens[AVO_HTTP_MAX_TOKENS][AVO_HTTP_TOKEN_MAX + 1];
+    avo_token tokens[AVO_HTTP_MAX_TOKENS];
     int ntokens = 0;
 
     memset(&d, 0, sizeof d);
@@ -394,13 +441,21 @@ static int run(int argc, char **argv, char **argv_copy)
         fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
-    if (*s.listen && (ntokens = *s.token_file ? avo_tokens_load(s.token_file, tokens, 1, err, sizeof err) : 0) <= 0) {
-        if (ntokens == 0)
-            snprintf(err, sizeof err, "listen %s: a TCP listener needs --token-file (tokens, one per line)",
-                     s.listen);
+    if (load_ident(&s, *s.listen != 0, &d.ident, tokens, &ntokens, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         free(providers);
         return 2;
+    }
+    gid_t socket_gid = 0;
+    if (*s.socket_group) {
+        struct group *gr = getgrnam(s.socket_group);
+        if (!gr) {
+            fprintf(stderr, "avod: socket-group: there is no unix group '%s'\n", s.socket_group);
+            avo_ident_free(d.ident);
+            free(providers);
+            return 2;
+        }
+        socket_gid = gr->gr_gid;
     }
 
     /* An explicit state directory must exist (a typo should not silently
@@ -487,7 +542,9 @@ static int run(int argc, char **argv, char **argv_copy)
         avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
                           s.retry_backoff) < 0)
         goto cleanup;
+    avo_api_set_ident(d.api, d.ident);
     if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0 ||
+        (*s.socket_group && avo_http_socket_group(d.http, socket_gid, err, sizeof err) < 0) ||
         (*s.listen && avo_http_start_tcp(&d.http_tcp, d.loop, s.listen, tokens, ntokens, avo_api_handle, d.api, err,
                                          sizeof err) < 0)) {
         fprintf(stderr, "avod: %s\n", err);
@@ -526,6 +583,7 @@ static int run(int argc, char **argv, char **argv_copy)
 
 cleanup:
     explicit_bzero(tokens, sizeof tokens);
+    avo_ident_free(d.ident);
     free(providers);
     if (loop_ready)
         uv_loop_close(d.loop);

@@ -138,6 +138,29 @@ static void expect_error(const char *text, const char *needle)
     assert_non_null(strstr(err, needle));
 }
 
+static void test_name_and_labels(void **state)
+{
+    (void)state;
+    avo_jobspec s;
+    json_t *norm = NULL;
+    char err[256];
+    assert_int_equal(parse("{\"problem\":\"p\",\"name\":\"gemm try 2\",\"labels\":{\"exp\":\"a1\",\"team.io/x\":\"\"}}",
+                           &s, &norm, err, sizeof err), 0);
+    assert_string_equal(s.name, "gemm try 2");
+    assert_string_equal(json_string_value(json_object_get(norm, "name")), "gemm try 2");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(norm, "labels"), "exp")), "a1");
+    json_decref(norm);
+    avo_jobspec_clear(&s);
+    expect_error("{\"problem\":\"p\",\"name\":\"\"}", "name: must be a string of 1 to 64 characters");
+    expect_error("{\"problem\":\"p\",\"name\":\"a\\nb\"}", "name: must be a string of 1 to 64 characters");
+    expect_error("{\"problem\":\"p\",\"labels\":[]}", "labels: must be an object of strings");
+    expect_error("{\"problem\":\"p\",\"labels\":{\"Exp\":\"a\"}}", "labels.Exp: a label key is");
+    expect_error("{\"problem\":\"p\",\"labels\":{\"exp\":1}}", "labels.exp: a label value is a string");
+    assert_int_equal(avo_jobspec_label_key_ok("a.b/c-d_e"), 1);
+    assert_int_equal(avo_jobspec_label_key_ok("-a"), 0);
+    assert_int_equal(avo_jobspec_label_key_ok("a=b"), 0);
+}
+
 static void test_errors_name_the_field(void **state)
 {
     (void)state;
@@ -284,13 +307,39 @@ static void test_token_files(void **state)
 {
     (void)state;
     char dir[] = "/tmp/avo-tokens-XXXXXX", path[64], err[256];
-    char tokens[AVO_TOKENS_MAX][AVO_TOKEN_MAX + 1];
+    avo_token tokens[AVO_TOKENS_MAX];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/t", dir);
     write_file(path, "# rotation\n\n  0123456789abcdef0123  \nfedcba9876543210fedc\n", 0600);
     assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
-    assert_string_equal(tokens[0], "0123456789abcdef0123");
-    assert_string_equal(tokens[1], "fedcba9876543210fedc");
+    assert_string_equal(tokens[0].token, "0123456789abcdef0123");
+    assert_string_equal(tokens[1].token, "fedcba9876543210fedc");
+    assert_string_equal(tokens[0].principal, "");   /* a bare line: anonymous */
+    assert_int_equal(tokens[1].line, 4);
+    /* principals: attributes after the token, in any order */
+    write_file(path, "0123456789abcdef0123 principal=alice team=ml\n"
+                     "fedcba9876543210fedc\tadmin principal=ops.root\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
+    assert_string_equal(tokens[0].token, "0123456789abcdef0123");
+    assert_string_equal(tokens[0].principal, "alice");
+    assert_string_equal(tokens[0].team, "ml");
+    assert_int_equal(tokens[0].admin, 0);
+    assert_string_equal(tokens[1].principal, "ops.root");
+    assert_string_equal(tokens[1].team, "");
+    assert_int_equal(tokens[1].admin, 1);
+    write_file(path, "0123456789abcdef0123 principal=alice\n\n0123456789abcdef0999 principal=bob tem=ml\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 3: unknown attribute 'tem'"));
+    assert_null(strstr(err, "0999"));
+    write_file(path, "0123456789abcdef0123 team=ml\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 1: team= needs principal=NAME"));
+    write_file(path, "0123456789abcdef0123 principal=al/ice\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 1: principal=: a name is"));
+    write_file(path, "0123456789abcdef0123 principal=a\n0123456789abcdef0123 principal=b\n", 0600);
+    assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "line 2: the same token as line 1"));
     write_file(path, "0123456789abcdef0123\n", 0644);
     assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EPERM);
     assert_non_null(strstr(err, "not readable by others"));
@@ -313,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_seed_budgets_and_stops),
         cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_name_and_labels),
         cmocka_unit_test(test_commit_spec),
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_token_files),
