@@ -48,6 +48,7 @@ typedef struct {
     char not_found[96];        /* message when the query yields NULL ("" = "not found"); a copy: the
                                 * caller's buffer is gone by the time the answer comes */
     int status;                /* on success */
+    const char *key;           /* request functions: the answer's member replied with 202 */
 } call;
 
 struct stream {
@@ -1006,9 +1007,10 @@ done:
 
 /* ---- paired comparisons ---- */
 
-/* avo_compare_request's answer: {"compare": ...} (202) or the refusal it
- * names ({"status", "code", "message"}). */
-static void on_compare(void *arg, PGresult *res, const char *err)
+/* A request function's answer (avo_compare_request, avo_revalidate_request):
+ * {KEY: ...} replied 202, with c->key naming it, or the refusal it names
+ * ({"status", "code", "message"}). */
+static void on_request_answer(void *arg, PGresult *res, const char *err)
 {
     call *c = arg;
     json_t *j = NULL;
@@ -1020,7 +1022,7 @@ static void on_compare(void *arg, PGresult *res, const char *err)
     }
     json_error_t je;
     if (PQntuples(res) != 1 || !(j = json_loads(PQgetvalue(res, 0, 0), 0, &je))) {
-        avo_http_reply_error(c->req, 500, "internal", "bad answer from avo_compare_request");
+        avo_http_reply_error(c->req, 500, "internal", "bad answer from the %s request function", c->key);
         goto done;
     }
     const char *code = json_string_value(json_object_get(j, "code"));
@@ -1029,7 +1031,7 @@ static void on_compare(void *arg, PGresult *res, const char *err)
                              json_string_value(json_object_get(j, "message")));
         goto done;
     }
-    avo_http_reply_json(c->req, 202, json_incref(json_object_get(j, "compare")));
+    avo_http_reply_json(c->req, 202, json_incref(json_object_get(j, c->key)));
 done:
     json_decref(j);
     call_free(c);
@@ -1086,9 +1088,11 @@ static void h_compare(avo_api *a, avo_http_req *req)
     snprintf(conf, sizeof conf, "%.17g", c);
     call *cl = call_new(a, req, 0);
     const char *params[] = {cand, against, conf};
+    if (cl)
+        cl->key = "compare";
     if (!cl) {
         avo_http_reply_error(req, 500, "internal", "out of memory");
-    } else if (avo_db_query(a->db, "SELECT avo_compare_request($1, $2, $3::float8)", 3, params, on_compare, cl) < 0) {
+    } else if (avo_db_query(a->db, "SELECT avo_compare_request($1, $2, $3::float8)", 3, params, on_request_answer, cl) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         call_free(cl);
     }
@@ -1097,35 +1101,6 @@ done:
 }
 
 /* ---- re-validation (issue 21, point 3; sql/018_toolchain.sql) ---- */
-
-/* avo_revalidate_request's answer: {"revalidation": ...} (202) or the
- * refusal it names. */
-static void on_revalidate(void *arg, PGresult *res, const char *err)
-{
-    call *c = arg;
-    json_t *j = NULL;
-    if (avo_http_gone(c->req))
-        goto done;
-    if (err) {
-        reply_db_error(c->api, c->req, err);
-        goto done;
-    }
-    json_error_t je;
-    if (PQntuples(res) != 1 || !(j = json_loads(PQgetvalue(res, 0, 0), 0, &je))) {
-        avo_http_reply_error(c->req, 500, "internal", "bad answer from avo_revalidate_request");
-        goto done;
-    }
-    const char *code = json_string_value(json_object_get(j, "code"));
-    if (code) {
-        avo_http_reply_error(c->req, (int)json_integer_value(json_object_get(j, "status")), code, "%s",
-                             json_string_value(json_object_get(j, "message")));
-        goto done;
-    }
-    avo_http_reply_json(c->req, 202, json_incref(json_object_get(j, "revalidation")));
-done:
-    json_decref(j);
-    call_free(c);
-}
 
 /* POST /v1/revalidate {"job": J} or {"candidate": C}, with "on_worker": W
  * or "on_gpu": "H200" / "GPU-uuid" at most: the committed versions (or the
@@ -1187,10 +1162,12 @@ static void h_revalidate(avo_api *a, avo_http_req *req)
     call *cl = call_new(a, req, 0);
     const char *params[] = {job[0] ? job : NULL, cand[0] ? cand : NULL, worker[0] ? worker : NULL,
                             gpu[0] ? gpu : NULL, why};
+    if (cl)
+        cl->key = "revalidation";
     if (!cl) {
         avo_http_reply_error(req, 500, "internal", "out of memory");
     } else if (avo_db_query(a->db, "SELECT avo_revalidate_request($1::bigint, $2::bigint, $3::bigint, $4, $5)", 5,
-                            params, on_revalidate, cl) < 0) {
+                            params, on_request_answer, cl) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         call_free(cl);
     }
