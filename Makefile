@@ -14,7 +14,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ]
 PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
             libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev libseccomp-dev \
             postgresql postgresql-client curl jq iproute2 systemd python3-yaml python3-jsonschema \
-            clang libclang-rt-14-dev
+            clang libclang-rt-14-dev man-db groff-base
 
 PROTO_SRC   := $(wildcard proto/*.c)
 COMMON_SRC  := $(wildcard daemon/common/*.c)
@@ -222,6 +222,10 @@ DOCDIR  := $(PREFIX)/share/doc/avo
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# avoctl's man page and completion scripts, generated from its command table
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 UNITS := avod.service avo-worker@.service avo-nightly.service avo-nightly.timer
 
 install: all
@@ -235,6 +239,10 @@ install: all
 	    sed -e 's#/usr/local/bin/#$(BINDIR)/#g' -e 's#/usr/local/share/doc/avo#$(DOCDIR)#g' systemd/$$u \
 	        >$(DESTDIR)$(UNITDIR)/$$u && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
 	done
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	$(BUILD)/bin/avoctl man >$(DESTDIR)$(MANDIR)/man1/avoctl.1 && chmod 0644 $(DESTDIR)$(MANDIR)/man1/avoctl.1
+	$(BUILD)/bin/avoctl completion bash >$(DESTDIR)$(BASHCOMPDIR)/avoctl && chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/avoctl
+	$(BUILD)/bin/avoctl completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_avoctl && chmod 0644 $(DESTDIR)$(ZSHCOMPDIR)/_avoctl
 	install -m 0644 systemd/avo.sysusers $(DESTDIR)$(SYSUSERSDIR)/avo.conf
 	install -m 0644 systemd/avo.tmpfiles $(DESTDIR)$(TMPFILESDIR)/avo.conf
 	@echo "avo: installed under $(DESTDIR)$(PREFIX); as root: systemd-sysusers; systemd-tmpfiles --create;"
@@ -244,5 +252,6 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,avod avo-worker avo-harness avoctl avo-canary avo-gpu-probe avo-harness-cuda)
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR)
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) $(DESTDIR)$(SYSUSERSDIR)/avo.conf $(DESTDIR)$(TMPFILESDIR)/avo.conf
+	rm -f $(DESTDIR)$(MANDIR)/man1/avoctl.1 $(DESTDIR)$(BASHCOMPDIR)/avoctl $(DESTDIR)$(ZSHCOMPDIR)/_avoctl
 
 -include $(shell find $(BUILD)/obj $(BUILD)/obj-cuda $(BUILD)/tests $(BUILD)/bench -name '*.d' 2>/dev/null)

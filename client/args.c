@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avo_suggest.h"
+
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 {
     snprintf(err, errlen, fmt, a, b ? b : "");
@@ -29,6 +31,18 @@ static const char *take_value(const char *inline_val, int i, int argc, char *con
 
 int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *err, size_t errlen)
 {
+    /* The global options that take a value, and where it goes. */
+    const struct {
+        const char *name, *arg;
+        const char **dst;
+    } valued[] = {
+        {"socket", "a PATH", &g->socket},
+        {"url", "a value", &g->url},
+        {"token-file", "a value", &g->token_file},
+        {"context", "a NAME (a context of the config file)", &g->context},
+    };
+    static const char *const known[] = {"json", "help", "version", "no-color", "socket", "url", "token-file",
+                                        "context"};
     memset(g, 0, sizeof *g);
     int i = 1;
     while (i < argc) {
@@ -43,34 +57,57 @@ int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *e
             g->help = 1;
         } else if (strcmp(s, "--version") == 0) {
             g->version = 1;
-        } else if (strncmp(s, "--socket", 8) == 0 && (s[8] == 0 || s[8] == '=')) {
-            int used;
-            const char *v = take_value(s[8] == '=' ? s + 9 : NULL, i, argc, argv, &used);
-            if (!v || !*v)
-                return fail(err, errlen, "option '--socket' needs a PATH%s%s", "", NULL);
-            g->socket = v;
-            i += used;
-            continue;
-        } else if ((strncmp(s, "--url", 5) == 0 && (s[5] == 0 || s[5] == '=')) ||
-                   (strncmp(s, "--token-file", 12) == 0 && (s[12] == 0 || s[12] == '='))) {
-            const int is_url = s[2] == 'u';
-            const size_t n = is_url ? 5 : 12;
+        } else if (strcmp(s, "--no-color") == 0) {
+            g->no_color = 1;
+        } else {
+            size_t k = 0, nv = sizeof valued / sizeof valued[0];
+            for (; k < nv; k++) {
+                size_t n = strlen(valued[k].name);
+                if (strncmp(s, "--", 2) == 0 && strncmp(s + 2, valued[k].name, n) == 0 &&
+                    (s[2 + n] == 0 || s[2 + n] == '='))
+                    break;
+            }
+            if (k == nv) {
+                const char *eq = strchr(s, '=');
+                char word[64];
+                snprintf(word, sizeof word, "%.*s", (int)(eq ? eq - s : (long)strlen(s)), s + (s[1] == '-' ? 2 : 1));
+                const char *near = avo_suggest(word, known, sizeof known / sizeof known[0]);
+                if (near)
+                    snprintf(err, errlen, "unknown global option '%s'; did you mean '--%s'?", s, near);
+                else
+                    snprintf(err, errlen, "unknown global option '%s'", s);
+                return -EINVAL;
+            }
+            size_t n = strlen(valued[k].name) + 2;
             int used;
             const char *v = take_value(s[n] == '=' ? s + n + 1 : NULL, i, argc, argv, &used);
-            if (!v || !*v)
-                return fail(err, errlen, "option '%s' needs a value%s", is_url ? "--url" : "--token-file", NULL);
-            if (is_url)
-                g->url = v;
-            else
-                g->token_file = v;
+            if (!v || !*v) {
+                snprintf(err, errlen, "option '--%s' needs %s", valued[k].name, valued[k].arg);
+                return -EINVAL;
+            }
+            *valued[k].dst = v;
             i += used;
             continue;
-        } else {
-            return fail(err, errlen, "unknown global option '%s'%s", s, NULL);
         }
         i++;
     }
     return i;
+}
+
+/* "unknown option '--evals'" with "; did you mean '--evaluations'?" when
+ * one of the command's long options (or a common one) is that close. */
+static int unknown_long(const avoctl_opt *opts, const char *shown, char *err, size_t errlen)
+{
+    const char *names[AVOCTL_MAX_OPTS + 2] = {"json", "help"};
+    size_t n = 2;
+    for (int k = 0; opts && opts[k].name && n < AVOCTL_MAX_OPTS + 2; k++)
+        names[n++] = opts[k].name;
+    const char *near = strncmp(shown, "--", 2) == 0 ? avo_suggest(shown + 2, names, n) : NULL;
+    if (near)
+        snprintf(err, errlen, "unknown option '%s'; did you mean '--%s'?", shown, near);
+    else
+        snprintf(err, errlen, "unknown option '%s'", shown);
+    return -EINVAL;
 }
 
 static int find_long(const avoctl_opt *opts, const char *name, size_t n)
@@ -149,7 +186,7 @@ int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const
             snprintf(shown, sizeof shown, "-%c", s[1]);
         }
         if (k < 0 || k >= AVOCTL_MAX_OPTS)
-            return fail(err, errlen, "unknown option '%s'%s", shown, NULL);
+            return unknown_long(opts, shown, err, errlen);
         if (!opts[k].has_arg) {
             if (inline_val)
                 return fail(err, errlen, "option '%s' takes no value%s", shown, NULL);

@@ -36,6 +36,8 @@ typedef struct {
     const char *socket;   /* NULL: the avo_home default */
     const char *url;      /* avod's TCP listener (--url, AVO_URL); NULL: the socket */
     const char *token_file; /* its bearer token (--token-file, AVO_TOKEN_FILE) */
+    const char *context;  /* a named context of the config file (--context, AVO_CONTEXT) */
+    int no_color;         /* --no-color */
 } avoctl_globals;
 
 /* Parse the flags before the command. Returns the index of the command in

@@ -2,6 +2,7 @@
  * commands drives dispatch, `avoctl help` and per-command option parsing. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,14 @@
 #include "avo_paths.h"
 #include "avo_problem.h"
 #include "avo_routes.h"
+#include "avo_suggest.h"
 #include "avo_tokens.h"
 #include "avo_version.h"
 #include "format.h"
 #include "http.h"
 #include "lineage.h"
 #include "campaign.h"
+#include "config.h"
 #include "campreval.h"
 #include "compare.h"
 #include "toolchain.h"
@@ -43,6 +46,9 @@ enum {
     EXIT_USAGE = 2,
     EXIT_UNREACHABLE = 3,
 };
+
+#define GLOBAL_SYNOPSIS \
+    "avoctl [--json] [--socket PATH | --url URL --token-file FILE] [--context NAME] [--no-color] COMMAND [ARGS]"
 
 typedef struct avoctl_command avoctl_command;
 
@@ -64,6 +70,7 @@ struct avoctl_command {
     const avoctl_opt *opts;
     int min_pos, max_pos;
     const char *pos_name;       /* the positional, for "missing ..." */
+    int local;                  /* needs no avod (help, completion, man) */
 };
 
 static const avoctl_command *find_command(const char *name);
@@ -93,8 +100,7 @@ static int usage_error(const avoctl_ctx *c, const char *msg)
         fprintf(stderr, "usage: %.*s (see 'avoctl help %s')\n", n, u, name);
     } else {
         fprintf(stderr, "avoctl: %s\n", msg);
-        fprintf(stderr, "usage: avoctl [--json] [--socket PATH | --url URL --token-file FILE] COMMAND [ARGS] "
-                        "(see 'avoctl help')\n");
+        fprintf(stderr, "usage: " GLOBAL_SYNOPSIS " (see 'avoctl help')\n");
     }
     return EXIT_USAGE;
 }
@@ -234,7 +240,18 @@ typedef struct {
     avoctl_islands view;  /* per island, for the live lines and the summary */
     int live;             /* stdout is a terminal: redraw the island lines under the events */
     int drawn;            /* island lines on screen now */
+    double elapsed0, t0;  /* the job's running time when the watch began, and when that was */
 } watch_state;
+
+/* Ctrl-C in watch: the handler only sets this; the stream ends within a
+ * second (avoctl_http_set_stop) and watch says how to come back. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
 
 static double now_s(void)
 {
@@ -246,7 +263,7 @@ static double now_s(void)
 static void sleep_s(double s)
 {
     struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !interrupted)
         ;
 }
 
@@ -259,6 +276,24 @@ static void lift_lines(watch_state *w)
         fflush(stdout);
         w->drawn = 0;
     }
+}
+
+/* Failures in red, new bests in green (when colour is on). */
+static const char *event_color(const json_t *ev)
+{
+    const char *kind = avoctl_str(ev, "kind");
+    const json_t *d = json_object_get(ev, "data");
+    const char *outcome = avoctl_str(d, "outcome"), *state = avoctl_str(d, "state");
+    if (!kind)
+        return "";
+    if (!strcmp(kind, "new_best"))
+        return avoctl_color_good();
+    if ((!strcmp(kind, "candidate_evaluated") || !strcmp(kind, "evaluation_finished")) && outcome &&
+        strcmp(outcome, "ok") != 0)
+        return avoctl_color_fail();
+    if (!strcmp(kind, "job_finished") && state)
+        return strcmp(state, "succeeded") ? avoctl_color_fail() : avoctl_color_good();
+    return "";
 }
 
 static int on_event(const avoctl_sse_event *ev, void *arg)
@@ -299,7 +334,8 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
             /* The event scrolls above; the island lines stay at the bottom. */
             if (w->drawn)
                 printf("\033[%dA\033[J", w->drawn);
-            puts(line);
+            printf("%s%s%s\n", event_color(obj), line, *event_color(obj) ? avoctl_color_off() : "");
+            w->view.elapsed = w->elapsed0 + (now_s() - w->t0);
             if (w->live)
                 w->drawn = avoctl_islands_print(&w->view, avoctl_term_width(stdout), stdout);
         }
@@ -349,7 +385,8 @@ static int check_finished(avoctl_ctx *c, int64_t job)
                                    json_object_get(r.body, "speedup"));
             char line[1024];
             avoctl_fmt_event(ev, avoctl_str(r.body, "unit"), line, sizeof line);
-            puts(line);
+            printf("%s%s%s\n", event_color(ev), line, *event_color(ev) ? avoctl_color_off() : "");
+            avoctl_job_summary(r.body, stdout);
             json_decref(ev);
         }
         ex = exit_for_state(state);
@@ -358,12 +395,42 @@ static int check_finished(avoctl_ctx *c, int64_t job)
     return ex;
 }
 
-/* How the job ended, one line, after the events (people only). */
-static int watch_end(watch_state *w, int ex)
+/* How the job ended, one line, after the events (people only): from the
+ * job itself, since the events seen may be only the tail (--after N). */
+static int watch_end(watch_state *w, int64_t job, int ex)
 {
-    if (!w->c->json && w->view.finished)
+    avoctl_response r;
+    if (w->c->json || !w->view.finished)
+        return ex;
+    if (avoctl_http_call(w->c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 && r.status == 200 &&
+        json_is_object(r.body))
+        avoctl_job_summary(r.body, stdout);
+    else
         avoctl_islands_summary(&w->view, stdout);
+    avoctl_response_free(&r);
     return ex;
+}
+
+/* After Ctrl-C: the job goes on; say so, and the command that resumes the
+ * watch where it stopped (with the flags that named this avod). */
+static int watch_interrupted(watch_state *w, int64_t job)
+{
+    const avoctl_globals *g = &w->c->g;
+    lift_lines(w);
+    fflush(stdout);
+    fprintf(stderr, "\navoctl: stopped watching; job %lld keeps running (stop it with 'avoctl cancel %lld').\n",
+            (long long)job, (long long)job);
+    fprintf(stderr, "avoctl: to watch it again: avoctl");
+    if (g->context)
+        fprintf(stderr, " --context %s", g->context);
+    if (g->socket)
+        fprintf(stderr, " --socket %s", g->socket);
+    if (g->url)
+        fprintf(stderr, " --url %s", g->url);
+    if (g->token_file)
+        fprintf(stderr, " --token-file %s", g->token_file);
+    fprintf(stderr, " watch %lld --after %lld\n", (long long)job, (long long)w->last_id);
+    return 130; /* as a shell reports a command ended by SIGINT */
 }
 
 static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_before)
@@ -389,9 +456,17 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
             unit = avoctl_str(r.body, "unit");
         }
         avoctl_islands_init(&w.view, islands, budget, unit);
+        w.view.wall_budget = json_number_value(json_object_get(json_object_get(spec, "budget"), "wall_seconds"));
+        /* a queued job's clock starts about now */
+        w.elapsed0 = r.status == 200 && avoctl_job_elapsed(r.body) > 0 ? avoctl_job_elapsed(r.body) : 0;
+        w.t0 = now_s();
         avoctl_response_free(&r);
         w.live = !c->json && isatty(STDOUT_FILENO);
     }
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: a sleep ends at once */
+    avoctl_http_set_stop(c->http, &interrupted);
     for (;;) {
         avoctl_response r;
         avoctl_sse_init(&w.sse); /* a partial event from a lost stream is replayed */
@@ -402,7 +477,11 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
 
         if (w.finished) {
             avoctl_response_free(&r);
-            return watch_end(&w, exit_for_state(w.state));
+            return watch_end(&w, job, exit_for_state(w.state));
+        }
+        if (interrupted) {
+            avoctl_response_free(&r);
+            return watch_interrupted(&w, job);
         }
         if (w.error) {
             errorf("cannot read the event stream: %s", strerror(-w.error));
@@ -704,7 +783,7 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
 
     const char *s = avoctl_args_get(a, "limit");
     if (s) {
-        if (avoctl_parse_i64("--limit", s, 1, 1000000, &limit, err, sizeof err) < 0)
+        if (avoctl_parse_i64("--limit", s, 1, AVO_JOB_LIST_LIMIT_MAX, &limit, err, sizeof err) < 0)
             return usage_error(c, err);
         snprintf(query, sizeof query, "limit=%lld", (long long)limit);
     }
@@ -731,9 +810,9 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "SPEEDUP", "CREATED",
-                                      "OWNER", "NAME"};
-    if (avoctl_table_new(&t, 10, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 6) < 0) {
+    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "UNIT", "SPEEDUP",
+                                      "CREATED", "OWNER", "NAME"};
+    if (avoctl_table_new(&t, 11, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 7) < 0) {
         ex = EXIT_FAIL;
         goto cleanup;
     }
@@ -748,7 +827,8 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         avoctl_fmt_time(avoctl_str(job, "created_at"), 1, created, sizeof created);
         owner_cell(job, owner, sizeof owner);
         const char *row[] = {id, avoctl_str(job, "state"), avoctl_str(job, "problem"), avoctl_str(job, "operator"),
-                             evals, best, sp, created, owner, avoctl_str(job, "name") ? avoctl_str(job, "name") : "-"};
+                             evals, best, avoctl_str(job, "unit"), sp, created, owner,
+                             avoctl_str(job, "name") ? avoctl_str(job, "name") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -822,10 +902,27 @@ static void print_job(const json_t *job)
         avoctl_fmt_field(json_object_get(e, keys[i]), n[i], sizeof n[i]);
     snprintf(buf, sizeof buf, "%s done, %s running, %s queued (budget %s)", n[0], n[1], n[2], n[3]);
     kv("evaluations", buf);
+    /* how long it has run, and how long the budget leaves at this rate */
+    const double el = avoctl_job_elapsed(job);
+    if (el >= 0) {
+        char d[64], eta[96];
+        avoctl_fmt_duration(el, d, sizeof d);
+        if (is_final(avoctl_str(job, "state"))) {
+            kv("elapsed", d);
+        } else {
+            const json_t *b = json_object_get(json_object_get(job, "spec"), "budget");
+            avoctl_fmt_eta(el, json_integer_value(json_object_get(e, "done")),
+                           json_integer_value(json_object_get(e, "budget")),
+                           json_number_value(json_object_get(b, "wall_seconds")), eta, sizeof eta);
+            snprintf(buf, sizeof buf, "%s, %s", d, eta);
+            kv("elapsed", buf);
+        }
+    }
     avoctl_fmt_score(json_object_get(job, "seed"), unit, buf, sizeof buf);
-    kv("seed", buf);
+    kv("seed", json_is_object(json_object_get(job, "seed")) ? buf : "not evaluated yet");
     avoctl_fmt_score(json_object_get(job, "best"), unit, buf, sizeof buf);
-    kv("best", buf);
+    kv("best", json_is_number(json_object_get(json_object_get(job, "best"), "aggregate")) ? buf
+                                                                                       : "no valid evaluation yet");
     avoctl_fmt_job_speedup(job, buf, sizeof buf);
     kv("speedup", buf);
     if (json_is_true(json_object_get(job, "finishing")))
@@ -944,6 +1041,43 @@ static int print_best(const json_t *body, int64_t job)
 cleanup:
     avoctl_table_free(t);
     return ex;
+}
+
+/* mkdir -p: path and its missing parents; err names the part that failed. */
+static int mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char buf[4096];
+    struct stat st;
+    if (!*path) {
+        snprintf(err, errlen, "'': an empty directory name");
+        return -EINVAL;
+    }
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        snprintf(err, errlen, "%.200s...: path too long", path);
+        return -ENAMETOOLONG;
+    }
+    for (char *p = buf + 1;; p++) {
+        int end = *p == 0;
+        if (*p != '/' && !end)
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) < 0 && errno != EEXIST) {
+            int e = errno;
+            /* (a long path is cut: the message stays one line) */
+            if (snprintf(err, errlen, "%s: cannot create the directory %s: %s", path, buf, strerror(e)) < 0)
+                err[0] = 0;
+            return -e;
+        }
+        if (end)
+            break;
+        *p = '/';
+    }
+    if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        if (snprintf(err, errlen, "%s: not a directory", path) < 0)
+            err[0] = 0;
+        return -ENOTDIR;
+    }
+    return 0;
 }
 
 static int write_file(const char *path, const char *text)
@@ -1565,13 +1699,15 @@ static int kb_add(avoctl_ctx *c, const avoctl_args *a)
         if (c->json)
             print_json(res, JSON_COMPACT);
         else if (json_is_true(json_object_get(res, "added")))
-            printf("added %s: document %lld, %lld chunks\n", a->pos[i],
+            printf("added %s: document %lld, %lld chunk%s\n", a->pos[i],
                    (long long)json_integer_value(json_object_get(res, "id")),
-                   (long long)json_integer_value(json_object_get(res, "chunks")));
+                   (long long)json_integer_value(json_object_get(res, "chunks")),
+                   json_integer_value(json_object_get(res, "chunks")) == 1 ? "" : "s");
         else
-            printf("%s: already in the knowledge base as document %lld (%s, %lld chunks)\n", a->pos[i],
+            printf("%s: already in the knowledge base as document %lld (%s, %lld chunk%s)\n", a->pos[i],
                    (long long)json_integer_value(json_object_get(res, "id")), avoctl_str(res, "name"),
-                   (long long)json_integer_value(json_object_get(res, "chunks")));
+                   (long long)json_integer_value(json_object_get(res, "chunks")),
+                   json_integer_value(json_object_get(res, "chunks")) == 1 ? "" : "s");
         json_decref(res);
     }
     return ex;
@@ -1585,10 +1721,10 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
     for (int i = 1; i < a->npos; i++)
         if (avoctl_buf_append(&words, " ", i > 1, 0) < 0 || avoctl_buf_append(&words, a->pos[i], strlen(a->pos[i]), 0) < 0)
             return EXIT_FAIL;
-    int64_t limit = 10;
+    int64_t limit = AVO_KB_SEARCH_LIMIT_DEFAULT;
     const char *l = avoctl_args_get(a, "limit");
     char err[256];
-    if (l && avoctl_parse_i64("--limit", l, 1, 100, &limit, err, sizeof err) < 0) {
+    if (l && avoctl_parse_i64("--limit", l, 1, AVO_KB_SEARCH_LIMIT_MAX, &limit, err, sizeof err) < 0) {
         avoctl_buf_free(&words);
         return usage_error(c, err);
     }
@@ -1691,8 +1827,11 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
         json_decref(res);
         return ex;
     }
-    char msg[128];
-    snprintf(msg, sizeof msg, "unknown kb command '%.40s' (add, search, show, list)", verb);
+    static const char *const verbs[] = {"add", "search", "show", "list"};
+    const char *near = avo_suggest(verb, verbs, 4);
+    char msg[160];
+    snprintf(msg, sizeof msg, "unknown kb command '%.40s' (add, search, show, list)%s%s%s", verb,
+             near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
     return usage_error(c, msg);
 }
 
@@ -1956,9 +2095,9 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     /* the file's option (checked by avoctl_campaign_parse), unless the flag said */
     if (!mode_s)
         avoctl_reval_mode_parse(json_string_value(json_object_get(doc, "revalidate")), &mode);
-    struct stat st;
-    if (stat(out_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        errorf("--out %s: not a directory", out_dir);
+    /* A new directory is made (with its parents, as mkdir -p) */
+    if (mkdir_p(out_dir, err, sizeof err) < 0) {
+        errorf("--out %s", err);
         ex = EXIT_USAGE;
         goto cleanup;
     }
@@ -2145,6 +2284,9 @@ static int cmd_help(avoctl_ctx *c, const avoctl_args *a)
 
 /* ---- the command table ------------------------------------------------ */
 
+static int cmd_completion(avoctl_ctx *c, const avoctl_args *a);
+static int cmd_man(avoctl_ctx *c, const avoctl_args *a);
+
 /* What submit and fork share; fork seeds from its CANDIDATE instead. */
 #define JOB_OPTS                                                                                       \
     {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},                             \
@@ -2205,7 +2347,7 @@ static const avoctl_opt report_opts[] = {
     {NULL, 0, 0, NULL, NULL},
 };
 static const avoctl_opt list_opts[] = {
-    {"limit", 'n', 1, "N", "show at most N jobs (daemon default 50)"},
+    {"limit", 'n', 1, "N", "show at most N jobs (default 50, at most 1000)"},
     {"mine", 'm', 0, NULL, "only jobs I own (the principal avod sees: unix user or token)"},
     {"owner", 0, 1, "NAME", "only jobs of this owner"},
     {"team", 0, 1, "TEAM", "only jobs of this team"},
@@ -2260,36 +2402,36 @@ static const avoctl_command commands[] = {
      "                     [--target-score X] [--patience N] [--stagnation-limit N]\n"
      "                     [--islands N] [--migrate-every N] [--epsilon X] [--min-gain G] [--confidence C]\n"
      "                     [--priority N] [--watch]",
-     "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE"},
+     "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE", 0},
     {"fork", cmd_fork, "avoctl fork CANDIDATE [--problem P] [submit flags] [--watch]",
      "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1,
-     "CANDIDATE"},
+     "CANDIDATE", 0},
     {"list", cmd_list, "avoctl list [--limit N] [--mine] [--owner NAME] [--team TEAM] [--label K=V]",
-     "list jobs, newest first (OWNER is owner/team)", list_opts, 0, 0, NULL},
-    {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB"},
+     "list jobs, newest first (OWNER is owner/team)", list_opts, 0, 0, NULL, 0},
+    {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB", 0},
     {"watch", cmd_watch, "avoctl watch JOB [--after N]",
-     "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB"},
-    {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB"},
+     "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB", 0},
+    {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB", 0},
     {"best", cmd_best, "avoctl best JOB [-o FILE]",
-     "show the best candidate's scores and source", best_opts, 1, 1, "JOB"},
+     "show the best candidate's scores and source", best_opts, 1, 1, "JOB", 0},
     {"lineage", cmd_lineage, "avoctl lineage JOB [--all]",
      "a job's committed candidates as a tree by parent (--all: with the attempts)", lineage_opts, 1, 1,
-     "JOB"},
+     "JOB", 0},
     {"show", cmd_show, "avoctl show CANDIDATE [--source]",
      "one candidate: origin, scores, compile report, counters, diff against its parent", show_opts, 1, 1,
-     "CANDIDATE"},
+     "CANDIDATE", 0},
     {"profile", cmd_profile, "avoctl profile CANDIDATE [--config NAME] [--wait]",
      "queue a hardware-counters profile of a candidate on a worker (checked calls, then the counters; no timing)",
-     profile_opts, 1, 1, "CANDIDATE"},
+     profile_opts, 1, 1, "CANDIDATE", 0},
     {"compare", cmd_compare, "avoctl compare A B [--confidence C] [--wait]",
      "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval",
-     compare_opts, 2, 2, "A B"},
+     compare_opts, 2, 2, "A B", 0},
     {"revalidate", cmd_revalidate, "avoctl revalidate JOB|cand:ID [--on WORKER|GPU] [--wait]",
      "evaluate a job's committed versions (or one candidate) again on today's toolchain; ratios against the "
      "recorded results",
-     revalidate_opts, 1, 1, "JOB|cand:ID"},
+     revalidate_opts, 1, 1, "JOB|cand:ID", 0},
     {"diff", cmd_diff, "avoctl diff A [B]",
-     "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A"},
+     "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A", 0},
     {"problem", cmd_problem,
      "avoctl problem list\n"
      "       avoctl problem show NAME\n"
@@ -2299,31 +2441,48 @@ static const avoctl_command commands[] = {
      "       avoctl problem diff JOB",
      "problem packages: list and show avod's, check one before submitting it (compiles every allowed knob setting, "
      "evaluates the seed), scaffold a new one, diff a job's pinned version against the disk",
-     problem_opts, 1, 2, "list|show|check|new|diff"},
+     problem_opts, 1, 2, "list|show|check|new|diff", 0},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
      "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
-     "JOB"},
-    {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL},
+     "JOB", 0},
+    {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL, 0},
     {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
      "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
-     "JOB"},
+     "JOB", 0},
     {"campaign", cmd_campaign,
      "avoctl campaign run FILE [--out DIR] [--previous FILE] [--timeout SECONDS] [--revalidate MODE]",
      "submit a campaign's jobs, wait for them, write a summary against the previous one; exit 1 when a job "
      "failed or a problem's best regressed",
-     campaign_opts, 2, 2, "run FILE"},
-    {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL},
+     campaign_opts, 2, 2, "run FILE", 0},
+    {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL, 0},
     {"whoami", cmd_whoami, "avoctl whoami", "who avod takes this client for: principal, team, admin", NULL, 0, 0,
-     NULL},
+     NULL, 0},
     {"kb", cmd_kb,
      "avoctl kb add FILE...\n"
      "       avoctl kb search WORDS... [--limit N]\n"
      "       avoctl kb show ID\n"
      "       avoctl kb list",
      "the agent's knowledge base: add documents, search them (and past cases), read a chunk", kb_opts, 1,
-     AVOCTL_MAX_POS, "add|search|show|list"},
+     AVOCTL_MAX_POS, "add|search|show|list", 0},
     {"help", cmd_help, "avoctl help [COMMAND|api]",
-     "list commands, show a command's usage, or list the API routes", NULL, 0, 1, NULL},
+     "list commands, show a command's usage, or list the API routes", NULL, 0, 1, NULL, 1},
+    {"completion", cmd_completion, "avoctl completion bash|zsh",
+     "print a shell completion script (source <(avoctl completion bash))", NULL, 1, 1, "bash|zsh", 1},
+    {"man", cmd_man, "avoctl man", "print avoctl's manual page (roff; man -l <(avoctl man))", NULL, 0, 0, NULL, 1},
+};
+
+/* The options before the command: for help, completion and the man page
+ * (avoctl_globals_parse reads them). */
+static const avoctl_opt global_opts[] = {
+    {"json", 0, 0, NULL, "machine-readable JSON output (also after the command)"},
+    {"socket", 0, 1, "PATH", "avod's socket (default $AVO_HOME/" AVO_SOCKET_NAME ")"},
+    {"url", 0, 1, "URL", "avod's TCP listener instead (AVO_URL), e.g. http://gpu-head:7460"},
+    {"token-file", 0, 1, "FILE", "its bearer token, first line of FILE (AVO_TOKEN_FILE; chmod 600)"},
+    {"context", 0, 1, "NAME", "a named context of the config file (AVO_CONTEXT)"},
+    {"no-color", 0, 0, NULL, "no colour (also when NO_COLOR is set or stdout is not a terminal)"},
+    {"help", 'h', 0, NULL, "this help (also after the command)"},
+    {"version", 0, 0, NULL, "print avoctl's version"},
+    {NULL, 0, 0, NULL, NULL},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -2336,21 +2495,36 @@ static const avoctl_command *find_command(const char *name)
     return NULL;
 }
 
+/* The command a mistyped name is nearest to, or NULL. */
+static const char *suggest_command(const char *name)
+{
+    const char *names[NCOMMANDS];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    return avo_suggest(name, names, NCOMMANDS);
+}
+
+static void print_opts(const avoctl_opt *opts, FILE *out)
+{
+    for (const avoctl_opt *o = opts; o->name; o++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->short_name ? "-" : "", o->short_name ? o->short_name : ' ',
+                 o->short_name ? ", " : "  ", o->name, o->arg_name ? " " : "", o->arg_name ? o->arg_name : "");
+        fprintf(out, "  %-24s %s\n", o->short_name ? left : left + 1, o->help);
+    }
+}
+
 static int print_help(const char *topic, FILE *out)
 {
     if (!topic) {
-        fprintf(out, "usage: avoctl [--json] [--socket PATH | --url URL --token-file FILE] COMMAND [ARGS]\n\n"
-                     "commands:\n");
+        fprintf(out, "usage: " GLOBAL_SYNOPSIS "\n\ncommands:\n");
         for (size_t i = 0; i < NCOMMANDS; i++)
-            fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+            fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "\nglobal options (before the command; --json and -h also after it):\n");
+        print_opts(global_opts, out);
         fprintf(out,
-                "\nglobal options (before the command; --json and -h also after it):\n"
-                "  --json          machine-readable JSON output\n"
-                "  --socket PATH   avod's socket (default $AVO_HOME/" AVO_SOCKET_NAME ")\n"
-                "  --url URL       avod's TCP listener instead (AVO_URL), e.g. http://gpu-head:7460\n"
-                "  --token-file F  its bearer token, first line of F (AVO_TOKEN_FILE; chmod 600)\n"
-                "  -h, --help      this help\n"
-                "  --version       print avoctl's version\n"
+                "\ncontexts: --context NAME picks a context of $XDG_CONFIG_HOME/avo/config\n"
+                "(~/.config/avo/config); a flag beats the environment, which beats the context.\n"
                 "\nexit status: 0 ok, 1 failed (daemon error, job not succeeded), 2 usage,\n"
                 "3 avod unreachable. 'avoctl help COMMAND' for details, 'avoctl help api'\n"
                 "for the HTTP routes.\n");
@@ -2373,26 +2547,245 @@ static int print_help(const char *topic, FILE *out)
     }
     const avoctl_command *cmd = find_command(topic);
     if (!cmd) {
-        fprintf(stderr, "avoctl help: unknown command '%s' (see 'avoctl help')\n", topic);
+        const char *near = suggest_command(topic);
+        fprintf(stderr, "avoctl help: unknown command '%s'%s%s%s (see 'avoctl help')\n", topic,
+                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         return EXIT_USAGE;
     }
     fprintf(out, "usage: %s\n\n%s\n", cmd->usage, cmd->summary);
     if (cmd->opts) {
         fprintf(out, "\noptions:\n");
-        for (const avoctl_opt *o = cmd->opts; o->name; o++) {
-            char left[64];
-            snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->short_name ? "-" : "",
-                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
-                     o->arg_name ? " " : "", o->arg_name ? o->arg_name : "");
-            fprintf(out, "  %-24s %s\n", o->short_name ? left : left + 1, o->help);
-        }
+        print_opts(cmd->opts, out);
     }
+    return EXIT_OK;
+}
+
+/* ---- generated from the table: completion scripts and the man page ---- */
+
+/* s in single quotes for a shell, with zsh's _arguments specials ([]:)
+ * escaped when zsh_spec. */
+static void shell_quoted(const char *s, int zsh_spec, FILE *out)
+{
+    fputc('\'', out);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", out);
+        else if (zsh_spec && (*s == '[' || *s == ']' || *s == ':' || *s == '\\'))
+            fprintf(out, "\\%c", *s);
+        else
+            fputc(*s, out);
+    }
+    fputc('\'', out);
+}
+
+static void bash_words(const avoctl_opt *opts, FILE *out)
+{
+    for (const avoctl_opt *o = opts; o && o->name; o++)
+        fprintf(out, " --%s", o->name);
+}
+
+static void completion_bash(FILE *out)
+{
+    fprintf(out, "# bash completion for avoctl %s, generated by 'avoctl completion bash'\n"
+                 "_avoctl() {\n"
+                 "    local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n"
+                 "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+                 "        case ${COMP_WORDS[i]} in\n"
+                 "        ",
+            AVO_VERSION);
+    int first = 1;
+    for (const avoctl_opt *o = global_opts; o->name; o++)
+        if (o->has_arg) {
+            fprintf(out, "%s--%s", first ? "" : "|", o->name);
+            first = 0;
+        }
+    fprintf(out, ") ((i++)) ;;\n"
+                 "        -*) ;;\n"
+                 "        *) cmd=${COMP_WORDS[i]}; break ;;\n"
+                 "        esac\n"
+                 "    done\n"
+                 "    local words\n"
+                 "    case $cmd in\n"
+                 "    '') words=\"");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "%s%s", i ? " " : "", commands[i].name);
+    bash_words(global_opts, out);
+    fprintf(out, "\" ;;\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        fprintf(out, "    %s) words=\"--json --help", commands[i].name);
+        bash_words(commands[i].opts, out);
+        if (!strcmp(commands[i].name, "help"))
+            for (size_t k = 0; k < NCOMMANDS; k++)
+                fprintf(out, " %s", commands[k].name);
+        if (!strcmp(commands[i].name, "completion"))
+            fprintf(out, " bash zsh");
+        fprintf(out, "\" ;;\n");
+    }
+    fprintf(out, "    esac\n"
+                 "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+                 "}\n"
+                 "complete -o default -F _avoctl avoctl\n");
+}
+
+static void zsh_opts(const avoctl_opt *opts, FILE *out)
+{
+    for (const avoctl_opt *o = opts; o && o->name; o++) {
+        fputs("        ", out);
+        /* the help inside [] must not close it early */
+        fputc('\'', out);
+        fprintf(out, "--%s[", o->name);
+        for (const char *s = o->help; *s; s++) {
+            if (*s == '\'')
+                fputs("'\\''", out);
+            else if (*s == '[' || *s == ']' || *s == ':' || *s == '\\')
+                fprintf(out, "\\%c", *s);
+            else
+                fputc(*s, out);
+        }
+        fputc(']', out);
+        if (o->has_arg)
+            fprintf(out, ":%s:%s", o->arg_name ? o->arg_name : "VALUE",
+                    o->arg_name && (strstr(o->arg_name, "FILE") || strstr(o->arg_name, "PATH") ||
+                                    strstr(o->arg_name, "DIR"))
+                        ? "_files"
+                        : " ");
+        fputs("' \\\n", out);
+    }
+}
+
+static void completion_zsh(FILE *out)
+{
+    fprintf(out, "#compdef avoctl\n# zsh completion for avoctl %s, generated by 'avoctl completion zsh'\n"
+                 "_avoctl() {\n"
+                 "    local curcontext=$curcontext state line\n"
+                 "    local -a cmds\n"
+                 "    cmds=(\n",
+            AVO_VERSION);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char item[600];
+        snprintf(item, sizeof item, "%s:%s", commands[i].name, commands[i].summary);
+        fputs("        ", out);
+        shell_quoted(item, 0, out);
+        fputc('\n', out);
+    }
+    fprintf(out, "    )\n"
+                 "    _arguments -C \\\n");
+    zsh_opts(global_opts, out);
+    fprintf(out, "        '1:command:->cmd' '*::arg:->args'\n"
+                 "    case $state in\n"
+                 "    cmd) _describe -t commands 'avoctl command' cmds ;;\n"
+                 "    args)\n"
+                 "        case $line[1] in\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        fprintf(out, "        %s) _arguments \\\n", commands[i].name);
+        zsh_opts(commands[i].opts, out);
+        fprintf(out, "        '--json[machine-readable JSON output]' '*:argument:_files' ;;\n");
+    }
+    fprintf(out, "        esac ;;\n"
+                 "    esac\n"
+                 "}\n"
+                 "_avoctl \"$@\"\n");
+}
+
+static int cmd_completion(avoctl_ctx *c, const avoctl_args *a)
+{
+    if (!strcmp(a->pos[0], "bash"))
+        completion_bash(stdout);
+    else if (!strcmp(a->pos[0], "zsh"))
+        completion_zsh(stdout);
+    else
+        return usage_error(c, "completion: a shell, bash or zsh");
+    return EXIT_OK;
+}
+
+/* Text for roff: backslashes and minus signs escaped, and a line that
+ * would start with a control character protected. */
+static void roff(const char *s, FILE *out)
+{
+    int bol = 1;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", out);
+        bol = *s == '\n';
+        if (*s == '\\')
+            fputs("\\e", out);
+        else if (*s == '-')
+            fputs("\\-", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+static void man_opts(const avoctl_opt *opts, FILE *out)
+{
+    for (const avoctl_opt *o = opts; o && o->name; o++) {
+        fputs(".TP\n", out);
+        if (o->short_name)
+            fprintf(out, "\\fB\\-%c\\fR, ", o->short_name);
+        fputs("\\fB", out);
+        roff("--", out);
+        roff(o->name, out);
+        fputs("\\fR", out);
+        if (o->has_arg) {
+            fputs(" \\fI", out);
+            roff(o->arg_name ? o->arg_name : "VALUE", out);
+            fputs("\\fR", out);
+        }
+        fputc('\n', out);
+        roff(o->help, out);
+        fputc('\n', out);
+    }
+}
+
+static int cmd_man(avoctl_ctx *c, const avoctl_args *a)
+{
+    (void)c, (void)a;
+    FILE *out = stdout;
+    fprintf(out, ".\\\" generated by 'avoctl man' from avoctl's command table\n"
+                 ".TH AVOCTL 1 \"\" \"avo %s\" \"User Commands\"\n"
+                 ".SH NAME\navoctl \\- the command-line client of avod, the avo kernel optimisation service\n"
+                 ".SH SYNOPSIS\n",
+            AVO_VERSION);
+    roff(GLOBAL_SYNOPSIS, out);
+    fputs("\n.SH DESCRIPTION\n"
+          "avoctl talks to avod over its unix socket (or its TCP listener with a bearer token) and prints "
+          "tables for people, or JSON with \\fB\\-\\-json\\fR.\n"
+          ".SH GLOBAL OPTIONS\n",
+          out);
+    man_opts(global_opts, out);
+    fputs(".SH COMMANDS\n", out);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        fprintf(out, ".SS %s\n.nf\n", commands[i].name);
+        roff(commands[i].usage, out);
+        fputs("\n.fi\n", out);
+        roff(commands[i].summary, out);
+        fputc('\n', out);
+        man_opts(commands[i].opts, out);
+    }
+    fputs(".SH ENVIRONMENT\n"
+          ".TP\n.B AVO_HOME\navod's state directory; the default socket is \\fI$AVO_HOME/" AVO_SOCKET_NAME "\\fR\n"
+          ".TP\n.B AVO_URL, AVO_TOKEN_FILE\nas \\fB\\-\\-url\\fR and \\fB\\-\\-token\\-file\\fR\n"
+          ".TP\n.B AVO_CONTEXT\nas \\fB\\-\\-context\\fR\n"
+          ".TP\n.B NO_COLOR\nset and not empty: no colour (https://no\\-color.org)\n"
+          ".TP\n.B XDG_CONFIG_HOME\nwhere the config file is (default \\fI~/.config\\fR)\n"
+          ".SH FILES\n"
+          ".TP\n.I $XDG_CONFIG_HOME/avo/config\n"
+          "named contexts: sections \\fB[context NAME]\\fR with \\fBurl\\fR or \\fBsocket\\fR and "
+          "\\fBtoken_file\\fR; \\fBcurrent = NAME\\fR before the first section picks the default one. "
+          "A flag beats the environment, which beats the context.\n"
+          ".SH EXIT STATUS\n"
+          "0 ok, 1 failed (daemon error, job not succeeded), 2 usage, 3 avod unreachable, "
+          "130 watch interrupted (the job goes on).\n"
+          ".SH SEE ALSO\n"
+          "avod(8), avo\\-worker(8); docs/cli.md\n",
+          out);
     return EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
     avoctl_ctx c = {0};
+    avoctl_context ctx; /* from the config file; c.url may point into it */
     avoctl_args a;
     char err[256];
     int ex;
@@ -2403,6 +2796,7 @@ int main(int argc, char **argv)
         goto cleanup;
     }
     c.json = c.g.json;
+    avoctl_color_init(c.g.no_color);
     if (c.g.version) {
         printf("avoctl %s\n", AVO_VERSION);
         ex = EXIT_OK;
@@ -2416,7 +2810,9 @@ int main(int argc, char **argv)
     }
     c.cmd = find_command(argv[ci]);
     if (!c.cmd) {
-        snprintf(err, sizeof err, "unknown command '%s'", argv[ci]);
+        const char *near = suggest_command(argv[ci]);
+        snprintf(err, sizeof err, "unknown command '%.100s'%s%s%s", argv[ci], near ? "; did you mean '" : "",
+                 near ? near : "", near ? "'?" : "");
         ex = usage_error(&c, err);
         goto cleanup;
     }
@@ -2439,12 +2835,50 @@ int main(int argc, char **argv)
         ex = usage_error(&c, "--url and --socket name two different daemons; give one");
         goto cleanup;
     }
+    if (c.cmd->local) {
+        /* (help, completion, man: nothing to reach, no config to read) */
+        ex = c.cmd->run(&c, &a);
+        goto cleanup;
+    }
+    /* Each setting: a flag, else the environment, else the context, else
+     * the default (docs/cli.md, "Contexts"). */
+    const char *ctx_name = c.g.context ? c.g.context : getenv("AVO_CONTEXT");
+    if (ctx_name && !*ctx_name)
+        ctx_name = NULL;
+    char cfg[4096];
+    int have_ctx = 0;
+    if (avoctl_config_path(cfg, sizeof cfg) == 0) {
+        have_ctx = avoctl_config_load(cfg, ctx_name, &ctx, err, sizeof err);
+        if (have_ctx < 0) {
+            errorf("%s", err);
+            ex = EXIT_USAGE;
+            goto cleanup;
+        }
+    } else if (ctx_name) {
+        errorf("--context %s: no config file (neither XDG_CONFIG_HOME nor HOME is set)", ctx_name);
+        ex = EXIT_USAGE;
+        goto cleanup;
+    }
     /* A flag beats the environment: --socket wins over AVO_URL. */
     c.url = c.g.url ? c.g.url : c.g.socket ? NULL : getenv("AVO_URL");
     if (c.url && !*c.url)
         c.url = NULL;
+    const char *ctx_socket = NULL;
+    /* AVO_HOME set is the environment naming the socket: it beats the
+     * file's "current", not a context asked for by name. */
+    const char *home_env = getenv("AVO_HOME");
+    if (!ctx_name && home_env && *home_env)
+        have_ctx = 0;
+    if (!c.url && !c.g.socket && have_ctx) {
+        if (ctx.url[0])
+            c.url = ctx.url;
+        else
+            ctx_socket = ctx.socket;
+    }
     if (c.url) {
         const char *tf = c.g.token_file ? c.g.token_file : getenv("AVO_TOKEN_FILE");
+        if ((!tf || !*tf) && have_ctx && ctx.token_file[0])
+            tf = ctx.token_file;
         if (strncmp(c.url, "http://", 7) != 0 && strncmp(c.url, "https://", 8) != 0) {
             ex = usage_error(&c, "--url wants http://HOST:PORT (avod's --listen address)");
             goto cleanup;
@@ -2460,8 +2894,8 @@ int main(int argc, char **argv)
             goto cleanup;
         }
         snprintf(c.socket, sizeof c.socket, "%s", c.url);
-    } else if (c.g.socket) {
-        snprintf(c.socket, sizeof c.socket, "%s", c.g.socket);
+    } else if (c.g.socket || ctx_socket) {
+        snprintf(c.socket, sizeof c.socket, "%s", c.g.socket ? c.g.socket : ctx_socket);
     } else if (avo_home_path(AVO_SOCKET_NAME, c.socket, sizeof c.socket) < 0) {
         errorf("cannot determine AVO_HOME (no HOME); use --socket PATH");
         ex = EXIT_UNREACHABLE;

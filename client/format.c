@@ -105,6 +105,95 @@ void avoctl_table_fit(avoctl_table *t, size_t cols, size_t col, size_t min_col)
     t->fit_min = min_col;
 }
 
+void avoctl_fmt_count(long long n, const char *noun, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lld %s%s", n, noun, n == 1 ? "" : "s");
+}
+
+void avoctl_fmt_duration(double s, char *buf, size_t len)
+{
+    if (!isfinite(s) || s < 0)
+        s = 0;
+    long long t = (long long)(s + 0.5);
+    if (t < 60)
+        snprintf(buf, len, "%lld s", t);
+    else if (t < 3600)
+        snprintf(buf, len, "%lld min %lld s", t / 60, t % 60);
+    else if (t < 86400)
+        snprintf(buf, len, "%lld h %02lld min", t / 3600, t % 3600 / 60);
+    else
+        snprintf(buf, len, "%lld d %lld h", t / 86400, t % 86400 / 3600);
+}
+
+int avoctl_eta(double elapsed, long long done, long long budget, double wall_budget, double *left)
+{
+    int have = 0;
+    double best = 0;
+    if (elapsed > 0 && done > 0 && budget > 0) {
+        best = done >= budget ? 0 : elapsed / (double)done * (double)(budget - done);
+        have = 1;
+    }
+    if (wall_budget > 0 && elapsed >= 0) {
+        double w = wall_budget > elapsed ? wall_budget - elapsed : 0;
+        if (!have || w < best)
+            best = w;
+        have = 1;
+    }
+    if (!have)
+        return -1;
+    *left = best;
+    return 0;
+}
+
+void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wall_budget, char *buf, size_t len)
+{
+    double left;
+    char d[64];
+    if (avoctl_eta(elapsed, done, budget, wall_budget, &left) < 0) {
+        snprintf(buf, len, "ETA unknown");
+        return;
+    }
+    avoctl_fmt_duration(left, d, sizeof d);
+    snprintf(buf, len, "ETA %s", d);
+}
+
+double avoctl_job_elapsed(const json_t *job)
+{
+    const json_t *w = json_object_get(json_object_get(job, "accounting"), "wall_seconds");
+    const char *started = json_string_value(json_object_get(job, "started_at"));
+    if (!started || !json_is_number(w))
+        return -1;
+    return json_number_value(w);
+}
+
+static int color_on;
+
+void avoctl_color_init(int force_off)
+{
+    const char *nc = getenv("NO_COLOR");
+    color_on = !force_off && !(nc && *nc) && isatty(STDOUT_FILENO);
+}
+
+void avoctl_color_set(int on)
+{
+    color_on = on;
+}
+
+const char *avoctl_color_fail(void)
+{
+    return color_on ? "\033[31m" : "";
+}
+
+const char *avoctl_color_good(void)
+{
+    return color_on ? "\033[32m" : "";
+}
+
+const char *avoctl_color_off(void)
+{
+    return color_on ? "\033[0m" : "";
+}
+
 size_t avoctl_term_width(FILE *out)
 {
     struct winsize ws;
@@ -262,6 +351,16 @@ void avoctl_fmt_score(const json_t *obj, const char *fallback_unit, char *buf, s
         cand = json_object_get(obj, "id"); /* candidate objects name it "id" */
     if (!unit)
         unit = fallback_unit;
+    const char *outcome = json_string_value(json_object_get(obj, "outcome"));
+    if ((outcome && strcmp(outcome, "ok") != 0) || !(json_number_value(agg) > 0)) {
+        /* A failed check zeroes the score: "0 GFLOP/s" would read as a speed. */
+        if (json_is_integer(cand))
+            snprintf(buf, len, "failed (%s, cand %lld)", outcome && strcmp(outcome, "ok") ? outcome : "no valid score",
+                     (long long)json_integer_value(cand));
+        else
+            snprintf(buf, len, "failed (%s)", outcome && strcmp(outcome, "ok") ? outcome : "no valid score");
+        return;
+    }
     avoctl_fmt_num(json_number_value(agg), num, sizeof num);
     if (json_is_integer(cand))
         snprintf(buf, len, "%s%s%s (cand %lld)", num, unit ? " " : "", unit ? unit : "",
@@ -438,9 +537,13 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add(buf, len, " (parent %lld)", int_of(d, "parent"));
         add_island(buf, len, d);
         add_num(buf, len, json_object_get(d, "aggregate"));
+        if (unit && json_is_number(json_object_get(d, "aggregate")))
+            add(buf, len, " %s", unit);
     } else if (strcmp(kind, "new_best") == 0) {
         add(buf, len, "new best");
         add_num(buf, len, json_object_get(d, "aggregate"));
+        if (unit && json_is_number(json_object_get(d, "aggregate")))
+            add(buf, len, " %s", unit);
         if (json_is_number(json_object_get(d, "speedup")))
             add(buf, len, " (x%.2f over seed)", json_number_value(json_object_get(d, "speedup")));
         if (json_is_integer(json_object_get(d, "candidate")))
@@ -458,8 +561,8 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add(buf, len, " from island %lld", int_of(d, "from"));
     } else if (strcmp(kind, "stagnation") == 0) {
         const char *action = json_string_value(json_object_get(d, "action"));
-        add(buf, len, "stagnation island %lld: %lld evaluations without a commit", int_of(d, "island"),
-            int_of(d, "evaluations_without_commit"));
+        add(buf, len, "stagnation island %lld: %lld evaluation%s without a commit", int_of(d, "island"),
+            int_of(d, "evaluations_without_commit"), int_of(d, "evaluations_without_commit") == 1 ? "" : "s");
         if (json_is_integer(json_object_get(d, "level")))
             add(buf, len, ", level %lld", int_of(d, "level"));
         if (action && *action)
@@ -485,7 +588,13 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
         add(buf, len, "job %lld finished: %s", int_of(ev, "job"), state ? state : "?");
         if (reason && *reason)
             add(buf, len, " (%s)", reason);
-        add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
+        if (!json_is_number(json_object_get(json_object_get(d, "best"), "aggregate")) &&
+            !json_is_number(json_object_get(d, "speedup"))) {
+            add(buf, len, "; no valid evaluation");
+            if (json_is_object(json_object_get(d, "seed")))
+                add(buf, len, "; seed %s", seed);
+        } else
+            add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
     } else if (strcmp(kind, "not_significant") == 0) {
         /* a measured gain the commit rule did not take, and why */
         const json_t *ci = json_object_get(d, "ci");

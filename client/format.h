@@ -58,6 +58,30 @@ void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t 
  * that says screened_out (not screened, or it passed). */
 void avoctl_fmt_screen(const json_t *screen, char *buf, size_t len);
 
+/* "1 evaluation", "2 evaluations": n and noun, with an "s" unless n is 1. */
+void avoctl_fmt_count(long long n, const char *noun, char *buf, size_t len);
+/* A length of time for people: "41 s", "3 min 12 s", "2 h 05 min", "3 d 4 h". */
+void avoctl_fmt_duration(double seconds, char *buf, size_t len);
+/* Seconds left for a job: from the rate so far (elapsed seconds for done
+ * of budget evaluations) and, when there is one (> 0), the wall budget,
+ * whichever ends first. Returns 0 and *left, or -1 when neither can say
+ * (nothing done yet, no budget). */
+int avoctl_eta(double elapsed, long long done, long long budget, double wall_budget, double *left);
+/* "ETA 3 min 12 s" or "ETA unknown", from avoctl_eta. */
+void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wall_budget, char *buf, size_t len);
+/* A job's elapsed running time in seconds from its JSON (accounting's
+ * wall_seconds), or -1 when it has not started. */
+double avoctl_job_elapsed(const json_t *job);
+
+/* Colour on stdout: decided once (avoctl_color_init: off when stdout is not
+ * a terminal, NO_COLOR is set and not empty, or --no-color), then each
+ * avoctl_color_* returns the escape or "" */
+void avoctl_color_init(int force_off);
+void avoctl_color_set(int on); /* for the unit tests */
+const char *avoctl_color_fail(void);  /* red */
+const char *avoctl_color_good(void);  /* green: a new best */
+const char *avoctl_color_off(void);
+
 /* The terminal's width when out is one, else 0 (no limit). */
 size_t avoctl_term_width(FILE *out);
 

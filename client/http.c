@@ -21,6 +21,7 @@ struct avoctl_http {
     char auth[300];             /* "Authorization: Bearer ..." or "" */
     int tcp;
     char errbuf[CURL_ERROR_SIZE];
+    volatile sig_atomic_t *stop; /* set by a signal handler: end a stream */
 };
 
 typedef struct {
@@ -138,6 +139,20 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+void avoctl_http_set_stop(avoctl_http *h, volatile sig_atomic_t *stop)
+{
+    h->stop = stop;
+}
+
+/* curl calls this about once a second even on an idle stream, so a stop
+ * asked for by a signal ends the transfer without waiting for data. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const avoctl_http *h = arg;
+    return h->stop && *h->stop;
+}
+
 static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *name, const char *query,
                    const json_t *body, avoctl_stream_cb cb, void *arg, avoctl_response *r)
 {
@@ -173,6 +188,11 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
     curl_easy_setopt(c, CURLOPT_USERAGENT, "avoctl");
     if (!cb)
         curl_easy_setopt(c, CURLOPT_TIMEOUT, CALL_TIMEOUT_S);
+    if (cb && h->stop) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    }
 
     hdrs = curl_slist_append(hdrs, cb ? "Accept: text/event-stream" : "Accept: application/json");
     /* Expect: 100-continue would stall large specs for a second. */
@@ -200,6 +220,11 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     if (t.cb_rc) {
         rc = t.cb_rc > 0 ? 0 : t.cb_rc;
+        goto cleanup;
+    }
+    if (cc == CURLE_ABORTED_BY_CALLBACK && h->stop && *h->stop) {
+        snprintf(r->error, sizeof r->error, "interrupted");
+        rc = -EINTR;
         goto cleanup;
     }
     if (cc != CURLE_OK) {

@@ -4,6 +4,7 @@
 #ifndef AVOCTL_HTTP_H
 #define AVOCTL_HTTP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -28,6 +29,10 @@ typedef int (*avoctl_stream_cb)(const char *data, size_t len, void *arg);
  * its TCP listener with "Authorization: Bearer token". */
 int avoctl_http_open(avoctl_http **h, const char *socket_path, const char *base_url, const char *token);
 void avoctl_http_close(avoctl_http *h);
+
+/* A flag (set by a signal handler) that ends a stream within about a
+ * second: avoctl_http_stream then returns -EINTR. NULL: none. */
+void avoctl_http_set_stop(avoctl_http *h, volatile sig_atomic_t *stop);
 
 /* "/v1/jobs/7/events?after=3" from a route, its {id} and an optional query
  * (without '?'). Returns 0 or -ENAMETOOLONG. */

@@ -11,6 +11,7 @@ void avoctl_islands_init(avoctl_islands *v, int islands, int budget, const char 
     memset(v, 0, sizeof *v);
     v->nislands = islands > 0 && islands <= AVOCTL_MAX_ISLANDS ? islands : 1;
     v->budget = budget > 0 ? budget : 0;
+    v->elapsed = -1;
     snprintf(v->unit, sizeof v->unit, "%s", unit ? unit : "");
 }
 
@@ -106,13 +107,15 @@ int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
         sparkline(s, spark, sizeof spark);
         int n;
         if (v->budget)
-            n = snprintf(line, sizeof line, "island %-2d %4d evals (job %d/%d)  best %-18s %-7s %s", i,
-                         s->evaluations, total, v->budget, best, speed, spark);
+            n = snprintf(line, sizeof line, "island %-2d %4d %s (job %d/%d)  best %-18s %-7s %s", i,
+                         s->evaluations, s->evaluations == 1 ? "eval " : "evals", total, v->budget, best, speed,
+                         spark);
         else
-            n = snprintf(line, sizeof line, "island %-2d %4d evals  best %-18s %-7s %s", i, s->evaluations, best,
-                         speed, spark);
+            n = snprintf(line, sizeof line, "island %-2d %4d %s  best %-18s %-7s %s", i, s->evaluations,
+                         s->evaluations == 1 ? "eval " : "evals", best, speed, spark);
         if (s->failed)
-            n += snprintf(line + n, sizeof line - (size_t)n, "  (%d failed)", s->failed);
+            n += snprintf(line + n, sizeof line - (size_t)n, "  %s(%d failed)%s", avoctl_color_fail(), s->failed,
+                          avoctl_color_off());
         /* Cut at the terminal's width, counting a multi-byte bar as one column. */
         size_t cols = 0, cut = strlen(line);
         for (size_t b = 0; line[b]; b++) {
@@ -123,9 +126,15 @@ int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
                 break;
             }
         }
-        fprintf(out, "%.*s\n", (int)cut, line);
+        fprintf(out, "%.*s%s\n", (int)cut, line, cut < strlen(line) ? avoctl_color_off() : "");
     }
-    return v->nislands;
+    if (v->elapsed < 0)
+        return v->nislands;
+    char el[64], eta[96];
+    avoctl_fmt_duration(v->elapsed, el, sizeof el);
+    avoctl_fmt_eta(v->elapsed, total, v->budget, v->wall_budget, eta, sizeof eta);
+    fprintf(out, "elapsed %s, %s\n", el, eta);
+    return v->nislands + 1;
 }
 
 void avoctl_islands_summary(const avoctl_islands *v, FILE *out)
@@ -136,11 +145,60 @@ void avoctl_islands_summary(const avoctl_islands *v, FILE *out)
         total += v->isl[i].evaluations;
         best = fmax(best, v->isl[i].best);
     }
-    fprintf(out, "job %s: %s; best %.4g %s", v->state[0] ? v->state : "ended", v->reason[0] ? v->reason : "-", best,
-            v->unit);
-    if (v->seed > 0 && v->speedup_text[0])
-        fprintf(out, " vs seed %.4g (speedup %s)", v->seed, v->speedup_text);
-    else if (v->seed > 0)
-        fprintf(out, " vs seed %.4g (x%.2f)", v->seed, v->speedup > 0 ? v->speedup : best / v->seed);
-    fprintf(out, " after %d evaluations on %d island%s\n", total, v->nislands, v->nislands == 1 ? "" : "s");
+    const char *unit = v->unit[0] ? v->unit : "(unit unknown)";
+    fprintf(out, "job %s: %s; ", v->state[0] ? v->state : "ended", v->reason[0] ? v->reason : "-");
+    if (best > 0)
+        fprintf(out, "best %.4g %s", best, unit);
+    else
+        fprintf(out, "no valid evaluation yet");
+    if (best > 0 && v->seed > 0 && v->speedup_text[0])
+        fprintf(out, " vs seed %.4g %s (speedup %s)", v->seed, unit, v->speedup_text);
+    else if (best > 0 && v->seed > 0)
+        fprintf(out, " vs seed %.4g %s (x%.2f)", v->seed, unit, v->speedup > 0 ? v->speedup : best / v->seed);
+    fprintf(out, " after %d evaluation%s on %d island%s\n", total, total == 1 ? "" : "s", v->nislands,
+            v->nislands == 1 ? "" : "s");
+}
+
+void avoctl_job_summary(const json_t *job, FILE *out)
+{
+    const char *state = avoctl_str(job, "state"), *reason = avoctl_str(job, "reason");
+    const char *unit = avoctl_str(job, "unit");
+    const json_t *best = json_object_get(json_object_get(job, "best"), "aggregate");
+    const json_t *seed = json_object_get(job, "seed");
+    const json_t *seed_agg = json_object_get(seed, "aggregate");
+    const char *seed_outcome = avoctl_str(seed, "outcome");
+    const json_t *done = json_object_get(json_object_get(job, "evaluations"), "done");
+    long long n = json_is_integer(done) ? (long long)json_integer_value(done) : 0;
+    size_t nisl = json_array_size(json_object_get(job, "islands"));
+    const json_t *spec_isl = json_object_get(json_object_get(job, "spec"), "islands");
+    char num[64], sp[512], evals[64];
+
+    if (!unit)
+        unit = "(unit unknown)";
+    if (!nisl)
+        nisl = json_is_integer(spec_isl) && json_integer_value(spec_isl) > 0 ? (size_t)json_integer_value(spec_isl) : 1;
+    fprintf(out, "job %s: %s; ", state ? state : "ended", reason && *reason ? reason : "-");
+    int seed_failed = (seed_outcome && strcmp(seed_outcome, "ok") != 0) ||
+                      (json_is_number(seed_agg) && !(json_number_value(seed_agg) > 0));
+    if (json_is_number(best) && json_number_value(best) > 0) {
+        avoctl_fmt_num(json_number_value(best), num, sizeof num);
+        fprintf(out, "best %s %s", num, unit);
+        if (seed_failed) {
+            fprintf(out, "; seed failed (%s)", seed_outcome && strcmp(seed_outcome, "ok") ? seed_outcome : "no valid score");
+        } else if (json_is_number(seed_agg)) {
+            avoctl_fmt_num(json_number_value(seed_agg), num, sizeof num);
+            avoctl_fmt_job_speedup(job, sp, sizeof sp);
+            if (json_is_object(json_object_get(job, "speedup_detail")))
+                fprintf(out, " vs seed %s %s (speedup %s)", num, unit, sp);
+            else
+                fprintf(out, " vs seed %s %s (%s)", num, unit, sp);
+        }
+    } else if (seed_failed) {
+        fprintf(out, "seed failed (%s); no valid evaluation yet",
+                seed_outcome && strcmp(seed_outcome, "ok") ? seed_outcome : "no valid score");
+    } else {
+        fprintf(out, "no valid evaluation yet");
+    }
+    avoctl_fmt_count(n, "evaluation", evals, sizeof evals);
+    fprintf(out, " after %s on %zu island%s\n", evals, nisl, nisl == 1 ? "" : "s");
 }

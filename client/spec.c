@@ -53,15 +53,15 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
         int64_t min, max;
         size_t dst;
     } ints[] = {
-        {offsetof(avoctl_spec_flags, evaluations), "--evaluations", 1, INT32_MAX, offsetof(parsed, evals)},
-        {offsetof(avoctl_spec_flags, islands), "--islands", 1, 4096, offsetof(parsed, islands)},
-        {offsetof(avoctl_spec_flags, priority), "--priority", -1000000, 1000000, offsetof(parsed, prio)},
+        {offsetof(avoctl_spec_flags, evaluations), "--evaluations", 1, AVO_JOBSPEC_MAX_COUNT, offsetof(parsed, evals)},
+        {offsetof(avoctl_spec_flags, islands), "--islands", 1, AVO_JOBSPEC_MAX_ISLANDS, offsetof(parsed, islands)},
+        {offsetof(avoctl_spec_flags, priority), "--priority", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY, offsetof(parsed, prio)},
         {offsetof(avoctl_spec_flags, seed_candidate), "--seed-candidate", 1, INT64_MAX,
          offsetof(parsed, seed_cand)},
-        {offsetof(avoctl_spec_flags, patience), "--patience", 1, INT32_MAX, offsetof(parsed, patience)},
-        {offsetof(avoctl_spec_flags, stagnation_limit), "--stagnation-limit", 1, INT32_MAX,
+        {offsetof(avoctl_spec_flags, patience), "--patience", 1, AVO_JOBSPEC_MAX_COUNT, offsetof(parsed, patience)},
+        {offsetof(avoctl_spec_flags, stagnation_limit), "--stagnation-limit", 1, AVO_JOBSPEC_MAX_COUNT,
          offsetof(parsed, stag_limit)},
-        {offsetof(avoctl_spec_flags, migrate_every), "--migrate-every", 1, INT32_MAX,
+        {offsetof(avoctl_spec_flags, migrate_every), "--migrate-every", 1, AVO_JOBSPEC_MAX_COUNT,
          offsetof(parsed, migrate)},
     };
     static const struct {
@@ -70,11 +70,11 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
         double min, max;
         size_t dst;
     } nums[] = {
-        {offsetof(avoctl_spec_flags, wall), "--wall", 0.001, 1e9, offsetof(parsed, wall)},
+        {offsetof(avoctl_spec_flags, wall), "--wall", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, offsetof(parsed, wall)},
         {offsetof(avoctl_spec_flags, epsilon), "--epsilon", 0, 0.5, offsetof(parsed, eps)},
         {offsetof(avoctl_spec_flags, target_score), "--target-score", 1e-12, 1e300, offsetof(parsed, target)},
-        {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", 0.001, 1e9, offsetof(parsed, gpu)},
-        {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 0.001, 1e15, offsetof(parsed, energy)},
+        {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, offsetof(parsed, gpu)},
+        {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 1, AVO_JOBSPEC_MAX_JOULES, offsetof(parsed, energy)},
         {offsetof(avoctl_spec_flags, min_gain), "--min-gain", 0, 1, offsetof(parsed, min_gain)},
         {offsetof(avoctl_spec_flags, confidence), "--confidence", 0, 1, offsetof(parsed, confidence)},
     };

@@ -73,13 +73,14 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
     json_array_foreach(steps, i, s) {
         long long in = json_integer_value(json_object_get(s, "in_tokens")),
                   outt = json_integer_value(json_object_get(s, "out_tokens"));
-        fprintf(out, "%sstep %lld (island %lld): %s after %lld turns, %lld evaluations, %lld tokens (%lld in, %lld "
+        char turns[48], evals[48];
+        avoctl_fmt_count(json_integer_value(json_object_get(s, "turns")), "turn", turns, sizeof turns);
+        avoctl_fmt_count(json_integer_value(json_object_get(s, "evaluations")), "evaluation", evals, sizeof evals);
+        fprintf(out, "%sstep %lld (island %lld): %s after %s, %s, %lld tokens (%lld in, %lld "
                      "out), $%.4f\n  %s\n",
                 i ? "\n" : "", (long long)json_integer_value(json_object_get(s, "step")),
                 (long long)json_integer_value(json_object_get(s, "island")),
-                avoctl_str(s, "state") ? avoctl_str(s, "state") : "?",
-                (long long)json_integer_value(json_object_get(s, "turns")),
-                (long long)json_integer_value(json_object_get(s, "evaluations")), in + outt, in, outt,
+                avoctl_str(s, "state") ? avoctl_str(s, "state") : "?", turns, evals, in + outt, in, outt,
                 json_number_value(json_object_get(s, "cost_usd")),
                 avoctl_str(s, "reason") ? avoctl_str(s, "reason") : "(running)");
         size_t k;

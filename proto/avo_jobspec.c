@@ -366,10 +366,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             return -22;
         }
         if ((rc = check_known(b, budget_fields, "budget", err, errlen)) < 0 ||
-            (rc = get_int(b, "evaluations", "budget.", 1, 1000000, &s->evaluations, err, errlen)) < 0 ||
-            (rc = get_num(b, "wall_seconds", "budget.", 1, 1e9, &s->wall_seconds, err, errlen)) < 0 ||
-            (rc = get_num(b, "gpu_seconds", "budget.", 1, 1e9, &s->gpu_seconds, err, errlen)) < 0 ||
-            (rc = get_num(b, "energy_joules", "budget.", 1, 1e12, &s->energy_joules, err, errlen)) < 0)
+            (rc = get_int(b, "evaluations", "budget.", 1, AVO_JOBSPEC_MAX_COUNT, &s->evaluations, err, errlen)) < 0 ||
+            (rc = get_num(b, "wall_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, &s->wall_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "gpu_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, &s->gpu_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "energy_joules", "budget.", 1, AVO_JOBSPEC_MAX_JOULES, &s->energy_joules, err, errlen)) < 0)
             return rc;
         /* LLM budgets bound the agent operator; a tune job spends none. */
         const char *llm = json_object_get(b, "tokens") ? "tokens" : json_object_get(b, "cost_usd") ? "cost_usd" : NULL;
@@ -384,7 +384,7 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         }
     }
     if ((rc = get_num(in, "target_score", "", 1e-12, 1e300, &s->target_score, err, errlen)) < 0 ||
-        (rc = get_int(in, "migrate_every", "", 1, 1000000, &s->migrate_every, err, errlen)) < 0)
+        (rc = get_int(in, "migrate_every", "", 1, AVO_JOBSPEC_MAX_COUNT, &s->migrate_every, err, errlen)) < 0)
         return rc;
     json_t *sg = json_object_get(in, "stagnation");
     if (sg) {
@@ -393,14 +393,14 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             return -22;
         }
         if ((rc = check_known(sg, stagnation_fields, "stagnation", err, errlen)) < 0 ||
-            (rc = get_int(sg, "patience", "stagnation.", 1, 1000000, &s->patience, err, errlen)) < 0 ||
-            (rc = get_int(sg, "limit", "stagnation.", 1, 1000000, &s->stagnation_limit, err, errlen)) < 0)
+            (rc = get_int(sg, "patience", "stagnation.", 1, AVO_JOBSPEC_MAX_COUNT, &s->patience, err, errlen)) < 0 ||
+            (rc = get_int(sg, "limit", "stagnation.", 1, AVO_JOBSPEC_MAX_COUNT, &s->stagnation_limit, err, errlen)) < 0)
             return rc;
     }
 
-    if ((rc = get_int(in, "islands", "", 1, 256, &s->islands, err, errlen)) < 0 ||
+    if ((rc = get_int(in, "islands", "", 1, AVO_JOBSPEC_MAX_ISLANDS, &s->islands, err, errlen)) < 0 ||
         (rc = get_num(in, "epsilon", "", 0, 0.5, &s->epsilon, err, errlen)) < 0 ||
-        (rc = get_int(in, "priority", "", -1000, 1000, &s->priority, err, errlen)) < 0 ||
+        (rc = get_int(in, "priority", "", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY, &s->priority, err, errlen)) < 0 ||
         (rc = parse_commit(json_object_get(in, "commit"), s, err, errlen)) < 0)
         return rc;
     json_t *p = json_object_get(in, "operator_params");

@@ -58,6 +58,15 @@ typedef struct {
     json_t *labels;           /* owned: {"key": "value", ...} (see below), or NULL */
 } avo_jobspec;
 
+/* The limits of the spec's numbers: avod refuses past them, and avoctl
+ * checks its flags against the same ones (one source, so the two agree). */
+#define AVO_JOBSPEC_MAX_ISLANDS 256
+#define AVO_JOBSPEC_MAX_COUNT 1000000       /* evaluations, patience, stagnation limit, migrate_every */
+#define AVO_JOBSPEC_MIN_SECONDS 1.0         /* wall_seconds, gpu_seconds */
+#define AVO_JOBSPEC_MAX_SECONDS 1e9
+#define AVO_JOBSPEC_MAX_JOULES 1e12
+#define AVO_JOBSPEC_MAX_PRIORITY 1000       /* priority in [-MAX, MAX] */
+
 /* commit's defaults: a GPU problem's paired ratios are tight, a shared
  * CPU's are not (docs/jobs.md, "The commit rule"). */
 #define AVO_COMMIT_MIN_GAIN_CUDA 0.005

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "avo_expr.h"
+#include "avo_suggest.h"
 
 /* One table for the dtypes: name, element size, default tolerance. The
  * defaults are what a careful reviewer would accept for a reordered sum; a
@@ -544,8 +546,13 @@ static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
         for (int x = 0; x < ks->nvalues; x++)
             if (ks->values[x] == ks->dflt)
                 in = 1;
-        if (!in)
-            return errf(c, field, "%lld is not one of the values", (long long)ks->dflt);
+        if (!in) {
+            char vals[512] = "";
+            for (int x = 0; x < ks->nvalues; x++)
+                snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%lld", x ? ", " : "",
+                         (long long)ks->values[x]);
+            return errf(c, field, "%lld is not one of the values (allowed: %s)", (long long)ks->dflt, vals);
+        }
         p->nknobs = (int)i + 1;
     }
     return 0;
@@ -1111,6 +1118,37 @@ void avo_problem_free(avo_problem *p)
     memset(p, 0, sizeof *p);
 }
 
+/* The package under kernels_root (one or two levels down: "cpu/sgemm")
+ * whose name is nearest to a mistyped one; "" when none is close. */
+static void nearest_problem(const char *kernels_root, const char *name, char *out, size_t outlen)
+{
+    static const char *const pats[] = {"%s/*/problem.json", "%s/*/*/problem.json"};
+    const char *names[256];
+    size_t n = 0, root = strlen(kernels_root) + 1, tail = strlen("/problem.json");
+    glob_t g[2];
+    int ok[2] = {0, 0};
+    out[0] = 0;
+    for (int i = 0; i < 2; i++) {
+        char pat[4400];
+        snprintf(pat, sizeof pat, pats[i], kernels_root);
+        ok[i] = glob(pat, 0, NULL, &g[i]) == 0;
+        for (size_t k = 0; ok[i] && k < g[i].gl_pathc && n < 256; k++) {
+            char *path = g[i].gl_pathv[k];
+            size_t len = strlen(path);
+            if (len > root + tail) {
+                path[len - tail] = 0; /* glob's own copy */
+                names[n++] = path + root;
+            }
+        }
+    }
+    const char *best = avo_suggest(name, names, n);
+    if (best)
+        snprintf(out, outlen, "%s", best);
+    for (int i = 0; i < 2; i++)
+        if (ok[i])
+            globfree(&g[i]);
+}
+
 int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen,
                         char *err, size_t errlen)
 {
@@ -1145,7 +1183,10 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
     char file[4400];
     snprintf(file, sizeof file, "%s/problem.json", out);
     if (access(file, R_OK) != 0) {
-        snprintf(err, errlen, "unknown problem '%s' (no %s)", name, file);
+        char near[256];
+        nearest_problem(kernels_root, name, near, sizeof near);
+        snprintf(err, errlen, "unknown problem '%s' (no %s)%s%s%s", name, file, near[0] ? "; did you mean '" : "",
+                 near, near[0] ? "'?" : "");
         return -ENOENT;
     }
     return 0;
@@ -1175,6 +1216,23 @@ int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values)
             return 0;
     }
     return 1;
+}
+
+int avo_problem_constraint_failed(const avo_problem *p, const int64_t *values)
+{
+    const char *names[AVO_PROBLEM_MAX_KNOBS];
+    double vals[AVO_PROBLEM_MAX_KNOBS];
+    for (int k = 0; k < p->nknobs; k++) {
+        names[k] = p->knobs[k].name;
+        vals[k] = (double)values[k];
+    }
+    avo_expr_env env = {p->nknobs, names, vals};
+    for (int i = 0; i < p->nconstraints; i++) {
+        double v;
+        if (avo_expr_eval(p->constraints[i], &env, &v, NULL, 0) != 0 || v == 0)
+            return i;
+    }
+    return -1;
 }
 
 #define RENDER_HEADER "/* avo knobs */\n"

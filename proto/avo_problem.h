@@ -123,6 +123,9 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
 /* Knob configuration helpers used by the tune operator. values[i] is the value
  * of knob i. Returns 1 when every constraint holds, 0 when one fails, <0 on error. */
 int avo_problem_knobs_allowed(const avo_problem *p, const int64_t *values);
+/* The index of the first constraint that values break (or cannot be
+ * evaluated on), -1 when they all hold: for messages naming it. */
+int avo_problem_constraint_failed(const avo_problem *p, const int64_t *values);
 
 /* Render the candidate source for a knob configuration: a "#define NAME value"
  * block followed by the seed source, numbered as file seed_name (NULL: the

@@ -55,6 +55,12 @@ typedef struct {
 
 extern const avo_route avo_routes[AVO_ROUTE_COUNT];
 
+/* Query limits avod enforces and avoctl checks against (one source). */
+#define AVO_JOB_LIST_LIMIT_DEFAULT 50    /* GET /v1/jobs?limit= */
+#define AVO_JOB_LIST_LIMIT_MAX 1000
+#define AVO_KB_SEARCH_LIMIT_DEFAULT 10   /* GET /v1/kb/search?limit= */
+#define AVO_KB_SEARCH_LIMIT_MAX 100
+
 /* Match a method and path (no query string). Returns the route id and sets
  * *id_arg for "{id}" routes; -404 when no path matches, -405 when the path
  * matches under another method. */

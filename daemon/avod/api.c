@@ -245,8 +245,15 @@ static int check_knob(const avo_problem *p, const char *name, json_t *value, cha
     for (int j = 0; j < p->knobs[i].nvalues; j++)
         if (json_is_integer(value) && p->knobs[i].values[j] == json_integer_value(value))
             return 0;
-    snprintf(err, errlen, "seed.knobs.%s: %lld is not one of the knob's values", name,
-             (long long)json_integer_value(value));
+    char vals[512] = "";
+    for (int j = 0; j < p->knobs[i].nvalues; j++)
+        snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%lld", j ? ", " : "",
+                 (long long)p->knobs[i].values[j]);
+    if (json_is_integer(value))
+        snprintf(err, errlen, "seed.knobs.%s: %lld is not one of the knob's values (allowed: %s)", name,
+                 (long long)json_integer_value(value), vals);
+    else
+        snprintf(err, errlen, "seed.knobs.%s: must be an integer (allowed: %s)", name, vals);
     return -22;
 }
 
@@ -264,7 +271,9 @@ static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size
     }
     avo_problem_start_knobs(p, knobs, v);
     if (avo_problem_knobs_allowed(p, v) != 1) {
-        snprintf(err, errlen, "seed.knobs: these values break a constraint of problem '%s'", p->name);
+        int c = avo_problem_constraint_failed(p, v);
+        snprintf(err, errlen, "seed.knobs: these values break the constraint '%s' of problem '%s'",
+                 c >= 0 ? p->constraints[c] : "?", p->name);
         return -22;
     }
     return 0;
@@ -1247,7 +1256,7 @@ static void h_kb_search(avo_api *a, avo_http_req *req)
         avo_http_reply_error(req, 400, "bad_request", "q: the words to search for (1 to 512 characters)");
         return;
     }
-    if (query_int(req, "limit", 10, 100, lb, sizeof lb) < 0)
+    if (query_int(req, "limit", AVO_KB_SEARCH_LIMIT_DEFAULT, AVO_KB_SEARCH_LIMIT_MAX, lb, sizeof lb) < 0)
         return;
     const char *params[] = {q, lb};
     query_json(a, req, 0, "SELECT avo_kb_search($1, $2::int)", 2, params, NULL, 200);
@@ -1441,7 +1450,7 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         const char *state = avo_http_query(req, "state");
         const char *owner = avo_http_query(req, "owner"), *team = avo_http_query(req, "team");
         const char *lq = avo_http_query(req, "label"), *mq = avo_http_query(req, "mine");
-        if (query_int(req, "limit", 50, 1000, lb, sizeof lb) < 0 ||
+        if (query_int(req, "limit", AVO_JOB_LIST_LIMIT_DEFAULT, AVO_JOB_LIST_LIMIT_MAX, lb, sizeof lb) < 0 ||
             query_int(req, "before", 0, 9007199254740991L, bb, sizeof bb) < 0)
             return;
         if (state && strcmp(state, "queued") && strcmp(state, "running") && strcmp(state, "succeeded") &&

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "avo_hash.h"
+#include "avo_jobspec.h"
 #include "commit.h"
 #include "srcdiff.h"
 #include "tune.h"
 
-#define MAX_ISLANDS 256
+#define MAX_ISLANDS AVO_JOBSPEC_MAX_ISLANDS
 
 int avo_commit_rule(double aggregate, double best, double epsilon)
 {
@@ -350,7 +351,8 @@ static void check_stop(step *s, int total, int inflight, int budget)
         return;
     }
     if (s->stag_limit > 0 && s->stale >= s->stag_limit) {
-        snprintf(reason, sizeof reason, "stagnation limit reached: %d evaluations without a commit", s->stale);
+        snprintf(reason, sizeof reason, "stagnation limit reached: %d evaluation%s without a commit", s->stale,
+                 s->stale == 1 ? "" : "s");
         finish(s, "succeeded", reason);
         return;
     }

@@ -41,7 +41,7 @@ check "watch streams until the job ends and exits 0" test $rc -eq 0
 check "watch showed commits and the final summary" \
     bash -c 'grep -q "committed" "$0" && grep -q "finished: succeeded" "$0"' "$T/watch.out"
 check "watch ends with a summary line: state, reason, best against the seed, evaluations and islands" \
-    bash -c 'tail -1 "$0" | grep -Eq "^job succeeded: evaluation budget reached; best [0-9.e+]+ GFLOP/s vs seed [0-9.e+]+ \((x[0-9.]+|speedup x[0-9.]+ .+)\) after 8 evaluations on [0-9]+ islands?$"' "$T/watch.out"
+    bash -c 'tail -1 "$0" | grep -Eq "^job succeeded: evaluation budget reached; best [0-9.e+]+ GFLOP/s vs seed [0-9.e+]+ GFLOP/s \((x[0-9.]+|speedup x[0-9.]+ .+)\) after 8 evaluations on [0-9]+ islands?$"' "$T/watch.out"
 # On a terminal the island lines stay under the scrolling events (script(1) gives avoctl a pty).
 if command -v script >/dev/null; then
     script -qec "avoctl watch $JOB" /dev/null >"$T/watch-tty.out" 2>&1

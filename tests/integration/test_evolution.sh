@@ -119,7 +119,7 @@ check "a reached target score ends the job" \
 J3=$(api POST /v1/jobs '{"problem": "cpu/sgemm", "stagnation": {"patience": 1, "limit": 1}, "budget": {"evaluations": 40}}' | jq -r .id)
 wait_job "$J3" 300
 check "the stagnation limit ends a job that stops committing" \
-    test "$(q "SELECT state || ':' || reason FROM jobs WHERE id = $J3")" = "succeeded:stagnation limit reached: 1 evaluations without a commit"
+    test "$(q "SELECT state || ':' || reason FROM jobs WHERE id = $J3")" = "succeeded:stagnation limit reached: 1 evaluation without a commit"
 
 # Seeds: a file, a transfer, a broken file.
 SEEDSRC=$(jq -Rs . <"$ROOT/kernels/cpu/softmax/seed.c")

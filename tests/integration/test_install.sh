@@ -20,6 +20,18 @@ check "the units start the installed binaries; sysusers and tmpfiles snippets ar
                  exe=$(sed -n "s/^ExecStart=\([^ ]*\).*/\1/p" "$0/lib/systemd/system/$u")
                  case $exe in '"$P"'/bin/*) test -x "$1$exe" || exit 1;; *) exit 1;; esac
              done && test -f "$0/lib/sysusers.d/avo.conf" && test -f "$0/lib/tmpfiles.d/avo.conf"' "$R$P" "$R"
+check "avoctl's man page and bash/zsh completion scripts are installed, generated from its command table" \
+    bash -c 'grep -q "^\.TH AVOCTL 1" "$0/share/man/man1/avoctl.1" &&
+             grep -q "complete -o default -F _avoctl avoctl" "$0/share/bash-completion/completions/avoctl" &&
+             grep -q "^#compdef avoctl" "$0/share/zsh/site-functions/_avoctl" &&
+             "$0/bin/avoctl" man | cmp -s - "$0/share/man/man1/avoctl.1"' "$R$P"
+check "the installed man page renders with man -l and lists every command" \
+    bash -c 'out=$(MANWIDTH=100 man -l "$0/share/man/man1/avoctl.1" 2>&1) &&
+             for c in submit watch list status completion man; do grep -q "^   $c\$" <<<"$out" || exit 1; done' "$R$P"
+check "the installed bash completion loads and completes commands and flags" \
+    bash -c 'source "$0/share/bash-completion/completions/avoctl" && complete -p avoctl >/dev/null &&
+             COMP_WORDS=(avoctl wat); COMP_CWORD=1; _avoctl; [ "${COMPREPLY[*]}" = watch ] &&
+             COMP_WORDS=(avoctl submit --evalu); COMP_CWORD=2; _avoctl; [ "${COMPREPLY[*]}" = --evaluations ]' "$R$P"
 
 # The installed daemon and worker, nothing from the build tree on PATH.
 export PATH="$R$P/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -14,7 +14,9 @@
 #include <cmocka.h>
 
 #include "avo_home.h"
+#include "avo_suggest.h"
 #include "client/args.h"
+#include "client/config.h"
 #include "client/format.h"
 #include "client/http.h"
 #include "client/lineage.h"
@@ -256,7 +258,7 @@ static void test_args(void **state)
 
     char *v4[] = {"--problme", "x"};
     assert_int_equal(avoctl_args_parse(opts, 1, 2, v4, &a, err, sizeof err), -EINVAL);
-    assert_string_equal(err, "unknown option '--problme'");
+    assert_string_equal(err, "unknown option '--problme'; did you mean '--problem'?");
 
     char *v5[] = {"--problem"};
     assert_int_equal(avoctl_args_parse(opts, 1, 1, v5, &a, err, sizeof err), -EINVAL);
@@ -459,7 +461,7 @@ static void test_fmt_events(void **state)
                "3.1 GFLOP/s (cand 41); speedup x3.16");
     event_line("{\"kind\":\"job_finished\",\"job\":8,\"data\":{\"state\":\"failed\",\"reason\":null,"
                "\"best\":null,\"seed\":null,\"speedup\":null}}",
-               NULL, "job 8 finished: failed; best - vs seed -; speedup -");
+               NULL, "job 8 finished: failed; no valid evaluation");
     event_line("{\"kind\":\"job_started\",\"job\":7,\"data\":{}}", NULL, "job 7 started");
     /* the commit rule and the job's final measurement (sql/012_paired.sql) */
     event_line("{\"kind\":\"not_significant\",\"data\":{\"candidate\":12,\"island\":0,\"against\":9,"
@@ -1251,6 +1253,121 @@ static void test_route_path(void **state)
     }
 }
 
+/* "Did you mean": Damerau-Levenshtein, a swap of neighbours costs one. */
+static void test_suggest(void **state)
+{
+    (void)state;
+    static const char *const cmds[] = {"submit", "status", "watch", "list", "lineage", "best"};
+    assert_int_equal(avo_suggest_distance("sumbit", "submit"), 1);
+    assert_int_equal(avo_suggest_distance("", "abc"), 3);
+    assert_int_equal(avo_suggest_distance("kitten", "sitting"), 3);
+    assert_string_equal(avo_suggest("sumbit", cmds, 6), "submit");
+    assert_string_equal(avo_suggest("wacth", cmds, 6), "watch");
+    assert_string_equal(avo_suggest("lst", cmds, 6), "list");
+    assert_string_equal(avo_suggest("linea", cmds, 6), "lineage"); /* an abbreviation */
+    assert_null(avo_suggest("frobnicate", cmds, 6));
+    assert_null(avo_suggest("xy", cmds, 6));
+    char *argv[] = {"avoctl", "--jsno", "list"};
+    avoctl_globals g;
+    char err[256];
+    assert_int_equal(avoctl_globals_parse(3, argv, &g, err, sizeof err), -EINVAL);
+    assert_string_equal(err, "unknown global option '--jsno'; did you mean '--json'?");
+}
+
+static void test_plural_duration_eta(void **state)
+{
+    (void)state;
+    char buf[64];
+    avoctl_fmt_count(1, "evaluation", buf, sizeof buf);
+    assert_string_equal(buf, "1 evaluation");
+    avoctl_fmt_count(2, "evaluation", buf, sizeof buf);
+    assert_string_equal(buf, "2 evaluations");
+    avoctl_fmt_count(0, "island", buf, sizeof buf);
+    assert_string_equal(buf, "0 islands");
+    avoctl_fmt_duration(41.2, buf, sizeof buf);
+    assert_string_equal(buf, "41 s");
+    avoctl_fmt_duration(192, buf, sizeof buf);
+    assert_string_equal(buf, "3 min 12 s");
+    avoctl_fmt_duration(7500, buf, sizeof buf);
+    assert_string_equal(buf, "2 h 05 min");
+    double left;
+    /* 4 of 16 in 60 s: 12 more at 15 s each */
+    assert_int_equal(avoctl_eta(60, 4, 16, 0, &left), 0);
+    assert_true(left > 179.9 && left < 180.1);
+    /* a wall budget that ends first wins */
+    assert_int_equal(avoctl_eta(60, 4, 16, 100, &left), 0);
+    assert_true(left > 39.9 && left < 40.1);
+    /* nothing done and no wall budget: no rate, no ETA */
+    assert_int_equal(avoctl_eta(60, 0, 16, 0, &left), -1);
+    avoctl_fmt_eta(60, 0, 16, 0, buf, sizeof buf);
+    assert_string_equal(buf, "ETA unknown");
+    avoctl_fmt_eta(60, 4, 16, 0, buf, sizeof buf);
+    assert_string_equal(buf, "ETA 3 min 0 s");
+}
+
+/* A failed check zeroes a score: it must not read as "0 GFLOP/s". */
+static void test_failed_score(void **state)
+{
+    (void)state;
+    char buf[128];
+    json_t *s = json_loads("{\"candidate\":3,\"aggregate\":0,\"outcome\":\"compile_error\"}", 0, NULL);
+    avoctl_fmt_score(s, "GFLOP/s", buf, sizeof buf);
+    assert_string_equal(buf, "failed (compile_error, cand 3)");
+    json_decref(s);
+    s = json_loads("{\"candidate\":3,\"aggregate\":9.5,\"outcome\":\"ok\"}", 0, NULL);
+    avoctl_fmt_score(s, "GFLOP/s", buf, sizeof buf);
+    assert_string_equal(buf, "9.5 GFLOP/s (cand 3)");
+    json_decref(s);
+    avoctl_color_set(1);
+    assert_string_equal(avoctl_color_fail(), "\033[31m");
+    avoctl_color_set(0);
+    assert_string_equal(avoctl_color_fail(), "");
+    assert_string_equal(avoctl_color_off(), "");
+}
+
+static void write_cfg(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_config(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/avo-test-config-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    avoctl_context c;
+    write_cfg(path, "# mine\ncurrent = lab\n\n[context lab]\nsocket = /run/avo/avod.sock\n"
+                    "[context prod]\nurl = http://gpu-head:7460\ntoken_file = /etc/avo/t\n");
+    assert_int_equal(avoctl_config_load(path, NULL, &c, err, sizeof err), 1);
+    assert_string_equal(c.name, "lab");
+    assert_string_equal(c.socket, "/run/avo/avod.sock");
+    assert_int_equal(avoctl_config_load(path, "prod", &c, err, sizeof err), 1);
+    assert_string_equal(c.url, "http://gpu-head:7460");
+    assert_string_equal(c.token_file, "/etc/avo/t");
+    assert_int_equal(avoctl_config_load(path, "prd", &c, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ": no context 'prd' (contexts: lab, prod); did you mean 'prod'?"));
+    write_cfg(path, "[context lab]\nsocket = /s\nurl = http://x:1\n");
+    assert_int_equal(avoctl_config_load(path, "lab", &c, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":3: context 'lab' has both url and socket"));
+    write_cfg(path, "[context lab]\nsocket /s\n");
+    assert_int_equal(avoctl_config_load(path, NULL, &c, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":2: expected KEY = VALUE"));
+    write_cfg(path, "[contxt lab]\n");
+    assert_int_equal(avoctl_config_load(path, NULL, &c, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":1: expected a section like [context NAME]"));
+    write_cfg(path, "[context a]\nurl = http://x:1\n");
+    assert_int_equal(avoctl_config_load(path, NULL, &c, err, sizeof err), 0); /* no current: none applies */
+    unlink(path);
+    assert_int_equal(avoctl_config_load(path, NULL, &c, err, sizeof err), 0); /* no file, none asked for */
+    assert_int_equal(avoctl_config_load(path, "a", &c, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, path));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1280,6 +1397,10 @@ int main(void)
         cmocka_unit_test(test_noise_marks),
         cmocka_unit_test(test_avo_home),
         cmocka_unit_test(test_route_path),
+        cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_plural_duration_eta),
+        cmocka_unit_test(test_failed_score),
+        cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

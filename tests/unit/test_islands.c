@@ -47,7 +47,7 @@ static void test_lines(void **state)
     assert_non_null(strstr(out, "island 0     2 evals (job 3/10)  best 4 GFLOP/s"));
     assert_non_null(strstr(out, "x2.00"));
     assert_non_null(strstr(out, "▁█"));              /* 2 then 4: lowest and highest bar */
-    assert_non_null(strstr(out, "island 1     1 evals"));
+    assert_non_null(strstr(out, "island 1     1 eval "));
     assert_non_null(strstr(out, "(1 failed)"));
     free(out);
     /* Cut to the width, a bar counting as one column. */
@@ -58,7 +58,7 @@ static void test_lines(void **state)
     feed(&v, "{\"kind\":\"job_finished\",\"data\":{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\","
              "\"seed\":{\"aggregate\":2},\"speedup\":2}}");
     out = render(&v, 0, 1);
-    assert_string_equal(out, "job succeeded: evaluation budget reached; best 4 GFLOP/s vs seed 2 (x2.00) after 3 "
+    assert_string_equal(out, "job succeeded: evaluation budget reached; best 4 GFLOP/s vs seed 2 GFLOP/s (x2.00) after 3 "
                              "evaluations on 2 islands\n");
     free(out);
 }
@@ -81,10 +81,65 @@ static void test_history_window(void **state)
     assert_int_equal(v.nislands, 1);
 }
 
+static char *job_summary(const char *json)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    json_t *job = json_loads(json, 0, NULL);
+    assert_non_null(job);
+    FILE *f = open_memstream(&buf, &len);
+    avoctl_job_summary(job, f);
+    fclose(f);
+    json_decref(job);
+    return buf;
+}
+
+/* watch's last line comes from the job (GET /v1/jobs/{id}), not from the
+ * events it happened to see: after `watch --after N` those are a tail. */
+static void test_job_summary(void **state)
+{
+    (void)state;
+    char *out = job_summary("{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\",\"unit\":\"GFLOP/s\","
+                            "\"evaluations\":{\"done\":8},\"islands\":[{\"idx\":0}],\"seed\":{\"candidate\":1,"
+                            "\"aggregate\":2,\"outcome\":\"ok\"},\"best\":{\"candidate\":5,\"aggregate\":5},\"speedup\":2.5}");
+    assert_string_equal(out, "job succeeded: evaluation budget reached; best 5 GFLOP/s vs seed 2 GFLOP/s (x2.50) after 8 "
+                             "evaluations on 1 island\n");
+    free(out);
+    /* one evaluation, a failed seed: no "seed 0", no "best 0  after" */
+    out = job_summary("{\"state\":\"failed\",\"reason\":\"the seed failed\",\"evaluations\":{\"done\":1},"
+                      "\"spec\":{\"islands\":2},\"seed\":{\"candidate\":1,\"aggregate\":0,\"outcome\":\"compile_error\"},"
+                      "\"best\":null,\"speedup\":null}");
+    assert_string_equal(out, "job failed: the seed failed; seed failed (compile_error); no valid evaluation yet after 1 "
+                             "evaluation on 2 islands\n");
+    free(out);
+    out = job_summary("{\"state\":\"running\",\"evaluations\":{\"done\":0},\"islands\":[]}");
+    assert_string_equal(out, "job running: -; no valid evaluation yet after 0 evaluations on 1 island\n");
+    free(out);
+}
+
+/* The live view's clock line: elapsed and an ETA from the rate so far. */
+static void test_clock_line(void **state)
+{
+    (void)state;
+    avoctl_islands v;
+    avoctl_islands_init(&v, 1, 10, "GB/s");
+    feed(&v, "{\"kind\":\"candidate_evaluated\",\"data\":{\"island\":0,\"outcome\":\"ok\",\"aggregate\":2}}");
+    feed(&v, "{\"kind\":\"candidate_evaluated\",\"data\":{\"island\":0,\"outcome\":\"ok\",\"aggregate\":2}}");
+    char *out = render(&v, 0, 0);
+    assert_null(strstr(out, "elapsed"));
+    free(out);
+    v.elapsed = 20;
+    out = render(&v, 0, 0);
+    assert_non_null(strstr(out, "\nelapsed 20 s, ETA 1 min 20 s\n"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_job_summary),
+        cmocka_unit_test(test_clock_line),
         cmocka_unit_test(test_history_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -364,7 +364,7 @@ static void test_spec_errors(void **state)
     expect_error(m_bad_role, "tensors: no tensor has role output or inout");
     expect_error(m_config_unknown_size, "configs[1].sizes.Z: unknown size 'Z'");
     expect_error(m_config_missing_size, "configs[0].sizes.K: missing");
-    expect_error(m_knob_default, "knobs[1].default: 48 is not one of the values");
+    expect_error(m_knob_default, "knobs[1].default: 48 is not one of the values (allowed: 16, 32, 64, 128, 256)");
     expect_error(m_constraint, "constraints[3]: the knob defaults violate 'BM < 64'");
     expect_error(m_constraint_name, "constraints[3]: unknown knob 'BX'");
     expect_error(m_metric, "score_metric: unknown metric 'time' (flops, bytes)");
@@ -482,7 +482,7 @@ static void test_named_seeds(void **state)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 
-    expect_error(m_seeds_default, "seeds.fast.knobs[0].default: 32 is not one of the values");
+    expect_error(m_seeds_default, "seeds.fast.knobs[0].default: 32 is not one of the values (allowed: 8, 16)");
     expect_error(m_seeds_constraint, "seeds.fast.constraints[0]: the knob defaults violate 'TILE > 16'");
     expect_error(m_seeds_key, "seeds.fast.tile: unknown field 'tile'");
     expect_error(m_seeds_name, "seeds: 'a-b' is not a seed name (an identifier of at most 63 characters)");
