@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avo_config.h"
 #include "avo_suggest.h"
 
 #define MAX_CONTEXTS 64
@@ -22,16 +23,6 @@ int avoctl_config_path(char *out, size_t len)
     else
         return -ENOENT;
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = 0;
-    return s;
 }
 
 /* "~/x" is relative to HOME, as a shell would read it. */
@@ -65,7 +56,7 @@ int avoctl_config_load(const char *path, const char *want, avoctl_context *ctx, 
             rc = -EINVAL;
             goto done;
         }
-        char *s = trim(line);
+        char *s = avo_config_trim(line);
         if (!*s || *s == '#')
             continue;
         if (*s == '[') {
@@ -104,7 +95,7 @@ int avoctl_config_load(const char *path, const char *want, avoctl_context *ctx, 
             goto done;
         }
         *eq = 0;
-        char *key = trim(s), *val = trim(eq + 1);
+        char *key = avo_config_trim(s), *val = avo_config_trim(eq + 1);
         if (!*val) {
             snprintf(err, errlen, "%s:%d: '%s' has no value", path, lineno, key);
             rc = -EINVAL;

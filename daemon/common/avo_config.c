@@ -70,7 +70,7 @@ static int set_value(const avo_cfg_row *r, void *settings, const char *val, cons
     return -22;
 }
 
-static char *trim(char *s)
+char *avo_config_trim(char *s)
 {
     while (isspace((unsigned char)*s))
         s++;
@@ -92,7 +92,7 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
     int lineno = 0, rc = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        char *s = trim(line);
+        char *s = avo_config_trim(line);
         if (*s == 0 || *s == '#')
             continue;
         char *eq = strchr(s, '=');
@@ -103,7 +103,7 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
             break;
         }
         *eq = 0;
-        char *key = trim(s), *val = trim(eq + 1);
+        char *key = avo_config_trim(s), *val = avo_config_trim(eq + 1);
         const avo_cfg_row *r = find_row(rows, nrows, key, strlen(key));
         if (!r || !strcmp(r->name, "config")) {
             snprintf(err, errlen, "%s: unknown setting '%s'", origin, key);

@@ -36,4 +36,8 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
 
 void avo_config_usage(const avo_cfg_row *rows, int nrows, const char *prog, const char *synopsis);
 
+/* s without its leading and trailing white space, in place (config lines:
+ * avod's and the workers' files, avoctl's contexts). */
+char *avo_config_trim(char *s);
+
 #endif
