@@ -107,6 +107,9 @@ declare -A EXPECT=(
     # opens files, a socket, forks, makes itself dumpable, leaves its CPU
     # in a call (else it returns 1): the runner's system-call filter
     [syscalls]="ok"
+    # puts a read-write file of its own under fd 0 and 2 at load and reads
+    # it back in a call (else it computes): those go back to /dev/null
+    [std_fds]="ok"
 )
 # The rule each issue-18 case is held to, besides its outcome (and instead
 # of the seed's aggregate):
@@ -120,7 +123,7 @@ declare -A EXPECT=(
 #   fast:    the crash is reported within FAST_CRASH_S of wall time
 declare -A NEW_RULE=(
     [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
-    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin [syscalls]=twin [thaw_thread]=twin
+    [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin [syscalls]=twin [thaw_thread]=twin [std_fds]=twin
     [include_secret]=secret [incbin_secret]=secret
     [escapes_daemon]=outlive [squats_nproc]=outlive
     [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast
