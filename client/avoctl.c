@@ -38,6 +38,7 @@
 #include "show.h"
 #include "spec.h"
 #include "sse.h"
+#include "teams.h"
 #include "transcript.h"
 
 enum {
@@ -1669,6 +1670,21 @@ cleanup:
     return ex;
 }
 
+static int cmd_teams(avoctl_ctx *c, const avoctl_args *a)
+{
+    (void)a;
+    json_t *body = NULL;
+    int ex = call(c, AVO_ROUTE_TEAMS, 0, NULL, NULL, &body);
+    if (ex)
+        return ex;
+    if (c->json)
+        ex = print_json(body, JSON_INDENT(2));
+    else
+        ex = rendered(avoctl_teams_print(body, stdout), "teams");
+    json_decref(body);
+    return ex;
+}
+
 /* ---- knowledge base ----------------------------------------------------- */
 
 static int kb_add(avoctl_ctx *c, const avoctl_args *a)
@@ -2446,6 +2462,9 @@ static const avoctl_command commands[] = {
      "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
      "JOB", 0},
     {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL, 0},
+    {"teams", cmd_teams, "avoctl teams",
+     "teams: quota limits, device time used today and this week, running work, fair-share load, what blocks them",
+     NULL, 0, 0, NULL, 0},
     {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
      "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
      "JOB", 0},

@@ -1619,6 +1619,9 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
                    "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
                    0, NULL, NULL, 200);
         return;
+    case AVO_ROUTE_TEAMS:
+        query_json(a, req, 0, "SELECT avo_teams_json()", 0, NULL, NULL, 200);
+        return;
     case AVO_ROUTE_KB_ADD:
         h_kb_add(a, req);
         return;

@@ -299,10 +299,8 @@ static void pass_start(avo_engine *e)
     if (!avo_db_is_up(e->db))
         return;
     e->busy = 1;
-    if (avo_db_query(e->db,
-                     "SELECT COALESCE(json_agg(id ORDER BY priority DESC, id), '[]') FROM jobs "
-                     "WHERE state IN ('queued','running')",
-                     0, NULL, on_jobs, e) < 0)
+    /* queued jobs only as far as their team's job quota has room (sql/022) */
+    if (avo_db_query(e->db, "SELECT avo_engine_jobs()", 0, NULL, on_jobs, e) < 0)
         e->busy = 0;
 }
 

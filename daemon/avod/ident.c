@@ -95,19 +95,26 @@ static const team *find_team(const avo_ident *id, const char *name)
     return NULL;
 }
 
+int avo_ident_team_known(const avo_ident *id, const char *name, const char *where, char *err, size_t errlen)
+{
+    if (find_team(id, name))
+        return 0;
+    char known[512] = "";
+    for (int k = 0; k < id->nteams; k++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "", id->teams[k].name);
+    snprintf(err, errlen, "%s: unknown team '%s' (avod's teams: %s)", where, name,
+             id->nteams ? known : "none; set teams = NAME,...");
+    return -EINVAL;
+}
+
 int avo_ident_check_tokens(const avo_ident *id, const avo_token *tokens, int n, const char *path, char *err,
                            size_t errlen)
 {
     for (int i = 0; i < n; i++) {
-        if (tokens[i].team[0] && !find_team(id, tokens[i].team)) {
-            char known[512] = "";
-            for (int k = 0; k < id->nteams; k++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "",
-                         id->teams[k].name);
-            snprintf(err, errlen, "token file %s line %d: unknown team '%s' (avod's teams: %s)", path,
-                     tokens[i].line, tokens[i].team, id->nteams ? known : "none; set teams = NAME,...");
+        char where[1200];
+        snprintf(where, sizeof where, "token file %s line %d", path, tokens[i].line);
+        if (tokens[i].team[0] && avo_ident_team_known(id, tokens[i].team, where, err, errlen) < 0)
             return -EINVAL;
-        }
     }
     return 0;
 }

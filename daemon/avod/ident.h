@@ -32,6 +32,10 @@ int avo_ident_new(avo_ident **out, const char *teams, const char *admin_group, c
                   size_t errlen);
 void avo_ident_free(avo_ident *id);
 
+/* 0 when name is one of the configured teams; else -EINVAL and
+ * "WHERE: unknown team 'x' (avod's teams: ...)" in err. */
+int avo_ident_team_known(const avo_ident *id, const char *name, const char *where, char *err, size_t errlen);
+
 /* Every team= of a token file must be one of the configured teams. */
 int avo_ident_check_tokens(const avo_ident *id, const avo_token *tokens, int n, const char *path, char *err,
                            size_t errlen);

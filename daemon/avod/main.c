@@ -36,6 +36,7 @@
 #include "service.h"
 #include "eventlog.h"
 #include "ident.h"
+#include "quota.h"
 
 typedef struct {
     char config[AVO_CFG_STRLEN];
@@ -54,6 +55,8 @@ typedef struct {
     char admin_group[AVO_CFG_STRLEN];
     char read_access[AVO_CFG_STRLEN];
     char socket_group[AVO_CFG_STRLEN];
+    char quotas[AVO_CFG_STRLEN];
+    double fair_share_half_life;
     long long engine_interval_ms;
     long long rescue_interval_ms;
     long long max_attempts;
@@ -91,6 +94,11 @@ static const avo_cfg_row avod_rows[] = {
         "who may read a job: all, or team (its owner, its team, admins)"),
     ROW("socket-group", AVO_CFG_STR, socket_group, NULL, NULL, 1, 0,
         "unix group given the API socket (0660): its members may connect (not reloaded)"),
+    ROW("quotas", AVO_CFG_STR, quotas, NULL, "AVO_QUOTAS", 1, 0,
+        "per-team quota file, a team a line ('TEAM jobs=N evals-in-flight=N gpu-seconds-day=S "
+        "gpu-seconds-week=S share=W'; TEAM '*' = every other team, '-' = jobs with no team)"),
+    ROW("fair-share-half-life", AVO_CFG_DOUBLE, fair_share_half_life, "604800", NULL, 1, 1e9,
+        "seconds after which a team's past device time counts half in the fair-share claim order"),
     ROW("engine-interval-ms", AVO_CFG_INT, engine_interval_ms, "1000", NULL, 50, 60000,
         "evolution engine polling interval (NOTIFY wakes it sooner)"),
     ROW("rescue-interval-ms", AVO_CFG_INT, rescue_interval_ms, "2000", NULL, 100, 600000,
@@ -156,15 +164,20 @@ static void shutdown_daemon(avod *d)
 
 static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
 
-/* Teams, admins, read access and (with a TCP listener) the token file,
- * checked together: a token's team must be one of the teams. *ntokens is 0
- * without a listener. */
-static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_token *tokens, int *ntokens, char *err,
-                      size_t errlen)
+/* Teams, admins, read access, the quota file and (with a TCP listener) the
+ * token file, checked together: a token's or a quota line's team must be
+ * one of the teams. *ntokens is 0 without a listener. */
+static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_token *tokens, int *ntokens,
+                      json_t **quotas, char *err, size_t errlen)
 {
     *ntokens = 0;
     if (avo_ident_new(ident, s->teams, s->admin_group, s->read_access, err, errlen) < 0)
         return -22;
+    if (avo_quota_load(s->quotas, *ident, quotas, err, errlen) < 0) {
+        avo_ident_free(*ident);
+        *ident = NULL;
+        return -22;
+    }
     if (tcp) {
         int n = *s->token_file ? avo_tokens_load(s->token_file, tokens, 1, err, errlen) : 0;
         if (n == 0)
@@ -173,6 +186,8 @@ static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_to
             explicit_bzero(tokens, sizeof *tokens * AVO_TOKENS_MAX);
             avo_ident_free(*ident);
             *ident = NULL;
+            json_decref(*quotas);
+            *quotas = NULL;
             return -22;
         }
         *ntokens = n;
@@ -184,6 +199,28 @@ static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_to
  * command line, file and environment; what can change while running is
  * applied (the log level, the LLM providers for new agent steps). A bad
  * configuration changes nothing and says why, in the log and in STATUS. */
+static void on_quotas_stored(void *arg, PGresult *res, const char *err)
+{
+    (void)arg;
+    (void)res;
+    if (err)
+        avo_err("avod", "reload: the quotas could not be stored, workers keep the previous ones: %s", err);
+}
+
+/* The quotas and half-life as the workers' claims read them. */
+static int store_quotas(avo_db *db, json_t *quotas, double half_life)
+{
+    char hl[64];
+    snprintf(hl, sizeof hl, "%.17g", half_life);
+    char *text = json_dumps(quotas, JSON_COMPACT);
+    const char *params[] = {text, hl};
+    int rc = text ? avo_db_query(db, "SELECT avo_quotas_set($1::jsonb, $2::float8)", 2, params, on_quotas_stored,
+                                 NULL)
+                  : -12;
+    free(text);
+    return rc;
+}
+
 static void on_reload(uv_signal_t *h, int signum)
 {
     avod *d = h->data;
@@ -202,13 +239,16 @@ static void on_reload(uv_signal_t *h, int signum)
             load_providers(s.providers, &prov, &n, err, sizeof err) == 0) {
             avo_token tokens[AVO_HTTP_MAX_TOKENS];
             avo_ident *ident = NULL;
+            json_t *quotas = NULL;
             int nt = 0;
-            if (load_ident(&s, d->http_tcp != NULL, &ident, tokens, &nt, err, sizeof err) < 0)
+            if (load_ident(&s, d->http_tcp != NULL, &ident, tokens, &nt, &quotas, err, sizeof err) < 0)
                 ; /* err says why */
             else if (avo_log_set_level(s.log_level) < 0)
                 snprintf(err, sizeof err, "log-level: '%s' is not one of error, warn, info, debug", s.log_level);
             else if (avo_agent_set_providers(d->agent, prov, n) < 0)
                 snprintf(err, sizeof err, "out of memory");
+            else if (store_quotas(&d->db, quotas, s.fair_share_half_life) < 0)
+                snprintf(err, sizeof err, "the database is not connected: quotas cannot be stored");
             else {
                 err[0] = 0;
                 if (nt > 0)
@@ -219,6 +259,7 @@ static void on_reload(uv_signal_t *h, int signum)
                 ident = NULL;
             }
             avo_ident_free(ident);
+            json_decref(quotas);
             explicit_bzero(tokens, sizeof tokens);
         }
     }
@@ -228,7 +269,8 @@ static void on_reload(uv_signal_t *h, int signum)
         avo_err("avod", "reload failed, the running configuration stays: %s", err);
         snprintf(note, sizeof note, "last reload failed: %.240s", err);
     } else {
-        avo_info("avod", "configuration reloaded: log level %s, %d LLM providers", s.log_level, n);
+        avo_info("avod", "configuration reloaded: log level %s, %d LLM providers, quotas %s", s.log_level, n,
+                 *s.quotas ? s.quotas : "none");
         snprintf(note, sizeof note, "reloaded: log level %.16s, %d LLM providers", s.log_level, n);
     }
     avo_service_reloaded(d->service, note);
@@ -376,7 +418,8 @@ static int write_dsn_file(const char *home, const char *dsn)
 
 /* Startup check and migrations on a short blocking connection, before the
  * loop runs. */
-static int prepare_database(const char *dsn, const char *sql_dir, char *err, size_t errlen)
+static int prepare_database(const char *dsn, const char *sql_dir, json_t *quotas, double half_life, char *err,
+                            size_t errlen)
 {
     PGconn *c = PQconnectdb(dsn);
     if (PQstatus(c) != CONNECTION_OK) {
@@ -388,7 +431,23 @@ static int prepare_database(const char *dsn, const char *sql_dir, char *err, siz
         return -111;
     }
     PQclear(PQexec(c, "SET client_min_messages = warning"));
-    int rc = avo_migrate(c, sql_dir, err, errlen);
+    int rc = avo_migrate(c, sql_dir, err, errlen); /* >= 0: how many were applied */
+    if (rc >= 0) {
+        /* before any worker claims under this avod: the quotas of this start */
+        char hl[64], *text = json_dumps(quotas, JSON_COMPACT);
+        snprintf(hl, sizeof hl, "%.17g", half_life);
+        const char *params[] = {text, hl};
+        PGresult *r = text ? PQexecParams(c, "SELECT avo_quotas_set($1::jsonb, $2::float8)", 2, NULL, params, NULL,
+                                          NULL, 0)
+                           : NULL;
+        if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+            snprintf(err, errlen, "storing the quotas: %s", r ? PQresultErrorMessage(r) : "out of memory");
+            err[strcspn(err, "\n")] = 0;
+            rc = -5;
+        }
+        PQclear(r);
+        free(text);
+    }
     PQfinish(c);
     return rc;
 }
@@ -406,6 +465,7 @@ static int run(int argc, char **argv, char **argv_copy)
     const char *dsn;
     avo_token tokens[AVO_HTTP_MAX_TOKENS];
     int ntokens = 0;
+    json_t *quotas = NULL;
 
     memset(&d, 0, sizeof d);
     memset(&pg, 0, sizeof pg);
@@ -441,7 +501,7 @@ static int run(int argc, char **argv, char **argv_copy)
         fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
-    if (load_ident(&s, *s.listen != 0, &d.ident, tokens, &ntokens, err, sizeof err) < 0) {
+    if (load_ident(&s, *s.listen != 0, &d.ident, tokens, &ntokens, &quotas, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         free(providers);
         return 2;
@@ -452,6 +512,7 @@ static int run(int argc, char **argv, char **argv_copy)
         if (!gr) {
             fprintf(stderr, "avod: socket-group: there is no unix group '%s'\n", s.socket_group);
             avo_ident_free(d.ident);
+            json_decref(quotas);
             free(providers);
             return 2;
         }
@@ -518,7 +579,7 @@ static int run(int argc, char **argv, char **argv_copy)
         pg_started = 1;
         dsn = pg.dsn;
     }
-    if ((rc = prepare_database(dsn, s.sql_dir, err, sizeof err)) < 0) {
+    if ((rc = prepare_database(dsn, s.sql_dir, quotas, s.fair_share_half_life, err, sizeof err)) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         rc = 1;
         goto cleanup;
@@ -583,6 +644,7 @@ static int run(int argc, char **argv, char **argv_copy)
 
 cleanup:
     explicit_bzero(tokens, sizeof tokens);
+    json_decref(quotas);
     avo_ident_free(d.ident);
     free(providers);
     if (loop_ready)
