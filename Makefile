@@ -186,9 +186,15 @@ $(BUILD)/fuzz/fuzz_parsers: $(FUZZ_SRC) $(LIB_PROTO) $(LIB_COMMON)
 	    $(LIB_PROTO) $(LIB_COMMON) $(LDLIBS_BASE)
 
 # Unit tests link every library; static linking pulls only what each needs.
+# Objects listed as extra prerequisites (test helpers) are linked in too.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(ALL_LIBS) -lcmocka $(LIBS_AVOD) -lseccomp
+	$(CC) $(CFLAGS) -o $@ $< $(filter %.o,$^) $(ALL_LIBS) -lcmocka $(LIBS_AVOD) -lseccomp
+
+# The loop tests run db.c and engine.c against a throwaway PostgreSQL
+# started by tests/unit/pgtest.c (avod's own embedded-cluster code).
+UNIT_PG_TESTS := $(BUILD)/tests/test_db_loop $(BUILD)/tests/test_engine_loop
+$(UNIT_PG_TESTS): $(BUILD)/obj/tests/unit/pgtest.o
 
 # make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.
 run: deps

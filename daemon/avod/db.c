@@ -181,6 +181,19 @@ static void read_results(avo_db *db)
     }
 }
 
+/* What the socket holds: notifications, then results. */
+static void db_read(avo_db *db)
+{
+    if (!PQconsumeInput(db->conn)) {
+        db_fail(db, PQerrorMessage(db->conn));
+        return;
+    }
+    drain_notifies(db);
+    read_results(db);
+    if (db->conn && PQstatus(db->conn) == CONNECTION_BAD)
+        db_fail(db, PQerrorMessage(db->conn));
+}
+
 static void on_poll(uv_poll_t *h, int status, int events)
 {
     avo_db *db = h->data;
@@ -216,7 +229,13 @@ static void on_poll(uv_poll_t *h, int status, int events)
     if (db->state != DB_READY)
         return;
     if (status < 0) {
-        db_fail(db, uv_strerror(status));
+        /* libuv reports POLLERR as EBADF: the server closed the connection,
+         * often after saying why (pg_terminate_backend, a shutdown) while
+         * a query of ours lay unread. Read what it sent, then meet the
+         * error in libpq, so the failure names that cause, not the poll's. */
+        db_read(db);
+        if (db->conn)
+            db_fail(db, PQconsumeInput(db->conn) ? uv_strerror(status) : PQerrorMessage(db->conn));
         return;
     }
     if (events & UV_WRITABLE) {
@@ -228,16 +247,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
         if (r == 0)
             db_watch(db, UV_READABLE);
     }
-    if (events & UV_READABLE) {
-        if (!PQconsumeInput(db->conn)) {
-            db_fail(db, PQerrorMessage(db->conn));
-            return;
-        }
-        drain_notifies(db);
-        read_results(db);
-        if (db->conn && PQstatus(db->conn) == CONNECTION_BAD)
-            db_fail(db, PQerrorMessage(db->conn));
-    }
+    if (events & UV_READABLE)
+        db_read(db);
 }
 
 static void db_pump(avo_db *db)

@@ -49,6 +49,7 @@ struct avo_engine {
 };
 
 static void pass_next(avo_engine *e);
+static void engine_free_if_done(avo_engine *e);
 
 static void pinned_free(pinned_problem *c)
 {
@@ -123,12 +124,17 @@ static pinned_problem *cache_slot(avo_engine *e)
     return c;
 }
 
+/* Callers return at once: a stopped engine may be freed here. */
 static void pass_done(avo_engine *e)
 {
     json_decref(e->jobs);
     e->jobs = NULL;
     e->busy = 0;
-    if (e->again && !e->stopping) {
+    if (e->stopping) {
+        engine_free_if_done(e);
+        return;
+    }
+    if (e->again) {
         e->again = 0;
         avo_engine_kick(e);
     }
@@ -164,6 +170,11 @@ static void apply(avo_engine *e, json_t *decision)
 static void on_snapshot(void *arg, PGresult *res, const char *err)
 {
     avo_engine *e = arg;
+    if (e->stopping) {
+        /* decide nothing: the agent it would start steps on may be gone */
+        pass_done(e);
+        return;
+    }
     if (err || !res || PQntuples(res) != 1 || PQgetisnull(res, 0, 0)) {
         if (err)
             avo_warn("engine", "job %lld: snapshot failed: %s", (long long)e->current, err);
@@ -275,7 +286,7 @@ static void pass_next(avo_engine *e)
 static void on_jobs(void *arg, PGresult *res, const char *err)
 {
     avo_engine *e = arg;
-    if (err || !res || PQntuples(res) != 1) {
+    if (e->stopping || err || !res || PQntuples(res) != 1) {
         if (err)
             avo_debug("engine", "listing active jobs failed: %s", err);
         pass_done(e);
@@ -316,6 +327,8 @@ void avo_engine_set_agent(avo_engine *e, avo_agent *a)
 
 void avo_engine_kick(avo_engine *e)
 {
+    if (e->stopping)
+        return;
     if (e->busy) {
         e->again = 1;
         return;
@@ -342,16 +355,24 @@ int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *
     return 0;
 }
 
-static void engine_closed(uv_handle_t *h)
+/* Freed once both timers are closed (libuv runs close callbacks in no
+ * promised order) and no query of a pass is in flight: its callback still
+ * comes, from the connection's answer or its close, and needs the engine. */
+static void engine_free_if_done(avo_engine *e)
 {
-    avo_engine *e = h->data;
-    /* libuv runs close callbacks in no promised order: free after both */
-    if (++e->closed < 2)
+    if (e->closed < 2 || e->busy)
         return;
     for (int i = 0; i < e->ncache; i++)
         pinned_free(&e->cache[i]);
     json_decref(e->jobs);
     free(e);
+}
+
+static void engine_closed(uv_handle_t *h)
+{
+    avo_engine *e = h->data;
+    e->closed++;
+    engine_free_if_done(e);
 }
 
 void avo_engine_stop(avo_engine *e)

@@ -21,6 +21,10 @@ void avo_engine_kick(avo_engine *e);
 /* Agent jobs: the engine starts and stops their steps in its passes. */
 struct avo_agent;
 void avo_engine_set_agent(avo_engine *e, struct avo_agent *a);
+/* No pass starts after this; the engine frees itself from the loop once its
+ * timers are closed and a query of a pass in flight has called back, with
+ * an answer or with the connection's close (so the connection may close in
+ * the same turn, as avod does, or stay up). e may be NULL. */
 void avo_engine_stop(avo_engine *e);
 
 #endif

@@ -1,0 +1,171 @@
+/* The unit tests' throwaway PostgreSQL and loop helpers (pgtest.h): avod's embedded-cluster code in a temporary directory. */
+#include "pgtest.h"
+
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon/avod/migrate.h"
+
+/* A blocking connection, or NULL with the reason in err. */
+static PGconn *open_conn(const pgtest *t, char *err, size_t errlen)
+{
+    PGconn *c = PQconnectdb(t->pg.dsn);
+    if (PQstatus(c) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to the test PostgreSQL (%s): %s", t->pg.dsn, PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    return c;
+}
+
+static int migrate(pgtest *t)
+{
+    char err[1900];
+    const char *dir = getenv("AVO_SQL_DIR") ? getenv("AVO_SQL_DIR") : "sql";
+    PGconn *c = open_conn(t, err, sizeof err);
+    int rc = c ? avo_migrate(c, dir, err, sizeof err) : -1;
+    PQfinish(c);
+    if (rc < 0)
+        snprintf(t->why, sizeof t->why, "migrations from %s failed: %s", dir, err);
+    return rc;
+}
+
+static int start_server(pgtest *t)
+{
+    char bindir[1024];
+    if (avo_pgembed_find_bindir(bindir, sizeof bindir) < 0) {
+        snprintf(t->why, sizeof t->why, "no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql "
+                                         "or on PATH: install the 'postgresql' package (make deps)");
+        t->absent = 1;
+        return -1;
+    }
+    snprintf(t->dir, sizeof t->dir, "/tmp/avo-unit-pg.XXXXXX");
+    if (!mkdtemp(t->dir)) {
+        snprintf(t->why, sizeof t->why, "mkdtemp %s failed", t->dir);
+        t->dir[0] = 0;
+        return -1;
+    }
+    /* Under root the server runs as postgres, who must reach the cluster. */
+    if (chmod(t->dir, 0755) < 0) {
+        snprintf(t->why, sizeof t->why, "chmod %s failed", t->dir);
+        return -1;
+    }
+    if (avo_pgembed_start(&t->pg, t->dir, bindir, "", t->why, sizeof t->why) < 0)
+        return -1;
+    t->started = 1;
+    return 0;
+}
+
+int pgtest_start(pgtest *t, int with_schema)
+{
+    memset(t, 0, sizeof *t);
+    if (start_server(t) < 0 || (with_schema && migrate(t) < 0)) {
+        print_message("# no test PostgreSQL: %s\n", t->why);
+        pgtest_stop(t);
+    }
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void pgtest_stop(pgtest *t)
+{
+    if (t->started)
+        avo_pgembed_stop(&t->pg);
+    t->started = 0;
+    if (t->dir[0])
+        nftw(t->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    t->dir[0] = 0;
+}
+
+void pgtest_need(const pgtest *t)
+{
+    if (t->started)
+        return;
+    if (t->absent) {
+        print_message("# skipped: %s\n", t->why);
+        skip();
+    }
+    fail_msg("the test PostgreSQL is not ready: %s", t->why);
+}
+
+PGconn *pgtest_connect(const pgtest *t)
+{
+    char err[1500];
+    PGconn *c = open_conn(t, err, sizeof err);
+    if (!c)
+        fail_msg("%s", err);
+    return c;
+}
+
+long long pgtest_value(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
+        PQclear(r);
+        fail_msg("%s: %s", sql, msg);
+    }
+    long long v = st == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)
+                      ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+                      : 0;
+    PQclear(r);
+    return v;
+}
+
+void pgtest_run_until(uv_loop_t *loop, const int *v, int want, const char *what)
+{
+    while (*v < want)
+        if (uv_run(loop, UV_RUN_ONCE) == 0 && *v < want) {
+            print_message("# the loop ran out of work before %s\n", what);
+            fail();
+        }
+}
+
+static void on_closed(avo_db *db)
+{
+    pgtest_db *t = (pgtest_db *)((char *)db - offsetof(pgtest_db, db));
+    t->closed++;
+}
+
+void pgtest_db_close(pgtest_db *t)
+{
+    avo_db_close(&t->db, on_closed);
+}
+
+static void print_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    print_message("# still open: a %s handle (active %d, closing %d)\n", uv_handle_type_name(h->type),
+                  uv_is_active(h), uv_is_closing(h));
+}
+
+void pgtest_finish(uv_loop_t *loop, pgtest_db *t, int close)
+{
+    if (close)
+        pgtest_db_close(t);
+    assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(t->closed, 1);
+    int rc = uv_loop_close(loop);
+    if (rc != 0)
+        uv_walk(loop, print_handle, NULL);
+    assert_int_equal(rc, 0);
+}
