@@ -1,6 +1,7 @@
 /* The /v1 API handlers: route dispatch, validation, answers from PostgreSQL, event streams (api.h). */
 #include "api.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,7 +56,12 @@ struct stream {
     avo_api *api;
     avo_http_req *req;
     stream *prev, *next;
-    int64_t job;
+    int64_t job;               /* 0: every job the principal may read (GET /v1/events) */
+    avo_principal who;         /* for job 0: whose read access filters it */
+    int follow;                /* for job 0: 0 ends the stream once caught up */
+    int detail;                /* ?detail=true: "detail" events (no id) when the job's detail changes */
+    char detail_key[512];      /* the last one sent, its seconds left out */
+    unsigned detail_tick;      /* api ticks when something was last written */
     int64_t after;
     int fetching;
     int waiting;               /* caught up; woken by NOTIFY or the timer */
@@ -638,6 +644,47 @@ static void stream_on_close(avo_http_req *req)
     stream_release(s);
 }
 
+/* A "detail" event (no id: a resume never replays it) when the job's
+ * detail (sql/023_why.sql) changed other than in its seconds, or when the
+ * stream has been silent for about 30 s, so a watcher is never left
+ * without a word while a job waits. */
+static void stream_detail(stream *s, const char *detail)
+{
+    char key[sizeof s->detail_key];
+    size_t k = 0;
+    for (const char *p = detail; *p && k + 1 < sizeof key; p++) {
+        /* "41 s" and "(turn 3, 12 s)": the seconds do not make a change */
+        if (isdigit((unsigned char)*p)) {
+            const char *q = p;
+            while (isdigit((unsigned char)*q))
+                q++;
+            if (q[0] == ' ' && q[1] == 's' && (q[2] == 0 || q[2] == ')' || q[2] == ' ' || q[2] == ',')) {
+                p = q;
+                continue;
+            }
+        }
+        key[k++] = *p;
+    }
+    key[k] = 0;
+    if (!strcmp(key, s->detail_key) && s->api->ticks - s->detail_tick < 15)
+        return;
+    json_t *o = json_pack("{s:s,s:I,s:{s:s}}", "kind", "detail", "job", (json_int_t)s->job, "data", "detail", detail);
+    char *data = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!data)
+        return;
+    size_t len = strlen(data) + 32;
+    char *buf = malloc(len);
+    if (buf) {
+        int m = snprintf(buf, len, "event: detail\ndata: %s\n\n", data);
+        avo_http_stream_write(s->req, buf, (size_t)m);
+        snprintf(s->detail_key, sizeof s->detail_key, "%s", key);
+        s->detail_tick = s->api->ticks;
+    }
+    free(buf);
+    free(data);
+}
+
 static void on_events(void *arg, PGresult *res, const char *err)
 {
     stream *s = arg;
@@ -671,6 +718,10 @@ static void on_events(void *arg, PGresult *res, const char *err)
             finished = 1;
     }
     int active = !strcmp(state, "queued") || !strcmp(state, "running");
+    if (wrote)
+        s->detail_tick = s->api->ticks;
+    if (s->detail && active && !finished && n && !PQgetisnull(res, 0, 4))
+        stream_detail(s, PQgetvalue(res, 0, 4));
     if (finished || (!wrote && !active)) {
         avo_http_stream_end(s->req);
         return;
@@ -681,21 +732,78 @@ static void on_events(void *arg, PGresult *res, const char *err)
         s->waiting = 1;
 }
 
+/* GET /v1/events: the stored events after s->after of every job, those
+ * the principal may not read skipped (ident.h's rule, read now, so a
+ * reload's read-access applies to open streams too). */
+static void on_all_events(void *arg, PGresult *res, const char *err)
+{
+    stream *s = arg;
+    s->fetching = 0;
+    if (s->closed || avo_http_gone(s->req)) {
+        stream_release(s);
+        return;
+    }
+    if (err) {
+        s->waiting = 1;         /* the timer retries */
+        return;
+    }
+    int n = PQntuples(res);
+    char rule[512];
+    for (int i = 0; i < n; i++) {
+        int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        const char *kind = PQgetvalue(res, i, 1), *data = PQgetvalue(res, i, 2);
+        const char *owner = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3);
+        const char *team = PQgetisnull(res, i, 4) ? NULL : PQgetvalue(res, i, 4);
+        s->after = id;
+        if (!avo_ident_may_read(s->api->ident, &s->who, owner, team, rule, sizeof rule))
+            continue;
+        size_t len = strlen(data) + strlen(kind) + 64;
+        char *buf = malloc(len);
+        if (!buf)
+            break;
+        int m = snprintf(buf, len, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, kind, data);
+        avo_http_stream_write(s->req, buf, (size_t)m);
+        free(buf);
+    }
+    if (n == 200)
+        stream_fetch(s);        /* more stored events to replay */
+    else if (!s->follow)
+        avo_http_stream_end(s->req);
+    else
+        s->waiting = 1;
+}
+
 static void stream_fetch(stream *s)
 {
     if (s->fetching || s->closed)
         return;
+    if (s->job == 0) {
+        char after[32];
+        snprintf(after, sizeof after, "%lld", (long long)s->after);
+        const char *params[] = {after};
+        s->waiting = 0;
+        if (avo_db_query(s->api->db,
+                         "SELECT e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, 'kind', e.kind, "
+                         "'at', e.created_at, 'data', e.data)::text, j.owner, j.team "
+                         "FROM events e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.id > $1 ORDER BY e.id LIMIT 200",
+                         1, params, on_all_events, s) == 0)
+            s->fetching = 1;
+        else
+            s->waiting = 1;
+        return;
+    }
     char job[32], after[32];
     snprintf(job, sizeof job, "%lld", (long long)s->job);
     snprintf(after, sizeof after, "%lld", (long long)s->after);
-    const char *params[] = {job, after};
+    const char *params[] = {job, after, s->detail ? "true" : "false"};
     s->waiting = 0;
     if (avo_db_query(s->api->db,
                      "SELECT j.state, e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, "
-                     "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text "
+                     "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text, "
+                     "CASE WHEN $3::bool THEN avo_job_detail(j.id) END "
                      "FROM jobs j LEFT JOIN LATERAL (SELECT * FROM events WHERE job_id = j.id AND id > $2 "
                      "ORDER BY id LIMIT 200) e ON true WHERE j.id = $1 ORDER BY e.id",
-                     2, params, on_events, s) == 0)
+                     3, params, on_events, s) == 0)
         s->fetching = 1;
     else
         s->waiting = 1;
@@ -733,6 +841,9 @@ static void on_stream_job(void *arg, PGresult *res, const char *err)
     if (!after)
         after = avo_http_header(c->req, "Last-Event-ID");
     s->after = after ? strtoll(after, NULL, 10) : 0;
+    const char *dq = avo_http_query(c->req, "detail");
+    s->detail = dq && (!strcmp(dq, "true") || !strcmp(dq, "1"));
+    s->detail_tick = a->ticks;
     avo_http_ref(c->req);
     avo_http_set_data(c->req, s, stream_on_close);
     s->next = a->streams;
@@ -767,10 +878,88 @@ static void h_events(avo_api *a, avo_http_req *req, int64_t id)
     }
 }
 
+/* GET /v1/events: from ?after=N, or the last N events (?last=N; those one
+ * may not read count too, so fewer may come), or from now; ?follow=false
+ * ends the stream once the stored events are sent. */
+static void on_all_start(void *arg, PGresult *res, const char *err)
+{
+    call *c = arg;
+    avo_api *a = c->api;
+    if (avo_http_gone(c->req))
+        goto done;
+    if (err) {
+        reply_db_error(a, c->req, err);
+        goto done;
+    }
+    stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        avo_http_reply_error(c->req, 500, "internal", "out of memory");
+        goto done;
+    }
+    s->api = a;
+    s->req = c->req;
+    s->job = 0;
+    s->after = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    const char *f = avo_http_query(c->req, "follow");
+    s->follow = !(f && (!strcmp(f, "false") || !strcmp(f, "0")));
+    principal_of(a, c->req, &s->who);
+    avo_http_ref(c->req);
+    avo_http_set_data(c->req, s, stream_on_close);
+    s->next = a->streams;
+    if (a->streams)
+        a->streams->prev = s;
+    a->streams = s;
+    avo_http_stream_start(c->req, "text/event-stream", stream_pull);
+done:
+    call_free(c);
+}
+
+static int query_int(avo_http_req *req, const char *key, long dflt, long max, char *out, size_t outlen);
+
+static void h_all_events(avo_api *a, avo_http_req *req)
+{
+    char ab[32], lb[16];
+    const char *f = avo_http_query(req, "follow");
+    if (f && strcmp(f, "true") && strcmp(f, "1") && strcmp(f, "false") && strcmp(f, "0")) {
+        avo_http_reply_error(req, 400, "bad_request", "follow: '%s' is not true or false", f);
+        return;
+    }
+    const char *after = avo_http_query(req, "after");
+    if (!after)
+        after = avo_http_header(req, "Last-Event-ID");
+    if (query_int(req, "last", 0, 10000, lb, sizeof lb) < 0)
+        return;
+    ab[0] = 0;
+    if (after) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(after, &end, 10);
+        if (errno || *end || v < 0 || !*after) {
+            avo_http_reply_error(req, 400, "bad_request", "after: '%s' is not a non-negative event id", after);
+            return;
+        }
+        if (lb[0]) {
+            avo_http_reply_error(req, 400, "bad_request", "after and last: give one of them");
+            return;
+        }
+        snprintf(ab, sizeof ab, "%lld", v);
+    }
+    call *c = call_new(a, req, 0);
+    const char *params[] = {ab[0] ? ab : NULL, lb[0] ? lb : NULL};
+    if (!c || avo_db_query(a->db,
+                           "SELECT COALESCE($1::bigint, (SELECT COALESCE(min(id) - 1, 0) FROM (SELECT id FROM events "
+                           "ORDER BY id DESC LIMIT $2::int) l), (SELECT COALESCE(max(id), 0) FROM events))",
+                           2, params, on_all_start, c) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        if (c)
+            call_free(c);
+    }
+}
+
 void avo_api_job_event(avo_api *a, int64_t job)
 {
     for (stream *s = a->streams; s; s = s->next)
-        if (s->job == job && s->waiting)
+        if ((s->job == job || s->job == 0) && s->waiting)
             stream_fetch(s);
 }
 
@@ -1530,6 +1719,9 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
     case AVO_ROUTE_JOB_EVENTS:
         h_events(a, req, id);
         return;
+    case AVO_ROUTE_EVENTS:
+        h_all_events(a, req);
+        return;
     case AVO_ROUTE_JOB_LINEAGE:
         query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
         return;
@@ -1615,7 +1807,8 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
     }
     case AVO_ROUTE_WORKERS:
         query_json(a, req, 0,
-                   "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) ORDER BY w.id), "
+                   "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) || "
+                   "jsonb_build_object('current', avo_worker_current(w.id)) ORDER BY w.id), "
                    "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
                    0, NULL, NULL, 200);
         return;
