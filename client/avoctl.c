@@ -438,6 +438,23 @@ static int watch_interrupted(watch_state *w, int64_t job)
     return 130; /* as a shell reports a command ended by SIGINT */
 }
 
+/* A stream that ended in a local failure or an error answer (not 503,
+ * which is retried): its exit code, r freed; -1 to go on. */
+static int stream_error(int rc, int error, avoctl_response *r)
+{
+    if (error) {
+        errorf("cannot read the event stream: %s", strerror(-error));
+        avoctl_response_free(r);
+        return EXIT_FAIL;
+    }
+    if (rc == 0 && r->status != 200 && r->status != 503) {
+        int ex = daemon_error(r);
+        avoctl_response_free(r);
+        return ex;
+    }
+    return -1;
+}
+
 static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_before)
 {
     watch_state w = {.c = c, .last_id = after};
@@ -489,16 +506,9 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
             avoctl_response_free(&r);
             return watch_interrupted(&w, job);
         }
-        if (w.error) {
-            errorf("cannot read the event stream: %s", strerror(-w.error));
-            avoctl_response_free(&r);
-            return EXIT_FAIL;
-        }
-        if (rc == 0 && r.status != 200 && r.status != 503) {
-            int ex = daemon_error(&r);
-            avoctl_response_free(&r);
-            return ex;
-        }
+        const int fail = stream_error(rc, w.error, &r);
+        if (fail >= 0)
+            return fail;
         if (r.status != 0) {
             last_ok = now_s();
             connected_before = 1;
@@ -655,16 +665,9 @@ static int events_loop(avoctl_ctx *c, events_state *wp, int follow, int use_last
             avoctl_response_free(&r);
             return follow ? EXIT_OK : 130;
         }
-        if (w.error) {
-            errorf("cannot read the event stream: %s", strerror(-w.error));
-            avoctl_response_free(&r);
-            return EXIT_FAIL;
-        }
-        if (rc == 0 && r.status != 200 && r.status != 503) {
-            int ex = daemon_error(&r);
-            avoctl_response_free(&r);
-            return ex;
-        }
+        const int fail = stream_error(rc, w.error, &r);
+        if (fail >= 0)
+            return fail;
         if (r.status == 200)
             last_ok = now_s();
         if (!follow || (first && r.status == 0) || now_s() - last_ok > 60) {
