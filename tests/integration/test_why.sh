@@ -51,6 +51,16 @@ NQ=$(q "SELECT count(*) FROM evaluations WHERE job_id = $J1 AND state = 'queued'
 check "a live worker, all busy elsewhere: 'running: N evaluations queued, waiting for a free worker'" \
     jqt --arg d "running: $NQ evaluation$([ "$NQ" = 1 ] || echo s) queued, waiting for a free worker" \
     '.detail == $d' <(avoctl --json status "$J1")
+# A toolchain pin no live worker meets (the row above has no toolchain):
+# the toolchain's own warning (sql/018), once, and the pin in the detail.
+echo '{"problem": "cpu/sgemm", "islands": 1, "budget": {"evaluations": 1}, "toolchain": {"cc": ">=999"}}' >"$T/tc.json"
+JT=$(avoctl --json submit "$T/tc.json" 2>"$T/submit-tc.err" | jq -r .id)
+check "submit with a toolchain pin no live worker meets: the toolchain warning, and only it" \
+    bash -c '[ "$(grep -c warning "$0")" = 1 ] && grep -q "warning: toolchain: no live worker of target cpu matches" "$0"' \
+    "$T/submit-tc.err"
+check "status: the detail names the toolchain pin" \
+    jqt '.detail == "queued: no live worker for cpu / toolchain {\"cc\": \">=999\"}"' <(avoctl --json status "$JT")
+avoctl cancel "$JT" >/dev/null
 E=$(q "SELECT id FROM avo_claim($FW, 'cpu', 600) WHERE job_id = $J1")
 if [ -z "$E" ]; then  # J2's came first in the queue: claim until one of J1's
     for _ in 1 2 3 4 5 6; do
