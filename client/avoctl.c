@@ -305,12 +305,17 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
     int64_t id = 0;
     char line[1024];
 
-    if (ev->id[0])
+    /* "detail" (what the job waits for now) has no id of its own: the
+     * stream's last id is the previous event's, and it is never replayed. */
+    const int detail = ev->event && !strcmp(ev->event, "detail");
+    if (detail)
+        id = 0;
+    else if (ev->id[0])
         id = strtoll(ev->id, NULL, 10);
     else if (json_is_integer(json_object_get(obj, "id")))
         id = json_integer_value(json_object_get(obj, "id"));
     /* A replay after reconnecting must not show an event twice. */
-    if (id > 0 && id <= w->last_id) {
+    if (!detail && id > 0 && id <= w->last_id) {
         json_decref(obj);
         return 0;
     }
@@ -434,6 +439,23 @@ static int watch_interrupted(watch_state *w, int64_t job)
     return 130; /* as a shell reports a command ended by SIGINT */
 }
 
+/* A stream that ended in a local failure or an error answer (not 503,
+ * which is retried): its exit code, r freed; -1 to go on. */
+static int stream_error(int rc, int error, avoctl_response *r)
+{
+    if (error) {
+        errorf("cannot read the event stream: %s", strerror(-error));
+        avoctl_response_free(r);
+        return EXIT_FAIL;
+    }
+    if (rc == 0 && r->status != 200 && r->status != 503) {
+        int ex = daemon_error(r);
+        avoctl_response_free(r);
+        return ex;
+    }
+    return -1;
+}
+
 static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_before)
 {
     watch_state w = {.c = c, .last_id = after};
@@ -472,7 +494,8 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
         avoctl_response r;
         avoctl_sse_init(&w.sse); /* a partial event from a lost stream is replayed */
         w.events = 0;
-        snprintf(query, sizeof query, "after=%lld", (long long)w.last_id);
+        /* people get the job's detail when it changes; --json gets the events only */
+        snprintf(query, sizeof query, "after=%lld%s", (long long)w.last_id, c->json ? "" : "&detail=true");
         int rc = avoctl_http_stream(c->http, AVO_ROUTE_JOB_EVENTS, job, query, on_stream, &w, &r);
         avoctl_sse_free(&w.sse);
 
@@ -484,16 +507,9 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
             avoctl_response_free(&r);
             return watch_interrupted(&w, job);
         }
-        if (w.error) {
-            errorf("cannot read the event stream: %s", strerror(-w.error));
-            avoctl_response_free(&r);
-            return EXIT_FAIL;
-        }
-        if (rc == 0 && r.status != 200 && r.status != 503) {
-            int ex = daemon_error(&r);
-            avoctl_response_free(&r);
-            return ex;
-        }
+        const int fail = stream_error(rc, w.error, &r);
+        if (fail >= 0)
+            return fail;
         if (r.status != 0) {
             last_ok = now_s();
             connected_before = 1;
@@ -547,6 +563,125 @@ static int cmd_watch(avoctl_ctx *c, const avoctl_args *a)
     if (s && avoctl_parse_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
         return usage_error(c, err);
     return watch_job(c, job, after, 0);
+}
+
+/* ---- events of every job ---------------------------------------------- */
+
+typedef struct {
+    avoctl_ctx *c;
+    avoctl_sse sse;
+    int64_t last_id;
+    int events;
+    int error;
+    json_t *units;        /* job id -> unit, learnt from the events that carry one */
+} events_state;
+
+static int on_any_event(const avoctl_sse_event *ev, void *arg)
+{
+    events_state *w = arg;
+    json_error_t je;
+    int64_t id = ev->id[0] ? strtoll(ev->id, NULL, 10) : 0;
+    if (id > 0 && id <= w->last_id)
+        return 0; /* a replay after reconnecting */
+    json_t *obj = json_loads(ev->data, 0, &je);
+    if (!obj) {
+        fprintf(stderr, "avoctl: skipping event %s: data is not JSON: %s\n", ev->id, je.text);
+    } else if (w->c->json) {
+        if (!strchr(ev->data, '\n'))
+            puts(ev->data);
+        else
+            print_json(obj, JSON_COMPACT);
+    } else {
+        char line[1024], job[32];
+        snprintf(job, sizeof job, "%lld", (long long)json_integer_value(json_object_get(obj, "job")));
+        const char *unit = avoctl_str(json_object_get(obj, "data"), "unit");
+        if (unit && w->units)
+            json_object_set_new(w->units, job, json_string(unit));
+        avoctl_fmt_event(obj, json_string_value(json_object_get(w->units, job)), line, sizeof line);
+        printf("job %s %s%s%s\n", job, event_color(obj), line, *event_color(obj) ? avoctl_color_off() : "");
+    }
+    fflush(stdout);
+    json_decref(obj);
+    if (id > 0)
+        w->last_id = id;
+    w->events++;
+    return 0;
+}
+
+static int on_any_stream(const char *data, size_t len, void *arg)
+{
+    events_state *w = arg;
+    int rc = avoctl_sse_feed(&w->sse, data, len, on_any_event, w);
+    if (rc < 0)
+        w->error = rc;
+    return rc;
+}
+
+static int events_loop(avoctl_ctx *c, events_state *wp, int follow, int use_last, int64_t last);
+
+/* The events of every job this principal may read: the last N (or those
+ * after --after) and, with -f, the new ones as they come, until Ctrl-C;
+ * a lost connection is resumed after the last event shown. */
+static int cmd_events(avoctl_ctx *c, const avoctl_args *a)
+{
+    int64_t after = -1, last = 20;
+    char err[256];
+    const int follow = avoctl_args_get(a, "follow") != NULL;
+    const char *s = avoctl_args_get(a, "after");
+    if (s && avoctl_parse_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
+        return usage_error(c, err);
+    s = avoctl_args_get(a, "last");
+    if (s && avoctl_parse_i64("--last", s, 1, 10000, &last, err, sizeof err) < 0)
+        return usage_error(c, err);
+    if (after >= 0 && avoctl_args_get(a, "last"))
+        return usage_error(c, "--after and --last: give one of them");
+    if (open_http(c) < 0)
+        return EXIT_FAIL;
+    events_state w = {.c = c, .last_id = after >= 0 ? after : 0, .units = json_object()};
+    int ex = events_loop(c, &w, follow, after < 0, last);
+    json_decref(w.units);
+    return ex;
+}
+
+static int events_loop(avoctl_ctx *c, events_state *wp, int follow, int use_last, int64_t last)
+{
+    events_state w = *wp;
+    char query[96];
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    avoctl_http_set_stop(c->http, &interrupted);
+    double delay = 0.2, last_ok = now_s();
+    for (int first = 1;; first = 0) {
+        avoctl_response r;
+        if (first && use_last)
+            snprintf(query, sizeof query, "last=%lld&follow=%s", (long long)last, follow ? "true" : "false");
+        else
+            snprintf(query, sizeof query, "after=%lld&follow=%s", (long long)w.last_id, follow ? "true" : "false");
+        avoctl_sse_init(&w.sse);
+        w.events = 0;
+        int rc = avoctl_http_stream(c->http, AVO_ROUTE_EVENTS, 0, query, on_any_stream, &w, &r);
+        avoctl_sse_free(&w.sse);
+        if (interrupted) {
+            avoctl_response_free(&r);
+            return follow ? EXIT_OK : 130;
+        }
+        const int fail = stream_error(rc, w.error, &r);
+        if (fail >= 0)
+            return fail;
+        if (r.status == 200)
+            last_ok = now_s();
+        if (!follow || (first && r.status == 0) || now_s() - last_ok > 60) {
+            int ex = rc == 0 && r.status == 200 ? EXIT_OK : unreachable(c, r.error[0] ? r.error : "connection failed");
+            avoctl_response_free(&r);
+            return ex;
+        }
+        avoctl_response_free(&r);
+        if (w.events)
+            delay = 0.2;
+        sleep_s(delay);
+        delay = delay * 2 > 5 ? 5 : delay * 2;
+    }
 }
 
 /* ---- commands --------------------------------------------------------- */
@@ -835,10 +970,16 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
             goto cleanup;
         }
     }
-    if (avoctl_table_rows(t) == 0)
+    if (avoctl_table_rows(t) == 0) {
         puts("no jobs");
-    else
+    } else {
         avoctl_table_print(t, stdout);
+        /* what each unfinished job waits for, under the table so its columns stay narrow */
+        json_array_foreach(json_object_get(body, "jobs"), i, job)
+            if (avoctl_str(job, "detail"))
+                printf("job %lld: %s\n", (long long)json_integer_value(json_object_get(job, "id")),
+                       avoctl_str(job, "detail"));
+    }
 cleanup:
     avoctl_table_free(t);
     json_decref(body);
@@ -892,6 +1033,9 @@ static void print_job(const json_t *job)
     kv("state", avoctl_str(job, "state"));
     if (avoctl_str(job, "reason"))
         kv("reason", avoctl_str(job, "reason"));
+    /* what it waits for or does right now (sql/023_why.sql) */
+    if (avoctl_str(job, "detail"))
+        kv("detail", avoctl_str(job, "detail"));
     avoctl_fmt_time(avoctl_str(job, "created_at"), 1, buf, sizeof buf);
     kv("created", buf);
     avoctl_fmt_time(avoctl_str(job, "started_at"), 1, buf, sizeof buf);
@@ -1642,8 +1786,9 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    static const char *const hdr[] = {"ID", "HOST", "PID", "TARGET", "STATE", "LAST_SEEN"};
-    if (avoctl_table_new(&t, 6, hdr, 1u << 0 | 1u << 2) < 0) {
+    static const char *const hdr[] = {"ID", "HOST", "PID", "TARGET", "STATE", "LAST_SEEN", "JOB", "CANDIDATE",
+                                      "WORK", "ELAPSED"};
+    if (avoctl_table_new(&t, 10, hdr, 1u << 0 | 1u << 2 | 1u << 6 | 1u << 7) < 0) {
         ex = EXIT_FAIL;
         goto cleanup;
     }
@@ -1654,7 +1799,18 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
         avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
         avoctl_fmt_field(json_object_get(w, "pid"), pid, sizeof pid);
         avoctl_fmt_time(avoctl_str(w, "last_seen"), 1, seen, sizeof seen);
-        const char *row[] = {id, avoctl_str(w, "host"), pid, avoctl_str(w, "target"), avoctl_str(w, "state"), seen};
+        /* what it runs now (sql/023_why.sql's avo_worker_current), "-" when idle */
+        const json_t *cur = json_object_get(w, "current");
+        char job[32] = "-", cand[32] = "-", work[64] = "-", el[64] = "-";
+        if (json_is_object(cur)) {
+            avoctl_fmt_field(json_object_get(cur, "job"), job, sizeof job);
+            avoctl_fmt_field(json_object_get(cur, "candidate"), cand, sizeof cand);
+            snprintf(work, sizeof work, "%s %lld", avoctl_str(cur, "kind") ? avoctl_str(cur, "kind") : "?",
+                     (long long)json_integer_value(json_object_get(cur, "id")));
+            avoctl_fmt_duration(json_number_value(json_object_get(cur, "elapsed_s")), el, sizeof el);
+        }
+        const char *row[] = {id,   avoctl_str(w, "host"), pid,  avoctl_str(w, "target"), avoctl_str(w, "state"),
+                             seen, job,                   cand, work,                    el};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -2374,6 +2530,12 @@ static const avoctl_opt watch_opts[] = {
     {"after", 0, 1, "N", "start after event id N (default 0: replay everything)"},
     {NULL, 0, 0, NULL, NULL},
 };
+static const avoctl_opt events_opts[] = {
+    {"follow", 'f', 0, NULL, "keep streaming new events until Ctrl-C"},
+    {"after", 0, 1, "N", "start after event id N"},
+    {"last", 'n', 1, "N", "start with the last N events (default 20)"},
+    {NULL, 0, 0, NULL, NULL},
+};
 static const avoctl_opt transcript_opts[] = {
     {"step", 0, 1, "N", "only the job's Nth agent step"},
     {"full", 'f', 0, NULL, "print every message whole (default: a few lines each)"},
@@ -2427,6 +2589,9 @@ static const avoctl_command commands[] = {
     {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB", 0},
     {"watch", cmd_watch, "avoctl watch JOB [--after N]",
      "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB", 0},
+    {"events", cmd_events, "avoctl events [-f] [--after N | --last N]",
+     "events of every job you may read, each with its job (-f: follow new ones until Ctrl-C)", events_opts, 0, 0,
+     NULL, 0},
     {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB", 0},
     {"best", cmd_best, "avoctl best JOB [-o FILE]",
      "show the best candidate's scores and source", best_opts, 1, 1, "JOB", 0},

@@ -643,6 +643,37 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
             add(buf, len, " (seed: cand %lld)", int_of(seed, "candidate"));
         else if (file)
             add(buf, len, " (seed: %s)", file);
+    } else if (strcmp(kind, "detail") == 0) {
+        /* not stored: what the job waits for or does now (sql/023_why.sql) */
+        const char *dt = json_string_value(json_object_get(d, "detail"));
+        add(buf, len, "now %s", dt ? dt : "?");
+    } else if (strcmp(kind, "agent_step_started") == 0) {
+        add(buf, len, "agent step %lld started", int_of(d, "step"));
+        add_island(buf, len, d);
+    } else if (strcmp(kind, "agent_step_ended") == 0) {
+        const char *state = json_string_value(json_object_get(d, "state"));
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        add(buf, len, "agent step %lld %s", int_of(d, "step"), state ? state : "ended");
+        add_island(buf, len, d);
+        add(buf, len, " after %lld turn%s, %lld evaluation%s", int_of(d, "turns"), int_of(d, "turns") == 1 ? "" : "s",
+            int_of(d, "evaluations"), int_of(d, "evaluations") == 1 ? "" : "s");
+        if (reason && *reason)
+            add(buf, len, ": %s", reason);
+    } else if (strcmp(kind, "llm_retry") == 0) {
+        /* a provider call failed and is sent again: the step is waiting, not hung */
+        const char *prov = json_string_value(json_object_get(d, "provider"));
+        const char *why = json_string_value(json_object_get(d, "message"));
+        if (!why)
+            why = json_string_value(json_object_get(d, "error"));
+        add(buf, len, "provider %s: attempt %lld failed", prov && *prov ? prov : "?", int_of(d, "attempt"));
+        if (json_is_integer(json_object_get(d, "status")))
+            add(buf, len, " (HTTP %lld)", int_of(d, "status"));
+        if (why && *why)
+            add(buf, len, ": %.200s", why);
+        add(buf, len, "; retrying in %.1f s (%lld of %lld retries)",
+            json_number_value(json_object_get(d, "wait_s")), int_of(d, "attempt"), int_of(d, "max_retries"));
+        if (json_is_integer(json_object_get(d, "step")))
+            add(buf, len, ", agent step %lld", int_of(d, "step"));
     } else {
         /* Kinds added later still show up, with their raw data. */
         add(buf, len, "%s", kind);

@@ -32,7 +32,8 @@
     X(REVALIDATION, "GET", "/v1/revalidations/{id}", "one re-validation: new vs recorded result per candidate") \
     X(PROBLEMS,   "GET",  "/v1/problems",           "the problem packages avod can run: name, backend, knobs, configurations") \
     X(PROBLEM,    "GET",  "/v1/problems/{name}",    "one problem package in detail (NAME may hold slashes: cpu/sgemm)") \
-    X(WORKERS,    "GET",  "/v1/workers",            "registered workers")                   \
+    X(WORKERS,    "GET",  "/v1/workers",            "registered workers, each with its current work")    \
+    X(EVENTS,     "GET",  "/v1/events",             "server-sent events of every job one may read (?after=N, ?last=N, ?follow=false)") \
     X(TEAMS,      "GET",  "/v1/teams",              "teams: quotas, device time used, fair-share load, what blocks them") \
     X(KB_ADD,     "POST", "/v1/kb",                 "add a document {name, text} to the knowledge base") \
     X(KB_LIST,    "GET",  "/v1/kb",                 "the knowledge base's documents")       \

@@ -451,6 +451,36 @@ static int check_budgets(step *s, long prompt, long long *need, double *cost, ch
     return 0;
 }
 
+/* A provider request failed and will be sent again: an "llm_retry" event,
+ * so a watcher sees why the step is quiet (a provider backing off for a
+ * minute looks like a hang otherwise). */
+static void on_provider_retry(void *arg, int attempt, long status, const char *msg, double wait_s)
+{
+    step *s = arg;
+    if (s->ended || s->a->stopping)
+        return;
+    json_t *d = json_pack("{s:I,s:i,s:s,s:s,s:i,s:i,s:f}", "step", (json_int_t)s->id, "island", s->island,
+                          "provider", s->pv->name, "model", s->pv->model, "attempt", attempt, "max_retries",
+                          s->pv->max_retries, "wait_s", wait_s);
+    if (!d)
+        return;
+    if (status < 0)
+        json_object_set_new(d, "error", json_string(msg ? msg : ""));
+    else
+        json_object_set_new(d, "status", json_integer(status));
+    if (status >= 0 && msg && *msg)
+        json_object_set_new(d, "message", json_string(msg));
+    char *data = json_dumps(d, JSON_COMPACT);
+    json_decref(d);
+    char job[32];
+    snprintf(job, sizeof job, "%lld", s->job);
+    if (data)
+        query(s, "SELECT avo_event($1, 'llm_retry', $2::jsonb)", 2, (const char *const[]){job, data}, on_ignored);
+    free(data);
+    avo_info("agent", "job %lld island %d: step %lld: %s attempt %d failed (%ld: %s); retrying in %.1f s", s->job,
+             s->island, s->id, s->pv->name, attempt, status, msg ? msg : "", wait_s);
+}
+
 /* Start a provider request on conv; 0, or a negative int with err (no
  * callback then): -EDQUOT when a budget refuses it. */
 static int call_provider(step *s, json_t *conv, json_t *tools, avo_llmcall_cb cb, char *err, size_t errlen)
@@ -468,6 +498,7 @@ static int call_provider(step *s, json_t *conv, json_t *tools, avo_llmcall_cb cb
         s->call = NULL;
         return rc;
     }
+    avo_llmcall_on_retry(s->call, on_provider_retry);
     job_state *js = job_find(s->a, s->job, 1);
     if (js) {
         s->held_tokens = need;

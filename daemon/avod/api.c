@@ -1,6 +1,7 @@
 /* The /v1 API handlers: route dispatch, validation, answers from PostgreSQL, event streams (api.h). */
 #include "api.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,7 +56,12 @@ struct stream {
     avo_api *api;
     avo_http_req *req;
     stream *prev, *next;
-    int64_t job;
+    int64_t job;               /* 0: every job the principal may read (GET /v1/events) */
+    avo_principal who;         /* for job 0: whose read access filters it */
+    int follow;                /* for job 0: 0 ends the stream once caught up */
+    int detail;                /* ?detail=true: "detail" events (no id) when the job's detail changes */
+    char detail_key[512];      /* the last one sent, its seconds left out */
+    unsigned detail_tick;      /* api ticks when something was last written */
     int64_t after;
     int fetching;
     int waiting;               /* caught up; woken by NOTIFY or the timer */
@@ -630,6 +636,64 @@ static void stream_release(stream *s)
     }
 }
 
+/* A fetch's answer came: 1 when there is nothing to send (the client went,
+ * or the query failed and the timer retries). */
+static int stream_settle(stream *s, const char *err)
+{
+    s->fetching = 0;
+    if (s->closed || avo_http_gone(s->req)) {
+        stream_release(s);
+        return 1;
+    }
+    if (err) {
+        s->waiting = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* One stored event as "id, event, data" and a blank line. */
+static int stream_send(stream *s, int64_t id, const char *kind, const char *data)
+{
+    size_t len = strlen(data) + strlen(kind) + 64;
+    char *buf = malloc(len);
+    if (!buf)
+        return -ENOMEM;
+    int m = snprintf(buf, len, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, kind, data);
+    avo_http_stream_write(s->req, buf, (size_t)m);
+    free(buf);
+    return 0;
+}
+
+static void stream_pull(avo_http_req *req);
+static void stream_on_close(avo_http_req *req);
+
+/* A stream of the request, owned by it (closed with it), on the api's
+ * list; the caller sets what it streams, then stream_begin. */
+static stream *stream_new(avo_api *a, avo_http_req *req)
+{
+    stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        avo_http_reply_error(req, 500, "internal", "out of memory");
+        return NULL;
+    }
+    s->api = a;
+    s->req = req;
+    return s;
+}
+
+static void stream_begin(stream *s)
+{
+    avo_api *a = s->api;
+    avo_http_ref(s->req);
+    avo_http_set_data(s->req, s, stream_on_close);
+    s->next = a->streams;
+    if (a->streams)
+        a->streams->prev = s;
+    a->streams = s;
+    avo_http_stream_start(s->req, "text/event-stream", stream_pull);
+}
+
 static void stream_on_close(avo_http_req *req)
 {
     stream *s = avo_http_data(req);
@@ -638,18 +702,52 @@ static void stream_on_close(avo_http_req *req)
     stream_release(s);
 }
 
+/* A "detail" event (no id: a resume never replays it) when the job's
+ * detail (sql/023_why.sql) changed other than in its seconds, or when the
+ * stream has been silent for about 30 s, so a watcher is never left
+ * without a word while a job waits. */
+static void stream_detail(stream *s, const char *detail)
+{
+    char key[sizeof s->detail_key];
+    size_t k = 0;
+    for (const char *p = detail; *p && k + 1 < sizeof key; p++) {
+        /* "41 s" and "(turn 3, 12 s)": the seconds do not make a change */
+        if (isdigit((unsigned char)*p)) {
+            const char *q = p;
+            while (isdigit((unsigned char)*q))
+                q++;
+            if (q[0] == ' ' && q[1] == 's' && (q[2] == 0 || q[2] == ')' || q[2] == ' ' || q[2] == ',')) {
+                p = q;
+                continue;
+            }
+        }
+        key[k++] = *p;
+    }
+    key[k] = 0;
+    if (!strcmp(key, s->detail_key) && s->api->ticks - s->detail_tick < 15)
+        return;
+    json_t *o = json_pack("{s:s,s:I,s:{s:s}}", "kind", "detail", "job", (json_int_t)s->job, "data", "detail", detail);
+    char *data = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!data)
+        return;
+    size_t len = strlen(data) + 32;
+    char *buf = malloc(len);
+    if (buf) {
+        int m = snprintf(buf, len, "event: detail\ndata: %s\n\n", data);
+        avo_http_stream_write(s->req, buf, (size_t)m);
+        snprintf(s->detail_key, sizeof s->detail_key, "%s", key);
+        s->detail_tick = s->api->ticks;
+    }
+    free(buf);
+    free(data);
+}
+
 static void on_events(void *arg, PGresult *res, const char *err)
 {
     stream *s = arg;
-    s->fetching = 0;
-    if (s->closed || avo_http_gone(s->req)) {
-        stream_release(s);
+    if (stream_settle(s, err))
         return;
-    }
-    if (err) {
-        s->waiting = 1;         /* the timer retries */
-        return;
-    }
     int n = PQntuples(res), wrote = 0, finished = 0;
     const char *state = n ? PQgetvalue(res, 0, 0) : "";
     for (int i = 0; i < n; i++) {
@@ -657,20 +755,18 @@ static void on_events(void *arg, PGresult *res, const char *err)
             continue;
         int64_t id = strtoll(PQgetvalue(res, i, 1), NULL, 10);
         const char *kind = PQgetvalue(res, i, 2);
-        const char *data = PQgetvalue(res, i, 3);
-        size_t len = strlen(data) + strlen(kind) + 64;
-        char *buf = malloc(len);
-        if (!buf)
+        if (stream_send(s, id, kind, PQgetvalue(res, i, 3)) < 0)
             break;
-        int m = snprintf(buf, len, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, kind, data);
-        avo_http_stream_write(s->req, buf, (size_t)m);
-        free(buf);
         s->after = id;
         wrote = 1;
         if (!strcmp(kind, "job_finished"))
             finished = 1;
     }
     int active = !strcmp(state, "queued") || !strcmp(state, "running");
+    if (wrote)
+        s->detail_tick = s->api->ticks;
+    if (s->detail && active && !finished && n && !PQgetisnull(res, 0, 4))
+        stream_detail(s, PQgetvalue(res, 0, 4));
     if (finished || (!wrote && !active)) {
         avo_http_stream_end(s->req);
         return;
@@ -681,21 +777,57 @@ static void on_events(void *arg, PGresult *res, const char *err)
         s->waiting = 1;
 }
 
+/* GET /v1/events: the stored events after s->after of every job, those
+ * the principal may not read skipped (ident.h's rule, read now, so a
+ * reload's read-access applies to open streams too). */
+static void on_all_events(void *arg, PGresult *res, const char *err)
+{
+    stream *s = arg;
+    if (stream_settle(s, err))
+        return;
+    int n = PQntuples(res);
+    char rule[512];
+    for (int i = 0; i < n; i++) {
+        int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        const char *kind = PQgetvalue(res, i, 1), *data = PQgetvalue(res, i, 2);
+        const char *owner = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3);
+        const char *team = PQgetisnull(res, i, 4) ? NULL : PQgetvalue(res, i, 4);
+        s->after = id;
+        if (avo_ident_may_read(s->api->ident, &s->who, owner, team, rule, sizeof rule) &&
+            stream_send(s, id, kind, data) < 0)
+            break;
+    }
+    if (n == 200)
+        stream_fetch(s);        /* more stored events to replay */
+    else if (!s->follow)
+        avo_http_stream_end(s->req);
+    else
+        s->waiting = 1;
+}
+
 static void stream_fetch(stream *s)
 {
     if (s->fetching || s->closed)
         return;
+    /* one job: its state (the stream ends with it), its events, its detail;
+     * all jobs (0): every event with its job's owner and team, filtered by
+     * on_all_events */
     char job[32], after[32];
     snprintf(job, sizeof job, "%lld", (long long)s->job);
     snprintf(after, sizeof after, "%lld", (long long)s->after);
-    const char *params[] = {job, after};
+    const char *params[] = {job, after, s->detail ? "true" : "false"};
+    const char *sql =
+        s->job ? "SELECT j.state, e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, "
+                 "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text, "
+                 "CASE WHEN $3::bool THEN avo_job_detail(j.id) END "
+                 "FROM jobs j LEFT JOIN LATERAL (SELECT * FROM events WHERE job_id = j.id AND id > $2 "
+                 "ORDER BY id LIMIT 200) e ON true WHERE j.id = $1 ORDER BY e.id"
+               : "SELECT e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, 'kind', e.kind, "
+                 "'at', e.created_at, 'data', e.data)::text, j.owner, j.team "
+                 "FROM events e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.id > $1 ORDER BY e.id LIMIT 200";
     s->waiting = 0;
-    if (avo_db_query(s->api->db,
-                     "SELECT j.state, e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, "
-                     "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text "
-                     "FROM jobs j LEFT JOIN LATERAL (SELECT * FROM events WHERE job_id = j.id AND id > $2 "
-                     "ORDER BY id LIMIT 200) e ON true WHERE j.id = $1 ORDER BY e.id",
-                     2, params, on_events, s) == 0)
+    if (avo_db_query(s->api->db, sql, s->job ? 3 : 1, s->job ? params : params + 1, s->job ? on_events : on_all_events,
+                     s) == 0)
         s->fetching = 1;
     else
         s->waiting = 1;
@@ -707,10 +839,34 @@ static void stream_pull(avo_http_req *req)
     stream_fetch(s);
 }
 
-static void on_stream_job(void *arg, PGresult *res, const char *err)
+/* ?after=N, else the Last-Event-ID header: 1 with *v, 0 when neither is
+ * given, -1 when it is not an event id (answered 400). */
+static int query_after(avo_http_req *req, long long *v)
+{
+    const char *after = avo_http_query(req, "after");
+    if (!after)
+        after = avo_http_header(req, "Last-Event-ID");
+    if (!after)
+        return 0;
+    char *end;
+    errno = 0;
+    *v = strtoll(after, &end, 10);
+    if (errno || *end || *v < 0) {
+        avo_http_reply_error(req, 400, "bad_request", "after: '%s' is not a non-negative event id", after);
+        return -1;
+    }
+    return 1;
+}
+
+/* The stream's first answer came: for one job (c->id) its state, for all
+ * jobs (GET /v1/events: from ?after=N, or the last N events, ?last=N,
+ * those one may not read counted too so fewer may come, or from now) the
+ * id to start after; ?follow=false ends it once the stored ones are sent. */
+static void on_stream_start(void *arg, PGresult *res, const char *err)
 {
     call *c = arg;
     avo_api *a = c->api;
+    long long after = 0;
     if (avo_http_gone(c->req))
         goto done;
     if (err) {
@@ -721,46 +877,73 @@ static void on_stream_job(void *arg, PGresult *res, const char *err)
         avo_http_reply_error(c->req, 404, "not_found", "no job %lld", (long long)c->id);
         goto done;
     }
-    stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        avo_http_reply_error(c->req, 500, "internal", "out of memory");
+    stream *s = stream_new(a, c->req);
+    if (!s)
         goto done;
-    }
-    s->api = a;
-    s->req = c->req;
     s->job = c->id;
-    const char *after = avo_http_query(c->req, "after");
-    if (!after)
-        after = avo_http_header(c->req, "Last-Event-ID");
-    s->after = after ? strtoll(after, NULL, 10) : 0;
-    avo_http_ref(c->req);
-    avo_http_set_data(c->req, s, stream_on_close);
-    s->next = a->streams;
-    if (a->streams)
-        a->streams->prev = s;
-    a->streams = s;
-    avo_http_stream_start(c->req, "text/event-stream", stream_pull);
+    if (c->id) {
+        const char *dq = avo_http_query(c->req, "detail");
+        (void)query_after(c->req, &after); /* checked by h_events */
+        s->detail = dq && (!strcmp(dq, "true") || !strcmp(dq, "1"));
+        s->detail_tick = a->ticks;
+    } else {
+        const char *f = avo_http_query(c->req, "follow");
+        after = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        s->follow = !(f && (!strcmp(f, "false") || !strcmp(f, "0")));
+        principal_of(a, c->req, &s->who);
+    }
+    s->after = after;
+    stream_begin(s);
 done:
     call_free(c);
 }
 
 static void h_events(avo_api *a, avo_http_req *req, int64_t id)
 {
-    const char *after = avo_http_query(req, "after");
-    if (after) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(after, &end, 10);
-        if (errno || *end || v < 0) {
-            avo_http_reply_error(req, 400, "bad_request", "after: '%s' is not a non-negative event id", after);
-            return;
-        }
-    }
+    long long v;
+    if (query_after(req, &v) < 0)
+        return;
     call *c = call_new(a, req, id);
     char idb[32];
     snprintf(idb, sizeof idb, "%lld", (long long)id);
     const char *params[] = {idb};
-    if (!c || avo_db_query(a->db, "SELECT state FROM jobs WHERE id = $1", 1, params, on_stream_job, c) < 0) {
+    if (!c || avo_db_query(a->db, "SELECT state FROM jobs WHERE id = $1", 1, params, on_stream_start, c) < 0) {
+        avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
+        if (c)
+            call_free(c);
+    }
+}
+
+static int query_int(avo_http_req *req, const char *key, long dflt, long max, char *out, size_t outlen);
+
+static void h_all_events(avo_api *a, avo_http_req *req)
+{
+    char ab[32], lb[16];
+    const char *f = avo_http_query(req, "follow");
+    if (f && strcmp(f, "true") && strcmp(f, "1") && strcmp(f, "false") && strcmp(f, "0")) {
+        avo_http_reply_error(req, 400, "bad_request", "follow: '%s' is not true or false", f);
+        return;
+    }
+    long long v;
+    const int after = query_after(req, &v);
+    if (after < 0 || query_int(req, "last", 0, 10000, lb, sizeof lb) < 0)
+        return;
+    ab[0] = 0;
+    if (after) {
+        if (lb[0]) {
+            avo_http_reply_error(req, 400, "bad_request", "after and last: give one of them");
+            return;
+        }
+        snprintf(ab, sizeof ab, "%lld", v);
+    }
+    call *c = call_new(a, req, 0);
+    const char *params[] = {ab[0] ? ab : NULL, lb[0] ? lb : NULL};
+    if (!c || avo_db_query(a->db,
+                           "SELECT COALESCE($1::bigint, CASE WHEN $2::int IS NULL "
+                           "THEN (SELECT COALESCE(max(id), 0) FROM events) "
+                           "ELSE (SELECT COALESCE(min(id) - 1, 0) FROM (SELECT id FROM events "
+                           "ORDER BY id DESC LIMIT $2::int) l) END)",
+                           2, params, on_stream_start, c) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         if (c)
             call_free(c);
@@ -770,7 +953,7 @@ static void h_events(avo_api *a, avo_http_req *req, int64_t id)
 void avo_api_job_event(avo_api *a, int64_t job)
 {
     for (stream *s = a->streams; s; s = s->next)
-        if (s->job == job && s->waiting)
+        if ((s->job == job || s->job == 0) && s->waiting)
             stream_fetch(s);
 }
 
@@ -1530,6 +1713,9 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
     case AVO_ROUTE_JOB_EVENTS:
         h_events(a, req, id);
         return;
+    case AVO_ROUTE_EVENTS:
+        h_all_events(a, req);
+        return;
     case AVO_ROUTE_JOB_LINEAGE:
         query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
         return;
@@ -1615,7 +1801,8 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
     }
     case AVO_ROUTE_WORKERS:
         query_json(a, req, 0,
-                   "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) ORDER BY w.id), "
+                   "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) || "
+                   "jsonb_build_object('current', avo_worker_current(w.id)) ORDER BY w.id), "
                    "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
                    0, NULL, NULL, 200);
         return;

@@ -12,6 +12,7 @@ struct avo_llmcall {
     avo_llm_provider p;
     avo_llm_request req;
     avo_llmcall_cb cb;
+    avo_llmcall_retry_cb on_retry;
     void *arg;
     int attempts;
     avo_llmhttp_req *rq;       /* the request in flight, if any */
@@ -91,6 +92,8 @@ static void on_response(void *arg, long status, const char *body, size_t len, do
     if (avo_llm_retryable(status) && c->attempts <= c->p.max_retries) {
         double wait = avo_llm_retry_delay(c->attempts, retry_after_s, &c->rng);
         uv_timer_start(&c->timer, on_retry, (uint64_t)(wait * 1000), 0);
+        if (c->on_retry)
+            c->on_retry(c->arg, c->attempts, status, msg, wait);
         return;
     }
     const char *who = c->p.name[0] ? c->p.name : "the provider";
@@ -134,6 +137,11 @@ int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, con
     if (out)
         *out = c;
     return 0;
+}
+
+void avo_llmcall_on_retry(avo_llmcall *c, avo_llmcall_retry_cb cb)
+{
+    c->on_retry = cb;
 }
 
 void avo_llmcall_cancel(avo_llmcall *c)

@@ -25,6 +25,16 @@ int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, con
                       const char *key, json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err,
                       size_t errlen);
 
+/* Told of each retry before its wait begins, so the waiting is visible:
+ * attempt is the request that failed (1, 2, ...), status its HTTP status or
+ * a negative errno for a transport failure, msg the provider's message or
+ * the transport error, wait_s the seconds until the next request. */
+typedef void (*avo_llmcall_retry_cb)(void *arg, int attempt, long status, const char *msg, double wait_s);
+
+/* Sets (or clears, with NULL) the retry callback; it gets the arg of
+ * avo_llmcall_start. */
+void avo_llmcall_on_retry(avo_llmcall *c, avo_llmcall_retry_cb cb);
+
 /* Stops the call: the request in flight is aborted (its connection closed)
  * and the callback runs now, with -ECANCELED; so too while waiting for a
  * retry. Only when the answer has begun to arrive (it is generated and

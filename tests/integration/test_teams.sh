@@ -180,6 +180,17 @@ check "... a teammate's fork is a new job owned by the teammate" \
     jqt --arg b "$UB" --argjson c "$C1" '.owner == $b and .spec.seed.candidate == $c' <(as "$UB" --json status "$JF")
 as "$UB" cancel "$JF" >/dev/null
 check "... an admin reads everything" jqt --argjson j "$J1" '.id == $j' <(as "$UD" --json status "$J1")
+# GET /v1/events (avoctl events) under the same rule, per event
+seen() {  # FILE J_SEEN J_NOT: events of J_SEEN and none of J_NOT, in a file of JSON events
+    jq -s -e --argjson a "$2" --argjson b "$3" 'any(.[]; .job == $a) and all(.[]; .job != $b)' "$1" >/dev/null
+}
+as "$UC" --json events --last 10000 >"$T/eventsc.json"
+check "... events (GET /v1/events) shows another team its own and unowned jobs' events, none of this team's" \
+    seen "$T/eventsc.json" "$J4" "$J1"
+as "$UB" --json events --last 10000 >"$T/eventsb.json"
+check "... and a teammate the team's" jqt -s --argjson j1 "$J1" 'any(.[]; .job == $j1)' "$T/eventsb.json"
+curl -s -N -H "Authorization: Bearer $KB" "$U/v1/events?last=10000&follow=false" | sed -n 's/^data: //p' >"$T/eventskb.json"
+check "... over TCP too: a token of the other team gets none of this team's events" seen "$T/eventskb.json" "$J4" "$J1"
 
 # ---- a reload with a bad token file keeps the old configuration
 printf '%s principal=tina team=%s\n%s principal=tom team=gone\n' "$KA" "$TA" "$KB" >"$T/tokens"

@@ -463,6 +463,21 @@ static void test_fmt_events(void **state)
                "\"best\":null,\"seed\":null,\"speedup\":null}}",
                NULL, "job 8 finished: failed; no valid evaluation");
     event_line("{\"kind\":\"job_started\",\"job\":7,\"data\":{}}", NULL, "job 7 started");
+    /* say why (sql/023_why.sql, agent.c): the detail, agent steps, provider retries */
+    event_line("{\"kind\":\"detail\",\"job\":7,\"data\":{\"detail\":\"queued: no live worker for sm_90 / H200\"}}",
+               NULL, "now queued: no live worker for sm_90 / H200");
+    event_line("{\"kind\":\"agent_step_started\",\"data\":{\"step\":4,\"island\":1}}", NULL,
+               "agent step 4 started island 1");
+    event_line("{\"kind\":\"agent_step_ended\",\"data\":{\"step\":4,\"island\":1,\"state\":\"committed\","
+               "\"reason\":\"commit\",\"turns\":1,\"evaluations\":2}}",
+               NULL, "agent step 4 committed island 1 after 1 turn, 2 evaluations: commit");
+    event_line("{\"kind\":\"llm_retry\",\"data\":{\"step\":4,\"provider\":\"claude\",\"attempt\":2,"
+               "\"max_retries\":5,\"wait_s\":2.5,\"status\":529,\"message\":\"Overloaded\"}}",
+               NULL, "provider claude: attempt 2 failed (HTTP 529): Overloaded; retrying in 2.5 s (2 of 5 retries), "
+                     "agent step 4");
+    event_line("{\"kind\":\"llm_retry\",\"data\":{\"provider\":\"p\",\"attempt\":1,\"max_retries\":2,"
+               "\"wait_s\":1,\"error\":\"Timeout was reached\"}}",
+               NULL, "provider p: attempt 1 failed: Timeout was reached; retrying in 1.0 s (1 of 2 retries)");
     /* the commit rule and the job's final measurement (sql/012_paired.sql) */
     event_line("{\"kind\":\"not_significant\",\"data\":{\"candidate\":12,\"island\":0,\"against\":9,"
                "\"ratio\":1.003,\"low\":0.996,\"ci\":[0.996,1.011],\"min_gain\":0.005,\"confidence\":0.95,"
