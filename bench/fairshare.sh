@@ -67,7 +67,8 @@ while [ $SECONDS -lt $end ]; do
 done
 for j in $JOBS_A $JOBS_B; do avoctl --url "$U" --token-file "$OUTDIR/ko" cancel "$j" >/dev/null 2>&1; done
 avoctl --url "$U" --token-file "$OUTDIR/ko" teams >"$OUTDIR/teams.txt"
-# The window: from the first claim to the last sample at which both teams had work waiting.
+# The window: from the first claim to the first sample (after the first minute) at which a team had
+# no work queued or running, or the end.
 q "SELECT COALESCE(j.team, ''), e.id, extract(epoch FROM e.claimed_at), extract(epoch FROM e.finished_at),
           CASE WHEN e.target = 'cpu' THEN k.cpu_s ELSE k.gpu_s END, e.outcome
      FROM evaluations e JOIN jobs j ON j.id = e.job_id, avo_eval_cost(e.target, e.result) k
@@ -79,7 +80,7 @@ both = []
 samples = collections.defaultdict(dict)
 for line in open(f"{d}/demand.tsv"):
     ts, team, queued, running = line.rstrip("\n").split("\t")
-    samples[ts][team] = int(queued)
+    samples[ts][team] = int(queued) + int(running)  # work waiting or on a worker: demand
 times = sorted(samples)
 for ts in times:
     both.append(all(samples[ts].get(t, 0) > 0 for t in ("fa", "fb")))
@@ -88,7 +89,7 @@ ev = [(t, float(c), float(f), float(s or 0)) for t, _, c, f, s, _ in ev]
 if not ev:
     print("no evaluations finished"); sys.exit(1)
 t0 = min(c for _, c, _, _ in ev)
-# the window ends at the first sample where a team had nothing queued (after the start-up minute)
+# the window ends at the first sample where a team had no work (after the start-up minute)
 def epoch(ts):
     return float(ts)
 t_end = max(f for _, _, f, _ in ev)
@@ -101,7 +102,7 @@ for t, c, f, s in ev:
     if c >= t0 and f <= t_end:
         per[t] += s; n[t] += 1
 tot = sum(per.values())
-print(f"window {t_end - t0:.0f} s (both teams had work waiting in {sum(both)} of {len(both)} samples)")
+print(f"window {t_end - t0:.0f} s (both teams had work queued or running in {sum(both)} of {len(both)} samples)")
 for t in ("fa", "fb"):
     print(f"team {t}: {n[t]} evaluations, {per[t]:.1f} device-s, share {100 * per[t] / tot:.1f}% (equal: 50%)")
 dev = max(abs(per[t] / tot - 0.5) / 0.5 for t in ("fa", "fb"))

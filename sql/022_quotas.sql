@@ -267,11 +267,11 @@ BEGIN
     RETURN avo_job_apply_021(p_id, d);
 END $$;
 
--- One claim as in 018, among the queued evaluations of the jobs p_jobs,
--- or with p_jobs NULL among those of jobs that are no longer active (the
--- compares and re-validations of finished jobs).
+-- One claim as in 018: among all queued evaluations (p_among 'all'), those
+-- of the jobs p_jobs ('jobs'), or those of jobs that are no longer active
+-- ('inactive': the compares and re-validations of finished jobs).
 CREATE FUNCTION avo_claim_from(p_worker bigint, p_target text, p_lease_s double precision, p_tc jsonb,
-                               p_jobs bigint[])
+                               p_among text, p_jobs bigint[])
 RETURNS TABLE (id bigint, job_id bigint, candidate_id bigint, problem text, source text, attempts int,
                against_id bigint, against_source text, confidence double precision, screen boolean,
                job_seed bigint)
@@ -288,9 +288,10 @@ BEGIN
                      AND strpos(lower(d->>'name'), lower(e.gpu_model)) > 0))
            AND (e.toolchain IS NULL OR avo_toolchain_match(p_tc, e.toolchain))
            AND (e.on_worker IS NULL OR e.on_worker = p_worker)
-           AND CASE WHEN p_jobs IS NULL
-                    THEN NOT EXISTS (SELECT 1 FROM jobs a WHERE a.id = e.job_id AND a.state IN ('queued','running'))
-                    ELSE e.job_id = ANY (p_jobs) END
+           AND CASE p_among WHEN 'all' THEN true
+                            WHEN 'jobs' THEN e.job_id = ANY (p_jobs)
+                            ELSE NOT EXISTS (SELECT 1 FROM jobs a
+                                              WHERE a.id = e.job_id AND a.state IN ('queued','running')) END
          ORDER BY e.priority DESC, e.id
          LIMIT 1
          FOR UPDATE SKIP LOCKED
@@ -326,22 +327,30 @@ RETURNS TABLE (id bigint, job_id bigint, candidate_id bigint, problem text, sour
                against_id bigint, against_source text, confidence double precision, screen boolean,
                job_seed bigint)
 LANGUAGE plpgsql AS $$
-DECLARE tc jsonb; t record;
+DECLARE tc jsonb; t record; teams text[];
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext('avo_claim'));
     SELECT w.toolchain INTO tc FROM workers w WHERE w.id = p_worker;
+    SELECT array_agg(DISTINCT COALESCE(j.team, '')) INTO teams FROM jobs j WHERE j.state IN ('queued','running');
+    -- One team and no limits (the common case): no order to keep and
+    -- nothing to count, so no lock either: the claim of 018 over
+    -- everything queued.
+    IF COALESCE(cardinality(teams), 0) <= 1 AND NOT EXISTS (
+           SELECT 1 FROM team_quotas q WHERE q.jobs IS NOT NULL OR q.evals_in_flight IS NOT NULL
+                                          OR q.gpu_s_day IS NOT NULL OR q.gpu_s_week IS NOT NULL) THEN
+        RETURN QUERY SELECT * FROM avo_claim_from(p_worker, p_target, p_lease_s, tc, 'all', NULL);
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('avo_claim'));
     FOR t IN
-        WITH g AS (SELECT COALESCE(j.team, '') AS team, array_agg(j.id) AS ids
-                     FROM jobs j WHERE j.state IN ('queued','running') GROUP BY 1)
-        -- one team (the common case) needs no load
-        SELECT g.team, g.ids FROM g
-         ORDER BY CASE WHEN (SELECT count(*) FROM g) > 1 THEN avo_team_load(g.team) END, g.team
+        SELECT COALESCE(j.team, '') AS team, array_agg(j.id) AS ids
+          FROM jobs j WHERE j.state IN ('queued','running') GROUP BY 1
+         ORDER BY avo_team_load(COALESCE(j.team, '')), 1
     LOOP
         CONTINUE WHEN avo_team_blocked(t.team) IS NOT NULL;
-        RETURN QUERY SELECT * FROM avo_claim_from(p_worker, p_target, p_lease_s, tc, t.ids);
+        RETURN QUERY SELECT * FROM avo_claim_from(p_worker, p_target, p_lease_s, tc, 'jobs', t.ids);
         IF FOUND THEN RETURN; END IF;
     END LOOP;
-    RETURN QUERY SELECT * FROM avo_claim_from(p_worker, p_target, p_lease_s, tc, NULL);
+    RETURN QUERY SELECT * FROM avo_claim_from(p_worker, p_target, p_lease_s, tc, 'inactive', NULL);
 END $$;
 
 -- Every team that has used a device or has a quota line: what `avoctl

@@ -1464,15 +1464,40 @@ void avo_api_set_ident(avo_api *a, const avo_ident *ident)
 
 /* What a route does to the job it names: nothing (0), reads it (1),
  * changes it (2); candidate routes name the candidate's job. */
-static int route_access(int route, int *by_candidate)
+/* What a guarded route's id names, for the owner lookup and the messages. */
+enum { BY_JOB, BY_CANDIDATE, BY_PROFILE, BY_COMPARE, BY_REVALIDATION };
+static const struct {
+    const char *noun;
+    const char *sql; /* $1: the id -> owner, team */
+} guard_by[] = {
+    [BY_JOB] = {"job", "SELECT owner, team FROM jobs WHERE id = $1"},
+    [BY_CANDIDATE] = {"candidate", "SELECT j.owner, j.team FROM candidates c JOIN jobs j ON j.id = c.job_id "
+                                   "WHERE c.id = $1"},
+    [BY_PROFILE] = {"profile", "SELECT j.owner, j.team FROM profiles p JOIN jobs j ON j.id = p.job_id WHERE p.id = $1"},
+    [BY_COMPARE] = {"compare", "SELECT j.owner, j.team FROM evaluations e JOIN jobs j ON j.id = e.job_id "
+                               "WHERE e.id = $1 AND e.purpose = 'compare'"},
+    [BY_REVALIDATION] = {"revalidation", "SELECT j.owner, j.team FROM revalidations r JOIN jobs j ON j.id = r.job_id "
+                                         "WHERE r.id = $1"},
+};
+
+static int route_access(int route, int *by)
 {
-    *by_candidate = 0;
+    *by = BY_JOB;
     switch (route) {
     case AVO_ROUTE_JOB_CANCEL:
         return 2;
     case AVO_ROUTE_CANDIDATE_PROFILE:
-        *by_candidate = 1;
+        *by = BY_CANDIDATE;
         return 2;
+    case AVO_ROUTE_PROFILE:
+        *by = BY_PROFILE;
+        return 1;
+    case AVO_ROUTE_COMPARE_GET:
+        *by = BY_COMPARE;
+        return 1;
+    case AVO_ROUTE_REVALIDATION:
+        *by = BY_REVALIDATION;
+        return 1;
     case AVO_ROUTE_JOB_GET:
     case AVO_ROUTE_JOB_BEST:
     case AVO_ROUTE_JOB_EVENTS:
@@ -1483,7 +1508,7 @@ static int route_access(int route, int *by_candidate)
         return 1;
     case AVO_ROUTE_CANDIDATE:
     case AVO_ROUTE_CANDIDATE_DIFF:
-        *by_candidate = 1;
+        *by = BY_CANDIDATE;
         return 1;
     default:
         return 0;
@@ -1498,7 +1523,7 @@ typedef struct {
     avo_http_req *req;
     int route;
     int64_t id;
-    int by_candidate;
+    int by;
 } guard;
 
 /* The job's owner and team are here: apply the rule, then serve. */
@@ -1507,7 +1532,7 @@ static void on_guard(void *arg, PGresult *res, const char *err)
     guard *g = arg;
     avo_principal who;
     char rule[512];
-    int by_candidate;
+    int by;
     if (avo_http_gone(g->req))
         goto done;
     if (err) {
@@ -1515,21 +1540,21 @@ static void on_guard(void *arg, PGresult *res, const char *err)
         goto done;
     }
     if (PQntuples(res) != 1) {
-        avo_http_reply_error(g->req, 404, "not_found", "no %s %lld", g->by_candidate ? "candidate" : "job",
+        avo_http_reply_error(g->req, 404, "not_found", "no %s %lld", guard_by[g->by].noun,
                              (long long)g->id);
         goto done;
     }
     const char *owner = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
     const char *team = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
     principal_of(g->api, g->req, &who);
-    if (route_access(g->route, &by_candidate) == 2) {
+    if (route_access(g->route, &by) == 2) {
         if (!avo_ident_may_change(&who, owner, team, rule, sizeof rule)) {
-            reply_forbidden(g->req, "owner_team_or_admin", "%s %lld: %s", g->by_candidate ? "candidate" : "job",
+            reply_forbidden(g->req, "owner_team_or_admin", "%s %lld: %s", guard_by[g->by].noun,
                             (long long)g->id, rule);
             goto done;
         }
     } else if (!avo_ident_may_read(g->api->ident, &who, owner, team, rule, sizeof rule)) {
-        reply_forbidden(g->req, "read_access", "%s %lld: %s", g->by_candidate ? "candidate" : "job",
+        reply_forbidden(g->req, "read_access", "%s %lld: %s", guard_by[g->by].noun,
                         (long long)g->id, rule);
         goto done;
     }
@@ -1543,8 +1568,8 @@ done:
  * when read-access = team. Returns 1 when the guard answers. */
 static int guarded(avo_api *a, avo_http_req *req, int route, int64_t id)
 {
-    int by_candidate;
-    int access = route_access(route, &by_candidate);
+    int by;
+    int access = route_access(route, &by);
     if (access == 0 || (access == 1 && avo_ident_read_all(a->ident)))
         return 0;
     guard *g = calloc(1, sizeof *g);
@@ -1555,12 +1580,10 @@ static int guarded(avo_api *a, avo_http_req *req, int route, int64_t id)
         avo_http_reply_error(req, 500, "internal", "out of memory");
         return 1;
     }
-    *g = (guard){a, req, route, id, by_candidate};
+    *g = (guard){a, req, route, id, by};
     avo_http_ref(req);
     if (avo_db_query(a->db,
-                     by_candidate ? "SELECT j.owner, j.team FROM candidates c JOIN jobs j ON j.id = c.job_id "
-                                    "WHERE c.id = $1"
-                                  : "SELECT owner, team FROM jobs WHERE id = $1",
+                     guard_by[by].sql,
                      1, params, on_guard, g) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         avo_http_unref(req);

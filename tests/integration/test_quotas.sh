@@ -74,6 +74,8 @@ check "team A's second job stays queued: the team runs 1 job of 1" \
     test "$(psql_avo "SELECT state FROM jobs WHERE id = $J2")" = queued
 check "... and says why" \
     test "$(psql_avo "SELECT avo_job_quota_wait($J2)")" = "team quota (running jobs 1 of 1)"
+shows() { local who=$1 j=$2; "$who" status "$j" | grep -q "$3"; }  # WHO JOB PATTERN
+check "... in the job's detail, which status shows" shows A "$J2" "waiting: team quota (running jobs 1 of 1)"
 OPS teams >"$T/teams1.txt"
 check "avoctl teams shows the job counts and the limit ($(grep "^$TA" "$T/teams1.txt"))" \
     bash -c 'grep -q "^$1 .*jobs 1.*1 run, 1 queued" "$0"' "$T/teams1.txt" "$TA"
@@ -98,6 +100,7 @@ check "team B is over its day (1 s) and its queued evaluations wait" \
     wait_for 60 "psql_avo \"SELECT avo_team_blocked('$TB')\" | grep -q '^GPU-seconds today .* of 1\$'"
 check "... the job says why" \
     wait_for 60 "psql_avo \"SELECT avo_job_quota_wait($JB)\" | grep -q '^team quota (GPU-seconds today .* of 1)\$'"
+check "... and status shows it" shows B "$JB" "waiting: team quota (GPU-seconds today .* of 1)"
 OPS teams >"$T/teams2.txt"
 check "avoctl teams shows what blocks team B ($(grep "^$TB" "$T/teams2.txt"))" \
     grep -q "^$TB .*GPU-seconds today .* of 1\$" "$T/teams2.txt"
@@ -162,5 +165,20 @@ check "... and team A says why" test "$(psql_avo "SELECT avo_team_blocked('$TA')
 psql_avo "UPDATE team_usage SET decayed_s = 1000, at = now() - interval '14 days' WHERE team = '$TA'" >/dev/null
 check "usage halves every half-life (1000 s two weeks ago counts 250)" \
     python3 -c "import sys; sys.exit(abs(float(sys.argv[1]) - 250) > 1)" "$(psql_avo "SELECT avo_team_load('$TA')")"
-psql_avo "UPDATE evaluations SET target = 'cpu' WHERE target = 'cpu-test'; DELETE FROM workers WHERE id = $W" >/dev/null 2>&1
+psql_avo "UPDATE evaluations SET state = 'cancelled' WHERE target = 'cpu-test'" >/dev/null
+for j in "$JA" "$JB2"; do OPS cancel "$j" >/dev/null 2>&1; done
+
+# ---- the same order on a real worker: team A has used 1000 s, team B
+# nothing; both submit before the worker starts; its first claim is B's.
+psql_avo "DELETE FROM team_quotas WHERE team <> '*';
+          UPDATE team_usage SET decayed_s = 1000, at = now() WHERE team = '$TA';
+          UPDATE team_usage SET decayed_s = 0, at = now() WHERE team = '$TB'" >/dev/null
+JA3=$(submit A --evaluations 2); JB3=$(submit B --evaluations 2)
+wait_for 20 "[ \"\$(psql_avo \"SELECT count(*) FROM evaluations WHERE job_id IN ($JA3, $JB3) AND state = 'queued'\")\" = 2 ]"
+start_worker --target cpu
+wait_for 120 "[ -n \"\$(psql_avo \"SELECT 1 FROM evaluations WHERE job_id IN ($JA3, $JB3) AND claimed_at IS NOT NULL LIMIT 1\")\" ]"
+first=$(psql_avo "SELECT job_id FROM evaluations WHERE job_id IN ($JA3, $JB3) AND claimed_at IS NOT NULL ORDER BY claimed_at LIMIT 1")
+check "a real worker's first claim is the team with less usage (job $first; team B's $JB3, submitted second)" \
+    test "$first" = "$JB3"
+stop_workers
 [ "$FAILS" -eq 0 ]

@@ -160,12 +160,20 @@ as "$UA" list --mine >"$T/mine.txt"
 check "the table shows OWNER (owner/team) and NAME" \
     bash -c 'head -1 "$0" | grep -q "OWNER *NAME" && grep -q "$1/$2 *first try" "$0"' "$T/mine.txt" "$UA" "$TA"
 
+PR=$(as "$UA" --json profile "$C1" | jq -r '.id // .profile // empty')
+
 # ---- read access = team, reloaded with SIGHUP
 sed -i 's/^read-access = all/read-access = team/' "$T/avod.conf"
 kill -HUP "$AVOD_PID"
 check "after a reload with read-access = team another team may not read a job (403, rule read_access)" \
     wait_for 10 "curl -s -H 'Authorization: Bearer $KB' '$U/v1/jobs/$J1' | jq -e '.error.code == \"forbidden\" and .error.rule == \"read_access\"' >/dev/null"
 check "... a teammate may" jqt --argjson j "$J1" '.id == $j' <(as "$UB" --json status "$J1")
+code=$(curl -s -o "$T/pr403.json" -w '%{http_code}' -H "Authorization: Bearer $KB" "$U/v1/profiles/$PR")
+check "... another team may not read one of the job's profiles (profile $PR: $code)" \
+    bash -c '[ "$0" = 403 ] && jq -e ".error.rule == \"read_access\" and (.error.message | test(\"^profile $1: \"))" "$2" >/dev/null' \
+    "$code" "$PR" "$T/pr403.json"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KA" "$U/v1/profiles/$PR")
+check "... a teammate's token may ($code)" test "$code" = 200
 as "$UC" --json list >"$T/listc.json"
 check "... and list shows another team only its own and unowned jobs" \
     jqt --argjson a "[$PRE,$J4]" '[.jobs[].id] == $a' "$T/listc.json"
