@@ -59,11 +59,6 @@ BEGIN
     UPDATE fair_share_config SET half_life_s = p_half_life_s;
 END $$;
 
-CREATE FUNCTION avo_team_of(p_job bigint) RETURNS text
-LANGUAGE sql STABLE AS $$
-    SELECT COALESCE((SELECT team FROM jobs WHERE id = p_job), '');
-$$;
-
 -- A team's line, or the '*' line, or none.
 CREATE FUNCTION avo_team_quota(p_team text) RETURNS team_quotas
 LANGUAGE sql STABLE AS $$
