@@ -211,11 +211,14 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                 reply(c.seq, ST_NOGPU, 0, 0, gerr);
                 _exit(0);
             }
-            /* What 0-2 are before any candidate code runs (below). */
+            /* What 0-2 are, and on a GPU which descriptors are open (the
+             * runtime's), before any candidate code runs (below). */
             struct stat std0[3];
             for (int k = 0; k < 3; k++)
                 if (fstat(k, &std0[k]) != 0)
                     std0[k].st_ino = 0;
+            avo_fdset before;
+            avo_fdset_snapshot(&before);
             void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
             close(FD_OBJ);
             if (!h) {
@@ -228,26 +231,22 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                 reply(c.seq, ST_NOSYM, 0, 0, entry);
                 _exit(0);
             }
-            /* CPU: from here on its calls compute, nothing more
-             * (syscalls.h; tests/hostile/syscalls.c). A failure leaves it
-             * unfiltered: the checker reads the kernel's word on it. The
-             * CUDA runtime opens device files and maps driver memory in
-             * its calls: not for a GPU runner. */
-            if (!cuda) {
-                /* 0-2 stay open under the filter: one the load replaced (a
-                 * file of its own, read-write) would be a file its calls
-                 * use after all (tests/hostile/std_fds.c). */
-                int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-                for (int k = 0; k < 3 && nul >= 0; k++) {
-                    struct stat now;
-                    if (fstat(k, &now) != 0 || now.st_dev != std0[k].st_dev || now.st_ino != std0[k].st_ino)
-                        dup2(nul, k);
-                }
-                if (nul >= 0)
-                    close(nul);
-                char serr[160];
-                avo_syscalls_confine(FD_CMD, FD_REPLY, serr, sizeof serr);
+            /* From here on its calls compute, nothing more (syscalls.h;
+             * tests/hostile/syscalls.c, tests/hostile/gpu/syscalls.cu). A
+             * failure leaves it unfiltered: the checker reads the kernel's
+             * word on it. 0-2 stay open under the filter: one the load
+             * replaced (a file of its own, read-write) would be a file its
+             * calls use after all (tests/hostile/std_fds.c). */
+            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+            for (int k = 0; k < 3 && nul >= 0; k++) {
+                struct stat now;
+                if (fstat(k, &now) != 0 || now.st_dev != std0[k].st_dev || now.st_ino != std0[k].st_ino)
+                    dup2(nul, k);
             }
+            if (nul >= 0)
+                close(nul);
+            char serr[160];
+            avo_syscalls_confine(FD_CMD, FD_REPLY, cuda ? &before : NULL, serr, sizeof serr);
             reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
             continue;
         }

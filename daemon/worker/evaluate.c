@@ -1007,8 +1007,15 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
  * (SASS of every kernel) or objdump -d for a C object. Run in the sandbox
  * like the compiler (it parses an untrusted file). Returns a new object
  * {"tool", "text"} or {"tool", "error"}. */
-static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, double timeout)
+static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, const char *scratch, double timeout)
 {
+    /* cuobjdump writes temporary files (into TMPDIR, the sandbox's working
+     * directory): one of its own, writable by the sandbox user. */
+    char work[PATH_MAX];
+    if (snprintf(work, sizeof work, "%s/disasm", scratch) >= (int)sizeof work || mkdir(work, 0700) != 0 ||
+        (geteuid() == 0 && chown(work, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0))
+        return json_pack("{s:s,s:s++}", "tool", cuda ? "cuobjdump" : "objdump", "error",
+                         "cannot make the disassembler's working directory: ", strerror(errno), "");
     char tool[4200] = "objdump";
     if (cuda) {
         const char *nvcc = o->nvcc ? o->nvcc : "nvcc";
@@ -1024,7 +1031,7 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, do
      * that file of the cache in view. */
     const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     const char *expose[] = {obj, NULL};
-    avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = "/", .timeout_s = timeout,
+    avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = work, .timeout_s = timeout,
                            .out_cap = AVO_DISASM_CAP, .keep_head = 1, .expose = expose};
     avo_sandbox_confine(&so, hide);
     avo_sandbox_result sr;
@@ -1108,7 +1115,7 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     if (!*result)
         rc = -ENOMEM;
     else if (o->disassemble && cand.ok) {
-        json_object_set_new(*result, "disassembly", disassemble(o, cuda, cand.so_path, timeout));
+        json_object_set_new(*result, "disassembly", disassemble(o, cuda, cand.so_path, scratch, timeout));
         avo_phases_lap(&ph, "disassembly", &t);
     }
 cleanup:

@@ -86,6 +86,10 @@ declare -A EXPECT=(
     [hidden_loader]="policy_violation"
     [compile_error]="compile_error"
     [device_sync]="ok"
+    # Creates files, opens a socket and a memfd, forks and sets itself
+    # dumpable in its first call, returning 1 if any works (the runner's
+    # system-call filter, GPU profile).
+    [syscalls]="ok"
     # Two slots keyed on sampled inputs, the replay padded to ~250 TFLOPS
     # (under the roofline): today every timed run hits (ok, far above the
     # twin: a hole); ok is allowed only within the twin rule.
@@ -299,6 +303,12 @@ for prob in "$FULL" "$SMALL" "$P4096"; do
         ok "seed on $pname: inputs generated on the device"
     else
         notok "seed on $pname: inputs $inputs, expected generated on the device"
+    fi
+    filt=$(jq -r '.runner.syscall_filter' "$out" 2>/dev/null)
+    if [ "$filt" = true ]; then
+        ok "seed on $pname: the CUDA runner runs under its system-call filter (runner.syscall_filter)"
+    else
+        notok "seed on $pname: runner.syscall_filter is $filt, expected true"
     fi
     IFS=$'\t' read -r mode why < <(timing_start "$out")
     if [ "$mode" = gated ]; then
