@@ -14,7 +14,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ]
 PKGS_DEB := build-essential pkg-config libuv1-dev libpq-dev libcurl4-openssl-dev \
             libjansson-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev libssl-dev libgit2-dev libseccomp-dev \
             postgresql postgresql-client curl jq iproute2 systemd python3-yaml python3-jsonschema \
-            clang libclang-rt-14-dev man-db groff-base
+            clang libclang-rt-14-dev man-db groff-base zsh
 
 PROTO_SRC   := $(wildcard proto/*.c)
 COMMON_SRC  := $(wildcard daemon/common/*.c)

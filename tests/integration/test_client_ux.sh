@@ -37,6 +37,16 @@ check "bash completion offers the commands and each command's flags (from the co
 check "the zsh completion script is a #compdef file with every command" \
     bash -c 'avoctl completion zsh >"$0/_avoctl" && head -1 "$0/_avoctl" | grep -qx "#compdef avoctl" &&
              for c in submit watch campaign completion man; do grep -q "^        '"'"'$c:" "$0/_avoctl" || exit 1; done' "$T"
+# In a real interactive zsh (zpty): compinit loads the script from fpath and
+# one TAB completes commands, subcommands and flags.
+zcomp() { [ "$(timeout 30 zsh -f "$ROOT/tests/integration/zsh_complete.zsh" "$T" "$1")" = "$2" ]; }
+check "zsh: TAB completes a command (avoctl wat -> avoctl watch)" zcomp "avoctl wat" "avoctl watch"
+check "zsh: TAB completes a subcommand (avoctl problem ch -> check)" zcomp "avoctl problem ch" "avoctl problem check"
+check "zsh: TAB completes a command's flag (avoctl list --li -> --limit)" zcomp "avoctl list --li" "avoctl list --limit"
+check "bash completion offers subcommands too (problem ch -> check, completion z -> zsh)" \
+    bash -c 'source <(avoctl completion bash); COMP_WORDS=(avoctl problem ch); COMP_CWORD=2; _avoctl
+             [ "${COMPREPLY[*]}" = check ] || exit 1
+             COMP_WORDS=(avoctl completion z); COMP_CWORD=2; _avoctl; [ "${COMPREPLY[*]}" = zsh ]'
 check "avoctl completion fish: a usage error naming the shells" \
     bash -c 'out=$(avoctl completion fish 2>&1); [ $? = 2 ] && grep -q "bash or zsh" <<<"$out"'
 avoctl man >"$T/avoctl.1"
