@@ -13,6 +13,7 @@ source "$(dirname "$0")/lib.sh"
 K="$T/kernels"
 mkdir -p "$K"
 ln -s "$ROOT/kernels/cpu" "$K/cpu"
+ln -s "$ROOT/kernels/gemm_bf16" "$K/gemm_bf16"
 export XDG_CONFIG_HOME="$T/config"
 SEEDSRC="$ROOT/kernels/cpu/sgemm/seed.c"
 export AVO_TEST_KEY="sk-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -43,6 +44,14 @@ WP=$!
 check "watch: says at once what the job waits for" \
     wait_for 30 "grep -q 'now queued: no live worker for cpu' '$T/watch1.out'"
 kill "$WP" 2>/dev/null; wait "$WP" 2>/dev/null
+
+# A GPU job pinned to a model: the pin is part of what no worker serves.
+echo '{"problem": "gemm_bf16", "islands": 1, "budget": {"evaluations": 1}, "gpu": "H200"}' >"$T/gpu.json"
+JG=$(avoctl --json submit "$T/gpu.json" 2>"$T/submit-gpu.err" | jq -r .id)
+check "a GPU job pinned to H200 with no worker: the warning and the detail name the target and the model" \
+    bash -c 'grep -q "^avoctl: warning: no live worker for sm_90 / H200; the job waits until one starts$" "$0" &&
+             avoctl status "$1" | grep -Eq "^detail +queued: no live worker for sm_90 / H200$"' "$T/submit-gpu.err" "$JG"
+avoctl cancel "$JG" >/dev/null 2>&1
 
 # ---- a worker (a row of our own, claiming through avo_claim) ------------------
 wait_for 60 "[ \"\$(q \"SELECT count(*) FROM evaluations WHERE job_id = $J1 AND state = 'queued'\")\" -gt 0 ]"
