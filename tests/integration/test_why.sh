@@ -44,6 +44,15 @@ WP=$!
 check "watch: says at once what the job waits for" \
     wait_for 30 "grep -q 'now queued: no live worker for cpu' '$T/watch1.out'"
 kill "$WP" 2>/dev/null; wait "$WP" 2>/dev/null
+# A job that waits with nothing happening: the detail once at the start,
+# then again after about 30 s of silence (docs/api.md), so a watcher is
+# never left without a word.
+curl -s -N --max-time 50 --unix-socket "$AVO_HOME/avod.sock" "http://avod/v1/jobs/$J1/events?detail=true" \
+    >"$T/detail-stream.txt" 2>/dev/null &
+DP=$!
+check "events?detail=true on a waiting job: the detail at the start and again after about 30 s without events" \
+    wait_for 48 "[ \"\$(grep -c '^event: detail' '$T/detail-stream.txt')\" -ge 2 ]"
+kill "$DP" 2>/dev/null; wait "$DP" 2>/dev/null
 
 # A GPU job pinned to a model: the pin is part of what no worker serves.
 echo '{"problem": "gemm_bf16", "islands": 1, "budget": {"evaluations": 1}, "gpu": "H200"}' >"$T/gpu.json"
