@@ -2230,102 +2230,133 @@ static void campaign_reval_wait(avoctl_ctx *c, json_t *revs, double deadline)
     }
 }
 
-static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
+/* One `avoctl campaign run`: its options, the file, the jobs and what
+ * they came to. */
+typedef struct {
+    const char *file, *out_dir, *name, *prev_path, *mode_s;
+    double tol;
+    int64_t timeout;
+    double until; /* when --timeout ends (0: none) */
+    avoctl_reval_mode mode;
+    json_t *doc, *specs, *prev, *ids, *jobs, *summary, *compares, *rplan, *revs;
+    char started[32], path[4200]; /* path: the NAME-latest.json summary */
+} campaign_run;
+
+/* The flags, checked before anything is read or sent. */
+static int campaign_options(avoctl_ctx *c, const avoctl_args *a, campaign_run *r)
 {
+    char err[512];
     if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
         return usage_error(c, strcmp(a->pos[0], "run") ? "campaign: the subcommand is 'run'"
                                                         : "campaign run: give one campaign FILE");
-    const char *out_dir = avoctl_args_get(a, "out") ? avoctl_args_get(a, "out") : ".";
+    r->file = a->pos[1];
+    r->out_dir = avoctl_args_get(a, "out") ? avoctl_args_get(a, "out") : ".";
     const char *timeout_s = avoctl_args_get(a, "timeout");
-    char err[512], started[32], finished[32], stamp[32], path[4200];
-    int64_t timeout = 0;
-    if (timeout_s && avoctl_parse_i64("--timeout", timeout_s, 1, 30 * 86400, &timeout, err, sizeof err) < 0)
+    if (timeout_s && avoctl_parse_i64("--timeout", timeout_s, 1, 30 * 86400, &r->timeout, err, sizeof err) < 0)
         return usage_error(c, err);
-    avoctl_reval_mode mode = AVOCTL_REVAL_OFF;
-    const char *mode_s = avoctl_args_get(a, "revalidate");
-    if (mode_s && avoctl_reval_mode_parse(mode_s, &mode) < 0)
+    r->mode = AVOCTL_REVAL_OFF;
+    r->mode_s = avoctl_args_get(a, "revalidate");
+    if (r->mode_s && avoctl_reval_mode_parse(r->mode_s, &r->mode) < 0)
         return usage_error(c, "--revalidate: one of off, on_toolchain_change, always");
+    return EXIT_OK;
+}
+
+/* The campaign file, the output directory and the previous summary. */
+static int campaign_load(const avoctl_args *a, campaign_run *r)
+{
+    char err[512];
     json_error_t je;
-    json_t *doc = json_load_file(a->pos[1], 0, &je), *specs, *prev = NULL, *ids = json_array(), *jobs = json_array();
-    json_t *summary = NULL, *compares = NULL, *rplan = NULL, *revs = NULL;
-    const char *name;
-    double tol;
-    int ex = EXIT_FAIL;
-    if (!doc) {
+    if (!(r->doc = json_load_file(r->file, 0, &je))) {
         if (je.line > 0)
-            errorf("%s: %s (line %d)", a->pos[1], je.text, je.line);
+            errorf("%s: %s (line %d)", r->file, je.text, je.line);
         else
             errorf("%s", je.text);
-        ex = EXIT_USAGE;
-        goto cleanup;
+        return EXIT_USAGE;
     }
-    if (avoctl_campaign_parse(doc, &name, &tol, &specs, err, sizeof err) < 0) {
-        errorf("%s: %s", a->pos[1], err);
-        ex = EXIT_USAGE;
-        goto cleanup;
+    if (avoctl_campaign_parse(r->doc, &r->name, &r->tol, &r->specs, err, sizeof err) < 0) {
+        errorf("%s: %s", r->file, err);
+        return EXIT_USAGE;
     }
     /* the file's option (checked by avoctl_campaign_parse), unless the flag said */
-    if (!mode_s)
-        avoctl_reval_mode_parse(json_string_value(json_object_get(doc, "revalidate")), &mode);
+    if (!r->mode_s)
+        avoctl_reval_mode_parse(json_string_value(json_object_get(r->doc, "revalidate")), &r->mode);
     /* A new directory is made (with its parents, as mkdir -p) */
-    if (mkdir_p(out_dir, err, sizeof err) < 0) {
+    if (mkdir_p(r->out_dir, err, sizeof err) < 0) {
         errorf("--out %s", err);
-        ex = EXIT_USAGE;
-        goto cleanup;
+        return EXIT_USAGE;
     }
     /* The previous campaign of this name, to compare each problem's best. */
-    const char *prev_path = avoctl_args_get(a, "previous");
-    snprintf(path, sizeof path, "%s/%s-latest.json", out_dir, name);
-    if (!prev_path && access(path, R_OK) == 0)
-        prev_path = path;
-    if (prev_path && !(prev = json_load_file(prev_path, 0, &je))) {
-        errorf("previous summary %s: %s", prev_path, je.text);
-        goto cleanup;
+    r->prev_path = avoctl_args_get(a, "previous");
+    snprintf(r->path, sizeof r->path, "%s/%s-latest.json", r->out_dir, r->name);
+    if (!r->prev_path && access(r->path, R_OK) == 0)
+        r->prev_path = r->path;
+    if (r->prev_path && !(r->prev = json_load_file(r->prev_path, 0, &je))) {
+        errorf("previous summary %s: %s", r->prev_path, je.text);
+        return EXIT_FAIL;
     }
-    utc_now(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ");
+    return EXIT_OK;
+}
+
+/* Every job, or none: one refused cancels those submitted before it. */
+static int campaign_submit(avoctl_ctx *c, campaign_run *r)
+{
     size_t i;
     json_t *spec;
-    json_array_foreach(specs, i, spec) {
+    json_array_foreach(r->specs, i, spec) {
         json_t *job = NULL;
-        if ((ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job)) != EXIT_OK) {
-            errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", name, i + 1,
-                   avoctl_str(spec, "problem"), json_array_size(ids));
+        int ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job);
+        if (ex != EXIT_OK) {
+            errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", r->name,
+                   i + 1, avoctl_str(spec, "problem"), json_array_size(r->ids));
             size_t k;
             json_t *id;
-            json_array_foreach(ids, k, id) cancel_quietly(c, json_integer_value(id));
-            goto cleanup;
+            json_array_foreach(r->ids, k, id) cancel_quietly(c, json_integer_value(id));
+            return ex;
         }
-        json_array_append_new(ids, json_integer(json_integer_value(json_object_get(job, "id"))));
+        json_array_append_new(r->ids, json_integer(json_integer_value(json_object_get(job, "id"))));
         if (!c->json)
-            printf("campaign %s: job %lld submitted (%s)\n", name,
+            printf("campaign %s: job %lld submitted (%s)\n", r->name,
                    (long long)json_integer_value(json_object_get(job, "id")), avoctl_str(spec, "problem"));
         json_decref(job);
     }
     fflush(stdout);
-    /* Wait for every job; a timeout cancels what is left (it then counts as
-     * failed in the summary). */
-    const double t0 = now_s(), until = timeout ? t0 + (double)timeout : 0;
+    return EXIT_OK;
+}
+
+/* Each job's state into r->jobs; *done: how many are final. */
+static int campaign_poll(avoctl_ctx *c, campaign_run *r, size_t *done)
+{
+    size_t i;
+    json_t *id;
+    *done = 0;
+    json_array_clear(r->jobs);
+    json_array_foreach(r->ids, i, id) {
+        json_t *job = NULL;
+        int ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job);
+        if (ex != EXIT_OK)
+            return ex;
+        *done += is_final(avoctl_str(job, "state"));
+        json_array_append_new(r->jobs, job);
+    }
+    return EXIT_OK;
+}
+
+/* Wait for every job; a timeout cancels what is left (it then counts as
+ * failed in the summary). */
+static int campaign_wait(avoctl_ctx *c, campaign_run *r)
+{
+    int64_t timeout = r->timeout;
+    const double t0 = now_s();
     double down_since = 0;
     size_t done = 0, shown = 0;
+    r->until = timeout ? t0 + (double)timeout : 0;
     for (;;) {
-        done = 0;
-        json_array_clear(jobs);
-        json_t *id;
-        int lost = 0;
-        json_array_foreach(ids, i, id) {
-            json_t *job = NULL;
-            if ((ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job)) != EXIT_OK) {
-                /* avod restarting is waited out (its jobs go on); anything
-                 * else, or two minutes without it, ends the campaign. */
-                if (ex != EXIT_UNREACHABLE || (down_since && now_s() - down_since > 120))
-                    goto cleanup;
-                lost = 1;
-                break;
-            }
-            done += is_final(avoctl_str(job, "state"));
-            json_array_append_new(jobs, job);
-        }
-        if (lost) {
+        int ex = campaign_poll(c, r, &done);
+        if (ex != EXIT_OK) {
+            /* avod restarting is waited out (its jobs go on); anything
+             * else, or two minutes without it, ends the campaign. */
+            if (ex != EXIT_UNREACHABLE || (down_since && now_s() - down_since > 120))
+                return ex;
             if (!down_since)
                 down_since = now_s();
             sleep_s(2);
@@ -2333,76 +2364,105 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         }
         down_since = 0;
         if (!c->json && done != shown) {
-            printf("campaign %s: %zu of %zu jobs finished\n", name, done, json_array_size(ids));
+            printf("campaign %s: %zu of %zu jobs finished\n", r->name, done, json_array_size(r->ids));
             fflush(stdout);
             shown = done;
         }
-        if (done == json_array_size(ids))
-            break;
+        if (done == json_array_size(r->ids))
+            return EXIT_OK;
         if (timeout && now_s() - t0 > (double)timeout) {
-            errorf("campaign %s: --timeout %lld s reached; cancelling the jobs still running", name,
+            errorf("campaign %s: --timeout %lld s reached; cancelling the jobs still running", r->name,
                    (long long)timeout);
-            json_array_foreach(ids, i, id) cancel_quietly(c, json_integer_value(id));
+            size_t i;
+            json_t *id;
+            json_array_foreach(r->ids, i, id) cancel_quietly(c, json_integer_value(id));
             timeout = 0; /* one more pass collects their final states */
         }
         struct timespec nap = {2, 0};
         nanosleep(&nap, NULL);
     }
-    /* The previous bests re-validated where the toolchain that would run
-     * the work changed (queued first, so they run beside the compares),
-     * then each problem's best against the previous baseline's candidate,
-     * measured paired before a regression is called; within what is left
-     * of --timeout (an hour without one). Tonight's jobs say which
-     * workers would claim a problem's work, so this comes after them. */
-    const double deadline = until ? until : now_s() + 3600;
-    if ((mode != AVOCTL_REVAL_OFF && campaign_reval_queue(c, name, mode, prev, jobs, &rplan, &revs) != EXIT_OK) ||
-        !(summary = avoctl_campaign_summary(name, jobs, prev, NULL, tol, started, started)) ||
-        !(compares = campaign_compares(c, name, summary, deadline))) {
+}
+
+/* The previous bests re-validated where the toolchain that would run the
+ * work changed (queued first, so they run beside the compares), then each
+ * problem's best against the previous baseline's candidate, measured
+ * paired before a regression is called; within what is left of --timeout
+ * (an hour without one). Tonight's jobs say which workers would claim a
+ * problem's work, so this comes after them. */
+static int campaign_measure(avoctl_ctx *c, campaign_run *r)
+{
+    const double deadline = r->until ? r->until : now_s() + 3600;
+    if ((r->mode != AVOCTL_REVAL_OFF &&
+         campaign_reval_queue(c, r->name, r->mode, r->prev, r->jobs, &r->rplan, &r->revs) != EXIT_OK) ||
+        !(r->summary = avoctl_campaign_summary(r->name, r->jobs, r->prev, NULL, r->tol, r->started, r->started)) ||
+        !(r->compares = campaign_compares(c, r->name, r->summary, deadline))) {
         errorf("out of memory");
-        ex = EXIT_FAIL;
-        goto cleanup;
+        return EXIT_FAIL;
     }
-    if (rplan) {
-        campaign_reval_wait(c, revs, deadline);
-        if (avoctl_reval_finish(rplan, revs) < 0) {
+    if (r->rplan) {
+        campaign_reval_wait(c, r->revs, deadline);
+        if (avoctl_reval_finish(r->rplan, r->revs) < 0) {
             errorf("out of memory");
-            ex = EXIT_FAIL;
-            goto cleanup;
+            return EXIT_FAIL;
         }
     }
-    json_decref(summary);
+    return EXIT_OK;
+}
+
+/* The summary, written as NAME-STAMP.json, NAME-STAMP.md and
+ * NAME-latest.json, and shown. */
+static int campaign_report(avoctl_ctx *c, campaign_run *r)
+{
+    char finished[32], stamp[32], json_path[4200], md_path[4200];
+    int ex;
+    json_decref(r->summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
     utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
-    if (!(summary = avoctl_campaign_summary(name, jobs, prev, compares, tol, started, finished))) {
+    json_t *summary = r->summary =
+        avoctl_campaign_summary(r->name, r->jobs, r->prev, r->compares, r->tol, r->started, finished);
+    if (!summary) {
         errorf("out of memory");
-        ex = EXIT_FAIL;
-        goto cleanup;
+        return EXIT_FAIL;
     }
-    json_object_set_new(summary, "previous_summary", prev_path ? json_string(prev_path) : json_null());
-    if (rplan)
-        json_object_set(summary, "revalidation", rplan);
-    char json_path[4200], md_path[4200];
-    snprintf(json_path, sizeof json_path, "%s/%s-%s.json", out_dir, name, stamp);
-    snprintf(md_path, sizeof md_path, "%s/%s-%s.md", out_dir, name, stamp);
+    json_object_set_new(summary, "previous_summary", r->prev_path ? json_string(r->prev_path) : json_null());
+    if (r->rplan)
+        json_object_set(summary, "revalidation", r->rplan);
+    snprintf(json_path, sizeof json_path, "%s/%s-%s.json", r->out_dir, r->name, stamp);
+    snprintf(md_path, sizeof md_path, "%s/%s-%s.md", r->out_dir, r->name, stamp);
     if ((ex = write_atomic(json_path, summary, 0)) != EXIT_OK || (ex = write_atomic(md_path, summary, 1)) != EXIT_OK ||
-        (ex = write_atomic(path, summary, 0)) != EXIT_OK)
-        goto cleanup;
+        (ex = write_atomic(r->path, summary, 0)) != EXIT_OK)
+        return ex;
     if (c->json) {
         print_json(summary, JSON_INDENT(2));
     } else {
         avoctl_campaign_markdown(summary, stdout);
         printf("\nwrote %s and %s\n", json_path, md_path);
     }
-    ex = json_is_true(json_object_get(summary, "ok")) ? EXIT_OK : EXIT_FAIL;
-cleanup:
-    json_decref(doc);
-    json_decref(prev);
-    json_decref(ids);
-    json_decref(jobs);
-    json_decref(summary);
-    json_decref(compares);
-    json_decref(rplan);
-    json_decref(revs);
+    return json_is_true(json_object_get(summary, "ok")) ? EXIT_OK : EXIT_FAIL;
+}
+
+static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
+{
+    campaign_run r = {0};
+    int ex = campaign_options(c, a, &r);
+    if (ex != EXIT_OK)
+        return ex;
+    r.ids = json_array();
+    r.jobs = json_array();
+    if ((ex = campaign_load(a, &r)) == EXIT_OK) {
+        utc_now(r.started, sizeof r.started, "%Y-%m-%dT%H:%M:%SZ");
+        if ((ex = campaign_submit(c, &r)) == EXIT_OK && (ex = campaign_wait(c, &r)) == EXIT_OK &&
+            (ex = campaign_measure(c, &r)) == EXIT_OK)
+            ex = campaign_report(c, &r);
+    }
+    json_decref(r.doc);
+    json_decref(r.prev);
+    json_decref(r.ids);
+    json_decref(r.jobs);
+    json_decref(r.summary);
+    json_decref(r.compares);
+    json_decref(r.rplan);
+    json_decref(r.revs);
     return ex;
 }
 
@@ -2993,127 +3053,139 @@ static int cmd_man(avoctl_ctx *c, const avoctl_args *a)
     return EXIT_OK;
 }
 
-int main(int argc, char **argv)
-{
-    avoctl_ctx c = {0};
-    avoctl_context ctx; /* from the config file; c.url may point into it */
-    avoctl_args a;
-    char err[256];
-    int ex;
+/* Returned by main's phases when the command goes on (exit codes are >= 0). */
+#define GO_ON (-1)
 
-    int ci = avoctl_globals_parse(argc, argv, &c.g, err, sizeof err);
-    if (ci < 0) {
-        ex = usage_error(&c, err);
-        goto cleanup;
-    }
-    c.json = c.g.json;
-    avoctl_color_init(c.g.no_color);
-    if (c.g.version) {
+/* The global flags, the command and its arguments: GO_ON, or the exit
+ * code of what was answered already (--version, help, a usage error). */
+static int parse_command_line(avoctl_ctx *c, int argc, char **argv, avoctl_args *a)
+{
+    char err[256];
+    int ci = avoctl_globals_parse(argc, argv, &c->g, err, sizeof err);
+    if (ci < 0)
+        return usage_error(c, err);
+    c->json = c->g.json;
+    avoctl_color_init(c->g.no_color);
+    if (c->g.version) {
         printf("avoctl %s\n", AVO_VERSION);
-        ex = EXIT_OK;
-        goto cleanup;
+        return EXIT_OK;
     }
     if (ci >= argc) {
         /* A bare `avoctl` is a usage error, but still shows what to type. */
-        print_help(NULL, c.g.help ? stdout : stderr);
-        ex = c.g.help ? EXIT_OK : EXIT_USAGE;
-        goto cleanup;
+        print_help(NULL, c->g.help ? stdout : stderr);
+        return c->g.help ? EXIT_OK : EXIT_USAGE;
     }
-    c.cmd = find_command(argv[ci]);
-    if (!c.cmd) {
+    c->cmd = find_command(argv[ci]);
+    if (!c->cmd) {
         const char *near = suggest_command(argv[ci]);
         snprintf(err, sizeof err, "unknown command '%.100s'%s%s%s", argv[ci], near ? "; did you mean '" : "",
                  near ? near : "", near ? "'?" : "");
-        ex = usage_error(&c, err);
-        goto cleanup;
+        return usage_error(c, err);
     }
-    if (avoctl_args_parse(c.cmd->opts, c.cmd->max_pos, argc - ci - 1, argv + ci + 1, &a, err,
-                          sizeof err) < 0) {
-        ex = usage_error(&c, err);
-        goto cleanup;
+    if (avoctl_args_parse(c->cmd->opts, c->cmd->max_pos, argc - ci - 1, argv + ci + 1, a, err, sizeof err) < 0)
+        return usage_error(c, err);
+    if (c->g.help || a->help)
+        return print_help(c->cmd->name, stdout);
+    c->json |= a->json;
+    if (a->npos < c->cmd->min_pos) {
+        snprintf(err, sizeof err, "missing argument %s", c->cmd->pos_name);
+        return usage_error(c, err);
     }
-    if (c.g.help || a.help) {
-        ex = print_help(c.cmd->name, stdout);
-        goto cleanup;
-    }
-    c.json |= a.json;
-    if (a.npos < c.cmd->min_pos) {
-        snprintf(err, sizeof err, "missing argument %s", c.cmd->pos_name);
-        ex = usage_error(&c, err);
-        goto cleanup;
-    }
-    if (c.g.url && c.g.socket) {
-        ex = usage_error(&c, "--url and --socket name two different daemons; give one");
-        goto cleanup;
-    }
-    if (c.cmd->local) {
-        /* (help, completion, man: nothing to reach, no config to read) */
-        ex = c.cmd->run(&c, &a);
-        goto cleanup;
-    }
-    /* Each setting: a flag, else the environment, else the context, else
-     * the default (docs/cli.md, "Contexts"). */
-    const char *ctx_name = c.g.context ? c.g.context : getenv("AVO_CONTEXT");
-    if (ctx_name && !*ctx_name)
-        ctx_name = NULL;
-    char cfg[4096];
-    int have_ctx = 0;
+    if (c->g.url && c->g.socket)
+        return usage_error(c, "--url and --socket name two different daemons; give one");
+    return GO_ON;
+}
+
+/* The config file's context: the one named (--context, AVO_CONTEXT) or
+ * its 'current'. *have_ctx: 1 when *ctx holds one. */
+static int read_context(const avoctl_ctx *c, avoctl_context *ctx, const char **ctx_name, int *have_ctx)
+{
+    char err[256], cfg[4096];
+    *ctx_name = c->g.context ? c->g.context : getenv("AVO_CONTEXT");
+    if (*ctx_name && !**ctx_name)
+        *ctx_name = NULL;
+    *have_ctx = 0;
     if (avoctl_config_path(cfg, sizeof cfg) == 0) {
-        have_ctx = avoctl_config_load(cfg, ctx_name, &ctx, err, sizeof err);
-        if (have_ctx < 0) {
+        *have_ctx = avoctl_config_load(cfg, *ctx_name, ctx, err, sizeof err);
+        if (*have_ctx < 0) {
             errorf("%s", err);
-            ex = EXIT_USAGE;
-            goto cleanup;
+            return EXIT_USAGE;
         }
-    } else if (ctx_name) {
-        errorf("--context %s: no config file (neither XDG_CONFIG_HOME nor HOME is set)", ctx_name);
-        ex = EXIT_USAGE;
-        goto cleanup;
+    } else if (*ctx_name) {
+        errorf("--context %s: no config file (neither XDG_CONFIG_HOME nor HOME is set)", *ctx_name);
+        return EXIT_USAGE;
     }
+    return GO_ON;
+}
+
+/* A TCP daemon needs its bearer token: a flag, the environment, else the
+ * context's token file. */
+static int use_url(avoctl_ctx *c, const avoctl_context *ctx, int have_ctx)
+{
+    char err[256];
+    const char *tf = c->g.token_file ? c->g.token_file : getenv("AVO_TOKEN_FILE");
+    if ((!tf || !*tf) && have_ctx && ctx->token_file[0])
+        tf = ctx->token_file;
+    if (strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0)
+        return usage_error(c, "--url wants http://HOST:PORT (avod's --listen address)");
+    if (!tf || !*tf)
+        return usage_error(c, "--url needs --token-file FILE (or AVO_TOKEN_FILE): avod's TCP listener "
+                              "answers only requests with a bearer token");
+    if (read_token(tf, c->token, sizeof c->token, err, sizeof err) < 0) {
+        errorf("%s", err);
+        return EXIT_USAGE;
+    }
+    snprintf(c->socket, sizeof c->socket, "%s", c->url);
+    return GO_ON;
+}
+
+/* Which daemon to talk to. Each setting: a flag, else the environment,
+ * else the context, else the default (docs/cli.md, "Contexts"). */
+static int choose_daemon(avoctl_ctx *c, avoctl_context *ctx)
+{
+    const char *ctx_name;
+    int have_ctx, ex = read_context(c, ctx, &ctx_name, &have_ctx);
+    if (ex != GO_ON)
+        return ex;
     /* A flag beats the environment: --socket wins over AVO_URL. */
-    c.url = c.g.url ? c.g.url : c.g.socket ? NULL : getenv("AVO_URL");
-    if (c.url && !*c.url)
-        c.url = NULL;
+    c->url = c->g.url ? c->g.url : c->g.socket ? NULL : getenv("AVO_URL");
+    if (c->url && !*c->url)
+        c->url = NULL;
     const char *ctx_socket = NULL;
     /* AVO_HOME set is the environment naming the socket: it beats the
      * file's "current", not a context asked for by name. */
     const char *home_env = getenv("AVO_HOME");
     if (!ctx_name && home_env && *home_env)
         have_ctx = 0;
-    if (!c.url && !c.g.socket && have_ctx) {
-        if (ctx.url[0])
-            c.url = ctx.url;
+    if (!c->url && !c->g.socket && have_ctx) {
+        if (ctx->url[0])
+            c->url = ctx->url;
         else
-            ctx_socket = ctx.socket;
+            ctx_socket = ctx->socket;
     }
-    if (c.url) {
-        const char *tf = c.g.token_file ? c.g.token_file : getenv("AVO_TOKEN_FILE");
-        if ((!tf || !*tf) && have_ctx && ctx.token_file[0])
-            tf = ctx.token_file;
-        if (strncmp(c.url, "http://", 7) != 0 && strncmp(c.url, "https://", 8) != 0) {
-            ex = usage_error(&c, "--url wants http://HOST:PORT (avod's --listen address)");
-            goto cleanup;
-        }
-        if (!tf || !*tf) {
-            ex = usage_error(&c, "--url needs --token-file FILE (or AVO_TOKEN_FILE): avod's TCP listener "
-                                 "answers only requests with a bearer token");
-            goto cleanup;
-        }
-        if (read_token(tf, c.token, sizeof c.token, err, sizeof err) < 0) {
-            errorf("%s", err);
-            ex = EXIT_USAGE;
-            goto cleanup;
-        }
-        snprintf(c.socket, sizeof c.socket, "%s", c.url);
-    } else if (c.g.socket || ctx_socket) {
-        snprintf(c.socket, sizeof c.socket, "%s", c.g.socket ? c.g.socket : ctx_socket);
-    } else if (avo_home_path(AVO_SOCKET_NAME, c.socket, sizeof c.socket) < 0) {
+    if (c->url)
+        return use_url(c, ctx, have_ctx);
+    if (c->g.socket || ctx_socket) {
+        snprintf(c->socket, sizeof c->socket, "%s", c->g.socket ? c->g.socket : ctx_socket);
+    } else if (avo_home_path(AVO_SOCKET_NAME, c->socket, sizeof c->socket) < 0) {
         errorf("cannot determine AVO_HOME (no HOME); use --socket PATH");
-        ex = EXIT_UNREACHABLE;
-        goto cleanup;
+        return EXIT_UNREACHABLE;
     }
-    ex = c.cmd->run(&c, &a);
-cleanup:
+    return GO_ON;
+}
+
+int main(int argc, char **argv)
+{
+    avoctl_ctx c = {0};
+    avoctl_context ctx; /* from the config file; c.url may point into it */
+    avoctl_args a;
+
+    int ex = parse_command_line(&c, argc, argv, &a);
+    /* (local commands: help, completion, man: nothing to reach, no config to read) */
+    if (ex == GO_ON && !c.cmd->local)
+        ex = choose_daemon(&c, &ctx);
+    if (ex == GO_ON)
+        ex = c.cmd->run(&c, &a);
     avoctl_http_close(c.http);
     explicit_bzero(c.token, sizeof c.token);
     fflush(stdout);

@@ -487,6 +487,299 @@ void avoctl_fmt_job_speedup(const json_t *job, char *buf, size_t len)
     }
 }
 
+static void fmt_evaluated(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    /* evaluation_finished: its name before candidate_evaluated; old
+     * jobs' streams still replay it. */
+    const char *outcome = json_string_value(json_object_get(d, "outcome"));
+    add(buf, len, "%s cand %lld", kind, int_of(d, "candidate"));
+    add_island(buf, len, d);
+    add(buf, len, " %s", outcome ? outcome : "?");
+    if (outcome && strcmp(outcome, "ok") == 0 && !json_is_number(json_object_get(d, "aggregate"))) {
+        /* No full score (screened out): the detail says why. */
+        add_knobs(buf, len, json_object_get(d, "knobs"));
+        add_detail(buf, len, json_object_get(d, "detail"));
+    } else if (outcome && strcmp(outcome, "ok") == 0) {
+        add_num(buf, len, json_object_get(d, "aggregate"));
+        if (unit && json_is_number(json_object_get(d, "aggregate")))
+            add(buf, len, " %s", unit);
+        /* Configurations timed over the rse target: a score to doubt. */
+        if (int_of(d, "noisy") > 0)
+            add(buf, len, " (noisy: %lld config%s)", int_of(d, "noisy"), int_of(d, "noisy") == 1 ? "" : "s");
+        add_knobs(buf, len, json_object_get(d, "knobs"));
+    } else {
+        add_knobs(buf, len, json_object_get(d, "knobs"));
+        add_detail(buf, len, json_object_get(d, "detail"));
+    }
+}
+
+static void fmt_committed(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)kind;
+    add(buf, len, "committed cand %lld", int_of(d, "candidate"));
+    if (json_is_integer(json_object_get(d, "parent")))
+        add(buf, len, " (parent %lld)", int_of(d, "parent"));
+    add_island(buf, len, d);
+    add_num(buf, len, json_object_get(d, "aggregate"));
+    if (unit && json_is_number(json_object_get(d, "aggregate")))
+        add(buf, len, " %s", unit);
+}
+
+static void fmt_new_best(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)kind;
+    add(buf, len, "new best");
+    add_num(buf, len, json_object_get(d, "aggregate"));
+    if (unit && json_is_number(json_object_get(d, "aggregate")))
+        add(buf, len, " %s", unit);
+    if (json_is_number(json_object_get(d, "speedup")))
+        add(buf, len, " (x%.2f over seed)", json_number_value(json_object_get(d, "speedup")));
+    if (json_is_integer(json_object_get(d, "candidate")))
+        add(buf, len, ", cand %lld", int_of(d, "candidate"));
+    add_island(buf, len, d);
+}
+
+static void fmt_island_migrated(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                size_t len)
+{
+    (void)ev;
+    (void)kind;
+    add(buf, len, "island_migrated island %lld adopted cand %lld", int_of(d, "island"),
+        int_of(d, "candidate"));
+    if (json_is_number(json_object_get(d, "aggregate"))) {
+        char num[64];
+        avoctl_fmt_num(json_number_value(json_object_get(d, "aggregate")), num, sizeof num);
+        add(buf, len, " (%s%s%s)", num, unit ? " " : "", unit ? unit : "");
+    }
+    if (json_is_integer(json_object_get(d, "from")))
+        add(buf, len, " from island %lld", int_of(d, "from"));
+}
+
+static void fmt_stagnation(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    const char *action = json_string_value(json_object_get(d, "action"));
+    add(buf, len, "stagnation island %lld: %lld evaluation%s without a commit", int_of(d, "island"),
+        int_of(d, "evaluations_without_commit"), int_of(d, "evaluations_without_commit") == 1 ? "" : "s");
+    if (json_is_integer(json_object_get(d, "level")))
+        add(buf, len, ", level %lld", int_of(d, "level"));
+    if (action && *action)
+        add(buf, len, ": %s", action);
+}
+
+static void fmt_budget_reached(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                               size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    const char *budget = json_string_value(json_object_get(d, "budget"));
+    add(buf, len, "budget_reached %s", budget ? budget : "?");
+    if (json_is_number(json_object_get(d, "used"))) {
+        add(buf, len, ":");
+        add_num(buf, len, json_object_get(d, "used"));
+        if (json_is_number(json_object_get(d, "limit"))) {
+            add(buf, len, " of");
+            add_num(buf, len, json_object_get(d, "limit"));
+        }
+    }
+}
+
+static void fmt_job_finished(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                             size_t len)
+{
+    (void)kind;
+    const char *state = json_string_value(json_object_get(d, "state"));
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    char best[128], seed[128], sp[512];
+    avoctl_fmt_score(json_object_get(d, "best"), unit, best, sizeof best);
+    avoctl_fmt_score(json_object_get(d, "seed"), unit, seed, sizeof seed);
+    avoctl_fmt_job_speedup(d, sp, sizeof sp);
+    add(buf, len, "job %lld finished: %s", int_of(ev, "job"), state ? state : "?");
+    if (reason && *reason)
+        add(buf, len, " (%s)", reason);
+    if (!json_is_number(json_object_get(json_object_get(d, "best"), "aggregate")) &&
+        !json_is_number(json_object_get(d, "speedup"))) {
+        add(buf, len, "; no valid evaluation");
+        if (json_is_object(json_object_get(d, "seed")))
+            add(buf, len, "; seed %s", seed);
+    } else
+        add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
+}
+
+static void fmt_not_significant(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    /* a measured gain the commit rule did not take, and why */
+    const json_t *ci = json_object_get(d, "ci");
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    add(buf, len, "not_significant cand %lld", int_of(d, "candidate"));
+    add_island(buf, len, d);
+    if (json_is_number(json_object_get(d, "ratio")))
+        add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
+    if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
+        add(buf, len, " [%.4f, %.4f]", json_number_value(json_array_get(ci, 0)),
+            json_number_value(json_array_get(ci, 1)));
+    if (json_is_number(json_object_get(d, "low")) && json_is_number(json_object_get(d, "min_gain")))
+        add(buf, len, ", low %.4f needs > %.4f", json_number_value(json_object_get(d, "low")),
+            1 + json_number_value(json_object_get(d, "min_gain")));
+    if (reason && *reason)
+        add(buf, len, ": %s", reason);
+}
+
+static void fmt_screened_out(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                             size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    /* stopped by the screen: slower than the island's best beyond noise */
+    const json_t *ci = json_object_get(d, "ci");
+    size_t n = json_array_size(json_object_get(d, "configs"));
+    add(buf, len, "screened_out cand %lld", int_of(d, "candidate"));
+    add_island(buf, len, d);
+    if (json_is_number(json_object_get(d, "ratio")))
+        add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
+    if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
+        add(buf, len, " (%g%% [%.4f, %.4f])", 100 * json_number_value(json_object_get(d, "confidence")),
+            json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)));
+    add(buf, len, " on %zu screen config%s: slower beyond noise, not timed on the rest", n, n == 1 ? "" : "s");
+}
+
+static void fmt_final_measurement(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                  size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    const char *status = json_string_value(json_object_get(d, "status"));
+    if (status && !strcmp(status, "started")) {
+        add(buf, len, "finishing: measuring the best (cand %lld) paired against the seed (cand %lld)",
+            int_of(d, "candidate"), int_of(d, "against"));
+    } else {
+        char sp[512];
+        json_t *j = json_pack("{s:O?}", "speedup_detail", json_object_get(d, "speedup"));
+        avoctl_fmt_job_speedup(j, sp, sizeof sp);
+        json_decref(j);
+        add(buf, len, "final measurement: speedup %s", sp);
+    }
+}
+
+static void fmt_job_submitted_started(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                      size_t len)
+{
+    (void)unit;
+    const json_t *seed = json_object_get(d, "seed");
+    const char *file = json_string_value(json_object_get(seed, "file"));
+    add(buf, len, "job %lld %s", int_of(ev, "job"), kind + 4);
+    if (json_is_integer(json_object_get(seed, "candidate")))
+        add(buf, len, " (seed: cand %lld)", int_of(seed, "candidate"));
+    else if (file)
+        add(buf, len, " (seed: %s)", file);
+}
+
+static void fmt_detail(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    /* not stored: what the job waits for or does now (sql/023_why.sql) */
+    const char *dt = json_string_value(json_object_get(d, "detail"));
+    add(buf, len, "now %s", dt ? dt : "?");
+}
+
+static void fmt_agent_step_started(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                   size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    add(buf, len, "agent step %lld started", int_of(d, "step"));
+    add_island(buf, len, d);
+}
+
+static void fmt_agent_step_ended(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                                 size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    const char *state = json_string_value(json_object_get(d, "state"));
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    add(buf, len, "agent step %lld %s", int_of(d, "step"), state ? state : "ended");
+    add_island(buf, len, d);
+    add(buf, len, " after %lld turn%s, %lld evaluation%s", int_of(d, "turns"), int_of(d, "turns") == 1 ? "" : "s",
+        int_of(d, "evaluations"), int_of(d, "evaluations") == 1 ? "" : "s");
+    if (reason && *reason)
+        add(buf, len, ": %s", reason);
+}
+
+static void fmt_llm_retry(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    /* a provider call failed and is sent again: the step is waiting, not hung */
+    const char *prov = json_string_value(json_object_get(d, "provider"));
+    const char *why = json_string_value(json_object_get(d, "message"));
+    if (!why)
+        why = json_string_value(json_object_get(d, "error"));
+    add(buf, len, "provider %s: attempt %lld failed", prov && *prov ? prov : "?", int_of(d, "attempt"));
+    if (json_is_integer(json_object_get(d, "status")))
+        add(buf, len, " (HTTP %lld)", int_of(d, "status"));
+    if (why && *why)
+        add(buf, len, ": %.200s", why);
+    add(buf, len, "; retrying in %.1f s (%lld of %lld retries)",
+        json_number_value(json_object_get(d, "wait_s")), int_of(d, "attempt"), int_of(d, "max_retries"));
+    if (json_is_integer(json_object_get(d, "step")))
+        add(buf, len, ", agent step %lld", int_of(d, "step"));
+}
+
+static void fmt_unknown(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len)
+{
+    (void)ev;
+    (void)unit;
+    /* Kinds added later still show up, with their raw data. */
+    add(buf, len, "%s", kind);
+    char *raw = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    if (raw && strcmp(raw, "{}") != 0)
+        add(buf, len, " %s", raw);
+    free(raw);
+}
+
+/* What each event kind shows after its time; a kind not here shows its raw
+ * data (fmt_unknown). */
+static const struct {
+    const char *kind;
+    void (*fmt)(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf, size_t len);
+} event_formats[] = {
+    {"candidate_evaluated", fmt_evaluated},
+    {"evaluation_finished", fmt_evaluated},
+    {"committed", fmt_committed},
+    {"new_best", fmt_new_best},
+    {"island_migrated", fmt_island_migrated},
+    {"stagnation", fmt_stagnation},
+    {"budget_reached", fmt_budget_reached},
+    {"job_finished", fmt_job_finished},
+    {"not_significant", fmt_not_significant},
+    {"screened_out", fmt_screened_out},
+    {"final_measurement", fmt_final_measurement},
+    {"job_submitted", fmt_job_submitted_started},
+    {"job_started", fmt_job_submitted_started},
+    {"detail", fmt_detail},
+    {"agent_step_started", fmt_agent_step_started},
+    {"agent_step_ended", fmt_agent_step_ended},
+    {"llm_retry", fmt_llm_retry},
+};
+
 void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, size_t len)
 {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
@@ -508,178 +801,10 @@ void avoctl_fmt_event(const json_t *ev, const char *fallback_unit, char *buf, si
     if (!unit)
         unit = fallback_unit;
 
-    if (strcmp(kind, "candidate_evaluated") == 0 || strcmp(kind, "evaluation_finished") == 0) {
-        /* evaluation_finished: its name before candidate_evaluated; old
-         * jobs' streams still replay it. */
-        const char *outcome = json_string_value(json_object_get(d, "outcome"));
-        add(buf, len, "%s cand %lld", kind, int_of(d, "candidate"));
-        add_island(buf, len, d);
-        add(buf, len, " %s", outcome ? outcome : "?");
-        if (outcome && strcmp(outcome, "ok") == 0 && !json_is_number(json_object_get(d, "aggregate"))) {
-            /* No full score (screened out): the detail says why. */
-            add_knobs(buf, len, json_object_get(d, "knobs"));
-            add_detail(buf, len, json_object_get(d, "detail"));
-        } else if (outcome && strcmp(outcome, "ok") == 0) {
-            add_num(buf, len, json_object_get(d, "aggregate"));
-            if (unit && json_is_number(json_object_get(d, "aggregate")))
-                add(buf, len, " %s", unit);
-            /* Configurations timed over the rse target: a score to doubt. */
-            if (int_of(d, "noisy") > 0)
-                add(buf, len, " (noisy: %lld config%s)", int_of(d, "noisy"), int_of(d, "noisy") == 1 ? "" : "s");
-            add_knobs(buf, len, json_object_get(d, "knobs"));
-        } else {
-            add_knobs(buf, len, json_object_get(d, "knobs"));
-            add_detail(buf, len, json_object_get(d, "detail"));
+    for (size_t i = 0; i < sizeof event_formats / sizeof event_formats[0]; i++)
+        if (strcmp(kind, event_formats[i].kind) == 0) {
+            event_formats[i].fmt(ev, d, kind, unit, buf, len);
+            return;
         }
-    } else if (strcmp(kind, "committed") == 0) {
-        add(buf, len, "committed cand %lld", int_of(d, "candidate"));
-        if (json_is_integer(json_object_get(d, "parent")))
-            add(buf, len, " (parent %lld)", int_of(d, "parent"));
-        add_island(buf, len, d);
-        add_num(buf, len, json_object_get(d, "aggregate"));
-        if (unit && json_is_number(json_object_get(d, "aggregate")))
-            add(buf, len, " %s", unit);
-    } else if (strcmp(kind, "new_best") == 0) {
-        add(buf, len, "new best");
-        add_num(buf, len, json_object_get(d, "aggregate"));
-        if (unit && json_is_number(json_object_get(d, "aggregate")))
-            add(buf, len, " %s", unit);
-        if (json_is_number(json_object_get(d, "speedup")))
-            add(buf, len, " (x%.2f over seed)", json_number_value(json_object_get(d, "speedup")));
-        if (json_is_integer(json_object_get(d, "candidate")))
-            add(buf, len, ", cand %lld", int_of(d, "candidate"));
-        add_island(buf, len, d);
-    } else if (strcmp(kind, "island_migrated") == 0) {
-        add(buf, len, "island_migrated island %lld adopted cand %lld", int_of(d, "island"),
-            int_of(d, "candidate"));
-        if (json_is_number(json_object_get(d, "aggregate"))) {
-            char num[64];
-            avoctl_fmt_num(json_number_value(json_object_get(d, "aggregate")), num, sizeof num);
-            add(buf, len, " (%s%s%s)", num, unit ? " " : "", unit ? unit : "");
-        }
-        if (json_is_integer(json_object_get(d, "from")))
-            add(buf, len, " from island %lld", int_of(d, "from"));
-    } else if (strcmp(kind, "stagnation") == 0) {
-        const char *action = json_string_value(json_object_get(d, "action"));
-        add(buf, len, "stagnation island %lld: %lld evaluation%s without a commit", int_of(d, "island"),
-            int_of(d, "evaluations_without_commit"), int_of(d, "evaluations_without_commit") == 1 ? "" : "s");
-        if (json_is_integer(json_object_get(d, "level")))
-            add(buf, len, ", level %lld", int_of(d, "level"));
-        if (action && *action)
-            add(buf, len, ": %s", action);
-    } else if (strcmp(kind, "budget_reached") == 0) {
-        const char *budget = json_string_value(json_object_get(d, "budget"));
-        add(buf, len, "budget_reached %s", budget ? budget : "?");
-        if (json_is_number(json_object_get(d, "used"))) {
-            add(buf, len, ":");
-            add_num(buf, len, json_object_get(d, "used"));
-            if (json_is_number(json_object_get(d, "limit"))) {
-                add(buf, len, " of");
-                add_num(buf, len, json_object_get(d, "limit"));
-            }
-        }
-    } else if (strcmp(kind, "job_finished") == 0) {
-        const char *state = json_string_value(json_object_get(d, "state"));
-        const char *reason = json_string_value(json_object_get(d, "reason"));
-        char best[128], seed[128], sp[512];
-        avoctl_fmt_score(json_object_get(d, "best"), unit, best, sizeof best);
-        avoctl_fmt_score(json_object_get(d, "seed"), unit, seed, sizeof seed);
-        avoctl_fmt_job_speedup(d, sp, sizeof sp);
-        add(buf, len, "job %lld finished: %s", int_of(ev, "job"), state ? state : "?");
-        if (reason && *reason)
-            add(buf, len, " (%s)", reason);
-        if (!json_is_number(json_object_get(json_object_get(d, "best"), "aggregate")) &&
-            !json_is_number(json_object_get(d, "speedup"))) {
-            add(buf, len, "; no valid evaluation");
-            if (json_is_object(json_object_get(d, "seed")))
-                add(buf, len, "; seed %s", seed);
-        } else
-            add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
-    } else if (strcmp(kind, "not_significant") == 0) {
-        /* a measured gain the commit rule did not take, and why */
-        const json_t *ci = json_object_get(d, "ci");
-        const char *reason = json_string_value(json_object_get(d, "reason"));
-        add(buf, len, "not_significant cand %lld", int_of(d, "candidate"));
-        add_island(buf, len, d);
-        if (json_is_number(json_object_get(d, "ratio")))
-            add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
-        if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
-            add(buf, len, " [%.4f, %.4f]", json_number_value(json_array_get(ci, 0)),
-                json_number_value(json_array_get(ci, 1)));
-        if (json_is_number(json_object_get(d, "low")) && json_is_number(json_object_get(d, "min_gain")))
-            add(buf, len, ", low %.4f needs > %.4f", json_number_value(json_object_get(d, "low")),
-                1 + json_number_value(json_object_get(d, "min_gain")));
-        if (reason && *reason)
-            add(buf, len, ": %s", reason);
-    } else if (strcmp(kind, "screened_out") == 0) {
-        /* stopped by the screen: slower than the island's best beyond noise */
-        const json_t *ci = json_object_get(d, "ci");
-        size_t n = json_array_size(json_object_get(d, "configs"));
-        add(buf, len, "screened_out cand %lld", int_of(d, "candidate"));
-        add_island(buf, len, d);
-        if (json_is_number(json_object_get(d, "ratio")))
-            add(buf, len, " x%.4f vs cand %lld", json_number_value(json_object_get(d, "ratio")), int_of(d, "against"));
-        if (json_is_number(json_array_get(ci, 0)) && json_is_number(json_array_get(ci, 1)))
-            add(buf, len, " (%g%% [%.4f, %.4f])", 100 * json_number_value(json_object_get(d, "confidence")),
-                json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)));
-        add(buf, len, " on %zu screen config%s: slower beyond noise, not timed on the rest", n, n == 1 ? "" : "s");
-    } else if (strcmp(kind, "final_measurement") == 0) {
-        const char *status = json_string_value(json_object_get(d, "status"));
-        if (status && !strcmp(status, "started")) {
-            add(buf, len, "finishing: measuring the best (cand %lld) paired against the seed (cand %lld)",
-                int_of(d, "candidate"), int_of(d, "against"));
-        } else {
-            char sp[512];
-            json_t *j = json_pack("{s:O?}", "speedup_detail", json_object_get(d, "speedup"));
-            avoctl_fmt_job_speedup(j, sp, sizeof sp);
-            json_decref(j);
-            add(buf, len, "final measurement: speedup %s", sp);
-        }
-    } else if (strcmp(kind, "job_submitted") == 0 || strcmp(kind, "job_started") == 0) {
-        const json_t *seed = json_object_get(d, "seed");
-        const char *file = json_string_value(json_object_get(seed, "file"));
-        add(buf, len, "job %lld %s", int_of(ev, "job"), kind + 4);
-        if (json_is_integer(json_object_get(seed, "candidate")))
-            add(buf, len, " (seed: cand %lld)", int_of(seed, "candidate"));
-        else if (file)
-            add(buf, len, " (seed: %s)", file);
-    } else if (strcmp(kind, "detail") == 0) {
-        /* not stored: what the job waits for or does now (sql/023_why.sql) */
-        const char *dt = json_string_value(json_object_get(d, "detail"));
-        add(buf, len, "now %s", dt ? dt : "?");
-    } else if (strcmp(kind, "agent_step_started") == 0) {
-        add(buf, len, "agent step %lld started", int_of(d, "step"));
-        add_island(buf, len, d);
-    } else if (strcmp(kind, "agent_step_ended") == 0) {
-        const char *state = json_string_value(json_object_get(d, "state"));
-        const char *reason = json_string_value(json_object_get(d, "reason"));
-        add(buf, len, "agent step %lld %s", int_of(d, "step"), state ? state : "ended");
-        add_island(buf, len, d);
-        add(buf, len, " after %lld turn%s, %lld evaluation%s", int_of(d, "turns"), int_of(d, "turns") == 1 ? "" : "s",
-            int_of(d, "evaluations"), int_of(d, "evaluations") == 1 ? "" : "s");
-        if (reason && *reason)
-            add(buf, len, ": %s", reason);
-    } else if (strcmp(kind, "llm_retry") == 0) {
-        /* a provider call failed and is sent again: the step is waiting, not hung */
-        const char *prov = json_string_value(json_object_get(d, "provider"));
-        const char *why = json_string_value(json_object_get(d, "message"));
-        if (!why)
-            why = json_string_value(json_object_get(d, "error"));
-        add(buf, len, "provider %s: attempt %lld failed", prov && *prov ? prov : "?", int_of(d, "attempt"));
-        if (json_is_integer(json_object_get(d, "status")))
-            add(buf, len, " (HTTP %lld)", int_of(d, "status"));
-        if (why && *why)
-            add(buf, len, ": %.200s", why);
-        add(buf, len, "; retrying in %.1f s (%lld of %lld retries)",
-            json_number_value(json_object_get(d, "wait_s")), int_of(d, "attempt"), int_of(d, "max_retries"));
-        if (json_is_integer(json_object_get(d, "step")))
-            add(buf, len, ", agent step %lld", int_of(d, "step"));
-    } else {
-        /* Kinds added later still show up, with their raw data. */
-        add(buf, len, "%s", kind);
-        char *raw = d ? json_dumps(d, JSON_COMPACT) : NULL;
-        if (raw && strcmp(raw, "{}") != 0)
-            add(buf, len, " %s", raw);
-        free(raw);
-    }
+    fmt_unknown(ev, d, kind, unit, buf, len);
 }

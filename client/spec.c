@@ -155,68 +155,79 @@ static int parse_labels(const char *text, json_t **out, char *err, size_t errlen
     return 0;
 }
 
-int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
+/* Every flag checked and the seed file read, before the caller's object is
+ * touched. */
+static int read_flags(const avoctl_spec_flags *f, parsed *p, json_t **labels, json_t **source, char *err,
+                      size_t errlen)
 {
-    parsed p;
-    json_t *out = NULL, *budget = NULL, *stag = NULL, *seed = NULL, *source = NULL, *commit = NULL;
     int rc;
-
-    /* Validate everything, and read the seed, before touching the
-     * caller's object. */
-    json_t *labels = NULL;
-    if ((rc = parse_flags(f, &p, err, errlen)) < 0)
+    if ((rc = parse_flags(f, p, err, errlen)) < 0)
         return rc;
     if (f->name && !*f->name) {
         snprintf(err, errlen, "--name: must not be empty");
         return -EINVAL;
     }
-    if (f->labels && (rc = parse_labels(f->labels, &labels, err, errlen)) < 0)
+    if (f->labels && (rc = parse_labels(f->labels, labels, err, errlen)) < 0)
         return rc;
-    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, &source, err, errlen)) < 0) {
-        json_decref(labels);
+    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, source, err, errlen)) < 0) {
+        json_decref(*labels);
+        *labels = NULL;
         return rc;
     }
+    return 0;
+}
 
-    out = *spec ? json_incref(*spec) : json_object();
-    if (!out || !json_is_object(out)) {
-        snprintf(err, errlen, "job spec: expected a JSON object");
-        rc = out ? -EINVAL : -ENOMEM;
-        goto cleanup;
-    }
-    rc = 0;
-    if (f->problem)
-        rc = rc ? rc : set(out, "problem", json_string(f->problem));
-    if (f->operator_name)
-        rc = rc ? rc : set(out, "operator", json_string(f->operator_name));
-    if (!rc && (f->evaluations || f->wall || f->gpu_seconds || f->energy_joules)) {
-        if (!(budget = sub_object(out, "budget")))
-            rc = -ENOMEM;
-        if (f->evaluations)
-            rc = rc ? rc : set(budget, "evaluations", json_integer(p.evals));
-        if (f->wall)
-            rc = rc ? rc : set(budget, "wall_seconds", number(p.wall));
-        if (f->gpu_seconds)
-            rc = rc ? rc : set(budget, "gpu_seconds", number(p.gpu));
-        if (f->energy_joules)
-            rc = rc ? rc : set(budget, "energy_joules", number(p.energy));
-    }
-    if (!rc && (f->patience || f->stagnation_limit)) {
-        if (!(stag = sub_object(out, "stagnation")))
-            rc = -ENOMEM;
-        if (f->patience)
-            rc = rc ? rc : set(stag, "patience", json_integer(p.patience));
-        if (f->stagnation_limit)
-            rc = rc ? rc : set(stag, "limit", json_integer(p.stag_limit));
-    }
-    if (!rc && (f->min_gain || f->confidence)) {
-        if (!(commit = sub_object(out, "commit")))
-            rc = -ENOMEM;
-        if (f->min_gain)
-            rc = rc ? rc : set(commit, "min_gain", json_real(p.min_gain));
-        if (f->confidence)
-            rc = rc ? rc : set(commit, "confidence", json_real(p.confidence));
-    }
-    if (!rc && (f->seed_file || f->seed_candidate)) {
+static int set_budget(json_t *out, const avoctl_spec_flags *f, const parsed *p)
+{
+    if (!(f->evaluations || f->wall || f->gpu_seconds || f->energy_joules))
+        return 0;
+    json_t *budget = sub_object(out, "budget");
+    int rc = budget ? 0 : -ENOMEM;
+    if (f->evaluations)
+        rc = rc ? rc : set(budget, "evaluations", json_integer(p->evals));
+    if (f->wall)
+        rc = rc ? rc : set(budget, "wall_seconds", number(p->wall));
+    if (f->gpu_seconds)
+        rc = rc ? rc : set(budget, "gpu_seconds", number(p->gpu));
+    if (f->energy_joules)
+        rc = rc ? rc : set(budget, "energy_joules", number(p->energy));
+    json_decref(budget);
+    return rc;
+}
+
+static int set_stagnation(json_t *out, const avoctl_spec_flags *f, const parsed *p)
+{
+    if (!(f->patience || f->stagnation_limit))
+        return 0;
+    json_t *stag = sub_object(out, "stagnation");
+    int rc = stag ? 0 : -ENOMEM;
+    if (f->patience)
+        rc = rc ? rc : set(stag, "patience", json_integer(p->patience));
+    if (f->stagnation_limit)
+        rc = rc ? rc : set(stag, "limit", json_integer(p->stag_limit));
+    json_decref(stag);
+    return rc;
+}
+
+static int set_commit(json_t *out, const avoctl_spec_flags *f, const parsed *p)
+{
+    if (!(f->min_gain || f->confidence))
+        return 0;
+    json_t *commit = sub_object(out, "commit");
+    int rc = commit ? 0 : -ENOMEM;
+    if (f->min_gain)
+        rc = rc ? rc : set(commit, "min_gain", json_real(p->min_gain));
+    if (f->confidence)
+        rc = rc ? rc : set(commit, "confidence", json_real(p->confidence));
+    json_decref(commit);
+    return rc;
+}
+
+static int set_seed(json_t *out, const avoctl_spec_flags *f, const parsed *p, json_t *source)
+{
+    json_t *seed = NULL;
+    int rc = 0;
+    if (f->seed_file || f->seed_candidate) {
         /* The two kinds of seed exclude each other (avod refuses both). */
         if (!(seed = sub_object(out, "seed"))) {
             rc = -ENOMEM;
@@ -227,7 +238,7 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         } else {
             json_object_del(seed, "file");
             json_object_del(seed, "source");
-            rc = set(seed, "candidate", json_integer(p.seed_cand));
+            rc = set(seed, "candidate", json_integer(p->seed_cand));
         }
     }
     if (!rc && f->seed_name) {
@@ -236,16 +247,25 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         else
             rc = set(seed, "name", json_string(f->seed_name));
     }
+    json_decref(seed);
+    return rc;
+}
+
+/* The top-level search settings, the name and the labels (merged into
+ * those the spec has). */
+static int set_search(json_t *out, const avoctl_spec_flags *f, const parsed *p, json_t *labels)
+{
+    int rc = 0;
     if (f->target_score)
-        rc = rc ? rc : set(out, "target_score", number(p.target));
+        rc = rc ? rc : set(out, "target_score", number(p->target));
     if (f->islands)
-        rc = rc ? rc : set(out, "islands", json_integer(p.islands));
+        rc = rc ? rc : set(out, "islands", json_integer(p->islands));
     if (f->migrate_every)
-        rc = rc ? rc : set(out, "migrate_every", json_integer(p.migrate));
+        rc = rc ? rc : set(out, "migrate_every", json_integer(p->migrate));
     if (f->epsilon)
-        rc = rc ? rc : set(out, "epsilon", json_real(p.eps));
+        rc = rc ? rc : set(out, "epsilon", json_real(p->eps));
     if (f->priority)
-        rc = rc ? rc : set(out, "priority", json_integer(p.prio));
+        rc = rc ? rc : set(out, "priority", json_integer(p->prio));
     if (f->name)
         rc = rc ? rc : set(out, "name", json_string(f->name));
     if (labels) {
@@ -255,6 +275,32 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
         else
             rc = rc ? rc : set(out, "labels", json_incref(labels));
     }
+    return rc;
+}
+
+int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size_t errlen)
+{
+    parsed p;
+    json_t *labels = NULL, *source = NULL;
+    int rc = read_flags(f, &p, &labels, &source, err, errlen);
+    if (rc < 0)
+        return rc;
+
+    json_t *out = *spec ? json_incref(*spec) : json_object();
+    if (!out || !json_is_object(out)) {
+        snprintf(err, errlen, "job spec: expected a JSON object");
+        rc = out ? -EINVAL : -ENOMEM;
+        goto cleanup;
+    }
+    if (f->problem)
+        rc = set(out, "problem", json_string(f->problem));
+    if (f->operator_name)
+        rc = rc ? rc : set(out, "operator", json_string(f->operator_name));
+    rc = rc ? rc : set_budget(out, f, &p);
+    rc = rc ? rc : set_stagnation(out, f, &p);
+    rc = rc ? rc : set_commit(out, f, &p);
+    rc = rc ? rc : set_seed(out, f, &p, source);
+    rc = rc ? rc : set_search(out, f, &p, labels);
     if (rc < 0) {
         snprintf(err, errlen, "out of memory building the job spec");
         goto cleanup;
@@ -265,10 +311,6 @@ int avoctl_spec_build(const avoctl_spec_flags *f, json_t **spec, char *err, size
 cleanup:
     json_decref(labels);
     json_decref(source);
-    json_decref(seed);
-    json_decref(stag);
-    json_decref(commit);
-    json_decref(budget);
     json_decref(out);
     return rc;
 }

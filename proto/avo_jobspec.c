@@ -288,16 +288,27 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
     return 0;
 }
 
-int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err, size_t errlen)
+static void set_defaults(avo_jobspec *s)
 {
-    int rc;
     memset(s, 0, sizeof *s);
     snprintf(s->op, sizeof s->op, "tune");
     s->evaluations = 30;
     s->islands = 1;
     s->migrate_every = 4;
     s->patience = 8;
+    s->agent_max_turns = 40;
+    s->agent_step_tokens = 500000;
+    s->agent_supervise_after = 3;
+    s->agent_supervise_failures = 4;
+    s->agent_failed_steps = 3;
+    s->agent_backoff_s = 2;
+    s->agent_backoff_max_s = 60;
+}
 
+/* What is optimised, by which operator, for which target and toolchain. */
+static int parse_problem_operator(json_t *in, avo_jobspec *s, char *err, size_t errlen)
+{
+    int rc;
     if (!json_is_object(in)) {
         snprintf(err, errlen, "job spec: must be a JSON object");
         return -22;
@@ -320,14 +331,12 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune, agent)", s->op);
         return -22;
     }
-    const int agent = !strcmp(s->op, "agent");
-    s->agent_max_turns = 40;
-    s->agent_step_tokens = 500000;
-    s->agent_supervise_after = 3;
-    s->agent_supervise_failures = 4;
-    s->agent_failed_steps = 3;
-    s->agent_backoff_s = 2;
-    s->agent_backoff_max_s = 60;
+    return 0;
+}
+
+static int parse_agent(json_t *in, avo_jobspec *s, int agent, char *err, size_t errlen)
+{
+    int rc;
     json_t *ag = json_object_get(in, "agent");
     if (ag && !agent) {
         snprintf(err, errlen, "agent: applies to agent jobs only (this job's operator is '%s')", s->op);
@@ -355,10 +364,12 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             return -22;
         }
     }
-    if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
-        snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
-        return -22;
-    }
+    return 0;
+}
+
+static int parse_budget(json_t *in, avo_jobspec *s, int agent, char *err, size_t errlen)
+{
+    int rc;
     json_t *b = json_object_get(in, "budget");
     if (b) {
         if (!json_is_object(b)) {
@@ -383,6 +394,14 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             return -22;
         }
     }
+    return 0;
+}
+
+/* How the search runs: when it stops early, its islands, priority, commit
+ * rule and random seed. */
+static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
+{
+    int rc;
     if ((rc = get_num(in, "target_score", "", 1e-12, 1e300, &s->target_score, err, errlen)) < 0 ||
         (rc = get_int(in, "migrate_every", "", 1, AVO_JOBSPEC_MAX_COUNT, &s->migrate_every, err, errlen)) < 0)
         return rc;
@@ -420,6 +439,89 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
             s->rng_seed = (uint64_t)json_integer_value(sd);
         }
     }
+    return 0;
+}
+
+static json_t *normalized_seed(const avo_jobspec *s)
+{
+    json_t *sd = json_object();
+    if (s->seed_name[0])
+        json_object_set_new(sd, "name", json_string(s->seed_name));
+    if (s->seed_file[0])
+        json_object_set_new(sd, "file", json_string(s->seed_file));
+    if (s->seed_candidate > 0)
+        json_object_set_new(sd, "candidate", json_integer(s->seed_candidate));
+    if (s->seed_knobs)
+        json_object_set(sd, "knobs", s->seed_knobs);
+    return sd;
+}
+
+/* The spec with every default filled in, as stored and shown. NULL: out of
+ * memory. */
+static json_t *normalize(const avo_jobspec *s, int agent)
+{
+    json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:i,s:f,s:i,s:{s:i},s:{s:I}}", "problem", s->problem,
+                          "operator", s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations",
+                          s->evaluations, "islands", s->islands, "migrate_every", s->migrate_every, "epsilon",
+                          s->epsilon, "priority", s->priority, "stagnation", "patience", s->patience,
+                          "operator_params", "seed", (json_int_t)s->rng_seed);
+    if (!n)
+        return NULL;
+    json_t *nb = json_object_get(n, "budget");
+    if (s->wall_seconds > 0)
+        json_object_set_new(nb, "wall_seconds", json_real(s->wall_seconds));
+    if (s->gpu_seconds > 0)
+        json_object_set_new(nb, "gpu_seconds", json_real(s->gpu_seconds));
+    if (s->energy_joules > 0)
+        json_object_set_new(nb, "energy_joules", json_real(s->energy_joules));
+    if (s->tokens > 0)
+        json_object_set_new(nb, "tokens", json_integer((json_int_t)s->tokens));
+    if (s->cost_usd > 0)
+        json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
+    if (agent)
+        json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "provider",
+                                                  s->agent_provider, "max_turns", s->agent_max_turns,
+                                                  "step_tokens", s->agent_step_tokens, "supervise_after",
+                                                  s->agent_supervise_after, "supervise_failures",
+                                                  s->agent_supervise_failures, "failed_steps",
+                                                  s->agent_failed_steps, "backoff_s", s->agent_backoff_s,
+                                                  "backoff_max_s", s->agent_backoff_max_s));
+    if (s->stagnation_limit > 0)
+        json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
+    if (s->target_score > 0)
+        json_object_set_new(n, "target_score", json_real(s->target_score));
+    if (s->gpu[0])
+        json_object_set_new(n, "gpu", json_string(s->gpu));
+    if (s->toolchain)
+        json_object_set(n, "toolchain", s->toolchain);
+    if (s->name[0])
+        json_object_set_new(n, "name", json_string(s->name));
+    if (s->labels)
+        json_object_set(n, "labels", s->labels);
+    /* min_gain only once the backend resolves it (avo_jobspec_commit_resolve) */
+    json_object_set_new(n, "commit", json_pack("{s:f}", "confidence", s->confidence));
+    if (s->min_gain >= 0)
+        json_object_set_new(json_object_get(n, "commit"), "min_gain", json_real(s->min_gain));
+    if (s->seed_name[0] || s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs)
+        json_object_set_new(n, "seed", normalized_seed(s));
+    return n;
+}
+
+int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err, size_t errlen)
+{
+    int rc;
+    set_defaults(s);
+    if ((rc = parse_problem_operator(in, s, err, errlen)) < 0)
+        return rc;
+    const int agent = !strcmp(s->op, "agent");
+    if ((rc = parse_agent(in, s, agent, err, errlen)) < 0)
+        return rc;
+    if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
+        snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
+        return -22;
+    }
+    if ((rc = parse_budget(in, s, agent, err, errlen)) < 0 || (rc = parse_search(in, s, err, errlen)) < 0)
+        return rc;
     if ((rc = parse_name_labels(in, s, err, errlen)) < 0) {
         avo_jobspec_clear(s);
         return rc;
@@ -430,61 +532,10 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         return rc;
     }
     if (normalized) {
-        json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:i,s:f,s:i,s:{s:i},s:{s:I}}", "problem", s->problem,
-                              "operator", s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations",
-                              s->evaluations, "islands", s->islands, "migrate_every", s->migrate_every, "epsilon",
-                              s->epsilon, "priority", s->priority, "stagnation", "patience", s->patience,
-                              "operator_params", "seed", (json_int_t)s->rng_seed);
+        json_t *n = normalize(s, agent);
         if (!n) {
             avo_jobspec_clear(s);
             return -12;
-        }
-        json_t *nb = json_object_get(n, "budget");
-        if (s->wall_seconds > 0)
-            json_object_set_new(nb, "wall_seconds", json_real(s->wall_seconds));
-        if (s->gpu_seconds > 0)
-            json_object_set_new(nb, "gpu_seconds", json_real(s->gpu_seconds));
-        if (s->energy_joules > 0)
-            json_object_set_new(nb, "energy_joules", json_real(s->energy_joules));
-        if (s->tokens > 0)
-            json_object_set_new(nb, "tokens", json_integer((json_int_t)s->tokens));
-        if (s->cost_usd > 0)
-            json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
-        if (agent)
-            json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "provider",
-                                                      s->agent_provider, "max_turns", s->agent_max_turns,
-                                                      "step_tokens", s->agent_step_tokens, "supervise_after",
-                                                      s->agent_supervise_after, "supervise_failures",
-                                                      s->agent_supervise_failures, "failed_steps",
-                                                      s->agent_failed_steps, "backoff_s", s->agent_backoff_s,
-                                                      "backoff_max_s", s->agent_backoff_max_s));
-        if (s->stagnation_limit > 0)
-            json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
-        if (s->target_score > 0)
-            json_object_set_new(n, "target_score", json_real(s->target_score));
-        if (s->gpu[0])
-            json_object_set_new(n, "gpu", json_string(s->gpu));
-        if (s->toolchain)
-            json_object_set(n, "toolchain", s->toolchain);
-        if (s->name[0])
-            json_object_set_new(n, "name", json_string(s->name));
-        if (s->labels)
-            json_object_set(n, "labels", s->labels);
-        /* min_gain only once the backend resolves it (avo_jobspec_commit_resolve) */
-        json_object_set_new(n, "commit", json_pack("{s:f}", "confidence", s->confidence));
-        if (s->min_gain >= 0)
-            json_object_set_new(json_object_get(n, "commit"), "min_gain", json_real(s->min_gain));
-        if (s->seed_name[0] || s->seed_file[0] || s->seed_candidate > 0 || s->seed_knobs) {
-            json_t *sd = json_object();
-            if (s->seed_name[0])
-                json_object_set_new(sd, "name", json_string(s->seed_name));
-            if (s->seed_file[0])
-                json_object_set_new(sd, "file", json_string(s->seed_file));
-            if (s->seed_candidate > 0)
-                json_object_set_new(sd, "candidate", json_integer(s->seed_candidate));
-            if (s->seed_knobs)
-                json_object_set(sd, "knobs", s->seed_knobs);
-            json_object_set_new(n, "seed", sd);
         }
         *normalized = n;
     }

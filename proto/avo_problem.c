@@ -951,125 +951,130 @@ int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t err
 
 /* text NULL: <dir>/problem.json as it is on disk; else that file's text
  * as a job pinned it (the other files are still looked up in dir). */
-static int problem_load(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen)
+static const char *const top_keys[] = {"name", "description", "backend", "entry", "sizes", "tensors",
+                                       "configs", "flops", "bytes", "score_metric", "tolerance",
+                                       "reference", "seed", "cflags", "knobs", "constraints",
+                                       "timing", "check", "validate", "roofline", "language",
+                                       "nvcc_flags", "baseline", "seeds", "counters", "screen", "policy", NULL};
+
+/* problem.json (or text) read into p->json: an object of known keys. */
+static int read_problem_json(ctx *c, avo_problem *p, const char *dir, const char *file, const char *text)
 {
-    static const char *const top[] = {"name", "description", "backend", "entry", "sizes", "tensors",
-                                      "configs", "flops", "bytes", "score_metric", "tolerance",
-                                      "reference", "seed", "cflags", "knobs", "constraints",
-                                      "timing", "check", "validate", "roofline", "language",
-                                      "nvcc_flags", "baseline", "seeds", "counters", "screen", "policy", NULL};
-    memset(p, 0, sizeof *p);
-    char file[4200];
-    snprintf(file, sizeof file, "%s/problem.json", dir);
-    ctx c = {file, err, errlen, NULL};
-    int rc;
-    if (!realpath(dir, p->dir)) {
-        rc = errf(&c, "problem", "cannot open directory: %s", strerror(errno));
-        goto cleanup;
-    }
+    if (!realpath(dir, p->dir))
+        return errf(c, "problem", "cannot open directory: %s", strerror(errno));
     json_error_t je;
     p->json = text ? json_loads(text, JSON_REJECT_DUPLICATES, &je) : json_load_file(file, JSON_REJECT_DUPLICATES, &je);
     if (!p->json) {
         if (!text && access(file, R_OK) != 0)
-            rc = errf(&c, "problem", "cannot read: %s", strerror(errno));
-        else
-            rc = errf(&c, "json", "%s (line %d, column %d)", je.text, je.line, je.column);
-        goto cleanup;
+            return errf(c, "problem", "cannot read: %s", strerror(errno));
+        return errf(c, "json", "%s (line %d, column %d)", je.text, je.line, je.column);
     }
-    json_t *j = p->json;
-    if (!json_is_object(j)) {
-        rc = errf(&c, "json", "top level must be an object");
-        goto cleanup;
-    }
-    if ((rc = check_keys(&c, NULL, j, top)))
-        goto cleanup;
+    if (!json_is_object(p->json))
+        return errf(c, "json", "top level must be an object");
+    return check_keys(c, NULL, p->json, top_keys);
+}
 
+/* Name, backend and language (with the compiler flags that go with it),
+ * baseline and entry point. */
+static int parse_identity(ctx *c, avo_problem *p, const char *dir)
+{
+    json_t *j = p->json;
+    int rc;
     derive_name(p);
     if (json_object_get(j, "name") &&
-        (rc = copy_str(&c, "name", json_object_get(j, "name"), p->name, sizeof p->name, 1)))
-        goto cleanup;
+        (rc = copy_str(c, "name", json_object_get(j, "name"), p->name, sizeof p->name, 1)))
+        return rc;
     json_t *desc = json_object_get(j, "description");
-    if (desc && !json_is_string(desc)) {
-        rc = errf(&c, "description", "must be a string");
-        goto cleanup;
-    }
-    if ((rc = copy_str(&c, "backend", json_object_get(j, "backend"), p->backend, sizeof p->backend, 1)))
-        goto cleanup;
-    if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0) {
-        rc = errf(&c, "backend", "unknown backend '%s' (cpu, cuda)", p->backend);
-        goto cleanup;
-    }
+    if (desc && !json_is_string(desc))
+        return errf(c, "description", "must be a string");
+    if ((rc = copy_str(c, "backend", json_object_get(j, "backend"), p->backend, sizeof p->backend, 1)))
+        return rc;
+    if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
+        return errf(c, "backend", "unknown backend '%s' (cpu, cuda)", p->backend);
     /* CUDA problems compile with nvcc: their flags are "nvcc_flags" (the
      * worker adds -gencode for its own GPU); "cflags" belongs to cpu ones. */
     int cuda = strcmp(p->backend, "cuda") == 0;
     json_t *lang = json_object_get(j, "language");
     if (lang && (!json_is_string(lang) ||
-                 strcmp(json_string_value(lang), cuda ? "cuda" : "c") != 0)) {
-        rc = errf(&c, "language", "must be \"%s\" for backend \"%s\"", cuda ? "cuda" : "c", p->backend);
-        goto cleanup;
-    }
-    if (json_object_get(j, cuda ? "cflags" : "nvcc_flags")) {
-        rc = errf(&c, cuda ? "cflags" : "nvcc_flags", "not used by backend \"%s\" (use \"%s\")", p->backend,
-                  cuda ? "nvcc_flags" : "cflags");
-        goto cleanup;
-    }
+                 strcmp(json_string_value(lang), cuda ? "cuda" : "c") != 0))
+        return errf(c, "language", "must be \"%s\" for backend \"%s\"", cuda ? "cuda" : "c", p->backend);
+    if (json_object_get(j, cuda ? "cflags" : "nvcc_flags"))
+        return errf(c, cuda ? "cflags" : "nvcc_flags", "not used by backend \"%s\" (use \"%s\")", p->backend,
+                    cuda ? "nvcc_flags" : "cflags");
     if (json_object_get(j, "baseline") &&
-        (rc = parse_filename(&c, "baseline", json_object_get(j, "baseline"), p->baseline, sizeof p->baseline, dir)))
-        goto cleanup;
-    if ((rc = copy_str(&c, "entry", json_object_get(j, "entry"), p->entry, sizeof p->entry, 1)))
-        goto cleanup;
-    if (!is_ident(p->entry)) {
-        rc = errf(&c, "entry", "'%s' is not a C identifier", p->entry);
-        goto cleanup;
-    }
-    if ((rc = parse_sizes(&c, p, json_object_get(j, "sizes"))) ||
-        (rc = parse_tensors(&c, p, json_object_get(j, "tensors"))) ||
-        (rc = parse_configs(&c, p, json_object_get(j, "configs"))))
-        goto cleanup;
+        (rc = parse_filename(c, "baseline", json_object_get(j, "baseline"), p->baseline, sizeof p->baseline, dir)))
+        return rc;
+    if ((rc = copy_str(c, "entry", json_object_get(j, "entry"), p->entry, sizeof p->entry, 1)))
+        return rc;
+    if (!is_ident(p->entry))
+        return errf(c, "entry", "'%s' is not a C identifier", p->entry);
+    return 0;
+}
 
+/* The work per call (flops, bytes: expressions of the sizes) and which of
+ * them the score is, with its unit. */
+static int parse_score(ctx *c, avo_problem *p)
+{
+    json_t *j = p->json;
+    int rc;
     json_t *f = json_object_get(j, "flops"), *b = json_object_get(j, "bytes");
-    if ((f && (rc = expr_field(&c, "flops", f, &p->flops))) ||
-        (b && (rc = expr_field(&c, "bytes", b, &p->bytes))))
-        goto cleanup;
-    if ((p->flops && (rc = check_idents(&c, "flops", p->flops, "size", p->sizes, p->nsizes, NULL, 0))) ||
-        (p->bytes && (rc = check_idents(&c, "bytes", p->bytes, "size", p->sizes, p->nsizes, NULL, 0))))
-        goto cleanup;
-    if ((rc = copy_str(&c, "score_metric", json_object_get(j, "score_metric"), p->score_metric,
+    if ((f && (rc = expr_field(c, "flops", f, &p->flops))) ||
+        (b && (rc = expr_field(c, "bytes", b, &p->bytes))))
+        return rc;
+    if ((p->flops && (rc = check_idents(c, "flops", p->flops, "size", p->sizes, p->nsizes, NULL, 0))) ||
+        (p->bytes && (rc = check_idents(c, "bytes", p->bytes, "size", p->sizes, p->nsizes, NULL, 0))))
+        return rc;
+    if ((rc = copy_str(c, "score_metric", json_object_get(j, "score_metric"), p->score_metric,
                        sizeof p->score_metric, 1)))
-        goto cleanup;
+        return rc;
     if (strcmp(p->score_metric, "flops") == 0) {
         snprintf(p->unit, sizeof p->unit, "GFLOP/s");
-        if (!p->flops) {
-            rc = errf(&c, "flops", "missing (score_metric is \"flops\")");
-            goto cleanup;
-        }
+        if (!p->flops)
+            return errf(c, "flops", "missing (score_metric is \"flops\")");
     } else if (strcmp(p->score_metric, "bytes") == 0) {
         snprintf(p->unit, sizeof p->unit, "GB/s");
-        if (!p->bytes) {
-            rc = errf(&c, "bytes", "missing (score_metric is \"bytes\")");
-            goto cleanup;
-        }
+        if (!p->bytes)
+            return errf(c, "bytes", "missing (score_metric is \"bytes\")");
     } else {
-        rc = errf(&c, "score_metric", "unknown metric '%s' (flops, bytes)", p->score_metric);
-        goto cleanup;
+        return errf(c, "score_metric", "unknown metric '%s' (flops, bytes)", p->score_metric);
     }
-    if ((rc = check_configs(&c, p)) || (rc = parse_tolerance(&c, p, json_object_get(j, "tolerance"))) ||
-        (rc = parse_filename(&c, "reference", json_object_get(j, "reference"), p->reference,
-                             sizeof p->reference, dir)) ||
-        (rc = parse_seed(&c, p, j, "seed")) || (rc = check_named_seeds(&c, p, j)) ||
-        (rc = parse_strings(&c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
-                            p->cflags, 32, &p->ncflags)) ||
-        (rc = parse_timing(&c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
-        (rc = parse_validate(&c, p, json_object_get(j, "validate"))) ||
-        (rc = parse_counters(&c, p, json_object_get(j, "counters"))) ||
-        (rc = parse_screen(&c, p, json_object_get(j, "screen"))) ||
-        (rc = parse_policy(&c, p, json_object_get(j, "policy"))) ||
-        (rc = parse_roofline(&c, p, json_object_get(j, "roofline"))))
-        goto cleanup;
-    rc = 0;
+    return 0;
+}
 
-cleanup:
-    if (rc)
+/* How a candidate is built, checked, timed and judged. */
+static int parse_evaluation(ctx *c, avo_problem *p, const char *dir)
+{
+    json_t *j = p->json;
+    int cuda = strcmp(p->backend, "cuda") == 0;
+    int rc;
+    if ((rc = check_configs(c, p)) || (rc = parse_tolerance(c, p, json_object_get(j, "tolerance"))) ||
+        (rc = parse_filename(c, "reference", json_object_get(j, "reference"), p->reference,
+                             sizeof p->reference, dir)) ||
+        (rc = parse_seed(c, p, j, "seed")) || (rc = check_named_seeds(c, p, j)) ||
+        (rc = parse_strings(c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
+                            p->cflags, 32, &p->ncflags)) ||
+        (rc = parse_timing(c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
+        (rc = parse_validate(c, p, json_object_get(j, "validate"))) ||
+        (rc = parse_counters(c, p, json_object_get(j, "counters"))) ||
+        (rc = parse_screen(c, p, json_object_get(j, "screen"))) ||
+        (rc = parse_policy(c, p, json_object_get(j, "policy"))) ||
+        (rc = parse_roofline(c, p, json_object_get(j, "roofline"))))
+        return rc;
+    return 0;
+}
+
+static int problem_load(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    char file[4200];
+    snprintf(file, sizeof file, "%s/problem.json", dir);
+    ctx c = {file, err, errlen, NULL};
+    int rc;
+    if ((rc = read_problem_json(&c, p, dir, file, text)) || (rc = parse_identity(&c, p, dir)) ||
+        (rc = parse_sizes(&c, p, json_object_get(p->json, "sizes"))) ||
+        (rc = parse_tensors(&c, p, json_object_get(p->json, "tensors"))) ||
+        (rc = parse_configs(&c, p, json_object_get(p->json, "configs"))) || (rc = parse_score(&c, p)) ||
+        (rc = parse_evaluation(&c, p, dir)))
         avo_problem_free(p);
     return rc;
 }

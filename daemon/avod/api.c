@@ -360,103 +360,133 @@ static void on_seed_checked(void *arg, int compiled, const char *detail, const c
 }
 
 /* from_*: the transfer candidate, when the seed is one. */
-static void submit_finish(submission *sub, const char *from_problem, const char *from_src, json_t *from_knobs)
+/* The job's problem, loaded now (not failing hours later), its named seed
+ * and the pin of what the job will run, whatever the disk holds later.
+ * On failure the reply is sent and *p needs no free. */
+static int submit_load_problem(submission *sub, avo_problem *p)
 {
-    avo_api *a = sub->api;
-    avo_http_req *req = sub->req;
     avo_jobspec *s = &sub->s;
     char dir[2048], err[1024];
-    avo_problem p, from;
-    int have_p = 0, have_from = 0;
-    /* The problem must exist and be valid now, not fail hours later. */
-    if (avo_problem_resolve(a->kernels_dir, s->problem, dir, sizeof dir, err, sizeof err) < 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) < 0) {
-        avo_http_reply_error(req, 400, "bad_request", "problem '%s': %s", s->problem, err);
-        goto done;
+    if (avo_problem_resolve(sub->api->kernels_dir, s->problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(p, dir, err, sizeof err) < 0) {
+        avo_http_reply_error(sub->req, 400, "bad_request", "problem '%s': %s", s->problem, err);
+        return -EINVAL;
     }
-    have_p = 1;
-    if (avo_problem_use_seed(&p, s->seed_name, err, sizeof err) < 0) {
-        avo_http_reply_error(req, 400, "bad_request", "seed.name: %s", err);
-        goto done;
+    if (avo_problem_use_seed(p, s->seed_name, err, sizeof err) < 0) {
+        avo_http_reply_error(sub->req, 400, "bad_request", "seed.name: %s", err);
+        avo_problem_free(p);
+        return -EINVAL;
     }
-    /* What the job will run, whatever the disk holds later. */
-    if (!(sub->pin = avo_pin_make(&p, err, sizeof err))) {
-        avo_http_reply_error(req, 400, "bad_request", "problem '%s': %s", s->problem, err);
-        goto done;
+    if (!(sub->pin = avo_pin_make(p, err, sizeof err))) {
+        avo_http_reply_error(sub->req, 400, "bad_request", "problem '%s': %s", s->problem, err);
+        avo_problem_free(p);
+        return -EINVAL;
     }
-    /* Where it runs follows from the problem: cpu problems on CPU workers,
-     * cuda ones on GPU workers of one architecture (sm_90 unless asked). */
-    const int cuda = strcmp(p.backend, "cuda") == 0;
+    return 0;
+}
+
+/* Where it runs follows from the problem: cpu problems on CPU workers,
+ * cuda ones on GPU workers of one architecture (sm_90 unless asked); and
+ * what runs it (the operator, its provider) must fit the problem. */
+static int submit_check_placement(submission *sub, const avo_problem *p)
+{
+    avo_jobspec *s = &sub->s;
+    avo_http_req *req = sub->req;
+    const int cuda = strcmp(p->backend, "cuda") == 0;
     if (!s->target[0])
         snprintf(s->target, sizeof s->target, "%s", cuda ? "sm_90" : "cpu");
     if (cuda != (strncmp(s->target, "sm_", 3) == 0)) {
         avo_http_reply_error(req, 400, "bad_request", "target: problem '%s' is a %s problem; '%s' is %s", s->problem,
-                             p.backend, s->target, cuda ? "not a GPU architecture (sm_XY)" : "not cpu");
-        goto done;
+                             p->backend, s->target, cuda ? "not a GPU architecture (sm_XY)" : "not cpu");
+        return -EINVAL;
     }
     json_object_set_new(sub->norm, "target", json_string(s->target));
     avo_jobspec_commit_resolve(s, sub->norm, cuda);
     if (s->gpu[0] && !cuda) {
         avo_http_reply_error(req, 400, "bad_request", "gpu: problem '%s' runs on the CPU; a GPU model applies to "
                              "cuda problems", s->problem);
-        goto done;
+        return -EINVAL;
     }
     if (!strcmp(s->op, "agent")) {
         char why[1200];
-        if (avo_agent_provider_check(a->agent, s->agent_provider, why, sizeof why) < 0) {
+        if (avo_agent_provider_check(sub->api->agent, s->agent_provider, why, sizeof why) < 0) {
             avo_http_reply_error(req, 400, "bad_request", "agent.provider: %s", why);
-            goto done;
+            return -EINVAL;
         }
     }
-    if (p.nknobs == 0 && !strcmp(s->op, "tune")) {
+    if (p->nknobs == 0 && !strcmp(s->op, "tune")) {
         avo_http_reply_error(req, 400, "bad_request", "operator: problem '%s' declares no knobs to tune", s->problem);
-        goto done;
+        return -EINVAL;
     }
-    if (from_src) {
-        if (strcmp(from_problem, s->problem) != 0) {
-            char fdir[2048], why[512];
-            if (avo_problem_resolve(a->kernels_dir, from_problem, fdir, sizeof fdir, err, sizeof err) < 0 ||
-                avo_problem_load(&from, fdir, err, sizeof err) < 0) {
-                avo_http_reply_error(req, 400, "bad_request", "seed.candidate: its problem '%s' cannot be loaded: %s",
-                                     from_problem, err);
-                goto done;
-            }
-            have_from = 1;
-            if (!problems_compatible(&from, &p, why, sizeof why)) {
-                avo_http_reply_error(req, 400, "bad_request",
-                                     "seed.candidate: candidate %lld is from problem '%s', which is not compatible "
-                                     "with '%s': %s", (long long)s->seed_candidate, from_problem, s->problem, why);
-                goto done;
-            }
-        }
-        free(s->seed_source);
-        if (!(s->seed_source = strdup(avo_problem_unrender(from_src)))) {
-            avo_http_reply_error(req, 500, "internal", "out of memory");
-            goto done;
-        }
-        /* Start from the candidate's own knob values where they fit: the
-         * knobs this problem has too, with values it allows, as long as
-         * together they keep its constraints. */
-        if (!s->seed_knobs && json_is_object(from_knobs)) {
-            json_t *fit = json_object();
-            const char *k;
-            json_t *x;
-            /* each alone: known and allowed; the constraints hold only
-             * for the set (ORDER=1 is what permits UNROLL=8) */
-            json_object_foreach(from_knobs, k, x) {
-                if (check_knob(&p, k, x, err, sizeof err) == 0)
-                    json_object_set(fit, k, x);
-            }
-            if (json_object_size(fit) && check_seed_knobs(&p, fit, err, sizeof err) == 0)
-                s->seed_knobs = fit;
-            else
-                json_decref(fit);
-        }
+    return 0;
+}
+
+/* A seed candidate of another problem: that problem must load and be
+ * compatible with this one. */
+static int submit_check_other_problem(submission *sub, const avo_problem *p, const char *from_problem)
+{
+    char fdir[2048], err[1024], why[512];
+    avo_problem from;
+    if (avo_problem_resolve(sub->api->kernels_dir, from_problem, fdir, sizeof fdir, err, sizeof err) < 0 ||
+        avo_problem_load(&from, fdir, err, sizeof err) < 0) {
+        avo_http_reply_error(sub->req, 400, "bad_request", "seed.candidate: its problem '%s' cannot be loaded: %s",
+                             from_problem, err);
+        return -EINVAL;
     }
+    int ok = problems_compatible(&from, p, why, sizeof why);
+    if (!ok)
+        avo_http_reply_error(sub->req, 400, "bad_request",
+                             "seed.candidate: candidate %lld is from problem '%s', which is not compatible "
+                             "with '%s': %s", (long long)sub->s.seed_candidate, from_problem, sub->s.problem, why);
+    avo_problem_free(&from);
+    return ok ? 0 : -EINVAL;
+}
+
+/* seed.candidate: the candidate's source becomes the seed, and its knob
+ * values where they fit. */
+static int submit_take_candidate(submission *sub, const avo_problem *p, const char *from_problem,
+                                 const char *from_src, json_t *from_knobs)
+{
+    avo_jobspec *s = &sub->s;
+    char err[1024];
+    if (strcmp(from_problem, s->problem) != 0 && submit_check_other_problem(sub, p, from_problem) < 0)
+        return -EINVAL;
+    free(s->seed_source);
+    if (!(s->seed_source = strdup(avo_problem_unrender(from_src)))) {
+        avo_http_reply_error(sub->req, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    /* Start from the candidate's own knob values where they fit: the
+     * knobs this problem has too, with values it allows, as long as
+     * together they keep its constraints. */
+    if (!s->seed_knobs && json_is_object(from_knobs)) {
+        json_t *fit = json_object();
+        const char *k;
+        json_t *x;
+        /* each alone: known and allowed; the constraints hold only
+         * for the set (ORDER=1 is what permits UNROLL=8) */
+        json_object_foreach(from_knobs, k, x) {
+            if (check_knob(p, k, x, err, sizeof err) == 0)
+                json_object_set(fit, k, x);
+        }
+        if (json_object_size(fit) && check_seed_knobs(p, fit, err, sizeof err) == 0)
+            s->seed_knobs = fit;
+        else
+            json_decref(fit);
+    }
+    return 0;
+}
+
+/* The seed's knobs checked and, with its source's hash, written into the
+ * normalized spec. */
+static int submit_record_seed(submission *sub, const avo_problem *p)
+{
+    avo_jobspec *s = &sub->s;
+    char err[1024];
     if (s->seed_knobs) {
-        if (check_seed_knobs(&p, s->seed_knobs, err, sizeof err) < 0) {
-            avo_http_reply_error(req, 400, "bad_request", "%s", err);
-            goto done;
+        if (check_seed_knobs(p, s->seed_knobs, err, sizeof err) < 0) {
+            avo_http_reply_error(sub->req, 400, "bad_request", "%s", err);
+            return -EINVAL;
         }
         json_t *sd = json_object_get(sub->norm, "seed");
         if (!sd)
@@ -466,36 +496,54 @@ static void submit_finish(submission *sub, const char *from_problem, const char 
     if (s->seed_source) {
         char sha[AVO_SHA256_HEX];
         if (avo_sha256_hex(s->seed_source, strlen(s->seed_source), sha) < 0) {
-            avo_http_reply_error(req, 500, "internal", "cannot hash the seed");
-            goto done;
+            avo_http_reply_error(sub->req, 500, "internal", "cannot hash the seed");
+            return -EIO;
         }
         json_object_set_new(json_object_get(sub->norm, "seed"), "sha256", json_string(sha));
     }
-    if (s->seed_source) {
-        /* Compiled as the job's first candidate will be: the knob defines
-         * of its start values, numbered as its own file. */
-        int64_t v[AVO_PROBLEM_MAX_KNOBS];
-        char *rendered = NULL;
-        avo_problem_start_knobs(&p, s->seed_knobs, v);
-        const char *name = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
-        if (avo_problem_render(&p, v, s->seed_source, name ? name : "seed", &rendered) == 0 && a->worker_bin[0] &&
-            avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p.dir, s->target, rendered, 0, on_seed_checked,
-                                sub) == 0) {
-            free(rendered);
-            sub = NULL;         /* on_seed_checked owns it now */
-            goto done;
-        }
+    return 0;
+}
+
+/* A seed source is compiled as the job's first candidate will be (the
+ * knob defines of its start values, numbered as its own file) before the
+ * job is stored. 1: on_seed_checked owns sub now; 0: not checked. */
+static int submit_start_seed_check(submission *sub, const avo_problem *p)
+{
+    avo_api *a = sub->api;
+    avo_jobspec *s = &sub->s;
+    if (!s->seed_source)
+        return 0;
+    int64_t v[AVO_PROBLEM_MAX_KNOBS];
+    char *rendered = NULL;
+    avo_problem_start_knobs(p, s->seed_knobs, v);
+    const char *name = json_string_value(json_object_get(json_object_get(sub->norm, "seed"), "file"));
+    if (avo_problem_render(p, v, s->seed_source, name ? name : "seed", &rendered) == 0 && a->worker_bin[0] &&
+        avo_seedcheck_start(a->loop, a->worker_bin, a->check_cache, p->dir, s->target, rendered, 0, on_seed_checked,
+                            sub) == 0) {
         free(rendered);
-        avo_warn("api", "seed of a %s job not compile-checked (cannot start avo-worker); its first evaluation will tell",
-                 s->problem);
+        return 1;
     }
-    submit_insert(sub);
-    sub = NULL;
-done:
-    if (have_p)
-        avo_problem_free(&p);
-    if (have_from)
-        avo_problem_free(&from);
+    free(rendered);
+    avo_warn("api", "seed of a %s job not compile-checked (cannot start avo-worker); its first evaluation will tell",
+             s->problem);
+    return 0;
+}
+
+static void submit_finish(submission *sub, const char *from_problem, const char *from_src, json_t *from_knobs)
+{
+    avo_problem p;
+    if (submit_load_problem(sub, &p) < 0) {
+        submission_free(sub);
+        return;
+    }
+    if (submit_check_placement(sub, &p) == 0 &&
+        (!from_src || submit_take_candidate(sub, &p, from_problem, from_src, from_knobs) == 0) &&
+        submit_record_seed(sub, &p) == 0) {
+        if (!submit_start_seed_check(sub, &p))
+            submit_insert(sub);
+        sub = NULL;
+    }
+    avo_problem_free(&p);
     if (sub)
         submission_free(sub);
 }

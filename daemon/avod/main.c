@@ -128,8 +128,10 @@ typedef struct {
     avo_ident *ident;           /* teams, admins, read access: replaced on reload */
     int argc;                   /* the command line as given, for reloads */
     char **argv;
+    int dbs_open;               /* how many of db, listen are initialised (each needs its close) */
+    int signals;                /* the signal handles are initialised */
+    int ready;                  /* avod_start completed */
     int stopping;
-    int dbs_open;
 } avod;
 
 static void on_db_closed(avo_db *db)
@@ -137,7 +139,9 @@ static void on_db_closed(avo_db *db)
     (void)db;
 }
 
-static void shutdown_daemon(avod *d)
+/* avod's shutdown, after a signal and after a start that failed part way:
+ * it stops whatever avod_start got to (every stop takes NULL). */
+static void avod_stop(avod *d)
 {
     if (d->stopping)
         return;
@@ -145,7 +149,8 @@ static void shutdown_daemon(avod *d)
     avo_service_stop(d->service);
     avo_pgwatch_stop(d->pgwatch);
     avo_eventlog_stop(d->eventlog);
-    avo_info("avod", "shutting down");
+    if (d->ready)
+        avo_info("avod", "shutting down");
     /* Order: stop producing work, end client streams, then the database. The
      * engine and the API free themselves in close callbacks that run after
      * the database has failed their pending queries. */
@@ -155,11 +160,15 @@ static void shutdown_daemon(avod *d)
     avo_api_stop(d->api);
     avo_http_stop(d->http);
     avo_http_stop(d->http_tcp);
-    avo_db_close(&d->db, on_db_closed);
-    avo_db_close(&d->listen, on_db_closed);
-    uv_close((uv_handle_t *)&d->sigint, NULL);
-    uv_close((uv_handle_t *)&d->sigterm, NULL);
-    uv_close((uv_handle_t *)&d->sighup, NULL);
+    if (d->dbs_open >= 1)
+        avo_db_close(&d->db, on_db_closed);
+    if (d->dbs_open >= 2)
+        avo_db_close(&d->listen, on_db_closed);
+    if (d->signals) {
+        uv_close((uv_handle_t *)&d->sigint, NULL);
+        uv_close((uv_handle_t *)&d->sigterm, NULL);
+        uv_close((uv_handle_t *)&d->sighup, NULL);
+    }
 }
 
 static int load_providers(const char *path, avo_llm_provider **out, int *n, char *err, size_t errlen);
@@ -279,7 +288,7 @@ static void on_reload(uv_signal_t *h, int signum)
 static void on_signal(uv_signal_t *s, int signum)
 {
     avo_info("avod", "received %s", strsignal(signum));
-    shutdown_daemon(s->data);
+    avod_stop(s->data);
 }
 
 static void kick_engine(void *arg)
@@ -452,38 +461,50 @@ static int prepare_database(const char *dsn, const char *sql_dir, json_t *quotas
     return rc;
 }
 
-/* argv_copy: the command line before avo_config_load compacts argv, kept
- * for reloads (main owns it, so no return path can leak it). */
-static int run(int argc, char **argv, char **argv_copy)
-{
+/* Everything run() acquires, so that one function releases it whichever
+ * step failed. */
+typedef struct {
     avod_settings s;
     avod d;
     avo_pgembed pg;
-    char err[2048];
-    int rc = 1, lock_fd = -1, nrest = 0, pg_started = 0, loop_ready = 0, nproviders = 0;
-    avo_llm_provider *providers = NULL;
     const char *dsn;
+    avo_llm_provider *providers;
+    int nproviders;
     avo_token tokens[AVO_HTTP_MAX_TOKENS];
-    int ntokens = 0;
-    json_t *quotas = NULL;
+    int ntokens;
+    json_t *quotas;
+    gid_t socket_gid;
+    int lock_fd;
+    int pg_started;
+    int loop_ready;
+} avod_boot;
 
-    memset(&d, 0, sizeof d);
-    memset(&pg, 0, sizeof pg);
-    avo_log_init("avod");
-    signal(SIGPIPE, SIG_IGN);
-    d.argc = argc;
-    d.argv = argv_copy;
+/* --help and --version answer before any configuration is read. */
+static int answer_info_flags(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             avo_config_usage(avod_rows, NROWS, "avod", "[options]");
-            return 0;
+            return 1;
         }
         if (!strcmp(argv[i], "--version")) {
             printf("avod %s\n", AVO_VERSION);
-            return 0;
+            return 1;
         }
     }
-    if (avo_config_load(avod_rows, NROWS, &s, argc, argv, &nrest, err, sizeof err) < 0) {
+    return 0;
+}
+
+/* The settings, the LLM providers, teams, tokens and quotas and the socket
+ * group, all checked before anything starts: a broken providers file is a
+ * configuration error, not something to find at the first agent job.
+ * 0, or the exit code 2 with the reason on stderr. */
+static int load_settings(avod_boot *b, int argc, char **argv)
+{
+    avod_settings *s = &b->s;
+    char err[2048];
+    int nrest = 0;
+    if (avo_config_load(avod_rows, NROWS, s, argc, argv, &nrest, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
@@ -491,168 +512,256 @@ static int run(int argc, char **argv, char **argv_copy)
         fprintf(stderr, "avod: unexpected argument '%s' (see --help)\n", argv[1]);
         return 2;
     }
-    if (avo_log_set_level(s.log_level) < 0) {
-        fprintf(stderr, "avod: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
+    if (avo_log_set_level(s->log_level) < 0) {
+        fprintf(stderr, "avod: log-level: '%s' is not one of error, warn, info, debug\n", s->log_level);
         return 2;
     }
-    /* Checked before anything starts: a broken providers file is a
-     * configuration error, not something to find at the first agent job. */
-    if (load_providers(s.providers, &providers, &nproviders, err, sizeof err) < 0) {
+    if (load_providers(s->providers, &b->providers, &b->nproviders, err, sizeof err) < 0 ||
+        load_ident(s, *s->listen != 0, &b->d.ident, b->tokens, &b->ntokens, &b->quotas, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         return 2;
     }
-    if (load_ident(&s, *s.listen != 0, &d.ident, tokens, &ntokens, &quotas, err, sizeof err) < 0) {
-        fprintf(stderr, "avod: %s\n", err);
-        free(providers);
-        return 2;
-    }
-    gid_t socket_gid = 0;
-    if (*s.socket_group) {
-        struct group *gr = getgrnam(s.socket_group);
+    if (*s->socket_group) {
+        struct group *gr = getgrnam(s->socket_group);
         if (!gr) {
-            fprintf(stderr, "avod: socket-group: there is no unix group '%s'\n", s.socket_group);
-            avo_ident_free(d.ident);
-            json_decref(quotas);
-            free(providers);
+            fprintf(stderr, "avod: socket-group: there is no unix group '%s'\n", s->socket_group);
             return 2;
         }
-        socket_gid = gr->gr_gid;
+        b->socket_gid = gr->gr_gid;
     }
+    return 0;
+}
 
-    /* An explicit state directory must exist (a typo should not silently
-     * create a second, empty installation); the default one is created. */
-    if (*s.home) {
+/* An explicit state directory must exist (a typo should not silently
+ * create a second, empty installation); the default one is created.
+ * 0, or the exit code 1 with the reason on stderr. */
+static int make_state_dir(avod_settings *s)
+{
+    if (*s->home) {
         struct stat st;
-        if (stat(s.home, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        if (stat(s->home, &st) < 0 || !S_ISDIR(st.st_mode)) {
             fprintf(stderr, "avod: state directory %s does not exist; create it (mkdir -p) or unset "
-                            "AVO_HOME/--home to use the default\n", s.home);
+                            "AVO_HOME/--home to use the default\n", s->home);
             return 1;
         }
-    } else {
-        if (avo_home_default(s.home, sizeof s.home) < 0) {
-            fprintf(stderr, "avod: cannot determine a state directory; set AVO_HOME\n");
-            return 1;
-        }
-        /* mkdir -p semantics without a shell */
-        for (char *p = s.home + 1; *p; p++)
-            if (*p == '/') {
-                *p = 0;
-                mkdir(s.home, 0755);
-                *p = '/';
-            }
-        if (mkdir(s.home, 0755) < 0 && errno != EEXIST) {
-            fprintf(stderr, "avod: cannot create state directory %s: %s\n", s.home, strerror(errno));
-            return 1;
-        }
+        return 0;
     }
+    if (avo_home_default(s->home, sizeof s->home) < 0) {
+        fprintf(stderr, "avod: cannot determine a state directory; set AVO_HOME\n");
+        return 1;
+    }
+    /* mkdir -p semantics without a shell */
+    for (char *p = s->home + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(s->home, 0755);
+            *p = '/';
+        }
+    if (mkdir(s->home, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "avod: cannot create state directory %s: %s\n", s->home, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* Where avod keeps and finds things: the state directory, the API socket,
+ * the problem packages, the migrations. 0, or the exit code 1. */
+static int resolve_paths(avod_settings *s)
+{
+    if (make_state_dir(s) != 0)
+        return 1;
     char real[PATH_MAX];
-    if (realpath(s.home, real) && strlen(real) < sizeof s.home)
-        memcpy(s.home, real, strlen(real) + 1);
-    if (!*s.socket) {
-        if (strlen(s.home) + sizeof AVO_SOCKET_NAME + 1 > sizeof s.socket) {
+    if (realpath(s->home, real) && strlen(real) < sizeof s->home)
+        memcpy(s->home, real, strlen(real) + 1);
+    if (!*s->socket) {
+        if (strlen(s->home) + sizeof AVO_SOCKET_NAME + 1 > sizeof s->socket) {
             fprintf(stderr, "avod: state directory path too long\n");
             return 1;
         }
-        strcat(strcat(strcpy(s.socket, s.home), "/"), AVO_SOCKET_NAME);
+        strcat(strcat(strcpy(s->socket, s->home), "/"), AVO_SOCKET_NAME);
     }
-    if (!*s.kernels && avo_path_data("kernels", s.kernels, sizeof s.kernels) < 0) {
-        fprintf(stderr, "avod: no problem packages at %s; pass --kernels DIR\n", s.kernels);
+    if (!*s->kernels && avo_path_data("kernels", s->kernels, sizeof s->kernels) < 0) {
+        fprintf(stderr, "avod: no problem packages at %s; pass --kernels DIR\n", s->kernels);
         return 1;
     }
-    if (!*s.sql_dir && avo_path_data("sql", s.sql_dir, sizeof s.sql_dir) < 0) {
-        fprintf(stderr, "avod: no schema migrations at %s; pass --sql-dir DIR\n", s.sql_dir);
+    if (!*s->sql_dir && avo_path_data("sql", s->sql_dir, sizeof s->sql_dir) < 0) {
+        fprintf(stderr, "avod: no schema migrations at %s; pass --sql-dir DIR\n", s->sql_dir);
         return 1;
     }
+    return 0;
+}
 
-    if (take_lock(s.home, &lock_fd, err, sizeof err) < 0) {
+/* The state directory's lock, the database (--db, or the embedded one
+ * started here), its migrations and quotas, and the DSN file workers read.
+ * 0, or the exit code 1 with the reason on stderr. */
+static int open_database(avod_boot *b)
+{
+    avod_settings *s = &b->s;
+    char err[2048];
+    if (take_lock(s->home, &b->lock_fd, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
         return 1;
     }
-
-    if (*s.db) {
-        dsn = s.db;
+    if (*s->db) {
+        b->dsn = s->db;
     } else {
-        if (avo_pgembed_start(&pg, s.home, s.pg_bindir, s.pg_user, err, sizeof err) < 0) {
+        if (avo_pgembed_start(&b->pg, s->home, s->pg_bindir, s->pg_user, err, sizeof err) < 0) {
             fprintf(stderr, "avod: %s\n", err);
-            goto cleanup;
+            return 1;
         }
-        pg_started = 1;
-        dsn = pg.dsn;
+        b->pg_started = 1;
+        b->dsn = b->pg.dsn;
     }
-    if ((rc = prepare_database(dsn, s.sql_dir, quotas, s.fair_share_half_life, err, sizeof err)) < 0) {
+    if (prepare_database(b->dsn, s->sql_dir, b->quotas, s->fair_share_half_life, err, sizeof err) < 0) {
         fprintf(stderr, "avod: %s\n", err);
-        rc = 1;
-        goto cleanup;
+        return 1;
     }
-    rc = 1;
-    if (write_dsn_file(s.home, dsn) < 0)
-        avo_warn("avod", "cannot write %s/avod.dsn; workers will need --db", s.home);
+    if (write_dsn_file(s->home, b->dsn) < 0)
+        avo_warn("avod", "cannot write %s/avod.dsn; workers will need --db", s->home);
+    return 0;
+}
 
-    d.loop = uv_default_loop();
-    if (avo_db_init(&d.db, d.loop, dsn, "main") < 0 || avo_db_init(&d.listen, d.loop, dsn, "listen") < 0)
-        goto cleanup;
-    loop_ready = 1;
-    avo_db_set_callbacks(&d.db, NULL, on_db_state, &d);
-    avo_db_set_callbacks(&d.listen, on_notify, NULL, &d);
-    avo_db_listen(&d.listen, "avo_eval_done");
-    avo_db_listen(&d.listen, "avo_jobs");
-    avo_db_listen(&d.listen, "avo_events");
-    if (avo_engine_start(&d.engine, d.loop, &d.db, s.kernels, (unsigned)s.engine_interval_ms) < 0 ||
-        avo_agent_start(&d.agent, d.loop, &d.db, s.kernels, s.home, providers, nproviders, kick_engine, &d) < 0 ||
-        avo_api_init(&d.api, d.loop, &d.db, d.engine, s.kernels, s.home) < 0 ||
-        avo_rescuer_start(&d.rescuer, d.loop, &d.db, d.engine, (unsigned)s.rescue_interval_ms, (int)s.max_attempts,
-                          s.retry_backoff) < 0)
-        goto cleanup;
-    avo_api_set_ident(d.api, d.ident);
-    if (avo_http_start(&d.http, d.loop, s.socket, avo_api_handle, d.api, err, sizeof err) < 0 ||
-        (*s.socket_group && avo_http_socket_group(d.http, socket_gid, err, sizeof err) < 0) ||
-        (*s.listen && avo_http_start_tcp(&d.http_tcp, d.loop, s.listen, tokens, ntokens, avo_api_handle, d.api, err,
-                                         sizeof err) < 0)) {
+/* The API on the unix socket and, with --listen, on TCP. */
+static int start_listeners(avod_boot *b)
+{
+    avod *d = &b->d;
+    avod_settings *s = &b->s;
+    char err[2048];
+    if (avo_http_start(&d->http, d->loop, s->socket, avo_api_handle, d->api, err, sizeof err) < 0 ||
+        (*s->socket_group && avo_http_socket_group(d->http, b->socket_gid, err, sizeof err) < 0) ||
+        (*s->listen && avo_http_start_tcp(&d->http_tcp, d->loop, s->listen, b->tokens, b->ntokens, avo_api_handle,
+                                          d->api, err, sizeof err) < 0)) {
         fprintf(stderr, "avod: %s\n", err);
-        avo_http_stop(d.http);
-        avo_engine_stop(d.engine);
-        avo_rescuer_stop(d.rescuer);
-        avo_api_stop(d.api);
-        avo_db_close(&d.db, on_db_closed);
-        avo_db_close(&d.listen, on_db_closed);
-        uv_run(d.loop, UV_RUN_DEFAULT);
-        goto cleanup;
+        return -EIO;
     }
-    if (avo_service_start(&d.service, d.loop, &d.db) < 0 || avo_eventlog_start(&d.eventlog, &d.db) < 0 ||
-        (pg_started && avo_pgwatch_start(&d.pgwatch, d.loop, &pg, on_pg_problem, &d) < 0))
-        goto cleanup;
-    avo_api_set_pgwatch(d.api, d.pgwatch);
-    if (*s.listen)
-        avo_info("avod", "API also on TCP %s (bearer tokens: %d)", s.listen, ntokens);
-    avo_engine_set_agent(d.engine, d.agent);
-    avo_api_set_agent(d.api, d.agent);
-    avo_db_connect(&d.db);
-    avo_db_connect(&d.listen);
-    uv_signal_init(d.loop, &d.sigint);
-    uv_signal_init(d.loop, &d.sigterm);
-    uv_signal_init(d.loop, &d.sighup);
-    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
-    uv_signal_start(&d.sigint, on_signal, SIGINT);
-    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-    uv_signal_start(&d.sighup, on_reload, SIGHUP);
+    return 0;
+}
 
-    avo_info("avod", "avod %s ready: api %s, kernels %s, database %s", AVO_VERSION, s.socket, s.kernels,
-             *s.db ? "external (--db)" : "embedded");
-    avo_service_ready(d.service);
-    uv_run(d.loop, UV_RUN_DEFAULT);
-    rc = 0;
+static void start_signals(avod *d)
+{
+    uv_signal_init(d->loop, &d->sigint);
+    uv_signal_init(d->loop, &d->sigterm);
+    uv_signal_init(d->loop, &d->sighup);
+    d->signals = 1;
+    d->sigint.data = d->sigterm.data = d->sighup.data = d;
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sighup, on_reload, SIGHUP);
+}
 
-cleanup:
-    explicit_bzero(tokens, sizeof tokens);
-    json_decref(quotas);
-    avo_ident_free(d.ident);
-    free(providers);
-    if (loop_ready)
-        uv_loop_close(d.loop);
-    if (pg_started)
-        avo_pgembed_stop(&pg);
-    if (lock_fd >= 0)
-        close(lock_fd);
+/* avod's start on the loop: the database connections, then what uses them
+ * (engine, agent, API, rescuer), the listeners, the service, the signals.
+ * On failure what was started is left for avod_stop. */
+static int avod_start(avod_boot *b)
+{
+    avod *d = &b->d;
+    avod_settings *s = &b->s;
+    d->loop = uv_default_loop();
+    b->loop_ready = 1;
+    if (avo_db_init(&d->db, d->loop, b->dsn, "main") < 0)
+        return -ENOMEM;
+    d->dbs_open = 1;
+    if (avo_db_init(&d->listen, d->loop, b->dsn, "listen") < 0)
+        return -ENOMEM;
+    d->dbs_open = 2;
+    avo_db_set_callbacks(&d->db, NULL, on_db_state, d);
+    avo_db_set_callbacks(&d->listen, on_notify, NULL, d);
+    avo_db_listen(&d->listen, "avo_eval_done");
+    avo_db_listen(&d->listen, "avo_jobs");
+    avo_db_listen(&d->listen, "avo_events");
+    if (avo_engine_start(&d->engine, d->loop, &d->db, s->kernels, (unsigned)s->engine_interval_ms) < 0 ||
+        avo_agent_start(&d->agent, d->loop, &d->db, s->kernels, s->home, b->providers, b->nproviders, kick_engine,
+                        d) < 0 ||
+        avo_api_init(&d->api, d->loop, &d->db, d->engine, s->kernels, s->home) < 0 ||
+        avo_rescuer_start(&d->rescuer, d->loop, &d->db, d->engine, (unsigned)s->rescue_interval_ms,
+                          (int)s->max_attempts, s->retry_backoff) < 0)
+        return -EIO;
+    avo_api_set_ident(d->api, d->ident);
+    if (start_listeners(b) < 0)
+        return -EIO;
+    if (avo_service_start(&d->service, d->loop, &d->db) < 0 || avo_eventlog_start(&d->eventlog, &d->db) < 0 ||
+        (b->pg_started && avo_pgwatch_start(&d->pgwatch, d->loop, &b->pg, on_pg_problem, d) < 0))
+        return -EIO;
+    avo_api_set_pgwatch(d->api, d->pgwatch);
+    if (*s->listen)
+        avo_info("avod", "API also on TCP %s (bearer tokens: %d)", s->listen, b->ntokens);
+    avo_engine_set_agent(d->engine, d->agent);
+    avo_api_set_agent(d->api, d->agent);
+    avo_db_connect(&d->db);
+    avo_db_connect(&d->listen);
+    start_signals(d);
+    d->ready = 1;
+    avo_info("avod", "avod %s ready: api %s, kernels %s, database %s", AVO_VERSION, s->socket, s->kernels,
+             *s->db ? "external (--db)" : "embedded");
+    avo_service_ready(d->service);
+    return 0;
+}
+
+static void log_leaked_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    avo_err("avod", "leaked a libuv %s handle%s", uv_handle_type_name(uv_handle_get_type(h)),
+            uv_is_closing(h) ? " (closing)" : "");
+}
+
+/* A handle left open is a stop function that forgot one: said, not hidden. */
+static void close_loop(uv_loop_t *loop)
+{
+    int rc = uv_loop_close(loop);
+    if (rc < 0) {
+        avo_err("avod", "the event loop did not close: %s", uv_strerror(rc));
+        uv_walk(loop, log_leaked_handle, NULL);
+    }
+}
+
+/* What load_settings, open_database and avod_start acquired, last first;
+ * the loop's handles are closed by then (avod_stop and uv_run). */
+static void release_boot(avod_boot *b)
+{
+    explicit_bzero(b->tokens, sizeof b->tokens);
+    json_decref(b->quotas);
+    avo_ident_free(b->d.ident);
+    free(b->providers);
+    if (b->loop_ready)
+        close_loop(b->d.loop);
+    if (b->pg_started)
+        avo_pgembed_stop(&b->pg);
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+}
+
+/* The loop until a signal stops avod, or, when the start failed part way,
+ * only until what did start has closed. 0, or the exit code 1. */
+static int serve(avod_boot *b)
+{
+    int rc = avod_start(b) < 0 ? 1 : 0;
+    if (rc != 0)
+        avod_stop(&b->d);
+    uv_run(b->d.loop, UV_RUN_DEFAULT);
+    return rc;
+}
+
+/* argv_copy: the command line before avo_config_load compacts argv, kept
+ * for reloads (main owns it, so no return path can leak it). */
+static int run(int argc, char **argv, char **argv_copy)
+{
+    avod_boot b;
+    memset(&b, 0, sizeof b);
+    b.lock_fd = -1;
+    avo_log_init("avod");
+    signal(SIGPIPE, SIG_IGN);
+    b.d.argc = argc;
+    b.d.argv = argv_copy;
+    if (answer_info_flags(argc, argv))
+        return 0;
+    int rc = load_settings(&b, argc, argv);
+    if (rc == 0)
+        rc = resolve_paths(&b.s);
+    if (rc == 0)
+        rc = open_database(&b);
+    if (rc == 0)
+        rc = serve(&b);
+    release_boot(&b);
     if (rc == 0)
         avo_info("avod", "stopped");
     return rc;

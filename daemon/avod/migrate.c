@@ -34,7 +34,9 @@ static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen, const c
     return ok ? 0 : -5;
 }
 
-int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
+/* sql_dir's NNN_*.sql files, in version order; two of one version are an
+ * error. *m is the caller's to free. */
+static int list_migrations(const char *sql_dir, migration **out, int *count, char *err, size_t errlen)
 {
     DIR *d = opendir(sql_dir);
     if (!d) {
@@ -43,7 +45,7 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
         return -2;
     }
     migration *m = NULL;
-    int n = 0, cap = 0, applied = 0, rc = 0;
+    int n = 0, cap = 0, rc = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
@@ -56,7 +58,7 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
             migration *nm = realloc(m, (size_t)cap * sizeof *m);
             if (!nm) {
                 rc = -12;
-                goto cleanup;
+                break;
             }
             m = nm;
         }
@@ -64,16 +66,27 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
         snprintf(m[n].name, sizeof m[n].name, "%s", e->d_name);
         n++;
     }
+    closedir(d);
+    *out = m;
+    *count = n;
+    if (rc < 0)
+        return rc;
     qsort(m, (size_t)n, sizeof *m, cmp_migration);
     for (int i = 1; i < n; i++)
         if (m[i].version == m[i - 1].version) {
             snprintf(err, errlen, "%s: two migrations share version %d (%s, %s)", sql_dir, m[i].version,
                      m[i - 1].name, m[i].name);
-            rc = -22;
-            goto cleanup;
+            return -22;
         }
+    return 0;
+}
 
+/* One transaction under the migration lock, so that two avods starting
+ * together migrate once. */
+static int begin_migrations(PGconn *conn, char *err, size_t errlen)
+{
     char lock[128];
+    int rc;
     snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%d)", AVO_MIGRATE_LOCK);
     if ((rc = exec_ok(conn, "BEGIN", err, errlen, "migrations")) < 0 ||
         (rc = exec_ok(conn, lock, err, errlen, "migration lock")) < 0 ||
@@ -82,65 +95,83 @@ int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
                       " version int PRIMARY KEY, name text NOT NULL,"
                       " applied_at timestamptz NOT NULL DEFAULT now())",
                       err, errlen, "avo_schema_version")) < 0)
-        goto rollback;
-    /* An older avod must not run on a schema it does not know (a downgrade,
-     * or a second avod of another version on the same database). */
-    {
-        PGresult *r = PQexec(conn, "SELECT COALESCE(max(version), 0) FROM avo_schema_version");
-        int have = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
-        PQclear(r);
-        if (n > 0 && have > m[n - 1].version) {
-            snprintf(err, errlen, "the database's schema is at version %d, newer than this avod knows (%d, %s): "
-                                  "run the avod that migrated it, or a newer one", have, m[n - 1].version, sql_dir);
-            rc = -22;
-            goto rollback;
-        }
-    }
+        return rc;
+    return 0;
+}
 
-    for (int i = 0; i < n; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", m[i].version);
-        const char *params[] = {v};
-        PGresult *r = PQexecParams(conn, "SELECT 1 FROM avo_schema_version WHERE version = $1", 1, NULL,
-                                   params, NULL, NULL, 0);
-        int done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+/* An older avod must not run on a schema it does not know (a downgrade,
+ * or a second avod of another version on the same database). */
+static int check_schema_not_newer(PGconn *conn, const migration *m, int n, const char *sql_dir, char *err,
+                                  size_t errlen)
+{
+    PGresult *r = PQexec(conn, "SELECT COALESCE(max(version), 0) FROM avo_schema_version");
+    int have = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    if (n > 0 && have > m[n - 1].version) {
+        snprintf(err, errlen, "the database's schema is at version %d, newer than this avod knows (%d, %s): "
+                              "run the avod that migrated it, or a newer one", have, m[n - 1].version, sql_dir);
+        return -22;
+    }
+    return 0;
+}
+
+/* One migration, unless avo_schema_version has it: 1 applied, 0 there
+ * already, < 0 failed (err says why). */
+static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m, char *err, size_t errlen)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", m->version);
+    const char *params[] = {v};
+    PGresult *r = PQexecParams(conn, "SELECT 1 FROM avo_schema_version WHERE version = $1", 1, NULL,
+                               params, NULL, NULL, 0);
+    int done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    if (done)
+        return 0;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", sql_dir, m->name);
+    char *sql = avo_file_read(path, NULL);
+    if (!sql) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -5;
+    }
+    int rc = exec_ok(conn, sql, err, errlen, path);
+    free(sql);
+    if (rc < 0)
+        return rc;
+    const char *p2[] = {v, m->name};
+    r = PQexecParams(conn, "INSERT INTO avo_schema_version (version, name) VALUES ($1, $2)", 2, NULL,
+                     p2, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        snprintf(err, errlen, "recording %s: %s", m->name, PQresultErrorMessage(r));
         PQclear(r);
-        if (done)
-            continue;
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", sql_dir, m[i].name);
-        char *sql = avo_file_read(path, NULL);
-        if (!sql) {
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-            rc = -5;
-            goto rollback;
-        }
-        rc = exec_ok(conn, sql, err, errlen, path);
-        free(sql);
-        if (rc < 0)
-            goto rollback;
-        const char *p2[] = {v, m[i].name};
-        r = PQexecParams(conn, "INSERT INTO avo_schema_version (version, name) VALUES ($1, $2)", 2, NULL,
-                         p2, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            snprintf(err, errlen, "recording %s: %s", m[i].name, PQresultErrorMessage(r));
-            PQclear(r);
-            rc = -5;
-            goto rollback;
-        }
-        PQclear(r);
-        avo_info("migrate", "applied %s", m[i].name);
-        applied++;
+        return -5;
+    }
+    PQclear(r);
+    avo_info("migrate", "applied %s", m->name);
+    return 1;
+}
+
+int avo_migrate(PGconn *conn, const char *sql_dir, char *err, size_t errlen)
+{
+    migration *m = NULL;
+    int n = 0, applied = 0;
+    int rc = list_migrations(sql_dir, &m, &n, err, errlen);
+    if (rc < 0) {
+        free(m);
+        return rc;
+    }
+    if ((rc = begin_migrations(conn, err, errlen)) == 0 &&
+        (rc = check_schema_not_newer(conn, m, n, sql_dir, err, errlen)) == 0)
+        for (int i = 0; i < n && rc >= 0; i++)
+            if ((rc = apply_migration(conn, sql_dir, &m[i], err, errlen)) > 0)
+                applied++;
+    free(m);
+    if (rc < 0) {
+        PQclear(PQexec(conn, "ROLLBACK"));
+        return rc;
     }
     if ((rc = exec_ok(conn, "COMMIT", err, errlen, "migrations commit")) < 0)
-        goto cleanup;
-    rc = applied;
-    goto cleanup;
-
-rollback:
-    PQclear(PQexec(conn, "ROLLBACK"));
-cleanup:
-    closedir(d);
-    free(m);
-    return rc;
+        return rc;
+    return applied;
 }

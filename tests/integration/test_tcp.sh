@@ -55,4 +55,17 @@ kill -HUP "$AVOD_PID"
 check "after the old token is removed and avod reloaded, it is refused" \
     wait_for 10 "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $TOK' '$U/v1/health') = 401 ]"
 check "no token ever reaches avod's log" bash -c '! grep -q "$1\|$2" "$0"' "$T/avod.log" "$TOK" "$TOK2"
+
+# A start that fails after the loop began (this port is the running avod's):
+# the same shutdown as after a signal, every handle closed, exit 1.
+mkdir -p "$T/home2"
+out=$(timeout 60 avod --home "$T/home2" --db "$(cat "$AVO_HOME/avod.dsn")" --listen "127.0.0.1:$PORT" \
+      --token-file "$T/tokens" 2>&1); rc=$?
+check "a listener that cannot start: exit 1 naming the cause, no handle leaked, socket removed ($rc)" \
+    bash -c '[ "$1" = 1 ] && grep -q "avod: cannot listen on 127.0.0.1:$2: Address already in use" <<<"$0" &&
+             ! grep -q "leaked\|did not close" <<<"$0" && [ ! -e "$3/avod.sock" ]' "$out" "$rc" "$PORT" "$T/home2"
+stop_workers
+stop_pid "$AVOD_PID"
+check "after SIGTERM avod says stopped, with no handle leaked" \
+    bash -c 'grep -q "stopped" "$0" && ! grep -q "leaked\|did not close" "$0"' "$T/avod.log"
 [ "$FAILS" -eq 0 ]
