@@ -1,6 +1,7 @@
 /* The job spec: parsing, validation and defaults, shared by avod and avoctl (avo_jobspec.h). */
 #include "avo_jobspec.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ static int check_known(json_t *obj, const char *const *known, const char *where,
             }
             snprintf(err, errlen, "%s%s%s: unknown field (expected one of: %s)", where, *where ? "." : "",
                      key, list);
-            return -22;
+            return -EINVAL;
         }
     }
     return 0;
@@ -54,12 +55,12 @@ static int get_int(json_t *obj, const char *key, const char *where, long long lo
         return 0;
     if (!json_is_integer(v)) {
         snprintf(err, errlen, "%s%s: must be an integer", where, key);
-        return -22;
+        return -EINVAL;
     }
     long long x = json_integer_value(v);
     if (x < lo || x > hi) {
         snprintf(err, errlen, "%s%s: %lld is outside [%lld, %lld]", where, key, x, lo, hi);
-        return -34;
+        return -ERANGE;
     }
     *out = (int)x;
     return 0;
@@ -73,12 +74,12 @@ static int get_num(json_t *obj, const char *key, const char *where, double lo, d
         return 0;
     if (!json_is_number(v)) {
         snprintf(err, errlen, "%s%s: must be a number", where, key);
-        return -22;
+        return -EINVAL;
     }
     double x = json_number_value(v);
     if (!isfinite(x) || x < lo || x > hi) {
         snprintf(err, errlen, "%s%s: %g is outside [%g, %g]", where, key, x, lo, hi);
-        return -34;
+        return -ERANGE;
     }
     *out = x;
     return 0;
@@ -112,7 +113,7 @@ static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errle
             has_control(json_string_value(nm))) {
             snprintf(err, errlen, "name: must be a string of 1 to %d characters without control characters",
                      AVO_JOBSPEC_NAME_MAX);
-            return -22;
+            return -EINVAL;
         }
         snprintf(s->name, sizeof s->name, "%s", json_string_value(nm));
     }
@@ -120,11 +121,11 @@ static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errle
         return 0;
     if (!json_is_object(lb)) {
         snprintf(err, errlen, "labels: must be an object of strings, e.g. {\"campaign\": \"nightly\"}");
-        return -22;
+        return -EINVAL;
     }
     if (json_object_size(lb) > AVO_JOBSPEC_LABELS_MAX) {
         snprintf(err, errlen, "labels: at most %d labels", AVO_JOBSPEC_LABELS_MAX);
-        return -22;
+        return -EINVAL;
     }
     const char *k;
     json_t *v;
@@ -132,13 +133,13 @@ static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errle
         if (!avo_jobspec_label_key_ok(k)) {
             snprintf(err, errlen, "labels.%.70s: a label key is 1 to %d characters a-z 0-9 . _ / - starting with a "
                      "letter or digit", k, AVO_JOBSPEC_LABEL_KEY_MAX);
-            return -22;
+            return -EINVAL;
         }
         if (!json_is_string(v) || json_string_length(v) > AVO_JOBSPEC_LABEL_VALUE_MAX ||
             has_control(json_string_value(v))) {
             snprintf(err, errlen, "labels.%s: a label value is a string of at most %d characters without control "
                      "characters", k, AVO_JOBSPEC_LABEL_VALUE_MAX);
-            return -22;
+            return -EINVAL;
         }
     }
     s->labels = json_incref(lb);
@@ -154,11 +155,11 @@ static int get_str(json_t *obj, const char *where, const char *key, char *out, s
         return 0;
     if (!json_is_string(v) || json_string_length(v) == 0) {
         snprintf(err, errlen, "%s%s: must be a non-empty string", where, key);
-        return -22;
+        return -EINVAL;
     }
     if (json_string_length(v) >= outlen) {
         snprintf(err, errlen, "%s%s: longer than %zu characters", where, key, outlen - 1);
-        return -22;
+        return -EINVAL;
     }
     snprintf(out, outlen, "%s", json_string_value(v));
     return 0;
@@ -176,7 +177,7 @@ static int parse_commit(json_t *c, avo_jobspec *s, char *err, size_t errlen)
         return 0;
     if (!json_is_object(c)) {
         snprintf(err, errlen, "commit: must be an object like {\"min_gain\": 0.005, \"confidence\": 0.95}");
-        return -22;
+        return -EINVAL;
     }
     if ((rc = check_known(c, commit_fields, "commit", err, errlen)) < 0 ||
         (rc = get_num(c, "min_gain", "commit.", -1e300, 1e300, &s->min_gain, err, errlen)) < 0 ||
@@ -184,11 +185,11 @@ static int parse_commit(json_t *c, avo_jobspec *s, char *err, size_t errlen)
         return rc;
     if (json_object_get(c, "min_gain") && !(s->min_gain >= 0 && s->min_gain < 1)) {
         snprintf(err, errlen, "commit.min_gain must be in [0, 1) (a fraction: 0.005 is 0.5%%), not %g", s->min_gain);
-        return -34;
+        return -ERANGE;
     }
     if (!(s->confidence > 0 && s->confidence < 1)) {
         snprintf(err, errlen, "commit.confidence must be in (0, 1) (0.95 is 95%%), not %g", s->confidence);
-        return -34;
+        return -ERANGE;
     }
     return 0;
 }
@@ -228,7 +229,7 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
     if (!json_is_object(sd)) {
         snprintf(err, errlen, "seed: must be an object like {\"file\": \"x.c\", \"source\": \"...\"} or "
                               "{\"candidate\": 12}");
-        return -22;
+        return -EINVAL;
     }
     if ((rc = check_known(sd, seed_fields, "seed", err, errlen)) < 0 ||
         (rc = get_str(sd, "seed.", "name", s->seed_name, sizeof s->seed_name, err, errlen)) < 0)
@@ -237,50 +238,50 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
     json_t *knobs = json_object_get(sd, "knobs");
     if (src && cand) {
         snprintf(err, errlen, "seed: give either source (a file) or candidate (transfer), not both");
-        return -22;
+        return -EINVAL;
     }
     if (src) {
         if (!json_is_string(src) || json_string_length(src) == 0) {
             snprintf(err, errlen, "seed.source: must be the seed file's non-empty text");
-            return -22;
+            return -EINVAL;
         }
         if (json_string_length(src) > 4u << 20) {
             snprintf(err, errlen, "seed.source: %zu bytes is more than the 4 MiB a candidate may have",
                      json_string_length(src));
-            return -22;
+            return -EINVAL;
         }
         if (strlen(json_string_value(src)) != json_string_length(src)) {
             snprintf(err, errlen, "seed.source: contains a NUL byte (not a source file?)");
-            return -22;
+            return -EINVAL;
         }
         if ((rc = get_str(sd, "seed.", "file", s->seed_file, sizeof s->seed_file, err, errlen)) < 0)
             return rc;
         if (!s->seed_file[0])
             snprintf(s->seed_file, sizeof s->seed_file, "seed");
         if (!(s->seed_source = strdup(json_string_value(src))))
-            return -12;
+            return -ENOMEM;
     } else if (json_object_get(sd, "file")) {
         snprintf(err, errlen, "seed.file: needs seed.source, the file's text (avoctl submit --seed FILE sends both)");
-        return -22;
+        return -EINVAL;
     }
     if (cand) {
         if (!json_is_integer(cand) || json_integer_value(cand) <= 0) {
             snprintf(err, errlen, "seed.candidate: must be a candidate id (a positive integer)");
-            return -22;
+            return -EINVAL;
         }
         s->seed_candidate = json_integer_value(cand);
     }
     if (knobs) {
         if (!json_is_object(knobs)) {
             snprintf(err, errlen, "seed.knobs: must be an object like {\"BM\": 64}");
-            return -22;
+            return -EINVAL;
         }
         const char *k;
         json_t *v;
         json_object_foreach(knobs, k, v) {
             if (!json_is_integer(v)) {
                 snprintf(err, errlen, "seed.knobs.%s: must be an integer", k);
-                return -22;
+                return -EINVAL;
             }
         }
         s->seed_knobs = json_incref(knobs);
@@ -311,13 +312,13 @@ static int parse_problem_operator(json_t *in, avo_jobspec *s, char *err, size_t 
     int rc;
     if (!json_is_object(in)) {
         snprintf(err, errlen, "job spec: must be a JSON object");
-        return -22;
+        return -EINVAL;
     }
     if ((rc = check_known(in, top_fields, "", err, errlen)) < 0)
         return rc;
     if (!json_object_get(in, "problem")) {
         snprintf(err, errlen, "problem: required (e.g. \"cpu/sgemm\")");
-        return -22;
+        return -EINVAL;
     }
     if ((rc = get_str(in, "", "problem", s->problem, sizeof s->problem, err, errlen)) < 0 ||
         (rc = get_str(in, "", "operator", s->op, sizeof s->op, err, errlen)) < 0 ||
@@ -329,7 +330,7 @@ static int parse_problem_operator(json_t *in, avo_jobspec *s, char *err, size_t 
         return rc;
     if (strcmp(s->op, "tune") != 0 && strcmp(s->op, "agent") != 0) {
         snprintf(err, errlen, "operator: unknown operator '%s' (available: tune, agent)", s->op);
-        return -22;
+        return -EINVAL;
     }
     return 0;
 }
@@ -340,13 +341,13 @@ static int parse_agent(json_t *in, avo_jobspec *s, int agent, char *err, size_t 
     json_t *ag = json_object_get(in, "agent");
     if (ag && !agent) {
         snprintf(err, errlen, "agent: applies to agent jobs only (this job's operator is '%s')", s->op);
-        return -22;
+        return -EINVAL;
     }
     if (agent) {
         if (!json_is_object(ag) || !json_object_get(ag, "provider")) {
             snprintf(err, errlen, "agent: an agent job needs {\"provider\": NAME} (one of avod's configured "
                                   "providers; docs/agent.md)");
-            return -22;
+            return -EINVAL;
         }
         if ((rc = check_known(ag, agent_fields, "agent", err, errlen)) < 0 ||
             (rc = get_str(ag, "agent.", "provider", s->agent_provider, sizeof s->agent_provider, err, errlen)) < 0 ||
@@ -361,7 +362,7 @@ static int parse_agent(json_t *in, avo_jobspec *s, int agent, char *err, size_t 
         if (s->agent_backoff_max_s < s->agent_backoff_s) {
             snprintf(err, errlen, "agent.backoff_max_s: %d is under agent.backoff_s (%d)", s->agent_backoff_max_s,
                      s->agent_backoff_s);
-            return -22;
+            return -EINVAL;
         }
     }
     return 0;
@@ -374,7 +375,7 @@ static int parse_budget(json_t *in, avo_jobspec *s, int agent, char *err, size_t
     if (b) {
         if (!json_is_object(b)) {
             snprintf(err, errlen, "budget: must be an object like {\"evaluations\": 30}");
-            return -22;
+            return -EINVAL;
         }
         if ((rc = check_known(b, budget_fields, "budget", err, errlen)) < 0 ||
             (rc = get_int(b, "evaluations", "budget.", 1, AVO_JOBSPEC_MAX_COUNT, &s->evaluations, err, errlen)) < 0 ||
@@ -391,7 +392,7 @@ static int parse_budget(json_t *in, avo_jobspec *s, int agent, char *err, size_t
         } else if (llm) {
             snprintf(err, errlen, "budget.%s: applies to agent jobs only (operator '%s' makes no LLM calls)", llm,
                      s->op);
-            return -22;
+            return -EINVAL;
         }
     }
     return 0;
@@ -409,7 +410,7 @@ static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
     if (sg) {
         if (!json_is_object(sg)) {
             snprintf(err, errlen, "stagnation: must be an object like {\"patience\": 8, \"limit\": 40}");
-            return -22;
+            return -EINVAL;
         }
         if ((rc = check_known(sg, stagnation_fields, "stagnation", err, errlen)) < 0 ||
             (rc = get_int(sg, "patience", "stagnation.", 1, AVO_JOBSPEC_MAX_COUNT, &s->patience, err, errlen)) < 0 ||
@@ -426,7 +427,7 @@ static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
     if (p) {
         if (!json_is_object(p)) {
             snprintf(err, errlen, "operator_params: must be an object");
-            return -22;
+            return -EINVAL;
         }
         if ((rc = check_known(p, param_fields, "operator_params", err, errlen)) < 0)
             return rc;
@@ -434,7 +435,7 @@ static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
         if (sd) {
             if (!json_is_integer(sd) || json_integer_value(sd) < 0) {
                 snprintf(err, errlen, "operator_params.seed: must be a non-negative integer");
-                return -22;
+                return -EINVAL;
             }
             s->rng_seed = (uint64_t)json_integer_value(sd);
         }
@@ -518,7 +519,7 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         return rc;
     if (s->target[0] && !avo_jobspec_target_valid(s->target)) {
         snprintf(err, errlen, "target: unknown target '%s' (cpu, or a GPU architecture like sm_90)", s->target);
-        return -22;
+        return -EINVAL;
     }
     if ((rc = parse_budget(in, s, agent, err, errlen)) < 0 || (rc = parse_search(in, s, err, errlen)) < 0)
         return rc;
@@ -535,7 +536,7 @@ int avo_jobspec_parse(json_t *in, avo_jobspec *s, json_t **normalized, char *err
         json_t *n = normalize(s, agent);
         if (!n) {
             avo_jobspec_clear(s);
-            return -12;
+            return -ENOMEM;
         }
         *normalized = n;
     }

@@ -246,7 +246,7 @@ static int check_knob(const avo_problem *p, const char *name, json_t *value, cha
         for (int j = 0; j < p->nknobs; j++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", p->knobs[j].name);
         snprintf(err, errlen, "seed.knobs.%s: unknown knob of problem '%s' (knobs: %s)", name, p->name, list);
-        return -22;
+        return -EINVAL;
     }
     for (int j = 0; j < p->knobs[i].nvalues; j++)
         if (json_is_integer(value) && p->knobs[i].values[j] == json_integer_value(value))
@@ -260,7 +260,7 @@ static int check_knob(const avo_problem *p, const char *name, json_t *value, cha
                  (long long)json_integer_value(value), vals);
     else
         snprintf(err, errlen, "seed.knobs.%s: must be an integer (allowed: %s)", name, vals);
-    return -22;
+    return -EINVAL;
 }
 
 /* Start knob values: each known and allowed, and together with the
@@ -280,7 +280,7 @@ static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size
         int c = avo_problem_constraint_failed(p, v);
         snprintf(err, errlen, "seed.knobs: these values break the constraint '%s' of problem '%s'",
                  c >= 0 ? p->constraints[c] : "?", p->name);
-        return -22;
+        return -EINVAL;
     }
     return 0;
 }
@@ -1905,7 +1905,7 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
 {
     avo_api *a = calloc(1, sizeof *a);
     if (!a)
-        return -12;
+        return -ENOMEM;
     a->loop = loop;
     a->db = db;
     a->engine = engine;

@@ -1,6 +1,7 @@
 /* One asynchronous libpq connection driven by the libuv loop: queries, LISTEN, reconnects (db.h). */
 #include "db.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,7 +278,7 @@ int avo_db_init(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *n
     db->name = name;
     db->conninfo = strdup(conninfo);
     if (!db->conninfo)
-        return -12;
+        return -ENOMEM;
     db->retry_ms = RETRY_MIN_MS;
     uv_timer_init(loop, &db->retry_timer);
     db->retry_timer.data = db;
@@ -298,7 +299,7 @@ int avo_db_connect(avo_db *db)
     db->conn = PQconnectStart(db->conninfo);
     if (!db->conn) {
         db_fail(db, "out of memory");
-        return -12;
+        return -ENOMEM;
     }
     if (PQstatus(db->conn) == CONNECTION_BAD) {
         db_fail(db, PQerrorMessage(db->conn));
@@ -322,10 +323,10 @@ int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *pa
                  avo_db_cb cb, void *arg)
 {
     if (db->state != DB_READY || db->closing)
-        return -107; /* -ENOTCONN */
+        return -ENOTCONN;
     struct avo_db_query *q = calloc(1, sizeof *q);
     if (!q)
-        return -12;
+        return -ENOMEM;
     q->sql = strdup(sql);
     q->nparams = nparams;
     q->params = nparams ? calloc((size_t)nparams, sizeof *q->params) : NULL;
@@ -345,17 +346,17 @@ int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *pa
     return 0;
 oom:
     query_free(q);
-    return -12;
+    return -ENOMEM;
 }
 
 int avo_db_listen(avo_db *db, const char *channel)
 {
     char **c = realloc(db->channels, (size_t)(db->nchannels + 1) * sizeof *c);
     if (!c)
-        return -12;
+        return -ENOMEM;
     db->channels = c;
     if (!(c[db->nchannels] = strdup(channel)))
-        return -12;
+        return -ENOMEM;
     db->nchannels++;
     if (db->state == DB_READY) {
         char sql[160];

@@ -342,7 +342,7 @@ int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *
 {
     avo_engine *e = calloc(1, sizeof *e);
     if (!e)
-        return -12;
+        return -ENOMEM;
     e->loop = loop;
     e->db = db;
     e->interval_ms = interval_ms ? interval_ms : 1000;

@@ -1,6 +1,7 @@
 /* The evolution step: from a job snapshot, decide commits, proposals and the job's end (evolve.h). */
 #include "evolve.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,10 +109,10 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
     char *src = NULL, *diff = NULL;
     char sha[AVO_SHA256_HEX];
     if (avo_problem_render(s->p, v, s->base_src, s->base_name, &src) < 0)
-        return -12;
+        return -ENOMEM;
     if (avo_sha256_hex(src, strlen(src), sha) < 0) {
         free(src);
-        return -5;
+        return -EIO;
     }
     if (parent > 0) {
         json_t *pt = tried_by_id(s, parent);
@@ -128,7 +129,7 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
     free(src);
     if (!x) {
         free(diff);
-        return -12;
+        return -ENOMEM;
     }
     json_object_set_new(x, "parent", parent > 0 ? json_integer(parent) : json_null());
     /* measured paired against the island's best as it stands after this step's results */
@@ -390,7 +391,7 @@ static int propose_islands(step *s, int left)
     int *isl_of = calloc(ntried + (size_t)s->nisl + 1, sizeof *isl_of);
     int npts = 0, rc = 0;
     if (!pts || !ids || !isl_of) {
-        rc = -12;
+        rc = -ENOMEM;
         goto cleanup;
     }
     json_t *t;

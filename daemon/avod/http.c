@@ -188,7 +188,7 @@ int avo_http_stream_start(avo_http_req *r, const char *content_type, avo_http_pu
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, r, NULL);
     if (!resp)
-        return -12;
+        return -ENOMEM;
     MHD_add_response_header(resp, "Content-Type", content_type);
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     r->streaming = 1;
@@ -433,13 +433,13 @@ static int serve(avo_http *h, const char *what, char *err, size_t errlen)
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!h->mhd) {
         snprintf(err, errlen, "cannot start the HTTP server on %s", what);
-        return -5;
+        return -EIO;
     }
     h->listen_fd = -1; /* MHD's now: stopping it closes the socket */
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info) {
         snprintf(err, errlen, "libmicrohttpd has no epoll support");
-        return -5;
+        return -EIO;
     }
     uv_poll_init(h->loop, &h->poll, info->epoll_fd);
     h->poll.data = h;
@@ -467,7 +467,7 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
     avo_http *h = calloc(1, sizeof *h);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (!h)
-        return -12;
+        return -ENOMEM;
     h->loop = loop;
     h->handler = handler;
     h->arg = arg;
@@ -476,7 +476,7 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
         snprintf(err, errlen, "socket path %s is longer than %zu bytes; choose a shorter AVO_HOME",
                  socket_path, sizeof sa.sun_path - 1);
         free(h);
-        return -36;
+        return -ENAMETOOLONG;
     }
     snprintf(h->path, sizeof h->path, "%s", socket_path);
     strcpy(sa.sun_path, socket_path);
@@ -496,13 +496,13 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
 fail:
     start_failed(h);
     unlink(socket_path);
-    return -5;
+    return -EIO;
 }
 
 int avo_http_set_tokens(avo_http *h, const avo_token *tokens, int n)
 {
     if (n < 1 || n > AVO_HTTP_MAX_TOKENS)
-        return -22;
+        return -EINVAL;
     OPENSSL_cleanse(h->tokens, sizeof h->tokens);
     memcpy(h->tokens, tokens, (size_t)n * sizeof *tokens);
     h->ntokens = n;
@@ -528,7 +528,7 @@ int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const 
     if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host || strlen(colon + 1) >= sizeof port ||
         !colon[1]) {
         snprintf(err, errlen, "listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:7460, [::1]:7460)", addr);
-        return -22;
+        return -EINVAL;
     }
     snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
     snprintf(port, sizeof port, "%s", colon + 1);
@@ -539,18 +539,18 @@ int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const 
     if (ntokens < 1) {
         snprintf(err, errlen, "listen %s: a TCP listener needs a token file (--token-file) with at least one token",
                  addr);
-        return -22;
+        return -EINVAL;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai != 0) {
         snprintf(err, errlen, "listen %s: %s", addr, gai_strerror(gai));
-        return -22;
+        return -EINVAL;
     }
     avo_http *h = calloc(1, sizeof *h);
     if (!h) {
         freeaddrinfo(ai);
-        return -12;
+        return -ENOMEM;
     }
     h->loop = loop;
     h->handler = handler;
@@ -572,7 +572,7 @@ int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const 
     return 0;
 fail:
     start_failed(h);
-    return -5;
+    return -EIO;
 }
 
 static void handle_closed(uv_handle_t *hd)

@@ -181,11 +181,11 @@ static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_to
 {
     *ntokens = 0;
     if (avo_ident_new(ident, s->teams, s->admin_group, s->read_access, err, errlen) < 0)
-        return -22;
+        return -EINVAL;
     if (avo_quota_load(s->quotas, *ident, quotas, err, errlen) < 0) {
         avo_ident_free(*ident);
         *ident = NULL;
-        return -22;
+        return -EINVAL;
     }
     if (tcp) {
         int n = *s->token_file ? avo_tokens_load(s->token_file, tokens, 1, err, errlen) : 0;
@@ -197,7 +197,7 @@ static int load_ident(const avod_settings *s, int tcp, avo_ident **ident, avo_to
             *ident = NULL;
             json_decref(*quotas);
             *quotas = NULL;
-            return -22;
+            return -EINVAL;
         }
         *ntokens = n;
     }
@@ -396,7 +396,7 @@ static int take_lock(const char *home, int *fd_out, char *err, size_t errlen)
                  "or use another AVO_HOME",
                  pid, home);
         close(fd);
-        return -11;
+        return -EAGAIN;
     }
     if (ftruncate(fd, 0) == 0) {
         char pid[32];
@@ -421,7 +421,7 @@ static int write_dsn_file(const char *home, const char *dsn)
     int ok = write(fd, dsn, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
     close(fd);
     if (!ok || rename(tmp, path) < 0)
-        return -5;
+        return -EIO;
     return 0;
 }
 
@@ -437,7 +437,7 @@ static int prepare_database(const char *dsn, const char *sql_dir, json_t *quotas
         m[strcspn(m, "\n")] = 0;
         snprintf(err, errlen, "cannot connect to the database: %s; check --db / AVO_DB", m);
         PQfinish(c);
-        return -111;
+        return -ECONNREFUSED;
     }
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     int rc = avo_migrate(c, sql_dir, err, errlen); /* >= 0: how many were applied */
@@ -452,7 +452,7 @@ static int prepare_database(const char *dsn, const char *sql_dir, json_t *quotas
         if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
             snprintf(err, errlen, "storing the quotas: %s", r ? PQresultErrorMessage(r) : "out of memory");
             err[strcspn(err, "\n")] = 0;
-            rc = -5;
+            rc = -EIO;
         }
         PQclear(r);
         free(text);

@@ -42,7 +42,7 @@ static int list_migrations(const char *sql_dir, migration **out, int *count, cha
     if (!d) {
         snprintf(err, errlen, "cannot open migrations directory %s: %s (set --sql-dir)", sql_dir,
                  strerror(errno));
-        return -2;
+        return -ENOENT;
     }
     migration *m = NULL;
     int n = 0, cap = 0, rc = 0;
@@ -57,7 +57,7 @@ static int list_migrations(const char *sql_dir, migration **out, int *count, cha
             cap = cap ? cap * 2 : 16;
             migration *nm = realloc(m, (size_t)cap * sizeof *m);
             if (!nm) {
-                rc = -12;
+                rc = -ENOMEM;
                 break;
             }
             m = nm;
@@ -76,7 +76,7 @@ static int list_migrations(const char *sql_dir, migration **out, int *count, cha
         if (m[i].version == m[i - 1].version) {
             snprintf(err, errlen, "%s: two migrations share version %d (%s, %s)", sql_dir, m[i].version,
                      m[i - 1].name, m[i].name);
-            return -22;
+            return -EINVAL;
         }
     return 0;
 }
@@ -110,7 +110,7 @@ static int check_schema_not_newer(PGconn *conn, const migration *m, int n, const
     if (n > 0 && have > m[n - 1].version) {
         snprintf(err, errlen, "the database's schema is at version %d, newer than this avod knows (%d, %s): "
                               "run the avod that migrated it, or a newer one", have, m[n - 1].version, sql_dir);
-        return -22;
+        return -EINVAL;
     }
     return 0;
 }
@@ -133,7 +133,7 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
     char *sql = avo_file_read(path, NULL);
     if (!sql) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return -5;
+        return -EIO;
     }
     int rc = exec_ok(conn, sql, err, errlen, path);
     free(sql);
@@ -145,7 +145,7 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         snprintf(err, errlen, "recording %s: %s", m->name, PQresultErrorMessage(r));
         PQclear(r);
-        return -5;
+        return -EIO;
     }
     PQclear(r);
     avo_info("migrate", "applied %s", m->name);

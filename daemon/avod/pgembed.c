@@ -56,7 +56,7 @@ int avo_pgembed_find_bindir(char *out, size_t len)
             }
         free(copy);
     }
-    return -2;
+    return -ENOENT;
 }
 
 /* Start a PostgreSQL tool as the server's user, its output in the log when
@@ -148,7 +148,7 @@ static int check_reachable(const avo_pgembed *pg, char *err, size_t errlen)
              "the embedded PostgreSQL runs as user '%s', who cannot reach the state directory %s; "
              "choose an AVO_HOME that user can traverse (e.g. /var/lib/avo) or pass --db",
              pg->os_user, pg->home);
-    return -13;
+    return -EACCES;
 }
 
 static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
@@ -160,7 +160,7 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
         snprintf(err, errlen, "cannot connect to the embedded PostgreSQL at %s: %s", pg->rundir,
                  PQerrorMessage(c));
         PQfinish(c);
-        return -111;
+        return -ECONNREFUSED;
     }
     PGresult *r = PQexec(c, "SELECT 1 FROM pg_database WHERE datname = 'avo'");
     int exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
@@ -170,7 +170,7 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
         r = PQexec(c, "CREATE DATABASE avo");
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             snprintf(err, errlen, "cannot create database avo: %s", PQresultErrorMessage(r));
-            rc = -5;
+            rc = -EIO;
         }
         PQclear(r);
     }
@@ -241,11 +241,11 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
     else if (avo_pgembed_find_bindir(pg->bindir, sizeof pg->bindir) < 0) {
         snprintf(err, errlen, "no PostgreSQL server binaries (initdb, pg_ctl) found: install the "
                               "'postgresql' package (make deps) or pass --pg-bindir or --db");
-        return -2;
+        return -ENOENT;
     }
     if (!is_exec(pg->bindir, "initdb") || !is_exec(pg->bindir, "pg_ctl")) {
         snprintf(err, errlen, "%s has no initdb/pg_ctl: fix --pg-bindir", pg->bindir);
-        return -2;
+        return -ENOENT;
     }
 
     pg->uid = geteuid();
@@ -259,7 +259,7 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
         if (!pw) {
             snprintf(err, errlen, "user '%s' for the embedded PostgreSQL does not exist",
                      user ? user : "postgres");
-            return -2;
+            return -ENOENT;
         }
         snprintf(pg->os_user, sizeof pg->os_user, "%s", pw->pw_name);
         pg->uid = pw->pw_uid;
@@ -289,7 +289,7 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
                         "--locale=C", "--no-sync", NULL};
         if ((rc = run_tool(pg, argv, 1)) < 0) {
             snprintf(err, errlen, "initdb failed (exit %d); see %s", -rc - 1000, pg->logfile);
-            return -5;
+            return -EIO;
         }
     }
 
@@ -304,7 +304,7 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
         char *argv[] = {pg_ctl, "-D", pg->datadir, "-l", pg->logfile, "-w", "-t", "60", "start", NULL};
         if ((rc = run_tool(pg, argv, 1)) < 0) {
             snprintf(err, errlen, "the embedded PostgreSQL did not start; see %s", pg->logfile);
-            return -5;
+            return -EIO;
         }
         pg->started_by_us = 1;
         avo_info("pg", "embedded PostgreSQL started (socket in %s)", pg->rundir);

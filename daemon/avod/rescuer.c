@@ -1,6 +1,7 @@
 /* The rescuer timer: requeues evaluations with expired leases, marks silent workers gone (rescuer.h). */
 #include "rescuer.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,7 +49,7 @@ int avo_rescuer_start(avo_rescuer **out, uv_loop_t *loop, avo_db *db, avo_engine
 {
     avo_rescuer *r = calloc(1, sizeof *r);
     if (!r)
-        return -12;
+        return -ENOMEM;
     r->db = db;
     r->engine = engine;
     r->max_attempts = max_attempts;

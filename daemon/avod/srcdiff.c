@@ -1,6 +1,7 @@
 /* Unified diffs between two candidate sources, with libgit2 (srcdiff.h). */
 #include "srcdiff.h"
 
+#include <errno.h>
 #include <git2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +12,17 @@ int avo_srcdiff(const char *a, const char *name_a, const char *b, const char *na
     static int initialised;
     git_patch *patch = NULL;
     git_buf buf = GIT_BUF_INIT;
-    int rc = -5;
+    int rc = -EIO;
 
     *out = NULL;
     if (!initialised) {
         if (git_libgit2_init() < 0)
-            return -5;
+            return -EIO;
         initialised = 1;
     }
     git_diff_options opts;
     if (git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION) < 0)
-        return -5;
+        return -EIO;
     opts.context_lines = 3;
     /* Candidates are text even when a byte looks odd: never "Binary files differ". */
     opts.flags |= GIT_DIFF_FORCE_TEXT;
@@ -35,7 +36,7 @@ int avo_srcdiff(const char *a, const char *name_a, const char *b, const char *na
         goto cleanup;
     *out = malloc(buf.size + 1);
     if (!*out) {
-        rc = -12;
+        rc = -ENOMEM;
         goto cleanup;
     }
     memcpy(*out, buf.ptr ? buf.ptr : "", buf.size);

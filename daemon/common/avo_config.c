@@ -24,7 +24,7 @@ static int set_value(const avo_cfg_row *r, void *settings, const char *val, cons
     case AVO_CFG_STR:
         if (strlen(val) >= AVO_CFG_STRLEN) {
             snprintf(err, errlen, "%s: %s: value longer than %d bytes", origin, r->name, AVO_CFG_STRLEN - 1);
-            return -22;
+            return -EINVAL;
         }
         strcpy(dst, val);
         return 0;
@@ -33,11 +33,11 @@ static int set_value(const avo_cfg_row *r, void *settings, const char *val, cons
         long long v = strtoll(val, &end, 10);
         if (errno || end == val || *end) {
             snprintf(err, errlen, "%s: %s: '%s' is not an integer", origin, r->name, val);
-            return -22;
+            return -EINVAL;
         }
         if (r->min <= r->max && (v < r->min || v > r->max)) {
             snprintf(err, errlen, "%s: %s: %lld is outside [%g, %g]", origin, r->name, v, r->min, r->max);
-            return -34;
+            return -ERANGE;
         }
         *(long long *)dst = v;
         return 0;
@@ -47,11 +47,11 @@ static int set_value(const avo_cfg_row *r, void *settings, const char *val, cons
         double v = strtod(val, &end);
         if (errno || end == val || *end) {
             snprintf(err, errlen, "%s: %s: '%s' is not a number", origin, r->name, val);
-            return -22;
+            return -EINVAL;
         }
         if (r->min <= r->max && (v < r->min || v > r->max)) {
             snprintf(err, errlen, "%s: %s: %g is outside [%g, %g]", origin, r->name, v, r->min, r->max);
-            return -34;
+            return -ERANGE;
         }
         *(double *)dst = v;
         return 0;
@@ -63,11 +63,11 @@ static int set_value(const avo_cfg_row *r, void *settings, const char *val, cons
             *(int *)dst = 0;
         else {
             snprintf(err, errlen, "%s: %s: '%s' is not a boolean (true/false)", origin, r->name, val);
-            return -22;
+            return -EINVAL;
         }
         return 0;
     }
-    return -22;
+    return -EINVAL;
 }
 
 char *avo_config_trim(char *s)
@@ -99,7 +99,7 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
         snprintf(origin, sizeof origin, "%s:%d", path, lineno);
         if (!eq) {
             snprintf(err, errlen, "%s: expected 'name = value'", origin);
-            rc = -22;
+            rc = -EINVAL;
             break;
         }
         *eq = 0;
@@ -107,7 +107,7 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
         const avo_cfg_row *r = find_row(rows, nrows, key, strlen(key));
         if (!r || !strcmp(r->name, "config")) {
             snprintf(err, errlen, "%s: unknown setting '%s'", origin, key);
-            rc = -22;
+            rc = -EINVAL;
             break;
         }
         if ((rc = set_value(r, settings, val, origin, err, errlen)) < 0)
@@ -166,7 +166,7 @@ int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc
         const avo_cfg_row *r = find_row(rows, nrows, name, nlen);
         if (!r) {
             snprintf(err, errlen, "unknown option '%.*s' (see --help)", (int)(nlen + 2), a);
-            return -22;
+            return -EINVAL;
         }
         const char *val;
         if (eq)
@@ -177,7 +177,7 @@ int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc
             val = argv[++i];
         else {
             snprintf(err, errlen, "option --%s needs a value", r->name);
-            return -22;
+            return -EINVAL;
         }
         if ((rc = set_value(r, settings, val, "flag", err, errlen)) < 0)
             return rc;

@@ -1,6 +1,7 @@
 /* SHA-256 content addresses as lowercase hex (avo_hash.h). */
 #include "avo_hash.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 
@@ -9,7 +10,7 @@ int avo_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX])
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
-        return -5;
+        return -EIO;
     for (unsigned i = 0; i < mdlen; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     return 0;

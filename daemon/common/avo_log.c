@@ -1,6 +1,7 @@
 /* Logging by subsystem and level, to stderr or to the journal (avo_log.h). */
 #include "avo_log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int avo_log_set_level(const char *name)
             log_level = (avo_log_level)i;
             return 0;
         }
-    return -22;
+    return -EINVAL;
 }
 
 /* systemd's rule (systemd.exec(5), JOURNAL_STREAM): stderr is the journal

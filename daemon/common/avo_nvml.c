@@ -1,6 +1,7 @@
 /* NVML loaded at run time: GPU descriptions, clocks and energy counters (avo_nvml.h). */
 #include "avo_nvml.h"
 
+#include <errno.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ static int nvml_open_locked(char *err, size_t errlen)
         nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!nv.lib) {
             snprintf(err, errlen, "NVML not available (libnvidia-ml.so.1: %s)", dlerror());
-            return -19;
+            return -ENODEV;
         }
 #define SYM(field, name) *(void **)&nv.field = dlsym(nv.lib, name)
         SYM(init, "nvmlInit_v2");
@@ -75,14 +76,14 @@ static int nvml_open_locked(char *err, size_t errlen)
             snprintf(err, errlen, "NVML library lacks required functions");
             dlclose(nv.lib);
             memset(&nv, 0, sizeof nv);
-            return -38;
+            return -ENOSYS;
         }
         nvml_ret r = nv.init();
         if (r != NVML_OK) {
             snprintf(err, errlen, "nvmlInit failed: %s", nv.error_string ? nv.error_string(r) : "error");
             dlclose(nv.lib);
             memset(&nv, 0, sizeof nv);
-            return -19;
+            return -ENODEV;
         }
     }
     nv.refs++;
@@ -108,7 +109,7 @@ int avo_nvml_device(int index, avo_gpu_info *out)
     nvml_device d;
     memset(out, 0, sizeof *out);
     if (!nv.lib || nv.handle((unsigned)index, &d) != NVML_OK)
-        return -19;
+        return -ENODEV;
     out->index = index;
     nv.name(d, out->name, sizeof out->name);
     if (nv.uuid)
@@ -120,7 +121,7 @@ int avo_nvml_device(int index, avo_gpu_info *out)
 int avo_nvml_driver_version(char *out, size_t len)
 {
     if (!nv.lib || !nv.driver || nv.driver(out, (unsigned)len) != NVML_OK)
-        return -19;
+        return -ENODEV;
     return 0;
 }
 
@@ -129,9 +130,9 @@ int avo_nvml_energy_mj(int index, uint64_t *mj)
     nvml_device d;
     unsigned long long e = 0;
     if (!nv.lib || !nv.energy || nv.handle((unsigned)index, &d) != NVML_OK)
-        return -19;
+        return -ENODEV;
     if (nv.energy(d, &e) != NVML_OK)
-        return -95; /* not supported on this device */
+        return -ENOTSUP; /* not supported on this device */
     *mj = e;
     return 0;
 }
@@ -141,9 +142,9 @@ int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz)
     nvml_device d;
     enum { NVML_CLOCK_SM = 1 };
     if (!nv.lib || !nv.clock || !nv.max_clock || nv.handle((unsigned)index, &d) != NVML_OK)
-        return -19;
+        return -ENODEV;
     if (nv.clock(d, NVML_CLOCK_SM, current_mhz) != NVML_OK || nv.max_clock(d, NVML_CLOCK_SM, max_mhz) != NVML_OK)
-        return -95;
+        return -ENOTSUP;
     return 0;
 }
 
@@ -152,9 +153,9 @@ int avo_nvml_app_clocks(int index, unsigned *sm_mhz, unsigned *mem_mhz)
     nvml_device d;
     enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
     if (!nv.lib || !nv.app_clock || nv.handle((unsigned)index, &d) != NVML_OK)
-        return -19;
+        return -ENODEV;
     if (nv.app_clock(d, NVML_CLOCK_SM, sm_mhz) != NVML_OK || nv.app_clock(d, NVML_CLOCK_MEM, mem_mhz) != NVML_OK)
-        return -95;
+        return -ENOTSUP;
     return 0;
 }
 
@@ -162,13 +163,13 @@ int avo_nvml_vbios(int index, char *out, size_t len)
 {
     nvml_device d;
     if (!nv.lib || !nv.vbios || nv.handle((unsigned)index, &d) != NVML_OK)
-        return -19;
+        return -ENODEV;
     return nv.vbios(d, out, (unsigned)len) == NVML_OK ? 0 : -95;
 }
 
 int avo_nvml_cuda_driver_version(int *version)
 {
     if (!nv.lib || !nv.cuda_driver || nv.cuda_driver(version) != NVML_OK)
-        return -19;
+        return -ENODEV;
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Where the project's data lives relative to the running binary (avo_paths.h). */
 #include "avo_paths.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@ int avo_path_exe_dir(char *out, size_t len)
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n <= 0)
-        return -2;
+        return -ENOENT;
     buf[n] = 0;
     char *slash = strrchr(buf, '/');
     if (slash)
@@ -42,7 +43,7 @@ int avo_path_data(const char *what, char *out, size_t len)
 {
     char exe[PATH_MAX];
     if (avo_path_exe_dir(exe, sizeof exe) < 0)
-        return -2;
+        return -ENOENT;
     const char *const rel[] = {"../..", "../share/avo"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX + 64];
@@ -54,5 +55,5 @@ int avo_path_data(const char *what, char *out, size_t len)
         }
     }
     snprintf(out, len, "%s/../share/avo/%s", exe, what);
-    return -2;
+    return -ENOENT;
 }

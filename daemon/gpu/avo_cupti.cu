@@ -2,6 +2,7 @@
  * code and its interface are plain C. */
 #include "avo_cupti.h"
 
+#include <errno.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -105,7 +106,7 @@ static int host_init(avo_cupti *p, int device, char *err, size_t errlen)
         return cupti_fail(r, "cuptiProfilerGetCounterAvailability", err, errlen);
     uint8_t *avail = (uint8_t *)malloc(ca.counterAvailabilityImageSize);
     if (!avail)
-        return -12;
+        return -ENOMEM;
     ca.pCounterAvailabilityImage = avail;
     if ((r = cuptiProfilerGetCounterAvailability(&ca)) != CUPTI_SUCCESS) {
         free(avail);
@@ -130,7 +131,7 @@ static int add_metrics(avo_cupti *p, const char *const *metrics, int nmetrics, j
 {
     p->metrics = (const char **)calloc((size_t)nmetrics, sizeof *p->metrics);
     if (!p->metrics)
-        return -12;
+        return -ENOMEM;
     for (int i = 0; i < nmetrics; i++) {
         PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, am);
         const char *one[] = {metrics[i]};
@@ -147,7 +148,7 @@ static int add_metrics(avo_cupti *p, const char *const *metrics, int nmetrics, j
     }
     if (p->nmetrics == 0) {
         snprintf(err, errlen, "none of the %d metrics is known on chip %s", nmetrics, p->chip);
-        return -22;
+        return -EINVAL;
     }
     return 0;
 }
@@ -161,7 +162,7 @@ static int build_config(avo_cupti *p, char *err, size_t errlen)
         return cupti_fail(r, "cuptiProfilerHostGetConfigImageSize", err, errlen);
     p->config_size = cs.configImageSize;
     if (!(p->config = (uint8_t *)malloc(p->config_size)))
-        return -12;
+        return -ENOMEM;
     PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, ci);
     ci.pHostObject = p->host;
     ci.configImageSize = p->config_size;
@@ -187,7 +188,7 @@ int avo_cupti_open(avo_cupti **out, CUcontext ctx, int device, const char *const
     int rc;
     avo_cupti *p = (avo_cupti *)calloc(1, sizeof *p);
     if (!p)
-        return -12;
+        return -ENOMEM;
     p->ctx = ctx;
     if (unsupported)
         *unsupported = json_array();
@@ -224,7 +225,7 @@ static int configure(avo_cupti *p, uint8_t **data, size_t *size, char *err, size
     if ((r = (trace("cuptiRangeProfilerGetCounterDataSize"), cuptiRangeProfilerGetCounterDataSize(&ds))) != CUPTI_SUCCESS)
         return cupti_fail(r, "cuptiRangeProfilerGetCounterDataSize", err, errlen);
     if (!(*data = (uint8_t *)malloc(ds.counterDataSize)))
-        return -12;
+        return -ENOMEM;
     *size = ds.counterDataSize;
     PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params, di);
     di.pRangeProfilerObject = p->rp;
@@ -263,7 +264,7 @@ static int collect(avo_cupti *p, int (*fn)(void *arg), void *arg, char *err, siz
     r = cuptiRangeProfilerStop(&sp);
     if (frc != 0) {
         snprintf(err, errlen, "the profiled launch failed (%d)", frc);
-        return -5;
+        return -EIO;
     }
     if (r != CUPTI_SUCCESS)
         return cupti_fail(r, "cuptiRangeProfilerStop", err, errlen);
@@ -321,7 +322,7 @@ int avo_cupti_profile(avo_cupti *p, int (*fn)(void *arg), void *arg, json_t **ra
         *ranges = evaluate(p, data, size);
         if (!*ranges) {
             snprintf(err, errlen, "cannot read the counter data");
-            rc = -5;
+            rc = -EIO;
         }
     }
     free(data);
