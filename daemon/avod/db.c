@@ -209,7 +209,11 @@ static void on_poll(uv_poll_t *h, int status, int events)
             for (int i = 0; i < db->nchannels; i++) {
                 char sql[160];
                 snprintf(sql, sizeof sql, "LISTEN %s", db->channels[i]);
-                avo_db_query(db, sql, 0, NULL, NULL, NULL);
+                /* Only memory can fail here; the channel then stays
+                 * silent until the next reconnect, and avod's timers
+                 * still drive the work: said, not fatal. */
+                if (avo_db_query(db, sql, 0, NULL, NULL, NULL) < 0)
+                    avo_warn("db", "%s: cannot LISTEN %s: out of memory", db->name, db->channels[i]);
             }
             db_watch(db, UV_READABLE);
             if (db->on_state)

@@ -8,6 +8,7 @@
 #ifndef AVO_DB_H
 #define AVO_DB_H
 
+#include "avo_attr.h"
 #include <libpq-fe.h>
 #include <uv.h>
 
@@ -51,10 +52,10 @@ int avo_db_connect(avo_db *db);
 int avo_db_is_up(const avo_db *db);
 /* Queue a query. params are copied. Returns 0, or a negative int (and the
  * callback never runs) when the connection is down. */
-int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params,
+AVO_MUSTCHECK int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params,
                  avo_db_cb cb, void *arg);
 /* LISTEN on a channel now and after every reconnect. */
-int avo_db_listen(avo_db *db, const char *channel);
+AVO_MUSTCHECK int avo_db_listen(avo_db *db, const char *channel);
 /* Fail queued queries, close the connection; on_closed runs when the handles are gone. */
 void avo_db_close(avo_db *db, void (*on_closed)(avo_db *));
 

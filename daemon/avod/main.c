@@ -666,9 +666,11 @@ static int avod_start(avod_boot *b)
     d->dbs_open = 2;
     avo_db_set_callbacks(&d->db, NULL, on_db_state, d);
     avo_db_set_callbacks(&d->listen, on_notify, NULL, d);
-    avo_db_listen(&d->listen, "avo_eval_done");
-    avo_db_listen(&d->listen, "avo_jobs");
-    avo_db_listen(&d->listen, "avo_events");
+    /* Without its channels avod would wait on timers alone: a start
+     * that cannot register them (memory) fails. */
+    if (avo_db_listen(&d->listen, "avo_eval_done") < 0 || avo_db_listen(&d->listen, "avo_jobs") < 0 ||
+        avo_db_listen(&d->listen, "avo_events") < 0)
+        return -ENOMEM;
     if (avo_engine_start(&d->engine, d->loop, &d->db, s->kernels, (unsigned)s->engine_interval_ms) < 0 ||
         avo_agent_start(&d->agent, d->loop, &d->db, s->kernels, s->home, b->providers, b->nproviders, kick_engine,
                         d) < 0 ||

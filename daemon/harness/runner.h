@@ -25,6 +25,7 @@
 #ifndef AVO_HARNESS_RUNNER_H
 #define AVO_HARNESS_RUNNER_H
 
+#include "avo_attr.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -74,7 +75,7 @@ typedef struct {
  * answers pings until avo_runner_load. Returns AVO_RUNNER_OK, AVO_RUNNER_LOAD
  * (the object cannot be read), or a negative int with the reason in why
  * (the checker's own failure). */
-int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+AVO_MUSTCHECK int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
                      const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Load the object into a spawned runner. Returns AVO_RUNNER_OK,
@@ -83,7 +84,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
 int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl);
 
 /* Spawn and load at once (a trusted object: the vendor baseline). */
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+AVO_MUSTCHECK int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
                      const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Let the runner's group run for seconds with no command, then freeze it

@@ -5,6 +5,7 @@
 #ifndef AVO_COMPILE_H
 #define AVO_COMPILE_H
 
+#include "avo_attr.h"
 #include <stddef.h>
 
 #include "avo_problem.h"
@@ -66,6 +67,6 @@ int avo_compile_failure_cacheable(const char *log);
 int avo_compile_identity(const char *cc, char *out, size_t outlen);
 
 /* mkdir -p with mode 0700 for each created component. */
-int avo_mkdir_p(const char *path);
+AVO_MUSTCHECK int avo_mkdir_p(const char *path);
 
 #endif

@@ -13,6 +13,7 @@
 #ifndef AVO_SANDBOX_H
 #define AVO_SANDBOX_H
 
+#include "avo_attr.h"
 #include <stddef.h>
 
 typedef struct {
@@ -79,7 +80,7 @@ void avo_sandbox_confine(avo_sandbox_opts *o, const char *const *hide);
 
 /* Returns 0 when the child ran (whatever it did), or a negative int with a
  * message in err when it could not be started (pipe, fork, exec failed). */
-int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen);
+AVO_MUSTCHECK int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen);
 void avo_sandbox_result_free(avo_sandbox_result *r);
 
 /* Remove a directory tree without following symlinks (scratch cleanup). */
