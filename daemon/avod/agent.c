@@ -260,12 +260,7 @@ int avo_agent_db_up(avo_agent *a)
      * was running is recorded as interrupted and its attempts go to the
      * engine; new steps start from the islands' heads. Queued before the
      * engine's first pass on the same connection, so they run first. */
-    int rc = avo_db_query(a->db,
-                          "UPDATE agent_steps SET state = 'interrupted', reason = 'avod restarted', ended_at = now() "
-                          "WHERE state = 'running'",
-                          0, NULL, on_cleared, NULL);
-    if (rc == 0)
-        rc = avo_db_query(a->db, "UPDATE candidates SET hold = false WHERE hold", 0, NULL, on_cleared, NULL);
+    int rc = avo_db_query(a->db, "SELECT avo_agent_recover()", 0, NULL, on_cleared, NULL);
     if (rc < 0) {
         avo_warn("agent", "cannot record the steps a restart interrupted: %s", strerror(-rc));
         return rc;

@@ -48,6 +48,10 @@ typedef struct avo_agent_step step;
  * ENDED       the end is recorded (agent_end_step); what is still in flight
  *             comes back, is recorded (a late answer is billed) and settled,
  *             and the step is freed when nothing is pending. No way out.
+ *
+ * The step's row (agent_steps.state: running, then committed, ended or
+ * interrupted), its held attempts and its programs change only through the
+ * SQL functions of sql/025_agent_states.sql, which draws their states.
  */
 typedef enum {
     AGENT_STARTING,

@@ -166,19 +166,15 @@ static void on_proposed(void *arg, PGresult *res, const char *err)
         return;
     }
     s->wait_eval = json_integer_value(json_object_get(r, "evaluation"));
-    if (!json_is_true(json_object_get(r, "fresh"))) {
-        char sid[32];
-        snprintf(sid, sizeof sid, "%lld", s->id);
-        s->repeats++;
-        agent_query(s, "UPDATE agent_steps SET repeats = repeats + 1 WHERE id = $1", 1, (const char *const[]){sid},
-              agent_on_ignored);
-    } else {
+    const int fresh = json_is_true(json_object_get(r, "fresh"));
+    if (fresh)
         s->evals++;
-        char sid[32];
-        snprintf(sid, sizeof sid, "%lld", s->id);
-        agent_query(s, "UPDATE agent_steps SET evaluations = evaluations + 1 WHERE id = $1", 1, (const char *const[]){sid},
-              agent_on_ignored);
-    }
+    else
+        s->repeats++;
+    char sid[32];
+    snprintf(sid, sizeof sid, "%lld", s->id);
+    agent_query(s, "SELECT avo_agent_step_evaluated($1, $2)", 2, (const char *const[]){sid, fresh ? "true" : "false"},
+                agent_on_ignored);
     json_decref(r);
     poll_eval(&s->timer);
 }
@@ -248,7 +244,7 @@ static void on_commit_check(void *arg, PGresult *res, const char *err)
     char c[32], why[160];
     snprintf(c, sizeof c, "%lld", cand);
     const char *p[] = {c, json_string_value(json_object_get(args, "notes"))};
-    agent_query(s, "UPDATE candidates SET commit_requested = true, notes = $2 WHERE id = $1", 2, p, agent_on_ignored);
+    agent_query(s, "SELECT avo_agent_commit_request($1, $2)", 2, p, agent_on_ignored);
     snprintf(why, sizeof why, "committed candidate %lld (%.6g, island best was %.6g)", cand, agg, best);
     agent_end_step(s, "committed", why);
 }
@@ -362,8 +358,7 @@ static void on_program_row(void *arg, PGresult *res, const char *err)
         }
         char pid[32];
         snprintf(pid, sizeof pid, "%lld", s->wait_program);
-        agent_query(s, "UPDATE programs SET state = 'failed', finished_at = now() WHERE id = $1 AND state IN "
-                 "('queued', 'running')", 1, (const char *const[]){pid}, agent_on_ignored);
+        agent_query(s, "SELECT avo_agent_program_expire($1)", 1, (const char *const[]){pid}, agent_on_ignored);
         s->wait_program = 0;
         tool_errorf(s, "microbenchmark: %s within %d s (are the job's %s workers busy or gone?); go on without it",
                     state && !strcmp(state, "running") ? "it did not finish" : "no worker took it", PROGRAM_WAIT_S,
@@ -439,10 +434,7 @@ void agent_tool_microbenchmark(step *s, json_t *args)
         return;
     }
     const char *p[] = {job, sid, s->target, lang, json_string_value(json_object_get(args, "source"))};
-    if (agent_query(s,
-              "INSERT INTO programs (job_id, step_id, target, language, source) "
-              "VALUES ($1, NULLIF($2, '0')::bigint, $3, $4, $5) RETURNING id",
-              5, p, on_program_queued) < 0)
+    if (agent_query(s, "SELECT avo_agent_program_queue($1, $2, $3, $4, $5)", 5, p, on_program_queued) < 0)
         tool_errorf(s, "the database is unavailable; try again");
 }
 

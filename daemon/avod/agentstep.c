@@ -191,20 +191,12 @@ void agent_end_step(step *s, const char *state, const char *reason)
     snprintf(job, sizeof job, "%lld", s->job);
     snprintf(isl, sizeof isl, "%d", s->island);
     if (!a->stopping) {
-        if (s->id > 0) {
-            agent_query(s, "UPDATE agent_steps SET state = $2, reason = $3, ended_at = now() WHERE id = $1", 3,
-                  (const char *const[]){sid, state, reason}, agent_on_ignored);
-            /* Nobody waits for its microbenchmarks any more. */
-            agent_query(s,
-                  "UPDATE programs SET state = 'failed', finished_at = now(), "
-                  "result = '{\"outcome\": \"cancelled\", \"detail\": \"the step ended\"}' "
-                  "WHERE step_id = $1 AND state IN ('queued', 'running')",
-                  1, (const char *const[]){sid}, agent_on_ignored);
-        }
-        /* The attempts go to the engine now: the committed one (if any) under
-         * the rule, the others as the island's failed attempts. */
-        agent_query(s, "UPDATE candidates SET hold = false WHERE job_id = $1 AND island = $2::int AND hold", 2,
-              (const char *const[]){job, isl}, on_released);
+        /* the row, and its microbenchmarks nobody waits for any more */
+        if (s->id > 0)
+            agent_query(s, "SELECT avo_agent_step_end($1, $2, $3)", 3, (const char *const[]){sid, state, reason},
+                        agent_on_ignored);
+        /* The attempts go to the engine now (sql/025_agent_states.sql). */
+        agent_query(s, "SELECT avo_agent_release($1, $2::int)", 2, (const char *const[]){job, isl}, on_released);
         agent_count_failure(s, reason);
     }
     agent_settle(s);
@@ -445,7 +437,7 @@ int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long 
     char jb[32], kb[16];
     snprintf(jb, sizeof jb, "%lld", job);
     snprintf(kb, sizeof kb, "%d", island);
-    if (agent_query(s, "INSERT INTO agent_steps (job_id, island) VALUES ($1, $2::int) RETURNING id", 2,
+    if (agent_query(s, "SELECT avo_agent_step_start($1, $2::int)", 2,
                     (const char *const[]){jb, kb}, on_inserted) < 0)
         agent_end_step(s, "ended", "the database is unavailable");
     else

@@ -72,18 +72,12 @@ static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply
     const char *p[] = {sid, job, t, s->pv->name, s->pv->model, rj ? rj : "[]", aj, reply ? reply->stop : NULL,
                        error, att, lat, in, out, cached, cost, late};
     agent_query(s,
-          "INSERT INTO llm_calls (step_id, job_id, turn, provider, model, request, response, stop, error, attempts, "
-          "latency_s, in_tokens, out_tokens, cached_tokens, cost_usd, late) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
-          "$7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-          16, p, agent_on_ignored);
-    if (reply) {
-        agent_query(s,
-              "UPDATE agent_steps SET turns = $2, in_tokens = in_tokens + $3, out_tokens = out_tokens + $4, "
-              "cost_usd = cost_usd + $5 WHERE id = $1",
-              5, (const char *const[]){sid, t, in, out, cost}, agent_on_ignored);
-        agent_query(s, "UPDATE jobs SET tokens = tokens + $2 + $3, cost_usd = cost_usd + $4 WHERE id = $1", 4,
-              (const char *const[]){job, in, out, cost}, agent_on_ignored);
-    }
+                "SELECT avo_agent_record_call($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13, "
+                "$14, $15, $16)",
+                16, p, agent_on_ignored);
+    if (reply)
+        agent_query(s, "SELECT avo_agent_step_turn($1, $2, $3, $4, $5, $6)", 6,
+                    (const char *const[]){sid, job, t, in, out, cost}, agent_on_ignored);
     free(rj);
     free(aj);
 }
