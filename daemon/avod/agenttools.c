@@ -1,14 +1,17 @@
 /* The agent's tools without I/O: declarations, argument checks, working copy, problem text (agenttools.h). */
 #include "agenttools.h"
 
+#include "agent_internal.h"
+
 #include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One table declares each tool to the model and checks its calls, so the
- * schema the model sees and the rules it is held to cannot drift apart. */
+/* One table declares each tool to the model, checks its calls and names
+ * its handler, so the schema the model sees, the rules it is held to and
+ * what runs cannot drift apart. */
 typedef struct {
     const char *name;
     const char *type;        /* "string" or "integer" */
@@ -20,6 +23,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    avo_agent_tool_fn *run;  /* agentexec.c */
     const char *desc;
     arg_spec args[4];
 } tool_spec;
@@ -28,43 +32,48 @@ typedef struct {
 #define ID_MAX 9007199254740991LL /* 2^53 - 1: ids survive a round trip through any JSON parser */
 
 static const tool_spec tools[] = {
-    {"problem",
+    {"problem", agent_tool_problem,
      "The problem: what the entry point computes and its exact signature, the sizes and configurations it is "
      "timed on, how it is scored, the tolerances, and the seed's knobs.",
      {{0}}},
-    {"lineage",
+    {"lineage", agent_tool_lineage,
      "The job's lineage: committed versions with their scores and notes, the island's best, and one-line "
      "summaries of recent failed attempts.",
      {{"island", "integer", "island to show (default: this step's)", 0, 0, 4095, NULL},
       {"limit", "integer", "most recent entries to show (default 20)", 0, 1, 200, NULL}}},
-    {"read_candidate", "The full source of a candidate by id, or of the working copy when no id is given.",
+    {"read_candidate", agent_tool_read_candidate,
+     "The full source of a candidate by id, or of the working copy when no id is given.",
      {{"candidate", "integer", "candidate id (omit for the working copy)", 0, 1, ID_MAX, NULL}}},
-    {"diff", "A unified diff between two candidates, or from a candidate to the working copy when `to` is omitted.",
+    {"diff", agent_tool_diff,
+     "A unified diff between two candidates, or from a candidate to the working copy when `to` is omitted.",
      {{"from", "integer", "candidate id", 1, 1, ID_MAX, NULL},
       {"to", "integer", "candidate id (omit for the working copy)", 0, 1, ID_MAX, NULL}}},
-    {"search_knowledge",
+    {"search_knowledge", agent_tool_search_knowledge,
      "Full-text search of the knowledge base (hardware notes, documentation excerpts, past committed cases): "
      "ranked hits with highlighted snippets and their ids.",
      {{"query", "string", "words to search for", 1, 1, 512, NULL},
       {"limit", "integer", "most hits to return (default 8)", 0, 1, 50, NULL}}},
-    {"read_knowledge", "One knowledge-base entry in full, by an id search_knowledge returned.",
+    {"read_knowledge", agent_tool_read_knowledge,
+     "One knowledge-base entry in full, by an id search_knowledge returned.",
      {{"id", "integer", "entry id", 1, 1, ID_MAX, NULL}}},
-    {"write_source", "Replace the whole working copy with this source.",
+    {"write_source", agent_tool_write_source,
+     "Replace the whole working copy with this source.",
      {{"source", "string", "the complete source file", 1, 1, MAXS, NULL}}},
-    {"edit_source",
+    {"edit_source", agent_tool_edit_source,
      "Replace exactly one occurrence of `search` in the working copy with `replace`. The search text must match "
      "exactly, whitespace and line breaks included, and occur once; otherwise nothing changes and the error says "
      "why.",
      {{"search", "string", "the exact text to replace", 1, 1, MAXS, NULL},
       {"replace", "string", "its replacement (may be empty)", 1, 0, MAXS, NULL}}},
-    {"compile",
+    {"compile", agent_tool_compile,
      "Compile the working copy as a worker would: the compiler's messages and, for CUDA, the ptxas report "
      "(registers, shared memory, spills, stack) per kernel.",
      {{0}}},
-    {"disassemble", "SASS of the compiled working copy: the lines matching a regular expression.",
+    {"disassemble", agent_tool_disassemble,
+     "SASS of the compiled working copy: the lines matching a regular expression.",
      {{"pattern", "string", "extended regular expression, e.g. HGMMA|LDL|STL", 1, 1, 256, NULL},
       {"kernel", "string", "only this kernel (a substring of its mangled name)", 0, 1, 256, NULL}}},
-    {"evaluate",
+    {"evaluate", agent_tool_evaluate,
      "Evaluate the working copy on a worker: correctness on fresh random inputs against the reference, then "
      "timing on every configuration, paired with the island's best. Where the problem declares a screen, a "
      "few configurations are timed first and a version slower than the best beyond noise stops there: the "
@@ -72,24 +81,25 @@ static const tool_spec tools[] = {
      "outcome, the score and per-configuration times, and the candidate id to commit. Costs one evaluation "
      "of the job's budget.",
      {{0}}},
-    {"profile",
+    {"profile", agent_tool_profile,
      "Hardware counters (CUPTI) of the last evaluated working copy on one configuration: SM and DRAM "
      "throughput, occupancy, bank conflicts, tensor-pipe activity, stall reasons. Runs as a task of its own on a "
      "worker (checked calls, then the counters pass) and waits for it; costs no evaluation.",
      {{"config", "string", "configuration name (default: the largest)", 0, 1, 64, NULL}}},
-    {"microbenchmark",
+    {"microbenchmark", agent_tool_microbenchmark,
      "Compile and run a standalone program in the worker's sandbox and return its output, to probe the hardware "
      "(latency, bandwidth, instruction throughput). It does not touch the lineage.",
      {{"source", "string", "a complete program with main()", 1, 1, MAXS, NULL},
       {"language", "string", "c or cuda", 1, 1, 8, "c|cuda"}}},
-    {"commit",
+    {"commit", agent_tool_commit,
      "Commit an evaluated candidate to the lineage, with notes for later steps (what changed and why it is "
      "faster). Accepted only if it passed every check and is faster than the island's best beyond the noise (its "
      "speed ratio, timed paired against the best, has a lower confidence bound above the job's minimum gain); "
      "otherwise the reason is returned and nothing changes. A commit ends the step.",
      {{"candidate", "integer", "the id evaluate returned", 1, 1, ID_MAX, NULL},
       {"notes", "string", "what changed and why", 1, 1, 4096, NULL}}},
-    {"give_up", "End this step without a commit, with a one-line reason later steps will read.",
+    {"give_up", agent_tool_give_up,
+     "End this step without a commit, with a one-line reason later steps will read.",
      {{"reason", "string", "why, in one line", 1, 1, 1024, NULL}}},
 };
 #define NTOOLS (sizeof tools / sizeof tools[0])
@@ -145,6 +155,20 @@ json_t *avo_agent_tools(void)
     return out;
 }
 
+static const tool_spec *tool_find(const char *name)
+{
+    for (size_t i = 0; name && i < NTOOLS; i++)
+        if (!strcmp(tools[i].name, name))
+            return &tools[i];
+    return NULL;
+}
+
+avo_agent_tool_fn *avo_agent_tool_handler(const char *name)
+{
+    const tool_spec *t = tool_find(name);
+    return t ? t->run : NULL;
+}
+
 /* "a (integer), b (string)" for messages. */
 static void arg_list(const tool_spec *t, char *out, size_t outlen)
 {
@@ -159,10 +183,7 @@ static void arg_list(const tool_spec *t, char *out, size_t outlen)
 
 int avo_agent_tool_check(const char *name, json_t *args, char *err, size_t errlen)
 {
-    const tool_spec *t = NULL;
-    for (size_t i = 0; i < NTOOLS; i++)
-        if (name && !strcmp(tools[i].name, name))
-            t = &tools[i];
+    const tool_spec *t = tool_find(name);
     if (!t) {
         char names[512] = "";
         size_t n = 0;

@@ -1,10 +1,12 @@
 /* The agent operator's tools, the part that needs no I/O: their
  * declarations for the model (name, description, JSON schema, from one
- * table that also checks the arguments), the working copy of the source a
+ * table that also checks the arguments and names each tool's handler, so
+ * what the model sees, what it is held to and what runs are one row), the
+ * working copy of the source a
  * step edits (write_source, edit_source) and the problem as the model reads
  * it. The tools that need the database or a worker (lineage, evaluate,
- * compile, ...) are run by the agent step; here only their arguments are
- * checked. Every error is a sentence the model can act on: it names the
+ * compile, ...) are run by the agent step (agentexec.c); here only their
+ * arguments are checked. Every error is a sentence the model can act on: it names the
  * tool, the argument and what would be accepted. */
 #ifndef AVO_AGENTTOOLS_H
 #define AVO_AGENTTOOLS_H
@@ -14,6 +16,14 @@
 
 #include "avo_problem.h"
 #include "commit.h"
+
+struct avo_agent_step;
+/* A tool's handler: runs one checked call for the step and answers it
+ * (agent_internal.h). */
+typedef void avo_agent_tool_fn(struct avo_agent_step *s, json_t *args);
+
+/* The handler of a declared tool; NULL for a name that is not one. */
+avo_agent_tool_fn *avo_agent_tool_handler(const char *name);
 
 /* Largest string argument (a whole source file fits; a runaway answer does
  * not). */

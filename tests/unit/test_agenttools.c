@@ -41,7 +41,11 @@ static void test_declarations(void **state)
         json_t *s = json_object_get(t, "schema");
         assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
         assert_true(json_is_false(json_object_get(s, "additionalProperties")));
+        /* the same row names what runs it */
+        assert_non_null(avo_agent_tool_handler(names[i]));
     }
+    assert_null(avo_agent_tool_handler("rm_rf"));
+    assert_null(avo_agent_tool_handler(NULL));
     json_t *edit = json_object_get(tool_named(tools, "edit_source"), "schema");
     assert_int_equal(json_array_size(json_object_get(edit, "required")), 2);
     json_t *lang = json_object_get(json_object_get(json_object_get(tool_named(tools, "microbenchmark"), "schema"),
