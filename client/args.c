@@ -41,8 +41,8 @@ int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *e
         {"token-file", "a value", &g->token_file},
         {"context", "a NAME (a context of the config file)", &g->context},
     };
-    static const char *const known[] = {"json", "help", "version", "no-color", "socket", "url", "token-file",
-                                        "context"};
+    static const char *const known[] = {"json",   "help", "version",    "no-color",
+                                        "socket", "url",  "token-file", "context"};
     memset(g, 0, sizeof *g);
     int i = 1;
     while (i < argc) {
@@ -126,8 +126,8 @@ static int find_short(const avoctl_opt *opts, char c)
     return -1;
 }
 
-int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const *argv,
-                      avoctl_args *a, char *err, size_t errlen)
+int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const *argv, avoctl_args *a, char *err,
+                      size_t errlen)
 {
     memset(a, 0, sizeof *a);
     a->opts = opts;
@@ -211,34 +211,30 @@ const char *avoctl_args_get(const avoctl_args *a, const char *name)
     return k < 0 || k >= AVOCTL_MAX_OPTS ? NULL : a->val[k];
 }
 
-int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out,
-                     char *err, size_t errlen)
+int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
     long long v = s ? strtoll(s, &end, 10) : 0;
     if (!s || !*s || *end || errno || v < min || v > max) {
         if (max == INT64_MAX)
-            snprintf(err, errlen, "%s: expected an integer >= %lld, got '%s'", what,
-                     (long long)min, s ? s : "");
+            snprintf(err, errlen, "%s: expected an integer >= %lld, got '%s'", what, (long long)min, s ? s : "");
         else
-            snprintf(err, errlen, "%s: expected an integer in [%lld, %lld], got '%s'", what,
-                     (long long)min, (long long)max, s ? s : "");
+            snprintf(err, errlen, "%s: expected an integer in [%lld, %lld], got '%s'", what, (long long)min,
+                     (long long)max, s ? s : "");
         return -EINVAL;
     }
     *out = v;
     return 0;
 }
 
-int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out,
-                        char *err, size_t errlen)
+int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
     double v = s ? strtod(s, &end) : 0;
     if (!s || !*s || *end || errno || !isfinite(v) || v < min || v > max) {
-        snprintf(err, errlen, "%s: expected a number in [%g, %g], got '%s'", what, min, max,
-                 s ? s : "");
+        snprintf(err, errlen, "%s: expected a number in [%g, %g], got '%s'", what, min, max, s ? s : "");
         return -EINVAL;
     }
     *out = v;

@@ -10,11 +10,11 @@
 #include <stdint.h>
 
 #define AVOCTL_MAX_OPTS 32
-#define AVOCTL_MAX_POS  64
+#define AVOCTL_MAX_POS 64
 
 typedef struct {
-    const char *name;     /* long name without "--"; NULL ends a table */
-    char short_name;      /* 0 when there is none */
+    const char *name; /* long name without "--"; NULL ends a table */
+    char short_name;  /* 0 when there is none */
     int has_arg;
     const char *arg_name; /* for help, e.g. "N" */
     const char *help;
@@ -33,11 +33,11 @@ typedef struct {
     int json;
     int help;
     int version;
-    const char *socket;   /* NULL: the avo_home default */
-    const char *url;      /* avod's TCP listener (--url, AVO_URL); NULL: the socket */
+    const char *socket;     /* NULL: the avo_home default */
+    const char *url;        /* avod's TCP listener (--url, AVO_URL); NULL: the socket */
     const char *token_file; /* its bearer token (--token-file, AVO_TOKEN_FILE) */
-    const char *context;  /* a named context of the config file (--context, AVO_CONTEXT) */
-    int no_color;         /* --no-color */
+    const char *context;    /* a named context of the config file (--context, AVO_CONTEXT) */
+    int no_color;           /* --no-color */
 } avoctl_globals;
 
 /* Parse the flags before the command. Returns the index of the command in
@@ -47,16 +47,14 @@ int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *e
 /* Parse a command's arguments (argv[0] is the first one after the command).
  * opts may be NULL. "--" ends options; "-" is a positional (stdin). Returns 0
  * or -EINVAL with err naming the argument. */
-int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const *argv,
-                      avoctl_args *a, char *err, size_t errlen);
+int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const *argv, avoctl_args *a, char *err,
+                      size_t errlen);
 
 /* The value of option name, or NULL when it was not given. */
 const char *avoctl_args_get(const avoctl_args *a, const char *name);
 
 /* Strict number parsing; what names the argument in the error message. */
-int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out,
-                     char *err, size_t errlen);
-int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out,
-                        char *err, size_t errlen);
+int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
+int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen);
 
 #endif

@@ -43,35 +43,35 @@
 
 enum {
     EXIT_OK = 0,
-    EXIT_FAIL = 1,       /* the daemon said no, or the job did not succeed */
+    EXIT_FAIL = 1, /* the daemon said no, or the job did not succeed */
     EXIT_USAGE = 2,
     EXIT_UNREACHABLE = 3,
 };
 
-#define GLOBAL_SYNOPSIS \
+#define GLOBAL_SYNOPSIS                                                                                                \
     "avoctl [--json] [--socket PATH | --url URL --token-file FILE] [--context NAME] [--no-color] COMMAND [ARGS]"
 
 typedef struct avoctl_command avoctl_command;
 
 typedef struct {
     avoctl_globals g;
-    int json;                   /* --json before or after the command */
-    char socket[4096];          /* the socket path, or the TCP URL: where avod is, for messages */
-    const char *url;            /* TCP: avod's listener */
+    int json;                      /* --json before or after the command */
+    char socket[4096];             /* the socket path, or the TCP URL: where avod is, for messages */
+    const char *url;               /* TCP: avod's listener */
     char token[AVO_TOKEN_MAX + 1]; /* TCP: the bearer token */
-    avoctl_http *http;          /* opened on first use */
+    avoctl_http *http;             /* opened on first use */
     const avoctl_command *cmd;
 } avoctl_ctx;
 
 struct avoctl_command {
     const char *name;
     int (*run)(avoctl_ctx *c, const avoctl_args *a);
-    const char *usage;          /* after "usage: "; more forms on new lines */
+    const char *usage; /* after "usage: "; more forms on new lines */
     const char *summary;
     const avoctl_opt *opts;
     int min_pos, max_pos;
-    const char *pos_name;       /* the positional, for "missing ..." */
-    int local;                  /* needs no avod (help, completion, man) */
+    const char *pos_name; /* the positional, for "missing ..." */
+    int local;            /* needs no avod (help, completion, man) */
 };
 
 static const avoctl_command *find_command(const char *name);
@@ -118,8 +118,7 @@ static int print_json(const json_t *v, size_t flags)
 
 static int unreachable(const avoctl_ctx *c, const char *why)
 {
-    errorf("cannot reach avod at %s: %s; is avod running? (set AVO_HOME, --socket or --url)", c->socket,
-           why);
+    errorf("cannot reach avod at %s: %s; is avod running? (set AVO_HOME, --socket or --url)", c->socket, why);
     return EXIT_UNREACHABLE;
 }
 
@@ -132,8 +131,7 @@ static int daemon_error(const avoctl_response *r)
     if (msg)
         errorf("%s (%s)", msg, code ? code : "error");
     else
-        errorf("unexpected answer from avod: HTTP %ld%s%s", r->status, r->error[0] ? ": " : "",
-               r->error);
+        errorf("unexpected answer from avod: HTTP %ld%s%s", r->status, r->error[0] ? ": " : "", r->error);
     return EXIT_FAIL;
 }
 
@@ -172,19 +170,18 @@ static int call_full(avoctl_ctx *c, avo_route_id route, int64_t id, const char *
         *status = 0;
     if (open_http(c) < 0)
         return EXIT_FAIL;
-    int rc = name ? avoctl_http_get_name(c->http, route, name, &r) : avoctl_http_call(c->http, route, id, query, body, &r);
+    int rc = name ? avoctl_http_get_name(c->http, route, name, &r)
+                  : avoctl_http_call(c->http, route, id, query, body, &r);
     if (rc == -ECONNREFUSED || (rc < 0 && r.status == 0)) {
         ex = unreachable(c, r.error);
     } else if (rc < 0) {
         errorf("lost the connection to avod at %s: %s", c->socket, r.error);
         ex = EXIT_UNREACHABLE;
-    } else if ((r.status < 200 || r.status >= 300) &&
-               !(route == AVO_ROUTE_HEALTH && r.status == 503 && r.body)) {
+    } else if ((r.status < 200 || r.status >= 300) && !(route == AVO_ROUTE_HEALTH && r.status == 503 && r.body)) {
         /* (health's 503 is an answer: its body says why avod is degraded) */
         ex = daemon_error(&r);
     } else if (!r.body) {
-        errorf("unexpected answer from avod: HTTP %ld: %s", r.status,
-               r.error[0] ? r.error : "empty body");
+        errorf("unexpected answer from avod: HTTP %ld: %s", r.status, r.error[0] ? r.error : "empty body");
         ex = EXIT_FAIL;
     } else {
         *out = json_incref(r.body);
@@ -196,14 +193,13 @@ static int call_full(avoctl_ctx *c, avo_route_id route, int64_t id, const char *
     return ex;
 }
 
-static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
-                       const json_t *body, json_t **out, long *status)
+static int call_status(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query, const json_t *body,
+                       json_t **out, long *status)
 {
     return call_full(c, route, id, NULL, query, body, out, status);
 }
 
-static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query,
-                const json_t *body, json_t **out)
+static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query, const json_t *body, json_t **out)
 {
     return call_status(c, route, id, query, body, out, NULL);
 }
@@ -223,8 +219,8 @@ static int exit_for_state(const char *state)
 
 static int is_final(const char *state)
 {
-    return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-                     strcmp(state, "cancelled") == 0);
+    return state &&
+           (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 || strcmp(state, "cancelled") == 0);
 }
 
 /* ---- watch ------------------------------------------------------------ */
@@ -232,16 +228,16 @@ static int is_final(const char *state)
 typedef struct {
     avoctl_ctx *c;
     avoctl_sse sse;
-    int64_t last_id;      /* resume point: after=<last_id> */
-    int events;           /* delivered on the current connection */
+    int64_t last_id; /* resume point: after=<last_id> */
+    int events;      /* delivered on the current connection */
     int finished;
-    char state[32];       /* from job_finished */
-    char unit[32];        /* learnt from events that carry one */
-    int error;            /* a local failure (not the network) */
-    avoctl_islands view;  /* per island, for the live lines and the summary */
-    int live;             /* stdout is a terminal: redraw the island lines under the events */
-    int drawn;            /* island lines on screen now */
-    double elapsed0, t0;  /* the job's running time when the watch began, and when that was */
+    char state[32];      /* from job_finished */
+    char unit[32];       /* learnt from events that carry one */
+    int error;           /* a local failure (not the network) */
+    avoctl_islands view; /* per island, for the live lines and the summary */
+    int live;            /* stdout is a terminal: redraw the island lines under the events */
+    int drawn;           /* island lines on screen now */
+    double elapsed0, t0; /* the job's running time when the watch began, and when that was */
 } watch_state;
 
 /* Ctrl-C in watch: the handler only sets this; the stream ends within a
@@ -379,16 +375,14 @@ static int check_finished(avoctl_ctx *c, int64_t job)
     avoctl_response r;
     int ex = -1;
 
-    if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 &&
-        r.status == 200 && is_final(avoctl_str(r.body, "state"))) {
+    if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 && r.status == 200 &&
+        is_final(avoctl_str(r.body, "state"))) {
         const char *state = avoctl_str(r.body, "state");
         if (!c->json) {
-            json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:O?, s:O?, s:O?, s:O?}}", "kind",
-                                   "job_finished", "job", (json_int_t)job, "data", "state", state,
-                                   "reason", json_object_get(r.body, "reason"), "best",
-                                   json_object_get(r.body, "best"), "seed",
-                                   json_object_get(r.body, "seed"), "speedup",
-                                   json_object_get(r.body, "speedup"));
+            json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:O?, s:O?, s:O?, s:O?}}", "kind", "job_finished", "job",
+                                   (json_int_t)job, "data", "state", state, "reason", json_object_get(r.body, "reason"),
+                                   "best", json_object_get(r.body, "best"), "seed", json_object_get(r.body, "seed"),
+                                   "speedup", json_object_get(r.body, "speedup"));
             char line[1024];
             avoctl_fmt_event(ev, avoctl_str(r.body, "unit"), line, sizeof line);
             printf("%s%s%s\n", event_color(ev), line, *event_color(ev) ? avoctl_color_off() : "");
@@ -573,7 +567,7 @@ typedef struct {
     int64_t last_id;
     int events;
     int error;
-    json_t *units;        /* job id -> unit, learnt from the events that carry one */
+    json_t *units; /* job id -> unit, learnt from the events that carry one */
 } events_state;
 
 static int on_any_event(const avoctl_sse_event *ev, void *arg)
@@ -779,9 +773,8 @@ static int submit_spec(avoctl_ctx *c, const json_t *spec, int watch)
     /* e.g. a toolchain no live worker has (sql/018): accepted, but it waits */
     size_t wi;
     json_t *w;
-    json_array_foreach(json_object_get(job, "warnings"), wi, w)
-        if (json_is_string(w))
-            fprintf(stderr, "avoctl: warning: %s\n", json_string_value(w));
+    json_array_foreach(json_object_get(job, "warnings"), wi, w) if (json_is_string(w))
+        fprintf(stderr, "avoctl: warning: %s\n", json_string_value(w));
     fflush(stdout);
     if (watch) {
         if (id <= 0) {
@@ -946,15 +939,16 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    static const char *const hdr[] = {"ID", "STATE", "PROBLEM", "OPERATOR", "EVALS", "BEST", "UNIT", "SPEEDUP",
-                                      "CREATED", "OWNER", "NAME"};
+    static const char *const hdr[] = {"ID",   "STATE",   "PROBLEM", "OPERATOR", "EVALS", "BEST",
+                                      "UNIT", "SPEEDUP", "CREATED", "OWNER",    "NAME"};
     if (avoctl_table_new(&t, 11, hdr, 1u << 0 | 1u << 4 | 1u << 5 | 1u << 7) < 0) {
         ex = EXIT_FAIL;
         goto cleanup;
     }
     size_t i;
     json_t *job;
-    json_array_foreach(json_object_get(body, "jobs"), i, job) {
+    json_array_foreach(json_object_get(body, "jobs"), i, job)
+    {
         char id[32], evals[64], best[32], sp[32], created[32], owner[160];
         avoctl_fmt_field(json_object_get(job, "id"), id, sizeof id);
         evals_cell(job, evals, sizeof evals);
@@ -962,8 +956,16 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         avoctl_fmt_speedup(json_object_get(job, "speedup"), sp, sizeof sp);
         avoctl_fmt_time(avoctl_str(job, "created_at"), 1, created, sizeof created);
         owner_cell(job, owner, sizeof owner);
-        const char *row[] = {id, avoctl_str(job, "state"), avoctl_str(job, "problem"), avoctl_str(job, "operator"),
-                             evals, best, avoctl_str(job, "unit"), sp, created, owner,
+        const char *row[] = {id,
+                             avoctl_str(job, "state"),
+                             avoctl_str(job, "problem"),
+                             avoctl_str(job, "operator"),
+                             evals,
+                             best,
+                             avoctl_str(job, "unit"),
+                             sp,
+                             created,
+                             owner,
                              avoctl_str(job, "name") ? avoctl_str(job, "name") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
@@ -975,10 +977,8 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
     } else {
         avoctl_table_print(t, stdout);
         /* what each unfinished job waits for, under the table so its columns stay narrow */
-        json_array_foreach(json_object_get(body, "jobs"), i, job)
-            if (avoctl_str(job, "detail"))
-                printf("job %lld: %s\n", (long long)json_integer_value(json_object_get(job, "id")),
-                       avoctl_str(job, "detail"));
+        json_array_foreach(json_object_get(body, "jobs"), i, job) if (avoctl_str(job, "detail")) printf(
+            "job %lld: %s\n", (long long)json_integer_value(json_object_get(job, "id")), avoctl_str(job, "detail"));
     }
 cleanup:
     avoctl_table_free(t);
@@ -1010,9 +1010,10 @@ static void print_job(const json_t *job)
         const json_t *v;
         size_t used = 0;
         buf[0] = 0;
-        json_object_foreach((json_t *)labels, k, v) {
-            used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s=%s",
-                                     used ? "," : "", k, json_string_value(v) ? json_string_value(v) : "");
+        json_object_foreach((json_t *)labels, k, v)
+        {
+            used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s=%s", used ? "," : "",
+                                     k, json_string_value(v) ? json_string_value(v) : "");
             if (used >= sizeof buf)
                 break;
         }
@@ -1066,8 +1067,8 @@ static void print_job(const json_t *job)
     avoctl_fmt_score(json_object_get(job, "seed"), unit, buf, sizeof buf);
     kv("seed", json_is_object(json_object_get(job, "seed")) ? buf : "not evaluated yet");
     avoctl_fmt_score(json_object_get(job, "best"), unit, buf, sizeof buf);
-    kv("best", json_is_number(json_object_get(json_object_get(job, "best"), "aggregate")) ? buf
-                                                                                       : "no valid evaluation yet");
+    kv("best",
+       json_is_number(json_object_get(json_object_get(job, "best"), "aggregate")) ? buf : "no valid evaluation yet");
     avoctl_fmt_job_speedup(job, buf, sizeof buf);
     kv("speedup", buf);
     if (json_is_true(json_object_get(job, "finishing")))
@@ -1113,7 +1114,8 @@ static const json_t *score_for(const json_t *cand, const char *config)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(json_object_get(cand, "scores"), i, s) {
+    json_array_foreach(json_object_get(cand, "scores"), i, s)
+    {
         const char *name = avoctl_str(s, "config");
         if (name && strcmp(name, config) == 0)
             return json_object_get(s, "score");
@@ -1152,7 +1154,8 @@ static int print_best(const json_t *body, int64_t job)
         const char *k;
         json_t *v;
         fputs("knobs", stdout);
-        json_object_foreach((json_t *)knobs, k, v) {
+        json_object_foreach((json_t *)knobs, k, v)
+        {
             avoctl_fmt_field(v, n1, sizeof n1);
             printf(" %s=%s", k, n1);
         }
@@ -1164,7 +1167,8 @@ static int print_best(const json_t *body, int64_t job)
         return EXIT_FAIL;
     size_t i;
     json_t *row;
-    json_array_foreach(json_object_get(best, "scores"), i, row) {
+    json_array_foreach(json_object_get(best, "scores"), i, row)
+    {
         const char *config = avoctl_str(row, "config");
         const json_t *bs = json_object_get(row, "score");
         const json_t *ss = config ? score_for(seed, config) : NULL;
@@ -1303,8 +1307,7 @@ static int cmd_lineage(avoctl_ctx *c, const avoctl_args *a)
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     else
-        ex = rendered(avoctl_lineage_print(body, avoctl_args_get(a, "all") != NULL, avoctl_term_width(stdout),
-                                           stdout),
+        ex = rendered(avoctl_lineage_print(body, avoctl_args_get(a, "all") != NULL, avoctl_term_width(stdout), stdout),
                       "lineage");
     json_decref(body);
     return ex;
@@ -1402,10 +1405,11 @@ static int problem_check(avoctl_ctx *c, const avoctl_args *a)
             snprintf(root, sizeof root, "%s", k);
         else if (avo_path_data("kernels", root, sizeof root) < 0)
             root[0] = 0;
-        if (!root[0] || avo_problem_resolve(root, arg, dir, sizeof dir, err, sizeof err) < 0 ||
-            stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (!root[0] || avo_problem_resolve(root, arg, dir, sizeof dir, err, sizeof err) < 0 || stat(dir, &st) != 0 ||
+            !S_ISDIR(st.st_mode)) {
             errorf("problem check: '%s' is neither a directory nor a problem under %s (give a package "
-                   "directory, or --kernels DIR)", arg, root[0] ? root : "any kernels directory found");
+                   "directory, or --kernels DIR)",
+                   arg, root[0] ? root : "any kernels directory found");
             return EXIT_FAIL;
         }
     }
@@ -1473,8 +1477,10 @@ static int cmd_problem(avoctl_ctx *c, const avoctl_args *a)
         const char *verb;
         int npos;
         const char *form;
-    } verbs[] = {{"list", 1, "problem list"},       {"show", 2, "problem show NAME"},
-                 {"check", 2, "problem check DIR|NAME"}, {"new", 2, "problem new DIR --target cpu|cuda"},
+    } verbs[] = {{"list", 1, "problem list"},
+                 {"show", 2, "problem show NAME"},
+                 {"check", 2, "problem check DIR|NAME"},
+                 {"new", 2, "problem new DIR --target cpu|cuda"},
                  {"diff", 2, "problem diff JOB"}};
     size_t i;
     char err[256];
@@ -1629,7 +1635,8 @@ static int cmd_compare(avoctl_ctx *c, const avoctl_args *a)
     json_t *cmp = NULL;
     int ex;
     const char *cs = avoctl_args_get(a, "confidence");
-    if ((ex = candidate_arg(c, a->pos[0], "A", &ca)) != EXIT_OK || (ex = candidate_arg(c, a->pos[1], "B", &cb)) != EXIT_OK)
+    if ((ex = candidate_arg(c, a->pos[0], "A", &ca)) != EXIT_OK ||
+        (ex = candidate_arg(c, a->pos[1], "B", &cb)) != EXIT_OK)
         return ex;
     if (cs && (avoctl_parse_double("--confidence", cs, 0, 1, &conf, err, sizeof err) < 0 || !(conf > 0 && conf < 1)))
         return usage_error(c, "--confidence: a number in (0, 1), e.g. 0.95");
@@ -1786,15 +1793,16 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    static const char *const hdr[] = {"ID", "HOST", "PID", "TARGET", "STATE", "LAST_SEEN", "JOB", "CANDIDATE",
-                                      "WORK", "ELAPSED"};
+    static const char *const hdr[] = {"ID",        "HOST", "PID",       "TARGET", "STATE",
+                                      "LAST_SEEN", "JOB",  "CANDIDATE", "WORK",   "ELAPSED"};
     if (avoctl_table_new(&t, 10, hdr, 1u << 0 | 1u << 2 | 1u << 6 | 1u << 7) < 0) {
         ex = EXIT_FAIL;
         goto cleanup;
     }
     size_t i;
     json_t *w;
-    json_array_foreach(json_object_get(body, "workers"), i, w) {
+    json_array_foreach(json_object_get(body, "workers"), i, w)
+    {
         char id[32], pid[32], seen[32];
         avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
         avoctl_fmt_field(json_object_get(w, "pid"), pid, sizeof pid);
@@ -1809,8 +1817,8 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
                      (long long)json_integer_value(json_object_get(cur, "id")));
             avoctl_fmt_duration(json_number_value(json_object_get(cur, "elapsed_s")), el, sizeof el);
         }
-        const char *row[] = {id,   avoctl_str(w, "host"), pid,  avoctl_str(w, "target"), avoctl_str(w, "state"),
-                             seen, job,                   cand, work,                    el};
+        const char *row[] = {
+            id, avoctl_str(w, "host"), pid, avoctl_str(w, "target"), avoctl_str(w, "state"), seen, job, cand, work, el};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -1891,7 +1899,8 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
         return usage_error(c, "kb search: give the words to search for");
     avoctl_buf words = {0}, query = {0};
     for (int i = 1; i < a->npos; i++)
-        if (avoctl_buf_append(&words, " ", i > 1, 0) < 0 || avoctl_buf_append(&words, a->pos[i], strlen(a->pos[i]), 0) < 0)
+        if (avoctl_buf_append(&words, " ", i > 1, 0) < 0 ||
+            avoctl_buf_append(&words, a->pos[i], strlen(a->pos[i]), 0) < 0)
             return EXIT_FAIL;
     int64_t limit = AVO_KB_SEARCH_LIMIT_DEFAULT;
     const char *l = avoctl_args_get(a, "limit");
@@ -1917,13 +1926,14 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
     } else {
         size_t i;
         json_t *h;
-        json_array_foreach(json_object_get(res, "hits"), i, h) {
+        json_array_foreach(json_object_get(res, "hits"), i, h)
+        {
             const int doc = !strcmp(avoctl_str(h, "kind") ? avoctl_str(h, "kind") : "", "document");
             const char *title = avoctl_str(h, "title");
             printf("%s[%s %lld] %s%s%s (rank %.3g)\n", i ? "\n" : "", doc ? "chunk" : "case",
-                   (long long)json_integer_value(json_object_get(h, "id")),
-                   doc ? avoctl_str(h, "source") : title, doc && title && *title ? " - " : "",
-                   doc && title ? title : "", json_number_value(json_object_get(h, "rank")));
+                   (long long)json_integer_value(json_object_get(h, "id")), doc ? avoctl_str(h, "source") : title,
+                   doc && title && *title ? " - " : "", doc && title ? title : "",
+                   json_number_value(json_object_get(h, "rank")));
             const char *snip = avoctl_str(h, "snippet");
             for (const char *p = snip ? snip : ""; *p;) {
                 size_t n = strcspn(p, "\n");
@@ -1960,8 +1970,8 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
         else
             printf("chunk %lld of %s (%lld of %lld)%s%s\n\n%s\n", (long long)id, avoctl_str(res, "source"),
                    (long long)json_integer_value(json_object_get(res, "seq")) + 1,
-                   (long long)json_integer_value(json_object_get(res, "of")),
-                   *avoctl_str(res, "title") ? ": " : "", avoctl_str(res, "title"), avoctl_str(res, "body"));
+                   (long long)json_integer_value(json_object_get(res, "of")), *avoctl_str(res, "title") ? ": " : "",
+                   avoctl_str(res, "title"), avoctl_str(res, "body"));
         json_decref(res);
         return ex;
     }
@@ -1978,7 +1988,8 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
             ex = avoctl_table_new(&t, 6, hdr, 1u << 0 | 1u << 3 | 1u << 4) < 0 ? EXIT_FAIL : EXIT_OK;
             size_t i;
             json_t *d;
-            json_array_foreach(json_object_get(res, "documents"), i, d) {
+            json_array_foreach(json_object_get(res, "documents"), i, d)
+            {
                 char id[32], bytes[32], chunks[32], added[32];
                 avoctl_fmt_field(json_object_get(d, "id"), id, sizeof id);
                 avoctl_fmt_field(json_object_get(d, "bytes"), bytes, sizeof bytes);
@@ -2063,7 +2074,8 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
         json_decref(out);
         return NULL;
     }
-    json_array_foreach(todo, i, t) {
+    json_array_foreach(todo, i, t)
+    {
         const char *problem = avoctl_str(t, "problem");
         const json_int_t a = json_integer_value(json_object_get(t, "candidate"));
         const json_int_t b = json_integer_value(json_object_get(t, "against"));
@@ -2073,7 +2085,8 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
         if (now_s() >= deadline) {
             snprintf(why, sizeof why, "the campaign's --timeout was reached before it could be measured paired");
         } else if (!req || open_http(c) < 0 || avoctl_http_call(c->http, AVO_ROUTE_COMPARE, 0, NULL, req, &r) < 0) {
-            snprintf(why, sizeof why, "avod could not be asked for a paired compare: %s", r.error[0] ? r.error : "no answer");
+            snprintf(why, sizeof why, "avod could not be asked for a paired compare: %s",
+                     r.error[0] ? r.error : "no answer");
         } else if (r.status != 202 || !json_is_integer(json_object_get(r.body, "id"))) {
             const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
             snprintf(why, sizeof why, "avod refused the paired compare: %s", msg ? msg : "unexpected answer");
@@ -2097,7 +2110,8 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
     fflush(stdout);
     const char *problem;
     json_t *cmp;
-    json_object_foreach(out, problem, cmp) {
+    json_object_foreach(out, problem, cmp)
+    {
         if (json_object_get(cmp, "error"))
             continue;
         json_t *now = json_incref(cmp);
@@ -2150,7 +2164,8 @@ static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mo
     *plan = NULL;
     if (!cands || !*revs)
         goto oom;
-    json_object_foreach(json_object_get(prev, "problems"), pname, p) {
+    json_object_foreach(json_object_get(prev, "problems"), pname, p)
+    {
         const json_t *bc = json_object_get(p, "baseline_candidate");
         json_t *cand = NULL;
         if (!json_is_integer(bc))
@@ -2169,7 +2184,8 @@ static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mo
         printf("campaign %s: %s\n", name, avoctl_str(*plan, "message"));
     size_t i;
     json_t *t;
-    json_array_foreach(todo, i, t) {
+    json_array_foreach(todo, i, t)
+    {
         const char *problem = avoctl_str(t, "problem");
         const json_t *e = json_object_get(json_object_get(*plan, "problems"), problem);
         json_t *req = json_pack("{s:O,s:O,s:s}", "candidate", json_object_get(t, "candidate"), "on_worker",
@@ -2214,7 +2230,8 @@ static void campaign_reval_wait(avoctl_ctx *c, json_t *revs, double deadline)
 {
     const char *problem;
     json_t *rv;
-    json_object_foreach(revs, problem, rv) {
+    json_object_foreach(revs, problem, rv)
+    {
         const json_int_t id = json_integer_value(json_object_get(rv, "id"));
         json_t *now = json_incref(rv);
         char why[700];
@@ -2248,7 +2265,7 @@ static int campaign_options(avoctl_ctx *c, const avoctl_args *a, campaign_run *r
     char err[512];
     if (strcmp(a->pos[0], "run") != 0 || a->npos != 2)
         return usage_error(c, strcmp(a->pos[0], "run") ? "campaign: the subcommand is 'run'"
-                                                        : "campaign run: give one campaign FILE");
+                                                       : "campaign run: give one campaign FILE");
     r->file = a->pos[1];
     r->out_dir = avoctl_args_get(a, "out") ? avoctl_args_get(a, "out") : ".";
     const char *timeout_s = avoctl_args_get(a, "timeout");
@@ -2302,12 +2319,13 @@ static int campaign_submit(avoctl_ctx *c, campaign_run *r)
 {
     size_t i;
     json_t *spec;
-    json_array_foreach(r->specs, i, spec) {
+    json_array_foreach(r->specs, i, spec)
+    {
         json_t *job = NULL;
         int ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job);
         if (ex != EXIT_OK) {
-            errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", r->name,
-                   i + 1, avoctl_str(spec, "problem"), json_array_size(r->ids));
+            errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", r->name, i + 1,
+                   avoctl_str(spec, "problem"), json_array_size(r->ids));
             size_t k;
             json_t *id;
             json_array_foreach(r->ids, k, id) cancel_quietly(c, json_integer_value(id));
@@ -2330,7 +2348,8 @@ static int campaign_poll(avoctl_ctx *c, campaign_run *r, size_t *done)
     json_t *id;
     *done = 0;
     json_array_clear(r->jobs);
-    json_array_foreach(r->ids, i, id) {
+    json_array_foreach(r->ids, i, id)
+    {
         json_t *job = NULL;
         int ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job);
         if (ex != EXIT_OK)
@@ -2418,8 +2437,8 @@ static int campaign_report(avoctl_ctx *c, campaign_run *r)
     json_decref(r->summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
     utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
-    json_t *summary = r->summary =
-        avoctl_campaign_summary(r->name, r->jobs, r->prev, r->compares, r->tol, r->started, finished);
+    json_t *summary = r->summary = avoctl_campaign_summary(r->name, r->jobs, r->prev, r->compares, r->tol, r->started,
+                                                           finished);
     if (!summary) {
         errorf("out of memory");
         return EXIT_FAIL;
@@ -2477,8 +2496,7 @@ static int cmd_whoami(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
     else
         printf("%s (%s%s), %s, via %s\n", avoctl_str(body, "name") ? avoctl_str(body, "name") : "?",
-               avoctl_str(body, "team") ? "team " : "no team",
-               avoctl_str(body, "team") ? avoctl_str(body, "team") : "",
+               avoctl_str(body, "team") ? "team " : "no team", avoctl_str(body, "team") ? avoctl_str(body, "team") : "",
                json_is_true(json_object_get(body, "admin")) ? "admin" : "not an admin",
                avoctl_str(body, "via") ? avoctl_str(body, "via") : "?");
     json_decref(body);
@@ -2495,10 +2513,11 @@ static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        printf("avod %s at %s: %s, database %s%s%s\n",
-               avoctl_str(body, "version") ? avoctl_str(body, "version") : "?", c->socket,
-               avoctl_str(body, "status") ? avoctl_str(body, "status")
-               : json_is_true(json_object_get(body, "ok")) ? "ok" : "not ok",
+        printf("avod %s at %s: %s, database %s%s%s\n", avoctl_str(body, "version") ? avoctl_str(body, "version") : "?",
+               c->socket,
+               avoctl_str(body, "status")                  ? avoctl_str(body, "status")
+               : json_is_true(json_object_get(body, "ok")) ? "ok"
+                                                           : "not ok",
                avoctl_str(body, "db") ? avoctl_str(body, "db") : "?", avoctl_str(body, "reason") ? ": " : "",
                avoctl_str(body, "reason") ? avoctl_str(body, "reason") : "");
     }
@@ -2520,25 +2539,27 @@ static int cmd_completion(avoctl_ctx *c, const avoctl_args *a);
 static int cmd_man(avoctl_ctx *c, const avoctl_args *a);
 
 /* What submit and fork share; fork seeds from its CANDIDATE instead. */
-#define JOB_OPTS                                                                                       \
-    {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},                             \
-    {"operator", 0, 1, "OP", "proposal operator: tune or agent (default: the daemon's)"},              \
-    {"evaluations", 0, 1, "N", "budget: number of evaluations"},                                       \
-    {"wall", 0, 1, "SECONDS", "budget: wall-clock seconds"},                                           \
-    {"gpu-seconds", 0, 1, "X", "budget: GPU-seconds (harness time on GPU workers)"},                   \
-    {"energy-joules", 0, 1, "X", "budget: energy in joules (NVML)"},                                   \
-    {"target-score", 0, 1, "X", "stop once the best aggregate reaches X"},                             \
-    {"patience", 0, 1, "N", "evaluations without a commit before an island counts as stagnant"},      \
-    {"stagnation-limit", 0, 1, "N", "end the job after N evaluations without a commit"},               \
-    {"islands", 0, 1, "N", "parallel islands (lineages)"},                                              \
-    {"migrate-every", 0, 1, "N", "commits between migrations of the best to the other islands"},        \
-    {"epsilon", 0, 1, "X", "unpaired results only: accept >= best*(1+min_gain-X), 0 <= X <= 0.5"},       \
-    {"min-gain", 0, 1, "G", "commit: paired lower bound must exceed 1+G, 0 <= G < 1 (cuda 0.005, cpu 0.02)"}, \
-    {"confidence", 0, 1, "C", "commit: confidence of that lower bound, 0 < C < 1 (default 0.95)"},      \
-    {"priority", 0, 1, "N", "scheduling priority (higher first)"},                                      \
-    {"name", 0, 1, "NAME", "the job's name (shown by status and list)"},                                \
-    {"label", 'l', 1, "K=V[,K=V]", "labels to filter by (list --label), merged into the spec's"},        \
-    {"watch", 'w', 0, NULL, "watch the job's events after submitting"}
+#define JOB_OPTS                                                                                                       \
+    {"problem", 0, 1, "P", "problem name under kernels/, e.g. cpu/sgemm"},                                             \
+        {"operator", 0, 1, "OP", "proposal operator: tune or agent (default: the daemon's)"},                          \
+        {"evaluations", 0, 1, "N", "budget: number of evaluations"},                                                   \
+        {"wall", 0, 1, "SECONDS", "budget: wall-clock seconds"},                                                       \
+        {"gpu-seconds", 0, 1, "X", "budget: GPU-seconds (harness time on GPU workers)"},                               \
+        {"energy-joules", 0, 1, "X", "budget: energy in joules (NVML)"},                                               \
+        {"target-score", 0, 1, "X", "stop once the best aggregate reaches X"},                                         \
+        {"patience", 0, 1, "N", "evaluations without a commit before an island counts as stagnant"},                   \
+        {"stagnation-limit", 0, 1, "N", "end the job after N evaluations without a commit"},                           \
+        {"islands", 0, 1, "N", "parallel islands (lineages)"},                                                         \
+        {"migrate-every", 0, 1, "N", "commits between migrations of the best to the other islands"},                   \
+        {"epsilon", 0, 1, "X", "unpaired results only: accept >= best*(1+min_gain-X), 0 <= X <= 0.5"},                 \
+        {"min-gain", 0, 1, "G", "commit: paired lower bound must exceed 1+G, 0 <= G < 1 (cuda 0.005, cpu 0.02)"},      \
+        {"confidence", 0, 1, "C", "commit: confidence of that lower bound, 0 < C < 1 (default 0.95)"},                 \
+        {"priority", 0, 1, "N", "scheduling priority (higher first)"},                                                 \
+        {"name", 0, 1, "NAME", "the job's name (shown by status and list)"},                                           \
+        {"label", 'l', 1, "K=V[,K=V]", "labels to filter by (list --label), merged into the spec's"},                  \
+    {                                                                                                                  \
+        "watch", 'w', 0, NULL, "watch the job's events after submitting"                                               \
+    }
 
 static const avoctl_opt submit_opts[] = {
     {"seed", 0, 1, "FILE", "start from this source file instead of the problem's seed"},
@@ -2615,8 +2636,9 @@ static const avoctl_opt campaign_opts[] = {
     {NULL, 0, 0, NULL, NULL},
 };
 static const avoctl_opt problem_opts[] = {
-    {"max-builds", 0, 1, "N", "check: knob settings compiled per seed, a random sample when more are allowed "
-                              "(default 64; 0: every one)"},
+    {"max-builds", 0, 1, "N",
+     "check: knob settings compiled per seed, a random sample when more are allowed "
+     "(default 64; 0: every one)"},
     {"sample-seed", 0, 1, "S", "check: repeat an earlier sample (its line names the seed)"},
     {"no-eval", 0, 0, NULL, "check: compile only, do not evaluate the seeds"},
     {"gpu-arch", 0, 1, "sm_XY", "check: compile a cuda package for this GPU (default: this host's, else sm_90a)"},
@@ -2642,37 +2664,35 @@ static const avoctl_command commands[] = {
      "                     [--priority N] [--watch]",
      "submit a job from a spec file, stdin or flags (flags override the file)", submit_opts, 0, 1, "FILE", 0},
     {"fork", cmd_fork, "avoctl fork CANDIDATE [--problem P] [submit flags] [--watch]",
-     "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1,
-     "CANDIDATE", 0},
+     "submit a new job seeded from a candidate (default problem: the candidate's)", fork_opts, 1, 1, "CANDIDATE", 0},
     {"list", cmd_list, "avoctl list [--limit N] [--mine] [--owner NAME] [--team TEAM] [--label K=V]",
      "list jobs, newest first (OWNER is owner/team)", list_opts, 0, 0, NULL, 0},
     {"status", cmd_status, "avoctl status JOB", "show one job's state and progress", NULL, 1, 1, "JOB", 0},
     {"watch", cmd_watch, "avoctl watch JOB [--after N]",
      "follow a job's events until it finishes (exit 0 if it succeeded)", watch_opts, 1, 1, "JOB", 0},
     {"events", cmd_events, "avoctl events [-f] [--after N | --last N]",
-     "events of every job you may read, each with its job (-f: follow new ones until Ctrl-C)", events_opts, 0, 0,
-     NULL, 0},
+     "events of every job you may read, each with its job (-f: follow new ones until Ctrl-C)", events_opts, 0, 0, NULL,
+     0},
     {"cancel", cmd_cancel, "avoctl cancel JOB", "cancel a queued or running job", NULL, 1, 1, "JOB", 0},
-    {"best", cmd_best, "avoctl best JOB [-o FILE]",
-     "show the best candidate's scores and source", best_opts, 1, 1, "JOB", 0},
-    {"lineage", cmd_lineage, "avoctl lineage JOB [--all]",
-     "a job's committed candidates as a tree by parent (--all: with the attempts)", lineage_opts, 1, 1,
+    {"best", cmd_best, "avoctl best JOB [-o FILE]", "show the best candidate's scores and source", best_opts, 1, 1,
      "JOB", 0},
+    {"lineage", cmd_lineage, "avoctl lineage JOB [--all]",
+     "a job's committed candidates as a tree by parent (--all: with the attempts)", lineage_opts, 1, 1, "JOB", 0},
     {"show", cmd_show, "avoctl show CANDIDATE [--source]",
-     "one candidate: origin, scores, compile report, counters, diff against its parent", show_opts, 1, 1,
-     "CANDIDATE", 0},
+     "one candidate: origin, scores, compile report, counters, diff against its parent", show_opts, 1, 1, "CANDIDATE",
+     0},
     {"profile", cmd_profile, "avoctl profile CANDIDATE [--config NAME] [--wait]",
      "queue a hardware-counters profile of a candidate on a worker (checked calls, then the counters; no timing)",
      profile_opts, 1, 1, "CANDIDATE", 0},
     {"compare", cmd_compare, "avoctl compare A B [--confidence C] [--wait]",
-     "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval",
-     compare_opts, 2, 2, "A B", 0},
+     "measure candidate A against B paired on a worker (one problem): their speed ratio with an interval", compare_opts,
+     2, 2, "A B", 0},
     {"revalidate", cmd_revalidate, "avoctl revalidate JOB|cand:ID [--on WORKER|GPU] [--wait]",
      "evaluate a job's committed versions (or one candidate) again on today's toolchain; ratios against the "
      "recorded results",
      revalidate_opts, 1, 1, "JOB|cand:ID", 0},
-    {"diff", cmd_diff, "avoctl diff A [B]",
-     "unified diff from candidate A to B (without B: from A's parent to A)", NULL, 1, 2, "A", 0},
+    {"diff", cmd_diff, "avoctl diff A [B]", "unified diff from candidate A to B (without B: from A's parent to A)",
+     NULL, 1, 2, "A", 0},
     {"problem", cmd_problem,
      "avoctl problem list\n"
      "       avoctl problem show NAME\n"
@@ -2684,12 +2704,11 @@ static const avoctl_command commands[] = {
      "evaluates the seed), scaffold a new one, diff a job's pinned version against the disk",
      problem_opts, 1, 2, "list|show|check|new|diff", 0},
     {"report", cmd_report, "avoctl report JOB [--markdown FILE]",
-     "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1,
-     "JOB", 0},
+     "seed vs best per configuration, evaluations, commits and what the job spent", report_opts, 1, 1, "JOB", 0},
     {"workers", cmd_workers, "avoctl workers", "list registered workers", NULL, 0, 0, NULL, 0},
     {"teams", cmd_teams, "avoctl teams",
-     "teams: quota limits, device time used today and this week, running work, fair-share load, what blocks them",
-     NULL, 0, 0, NULL, 0},
+     "teams: quota limits, device time used today and this week, running work, fair-share load, what blocks them", NULL,
+     0, 0, NULL, 0},
     {"transcript", cmd_transcript, "avoctl transcript JOB [--step N] [--full]",
      "an agent job's steps: each turn's messages, tool calls and results, tokens and cost", transcript_opts, 1, 1,
      "JOB", 0},
@@ -2699,8 +2718,8 @@ static const avoctl_command commands[] = {
      "failed or a problem's best regressed",
      campaign_opts, 2, 2, "run FILE", 0},
     {"health", cmd_health, "avoctl health", "check that avod and its database are up", NULL, 0, 0, NULL, 0},
-    {"whoami", cmd_whoami, "avoctl whoami", "who avod takes this client for: principal, team, admin", NULL, 0, 0,
-     NULL, 0},
+    {"whoami", cmd_whoami, "avoctl whoami", "who avod takes this client for: principal, team, admin", NULL, 0, 0, NULL,
+     0},
     {"kb", cmd_kb,
      "avoctl kb add FILE...\n"
      "       avoctl kb search WORDS... [--limit N]\n"
@@ -2708,8 +2727,8 @@ static const avoctl_command commands[] = {
      "       avoctl kb list",
      "the agent's knowledge base: add documents, search them (and past cases), read a chunk", kb_opts, 1,
      AVOCTL_MAX_POS, "add|search|show|list", 0},
-    {"help", cmd_help, "avoctl help [COMMAND|api]",
-     "list commands, show a command's usage, or list the API routes", NULL, 0, 1, NULL, 1},
+    {"help", cmd_help, "avoctl help [COMMAND|api]", "list commands, show a command's usage, or list the API routes",
+     NULL, 0, 1, NULL, 1},
     {"completion", cmd_completion, "avoctl completion bash|zsh",
      "print a shell completion script (source <(avoctl completion bash))", NULL, 1, 1, "bash|zsh", 1},
     {"man", cmd_man, "avoctl man", "print avoctl's manual page (roff; man -l <(avoctl man))", NULL, 0, 0, NULL, 1},
@@ -2766,12 +2785,11 @@ static int print_help(const char *topic, FILE *out)
             fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
         fprintf(out, "\nglobal options (before the command; --json and -h also after it):\n");
         print_opts(global_opts, out);
-        fprintf(out,
-                "\ncontexts: --context NAME picks a context of $XDG_CONFIG_HOME/avo/config\n"
-                "(~/.config/avo/config); a flag beats the environment, which beats the context.\n"
-                "\nexit status: 0 ok, 1 failed (daemon error, job not succeeded), 2 usage,\n"
-                "3 avod unreachable. 'avoctl help COMMAND' for details, 'avoctl help api'\n"
-                "for the HTTP routes.\n");
+        fprintf(out, "\ncontexts: --context NAME picks a context of $XDG_CONFIG_HOME/avo/config\n"
+                     "(~/.config/avo/config); a flag beats the environment, which beats the context.\n"
+                     "\nexit status: 0 ok, 1 failed (daemon error, job not succeeded), 2 usage,\n"
+                     "3 avod unreachable. 'avoctl help COMMAND' for details, 'avoctl help api'\n"
+                     "for the HTTP routes.\n");
         return EXIT_OK;
     }
     if (strcmp(topic, "api") == 0) {
@@ -2783,8 +2801,7 @@ static int print_help(const char *topic, FILE *out)
             const char *row[] = {avo_routes[i].method, avo_routes[i].pattern, avo_routes[i].help};
             avoctl_table_add(t, row);
         }
-        fprintf(out, "avod HTTP/JSON API on unix socket $AVO_HOME/" AVO_SOCKET_NAME
-                     " (docs/api.md):\n\n");
+        fprintf(out, "avod HTTP/JSON API on unix socket $AVO_HOME/" AVO_SOCKET_NAME " (docs/api.md):\n\n");
         avoctl_table_print(t, out);
         avoctl_table_free(t);
         return EXIT_OK;
@@ -2855,12 +2872,13 @@ static void first_words(const avoctl_command *c, char *buf, size_t len)
 
 static void completion_bash(FILE *out)
 {
-    fprintf(out, "# bash completion for avoctl %s, generated by 'avoctl completion bash'\n"
-                 "_avoctl() {\n"
-                 "    local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n"
-                 "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-                 "        case ${COMP_WORDS[i]} in\n"
-                 "        ",
+    fprintf(out,
+            "# bash completion for avoctl %s, generated by 'avoctl completion bash'\n"
+            "_avoctl() {\n"
+            "    local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n"
+            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+            "        case ${COMP_WORDS[i]} in\n"
+            "        ",
             AVO_VERSION);
     int first = 1;
     for (const avoctl_opt *o = global_opts; o->name; o++)
@@ -2911,8 +2929,8 @@ static void zsh_opts(const avoctl_opt *opts, FILE *out)
         fputc(']', out);
         if (o->has_arg)
             fprintf(out, ":%s:%s", o->arg_name ? o->arg_name : "VALUE",
-                    o->arg_name && (strstr(o->arg_name, "FILE") || strstr(o->arg_name, "PATH") ||
-                                    strstr(o->arg_name, "DIR"))
+                    o->arg_name &&
+                            (strstr(o->arg_name, "FILE") || strstr(o->arg_name, "PATH") || strstr(o->arg_name, "DIR"))
                         ? "_files"
                         : " ");
         fputs("' \\\n", out);
@@ -2921,11 +2939,12 @@ static void zsh_opts(const avoctl_opt *opts, FILE *out)
 
 static void completion_zsh(FILE *out)
 {
-    fprintf(out, "#compdef avoctl\n# zsh completion for avoctl %s, generated by 'avoctl completion zsh'\n"
-                 "_avoctl() {\n"
-                 "    local curcontext=$curcontext state line\n"
-                 "    local -a cmds\n"
-                 "    cmds=(\n",
+    fprintf(out,
+            "#compdef avoctl\n# zsh completion for avoctl %s, generated by 'avoctl completion zsh'\n"
+            "_avoctl() {\n"
+            "    local curcontext=$curcontext state line\n"
+            "    local -a cmds\n"
+            "    cmds=(\n",
             AVO_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++) {
         char item[600];
@@ -3012,10 +3031,11 @@ static int cmd_man(avoctl_ctx *c, const avoctl_args *a)
 {
     (void)c, (void)a;
     FILE *out = stdout;
-    fprintf(out, ".\\\" generated by 'avoctl man' from avoctl's command table\n"
-                 ".TH AVOCTL 1 \"\" \"avo %s\" \"User Commands\"\n"
-                 ".SH NAME\navoctl \\- the command-line client of avod, the avo kernel optimisation service\n"
-                 ".SH SYNOPSIS\n",
+    fprintf(out,
+            ".\\\" generated by 'avoctl man' from avoctl's command table\n"
+            ".TH AVOCTL 1 \"\" \"avo %s\" \"User Commands\"\n"
+            ".SH NAME\navoctl \\- the command-line client of avod, the avo kernel optimisation service\n"
+            ".SH SYNOPSIS\n",
             AVO_VERSION);
     roff(GLOBAL_SYNOPSIS, out);
     fputs("\n.SH DESCRIPTION\n"

@@ -17,8 +17,8 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
         return -EINVAL;
     }
     const char *n = json_string_value(json_object_get(doc, "name"));
-    if (!n || !*n || strlen(n) > 64 || strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
-                                           strlen(n)) {
+    if (!n || !*n || strlen(n) > 64 ||
+        strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(n)) {
         snprintf(err, errlen, "name: 1 to 64 letters, digits, '-' or '_' (it names the summary files)");
         return -EINVAL;
     }
@@ -35,7 +35,8 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
     }
     size_t i;
     json_t *s;
-    json_array_foreach(j, i, s) {
+    json_array_foreach(j, i, s)
+    {
         if (!json_is_object(s) || !json_is_string(json_object_get(s, "problem"))) {
             snprintf(err, errlen, "jobs[%zu]: a job spec object with a \"problem\"", i);
             return -EINVAL;
@@ -49,7 +50,8 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)doc, k, v) {
+    json_object_foreach((json_t *)doc, k, v)
+    {
         if (strcmp(k, "name") && strcmp(k, "tolerance") && strcmp(k, "jobs") && strcmp(k, "description") &&
             strcmp(k, "revalidate")) {
             snprintf(err, errlen, "%s: unknown field (name, description, tolerance, revalidate, jobs)", k);
@@ -134,13 +136,12 @@ static int decide(json_t *p, const char *problem, const json_t *pp, const json_t
     if (!why) {
         regressed = pr.hi < 1 - tolerance;
         json_object_set_new(p, "change", json_real(pr.ratio));
-        json_object_set_new(p, "comparison",
-                            json_pack("{s:s,s:I,s:O,s:I,s:f,s:O?,s:[f,f],s:f}", "measured", "paired", "compare",
-                                      cmp_id, "candidate", json_object_get(p, "candidate"), "against", prev_cand,
-                                      "ratio", pr.ratio, "low",
-                                      json_object_get(json_object_get(json_object_get(compares, problem), "paired"),
-                                                      "low"),
-                                      "ci", pr.lo, pr.hi, "confidence", pr.confidence));
+        json_object_set_new(
+            p, "comparison",
+            json_pack("{s:s,s:I,s:O,s:I,s:f,s:O?,s:[f,f],s:f}", "measured", "paired", "compare", cmp_id, "candidate",
+                      json_object_get(p, "candidate"), "against", prev_cand, "ratio", pr.ratio, "low",
+                      json_object_get(json_object_get(json_object_get(compares, problem), "paired"), "low"), "ci",
+                      pr.lo, pr.hi, "confidence", pr.confidence));
     } else {
         regressed = has_prev && abs_change < 1 - tolerance;
         json_object_set_new(p, "change", num_or_null(abs_change));
@@ -153,8 +154,8 @@ static int decide(json_t *p, const char *problem, const json_t *pp, const json_t
 json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json_t *previous, const json_t *compares,
                                 double tolerance, const char *started_at, const char *finished_at)
 {
-    json_t *out = json_pack("{s:s,s:s,s:s,s:f,s:[],s:{}}", "campaign", name, "started_at", started_at,
-                            "finished_at", finished_at, "tolerance", tolerance, "jobs", "problems");
+    json_t *out = json_pack("{s:s,s:s,s:s,s:f,s:[],s:{}}", "campaign", name, "started_at", started_at, "finished_at",
+                            finished_at, "tolerance", tolerance, "jobs", "problems");
     if (!out)
         return NULL;
     json_t *list = json_object_get(out, "jobs"), *probs = json_object_get(out, "problems");
@@ -162,7 +163,8 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
     int failed = 0, regressions = 0;
     size_t i;
     json_t *j;
-    json_array_foreach((json_t *)jobs, i, j) {
+    json_array_foreach((json_t *)jobs, i, j)
+    {
         const char *problem = avoctl_str(j, "problem"), *state = avoctl_str(j, "state");
         const char *unit = avoctl_str(j, "unit");
         json_t *best = json_object_get(json_object_get(j, "best"), "aggregate");
@@ -170,15 +172,14 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
         const json_int_t best_cand = cand_of(json_object_get(json_object_get(j, "best"), "candidate"));
         const int ok = state && !strcmp(state, "succeeded");
         failed += !ok;
-        json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:o,s:o,s:O,s:O,s:O}", "id",
-                                              (json_int_t)json_integer_value(json_object_get(j, "id")), "problem",
-                                              problem ? problem : "?", "state", state ? state : "unknown", "reason",
-                                              avoctl_str(j, "reason") ? json_string(avoctl_str(j, "reason"))
-                                                                      : json_null(),
-                                              "unit", unit ? json_string(unit) : json_null(), "seed",
-                                              seed ? seed : json_null(), "best", best ? best : json_null(), "speedup",
-                                              json_object_get(j, "speedup") ? json_object_get(j, "speedup")
-                                                                            : json_null()));
+        json_array_append_new(list,
+                              json_pack("{s:I,s:s,s:s,s:o,s:o,s:O,s:O,s:O}", "id",
+                                        (json_int_t)json_integer_value(json_object_get(j, "id")), "problem",
+                                        problem ? problem : "?", "state", state ? state : "unknown", "reason",
+                                        avoctl_str(j, "reason") ? json_string(avoctl_str(j, "reason")) : json_null(),
+                                        "unit", unit ? json_string(unit) : json_null(), "seed",
+                                        seed ? seed : json_null(), "best", best ? best : json_null(), "speedup",
+                                        json_object_get(j, "speedup") ? json_object_get(j, "speedup") : json_null()));
         /* the final measurement's interval, where the job made one */
         if (json_is_object(json_object_get(j, "speedup_detail")))
             json_object_set(json_array_get(list, json_array_size(list) - 1), "speedup_detail",
@@ -188,8 +189,9 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
         json_t *p = json_object_get(probs, problem);
         if (!p || json_number_value(best) > json_number_value(json_object_get(p, "best")))
             json_object_set_new(probs, problem,
-                                json_pack("{s:O,s:o,s:I,s:o}", "best", best, "unit", unit ? json_string(unit) : json_null(),
-                                          "job", (json_int_t)json_integer_value(json_object_get(j, "id")), "candidate",
+                                json_pack("{s:O,s:o,s:I,s:o}", "best", best, "unit",
+                                          unit ? json_string(unit) : json_null(), "job",
+                                          (json_int_t)json_integer_value(json_object_get(j, "id")), "candidate",
                                           best_cand ? json_integer(best_cand) : json_null()));
     }
     /* A problem with no successful job this time has no best, but keeps its
@@ -198,7 +200,8 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
      * measured against the last good run. */
     const char *pname;
     json_t *p;
-    json_object_foreach(prev_probs, pname, p) {
+    json_object_foreach(prev_probs, pname, p)
+    {
         json_t *base = json_object_get(p, "baseline");
         if (!json_is_number(base))
             base = json_object_get(p, "best");
@@ -210,7 +213,8 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
                                           "candidate", "previous", base, "change", "regressed", 0, "baseline", base,
                                           "baseline_candidate", bc ? json_integer(bc) : json_null()));
     }
-    json_object_foreach(probs, pname, p) {
+    json_object_foreach(probs, pname, p)
+    {
         if (json_object_get(p, "baseline"))
             continue; /* carried over above */
         regressions += decide(p, pname, json_object_get(prev_probs, pname), compares, tolerance);
@@ -228,11 +232,13 @@ json_t *avoctl_campaign_compare_list(const json_t *summary)
     json_t *out = json_array();
     const char *pname;
     json_t *p;
-    json_object_foreach(json_object_get(summary, "problems"), pname, p) {
+    json_object_foreach(json_object_get(summary, "problems"), pname, p)
+    {
         const json_int_t cand = cand_of(json_object_get(p, "candidate"));
         const json_int_t prev = cand_of(json_object_get(p, "previous_candidate"));
         if (out && cand && prev)
-            json_array_append_new(out, json_pack("{s:s,s:I,s:I}", "problem", pname, "candidate", cand, "against", prev));
+            json_array_append_new(out,
+                                  json_pack("{s:s,s:I,s:I}", "problem", pname, "candidate", cand, "against", prev));
     }
     return out;
 }
@@ -259,7 +265,8 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
                  "|---|---|---|---|---|---|---|---|---|\n");
     const char *name;
     json_t *p;
-    json_object_foreach(json_object_get(s, "problems"), name, p) {
+    json_object_foreach(json_object_get(s, "problems"), name, p)
+    {
         fprintf(out, "| %s | ", name);
         cell_num(out, json_object_get(p, "best"), "%.6g");
         fprintf(out, " | %s | ", avoctl_str(p, "unit") ? avoctl_str(p, "unit") : "");
@@ -294,10 +301,12 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
         }
         fprintf(out, " | %s |\n", json_is_true(json_object_get(p, "regressed")) ? "**regressed**" : "");
     }
-    fprintf(out, "\n## Jobs\n\n| job | problem | state | seed | best | speedup | reason |\n|---|---|---|---|---|---|---|\n");
+    fprintf(out,
+            "\n## Jobs\n\n| job | problem | state | seed | best | speedup | reason |\n|---|---|---|---|---|---|---|\n");
     size_t i;
     json_t *j;
-    json_array_foreach(json_object_get(s, "jobs"), i, j) {
+    json_array_foreach(json_object_get(s, "jobs"), i, j)
+    {
         fprintf(out, "| %lld | %s | %s | ", (long long)json_integer_value(json_object_get(j, "id")),
                 avoctl_str(j, "problem"), avoctl_str(j, "state"));
         cell_num(out, json_object_get(j, "seed"), "%.6g");

@@ -65,7 +65,8 @@ static int would_claim(const json_t *w, const char *target, const char *gpu)
         return 1;
     size_t i;
     json_t *d;
-    json_array_foreach(json_object_get(w, "devices"), i, d) {
+    json_array_foreach(json_object_get(w, "devices"), i, d)
+    {
         const char *kind = avoctl_str(d, "kind"), *name = avoctl_str(d, "name");
         if (kind && !strcmp(kind, "gpu") && name && strcasestr(name, gpu))
             return 1;
@@ -78,7 +79,8 @@ static const json_t *job_of(const json_t *jobs, const char *problem)
 {
     size_t i;
     json_t *j;
-    json_array_foreach((json_t *)jobs, i, j) {
+    json_array_foreach((json_t *)jobs, i, j)
+    {
         const char *p = avoctl_str(j, "problem");
         if (p && !strcmp(p, problem))
             return j;
@@ -127,7 +129,8 @@ static void plan_one(json_t *e, avoctl_reval_mode mode, const char *problem, con
     const json_t *first = NULL, *changed = NULL;
     size_t live = 0, nchanged = 0, i;
     json_t *w;
-    json_array_foreach((json_t *)workers, i, w) {
+    json_array_foreach((json_t *)workers, i, w)
+    {
         if (!would_claim(w, target, gpu))
             continue;
         live++;
@@ -171,7 +174,8 @@ json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const 
     size_t n[3] = {0, 0, 0}; /* revalidate, unchanged, skipped */
     const char *pname;
     json_t *p;
-    json_object_foreach(json_object_get(previous, "problems"), pname, p) {
+    json_object_foreach(json_object_get(previous, "problems"), pname, p)
+    {
         const json_t *bc = json_object_get(p, "baseline_candidate");
         if (!json_is_integer(bc) || json_integer_value(bc) < 1)
             continue;
@@ -193,8 +197,9 @@ json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const 
     else if (!json_object_size(probs))
         snprintf(msg, sizeof msg, "the previous campaign recorded no best candidate: nothing to re-validate");
     else if (!n[0] && !n[2])
-        snprintf(msg, sizeof msg, "toolchain unchanged since the previous campaign's bests (%zu problem%s): nothing "
-                                  "re-validated",
+        snprintf(msg, sizeof msg,
+                 "toolchain unchanged since the previous campaign's bests (%zu problem%s): nothing "
+                 "re-validated",
                  n[1], n[1] == 1 ? "" : "s");
     else if (mode == AVOCTL_REVAL_ALWAYS)
         snprintf(msg, sizeof msg, "re-validating the previous campaign's bests (%zu problem%s, as asked every time)",
@@ -203,8 +208,8 @@ json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const 
         snprintf(msg, sizeof msg, "toolchain changed for %zu problem%s: re-validating the previous campaign's bests",
                  n[0], n[0] == 1 ? "" : "s");
     else
-        snprintf(msg, sizeof msg, "toolchain unchanged where it could be checked; %zu problem%s not checked",
-                 n[2], n[2] == 1 ? "" : "s");
+        snprintf(msg, sizeof msg, "toolchain unchanged where it could be checked; %zu problem%s not checked", n[2],
+                 n[2] == 1 ? "" : "s");
     json_object_set_new(out, "message", json_string(msg));
     return out;
 }
@@ -214,12 +219,13 @@ json_t *avoctl_reval_todo(const json_t *plan)
     json_t *out = json_array();
     const char *pname;
     json_t *e;
-    json_object_foreach(json_object_get(plan, "problems"), pname, e) {
+    json_object_foreach(json_object_get(plan, "problems"), pname, e)
+    {
         const char *a = avoctl_str(e, "action");
         if (out && a && !strcmp(a, "revalidate"))
-            json_array_append_new(out, json_pack("{s:s,s:O,s:O}", "problem", pname, "candidate",
-                                                 json_object_get(e, "candidate"), "worker",
-                                                 json_object_get(e, "worker")));
+            json_array_append_new(out,
+                                  json_pack("{s:s,s:O,s:O}", "problem", pname, "candidate",
+                                            json_object_get(e, "candidate"), "worker", json_object_get(e, "worker")));
     }
     return out;
 }
@@ -230,7 +236,8 @@ int avoctl_reval_finish(json_t *plan, const json_t *revs)
     size_t measured = 0;
     const char *pname;
     json_t *e;
-    json_object_foreach(json_object_get(plan, "problems"), pname, e) {
+    json_object_foreach(json_object_get(plan, "problems"), pname, e)
+    {
         const json_t *rv = json_object_get(revs, pname);
         if (!rv)
             continue;
@@ -261,7 +268,8 @@ int avoctl_reval_finish(json_t *plan, const json_t *revs)
         }
     }
     int rc = json_object_set_new(plan, "measured", json_integer((json_int_t)measured)) |
-             json_object_set_new(plan, "geomean_ratio", measured ? json_real(exp(sum / (double)measured)) : json_null()) |
+             json_object_set_new(plan, "geomean_ratio",
+                                 measured ? json_real(exp(sum / (double)measured)) : json_null()) |
              json_object_set_new(plan, "min_ratio", measured ? json_real(lo) : json_null()) |
              json_object_set_new(plan, "max_ratio", measured ? json_real(hi) : json_null());
     return rc ? -ENOMEM : 0;
@@ -286,10 +294,10 @@ static void md_num(FILE *out, const json_t *v)
 
 void avoctl_reval_markdown(const json_t *plan, FILE *out)
 {
-    fprintf(out, "\n## Re-validation (%s)\n\n%s.\n",
-            avoctl_str(plan, "mode") ? avoctl_str(plan, "mode") : "?",
+    fprintf(out, "\n## Re-validation (%s)\n\n%s.\n", avoctl_str(plan, "mode") ? avoctl_str(plan, "mode") : "?",
             avoctl_str(plan, "message") ? avoctl_str(plan, "message") : "?");
-    if (!json_integer_value(json_object_get(plan, "revalidate")) && !json_integer_value(json_object_get(plan, "skipped")))
+    if (!json_integer_value(json_object_get(plan, "revalidate")) &&
+        !json_integer_value(json_object_get(plan, "skipped")))
         return;
     fprintf(out, "\nThe previous campaign's best of each problem evaluated again on a live worker; ratio = new / "
                  "recorded aggregate, unpaired (a few percent is noise; `avoctl compare` decides).\n\n"
@@ -297,11 +305,12 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
                  "|---|---|---|---|---|---|---|---|---|\n");
     const char *pname;
     json_t *e;
-    json_object_foreach(json_object_get(plan, "problems"), pname, e) {
+    json_object_foreach(json_object_get(plan, "problems"), pname, e)
+    {
         const char *a = avoctl_str(e, "action");
         char now[512], was[512];
-        md_label(json_object_get(e, "toolchain") ? json_object_get(e, "toolchain") : json_object_get(e, "current"),
-                 now, sizeof now);
+        md_label(json_object_get(e, "toolchain") ? json_object_get(e, "toolchain") : json_object_get(e, "current"), now,
+                 sizeof now);
         md_label(json_object_get(e, "recorded"), was, sizeof was);
         fprintf(out, "| %s | %lld | ", pname, (long long)json_integer_value(json_object_get(e, "candidate")));
         md_num(out, json_object_get(e, "worker"));
@@ -331,8 +340,7 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
             fprintf(out, "x%.4f", json_number_value(json_object_get(e, "ratio")));
         else
             fputs("-", out);
-        fprintf(out, " | %s | %s | %s |\n", now, was,
-                avoctl_str(e, "changes") ? avoctl_str(e, "changes") : "(none)");
+        fprintf(out, " | %s | %s | %s |\n", now, was, avoctl_str(e, "changes") ? avoctl_str(e, "changes") : "(none)");
     }
     if (json_is_number(json_object_get(plan, "geomean_ratio")))
         fprintf(out, "\nGeometric mean of the ratios: x%.4f over %lld (min x%.4f, max x%.4f).\n",

@@ -25,8 +25,8 @@ int avoctl_compare_read(const json_t *cmp, avoctl_paired_ratio *out, char *why, 
         return AVOCTL_COMPARE_FAILED;
     }
     if (!outcome || strcmp(outcome, "ok") != 0) {
-        snprintf(why, whylen, "the candidate's evaluation was %s%s%s", outcome ? outcome : state,
-                 detail ? ": " : "", detail ? detail : "");
+        snprintf(why, whylen, "the candidate's evaluation was %s%s%s", outcome ? outcome : state, detail ? ": " : "",
+                 detail ? detail : "");
         return AVOCTL_COMPARE_FAILED;
     }
     if (!json_is_object(p)) {
@@ -40,15 +40,14 @@ int avoctl_compare_read(const json_t *cmp, avoctl_paired_ratio *out, char *why, 
     }
     const double r = json_number_value(json_object_get(p, "ratio"));
     const double lo = json_number_value(json_array_get(ci, 0)), hi = json_number_value(json_array_get(ci, 1));
-    if (!json_is_number(json_object_get(p, "ratio")) || !(r > 0) || !isfinite(r) || !json_is_number(json_array_get(ci, 0)) ||
-        !json_is_number(json_array_get(ci, 1)) || !(lo <= hi)) {
+    if (!json_is_number(json_object_get(p, "ratio")) || !(r > 0) || !isfinite(r) ||
+        !json_is_number(json_array_get(ci, 0)) || !json_is_number(json_array_get(ci, 1)) || !(lo <= hi)) {
         snprintf(why, whylen, "the paired measurement has no ratio with an interval");
         return AVOCTL_COMPARE_FAILED;
     }
     const json_t *c = json_object_get(p, "confidence");
-    *out = (avoctl_paired_ratio){r, lo, hi,
-                                 json_is_number(c) ? json_number_value(c)
-                                                   : json_number_value(json_object_get(cmp, "confidence"))};
+    *out = (avoctl_paired_ratio){
+        r, lo, hi, json_is_number(c) ? json_number_value(c) : json_number_value(json_object_get(cmp, "confidence"))};
     return AVOCTL_COMPARE_MEASURED;
 }
 

@@ -16,8 +16,8 @@ typedef struct {
 
 enum {
     AVOCTL_COMPARE_MEASURED = 0,
-    AVOCTL_COMPARE_PENDING = 1,  /* queued or running */
-    AVOCTL_COMPARE_FAILED = -1,  /* over without a paired ratio: why says what happened */
+    AVOCTL_COMPARE_PENDING = 1, /* queued or running */
+    AVOCTL_COMPARE_FAILED = -1, /* over without a paired ratio: why says what happened */
 };
 
 /* Read a compare object (GET /v1/compare/{id}). MEASURED fills *out;

@@ -83,8 +83,8 @@ static int set_key(cfg_file *p, const char *key, const char *val)
     int bad = 0;
     if (!c) {
         if (strcmp(key, "current") != 0) {
-            snprintf(p->err, p->errlen, "%s:%d: '%s' outside a [context NAME] section (only 'current' may be)",
-                     p->path, p->lineno, key);
+            snprintf(p->err, p->errlen, "%s:%d: '%s' outside a [context NAME] section (only 'current' may be)", p->path,
+                     p->lineno, key);
             return -EINVAL;
         }
         snprintf(p->current, sizeof p->current, "%s", val);
@@ -102,8 +102,8 @@ static int set_key(cfg_file *p, const char *key, const char *val)
     } else {
         static const char *const keys[] = {"url", "socket", "token_file"};
         const char *near = avo_suggest(key, keys, 3);
-        snprintf(p->err, p->errlen, "%s:%d: unknown key '%s' (keys: url, socket, token_file)%s%s%s", p->path,
-                 p->lineno, key, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        snprintf(p->err, p->errlen, "%s:%d: unknown key '%s' (keys: url, socket, token_file)%s%s%s", p->path, p->lineno,
+                 key, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         return -EINVAL;
     }
     if (bad) {
@@ -174,8 +174,8 @@ static int no_such_context(cfg_file *p, const char *name, int wanted)
         snprintf(p->err, p->errlen, "%s: no context '%s' (contexts: %s)%s%s%s", p->path, name, p->n ? list : "none",
                  near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
     else
-        snprintf(p->err, p->errlen, "%s:%d: current = %s: no such context (contexts: %s)", p->path, p->cur_line,
-                 name, p->n ? list : "none");
+        snprintf(p->err, p->errlen, "%s:%d: current = %s: no such context (contexts: %s)", p->path, p->cur_line, name,
+                 p->n ? list : "none");
     return -EINVAL;
 }
 

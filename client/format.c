@@ -11,11 +11,11 @@
 
 struct avoctl_table {
     size_t ncols;
-    size_t nrows;       /* including the header row */
+    size_t nrows; /* including the header row */
     size_t cap;
     unsigned right_mask;
-    char **cells;       /* nrows * ncols, row-major */
-    size_t fit_width;   /* 0: no limit */
+    char **cells;     /* nrows * ncols, row-major */
+    size_t fit_width; /* 0: no limit */
     size_t fit_col;
     size_t fit_min;
 };
@@ -50,8 +50,7 @@ int avoctl_table_add(avoctl_table *t, const char *const *cells)
     return 0;
 }
 
-int avoctl_table_new(avoctl_table **out, size_t ncols, const char *const *headers,
-                     unsigned right_mask)
+int avoctl_table_new(avoctl_table **out, size_t ncols, const char *const *headers, unsigned right_mask)
 {
     avoctl_table *t = calloc(1, sizeof *t);
     if (!t || ncols == 0)
@@ -282,8 +281,8 @@ void avoctl_fmt_time(const char *iso, int with_date, char *buf, size_t len)
     /* Expect "YYYY-MM-DD[T ]HH:MM:SS..." and show it as the daemon wrote it
      * (its zone), rather than guess at conversions. */
     size_t n = iso ? strlen(iso) : 0;
-    if (n < 19 || iso[4] != '-' || iso[7] != '-' || (iso[10] != 'T' && iso[10] != ' ') ||
-        iso[13] != ':' || iso[16] != ':') {
+    if (n < 19 || iso[4] != '-' || iso[7] != '-' || (iso[10] != 'T' && iso[10] != ' ') || iso[13] != ':' ||
+        iso[16] != ':') {
         snprintf(buf, len, "-");
         return;
     }
@@ -317,7 +316,8 @@ void avoctl_fmt_knobs(const json_t *knobs, char *buf, size_t len)
     if (!len)
         return;
     buf[0] = 0;
-    json_object_foreach((json_t *)knobs, k, v) {
+    json_object_foreach((json_t *)knobs, k, v)
+    {
         avoctl_fmt_field(v, val, sizeof val);
         int n = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k, val);
         if (n < 0 || (size_t)n >= len - used) {
@@ -436,8 +436,7 @@ void avoctl_fmt_noisy(const json_t *config, int with_figures, char *buf, size_t 
     if (!json_is_true(json_object_get(config, "noisy")))
         return;
     if (with_figures && json_is_number(rse) && json_is_number(target))
-        snprintf(buf, len, "noisy: rse %.1f%% > %.1f%%", 100 * json_number_value(rse),
-                 100 * json_number_value(target));
+        snprintf(buf, len, "noisy: rse %.1f%% > %.1f%%", 100 * json_number_value(rse), 100 * json_number_value(target));
     else
         snprintf(buf, len, "noisy");
 }
@@ -547,8 +546,7 @@ static void fmt_island_migrated(const json_t *ev, const json_t *d, const char *k
 {
     (void)ev;
     (void)kind;
-    add(buf, len, "island_migrated island %lld adopted cand %lld", int_of(d, "island"),
-        int_of(d, "candidate"));
+    add(buf, len, "island_migrated island %lld adopted cand %lld", int_of(d, "island"), int_of(d, "candidate"));
     if (json_is_number(json_object_get(d, "aggregate"))) {
         char num[64];
         avoctl_fmt_num(json_number_value(json_object_get(d, "aggregate")), num, sizeof num);
@@ -737,8 +735,8 @@ static void fmt_llm_retry(const json_t *ev, const json_t *d, const char *kind, c
         add(buf, len, " (HTTP %lld)", int_of(d, "status"));
     if (why && *why)
         add(buf, len, ": %.200s", why);
-    add(buf, len, "; retrying in %.1f s (%lld of %lld retries)",
-        json_number_value(json_object_get(d, "wait_s")), int_of(d, "attempt"), int_of(d, "max_retries"));
+    add(buf, len, "; retrying in %.1f s (%lld of %lld retries)", json_number_value(json_object_get(d, "wait_s")),
+        int_of(d, "attempt"), int_of(d, "max_retries"));
     if (json_is_integer(json_object_get(d, "step")))
         add(buf, len, ", agent step %lld", int_of(d, "step"));
 }

@@ -12,8 +12,7 @@ typedef struct avoctl_table avoctl_table;
 
 /* A table of ncols columns; bit i of right_mask right-aligns column i
  * (numbers). Returns 0 or -ENOMEM. */
-int avoctl_table_new(avoctl_table **t, size_t ncols, const char *const *headers,
-                     unsigned right_mask);
+int avoctl_table_new(avoctl_table **t, size_t ncols, const char *const *headers, unsigned right_mask);
 /* Copy one row of ncols cells (NULL cells print as "-"). */
 int avoctl_table_add(avoctl_table *t, const char *const *cells);
 size_t avoctl_table_rows(const avoctl_table *t);
@@ -77,9 +76,9 @@ double avoctl_job_elapsed(const json_t *job);
  * a terminal, NO_COLOR is set and not empty, or --no-color), then each
  * avoctl_color_* returns the escape or "" */
 void avoctl_color_init(int force_off);
-void avoctl_color_set(int on); /* for the unit tests */
-const char *avoctl_color_fail(void);  /* red */
-const char *avoctl_color_good(void);  /* green: a new best */
+void avoctl_color_set(int on);       /* for the unit tests */
+const char *avoctl_color_fail(void); /* red */
+const char *avoctl_color_good(void); /* green: a new best */
 const char *avoctl_color_off(void);
 
 /* The terminal's width when out is one, else 0 (no limit). */

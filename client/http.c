@@ -17,8 +17,8 @@
 struct avoctl_http {
     CURL *curl;
     char *socket;
-    char base[512];             /* "http://avod" on the socket, else the TCP listener's URL */
-    char auth[300];             /* "Authorization: Bearer ..." or "" */
+    char base[512]; /* "http://avod" on the socket, else the TCP listener's URL */
+    char auth[300]; /* "Authorization: Bearer ..." or "" */
     int tcp;
     char errbuf[CURL_ERROR_SIZE];
     volatile sig_atomic_t *stop; /* set by a signal handler: end a stream */
@@ -27,9 +27,9 @@ struct avoctl_http {
 typedef struct {
     avoctl_http *h;
     avoctl_buf body;
-    avoctl_stream_cb cb;     /* NULL: collect everything */
+    avoctl_stream_cb cb; /* NULL: collect everything */
     void *arg;
-    int cb_rc;               /* why the transfer was cut short by us */
+    int cb_rc; /* why the transfer was cut short by us */
     int too_large;
 } transfer;
 
@@ -234,8 +234,7 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
             snprintf(r->error, sizeof r->error, "answer too large");
         else if (cc == CURLE_COULDNT_CONNECT && os_errno)
             /* curl's own text names a TCP port, which misleads for a socket file. */
-            snprintf(r->error, sizeof r->error, "%s (%s)", curl_easy_strerror(cc),
-                     strerror((int)os_errno));
+            snprintf(r->error, sizeof r->error, "%s (%s)", curl_easy_strerror(cc), strerror((int)os_errno));
         else
             snprintf(r->error, sizeof r->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
         if (t.too_large)
@@ -262,8 +261,8 @@ cleanup:
     return rc;
 }
 
-int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
-                     const json_t *body, avoctl_response *r)
+int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query, const json_t *body,
+                     avoctl_response *r)
 {
     return perform(h, route, id, NULL, query, body, NULL, NULL, r);
 }
@@ -273,8 +272,8 @@ int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, a
     return perform(h, route, 0, name, NULL, NULL, NULL, NULL, r);
 }
 
-int avoctl_http_stream(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
-                       avoctl_stream_cb cb, void *arg, avoctl_response *r)
+int avoctl_http_stream(avoctl_http *h, avo_route_id route, int64_t id, const char *query, avoctl_stream_cb cb,
+                       void *arg, avoctl_response *r)
 {
     return perform(h, route, id, NULL, query, NULL, cb, arg, r);
 }

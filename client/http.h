@@ -14,9 +14,9 @@
 typedef struct avoctl_http avoctl_http;
 
 typedef struct {
-    long status;       /* HTTP status; 0 when no answer was received */
-    json_t *body;      /* parsed JSON body, owned; NULL if empty or not JSON */
-    char error[256];   /* transport failure or why the body is not JSON */
+    long status;     /* HTTP status; 0 when no answer was received */
+    json_t *body;    /* parsed JSON body, owned; NULL if empty or not JSON */
+    char error[256]; /* transport failure or why the body is not JSON */
 } avoctl_response;
 
 void avoctl_response_free(avoctl_response *r);
@@ -46,8 +46,8 @@ int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size
  * HTTP answer arrived (whatever its status; see r->status, r->body), or
  * -ECONNREFUSED when avod could not be reached and -EIO when the transfer
  * failed later, with curl's reason in r->error. */
-int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
-                     const json_t *body, avoctl_response *r);
+int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query, const json_t *body,
+                     avoctl_response *r);
 
 /* A GET of a "{name}" route (avoctl_route_path_name), as avoctl_http_call. */
 int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, avoctl_response *r);
@@ -57,7 +57,7 @@ int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, a
  * when the server ended the body or cb returned 1, cb's negative value, or
  * the errors of avoctl_http_call(); r->status != 0 tells whether the
  * connection was made before a failure. */
-int avoctl_http_stream(avoctl_http *h, avo_route_id route, int64_t id, const char *query,
-                       avoctl_stream_cb cb, void *arg, avoctl_response *r);
+int avoctl_http_stream(avoctl_http *h, avo_route_id route, int64_t id, const char *query, avoctl_stream_cb cb,
+                       void *arg, avoctl_response *r);
 
 #endif

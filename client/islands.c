@@ -107,9 +107,8 @@ int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
         sparkline(s, spark, sizeof spark);
         int n;
         if (v->budget)
-            n = snprintf(line, sizeof line, "island %-2d %4d %s (job %d/%d)  best %-18s %-7s %s", i,
-                         s->evaluations, s->evaluations == 1 ? "eval " : "evals", total, v->budget, best, speed,
-                         spark);
+            n = snprintf(line, sizeof line, "island %-2d %4d %s (job %d/%d)  best %-18s %-7s %s", i, s->evaluations,
+                         s->evaluations == 1 ? "eval " : "evals", total, v->budget, best, speed, spark);
         else
             n = snprintf(line, sizeof line, "island %-2d %4d %s  best %-18s %-7s %s", i, s->evaluations,
                          s->evaluations == 1 ? "eval " : "evals", best, speed, spark);
@@ -184,7 +183,8 @@ void avoctl_job_summary(const json_t *job, FILE *out)
         avoctl_fmt_num(json_number_value(best), num, sizeof num);
         fprintf(out, "best %s %s", num, unit);
         if (seed_failed) {
-            fprintf(out, "; seed failed (%s)", seed_outcome && strcmp(seed_outcome, "ok") ? seed_outcome : "no valid score");
+            fprintf(out, "; seed failed (%s)",
+                    seed_outcome && strcmp(seed_outcome, "ok") ? seed_outcome : "no valid score");
         } else if (json_is_number(seed_agg)) {
             avoctl_fmt_num(json_number_value(seed_agg), num, sizeof num);
             avoctl_fmt_job_speedup(job, sp, sizeof sp);

@@ -10,27 +10,27 @@
 #include <jansson.h>
 
 #define AVOCTL_MAX_ISLANDS 64
-#define AVOCTL_SPARK 24          /* points of history kept per island */
+#define AVOCTL_SPARK 24 /* points of history kept per island */
 
 typedef struct {
     int evaluations, failed;
-    double best;                 /* 0 until a commit */
+    double best; /* 0 until a commit */
     double history[AVOCTL_SPARK];
     int nhistory;
 } avoctl_island;
 
 typedef struct {
     avoctl_island isl[AVOCTL_MAX_ISLANDS];
-    int nislands;                /* highest island seen + 1 (at least the job's count) */
-    int budget;                  /* evaluations of the job's budget, 0 if unknown */
-    double seed;                 /* the seed's score, 0 until known */
+    int nislands; /* highest island seen + 1 (at least the job's count) */
+    int budget;   /* evaluations of the job's budget, 0 if unknown */
+    double seed;  /* the seed's score, 0 until known */
     char unit[32];
     int finished;
     char state[32], reason[256];
     double speedup;
-    char speedup_text[512];      /* job_finished's, with its interval; "" until then */
-    double elapsed;              /* the job's running time, < 0: unknown (no clock line) */
-    double wall_budget;          /* its wall-clock budget in seconds, 0: none */
+    char speedup_text[512]; /* job_finished's, with its interval; "" until then */
+    double elapsed;         /* the job's running time, < 0: unknown (no clock line) */
+    double wall_budget;     /* its wall-clock budget in seconds, 0: none */
 } avoctl_islands;
 
 /* islands: the job's island count; budget: its evaluation budget (0 if

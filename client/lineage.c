@@ -13,7 +13,7 @@ typedef struct {
     long long id, parent;
     int committed;
     int shown;
-    size_t nkids, first_kid;    /* into the kids array, in id order */
+    size_t nkids, first_kid; /* into the kids array, in id order */
 } node;
 
 typedef struct {
@@ -62,9 +62,9 @@ static int add_row(tree *t, const node *n, const char *glyph)
     int scored = json_is_number(agg) && outcome && strcmp(outcome, "ok") == 0;
     char label[4096], parent[32] = "", island[32], score[96] = "", sp[32] = "", knobs[1024];
     const char *mark = n->id == t->seed && n->id == t->best ? " (seed, best)"
-                       : n->id == t->seed                  ? " (seed)"
-                       : n->id == t->best                  ? " (best)"
-                                                           : "";
+                       : n->id == t->seed                   ? " (seed)"
+                       : n->id == t->best                   ? " (best)"
+                                                            : "";
 
     snprintf(label, sizeof label, "%s%s%lld%s", t->prefix.p ? t->prefix.p : "", glyph, n->id, mark);
     if (n->parent > 0)
@@ -142,7 +142,8 @@ static int build(tree *t, const json_t *cands)
     t->kids = calloc(t->count ? t->count : 1, sizeof *t->kids);
     if (!t->n || !t->kids)
         return -ENOMEM;
-    json_array_foreach(cands, i, c) {
+    json_array_foreach(cands, i, c)
+    {
         node *n = &t->n[i];
         n->c = c;
         n->id = int_or(json_object_get(c, "id"), 0);

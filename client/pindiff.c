@@ -28,12 +28,14 @@ int avoctl_pindiff_print(const json_t *body, FILE *out)
     fprintf(out, "\n%zu file(s) differ:\n", json_array_size(changes));
     size_t i;
     json_t *c;
-    json_array_foreach(changes, i, c) {
+    json_array_foreach(changes, i, c)
+    {
         const char *p = str(c, "pinned"), *d = str(c, "disk");
         fprintf(out, "  %-8s %-24s pinned %.12s  on disk %.12s\n", str(c, "change") ? str(c, "change") : "?",
                 str(c, "file") ? str(c, "file") : "?", p ? p : "-", d ? d : "(unreadable or absent)");
     }
-    json_array_foreach(json_object_get(body, "diffs"), i, c) {
+    json_array_foreach(json_object_get(body, "diffs"), i, c)
+    {
         const char *d = str(c, "diff");
         fprintf(out, "\n%s", d ? d : "");
         if (d && *d && d[strlen(d) - 1] != '\n')

@@ -32,7 +32,8 @@ int avoctl_problems_print(const json_t *list, size_t width, FILE *out)
         return -ENOMEM;
     size_t i;
     json_t *p;
-    json_array_foreach(rows, i, p) {
+    json_array_foreach(rows, i, p)
+    {
         char knobs[16], configs[16], err[600], desc[128];
         const char *e = avoctl_str(p, "error");
         snprintf(knobs, sizeof knobs, "%lld", (long long)json_integer_value(json_object_get(p, "knobs")));
@@ -40,7 +41,7 @@ int avoctl_problems_print(const json_t *list, size_t width, FILE *out)
         snprintf(err, sizeof err, "does not load: %s", e ? e : "");
         first_sentence(avoctl_str(p, "description"), desc, sizeof desc);
         const char *row[] = {avoctl_str(p, "name"), e ? "-" : avoctl_str(p, "backend"), e ? "-" : knobs,
-                             e ? "-" : configs, e ? "-" : avoctl_str(p, "unit"), e ? err : desc};
+                             e ? "-" : configs,     e ? "-" : avoctl_str(p, "unit"),    e ? err : desc};
         avoctl_table_add(t, row);
     }
     avoctl_table_fit(t, width, 5, 20);
@@ -56,9 +57,11 @@ static void join_strings(const json_t *a, char *buf, size_t len)
     size_t i, n = 0;
     json_t *v;
     buf[0] = 0;
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         if (n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", json_string_value(v) ? json_string_value(v) : "?");
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+                                  json_string_value(v) ? json_string_value(v) : "?");
     }
 }
 
@@ -66,7 +69,8 @@ static void print_knobs(const json_t *knobs, const json_t *constraints, FILE *ou
 {
     size_t i, j;
     json_t *k, *v;
-    json_array_foreach(knobs, i, k) {
+    json_array_foreach(knobs, i, k)
+    {
         fprintf(out, "  %-12s default %-6lld values", avoctl_str(k, "name") ? avoctl_str(k, "name") : "?",
                 (long long)json_integer_value(json_object_get(k, "default")));
         json_array_foreach(json_object_get(k, "values"), j, v)
@@ -97,15 +101,17 @@ int avoctl_problem_print(const json_t *p, FILE *out)
     join_strings(json_object_get(p, "sizes"), buf, sizeof buf);
     fprintf(out, "sizes        %s\n", buf);
     fprintf(out, "\ntensors\n");
-    json_array_foreach(json_object_get(spec, "tensors"), i, v) {
+    json_array_foreach(json_object_get(spec, "tensors"), i, v)
+    {
         char *shape = json_dumps(json_object_get(v, "shape"), JSON_COMPACT);
         fprintf(out, "  %-12s %-5s %-7s %s\n", avoctl_str(v, "name") ? avoctl_str(v, "name") : "?",
-                avoctl_str(v, "dtype") ? avoctl_str(v, "dtype") : "?", avoctl_str(v, "role") ? avoctl_str(v, "role") : "?",
-                shape ? shape : "?");
+                avoctl_str(v, "dtype") ? avoctl_str(v, "dtype") : "?",
+                avoctl_str(v, "role") ? avoctl_str(v, "role") : "?", shape ? shape : "?");
         free(shape);
     }
     fprintf(out, "\nconfigurations\n");
-    json_array_foreach(json_object_get(spec, "configs"), i, v) {
+    json_array_foreach(json_object_get(spec, "configs"), i, v)
+    {
         char *sz = json_dumps(json_object_get(v, "sizes"), JSON_COMPACT | JSON_PRESERVE_ORDER);
         fprintf(out, "  %-16s %s\n", avoctl_str(v, "name") ? avoctl_str(v, "name") : "?", sz ? sz : "?");
         free(sz);
@@ -113,12 +119,14 @@ int avoctl_problem_print(const json_t *p, FILE *out)
     fprintf(out, "\nseed %s: knobs\n", avoctl_str(spec, "seed") ? avoctl_str(spec, "seed") : "?");
     print_knobs(json_object_get(spec, "knobs"), json_object_get(spec, "constraints"), out);
     const char *key;
-    json_object_foreach(json_object_get(spec, "seeds"), key, v) {
+    json_object_foreach(json_object_get(spec, "seeds"), key, v)
+    {
         fprintf(out, "\nseed %s (--seed-name %s): knobs\n", avoctl_str(v, "file") ? avoctl_str(v, "file") : "?", key);
         print_knobs(json_object_get(v, "knobs"), json_object_get(v, "constraints"), out);
     }
     fprintf(out, "\nknob spaces\n");
-    json_array_foreach(json_object_get(p, "knob_space"), i, v) {
+    json_array_foreach(json_object_get(p, "knob_space"), i, v)
+    {
         const json_t *al = json_object_get(v, "allowed");
         char allowed[64];
         if (json_is_integer(al))

@@ -67,7 +67,8 @@ static void evaluations_line(const json_t *e, char *buf, size_t len)
     int first = 1;
     /* ok first, then the failures as the daemon lists them. */
     for (int pass = 0; pass < 2; pass++)
-        json_object_foreach((json_t *)by, k, v) {
+        json_object_foreach((json_t *)by, k, v)
+        {
             if ((strcmp(k, "ok") == 0) != (pass == 0) || used >= len)
                 continue;
             used += (size_t)snprintf(buf + used, len - used, "%s%lld %s", first ? ": " : ", ",
@@ -155,13 +156,11 @@ static size_t totals(const json_t *r, total *t)
     spent(json_object_get(acc, "wall_seconds"), json_object_get(budget, "wall_seconds"), "s", t[n++].val,
           sizeof t->val);
     t[n].key = "GPU";
-    spent(json_object_get(acc, "gpu_seconds"), json_object_get(budget, "gpu_seconds"), "s", t[n++].val,
-          sizeof t->val);
+    spent(json_object_get(acc, "gpu_seconds"), json_object_get(budget, "gpu_seconds"), "s", t[n++].val, sizeof t->val);
     t[n].key = "CPU";
     spent(json_object_get(acc, "cpu_seconds"), NULL, "s", t[n++].val, sizeof t->val);
     t[n].key = "energy";
-    spent(json_object_get(acc, "energy_j"), json_object_get(budget, "energy_joules"), "J", t[n++].val,
-          sizeof t->val);
+    spent(json_object_get(acc, "energy_j"), json_object_get(budget, "energy_joules"), "J", t[n++].val, sizeof t->val);
     return n;
 }
 
@@ -256,7 +255,8 @@ int avoctl_report_print(const json_t *r, size_t width, FILE *out)
         json_t *is;
         if ((rc = avoctl_table_new(&t, 6, island_hdr, 0x3f)) < 0)
             goto cleanup;
-        json_array_foreach(islands, i, is) {
+        json_array_foreach(islands, i, is)
+        {
             char cells[6][64];
             island_row(is, cells);
             const char *row[] = {cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]};
@@ -330,7 +330,8 @@ int avoctl_report_markdown(const json_t *r, FILE *out)
         json_t *is;
         fprintf(out, "\n## Islands\n\n| island | best | candidate | commits | evaluations | migrations |\n"
                      "|---:|---:|---:|---:|---:|---:|\n");
-        json_array_foreach(islands, i, is) {
+        json_array_foreach(islands, i, is)
+        {
             char cells[6][64];
             island_row(is, cells);
             for (int k = 0; k < 6; k++)

@@ -13,134 +13,123 @@
 /* "@ENTRY@" stands for the entry point's name in every template. What the
  * cpu and cuda packages share: the computation's description and its
  * arguments. */
-#define ROWSUM_DESCRIPTION \
-    "  \"description\": \"@ENTRY@: y[i] = sum over j of x[i][j], float32, row-major (scaffolded by avoctl problem " \
+#define ROWSUM_DESCRIPTION                                                                                             \
+    "  \"description\": \"@ENTRY@: y[i] = sum over j of x[i][j], float32, row-major (scaffolded by avoctl problem "    \
     "new: replace with your kernel)\",\n"
-#define ROWSUM_TENSORS \
-    "  \"entry\": \"@ENTRY@\",\n" \
-    "  \"sizes\": [\"M\", \"N\"],\n" \
-    "  \"tensors\": [\n" \
-    "    {\"name\": \"x\", \"dtype\": \"f32\", \"role\": \"input\",  \"shape\": [\"M\", \"N\"]},\n" \
-    "    {\"name\": \"y\", \"dtype\": \"f32\", \"role\": \"output\", \"shape\": [\"M\"]}\n" \
+#define ROWSUM_TENSORS                                                                                                 \
+    "  \"entry\": \"@ENTRY@\",\n"                                                                                      \
+    "  \"sizes\": [\"M\", \"N\"],\n"                                                                                   \
+    "  \"tensors\": [\n"                                                                                               \
+    "    {\"name\": \"x\", \"dtype\": \"f32\", \"role\": \"input\",  \"shape\": [\"M\", \"N\"]},\n"                    \
+    "    {\"name\": \"y\", \"dtype\": \"f32\", \"role\": \"output\", \"shape\": [\"M\"]}\n"                            \
     "  ],\n"
 
-static const char cpu_problem[] =
-    "{\n"
-    ROWSUM_DESCRIPTION
-    "  \"backend\": \"cpu\",\n"
-    ROWSUM_TENSORS
-    "  \"configs\": [\n"
-    "    {\"name\": \"256x1024\", \"sizes\": {\"M\": 256,  \"N\": 1024}},\n"
-    "    {\"name\": \"1000x999\", \"sizes\": {\"M\": 1000, \"N\": 999}}\n"
-    "  ],\n"
-    "  \"bytes\": \"4 * (M * N + M)\",\n"
-    "  \"score_metric\": \"bytes\",\n"
-    "  \"reference\": \"reference.c\",\n"
-    "  \"seed\": \"seed.c\",\n"
-    "  \"cflags\": [\"-O2\"],\n"
-    "  \"knobs\": [\n"
-    "    {\"name\": \"UNROLL\", \"values\": [1, 2, 4, 8], \"default\": 1},\n"
-    "    {\"name\": \"ACC\",    \"values\": [1, 2, 4],    \"default\": 1}\n"
-    "  ],\n"
-    "  \"constraints\": [\"UNROLL % ACC == 0\"],\n"
-    "  \"timing\": {\"max_seconds\": 0.5},\n"
-    "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
-    "}\n";
+static const char cpu_problem[] = "{\n" ROWSUM_DESCRIPTION "  \"backend\": \"cpu\",\n" ROWSUM_TENSORS
+                                  "  \"configs\": [\n"
+                                  "    {\"name\": \"256x1024\", \"sizes\": {\"M\": 256,  \"N\": 1024}},\n"
+                                  "    {\"name\": \"1000x999\", \"sizes\": {\"M\": 1000, \"N\": 999}}\n"
+                                  "  ],\n"
+                                  "  \"bytes\": \"4 * (M * N + M)\",\n"
+                                  "  \"score_metric\": \"bytes\",\n"
+                                  "  \"reference\": \"reference.c\",\n"
+                                  "  \"seed\": \"seed.c\",\n"
+                                  "  \"cflags\": [\"-O2\"],\n"
+                                  "  \"knobs\": [\n"
+                                  "    {\"name\": \"UNROLL\", \"values\": [1, 2, 4, 8], \"default\": 1},\n"
+                                  "    {\"name\": \"ACC\",    \"values\": [1, 2, 4],    \"default\": 1}\n"
+                                  "  ],\n"
+                                  "  \"constraints\": [\"UNROLL % ACC == 0\"],\n"
+                                  "  \"timing\": {\"max_seconds\": 0.5},\n"
+                                  "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
+                                  "}\n";
 
-static const char cpu_reference[] =
-    "/* The trusted reference: plain loops, accumulating in double. avo_reference_f64\n"
-    " * is its float64 twin, which the checker compares it with on the validate\n"
-    " * sizes before any candidate runs (docs/problems.md). */\n"
-    "#include <stdint.h>\n"
-    "\n"
-    "int avo_reference(void *const *tensors, const int64_t *sizes)\n"
-    "{\n"
-    "    const float *x = tensors[0];\n"
-    "    float *y = tensors[1];\n"
-    "    const int64_t M = sizes[0], N = sizes[1];\n"
-    "    for (int64_t i = 0; i < M; i++) {\n"
-    "        double acc = 0;\n"
-    "        for (int64_t j = 0; j < N; j++)\n"
-    "            acc += x[i * N + j];\n"
-    "        y[i] = (float)acc;\n"
-    "    }\n"
-    "    return 0;\n"
-    "}\n"
-    "\n"
-    "int avo_reference_f64(void *const *tensors, const int64_t *sizes)\n"
-    "{\n"
-    "    const double *x = tensors[0];\n"
-    "    double *y = tensors[1];\n"
-    "    const int64_t M = sizes[0], N = sizes[1];\n"
-    "    for (int64_t i = 0; i < M; i++) {\n"
-    "        double acc = 0;\n"
-    "        for (int64_t j = 0; j < N; j++)\n"
-    "            acc += x[i * N + j];\n"
-    "        y[i] = acc;\n"
-    "    }\n"
-    "    return 0;\n"
-    "}\n";
+static const char cpu_reference[] = "/* The trusted reference: plain loops, accumulating in double. avo_reference_f64\n"
+                                    " * is its float64 twin, which the checker compares it with on the validate\n"
+                                    " * sizes before any candidate runs (docs/problems.md). */\n"
+                                    "#include <stdint.h>\n"
+                                    "\n"
+                                    "int avo_reference(void *const *tensors, const int64_t *sizes)\n"
+                                    "{\n"
+                                    "    const float *x = tensors[0];\n"
+                                    "    float *y = tensors[1];\n"
+                                    "    const int64_t M = sizes[0], N = sizes[1];\n"
+                                    "    for (int64_t i = 0; i < M; i++) {\n"
+                                    "        double acc = 0;\n"
+                                    "        for (int64_t j = 0; j < N; j++)\n"
+                                    "            acc += x[i * N + j];\n"
+                                    "        y[i] = (float)acc;\n"
+                                    "    }\n"
+                                    "    return 0;\n"
+                                    "}\n"
+                                    "\n"
+                                    "int avo_reference_f64(void *const *tensors, const int64_t *sizes)\n"
+                                    "{\n"
+                                    "    const double *x = tensors[0];\n"
+                                    "    double *y = tensors[1];\n"
+                                    "    const int64_t M = sizes[0], N = sizes[1];\n"
+                                    "    for (int64_t i = 0; i < M; i++) {\n"
+                                    "        double acc = 0;\n"
+                                    "        for (int64_t j = 0; j < N; j++)\n"
+                                    "            acc += x[i * N + j];\n"
+                                    "        y[i] = acc;\n"
+                                    "    }\n"
+                                    "    return 0;\n"
+                                    "}\n";
 
-static const char cpu_seed[] =
-    "/* The seed: where evolution starts. Every knob has a default under #ifndef,\n"
-    " * and the source must be correct at every setting the constraints allow\n"
-    " * (`avoctl problem check` compiles them). UNROLL: elements per inner step;\n"
-    " * ACC: independent partial sums (UNROLL % ACC == 0). */\n"
-    "#include <stdint.h>\n"
-    "\n"
-    "#ifndef UNROLL\n"
-    "#define UNROLL 1\n"
-    "#endif\n"
-    "#ifndef ACC\n"
-    "#define ACC 1\n"
-    "#endif\n"
-    "\n"
-    "int @ENTRY@(void *const *tensors, const int64_t *sizes)\n"
-    "{\n"
-    "    const float *x = tensors[0];\n"
-    "    float *y = tensors[1];\n"
-    "    const int64_t M = sizes[0], N = sizes[1];\n"
-    "    for (int64_t i = 0; i < M; i++) {\n"
-    "        const float *row = x + i * N;\n"
-    "        float acc[ACC] = {0};\n"
-    "        int64_t j = 0;\n"
-    "        for (; j + UNROLL <= N; j += UNROLL)\n"
-    "            for (int u = 0; u < UNROLL; u++)\n"
-    "                acc[u % ACC] += row[j + u];\n"
-    "        for (; j < N; j++)\n"
-    "            acc[0] += row[j];\n"
-    "        float sum = 0;\n"
-    "        for (int a = 0; a < ACC; a++)\n"
-    "            sum += acc[a];\n"
-    "        y[i] = sum;\n"
-    "    }\n"
-    "    return 0;\n"
-    "}\n";
+static const char cpu_seed[] = "/* The seed: where evolution starts. Every knob has a default under #ifndef,\n"
+                               " * and the source must be correct at every setting the constraints allow\n"
+                               " * (`avoctl problem check` compiles them). UNROLL: elements per inner step;\n"
+                               " * ACC: independent partial sums (UNROLL % ACC == 0). */\n"
+                               "#include <stdint.h>\n"
+                               "\n"
+                               "#ifndef UNROLL\n"
+                               "#define UNROLL 1\n"
+                               "#endif\n"
+                               "#ifndef ACC\n"
+                               "#define ACC 1\n"
+                               "#endif\n"
+                               "\n"
+                               "int @ENTRY@(void *const *tensors, const int64_t *sizes)\n"
+                               "{\n"
+                               "    const float *x = tensors[0];\n"
+                               "    float *y = tensors[1];\n"
+                               "    const int64_t M = sizes[0], N = sizes[1];\n"
+                               "    for (int64_t i = 0; i < M; i++) {\n"
+                               "        const float *row = x + i * N;\n"
+                               "        float acc[ACC] = {0};\n"
+                               "        int64_t j = 0;\n"
+                               "        for (; j + UNROLL <= N; j += UNROLL)\n"
+                               "            for (int u = 0; u < UNROLL; u++)\n"
+                               "                acc[u % ACC] += row[j + u];\n"
+                               "        for (; j < N; j++)\n"
+                               "            acc[0] += row[j];\n"
+                               "        float sum = 0;\n"
+                               "        for (int a = 0; a < ACC; a++)\n"
+                               "            sum += acc[a];\n"
+                               "        y[i] = sum;\n"
+                               "    }\n"
+                               "    return 0;\n"
+                               "}\n";
 
-static const char cuda_problem[] =
-    "{\n"
-    ROWSUM_DESCRIPTION
-    "  \"backend\": \"cuda\",\n"
-    "  \"language\": \"cuda\",\n"
-    ROWSUM_TENSORS
-    "  \"configs\": [\n"
-    "    {\"name\": \"4096x4096\", \"sizes\": {\"M\": 4096, \"N\": 4096}},\n"
-    "    {\"name\": \"10000x999\", \"sizes\": {\"M\": 10000, \"N\": 999}}\n"
-    "  ],\n"
-    "  \"bytes\": \"4 * (M * N + M)\",\n"
-    "  \"score_metric\": \"bytes\",\n"
-    "  \"reference\": \"reference.cu\",\n"
-    "  \"seed\": \"seed.cu\",\n"
-    "  \"baseline\": \"baseline.cu\",\n"
-    "  \"nvcc_flags\": [\"-O3\"],\n"
-    "  \"knobs\": [\n"
-    "    {\"name\": \"THREADS\", \"values\": [64, 128, 256, 512], \"default\": 256},\n"
-    "    {\"name\": \"UNROLL\",  \"values\": [1, 2, 4],           \"default\": 1}\n"
-    "  ],\n"
-    "  \"constraints\": [\"THREADS * UNROLL <= 1024\"],\n"
-    "  \"timing\": {\"max_seconds\": 0.5},\n"
-    "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
-    "}\n";
+static const char cuda_problem[] = "{\n" ROWSUM_DESCRIPTION "  \"backend\": \"cuda\",\n"
+                                   "  \"language\": \"cuda\",\n" ROWSUM_TENSORS "  \"configs\": [\n"
+                                   "    {\"name\": \"4096x4096\", \"sizes\": {\"M\": 4096, \"N\": 4096}},\n"
+                                   "    {\"name\": \"10000x999\", \"sizes\": {\"M\": 10000, \"N\": 999}}\n"
+                                   "  ],\n"
+                                   "  \"bytes\": \"4 * (M * N + M)\",\n"
+                                   "  \"score_metric\": \"bytes\",\n"
+                                   "  \"reference\": \"reference.cu\",\n"
+                                   "  \"seed\": \"seed.cu\",\n"
+                                   "  \"baseline\": \"baseline.cu\",\n"
+                                   "  \"nvcc_flags\": [\"-O3\"],\n"
+                                   "  \"knobs\": [\n"
+                                   "    {\"name\": \"THREADS\", \"values\": [64, 128, 256, 512], \"default\": 256},\n"
+                                   "    {\"name\": \"UNROLL\",  \"values\": [1, 2, 4],           \"default\": 1}\n"
+                                   "  ],\n"
+                                   "  \"constraints\": [\"THREADS * UNROLL <= 1024\"],\n"
+                                   "  \"timing\": {\"max_seconds\": 0.5},\n"
+                                   "  \"validate\": {\"sizes\": {\"M\": 7, \"N\": 33}}\n"
+                                   "}\n";
 
 static const char cuda_reference[] =
     "/* The trusted reference: one thread per row, accumulating in double.\n"
@@ -331,8 +320,8 @@ static char *expand(const char *tmpl, const char *entry)
     return out;
 }
 
-int avoctl_scaffold(const char *dir, const char *target, const char *entry, char *out_files, size_t out_len,
-                    char *err, size_t errlen)
+int avoctl_scaffold(const char *dir, const char *target, const char *entry, char *out_files, size_t out_len, char *err,
+                    size_t errlen)
 {
     const file_t cpu[] = {{"problem.json", cpu_problem}, {"reference.c", cpu_reference}, {"seed.c", cpu_seed}};
     const file_t cuda[] = {{"problem.json", cuda_problem},
@@ -371,8 +360,10 @@ int avoctl_scaffold(const char *dir, const char *target, const char *entry, char
     if (!*entry || strlen(entry) > 63 || !(isalpha((unsigned char)entry[0]) || entry[0] == '_') ||
         strspn(entry, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != strlen(entry) ||
         !strncmp(entry, "avo_", 4)) {
-        snprintf(err, errlen, "--name: '%s' is not a C identifier of 1 to 63 characters outside the avo_ prefix "
-                 "(it becomes the seed's entry point)", entry);
+        snprintf(err, errlen,
+                 "--name: '%s' is not a C identifier of 1 to 63 characters outside the avo_ prefix "
+                 "(it becomes the seed's entry point)",
+                 entry);
         return -EINVAL;
     }
     for (size_t i = 0; i < nfiles; i++) {

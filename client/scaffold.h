@@ -14,7 +14,7 @@
  * from dir's last component. Refuses (-EEXIST) a dir that already holds any
  * of those files, -EINVAL a bad target or entry; err says why. On success
  * out_files gets the files written, comma-separated. */
-int avoctl_scaffold(const char *dir, const char *target, const char *entry, char *out_files, size_t out_len,
-                    char *err, size_t errlen);
+int avoctl_scaffold(const char *dir, const char *target, const char *entry, char *out_files, size_t out_len, char *err,
+                    size_t errlen);
 
 #endif

@@ -47,7 +47,8 @@ static void ids_line(const json_t *arr, char *buf, size_t len)
     json_t *v;
     char n[32];
     buf[0] = 0;
-    json_array_foreach(arr, i, v) {
+    json_array_foreach(arr, i, v)
+    {
         avoctl_fmt_field(v, n, sizeof n);
         if (i)
             cat(buf, len, ", ");
@@ -69,7 +70,8 @@ static void worker_line(const json_t *w, char *buf, size_t len)
     snprintf(buf, len, "%s on %s (%s)", id, avoctl_str(w, "host") ? avoctl_str(w, "host") : "?",
              avoctl_str(w, "target") ? avoctl_str(w, "target") : "?");
     int first = 1;
-    json_array_foreach(json_object_get(w, "devices"), i, d) {
+    json_array_foreach(json_object_get(w, "devices"), i, d)
+    {
         const char *kind = avoctl_str(d, "kind");
         if (kind && strcmp(kind, "cpu") == 0) {
             char cores[32];
@@ -129,7 +131,9 @@ static void header(const json_t *c, FILE *out)
     const json_t *screen = json_object_get(c, "screen");
     snprintf(buf, sizeof buf, "%s%s%s", outcome ? outcome : "pending",
              json_is_true(json_object_get(screen, "screened_out")) ? ", screened out" : "",
-             json_is_true(json_object_get(c, "committed")) ? ", committed" : outcome ? ", not committed" : "");
+             json_is_true(json_object_get(c, "committed")) ? ", committed"
+             : outcome                                     ? ", not committed"
+                                                           : "");
     kv(out, "outcome", buf);
     if (outcome && strcmp(outcome, "ok") != 0 && avoctl_str(c, "detail"))
         kv(out, "detail", avoctl_str(c, "detail"));
@@ -208,7 +212,8 @@ static int scores_table(const json_t *c, size_t width, FILE *out)
     if ((rc = avoctl_table_new(&t, baseline ? 6 : 5, hdr, 0x3e)) < 0)
         return rc;
     avoctl_table_fit(t, width, 0, 12);
-    json_array_foreach(configs, i, row) {
+    json_array_foreach(configs, i, row)
+    {
         char score[64], med[64], runs[32], rse[32] = "-", vs[32];
         const char *name = avoctl_str(row, "name") ? avoctl_str(row, "name") : avoctl_str(row, "config");
         avoctl_fmt_field(json_object_get(row, "score"), score, sizeof score);
@@ -243,15 +248,16 @@ static void compile_report(const json_t *c, FILE *out)
     kv(out, "compile", buf);
     /* What nvcc's ptxas said per kernel: registers and spills decide
      * occupancy, the first thing to look at in a slow CUDA candidate. */
-    json_array_foreach(json_object_get(co, "ptxas"), i, k) {
+    json_array_foreach(json_object_get(co, "ptxas"), i, k)
+    {
         char regs[32], st[32], ld[32], smem[32];
         avoctl_fmt_field(json_object_get(k, "registers"), regs, sizeof regs);
         avoctl_fmt_field(json_object_get(k, "spill_store_bytes"), st, sizeof st);
         avoctl_fmt_field(json_object_get(k, "spill_load_bytes"), ld, sizeof ld);
         avoctl_fmt_field(json_object_get(k, "smem_bytes"), smem, sizeof smem);
         /* The (mangled, long) name last, so the figures line up. */
-        snprintf(buf, sizeof buf, "%s registers, spills %s B stored / %s B loaded, %s B smem: %s", regs, st, ld,
-                 smem, avoctl_str(k, "kernel") ? avoctl_str(k, "kernel") : "?");
+        snprintf(buf, sizeof buf, "%s registers, spills %s B stored / %s B loaded, %s B smem: %s", regs, st, ld, smem,
+                 avoctl_str(k, "kernel") ? avoctl_str(k, "kernel") : "?");
         kv(out, "ptxas", buf);
     }
 }
@@ -270,19 +276,21 @@ static void compile_log(const json_t *c, FILE *out)
 static const struct {
     const char *key, *head;
     int seconds_scale; /* 0: a plain number; else 1 (s) or 9 (ns) */
-} cpu_cols[] = {
-    {"ipc", "IPC", 0},
-    {"instructions", "INSTRUCTIONS", 0},
-    {"cycles", "CYCLES", 0},
-    {"cache_misses", "CACHE_MISSES", 0},
-    {"task_clock_s", "TASK_CLOCK", 1},
-}, gpu_cols[] = {
-    {"gpu__time_duration.sum", "TIME", 9},
-    {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM%", 0},
-    {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "MEM%", 0},
-    {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM%", 0},
-    {"sm__warps_active.avg.pct_of_peak_sustained_active", "WARPS%", 0},
-    {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "TENSOR%", 0},
+} cpu_cols[] =
+    {
+        {"ipc", "IPC", 0},
+        {"instructions", "INSTRUCTIONS", 0},
+        {"cycles", "CYCLES", 0},
+        {"cache_misses", "CACHE_MISSES", 0},
+        {"task_clock_s", "TASK_CLOCK", 1},
+},
+  gpu_cols[] = {
+      {"gpu__time_duration.sum", "TIME", 9},
+      {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM%", 0},
+      {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "MEM%", 0},
+      {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM%", 0},
+      {"sm__warps_active.avg.pct_of_peak_sustained_active", "WARPS%", 0},
+      {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "TENSOR%", 0},
 };
 #define NCPU (sizeof cpu_cols / sizeof cpu_cols[0])
 #define NGPU (sizeof gpu_cols / sizeof gpu_cols[0])
@@ -308,7 +316,8 @@ static void counters_line(const json_t *c, FILE *out)
 
     /* On a GPU the counters that matter are CUPTI's, per configuration;
      * the top-level object then only says whether perf worked on the host. */
-    json_array_foreach(json_object_get(c, "configs"), i, row) {
+    json_array_foreach(json_object_get(c, "configs"), i, row)
+    {
         const json_t *ctr = json_object_get(row, "counters");
         if (json_is_array(json_object_get(ctr, "kernels"))) {
             snprintf(buf, sizeof buf, "%s, per configuration and kernel (below)",
@@ -339,20 +348,21 @@ static int counters_table(const json_t *c, size_t width, FILE *out)
     size_t i, j, k, nused = 0;
     json_t *row, *kern;
 
-    json_array_foreach(configs, i, row) {
+    json_array_foreach(configs, i, row)
+    {
         const json_t *ctr = json_object_get(row, "counters");
         gpu |= json_is_array(json_object_get(ctr, "kernels"));
     }
-    json_array_foreach(configs, i, row) {
+    json_array_foreach(configs, i, row)
+    {
         const json_t *ctr = json_object_get(row, "counters");
         if (!gpu) {
             for (k = 0; k < NCPU; k++)
                 used[k] |= json_is_number(json_object_get(ctr, cpu_cols[k].key));
             continue;
         }
-        json_array_foreach(json_object_get(ctr, "kernels"), j, kern)
-            for (k = 0; k < NGPU; k++)
-                used[k] |= json_is_number(json_object_get(json_object_get(kern, "metrics"), gpu_cols[k].key));
+        json_array_foreach(json_object_get(ctr, "kernels"), j, kern) for (k = 0; k < NGPU; k++)
+            used[k] |= json_is_number(json_object_get(json_object_get(kern, "metrics"), gpu_cols[k].key));
     }
     /* CUPTI's auto ranges are kernel launches, numbered, not named. */
     const char *hdr[2 + NGPU] = {"CONFIG", "RANGE"};
@@ -367,7 +377,8 @@ static int counters_table(const json_t *c, size_t width, FILE *out)
     if ((rc = avoctl_table_new(&t, ncols, hdr, gpu ? ~3u : ~1u)) < 0)
         return rc;
     avoctl_table_fit(t, width, gpu ? 1 : 0, 12);
-    json_array_foreach(configs, i, row) {
+    json_array_foreach(configs, i, row)
+    {
         const json_t *ctr = json_object_get(row, "counters");
         const json_t *kernels = json_object_get(ctr, "kernels");
         char cells[2 + NGPU][64];
@@ -426,7 +437,8 @@ static void noise_lines(const json_t *c, FILE *out)
     size_t i, n = 0;
     json_t *row;
 
-    json_array_foreach(configs, i, row) {
+    json_array_foreach(configs, i, row)
+    {
         if (!json_is_true(json_object_get(row, "noisy")))
             continue;
         avoctl_fmt_noisy(row, 1, mark, sizeof mark);
@@ -467,7 +479,8 @@ int avoctl_profile_print(const json_t *prof, size_t width, FILE *out)
     const json_t *res = json_object_get(prof, "result");
     if (!json_is_object(prof))
         return -EINVAL;
-    snprintf(buf, sizeof buf, "%lld (%s, %s, attempt %lld), %s%s", (long long)json_integer_value(json_object_get(prof, "id")),
+    snprintf(buf, sizeof buf, "%lld (%s, %s, attempt %lld), %s%s",
+             (long long)json_integer_value(json_object_get(prof, "id")),
              avoctl_str(prof, "why") ? avoctl_str(prof, "why") : "?",
              avoctl_str(prof, "state") ? avoctl_str(prof, "state") : "?",
              (long long)json_integer_value(json_object_get(prof, "attempts")),

@@ -39,7 +39,6 @@ static json_t *sub_object(json_t *obj, const char *key)
     return o;
 }
 
-
 typedef struct {
     int64_t evals, islands, prio, seed_cand, patience, stag_limit, migrate;
     double wall, eps, target, gpu, energy, min_gain, confidence;
@@ -55,9 +54,9 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
     } ints[] = {
         {offsetof(avoctl_spec_flags, evaluations), "--evaluations", 1, AVO_JOBSPEC_MAX_COUNT, offsetof(parsed, evals)},
         {offsetof(avoctl_spec_flags, islands), "--islands", 1, AVO_JOBSPEC_MAX_ISLANDS, offsetof(parsed, islands)},
-        {offsetof(avoctl_spec_flags, priority), "--priority", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY, offsetof(parsed, prio)},
-        {offsetof(avoctl_spec_flags, seed_candidate), "--seed-candidate", 1, INT64_MAX,
-         offsetof(parsed, seed_cand)},
+        {offsetof(avoctl_spec_flags, priority), "--priority", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY,
+         offsetof(parsed, prio)},
+        {offsetof(avoctl_spec_flags, seed_candidate), "--seed-candidate", 1, INT64_MAX, offsetof(parsed, seed_cand)},
         {offsetof(avoctl_spec_flags, patience), "--patience", 1, AVO_JOBSPEC_MAX_COUNT, offsetof(parsed, patience)},
         {offsetof(avoctl_spec_flags, stagnation_limit), "--stagnation-limit", 1, AVO_JOBSPEC_MAX_COUNT,
          offsetof(parsed, stag_limit)},
@@ -70,11 +69,14 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
         double min, max;
         size_t dst;
     } nums[] = {
-        {offsetof(avoctl_spec_flags, wall), "--wall", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, offsetof(parsed, wall)},
+        {offsetof(avoctl_spec_flags, wall), "--wall", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS,
+         offsetof(parsed, wall)},
         {offsetof(avoctl_spec_flags, epsilon), "--epsilon", 0, 0.5, offsetof(parsed, eps)},
         {offsetof(avoctl_spec_flags, target_score), "--target-score", 1e-12, 1e300, offsetof(parsed, target)},
-        {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, offsetof(parsed, gpu)},
-        {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 1, AVO_JOBSPEC_MAX_JOULES, offsetof(parsed, energy)},
+        {offsetof(avoctl_spec_flags, gpu_seconds), "--gpu-seconds", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS,
+         offsetof(parsed, gpu)},
+        {offsetof(avoctl_spec_flags, energy_joules), "--energy-joules", 1, AVO_JOBSPEC_MAX_JOULES,
+         offsetof(parsed, energy)},
         {offsetof(avoctl_spec_flags, min_gain), "--min-gain", 0, 1, offsetof(parsed, min_gain)},
         {offsetof(avoctl_spec_flags, confidence), "--confidence", 0, 1, offsetof(parsed, confidence)},
     };
@@ -102,14 +104,14 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
     }
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         const char *s = *(const char *const *)((const char *)f + ints[i].off);
-        if (s && avoctl_parse_i64(ints[i].name, s, ints[i].min, ints[i].max,
-                                  (int64_t *)((char *)p + ints[i].dst), err, errlen) < 0)
+        if (s && avoctl_parse_i64(ints[i].name, s, ints[i].min, ints[i].max, (int64_t *)((char *)p + ints[i].dst), err,
+                                  errlen) < 0)
             return -EINVAL;
     }
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         const char *s = *(const char *const *)((const char *)f + nums[i].off);
-        if (s && avoctl_parse_double(nums[i].name, s, nums[i].min, nums[i].max,
-                                     (double *)((char *)p + nums[i].dst), err, errlen) < 0)
+        if (s && avoctl_parse_double(nums[i].name, s, nums[i].min, nums[i].max, (double *)((char *)p + nums[i].dst),
+                                     err, errlen) < 0)
             return -EINVAL;
     }
     /* Open ends the table's closed ranges cannot say. */
@@ -139,8 +141,10 @@ static int parse_labels(const char *text, json_t **out, char *err, size_t errlen
         if (eq)
             *eq = 0;
         if (!eq || !avo_jobspec_label_key_ok(w)) {
-            snprintf(err, errlen, "--label: '%.80s' is not KEY=VALUE with a key of a-z 0-9 . _ / - "
-                     "(several: K=V,K2=V2)", w);
+            snprintf(err, errlen,
+                     "--label: '%.80s' is not KEY=VALUE with a key of a-z 0-9 . _ / - "
+                     "(several: K=V,K2=V2)",
+                     w);
             json_decref(l);
             return -EINVAL;
         }
@@ -157,8 +161,7 @@ static int parse_labels(const char *text, json_t **out, char *err, size_t errlen
 
 /* Every flag checked and the seed file read, before the caller's object is
  * touched. */
-static int read_flags(const avoctl_spec_flags *f, parsed *p, json_t **labels, json_t **source, char *err,
-                      size_t errlen)
+static int read_flags(const avoctl_spec_flags *f, parsed *p, json_t **labels, json_t **source, char *err, size_t errlen)
 {
     int rc;
     if ((rc = parse_flags(f, p, err, errlen)) < 0)
@@ -169,7 +172,8 @@ static int read_flags(const avoctl_spec_flags *f, parsed *p, json_t **labels, js
     }
     if (f->labels && (rc = parse_labels(f->labels, labels, err, errlen)) < 0)
         return rc;
-    if (f->seed_file && (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, source, err, errlen)) < 0) {
+    if (f->seed_file &&
+        (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, source, err, errlen)) < 0) {
         json_decref(*labels);
         *labels = NULL;
         return rc;

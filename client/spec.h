@@ -15,19 +15,19 @@ typedef struct {
     const char *wall;
     const char *epsilon;
     const char *priority;
-    const char *seed_file;        /* --seed FILE: read and sent as its text */
-    const char *seed_candidate;   /* --seed-candidate ID (transfer, `fork`) */
-    const char *seed_name;        /* --seed-name NAME: one of the problem's named seeds */
+    const char *seed_file;      /* --seed FILE: read and sent as its text */
+    const char *seed_candidate; /* --seed-candidate ID (transfer, `fork`) */
+    const char *seed_name;      /* --seed-name NAME: one of the problem's named seeds */
     const char *target_score;
     const char *patience;         /* stagnation.patience */
     const char *stagnation_limit; /* stagnation.limit */
     const char *gpu_seconds;      /* budget.gpu_seconds */
     const char *energy_joules;    /* budget.energy_joules */
     const char *migrate_every;
-    const char *min_gain;         /* commit.min_gain */
-    const char *confidence;       /* commit.confidence */
-    const char *name;             /* --name: the job's name */
-    const char *labels;           /* --label K=V[,K=V...]: merged into the file's labels */
+    const char *min_gain;   /* commit.min_gain */
+    const char *confidence; /* commit.confidence */
+    const char *name;       /* --name: the job's name */
+    const char *labels;     /* --label K=V[,K=V...]: merged into the file's labels */
 } avoctl_spec_flags;
 
 /* Largest --seed file read; avod's own (smaller) limit gives its message. */

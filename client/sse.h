@@ -10,9 +10,9 @@
 #include "buf.h"
 
 typedef struct {
-    const char *id;      /* last event id seen on this stream, "" if none */
-    const char *event;   /* event type, "message" when the stream named none */
-    const char *data;    /* data lines joined by '\n', NUL-terminated */
+    const char *id;    /* last event id seen on this stream, "" if none */
+    const char *event; /* event type, "message" when the stream named none */
+    const char *data;  /* data lines joined by '\n', NUL-terminated */
     size_t data_len;
 } avoctl_sse_event;
 
@@ -21,13 +21,13 @@ typedef struct {
 typedef int (*avoctl_sse_cb)(const avoctl_sse_event *ev, void *arg);
 
 typedef struct {
-    avoctl_buf line;     /* the line being read (may span chunks) */
+    avoctl_buf line; /* the line being read (may span chunks) */
     avoctl_buf data;
     avoctl_buf event;
     avoctl_buf id;
-    long retry_ms;       /* last "retry:" value, -1 if none */
-    int after_cr;        /* the previous chunk ended in CR: a leading LF is its pair */
-    size_t limit;        /* max bytes for one line or one event's data */
+    long retry_ms; /* last "retry:" value, -1 if none */
+    int after_cr;  /* the previous chunk ended in CR: a leading LF is its pair */
+    size_t limit;  /* max bytes for one line or one event's data */
 } avoctl_sse;
 
 #define AVOCTL_SSE_LIMIT (16u << 20)

@@ -10,7 +10,10 @@
 /* "jobs 2, in flight 4, 1 h/day, 5 h/week" from a quota object; "none". */
 static void fmt_limits(const json_t *q, char *buf, size_t len)
 {
-    static const struct { const char *field, *label; int seconds; } f[] = {
+    static const struct {
+        const char *field, *label;
+        int seconds;
+    } f[] = {
         {"jobs", "jobs", 0}, {"evals_in_flight", "in flight", 0}, {"gpu_s_day", "/day", 1}, {"gpu_s_week", "/week", 1}};
     buf[0] = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -40,7 +43,8 @@ int avoctl_teams_print(const json_t *body, FILE *out)
     size_t i;
     json_t *tm;
     int rc = 0;
-    json_array_foreach(json_object_get(body, "teams"), i, tm) {
+    json_array_foreach(json_object_get(body, "teams"), i, tm)
+    {
         const char *name = avoctl_str(tm, "team");
         const json_t *q = json_object_get(tm, "quota");
         char limits[160], share[32], today[48], week[48], running[32], jobs[48], load[48];
@@ -59,7 +63,14 @@ int avoctl_teams_print(const json_t *body, FILE *out)
                  (long long)json_integer_value(json_object_get(tm, "jobs_running")),
                  (long long)json_integer_value(json_object_get(tm, "jobs_queued")));
         avoctl_fmt_num(json_number_value(json_object_get(tm, "load")), load, sizeof load);
-        const char *row[] = {name && *name ? name : "- (no team)", limits, share, today, week, running, jobs, load,
+        const char *row[] = {name && *name ? name : "- (no team)",
+                             limits,
+                             share,
+                             today,
+                             week,
+                             running,
+                             jobs,
+                             load,
                              avoctl_str(tm, "blocked") ? avoctl_str(tm, "blocked") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             rc = -ENOMEM;
@@ -72,8 +83,9 @@ int avoctl_teams_print(const json_t *body, FILE *out)
         avoctl_table_print(t, out);
     char hl[48];
     avoctl_fmt_duration(json_number_value(json_object_get(body, "half_life_s")), hl, sizeof hl);
-    fprintf(out, "fair share: the team with the lowest LOAD (device-seconds, halved every %s, over SHARE) is served "
-                 "first\n",
+    fprintf(out,
+            "fair share: the team with the lowest LOAD (device-seconds, halved every %s, over SHARE) is served "
+            "first\n",
             hl);
 cleanup:
     avoctl_table_free(t);

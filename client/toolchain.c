@@ -14,10 +14,10 @@ void avoctl_toolchain_label(const json_t *v, char *buf, size_t len)
     }
     size_t n = 0;
     buf[0] = 0;
-#define PART(fmt, ...)                                                                   \
-    do {                                                                                 \
-        if (n < len)                                                                     \
-            n += (size_t)snprintf(buf + n, len - n, "%s" fmt, n ? ", " : "", __VA_ARGS__); \
+#define PART(fmt, ...)                                                                                                 \
+    do {                                                                                                               \
+        if (n < len)                                                                                                   \
+            n += (size_t)snprintf(buf + n, len - n, "%s" fmt, n ? ", " : "", __VA_ARGS__);                             \
     } while (0)
     const char *cc = avoctl_str(v, "cc"), *nvcc = avoctl_str(v, "nvcc"), *dr = avoctl_str(v, "driver");
     const char *cd = avoctl_str(v, "cuda_driver"), *rt = avoctl_str(v, "cuda_runtime");
@@ -54,7 +54,8 @@ static void workers_cell(const json_t *w, char *buf, size_t len)
     size_t i, n = 0;
     json_t *x;
     buf[0] = 0;
-    json_array_foreach(w, i, x) {
+    json_array_foreach(w, i, x)
+    {
         if (json_is_integer(x) && n < len)
             n += (size_t)snprintf(buf + n, len - n, "%s%lld", n ? "," : "", (long long)json_integer_value(x));
     }
@@ -74,7 +75,8 @@ int avoctl_toolchain_groups_print(const json_t *groups, size_t width, FILE *out)
     if ((rc = avoctl_table_new(&t, 5, hdr, 1u << 1 | 1u << 2 | 1u << 3)) < 0)
         return rc;
     avoctl_table_fit(t, width, 0, 24);
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         char label[512], ev[32], ok[32], best[64], w[128];
         avoctl_toolchain_label(json_object_get(g, "toolchain"), label, sizeof label);
         snprintf(ev, sizeof ev, "%lld", (long long)json_integer_value(json_object_get(g, "evaluations")));
@@ -99,7 +101,8 @@ void avoctl_toolchain_groups_markdown(const json_t *groups, FILE *out)
     if (!json_array_size(groups))
         return;
     fprintf(out, "\n## Toolchains\n\n| toolchain | evaluations | ok | best | workers |\n|---|---:|---:|---:|---|\n");
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         char label[512], best[64], w[128];
         avoctl_toolchain_label(json_object_get(g, "toolchain"), label, sizeof label);
         for (char *p = label; *p; p++)
@@ -141,7 +144,8 @@ int avoctl_revalidation_print(const json_t *rv, size_t width, FILE *out)
     if ((rc = avoctl_table_new(&t, 5, hdr, 1u << 1 | 1u << 2 | 1u << 3)) < 0)
         return rc;
     avoctl_table_fit(t, width, 4, 24);
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         char cand[32], rec[64], now[128], ratio[64], tc[1100], rtc[512];
         const json_t *r = json_object_get(e, "recorded");
         const char *st = avoctl_str(e, "state"), *oc = avoctl_str(e, "outcome");

@@ -46,7 +46,8 @@ static void message(FILE *out, const json_t *m, int full)
         }
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(m, "tool_calls"), i, c) {
+        json_array_foreach(json_object_get(m, "tool_calls"), i, c)
+        {
             char *args = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
             const char *bad = avoctl_str(c, "arguments_error");
             size_t n = args ? strlen(args) : 0;
@@ -70,14 +71,16 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
         return -EINVAL;
     size_t i;
     json_t *s;
-    json_array_foreach(steps, i, s) {
+    json_array_foreach(steps, i, s)
+    {
         long long in = json_integer_value(json_object_get(s, "in_tokens")),
                   outt = json_integer_value(json_object_get(s, "out_tokens"));
         char turns[48], evals[48];
         avoctl_fmt_count(json_integer_value(json_object_get(s, "turns")), "turn", turns, sizeof turns);
         avoctl_fmt_count(json_integer_value(json_object_get(s, "evaluations")), "evaluation", evals, sizeof evals);
-        fprintf(out, "%sstep %lld (island %lld): %s after %s, %s, %lld tokens (%lld in, %lld "
-                     "out), $%.4f\n  %s\n",
+        fprintf(out,
+                "%sstep %lld (island %lld): %s after %s, %s, %lld tokens (%lld in, %lld "
+                "out), $%.4f\n  %s\n",
                 i ? "\n" : "", (long long)json_integer_value(json_object_get(s, "step")),
                 (long long)json_integer_value(json_object_get(s, "island")),
                 avoctl_str(s, "state") ? avoctl_str(s, "state") : "?", turns, evals, in + outt, in, outt,
@@ -85,8 +88,10 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
                 avoctl_str(s, "reason") ? avoctl_str(s, "reason") : "(running)");
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(s, "calls"), k, c) {
-            fprintf(out, "  turn %lld: %s/%s, %lld + %lld tokens%s, %.2f s", (long long)json_integer_value(json_object_get(c, "turn")),
+        json_array_foreach(json_object_get(s, "calls"), k, c)
+        {
+            fprintf(out, "  turn %lld: %s/%s, %lld + %lld tokens%s, %.2f s",
+                    (long long)json_integer_value(json_object_get(c, "turn")),
                     avoctl_str(c, "provider") ? avoctl_str(c, "provider") : "?",
                     avoctl_str(c, "model") ? avoctl_str(c, "model") : "?",
                     (long long)json_integer_value(json_object_get(c, "in_tokens")),

@@ -9,25 +9,26 @@
 
 #include "avo_toolchain.h"
 
-static const char *const top_fields[] = {"problem", "operator", "target", "gpu", "seed", "budget",
-                                         "target_score", "stagnation", "islands", "migrate_every",
-                                         "epsilon", "priority", "operator_params", "agent", "commit", "toolchain",
-                                         "name", "labels", NULL};
-static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds",
-                                            "energy_joules", "tokens", "cost_usd", NULL};
+static const char *const top_fields[] = {"problem",   "operator",     "target",          "gpu",     "seed",
+                                         "budget",    "target_score", "stagnation",      "islands", "migrate_every",
+                                         "epsilon",   "priority",     "operator_params", "agent",   "commit",
+                                         "toolchain", "name",         "labels",          NULL};
+static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_seconds", "energy_joules",
+                                            "tokens",      "cost_usd",     NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
 static const char *const param_fields[] = {"seed", NULL};
 static const char *const commit_fields[] = {"min_gain", "confidence", NULL};
-static const char *const agent_fields[] = {"provider", "max_turns", "step_tokens", "supervise_after",
-                                           "supervise_failures", "failed_steps", "backoff_s", "backoff_max_s",
-                                           NULL};
+static const char *const agent_fields[] = {"provider",        "max_turns",          "step_tokens",
+                                           "supervise_after", "supervise_failures", "failed_steps",
+                                           "backoff_s",       "backoff_max_s",      NULL};
 
 static int check_known(json_t *obj, const char *const *known, const char *where, char *err, size_t errlen)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         int ok = 0;
         for (int i = 0; known[i]; i++)
             if (!strcmp(key, known[i]))
@@ -39,16 +40,15 @@ static int check_known(json_t *obj, const char *const *known, const char *where,
                 if (known[i + 1])
                     strncat(list, ", ", sizeof list - strlen(list) - 1);
             }
-            snprintf(err, errlen, "%s%s%s: unknown field (expected one of: %s)", where, *where ? "." : "",
-                     key, list);
+            snprintf(err, errlen, "%s%s%s: unknown field (expected one of: %s)", where, *where ? "." : "", key, list);
             return -EINVAL;
         }
     }
     return 0;
 }
 
-static int get_int(json_t *obj, const char *key, const char *where, long long lo, long long hi,
-                   int *out, char *err, size_t errlen)
+static int get_int(json_t *obj, const char *key, const char *where, long long lo, long long hi, int *out, char *err,
+                   size_t errlen)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
@@ -66,8 +66,8 @@ static int get_int(json_t *obj, const char *key, const char *where, long long lo
     return 0;
 }
 
-static int get_num(json_t *obj, const char *key, const char *where, double lo, double hi, double *out,
-                   char *err, size_t errlen)
+static int get_num(json_t *obj, const char *key, const char *where, double lo, double hi, double *out, char *err,
+                   size_t errlen)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
@@ -129,16 +129,21 @@ static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errle
     }
     const char *k;
     json_t *v;
-    json_object_foreach(lb, k, v) {
+    json_object_foreach(lb, k, v)
+    {
         if (!avo_jobspec_label_key_ok(k)) {
-            snprintf(err, errlen, "labels.%.70s: a label key is 1 to %d characters a-z 0-9 . _ / - starting with a "
-                     "letter or digit", k, AVO_JOBSPEC_LABEL_KEY_MAX);
+            snprintf(err, errlen,
+                     "labels.%.70s: a label key is 1 to %d characters a-z 0-9 . _ / - starting with a "
+                     "letter or digit",
+                     k, AVO_JOBSPEC_LABEL_KEY_MAX);
             return -EINVAL;
         }
         if (!json_is_string(v) || json_string_length(v) > AVO_JOBSPEC_LABEL_VALUE_MAX ||
             has_control(json_string_value(v))) {
-            snprintf(err, errlen, "labels.%s: a label value is a string of at most %d characters without control "
-                     "characters", k, AVO_JOBSPEC_LABEL_VALUE_MAX);
+            snprintf(err, errlen,
+                     "labels.%s: a label value is a string of at most %d characters without control "
+                     "characters",
+                     k, AVO_JOBSPEC_LABEL_VALUE_MAX);
             return -EINVAL;
         }
     }
@@ -147,8 +152,7 @@ static int parse_name_labels(json_t *in, avo_jobspec *s, char *err, size_t errle
 }
 
 /* where: the object's own path ("seed.") for messages, "" at the top level */
-static int get_str(json_t *obj, const char *where, const char *key, char *out, size_t outlen, char *err,
-                   size_t errlen)
+static int get_str(json_t *obj, const char *where, const char *key, char *out, size_t outlen, char *err, size_t errlen)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
@@ -199,8 +203,8 @@ void avo_jobspec_commit_resolve(avo_jobspec *s, json_t *normalized, int cuda)
     if (s->min_gain < 0)
         s->min_gain = cuda ? AVO_COMMIT_MIN_GAIN_CUDA : AVO_COMMIT_MIN_GAIN_CPU;
     if (normalized)
-        json_object_set_new(normalized, "commit", json_pack("{s:f,s:f}", "min_gain", s->min_gain, "confidence",
-                                                             s->confidence));
+        json_object_set_new(normalized, "commit",
+                            json_pack("{s:f,s:f}", "min_gain", s->min_gain, "confidence", s->confidence));
 }
 
 int avo_jobspec_target_valid(const char *t)
@@ -227,8 +231,9 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
     if (!sd)
         return 0;
     if (!json_is_object(sd)) {
-        snprintf(err, errlen, "seed: must be an object like {\"file\": \"x.c\", \"source\": \"...\"} or "
-                              "{\"candidate\": 12}");
+        snprintf(err, errlen,
+                 "seed: must be an object like {\"file\": \"x.c\", \"source\": \"...\"} or "
+                 "{\"candidate\": 12}");
         return -EINVAL;
     }
     if ((rc = check_known(sd, seed_fields, "seed", err, errlen)) < 0 ||
@@ -278,7 +283,8 @@ static int parse_seed(json_t *sd, avo_jobspec *s, char *err, size_t errlen)
         }
         const char *k;
         json_t *v;
-        json_object_foreach(knobs, k, v) {
+        json_object_foreach(knobs, k, v)
+        {
             if (!json_is_integer(v)) {
                 snprintf(err, errlen, "seed.knobs.%s: must be an integer", k);
                 return -EINVAL;
@@ -345,8 +351,9 @@ static int parse_agent(json_t *in, avo_jobspec *s, int agent, char *err, size_t 
     }
     if (agent) {
         if (!json_is_object(ag) || !json_object_get(ag, "provider")) {
-            snprintf(err, errlen, "agent: an agent job needs {\"provider\": NAME} (one of avod's configured "
-                                  "providers; docs/agent.md)");
+            snprintf(err, errlen,
+                     "agent: an agent job needs {\"provider\": NAME} (one of avod's configured "
+                     "providers; docs/agent.md)");
             return -EINVAL;
         }
         if ((rc = check_known(ag, agent_fields, "agent", err, errlen)) < 0 ||
@@ -354,7 +361,8 @@ static int parse_agent(json_t *in, avo_jobspec *s, int agent, char *err, size_t 
             (rc = get_int(ag, "max_turns", "agent.", 1, 10000, &s->agent_max_turns, err, errlen)) < 0 ||
             (rc = get_int(ag, "step_tokens", "agent.", 1000, 100000000, &s->agent_step_tokens, err, errlen)) < 0 ||
             (rc = get_int(ag, "supervise_after", "agent.", 1, 1000, &s->agent_supervise_after, err, errlen)) < 0 ||
-            (rc = get_int(ag, "supervise_failures", "agent.", 1, 1000, &s->agent_supervise_failures, err, errlen)) < 0 ||
+            (rc = get_int(ag, "supervise_failures", "agent.", 1, 1000, &s->agent_supervise_failures, err, errlen)) <
+                0 ||
             (rc = get_int(ag, "failed_steps", "agent.", 1, 100, &s->agent_failed_steps, err, errlen)) < 0 ||
             (rc = get_int(ag, "backoff_s", "agent.", 0, 3600, &s->agent_backoff_s, err, errlen)) < 0 ||
             (rc = get_int(ag, "backoff_max_s", "agent.", 0, 86400, &s->agent_backoff_max_s, err, errlen)) < 0)
@@ -379,9 +387,12 @@ static int parse_budget(json_t *in, avo_jobspec *s, int agent, char *err, size_t
         }
         if ((rc = check_known(b, budget_fields, "budget", err, errlen)) < 0 ||
             (rc = get_int(b, "evaluations", "budget.", 1, AVO_JOBSPEC_MAX_COUNT, &s->evaluations, err, errlen)) < 0 ||
-            (rc = get_num(b, "wall_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, &s->wall_seconds, err, errlen)) < 0 ||
-            (rc = get_num(b, "gpu_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS, &s->gpu_seconds, err, errlen)) < 0 ||
-            (rc = get_num(b, "energy_joules", "budget.", 1, AVO_JOBSPEC_MAX_JOULES, &s->energy_joules, err, errlen)) < 0)
+            (rc = get_num(b, "wall_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS,
+                          &s->wall_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "gpu_seconds", "budget.", AVO_JOBSPEC_MIN_SECONDS, AVO_JOBSPEC_MAX_SECONDS,
+                          &s->gpu_seconds, err, errlen)) < 0 ||
+            (rc = get_num(b, "energy_joules", "budget.", 1, AVO_JOBSPEC_MAX_JOULES, &s->energy_joules, err, errlen)) <
+                0)
             return rc;
         /* LLM budgets bound the agent operator; a tune job spends none. */
         const char *llm = json_object_get(b, "tokens") ? "tokens" : json_object_get(b, "cost_usd") ? "cost_usd" : NULL;
@@ -420,7 +431,8 @@ static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
 
     if ((rc = get_int(in, "islands", "", 1, AVO_JOBSPEC_MAX_ISLANDS, &s->islands, err, errlen)) < 0 ||
         (rc = get_num(in, "epsilon", "", 0, 0.5, &s->epsilon, err, errlen)) < 0 ||
-        (rc = get_int(in, "priority", "", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY, &s->priority, err, errlen)) < 0 ||
+        (rc = get_int(in, "priority", "", -AVO_JOBSPEC_MAX_PRIORITY, AVO_JOBSPEC_MAX_PRIORITY, &s->priority, err,
+                      errlen)) < 0 ||
         (rc = parse_commit(json_object_get(in, "commit"), s, err, errlen)) < 0)
         return rc;
     json_t *p = json_object_get(in, "operator_params");
@@ -461,11 +473,11 @@ static json_t *normalized_seed(const avo_jobspec *s)
  * memory. */
 static json_t *normalize(const avo_jobspec *s, int agent)
 {
-    json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:i,s:f,s:i,s:{s:i},s:{s:I}}", "problem", s->problem,
-                          "operator", s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations",
-                          s->evaluations, "islands", s->islands, "migrate_every", s->migrate_every, "epsilon",
-                          s->epsilon, "priority", s->priority, "stagnation", "patience", s->patience,
-                          "operator_params", "seed", (json_int_t)s->rng_seed);
+    json_t *n = json_pack("{s:s,s:s,s:s,s:{s:i},s:i,s:i,s:f,s:i,s:{s:i},s:{s:I}}", "problem", s->problem, "operator",
+                          s->op, "target", s->target[0] ? s->target : "", "budget", "evaluations", s->evaluations,
+                          "islands", s->islands, "migrate_every", s->migrate_every, "epsilon", s->epsilon, "priority",
+                          s->priority, "stagnation", "patience", s->patience, "operator_params", "seed",
+                          (json_int_t)s->rng_seed);
     if (!n)
         return NULL;
     json_t *nb = json_object_get(n, "budget");
@@ -480,13 +492,12 @@ static json_t *normalize(const avo_jobspec *s, int agent)
     if (s->cost_usd > 0)
         json_object_set_new(nb, "cost_usd", json_real(s->cost_usd));
     if (agent)
-        json_object_set_new(n, "agent", json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "provider",
-                                                  s->agent_provider, "max_turns", s->agent_max_turns,
-                                                  "step_tokens", s->agent_step_tokens, "supervise_after",
-                                                  s->agent_supervise_after, "supervise_failures",
-                                                  s->agent_supervise_failures, "failed_steps",
-                                                  s->agent_failed_steps, "backoff_s", s->agent_backoff_s,
-                                                  "backoff_max_s", s->agent_backoff_max_s));
+        json_object_set_new(n, "agent",
+                            json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "provider", s->agent_provider, "max_turns",
+                                      s->agent_max_turns, "step_tokens", s->agent_step_tokens, "supervise_after",
+                                      s->agent_supervise_after, "supervise_failures", s->agent_supervise_failures,
+                                      "failed_steps", s->agent_failed_steps, "backoff_s", s->agent_backoff_s,
+                                      "backoff_max_s", s->agent_backoff_max_s));
     if (s->stagnation_limit > 0)
         json_object_set_new(json_object_get(n, "stagnation"), "limit", json_integer(s->stagnation_limit));
     if (s->target_score > 0)

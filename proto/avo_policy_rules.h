@@ -8,14 +8,14 @@
 #include <string.h>
 
 /* X(ENUM, "name", "what it refuses") */
-#define AVO_POLICY_RULES(X)                                                                                   \
-    X(AVO_POLICY_PTX_INSTRUCTIONS, "ptx_instructions",                                                      \
-      "PTX instructions the installed toolkit does not document (undocumented or reserved opcodes)")          \
-    X(AVO_POLICY_EMBEDDED_BINARIES, "embedded_binaries",                                                    \
-      "an ELF, cubin or fatbin image embedded in the source or the object")                                  \
-    X(AVO_POLICY_MODULE_LOADING, "module_loading",                                                          \
-      "loading code at run time (dlopen, cuModuleLoadData, cuLibraryLoadData, cudaLibraryLoadData, ...)")   \
-    X(AVO_POLICY_FILE_INCLUSION, "file_inclusion",                                                          \
+#define AVO_POLICY_RULES(X)                                                                                            \
+    X(AVO_POLICY_PTX_INSTRUCTIONS, "ptx_instructions",                                                                 \
+      "PTX instructions the installed toolkit does not document (undocumented or reserved opcodes)")                   \
+    X(AVO_POLICY_EMBEDDED_BINARIES, "embedded_binaries",                                                               \
+      "an ELF, cubin or fatbin image embedded in the source or the object")                                            \
+    X(AVO_POLICY_MODULE_LOADING, "module_loading",                                                                     \
+      "loading code at run time (dlopen, cuModuleLoadData, cuLibraryLoadData, cudaLibraryLoadData, ...)")              \
+    X(AVO_POLICY_FILE_INCLUSION, "file_inclusion",                                                                     \
       "including host files (.incbin, .include, #include of an absolute or parent path, #embed, computed includes)")
 
 #define AVO_POLICY_ENUM_(e, name, what) e,

@@ -24,10 +24,8 @@ static const struct {
     size_t size;
     avo_tolerance tol;
 } dtypes[] = {
-    [AVO_DTYPE_F32] = {"f32", 4, {1e-5, 1e-3}},
-    [AVO_DTYPE_F64] = {"f64", 8, {1e-12, 1e-9}},
-    [AVO_DTYPE_F16] = {"f16", 2, {1e-2, 1e-1}},
-    [AVO_DTYPE_BF16] = {"bf16", 2, {2e-2, 2e-1}},
+    [AVO_DTYPE_F32] = {"f32", 4, {1e-5, 1e-3}}, [AVO_DTYPE_F64] = {"f64", 8, {1e-12, 1e-9}},
+    [AVO_DTYPE_F16] = {"f16", 2, {1e-2, 1e-1}}, [AVO_DTYPE_BF16] = {"bf16", 2, {2e-2, 2e-1}},
     [AVO_DTYPE_I32] = {"i32", 4, {0, 0}},
 };
 #define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
@@ -49,7 +47,7 @@ typedef struct {
     const char *file;
     char *err;
     size_t errlen;
-    const char *prefix;      /* before every field name: "seeds.sm90." inside a named seed */
+    const char *prefix; /* before every field name: "seeds.sm90." inside a named seed */
 } ctx;
 
 static int errf(ctx *c, const char *field, const char *fmt, ...)
@@ -98,7 +96,8 @@ static int check_keys(ctx *c, const char *field, json_t *obj, const char *const 
 {
     const char *key;
     json_t *v;
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         int ok = 0;
         for (const char *const *a = allowed; *a; a++)
             if (strcmp(*a, key) == 0)
@@ -114,8 +113,8 @@ static int check_keys(ctx *c, const char *field, json_t *obj, const char *const 
 
 /* Every identifier in an expression must be one of names; gives the precise
  * "unknown size 'Q'" message before the evaluator sees it. */
-static int check_idents(ctx *c, const char *field, const char *expr, const char *what,
-                        char names[][32], int n, const avo_knob_spec *knobs, int nknobs)
+static int check_idents(ctx *c, const char *field, const char *expr, const char *what, char names[][32], int n,
+                        const avo_knob_spec *knobs, int nknobs)
 {
     const char *s = expr;
     while (*s) {
@@ -181,7 +180,8 @@ static int parse_sizes(ctx *c, avo_problem *p, json_t *v)
         return errf(c, "sizes", "more than %d sizes", AVO_PROBLEM_MAX_SIZES);
     size_t i;
     json_t *e;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         char field[64];
         snprintf(field, sizeof field, "sizes[%zu]", i);
         int rc = copy_str(c, field, e, p->sizes[i], sizeof p->sizes[i], 1);
@@ -209,7 +209,8 @@ static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
     int outputs = 0;
     size_t i;
     json_t *t;
-    json_array_foreach(v, i, t) {
+    json_array_foreach(v, i, t)
+    {
         char field[96];
         avo_tensor_spec *ts = &p->tensors[i];
         p->ntensors = (int)i + 1;
@@ -270,7 +271,8 @@ static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
             return errf(c, field, "rank above 8");
         size_t k;
         json_t *dim;
-        json_array_foreach(sh, k, dim) {
+        json_array_foreach(sh, k, dim)
+        {
             snprintf(field, sizeof field, "tensors[%zu].shape[%zu]", i, k);
             if ((rc = expr_field(c, field, dim, &ts->shape[k])))
                 return rc;
@@ -296,7 +298,8 @@ static int parse_configs(ctx *c, avo_problem *p, json_t *v)
         return -ENOMEM;
     size_t i;
     json_t *cf;
-    json_array_foreach(v, i, cf) {
+    json_array_foreach(v, i, cf)
+    {
         char field[128];
         avo_config_spec *cs = &p->configs[i];
         p->nconfigs = (int)i + 1;
@@ -319,7 +322,8 @@ static int parse_configs(ctx *c, avo_problem *p, json_t *v)
         const char *key;
         json_t *val;
         int seen[AVO_PROBLEM_MAX_SIZES] = {0};
-        json_object_foreach(sz, key, val) {
+        json_object_foreach(sz, key, val)
+        {
             int found = -1;
             for (int s = 0; s < p->nsizes; s++)
                 if (strcmp(p->sizes[s], key) == 0)
@@ -361,8 +365,7 @@ int avo_problem_eval_sizes(const avo_problem *p, const int64_t *size, const char
     return eval_sizes(p, size, expr, out, err, errlen);
 }
 
-int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
-                                char *err, size_t errlen)
+int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out, char *err, size_t errlen)
 {
     if (config < 0 || config >= p->nconfigs)
         return -EINVAL;
@@ -397,8 +400,7 @@ int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int t
     return 0;
 }
 
-int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
-                             char *err, size_t errlen)
+int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems, char *err, size_t errlen)
 {
     if (config < 0 || config >= p->nconfigs)
         return -EINVAL;
@@ -446,7 +448,8 @@ static int parse_tolerance(ctx *c, avo_problem *p, json_t *v)
         return errf(c, "tolerance", "must be an object keyed by dtype");
     const char *key;
     json_t *val;
-    json_object_foreach(v, key, val) {
+    json_object_foreach(v, key, val)
+    {
         char field[96];
         avo_dtype d;
         snprintf(field, sizeof field, "tolerance.%s", key);
@@ -482,7 +485,8 @@ static int parse_strings(ctx *c, const char *name, json_t *v, char **dst, int ca
         return errf(c, name, "more than %d entries", cap);
     size_t i;
     json_t *e;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         char field[64];
         snprintf(field, sizeof field, "%s[%zu]", name, i);
         if (!json_is_string(e) || !*json_string_value(e))
@@ -505,7 +509,8 @@ static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
         return errf(c, "knobs", "more than %d knobs", AVO_PROBLEM_MAX_KNOBS);
     size_t i;
     json_t *k;
-    json_array_foreach(v, i, k) {
+    json_array_foreach(v, i, k)
+    {
         char field[96];
         avo_knob_spec *ks = &p->knobs[i];
         snprintf(field, sizeof field, "knobs[%zu]", i);
@@ -530,7 +535,8 @@ static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
             return errf(c, field, "more than %d values", AVO_PROBLEM_MAX_VALUES);
         size_t j;
         json_t *e;
-        json_array_foreach(vals, j, e) {
+        json_array_foreach(vals, j, e)
+        {
             snprintf(field, sizeof field, "knobs[%zu].values[%zu]", i, j);
             if (!json_is_integer(e))
                 return errf(c, field, "must be an integer");
@@ -617,7 +623,8 @@ static int mark_configs(ctx *c, avo_problem *p, const char *field, json_t *list,
         FLAG(i) = 0;
     size_t k;
     json_t *name;
-    json_array_foreach(list, k, name) {
+    json_array_foreach(list, k, name)
+    {
         char at[64];
         snprintf(at, sizeof at, "%s[%zu]", field, k);
         if (!json_is_string(name))
@@ -678,14 +685,15 @@ static int parse_screen(ctx *c, avo_problem *p, json_t *v)
         return errf(c, "screen.configs", "missing (the configurations the screen times)");
     if ((rc = mark_configs(c, p, "screen.configs", list, offsetof(avo_config_spec, screen))))
         return rc;
-    const int min = p->timing_min_runs > AVO_PROBLEM_SCREEN_MIN_RUNS ? p->timing_min_runs
-                                                                     : AVO_PROBLEM_SCREEN_MIN_RUNS;
+    const int min = p->timing_min_runs > AVO_PROBLEM_SCREEN_MIN_RUNS ? p->timing_min_runs : AVO_PROBLEM_SCREEN_MIN_RUNS;
     if (!runs)
         return errf(c, "screen.runs", "missing (the pairs each screen configuration gets)");
     if (!json_is_integer(runs) || json_integer_value(runs) < min ||
         json_integer_value(runs) > AVO_PROBLEM_SCREEN_MAX_RUNS)
-        return errf(c, "screen.runs", "must be an integer in [%d, %d] (at least timing.min_runs and the %d pairs "
-                    "an interval needs)", min, AVO_PROBLEM_SCREEN_MAX_RUNS, AVO_PROBLEM_SCREEN_MIN_RUNS);
+        return errf(c, "screen.runs",
+                    "must be an integer in [%d, %d] (at least timing.min_runs and the %d pairs "
+                    "an interval needs)",
+                    min, AVO_PROBLEM_SCREEN_MAX_RUNS, AVO_PROBLEM_SCREEN_MIN_RUNS);
     p->screen_runs = (int)json_integer_value(runs);
     return 0;
 }
@@ -709,7 +717,8 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
     json_t *val;
     char field[96];
     int seen[AVO_PROBLEM_MAX_SIZES] = {0};
-    json_object_foreach(sz, key, val) {
+    json_object_foreach(sz, key, val)
+    {
         int found = -1;
         for (int s = 0; s < p->nsizes; s++)
             if (strcmp(p->sizes[s], key) == 0)
@@ -760,7 +769,8 @@ static int parse_policy(ctx *c, avo_problem *p, json_t *v)
         return errf(c, "policy.relax", "must be an object {\"RULE\": \"why it is relaxed\"}");
     const char *key;
     json_t *why;
-    json_object_foreach(relax, key, why) {
+    json_object_foreach(relax, key, why)
+    {
         const int r = avo_policy_rule_lookup(key);
         if (r < 0) {
             char names[256] = "";
@@ -898,7 +908,8 @@ static int check_named_seeds(ctx *c, const avo_problem *p, json_t *j)
     const char *name;
     json_t *v;
     int rc = 0;
-    json_object_foreach(seeds, name, v) {
+    json_object_foreach(seeds, name, v)
+    {
         char prefix[128];
         snprintf(prefix, sizeof prefix, "seeds.%.64s.", name);
         ctx sc = *c;
@@ -931,7 +942,8 @@ int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t err
         char names[512] = "";
         const char *k;
         json_t *x;
-        json_object_foreach(seeds, k, x) {
+        json_object_foreach(seeds, k, x)
+        {
             size_t n = strlen(names);
             snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k);
         }
@@ -951,11 +963,11 @@ int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t err
 
 /* text NULL: <dir>/problem.json as it is on disk; else that file's text
  * as a job pinned it (the other files are still looked up in dir). */
-static const char *const top_keys[] = {"name", "description", "backend", "entry", "sizes", "tensors",
-                                       "configs", "flops", "bytes", "score_metric", "tolerance",
-                                       "reference", "seed", "cflags", "knobs", "constraints",
-                                       "timing", "check", "validate", "roofline", "language",
-                                       "nvcc_flags", "baseline", "seeds", "counters", "screen", "policy", NULL};
+static const char *const top_keys[] = {
+    "name",       "description", "backend",      "entry",     "sizes",     "tensors",  "configs",
+    "flops",      "bytes",       "score_metric", "tolerance", "reference", "seed",     "cflags",
+    "knobs",      "constraints", "timing",       "check",     "validate",  "roofline", "language",
+    "nvcc_flags", "baseline",    "seeds",        "counters",  "screen",    "policy",   NULL};
 
 /* problem.json (or text) read into p->json: an object of known keys. */
 static int read_problem_json(ctx *c, avo_problem *p, const char *dir, const char *file, const char *text)
@@ -995,8 +1007,7 @@ static int parse_identity(ctx *c, avo_problem *p, const char *dir)
      * worker adds -gencode for its own GPU); "cflags" belongs to cpu ones. */
     int cuda = strcmp(p->backend, "cuda") == 0;
     json_t *lang = json_object_get(j, "language");
-    if (lang && (!json_is_string(lang) ||
-                 strcmp(json_string_value(lang), cuda ? "cuda" : "c") != 0))
+    if (lang && (!json_is_string(lang) || strcmp(json_string_value(lang), cuda ? "cuda" : "c") != 0))
         return errf(c, "language", "must be \"%s\" for backend \"%s\"", cuda ? "cuda" : "c", p->backend);
     if (json_object_get(j, cuda ? "cflags" : "nvcc_flags"))
         return errf(c, cuda ? "cflags" : "nvcc_flags", "not used by backend \"%s\" (use \"%s\")", p->backend,
@@ -1018,14 +1029,13 @@ static int parse_score(ctx *c, avo_problem *p)
     json_t *j = p->json;
     int rc;
     json_t *f = json_object_get(j, "flops"), *b = json_object_get(j, "bytes");
-    if ((f && (rc = expr_field(c, "flops", f, &p->flops))) ||
-        (b && (rc = expr_field(c, "bytes", b, &p->bytes))))
+    if ((f && (rc = expr_field(c, "flops", f, &p->flops))) || (b && (rc = expr_field(c, "bytes", b, &p->bytes))))
         return rc;
     if ((p->flops && (rc = check_idents(c, "flops", p->flops, "size", p->sizes, p->nsizes, NULL, 0))) ||
         (p->bytes && (rc = check_idents(c, "bytes", p->bytes, "size", p->sizes, p->nsizes, NULL, 0))))
         return rc;
-    if ((rc = copy_str(c, "score_metric", json_object_get(j, "score_metric"), p->score_metric,
-                       sizeof p->score_metric, 1)))
+    if ((rc = copy_str(c, "score_metric", json_object_get(j, "score_metric"), p->score_metric, sizeof p->score_metric,
+                       1)))
         return rc;
     if (strcmp(p->score_metric, "flops") == 0) {
         snprintf(p->unit, sizeof p->unit, "GFLOP/s");
@@ -1048,8 +1058,8 @@ static int parse_evaluation(ctx *c, avo_problem *p, const char *dir)
     int cuda = strcmp(p->backend, "cuda") == 0;
     int rc;
     if ((rc = check_configs(c, p)) || (rc = parse_tolerance(c, p, json_object_get(j, "tolerance"))) ||
-        (rc = parse_filename(c, "reference", json_object_get(j, "reference"), p->reference,
-                             sizeof p->reference, dir)) ||
+        (rc = parse_filename(c, "reference", json_object_get(j, "reference"), p->reference, sizeof p->reference,
+                             dir)) ||
         (rc = parse_seed(c, p, j, "seed")) || (rc = check_named_seeds(c, p, j)) ||
         (rc = parse_strings(c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
                             p->cflags, 32, &p->ncflags)) ||
@@ -1154,8 +1164,7 @@ static void nearest_problem(const char *kernels_root, const char *name, char *ou
             globfree(&g[i]);
 }
 
-int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen,
-                        char *err, size_t errlen)
+int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen, char *err, size_t errlen)
 {
     if (!name || !*name || name[0] == '/') {
         snprintf(err, errlen, "problem name '%s' must be relative, e.g. cpu/sgemm", name ? name : "");
@@ -1190,8 +1199,8 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
     if (access(file, R_OK) != 0) {
         char near[256];
         nearest_problem(kernels_root, name, near, sizeof near);
-        snprintf(err, errlen, "unknown problem '%s' (no %s)%s%s%s", name, file, near[0] ? "; did you mean '" : "",
-                 near, near[0] ? "'?" : "");
+        snprintf(err, errlen, "unknown problem '%s' (no %s)%s%s%s", name, file, near[0] ? "; did you mean '" : "", near,
+                 near[0] ? "'?" : "");
         return -ENOENT;
     }
     return 0;

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#define AVO_PROBLEM_MAX_SIZES   16
+#define AVO_PROBLEM_MAX_SIZES 16
 #define AVO_PROBLEM_MAX_TENSORS 16
-#define AVO_PROBLEM_MAX_KNOBS   16
-#define AVO_PROBLEM_MAX_VALUES  64
+#define AVO_PROBLEM_MAX_KNOBS 16
+#define AVO_PROBLEM_MAX_VALUES 64
 /* screen.runs: at least the pairs a paired interval needs (the harness's
  * PAIRED_MIN_PAIRS) and timing.min_runs, at most this many. */
 #define AVO_PROBLEM_SCREEN_MIN_RUNS 10
@@ -26,22 +26,22 @@ typedef struct {
     avo_dtype dtype;
     avo_role role;
     int rank;
-    char *shape[8];          /* expressions over the named sizes */
-    double scale;            /* inputs: random values uniform in [-scale, scale); 1 unless declared */
+    char *shape[8]; /* expressions over the named sizes */
+    double scale;   /* inputs: random values uniform in [-scale, scale); 1 unless declared */
 } avo_tensor_spec;
 
 typedef struct {
     char name[64];
-    int64_t size[AVO_PROBLEM_MAX_SIZES];   /* in the order of avo_problem.sizes */
-    int profile;             /* the counters pass profiles it ("counters.configs"; default every config) */
-    int screen;              /* timed in the screen ("screen.configs"; docs/evaluation.md, "Screening") */
+    int64_t size[AVO_PROBLEM_MAX_SIZES]; /* in the order of avo_problem.sizes */
+    int profile;                         /* the counters pass profiles it ("counters.configs"; default every config) */
+    int screen;                          /* timed in the screen ("screen.configs"; docs/evaluation.md, "Screening") */
 } avo_config_spec;
 
 typedef struct {
     char name[32];
     int nvalues;
     int64_t values[AVO_PROBLEM_MAX_VALUES];
-    int64_t dflt;            /* the seed's value */
+    int64_t dflt; /* the seed's value */
 } avo_knob_spec;
 
 typedef struct {
@@ -50,34 +50,34 @@ typedef struct {
 } avo_tolerance;
 
 typedef struct avo_problem {
-    char name[128];          /* e.g. "cpu/sgemm" (path under kernels/) */
-    char dir[4096];          /* absolute directory it was loaded from */
-    char backend[16];        /* "cpu" (or "cuda") */
-    char entry[64];          /* symbol the candidate exports */
+    char name[128];   /* e.g. "cpu/sgemm" (path under kernels/) */
+    char dir[4096];   /* absolute directory it was loaded from */
+    char backend[16]; /* "cpu" (or "cuda") */
+    char entry[64];   /* symbol the candidate exports */
     int nsizes;
     char sizes[AVO_PROBLEM_MAX_SIZES][32];
     int ntensors;
     avo_tensor_spec tensors[AVO_PROBLEM_MAX_TENSORS];
     int nconfigs;
     avo_config_spec *configs;
-    char *flops;             /* expression, may be NULL */
-    char *bytes;             /* expression, may be NULL */
-    char score_metric[8];    /* "flops" or "bytes" */
-    char unit[16];           /* "GFLOP/s" or "GB/s" */
-    avo_tolerance tol[5];    /* indexed by avo_dtype */
-    char reference[256];     /* file name relative to dir */
-    char seed[256];          /* file name relative to dir */
-    char seed_name[64];      /* "" = the package's default seed, else the entry of "seeds" in use */
-    char baseline[256];      /* optional: a vendor implementation timed beside the candidate ("" = none) */
+    char *flops;          /* expression, may be NULL */
+    char *bytes;          /* expression, may be NULL */
+    char score_metric[8]; /* "flops" or "bytes" */
+    char unit[16];        /* "GFLOP/s" or "GB/s" */
+    avo_tolerance tol[5]; /* indexed by avo_dtype */
+    char reference[256];  /* file name relative to dir */
+    char seed[256];       /* file name relative to dir */
+    char seed_name[64];   /* "" = the package's default seed, else the entry of "seeds" in use */
+    char baseline[256];   /* optional: a vendor implementation timed beside the candidate ("" = none) */
     int ncflags;
-    char *cflags[32];        /* cc flags (cpu) or nvcc flags (cuda) */
+    char *cflags[32]; /* cc flags (cpu) or nvcc flags (cuda) */
     int nknobs;
     avo_knob_spec knobs[AVO_PROBLEM_MAX_KNOBS];
     int nconstraints;
-    char *constraints[16];   /* expressions over knob names; nonzero = allowed */
-    double timing_max_seconds;   /* per configuration */
+    char *constraints[16];     /* expressions over knob names; nonzero = allowed */
+    double timing_max_seconds; /* per configuration */
     int timing_min_runs;
-    double timing_rse;           /* target relative standard error */
+    double timing_rse; /* target relative standard error */
     int check_input_sets;
     /* "screen": {"configs": [names], "runs": N}: a paired evaluation asked
      * to screen times the configs marked .screen first, N pairs each, and
@@ -94,7 +94,7 @@ typedef struct avo_problem {
     /* "policy": the candidate-policy rules this problem relaxes, a bit per
      * enum avo_policy_rule (avo_policy_rules.h); 0 = every rule holds. */
     unsigned policy_relax;
-    json_t *json;            /* the parsed file, owned */
+    json_t *json; /* the parsed file, owned */
 } avo_problem;
 
 /* Load and validate <dir>/problem.json. On failure returns a negative errno-style
@@ -117,8 +117,7 @@ int avo_problem_config_index(const avo_problem *p, const char *name, char *err, 
 
 /* Resolve a problem name ("cpu/sgemm") under a kernels root directory, refusing
  * names that escape it ("..", absolute paths). */
-int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen,
-                        char *err, size_t errlen);
+int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Knob configuration helpers used by the tune operator. values[i] is the value
  * of knob i. Returns 1 when every constraint holds, 0 when one fails, <0 on error. */
@@ -130,8 +129,8 @@ int avo_problem_constraint_failed(const avo_problem *p, const int64_t *values);
 /* Render the candidate source for a knob configuration: a "#define NAME value"
  * block followed by the seed source, numbered as file seed_name (NULL: the
  * package's seed file) for compiler messages. Caller frees *out. */
-int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src,
-                       const char *seed_name, char **out);
+int avo_problem_render(const avo_problem *p, const int64_t *values, const char *seed_src, const char *seed_name,
+                       char **out);
 /* A source rendered by avo_problem_render without its knob header (the
  * defines and the #line), so it can seed a job and be rendered again;
  * any other text is returned as is. */
@@ -143,19 +142,17 @@ void avo_problem_start_knobs(const avo_problem *p, json_t *knobs, int64_t *value
 
 /* Evaluate an expression (flops, bytes, a shape) over the sizes of
  * configuration `config`. Returns 0 or a negative int with a message in err. */
-int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out,
-                            char *err, size_t errlen);
+int avo_problem_eval_config(const avo_problem *p, int config, const char *expr, double *out, char *err, size_t errlen);
 
 /* The same over an explicit size vector (in the order of p->sizes), e.g.
  * p->validate_size. */
-int avo_problem_eval_sizes(const avo_problem *p, const int64_t *size, const char *expr, double *out,
-                           char *err, size_t errlen);
-int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int tensor, int64_t *elems,
-                                char *err, size_t errlen);
+int avo_problem_eval_sizes(const avo_problem *p, const int64_t *size, const char *expr, double *out, char *err,
+                           size_t errlen);
+int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int tensor, int64_t *elems, char *err,
+                                size_t errlen);
 
 /* Element count of tensor `tensor` in configuration `config`. */
-int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems,
-                             char *err, size_t errlen);
+int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems, char *err, size_t errlen);
 
 const char *avo_dtype_name(avo_dtype d);
 size_t avo_dtype_size(avo_dtype d);

@@ -36,8 +36,8 @@ static int parse_attrs(char *t, avo_token *tok, const char *path, int lineno, ch
             char shown[40];
             snprintf(shown, sizeof shown, "%.*s", (int)strcspn(w, "="), w);
             snprintf(err, errlen,
-                     "token file %s line %d: unknown attribute '%s' (expected principal=NAME, team=NAME, admin)",
-                     path, lineno, shown);
+                     "token file %s line %d: unknown attribute '%s' (expected principal=NAME, team=NAME, admin)", path,
+                     lineno, shown);
             return -EINVAL;
         }
         if (*val) {
@@ -90,8 +90,8 @@ int avo_tokens_load(const char *path, avo_token *tokens, int require_owner, char
             continue;
         size_t tl = strcspn(t, " \t");
         if (tl < 16 || tl > AVO_TOKEN_MAX) {
-            snprintf(err, errlen, "token file %s line %d: a token is 16 to %d characters without blanks", path,
-                     lineno, AVO_TOKEN_MAX);
+            snprintf(err, errlen, "token file %s line %d: a token is 16 to %d characters without blanks", path, lineno,
+                     AVO_TOKEN_MAX);
             rc = -EINVAL;
             break;
         }
@@ -108,8 +108,7 @@ int avo_tokens_load(const char *path, avo_token *tokens, int require_owner, char
             break;
         for (int i = 0; i < n; i++)
             if (!strcmp(tokens[i].token, tok->token)) {
-                snprintf(err, errlen, "token file %s line %d: the same token as line %d", path, lineno,
-                         tokens[i].line);
+                snprintf(err, errlen, "token file %s line %d: the same token as line %d", path, lineno, tokens[i].line);
                 rc = -EINVAL;
             }
         if (rc < 0)

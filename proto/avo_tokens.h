@@ -27,7 +27,7 @@ typedef struct {
     char principal[AVO_PRINCIPAL_MAX + 1]; /* "" on a bare line */
     char team[AVO_PRINCIPAL_MAX + 1];      /* "" = none */
     int admin;
-    int line;                              /* in the file, for messages */
+    int line; /* in the file, for messages */
 } avo_token;
 
 /* Read path into tokens (at most AVO_TOKENS_MAX). require_owner: the file

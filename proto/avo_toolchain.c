@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const avo_toolchain_keys[] = {"nvcc", "cc", "driver", "cuda_driver", "cuda_runtime", "avo",
-                                          "gpu", "cpu", NULL};
+const char *const avo_toolchain_keys[] = {"nvcc", "cc",  "driver", "cuda_driver", "cuda_runtime",
+                                          "avo",  "gpu", "cpu",    NULL};
 
 int avo_toolchain_key_kind(const char *key)
 {
@@ -117,7 +117,8 @@ int avo_toolchain_parse(const json_t *in, json_t **out, char *err, size_t errlen
     json_t *n = json_object();
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)in, key, v) {
+    json_object_foreach((json_t *)in, key, v)
+    {
         const int kind = avo_toolchain_key_kind(key);
         json_t *canon = NULL;
         if (kind < 0) {
@@ -136,7 +137,8 @@ int avo_toolchain_parse(const json_t *in, json_t **out, char *err, size_t errlen
             canon = json_array();
             size_t i;
             json_t *x;
-            json_array_foreach(v, i, x) {
+            json_array_foreach(v, i, x)
+            {
                 json_t *c;
                 if (one_value(key, kind, x, &c, err, errlen) < 0) {
                     json_decref(canon);

@@ -130,7 +130,8 @@ void avo_agent_ensure(avo_agent *a, json_t *snap, const char *problem_json)
         return; /* backing off after failed steps; a later pass starts the next */
     size_t i;
     json_t *isl;
-    json_array_foreach(islands, i, isl) {
+    json_array_foreach(islands, i, isl)
+    {
         const int k = (int)json_integer_value(json_object_get(isl, "idx"));
         int busy = 0;
         for (step *s = a->steps; s; s = s->next)

@@ -72,8 +72,8 @@ typedef enum {
  * the calls of every island of the job, not only its own step's. */
 typedef struct {
     long long job;
-    int failed;                /* steps in a row that failed (provider errors, unusable answers) */
-    uint64_t not_before;       /* loop time (ms) before which no step starts: the backoff */
+    int failed;          /* steps in a row that failed (provider errors, unusable answers) */
+    uint64_t not_before; /* loop time (ms) before which no step starts: the backoff */
     long long spent_tokens, held_tokens;
     double spent_cost, held_cost;
     double budget_tokens, budget_cost; /* the job's budgets; 0 = none */
@@ -83,7 +83,7 @@ struct avo_agent {
     uv_loop_t *loop;
     avo_db *db;
     char kernels_dir[1024];
-    char worker_bin[2100];      /* avo-worker beside avod: the sandboxed compile of the compile tool */
+    char worker_bin[2100]; /* avo-worker beside avod: the sandboxed compile of the compile tool */
     char compile_cache[1200];
     avo_llm_provider *prov;
     int nprov;
@@ -94,8 +94,8 @@ struct avo_agent {
     job_state *jobs;
     int njobs;
     int stopping;
-    int in_stop;         /* avo_agent_stop is running: it frees the agent itself */
-    int recovered;       /* the steps a restart interrupted were recorded (avo_agent_db_up) */
+    int in_stop;   /* avo_agent_stop is running: it frees the agent itself */
+    int recovered; /* the steps a restart interrupted were recorded (avo_agent_db_up) */
 };
 
 struct avo_agent_step {
@@ -106,17 +106,17 @@ struct avo_agent_step {
     avo_problem prob;
     int have_prob;
     char target[16];
-    char setup_error[600];      /* why the step cannot run (recorded, then it ends) */
+    char setup_error[600]; /* why the step cannot run (recorded, then it ends) */
     char *head_src;
-    char *lineage;              /* the lineage at the step's start (first message, supervisor) */
-    char *directions;           /* the supervisor's, for this step's first message */
+    char *lineage;    /* the lineage at the step's start (first message, supervisor) */
+    char *directions; /* the supervisor's, for this step's first message */
     int supervise_after, supervise_failures, repeats;
     int failed_steps, backoff_s, backoff_max_s; /* the job's failure rule */
-    json_t *sup_conv;           /* the supervisor call's conversation, while it runs */
-    json_t *cmp_conv;           /* the compaction call's conversation, while it runs */
-    size_t cmp_cut;             /* messages [2, cmp_cut) are being summarised */
-    long cmp_prompt;            /* the prompt size that called for it */
-    char stop[16];              /* why the last answer stopped */
+    json_t *sup_conv;                           /* the supervisor call's conversation, while it runs */
+    json_t *cmp_conv;                           /* the compaction call's conversation, while it runs */
+    size_t cmp_cut;                             /* messages [2, cmp_cut) are being summarised */
+    long cmp_prompt;                            /* the prompt size that called for it */
+    char stop[16];                              /* why the last answer stopped */
     char head_score[32];
     avo_agent_ws ws;
     json_t *conv, *tools;
@@ -125,30 +125,30 @@ struct avo_agent_step {
     avo_llm_provider pvc;
     char key[4096];
     int turns, max_turns, nudges, empties, evals;
-    int empty;                  /* the last answer had neither text nor a tool call */
-    int failed;                 /* the step ended on a provider error or unusable answers */
+    int empty;  /* the last answer had neither text nor a tool call */
+    int failed; /* the step ended on a provider error or unusable answers */
     long long tokens, max_tokens;
-    long last_prompt;           /* the main conversation's size in tokens after the last answer, */
-    size_t last_bytes;          /* and in bytes: the next prompt is estimated from them */
-    long long held_tokens;      /* what the request in flight may use, held in the job's ledger */
+    long last_prompt;      /* the main conversation's size in tokens after the last answer, */
+    size_t last_bytes;     /* and in bytes: the next prompt is estimated from them */
+    long long held_tokens; /* what the request in flight may use, held in the job's ledger */
     double held_cost;
     double cost;
-    avo_commit_params cp;       /* the job's commit rule (commit.c) */
-    json_t *calls;              /* the tool calls of the answer being worked through */
+    avo_commit_params cp; /* the job's commit rule (commit.c) */
+    json_t *calls;        /* the tool calls of the answer being worked through */
     size_t next_call;
-    const char *call_id;        /* of the tool call being run */
+    const char *call_id; /* of the tool call being run */
     long long wait_eval;
-    long long last_eval;        /* the step's last finished evaluation (profile reads its counters) */
-    long long wait_program;     /* the microbenchmark being waited on */
+    long long last_eval;    /* the step's last finished evaluation (profile reads its counters) */
+    long long wait_program; /* the microbenchmark being waited on */
     double program_deadline;
-    long long wait_profile;     /* the profile task being waited on (sql/011_profiles.sql) */
+    long long wait_profile; /* the profile task being waited on (sql/011_profiles.sql) */
     double profile_deadline;
     uv_timer_t timer;
     int timer_open;
     avo_llmcall *call;
     double call_t0;
-    int pending;                /* queries, the provider call and the timer in flight */
-    agent_state state;          /* moved only by agent_move */
+    int pending;       /* queries, the provider call and the timer in flight */
+    agent_state state; /* moved only by agent_move */
 };
 
 /* ---- the state (agentstep.c) ---------------------------------------------------- */
@@ -177,8 +177,7 @@ int agent_move(step *s, agent_state to, const char *where) __attribute__((warn_u
 /* A new step of island `island` of `job` from candidate `head`: set up
  * from the snapshot and recorded (INSERT agent_steps); the rest follows on
  * the loop. 0, or -ENOMEM. */
-int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long long job, int island,
-                     long long head);
+int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long long job, int island, long long head);
 /* Something in flight came back: 1 when the step has ended (it may be
  * freed then). */
 int agent_settle(step *s);
@@ -213,8 +212,8 @@ void agent_turn(step *s);
 int agent_call_provider(step *s, json_t *conv, json_t *tools, avo_llmcall_cb cb, char *err, size_t errlen);
 /* A provider call came back: released, recorded (llm_calls), then arrived
  * (agent_arrive with allowed and where). 1: the callback goes on. */
-int agent_answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *reply, const char *reason,
-                   int attempts, unsigned allowed, const char *where);
+int agent_answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *reply, const char *reason, int attempts,
+                   unsigned allowed, const char *where);
 
 /* ---- the tools (agentexec.c) ----------------------------------------------------------- */
 
@@ -226,8 +225,8 @@ void agent_run_next_tool(step *s);
  * declaration: each answers through tool_result, now or from a
  * callback, or ends the step (commit, give_up). */
 avo_agent_tool_fn agent_tool_problem, agent_tool_write_source, agent_tool_edit_source, agent_tool_read_candidate,
-    agent_tool_lineage, agent_tool_search_knowledge, agent_tool_read_knowledge, agent_tool_evaluate,
-    agent_tool_compile, agent_tool_disassemble, agent_tool_profile, agent_tool_microbenchmark, agent_tool_diff,
-    agent_tool_commit, agent_tool_give_up;
+    agent_tool_lineage, agent_tool_search_knowledge, agent_tool_read_knowledge, agent_tool_evaluate, agent_tool_compile,
+    agent_tool_disassemble, agent_tool_profile, agent_tool_microbenchmark, agent_tool_diff, agent_tool_commit,
+    agent_tool_give_up;
 
 #endif

@@ -141,11 +141,11 @@ static void poll_eval(uv_timer_t *t)
     snprintf(isl, sizeof isl, "%d", s->island);
     const char *p[] = {e, job, isl};
     if (agent_query(s,
-              "SELECT e.state, COALESCE(e.result, '{}'::jsonb)::text, "
-              "COALESCE((SELECT best FROM islands WHERE job_id = $2 AND idx = $3::int), 0), e.candidate_id, "
-              "COALESCE((SELECT best_candidate FROM islands WHERE job_id = $2 AND idx = $3::int), 0) "
-              "FROM evaluations e WHERE e.id = $1",
-              3, p, on_eval_row) < 0)
+                    "SELECT e.state, COALESCE(e.result, '{}'::jsonb)::text, "
+                    "COALESCE((SELECT best FROM islands WHERE job_id = $2 AND idx = $3::int), 0), e.candidate_id, "
+                    "COALESCE((SELECT best_candidate FROM islands WHERE job_id = $2 AND idx = $3::int), 0) "
+                    "FROM evaluations e WHERE e.id = $1",
+                    3, p, on_eval_row) < 0)
         uv_timer_start(&s->timer, poll_eval, POLL_MS * 4, 0);
 }
 
@@ -216,8 +216,10 @@ static void on_commit_check(void *arg, PGresult *res, const char *err)
     json_t *args = json_object_get(call, "arguments");
     long long cand = json_integer_value(json_object_get(args, "candidate"));
     if (PQntuples(res) != 1 || atoll(PQgetvalue(res, 0, 0)) != s->job || strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
-        tool_errorf(s, "commit: candidate %lld is not one of this step's evaluated attempts (evaluate returns "
-                       "their ids)", cand);
+        tool_errorf(s,
+                    "commit: candidate %lld is not one of this step's evaluated attempts (evaluate returns "
+                    "their ids)",
+                    cand);
         return;
     }
     if (PQgetisnull(res, 0, 2)) {
@@ -227,8 +229,10 @@ static void on_commit_check(void *arg, PGresult *res, const char *err)
     const char *outcome = PQgetvalue(res, 0, 2);
     double agg = atof(PQgetvalue(res, 0, 3)), best = atof(PQgetvalue(res, 0, 4));
     if (strcmp(outcome, "ok") != 0) {
-        tool_errorf(s, "commit: candidate %lld failed its evaluation (%s); only a version that passed every check "
-                       "can be committed", cand, outcome);
+        tool_errorf(s,
+                    "commit: candidate %lld failed its evaluation (%s); only a version that passed every check "
+                    "can be committed",
+                    cand, outcome);
         return;
     }
     json_t *paired = PQgetisnull(res, 0, 5) ? NULL : json_loads(PQgetvalue(res, 0, 5), JSON_DECODE_ANY, NULL);
@@ -256,15 +260,15 @@ void agent_tool_commit(step *s, json_t *args)
     snprintf(isl, sizeof isl, "%d", s->island);
     const char *p[] = {c, isl};
     if (agent_query(s,
-              "SELECT c.job_id, c.hold, e.outcome, e.aggregate, "
-              "COALESCE((SELECT best FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0), "
-              "e.result->'paired', "
-              "COALESCE((SELECT best_candidate FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0) "
-              "FROM candidates c LEFT JOIN LATERAL (SELECT outcome, aggregate, result FROM evaluations "
-              "WHERE candidate_id = c.id AND state IN ('done','failed') AND purpose = 'search' "
-              "ORDER BY id DESC LIMIT 1) e ON true "
-              "WHERE c.id = $1",
-              2, p, on_commit_check) < 0)
+                    "SELECT c.job_id, c.hold, e.outcome, e.aggregate, "
+                    "COALESCE((SELECT best FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0), "
+                    "e.result->'paired', "
+                    "COALESCE((SELECT best_candidate FROM islands WHERE job_id = c.job_id AND idx = $2::int), 0) "
+                    "FROM candidates c LEFT JOIN LATERAL (SELECT outcome, aggregate, result FROM evaluations "
+                    "WHERE candidate_id = c.id AND state IN ('done','failed') AND purpose = 'search' "
+                    "ORDER BY id DESC LIMIT 1) e ON true "
+                    "WHERE c.id = $1",
+                    2, p, on_commit_check) < 0)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
@@ -279,12 +283,15 @@ static void on_compiled(void *arg, int compiled, const char *detail, const char 
     if (policy)
         detail += strlen(AVO_SEEDCHECK_POLICY);
     if (asprintf(&buf, "%s%s%s%s",
-                 compiled > 0  ? "compiles"
-                 : policy      ? "is refused by the candidate policy (outcome policy_violation; see the system "
-                                 "prompt): "
+                 compiled > 0    ? "compiles"
+                 : policy        ? "is refused by the candidate policy (outcome policy_violation; see the system "
+                                   "prompt): "
                  : compiled == 0 ? "does not compile: "
                                  : "could not compile here: ",
-                 compiled > 0 ? "" : detail ? detail : "", log && *log ? "\ncompiler output:\n" : "",
+                 compiled > 0 ? ""
+                 : detail     ? detail
+                              : "",
+                 log && *log ? "\ncompiler output:\n" : "",
                  log ? (strlen(log) > 6000 ? log + strlen(log) - 6000 : log) : "") < 0) {
         tool_errorf(s, "out of memory");
         return;
@@ -331,8 +338,7 @@ static void start_compile(step *s, const char *tool, int disassemble, avo_seedch
         return;
     }
     if (!s->a->worker_bin[0]) {
-        tool_errorf(s, "%s: avod cannot find avo-worker beside itself; evaluate reports the compiler's messages",
-                    tool);
+        tool_errorf(s, "%s: avod cannot find avo-worker beside itself; evaluate reports the compiler's messages", tool);
         return;
     }
     s->pending++;
@@ -403,7 +409,7 @@ static void poll_program(uv_timer_t *t)
     char pid[32];
     snprintf(pid, sizeof pid, "%lld", s->wait_program);
     if (agent_query(s, "SELECT state, COALESCE(result, '{}'::jsonb)::text FROM programs WHERE id = $1", 1,
-              (const char *const[]){pid}, on_program_row) < 0)
+                    (const char *const[]){pid}, on_program_row) < 0)
         uv_timer_start(&s->timer, poll_program, POLL_MS * 4, 0);
 }
 
@@ -454,8 +460,9 @@ static void on_profile_row(void *arg, PGresult *res, const char *err)
             uv_timer_start(&s->timer, poll_profile, state ? POLL_MS : POLL_MS * 4, 0);
             return;
         }
-        tool_errorf(s, "profile: task %lld is still %s after %d s (are the job's %s workers busy or gone?); call "
-                       "profile again later for its counters",
+        tool_errorf(s,
+                    "profile: task %lld is still %s after %d s (are the job's %s workers busy or gone?); call "
+                    "profile again later for its counters",
                     s->wait_profile, state ? state : "unread", PROFILE_WAIT_S, s->target);
         s->wait_profile = 0;
         return;
@@ -483,7 +490,7 @@ static void poll_profile(uv_timer_t *t)
     char pid[32];
     snprintf(pid, sizeof pid, "%lld", s->wait_profile);
     if (agent_query(s, "SELECT state, COALESCE(result, '{}'::jsonb)::text, candidate_id FROM profiles WHERE id = $1", 1,
-              (const char *const[]){pid}, on_profile_row) < 0)
+                    (const char *const[]){pid}, on_profile_row) < 0)
         uv_timer_start(&s->timer, poll_profile, POLL_MS * 4, 0);
 }
 
@@ -521,7 +528,7 @@ void agent_tool_profile(step *s, json_t *args)
     char e[32];
     snprintf(e, sizeof e, "%lld", s->last_eval);
     if (agent_query(s, "SELECT avo_profile_request(candidate_id, $2, 'agent') FROM evaluations WHERE id = $1", 2,
-              (const char *const[]){e, config}, on_profile_queued) < 0)
+                    (const char *const[]){e, config}, on_profile_queued) < 0)
         tool_errorf(s, "the database is unavailable; try again");
 }
 
@@ -686,4 +693,3 @@ void agent_run_next_tool(step *s)
     }
     run_tool(s, json_array_get(s->calls, s->next_call++));
 }
-

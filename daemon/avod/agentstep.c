@@ -20,8 +20,9 @@
 /* ---- the state -------------------------------------------------------------- */
 
 static const char *const state_names[AGENT_NSTATES] = {
-    [AGENT_STARTING] = "starting", [AGENT_SUPERVISING] = "supervising", [AGENT_TURN] = "turn",
-    [AGENT_COMPACTING] = "compacting", [AGENT_TOOLS] = "tools", [AGENT_ENDED] = "ended",
+    [AGENT_STARTING] = "starting", [AGENT_SUPERVISING] = "supervising",
+    [AGENT_TURN] = "turn",         [AGENT_COMPACTING] = "compacting",
+    [AGENT_TOOLS] = "tools",       [AGENT_ENDED] = "ended",
 };
 
 /* The moves agent_internal.h draws: from each state, the states it may go to. */
@@ -230,7 +231,7 @@ static void on_supervised(void *arg, int rc, avo_llm_reply *reply, const char *r
         json_decref(d);
         if (dj)
             agent_query(s, "SELECT avo_event($1, 'agent_supervised', $2::jsonb)", 2, (const char *const[]){job, dj},
-                  agent_on_ignored);
+                        agent_on_ignored);
         free(dj);
         avo_info("agent", "job %lld island %d: the supervisor intervened before step %lld", s->job, s->island, s->id);
     } else {
@@ -253,7 +254,8 @@ static void on_supervise_check(void *arg, PGresult *res, const char *err)
         agent_begin(s);
         return;
     }
-    long barren = atol(PQgetvalue(res, 0, 0)), failed = atol(PQgetvalue(res, 0, 1)), repeats = atol(PQgetvalue(res, 0, 2));
+    long barren = atol(PQgetvalue(res, 0, 0)), failed = atol(PQgetvalue(res, 0, 1)),
+         repeats = atol(PQgetvalue(res, 0, 2));
     char why[200] = "";
     if (barren > 0 && barren % s->supervise_after == 0)
         snprintf(why, sizeof why, "%ld steps in a row ended without a commit", barren);
@@ -266,8 +268,9 @@ static void on_supervise_check(void *arg, PGresult *res, const char *err)
         return;
     }
     char *user = NULL;
-    if (asprintf(&user, "Problem %s. Why you are called: %s.\n\nRecent steps (newest first):\n%s\n\nLineage "
-                        "(newest first):\n%s",
+    if (asprintf(&user,
+                 "Problem %s. Why you are called: %s.\n\nRecent steps (newest first):\n%s\n\nLineage "
+                 "(newest first):\n%s",
                  s->prob.name, why, PQgetvalue(res, 0, 3), s->lineage ? s->lineage : "{}") < 0 ||
         !(s->sup_conv = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "system", "text", supervisor_prompt, "role", "user",
                                   "text", user))) {
@@ -292,17 +295,18 @@ static void on_first_lineage(void *arg, PGresult *res, const char *err)
     char job[32], sid[32];
     snprintf(job, sizeof job, "%lld", s->job);
     snprintf(sid, sizeof sid, "%lld", s->id);
-    if (agent_query(s,
-              "SELECT (SELECT count(*) FROM agent_steps WHERE job_id = $1 AND id < $2 AND state <> 'committed' "
-              "AND id > COALESCE((SELECT max(id) FROM agent_steps WHERE job_id = $1 AND state = 'committed'), 0)), "
-              "(SELECT count(*) FROM candidates WHERE job_id = $1 AND operator = 'agent' AND outcome IS NOT NULL "
-              "AND outcome <> 'ok' AND id > COALESCE((SELECT max(id) FROM candidates WHERE job_id = $1 "
-              "AND operator = 'agent' AND outcome = 'ok'), 0)), "
-              "COALESCE((SELECT repeats FROM agent_steps WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 1), 0), "
-              "COALESCE((SELECT jsonb_pretty(jsonb_agg(jsonb_build_object('step', id, 'state', state, 'reason', "
-              "reason, 'evaluations', evaluations) ORDER BY id DESC)) FROM (SELECT * FROM agent_steps "
-              "WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 6) x), '[]')",
-              2, (const char *const[]){job, sid}, on_supervise_check) < 0)
+    if (agent_query(
+            s,
+            "SELECT (SELECT count(*) FROM agent_steps WHERE job_id = $1 AND id < $2 AND state <> 'committed' "
+            "AND id > COALESCE((SELECT max(id) FROM agent_steps WHERE job_id = $1 AND state = 'committed'), 0)), "
+            "(SELECT count(*) FROM candidates WHERE job_id = $1 AND operator = 'agent' AND outcome IS NOT NULL "
+            "AND outcome <> 'ok' AND id > COALESCE((SELECT max(id) FROM candidates WHERE job_id = $1 "
+            "AND operator = 'agent' AND outcome = 'ok'), 0)), "
+            "COALESCE((SELECT repeats FROM agent_steps WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 1), 0), "
+            "COALESCE((SELECT jsonb_pretty(jsonb_agg(jsonb_build_object('step', id, 'state', state, 'reason', "
+            "reason, 'evaluations', evaluations) ORDER BY id DESC)) FROM (SELECT * FROM agent_steps "
+            "WHERE job_id = $1 AND id < $2 ORDER BY id DESC LIMIT 6) x), '[]')",
+            2, (const char *const[]){job, sid}, on_supervise_check) < 0)
         agent_begin(s);
 }
 
@@ -347,9 +351,9 @@ static void on_inserted(void *arg, PGresult *res, const char *err)
     char head[32];
     snprintf(head, sizeof head, "%lld", s->head);
     agent_query(s,
-          "SELECT s.body, COALESCE(c.aggregate, 0) FROM candidates c JOIN sources s ON s.sha256 = c.sha256 "
-          "WHERE c.id = $1",
-          1, (const char *const[]){head}, on_head);
+                "SELECT s.body, COALESCE(c.aggregate, 0) FROM candidates c JOIN sources s ON s.sha256 = c.sha256 "
+                "WHERE c.id = $1",
+                1, (const char *const[]){head}, on_head);
 }
 
 static void setup(step *s, json_t *snap, const char *problem_json)
@@ -381,15 +385,14 @@ static void setup(step *s, json_t *snap, const char *problem_json)
     avo_commit_params_from_spec(spec, &s->cp);
     snprintf(s->target, sizeof s->target, "%s",
              json_string_value(json_object_get(snap, "target")) ? json_string_value(json_object_get(snap, "target"))
-                                                                 : "cpu");
+                                                                : "cpu");
     for (int i = 0; i < a->nprov; i++)
         if (pname && !strcmp(a->prov[i].name, pname)) {
             s->pvc = a->prov[i];
             s->pv = &s->pvc;
         }
     if (!s->pv) {
-        snprintf(s->setup_error, sizeof s->setup_error, "no provider '%s' is configured in avod",
-                 pname ? pname : "");
+        snprintf(s->setup_error, sizeof s->setup_error, "no provider '%s' is configured in avod", pname ? pname : "");
         return;
     }
     if (avo_llm_load_key(s->pv, s->key, sizeof s->key, err, sizeof err) < 0) {
@@ -417,8 +420,7 @@ static void setup(step *s, json_t *snap, const char *problem_json)
  * comes back here). Any island's, not only the step's own: a commit on
  * one island can migrate its best into another's head. */
 
-int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long long job, int island,
-                     long long head)
+int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long long job, int island, long long head)
 {
     step *s = calloc(1, sizeof *s);
     if (!s)
@@ -437,8 +439,7 @@ int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long 
     char jb[32], kb[16];
     snprintf(jb, sizeof jb, "%lld", job);
     snprintf(kb, sizeof kb, "%d", island);
-    if (agent_query(s, "SELECT avo_agent_step_start($1, $2::int)", 2,
-                    (const char *const[]){jb, kb}, on_inserted) < 0)
+    if (agent_query(s, "SELECT avo_agent_step_start($1, $2::int)", 2, (const char *const[]){jb, kb}, on_inserted) < 0)
         agent_end_step(s, "ended", "the database is unavailable");
     else
         avo_info("agent", "job %lld island %d: step starts from candidate %lld", job, island, head);

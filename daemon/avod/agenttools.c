@@ -14,16 +14,16 @@
  * what runs cannot drift apart. */
 typedef struct {
     const char *name;
-    const char *type;        /* "string" or "integer" */
+    const char *type; /* "string" or "integer" */
     const char *desc;
     int required;
-    long long min, max;      /* integers: value range; strings: length range (bytes) */
-    const char *oneof;       /* strings: the allowed values, "|"-separated, or NULL */
+    long long min, max; /* integers: value range; strings: length range (bytes) */
+    const char *oneof;  /* strings: the allowed values, "|"-separated, or NULL */
 } arg_spec;
 
 typedef struct {
     const char *name;
-    avo_agent_tool_fn *run;  /* agentexec.c */
+    avo_agent_tool_fn *run; /* agentexec.c */
     const char *desc;
     arg_spec args[4];
 } tool_spec;
@@ -32,48 +32,59 @@ typedef struct {
 #define ID_MAX 9007199254740991LL /* 2^53 - 1: ids survive a round trip through any JSON parser */
 
 static const tool_spec tools[] = {
-    {"problem", agent_tool_problem,
+    {"problem",
+     agent_tool_problem,
      "The problem: what the entry point computes and its exact signature, the sizes and configurations it is "
      "timed on, how it is scored, the tolerances, and the seed's knobs.",
      {{0}}},
-    {"lineage", agent_tool_lineage,
+    {"lineage",
+     agent_tool_lineage,
      "The job's lineage: committed versions with their scores and notes, the island's best, and one-line "
      "summaries of recent failed attempts.",
      {{"island", "integer", "island to show (default: this step's)", 0, 0, 4095, NULL},
       {"limit", "integer", "most recent entries to show (default 20)", 0, 1, 200, NULL}}},
-    {"read_candidate", agent_tool_read_candidate,
+    {"read_candidate",
+     agent_tool_read_candidate,
      "The full source of a candidate by id, or of the working copy when no id is given.",
      {{"candidate", "integer", "candidate id (omit for the working copy)", 0, 1, ID_MAX, NULL}}},
-    {"diff", agent_tool_diff,
+    {"diff",
+     agent_tool_diff,
      "A unified diff between two candidates, or from a candidate to the working copy when `to` is omitted.",
      {{"from", "integer", "candidate id", 1, 1, ID_MAX, NULL},
       {"to", "integer", "candidate id (omit for the working copy)", 0, 1, ID_MAX, NULL}}},
-    {"search_knowledge", agent_tool_search_knowledge,
+    {"search_knowledge",
+     agent_tool_search_knowledge,
      "Full-text search of the knowledge base (hardware notes, documentation excerpts, past committed cases): "
      "ranked hits with highlighted snippets and their ids.",
      {{"query", "string", "words to search for", 1, 1, 512, NULL},
       {"limit", "integer", "most hits to return (default 8)", 0, 1, 50, NULL}}},
-    {"read_knowledge", agent_tool_read_knowledge,
+    {"read_knowledge",
+     agent_tool_read_knowledge,
      "One knowledge-base entry in full, by an id search_knowledge returned.",
      {{"id", "integer", "entry id", 1, 1, ID_MAX, NULL}}},
-    {"write_source", agent_tool_write_source,
+    {"write_source",
+     agent_tool_write_source,
      "Replace the whole working copy with this source.",
      {{"source", "string", "the complete source file", 1, 1, MAXS, NULL}}},
-    {"edit_source", agent_tool_edit_source,
+    {"edit_source",
+     agent_tool_edit_source,
      "Replace exactly one occurrence of `search` in the working copy with `replace`. The search text must match "
      "exactly, whitespace and line breaks included, and occur once; otherwise nothing changes and the error says "
      "why.",
      {{"search", "string", "the exact text to replace", 1, 1, MAXS, NULL},
       {"replace", "string", "its replacement (may be empty)", 1, 0, MAXS, NULL}}},
-    {"compile", agent_tool_compile,
+    {"compile",
+     agent_tool_compile,
      "Compile the working copy as a worker would: the compiler's messages and, for CUDA, the ptxas report "
      "(registers, shared memory, spills, stack) per kernel.",
      {{0}}},
-    {"disassemble", agent_tool_disassemble,
+    {"disassemble",
+     agent_tool_disassemble,
      "SASS of the compiled working copy: the lines matching a regular expression.",
      {{"pattern", "string", "extended regular expression, e.g. HGMMA|LDL|STL", 1, 1, 256, NULL},
       {"kernel", "string", "only this kernel (a substring of its mangled name)", 0, 1, 256, NULL}}},
-    {"evaluate", agent_tool_evaluate,
+    {"evaluate",
+     agent_tool_evaluate,
      "Evaluate the working copy on a worker: correctness on fresh random inputs against the reference, then "
      "timing on every configuration, paired with the island's best. Where the problem declares a screen, a "
      "few configurations are timed first and a version slower than the best beyond noise stops there: the "
@@ -81,24 +92,28 @@ static const tool_spec tools[] = {
      "outcome, the score and per-configuration times, and the candidate id to commit. Costs one evaluation "
      "of the job's budget.",
      {{0}}},
-    {"profile", agent_tool_profile,
+    {"profile",
+     agent_tool_profile,
      "Hardware counters (CUPTI) of the last evaluated working copy on one configuration: SM and DRAM "
      "throughput, occupancy, bank conflicts, tensor-pipe activity, stall reasons. Runs as a task of its own on a "
      "worker (checked calls, then the counters pass) and waits for it; costs no evaluation.",
      {{"config", "string", "configuration name (default: the largest)", 0, 1, 64, NULL}}},
-    {"microbenchmark", agent_tool_microbenchmark,
+    {"microbenchmark",
+     agent_tool_microbenchmark,
      "Compile and run a standalone program in the worker's sandbox and return its output, to probe the hardware "
      "(latency, bandwidth, instruction throughput). It does not touch the lineage.",
      {{"source", "string", "a complete program with main()", 1, 1, MAXS, NULL},
       {"language", "string", "c or cuda", 1, 1, 8, "c|cuda"}}},
-    {"commit", agent_tool_commit,
+    {"commit",
+     agent_tool_commit,
      "Commit an evaluated candidate to the lineage, with notes for later steps (what changed and why it is "
      "faster). Accepted only if it passed every check and is faster than the island's best beyond the noise (its "
      "speed ratio, timed paired against the best, has a lower confidence bound above the job's minimum gain); "
      "otherwise the reason is returned and nothing changes. A commit ends the step.",
      {{"candidate", "integer", "the id evaluate returned", 1, 1, ID_MAX, NULL},
       {"notes", "string", "what changed and why", 1, 1, 4096, NULL}}},
-    {"give_up", agent_tool_give_up,
+    {"give_up",
+     agent_tool_give_up,
      "End this step without a commit, with a one-line reason later steps will read.",
      {{"reason", "string", "why, in one line", 1, 1, 1024, NULL}}},
 };
@@ -146,8 +161,8 @@ json_t *avo_agent_tools(void)
         }
         json_t *schema = json_pack("{s:s,s:o,s:o,s:b}", "type", "object", "properties", props, "required", req,
                                    "additionalProperties", 0);
-        if (!schema || json_array_append_new(out, json_pack("{s:s,s:s,s:o}", "name", t->name, "description",
-                                                            t->desc, "schema", schema)) < 0) {
+        if (!schema || json_array_append_new(out, json_pack("{s:s,s:s,s:o}", "name", t->name, "description", t->desc,
+                                                            "schema", schema)) < 0) {
             json_decref(out);
             return NULL;
         }
@@ -200,7 +215,8 @@ int avo_agent_tool_check(const char *name, json_t *args, char *err, size_t errle
     }
     const char *key;
     json_t *v;
-    json_object_foreach(args, key, v) {
+    json_object_foreach(args, key, v)
+    {
         int known = 0;
         for (int k = 0; k < nargs(t); k++)
             known |= !strcmp(t->args[k].name, key);
@@ -315,15 +331,18 @@ int avo_agent_ws_edit(avo_agent_ws *w, const char *search, const char *replace, 
         count++;
     }
     if (count == 0) {
-        snprintf(msg, msglen, "edit_source: the search text is not in the working copy (version %d); it must match "
+        snprintf(msg, msglen,
+                 "edit_source: the search text is not in the working copy (version %d); it must match "
                  "exactly, whitespace and line breaks included (read_candidate shows the current text); nothing "
-                 "changed", w->version);
+                 "changed",
+                 w->version);
         return -ENOENT;
     }
     if (count > 1) {
-        snprintf(msg, msglen, "edit_source: the search text occurs %d times (lines %d and %d%s); include more of the "
-                 "surrounding text so it matches once; nothing changed", count, line_of(w->src, first),
-                 line_of(w->src, second), count > 2 ? ", ..." : "");
+        snprintf(msg, msglen,
+                 "edit_source: the search text occurs %d times (lines %d and %d%s); include more of the "
+                 "surrounding text so it matches once; nothing changed",
+                 count, line_of(w->src, first), line_of(w->src, second), count > 2 ? ", ..." : "");
         return -EEXIST;
     }
     size_t pre = (size_t)(first - w->src), sl = strlen(search), rl = strlen(replace ? replace : "");
@@ -371,21 +390,21 @@ char *avo_agent_problem_text(const avo_problem *p)
     fprintf(f, "Problem %s (%s backend).\n", p->name, p->backend);
     if (desc)
         fprintf(f, "%s\n", desc);
-    fprintf(f, "\nThe candidate is one %s source file that exports:\n    %sint %s(void *const *tensors, "
-               "const int64_t *sizes%s);\n",
+    fprintf(f,
+            "\nThe candidate is one %s source file that exports:\n    %sint %s(void *const *tensors, "
+            "const int64_t *sizes%s);\n",
             cuda ? "CUDA" : "C", cuda ? "extern \"C\" " : "", p->entry, cuda ? ", cudaStream_t stream" : "");
-    fprintf(f, "returning 0 on success. tensors[i] are the tensors below, in order (%s memory); sizes[j] are the "
-               "sizes below, in order.%s\n",
-            cuda ? "device" : "host",
-            cuda ? " Work must be queued on `stream` (or finished before returning)." : "");
+    fprintf(f,
+            "returning 0 on success. tensors[i] are the tensors below, in order (%s memory); sizes[j] are the "
+            "sizes below, in order.%s\n",
+            cuda ? "device" : "host", cuda ? " Work must be queued on `stream` (or finished before returning)." : "");
     fprintf(f, "\nSizes:");
     for (int i = 0; i < p->nsizes; i++)
         fprintf(f, " %s", p->sizes[i]);
     fprintf(f, "\nTensors (row-major):\n");
     for (int t = 0; t < p->ntensors; t++) {
         const avo_tensor_spec *ts = &p->tensors[t];
-        fprintf(f, "    tensors[%d] %s: %s, %s, shape [", t, ts->name, avo_dtype_name(ts->dtype),
-                role_name(ts->role));
+        fprintf(f, "    tensors[%d] %s: %s, %s, shape [", t, ts->name, avo_dtype_name(ts->dtype), role_name(ts->role));
         for (int k = 0; k < ts->rank; k++)
             fprintf(f, "%s%s", k ? ", " : "", ts->shape[k]);
         fprintf(f, "]\n");
@@ -397,8 +416,9 @@ char *avo_agent_problem_text(const avo_problem *p)
             fprintf(f, " %s=%lld", p->sizes[i], (long long)p->configs[c].size[i]);
         fprintf(f, "\n");
     }
-    fprintf(f, "Score: %s at the median time per configuration (%s = %s per call), higher is better; the "
-               "aggregate over configurations decides commits.\n",
+    fprintf(f,
+            "Score: %s at the median time per configuration (%s = %s per call), higher is better; the "
+            "aggregate over configurations decides commits.\n",
             p->unit, !strcmp(p->score_metric, "flops") ? "FLOP" : "bytes",
             !strcmp(p->score_metric, "flops") ? p->flops : p->bytes);
     fprintf(f, "Correctness: fresh random inputs each evaluation, outputs poisoned before each call, inputs must "
@@ -569,7 +589,8 @@ static void print_metrics(FILE *f, json_t *m, const char *indent)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         if (json_is_number(v))
             fprintf(f, "%s%s = %.6g\n", indent, k, json_number_value(v));
         else if (json_is_string(v))
@@ -592,7 +613,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
     }
     char names[512] = "";
     double longest = -1;
-    json_array_foreach(configs, i, x) {
+    json_array_foreach(configs, i, x)
+    {
         const char *name = json_string_value(json_object_get(x, "name"));
         if (!name)
             continue;
@@ -607,8 +629,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
     }
     if (!c) {
         if (config)
-            snprintf(err, errlen, "profile: candidate %lld has no configuration \"%s\" (it has: %s)", candidate,
-                     config, names[0] ? names : "none");
+            snprintf(err, errlen, "profile: candidate %lld has no configuration \"%s\" (it has: %s)", candidate, config,
+                     names[0] ? names : "none");
         else
             snprintf(err, errlen, "profile: candidate %lld has no timed configuration (outcome %s)", candidate,
                      json_string_value(json_object_get(result, "outcome")) ?: "unknown");
@@ -626,8 +648,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
         fprintf(f, "counters of candidate %lld, configuration %s (median %.6g s):\n", candidate, name,
                 json_number_value(json_object_get(c, "median_s")));
     else
-        fprintf(f, "counters of candidate %lld, configuration %s (profile run, %lld checked calls):\n", candidate,
-                name, (long long)json_integer_value(json_object_get(c, "calls")));
+        fprintf(f, "counters of candidate %lld, configuration %s (profile run, %lld checked calls):\n", candidate, name,
+                (long long)json_integer_value(json_object_get(c, "calls")));
     json_t *ctr = json_object_get(c, "counters"), *top = json_object_get(result, "counters");
     json_t *kernels = json_object_get(ctr, "kernels");
     if (json_is_array(kernels) && json_array_size(kernels)) {
@@ -635,7 +657,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
         fprintf(f, "source: %s, %lld replay passes\n",
                 json_string_value(json_object_get(ctr, "source")) ?: "CUPTI range profiler",
                 (long long)json_integer_value(json_object_get(ctr, "passes")));
-        json_array_foreach(kernels, i, x) {
+        json_array_foreach(kernels, i, x)
+        {
             fprintf(f, "kernel %zu: %s\n", i + 1, json_string_value(json_object_get(x, "range")) ?: "?");
             print_metrics(f, json_object_get(x, "metrics"), "  ");
         }
@@ -691,15 +714,16 @@ char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, con
         char why[1024];
         avo_commit_judge(cp, json_object_get(r, "paired"), agg, best, best_cand, &v);
         if (json_is_true(json_object_get(r, "screened_out")))
-            fprintf(f, ", screened out: aggregate %.6g %s over the screen's %zu configurations only (partial; the "
-                       "island's best is %.6g over all of them)\n",
+            fprintf(f,
+                    ", screened out: aggregate %.6g %s over the screen's %zu configurations only (partial; the "
+                    "island's best is %.6g over all of them)\n",
                     agg, unit ? unit : "", json_array_size(json_object_get(screen, "configs")), best);
         else
             fprintf(f, ", aggregate %.6g %s (the island's best is %.6g)%s\n", agg, unit ? unit : "", best,
                     json_is_object(screen) ? "; it passed the screen and was timed on every configuration" : "");
         if (v.commit) {
-            fprintf(f, "commit rule: %s; a commit would be accepted", v.paired ? "a significant paired gain"
-                                                                               : "above the needed aggregate");
+            fprintf(f, "commit rule: %s; a commit would be accepted",
+                    v.paired ? "a significant paired gain" : "above the needed aggregate");
         } else {
             avo_commit_explain(cp, &v, cand, agg, best, why, sizeof why);
             fprintf(f, "commit rule: %s", why);
@@ -710,7 +734,8 @@ char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, con
         fprintf(f, "detail: %s\n", detail);
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(r, "configs"), i, c) {
+    json_array_foreach(json_object_get(r, "configs"), i, c)
+    {
         if (!i)
             fprintf(f, "per configuration (score, median seconds):\n");
         if (json_is_false(json_object_get(c, "timed")))

@@ -18,7 +18,6 @@
  * bytes a token for English, code and JSON. */
 #define BYTES_PER_TOKEN 4
 
-
 void agent_say(step *s, const char *role, const char *text)
 {
     json_array_append_new(s->conv, json_pack("{s:s,s:s}", "role", role, "text", text));
@@ -69,8 +68,8 @@ static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply
     snprintf(out, sizeof out, "%ld", reply ? reply->out_tokens : 0);
     snprintf(cached, sizeof cached, "%ld", reply ? reply->cached_tokens : 0);
     snprintf(cost, sizeof cost, "%.9f", reply ? reply->cost_usd : 0);
-    const char *p[] = {sid, job, t, s->pv->name, s->pv->model, rj ? rj : "[]", aj, reply ? reply->stop : NULL,
-                       error, att, lat, in, out, cached, cost, late};
+    const char *p[] = {sid,   job, t,   s->pv->name, s->pv->model, rj ? rj : "[]", aj,   reply ? reply->stop : NULL,
+                       error, att, lat, in,          out,          cached,         cost, late};
     agent_query(s,
                 "SELECT avo_agent_record_call($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13, "
                 "$14, $15, $16)",
@@ -84,8 +83,8 @@ static void record_call(step *s, json_t *conv, size_t from, avo_llm_reply *reply
 
 /* Recorded first, then settled, so the rows of an answer that outlived its
  * step are written before the step goes. */
-int agent_answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *reply, const char *reason,
-                   int attempts, unsigned allowed, const char *where)
+int agent_answered(step *s, json_t *conv, size_t from, int rc, avo_llm_reply *reply, const char *reason, int attempts,
+                   unsigned allowed, const char *where)
 {
     s->call = NULL;
     agent_release_hold(s, rc == 0 ? reply : NULL);
@@ -132,9 +131,10 @@ static int check_budgets(step *s, long prompt, long long *need, double *cost, ch
     *need = prompt + p->max_tokens;
     *cost = ((double)prompt * p->price_in + (double)p->max_tokens * p->price_out) / 1e6;
     if (s->tokens + *need > s->max_tokens) {
-        snprintf(why, len, "the step's token limit would be exceeded: the next request could use up to %lld tokens "
-                 "(a prompt of about %ld, up to %d of output), %lld of %lld are left; not sent", *need, prompt,
-                 p->max_tokens, s->max_tokens - s->tokens, s->max_tokens);
+        snprintf(why, len,
+                 "the step's token limit would be exceeded: the next request could use up to %lld tokens "
+                 "(a prompt of about %ld, up to %d of output), %lld of %lld are left; not sent",
+                 *need, prompt, p->max_tokens, s->max_tokens - s->tokens, s->max_tokens);
         return -EDQUOT;
     }
     job_state *js = agent_job_find(s->a, s->job, 1);
@@ -142,16 +142,19 @@ static int check_budgets(step *s, long prompt, long long *need, double *cost, ch
         return 0;
     const double left = js->budget_tokens - (double)(js->spent_tokens + js->held_tokens);
     if (js->budget_tokens > 0 && (double)*need > left) {
-        snprintf(why, len, "token budget reached: the next request could use up to %lld tokens (a prompt of about "
-                 "%ld, up to %d of output), %.0f of %.0f are left; not sent", *need, prompt, p->max_tokens,
-                 left > 0 ? left : 0, js->budget_tokens);
+        snprintf(why, len,
+                 "token budget reached: the next request could use up to %lld tokens (a prompt of about "
+                 "%ld, up to %d of output), %.0f of %.0f are left; not sent",
+                 *need, prompt, p->max_tokens, left > 0 ? left : 0, js->budget_tokens);
         finish_on_budget(s, "tokens", (double)js->spent_tokens, js->budget_tokens, (double)*need, why);
         return -EDQUOT;
     }
     const double cleft = js->budget_cost - js->spent_cost - js->held_cost;
     if (js->budget_cost > 0 && *cost > cleft) {
-        snprintf(why, len, "cost budget reached: the next request could cost up to %.4f USD, %.4f of %.4f are "
-                 "left; not sent", *cost, cleft > 0 ? cleft : 0, js->budget_cost);
+        snprintf(why, len,
+                 "cost budget reached: the next request could cost up to %.4f USD, %.4f of %.4f are "
+                 "left; not sent",
+                 *cost, cleft > 0 ? cleft : 0, js->budget_cost);
         finish_on_budget(s, "cost_usd", js->spent_cost, js->budget_cost, *cost, why);
         return -EDQUOT;
     }
@@ -168,9 +171,9 @@ static void on_provider_retry(void *arg, int attempt, long status, const char *m
                              AGENT_IN(AGENT_ENDED)) ||
         s->a->stopping)
         return;
-    json_t *d = json_pack("{s:I,s:i,s:s,s:s,s:i,s:i,s:f}", "step", (json_int_t)s->id, "island", s->island,
-                          "provider", s->pv->name, "model", s->pv->model, "attempt", attempt, "max_retries",
-                          s->pv->max_retries, "wait_s", wait_s);
+    json_t *d = json_pack("{s:I,s:i,s:s,s:s,s:i,s:i,s:f}", "step", (json_int_t)s->id, "island", s->island, "provider",
+                          s->pv->name, "model", s->pv->model, "attempt", attempt, "max_retries", s->pv->max_retries,
+                          "wait_s", wait_s);
     if (!d)
         return;
     if (status < 0)
@@ -184,7 +187,8 @@ static void on_provider_retry(void *arg, int attempt, long status, const char *m
     char job[32];
     snprintf(job, sizeof job, "%lld", s->job);
     if (data)
-        agent_query(s, "SELECT avo_event($1, 'llm_retry', $2::jsonb)", 2, (const char *const[]){job, data}, agent_on_ignored);
+        agent_query(s, "SELECT avo_event($1, 'llm_retry', $2::jsonb)", 2, (const char *const[]){job, data},
+                    agent_on_ignored);
     free(data);
     avo_info("agent", "job %lld island %d: step %lld: %s attempt %d failed (%ld: %s); retrying in %.1f s", s->job,
              s->island, s->id, s->pv->name, attempt, status, msg ? msg : "", wait_s);
@@ -236,7 +240,8 @@ static void summarise(FILE *f, json_t *m)
                 n > 160 ? " ..." : "");
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(m, "tool_calls"), i, c) {
+    json_array_foreach(json_object_get(m, "tool_calls"), i, c)
+    {
         char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
         int an = a ? (int)strlen(a) : 0;
         fprintf(f, "- you called %s %.*s%s\n", json_string_value(json_object_get(c, "name")),
@@ -281,7 +286,8 @@ static void apply_compaction(step *s, size_t cut, const char *summary, const cha
     snprintf(data, sizeof data,
              "{\"step\": %lld, \"island\": %d, \"messages_compacted\": %zu, \"prompt_tokens\": %ld, \"by\": \"%s\"}",
              s->id, s->island, cut - 2, s->cmp_prompt, by);
-    agent_query(s, "SELECT avo_event($1, 'agent_compacted', $2::jsonb)", 2, (const char *const[]){job, data}, agent_on_ignored);
+    agent_query(s, "SELECT avo_event($1, 'agent_compacted', $2::jsonb)", 2, (const char *const[]){job, data},
+                agent_on_ignored);
     avo_info("agent", "job %lld island %d: step %lld compacted %zu messages (%s; prompt %ld tokens of %ld)", s->job,
              s->island, s->id, cut - 2, by, s->cmp_prompt, s->pv->context_tokens);
 }
@@ -359,7 +365,8 @@ static int start_compaction(step *s, long prompt_tokens)
                     strlen(text) > 600 ? " ..." : "");
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
+        json_array_foreach(json_object_get(m, "tool_calls"), k, c)
+        {
             char *a = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
             fprintf(f, "[call] %s %.*s%s\n", json_string_value(json_object_get(c, "name")),
                     a ? (int)avo_utf8_cut(a, 200) : 0, a ? a : "", a && strlen(a) > 200 ? " ..." : "");
@@ -371,7 +378,8 @@ static int start_compaction(step *s, long prompt_tokens)
                             "text", buf ? buf : "");
     free(buf);
     char err[400];
-    if (!s->cmp_conv || AGENT_MOVE(s, AGENT_COMPACTING) < 0 || agent_call_provider(s, s->cmp_conv, NULL, on_compacted, err, sizeof err) < 0) {
+    if (!s->cmp_conv || AGENT_MOVE(s, AGENT_COMPACTING) < 0 ||
+        agent_call_provider(s, s->cmp_conv, NULL, on_compacted, err, sizeof err) < 0) {
         json_decref(s->cmp_conv);
         s->cmp_conv = NULL;
         compact_mechanically(s, cut);
@@ -436,12 +444,12 @@ static void go_on(step *s)
         return;
     }
     agent_say(s, "user",
-        !strcmp(s->stop, "max_tokens")
-            ? "Your answer was cut off by the output token limit. Continue with a tool call, and keep arguments "
-              "short (edit_source rather than write_source for small changes)."
-        : s->empty ? "Your answer was empty: no text and no tool call. Continue by calling a tool (problem, "
-                     "read_candidate, edit_source, evaluate, commit, give_up, ...)."
-                   : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");
+              !strcmp(s->stop, "max_tokens")
+                  ? "Your answer was cut off by the output token limit. Continue with a tool call, and keep arguments "
+                    "short (edit_source rather than write_source for small changes)."
+              : s->empty ? "Your answer was empty: no text and no tool call. Continue by calling a tool (problem, "
+                           "read_candidate, edit_source, evaluate, commit, give_up, ...)."
+                         : "Continue by calling a tool: evaluate your working copy, then commit it or give_up.");
     agent_turn(s);
 }
 
@@ -496,4 +504,3 @@ void agent_begin(step *s)
     free(first);
     agent_turn(s);
 }
-

@@ -32,10 +32,10 @@ struct avo_api {
     avo_engine *engine;
     avo_agent *agent;
     const avo_pgwatch *pgwatch;
-    const avo_ident *ident;    /* main's; replaced on reload */
+    const avo_ident *ident; /* main's; replaced on reload */
     char kernels_dir[1024];
-    char check_cache[1200];    /* seed compile checks */
-    char worker_bin[2100];     /* avo-worker beside avod, which runs them */
+    char check_cache[1200]; /* seed compile checks */
+    char worker_bin[2100];  /* avo-worker beside avod, which runs them */
     uv_timer_t timer;
     unsigned ticks;
     stream *streams;
@@ -46,26 +46,26 @@ typedef struct {
     avo_api *api;
     avo_http_req *req;
     int64_t id;
-    char not_found[96];        /* message when the query yields NULL ("" = "not found"); a copy: the
+    char not_found[96]; /* message when the query yields NULL ("" = "not found"); a copy: the
                                 * caller's buffer is gone by the time the answer comes */
-    int status;                /* on success */
-    const char *key;           /* request functions: the answer's member replied with 202 */
+    int status;         /* on success */
+    const char *key;    /* request functions: the answer's member replied with 202 */
 } call;
 
 struct stream {
     avo_api *api;
     avo_http_req *req;
     stream *prev, *next;
-    int64_t job;               /* 0: every job the principal may read (GET /v1/events) */
-    avo_principal who;         /* for job 0: whose read access filters it */
-    int follow;                /* for job 0: 0 ends the stream once caught up */
-    int detail;                /* ?detail=true: "detail" events (no id) when the job's detail changes */
-    char detail_key[512];      /* the last one sent, its seconds left out */
-    unsigned detail_tick;      /* api ticks when something was last written */
+    int64_t job;          /* 0: every job the principal may read (GET /v1/events) */
+    avo_principal who;    /* for job 0: whose read access filters it */
+    int follow;           /* for job 0: 0 ends the stream once caught up */
+    int detail;           /* ?detail=true: "detail" events (no id) when the job's detail changes */
+    char detail_key[512]; /* the last one sent, its seconds left out */
+    unsigned detail_tick; /* api ticks when something was last written */
     int64_t after;
     int fetching;
-    int waiting;               /* caught up; woken by NOTIFY or the timer */
-    int closed;                /* request finished */
+    int waiting; /* caught up; woken by NOTIFY or the timer */
+    int closed;  /* request finished */
 };
 
 static call *call_new(avo_api *a, avo_http_req *req, int64_t id)
@@ -111,8 +111,8 @@ static void reply_forbidden(avo_http_req *req, const char *rule, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    avo_http_reply_json(req, 403, json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "forbidden", "message", msg,
-                                            "rule", rule));
+    avo_http_reply_json(req, 403,
+                        json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "forbidden", "message", msg, "rule", rule));
 }
 
 /* Most routes answer with one JSON value computed by PostgreSQL. */
@@ -139,8 +139,8 @@ done:
     call_free(c);
 }
 
-static void query_json(avo_api *a, avo_http_req *req, int64_t id, const char *sql, int n,
-                       const char *const *params, const char *not_found, int status)
+static void query_json(avo_api *a, avo_http_req *req, int64_t id, const char *sql, int n, const char *const *params,
+                       const char *not_found, int status)
 {
     call *c = call_new(a, req, id);
     if (!c) {
@@ -193,8 +193,8 @@ typedef struct {
     avo_http_req *req;
     avo_jobspec s;
     json_t *norm;
-    json_t *pin;               /* the package as the job pins it (pin.h) */
-    avo_principal who;         /* its owner-to-be */
+    json_t *pin;       /* the package as the job pins it (pin.h) */
+    avo_principal who; /* its owner-to-be */
 } submission;
 
 static void submission_free(submission *sub)
@@ -226,8 +226,8 @@ static int problems_compatible(const avo_problem *from, const avo_problem *to, c
     for (int i = 0; i < to->ntensors; i++) {
         const avo_tensor_spec *a = &from->tensors[i], *b = &to->tensors[i];
         if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->role != b->role || a->rank != b->rank) {
-            snprintf(why, whylen, "tensor %d is '%s' (%s, rank %d) there and '%s' (%s, rank %d) here", i + 1,
-                     a->name, avo_dtype_name(a->dtype), a->rank, b->name, avo_dtype_name(b->dtype), b->rank);
+            snprintf(why, whylen, "tensor %d is '%s' (%s, rank %d) there and '%s' (%s, rank %d) here", i + 1, a->name,
+                     avo_dtype_name(a->dtype), a->rank, b->name, avo_dtype_name(b->dtype), b->rank);
             return 0;
         }
     }
@@ -271,7 +271,8 @@ static int check_seed_knobs(const avo_problem *p, json_t *knobs, char *err, size
     const char *k;
     json_t *x;
     int rc;
-    json_object_foreach(knobs, k, x) {
+    json_object_foreach(knobs, k, x)
+    {
         if ((rc = check_knob(p, k, x, err, errlen)) < 0)
             return rc;
     }
@@ -311,8 +312,9 @@ static void submit_insert(submission *sub)
     char iseed[24];
     snprintf(iseed, sizeof iseed, "%llu", (unsigned long long)input_seed);
     char *pin = json_dumps(sub->pin, JSON_COMPACT);
-    const char *params[] = {spec, s->problem, s->op, s->target, prio, budget, s->seed_source,
-                            input_seed ? iseed : NULL, pin, sub->who.name, sub->who.team};
+    const char *params[] = {spec, s->problem,    s->op,          s->target,
+                            prio, budget,        s->seed_source, input_seed ? iseed : NULL,
+                            pin,  sub->who.name, sub->who.team};
     if (!spec || !pin)
         avo_http_reply_error(sub->req, 500, "internal", "out of memory");
     else
@@ -320,8 +322,8 @@ static void submit_insert(submission *sub)
                    /* a job pinned to a toolchain no live worker has is
                     * accepted (one may come) with a warning beside it */
                    "SELECT avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, $9::jsonb, "
-                   "$10, $11) || avo_toolchain_warnings($1::jsonb, $4)", 11,
-                   params, NULL, 201);
+                   "$10, $11) || avo_toolchain_warnings($1::jsonb, $4)",
+                   11, params, NULL, 201);
     explicit_bzero(iseed, sizeof iseed);
     free(pin);
     free(spec);
@@ -348,8 +350,7 @@ static void on_seed_checked(void *arg, int compiled, const char *detail, const c
                  policy ? "breaks the candidate policy" : "does not compile",
                  policy ? detail + strlen(AVO_SEEDCHECK_POLICY) : detail);
         avo_http_reply_json(sub->req, 400,
-                            json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "bad_request", "message", msg, "log",
-                                      log));
+                            json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "bad_request", "message", msg, "log", log));
         submission_free(sub);
         return;
     }
@@ -403,8 +404,10 @@ static int submit_check_placement(submission *sub, const avo_problem *p)
     json_object_set_new(sub->norm, "target", json_string(s->target));
     avo_jobspec_commit_resolve(s, sub->norm, cuda);
     if (s->gpu[0] && !cuda) {
-        avo_http_reply_error(req, 400, "bad_request", "gpu: problem '%s' runs on the CPU; a GPU model applies to "
-                             "cuda problems", s->problem);
+        avo_http_reply_error(req, 400, "bad_request",
+                             "gpu: problem '%s' runs on the CPU; a GPU model applies to "
+                             "cuda problems",
+                             s->problem);
         return -EINVAL;
     }
     if (!strcmp(s->op, "agent")) {
@@ -437,15 +440,16 @@ static int submit_check_other_problem(submission *sub, const avo_problem *p, con
     if (!ok)
         avo_http_reply_error(sub->req, 400, "bad_request",
                              "seed.candidate: candidate %lld is from problem '%s', which is not compatible "
-                             "with '%s': %s", (long long)sub->s.seed_candidate, from_problem, sub->s.problem, why);
+                             "with '%s': %s",
+                             (long long)sub->s.seed_candidate, from_problem, sub->s.problem, why);
     avo_problem_free(&from);
     return ok ? 0 : -EINVAL;
 }
 
 /* seed.candidate: the candidate's source becomes the seed, and its knob
  * values where they fit. */
-static int submit_take_candidate(submission *sub, const avo_problem *p, const char *from_problem,
-                                 const char *from_src, json_t *from_knobs)
+static int submit_take_candidate(submission *sub, const avo_problem *p, const char *from_problem, const char *from_src,
+                                 json_t *from_knobs)
 {
     avo_jobspec *s = &sub->s;
     char err[1024];
@@ -465,7 +469,8 @@ static int submit_take_candidate(submission *sub, const avo_problem *p, const ch
         json_t *x;
         /* each alone: known and allowed; the constraints hold only
          * for the set (ORDER=1 is what permits UNROLL=8) */
-        json_object_foreach(from_knobs, k, x) {
+        json_object_foreach(from_knobs, k, x)
+        {
             if (check_knob(p, k, x, err, sizeof err) == 0)
                 json_object_set(fit, k, x);
         }
@@ -596,8 +601,8 @@ static void h_submit(avo_api *a, avo_http_req *req)
     char err[1024];
     json_t *in = json_loadb(body, len, 0, &je);
     if (!in) {
-        avo_http_reply_error(req, 400, "bad_request", "job spec is not valid JSON (line %d, column %d): %s",
-                             je.line, je.column, je.text);
+        avo_http_reply_error(req, 400, "bad_request", "job spec is not valid JSON (line %d, column %d): %s", je.line,
+                             je.column, je.text);
         return;
     }
     submission *sub = calloc(1, sizeof *sub);
@@ -820,7 +825,7 @@ static void on_events(void *arg, PGresult *res, const char *err)
         return;
     }
     if (n == 200)
-        stream_fetch(s);        /* more stored events to replay */
+        stream_fetch(s); /* more stored events to replay */
     else if (!wrote)
         s->waiting = 1;
 }
@@ -846,7 +851,7 @@ static void on_all_events(void *arg, PGresult *res, const char *err)
             break;
     }
     if (n == 200)
-        stream_fetch(s);        /* more stored events to replay */
+        stream_fetch(s); /* more stored events to replay */
     else if (!s->follow)
         avo_http_stream_end(s->req);
     else
@@ -864,15 +869,15 @@ static void stream_fetch(stream *s)
     snprintf(job, sizeof job, "%lld", (long long)s->job);
     snprintf(after, sizeof after, "%lld", (long long)s->after);
     const char *params[] = {job, after, s->detail ? "true" : "false"};
-    const char *sql =
-        s->job ? "SELECT j.state, e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, "
-                 "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text, "
-                 "CASE WHEN $3::bool THEN avo_job_detail(j.id) END "
-                 "FROM jobs j LEFT JOIN LATERAL (SELECT * FROM events WHERE job_id = j.id AND id > $2 "
-                 "ORDER BY id LIMIT 200) e ON true WHERE j.id = $1 ORDER BY e.id"
-               : "SELECT e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, 'kind', e.kind, "
-                 "'at', e.created_at, 'data', e.data)::text, j.owner, j.team "
-                 "FROM events e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.id > $1 ORDER BY e.id LIMIT 200";
+    const char *sql = s->job
+                          ? "SELECT j.state, e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, "
+                            "'kind', e.kind, 'at', e.created_at, 'data', e.data)::text, "
+                            "CASE WHEN $3::bool THEN avo_job_detail(j.id) END "
+                            "FROM jobs j LEFT JOIN LATERAL (SELECT * FROM events WHERE job_id = j.id AND id > $2 "
+                            "ORDER BY id LIMIT 200) e ON true WHERE j.id = $1 ORDER BY e.id"
+                          : "SELECT e.id, e.kind, jsonb_build_object('id', e.id, 'job', e.job_id, 'kind', e.kind, "
+                            "'at', e.created_at, 'data', e.data)::text, j.owner, j.team "
+                            "FROM events e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.id > $1 ORDER BY e.id LIMIT 200";
     s->waiting = 0;
     if (avo_db_query(s->api->db, sql, s->job ? 3 : 1, s->job ? params : params + 1, s->job ? on_events : on_all_events,
                      s) == 0)
@@ -1038,8 +1043,7 @@ static void on_diff_sources(void *arg, PGresult *res, const char *err)
         goto done;
     }
     if (PQgetisnull(res, 0, 2)) {
-        avo_http_reply_error(c->req, 404, "not_found", "no candidate %s to compare with",
-                             avo_http_query(c->req, "to"));
+        avo_http_reply_error(c->req, 404, "not_found", "no candidate %s to compare with", avo_http_query(c->req, "to"));
         goto done;
     }
     if (PQgetisnull(res, 0, 0)) {
@@ -1083,13 +1087,14 @@ static void h_diff(avo_api *a, avo_http_req *req, int64_t id)
     call *c = call_new(a, req, id);
     /* Columns: from id, from source, to id, to source. No row: no
      * candidate `id`; no from-side: a seed asked for its parent. */
-    if (!c || avo_db_query(a->db,
-                           "SELECT f.id, fs.body, t.id, ts.body FROM candidates x "
-                           "LEFT JOIN candidates f ON f.id = CASE WHEN $2::bigint IS NULL THEN x.parent_id ELSE x.id END "
-                           "LEFT JOIN sources fs ON fs.sha256 = f.sha256 "
-                           "LEFT JOIN candidates t ON t.id = COALESCE($2::bigint, x.id) "
-                           "LEFT JOIN sources ts ON ts.sha256 = t.sha256 WHERE x.id = $1",
-                           2, params, on_diff_sources, c) < 0) {
+    if (!c ||
+        avo_db_query(a->db,
+                     "SELECT f.id, fs.body, t.id, ts.body FROM candidates x "
+                     "LEFT JOIN candidates f ON f.id = CASE WHEN $2::bigint IS NULL THEN x.parent_id ELSE x.id END "
+                     "LEFT JOIN sources fs ON fs.sha256 = f.sha256 "
+                     "LEFT JOIN candidates t ON t.id = COALESCE($2::bigint, x.id) "
+                     "LEFT JOIN sources ts ON ts.sha256 = t.sha256 WHERE x.id = $1",
+                     2, params, on_diff_sources, c) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         if (c)
             call_free(c);
@@ -1107,7 +1112,7 @@ typedef struct {
     avo_api *api;
     avo_http_req *req;
     char id[32];
-    char config[128];          /* longer than any configuration name (avo_config_spec: 64) */
+    char config[128]; /* longer than any configuration name (avo_config_spec: 64) */
     int has_config;
 } profile_req;
 
@@ -1138,7 +1143,8 @@ static void on_job_pin(void *arg, PGresult *res, const char *err)
     if (!json_is_string(json_object_get(pin, "hash"))) {
         avo_http_reply_error(c->req, 409, "conflict",
                              "job %lld was submitted before jobs pinned their problem package (sql/016): it has no "
-                             "pinned version to compare with", (long long)c->id);
+                             "pinned version to compare with",
+                             (long long)c->id);
         goto done;
     }
     if (!(out = avo_pin_diff(c->api->kernels_dir, pin, why, sizeof why))) {
@@ -1193,8 +1199,8 @@ static void on_profile_candidate(void *arg, PGresult *res, const char *err)
         }
     }
     const char *params[] = {pr->id, pr->has_config ? pr->config : NULL};
-    query_json(pr->api, pr->req, 0, "SELECT avo_profile_json(avo_profile_request($1, $2, 'user'))", 2, params,
-               NULL, 202);
+    query_json(pr->api, pr->req, 0, "SELECT avo_profile_json(avo_profile_request($1, $2, 'user'))", 2, params, NULL,
+               202);
 done:
     profile_req_free(pr);
 }
@@ -1213,7 +1219,8 @@ static void h_profile(avo_api *a, avo_http_req *req, int64_t id)
                              in ? "" : ": ", in ? "" : je.text);
         goto done;
     }
-    json_object_foreach(in, key, v) {
+    json_object_foreach(in, key, v)
+    {
         if (strcmp(key, "config") != 0) {
             avo_http_reply_error(req, 400, "bad_request", "%s: unknown field (a profile takes only config)", key);
             goto done;
@@ -1311,13 +1318,15 @@ static void h_compare(avo_api *a, avo_http_req *req)
                              in ? "" : ": ", in ? "" : je.text);
         goto done;
     }
-    json_object_foreach(in, key, v) {
+    json_object_foreach(in, key, v)
+    {
         if (strcmp(key, "candidate") && strcmp(key, "against") && strcmp(key, "confidence")) {
             avo_http_reply_error(req, 400, "bad_request", "%s: unknown field (candidate, against, confidence)", key);
             goto done;
         }
     }
-    if (id_field(req, in, "candidate", cand, sizeof cand) < 0 || id_field(req, in, "against", against, sizeof against) < 0)
+    if (id_field(req, in, "candidate", cand, sizeof cand) < 0 ||
+        id_field(req, in, "against", against, sizeof against) < 0)
         goto done;
     v = json_object_get(in, "confidence");
     const double c = v ? json_number_value(v) : 0.95;
@@ -1332,7 +1341,8 @@ static void h_compare(avo_api *a, avo_http_req *req)
         cl->key = "compare";
     if (!cl) {
         avo_http_reply_error(req, 500, "internal", "out of memory");
-    } else if (avo_db_query(a->db, "SELECT avo_compare_request($1, $2, $3::float8)", 3, params, on_request_answer, cl) < 0) {
+    } else if (avo_db_query(a->db, "SELECT avo_compare_request($1, $2, $3::float8)", 3, params, on_request_answer, cl) <
+               0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         call_free(cl);
     }
@@ -1363,15 +1373,18 @@ static void h_revalidate(avo_api *a, avo_http_req *req)
                              in ? "" : ": ", in ? "" : je.text);
         goto done;
     }
-    json_object_foreach(in, key, v) {
+    json_object_foreach(in, key, v)
+    {
         const int id = !strcmp(key, "job") || !strcmp(key, "candidate") || !strcmp(key, "on_worker");
         if (id) {
             if (!json_is_integer(v) || json_integer_value(v) < 1) {
                 avo_http_reply_error(req, 400, "bad_request", "%s: a positive integer id", key);
                 goto done;
             }
-            snprintf(!strcmp(key, "job") ? job : !strcmp(key, "candidate") ? cand : worker, 32, "%lld",
-                     (long long)json_integer_value(v));
+            snprintf(!strcmp(key, "job")         ? job
+                     : !strcmp(key, "candidate") ? cand
+                                                 : worker,
+                     32, "%lld", (long long)json_integer_value(v));
         } else if (!strcmp(key, "on_gpu")) {
             if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= sizeof gpu) {
                 avo_http_reply_error(req, 400, "bad_request",
@@ -1380,7 +1393,8 @@ static void h_revalidate(avo_api *a, avo_http_req *req)
             }
             snprintf(gpu, sizeof gpu, "%s", json_string_value(v));
         } else if (!strcmp(key, "why")) {
-            if (!json_is_string(v) || (strcmp(json_string_value(v), "user") && strcmp(json_string_value(v), "campaign"))) {
+            if (!json_is_string(v) ||
+                (strcmp(json_string_value(v), "user") && strcmp(json_string_value(v), "campaign"))) {
                 avo_http_reply_error(req, 400, "bad_request", "why: \"user\" or \"campaign\"");
                 goto done;
             }
@@ -1400,8 +1414,8 @@ static void h_revalidate(avo_api *a, avo_http_req *req)
         goto done;
     }
     call *cl = call_new(a, req, 0);
-    const char *params[] = {job[0] ? job : NULL, cand[0] ? cand : NULL, worker[0] ? worker : NULL,
-                            gpu[0] ? gpu : NULL, why};
+    const char *params[] = {job[0] ? job : NULL, cand[0] ? cand : NULL, worker[0] ? worker : NULL, gpu[0] ? gpu : NULL,
+                            why};
     if (cl)
         cl->key = "revalidation";
     if (!cl) {
@@ -1563,8 +1577,7 @@ static int route_access(int route, int *by)
     }
 }
 
-static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who,
-                     const char *rule);
+static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who, const char *rule);
 
 typedef struct {
     avo_api *api;
@@ -1588,8 +1601,7 @@ static void on_guard(void *arg, PGresult *res, const char *err)
         goto done;
     }
     if (PQntuples(res) != 1) {
-        avo_http_reply_error(g->req, 404, "not_found", "no %s %lld", guard_by[g->by].noun,
-                             (long long)g->id);
+        avo_http_reply_error(g->req, 404, "not_found", "no %s %lld", guard_by[g->by].noun, (long long)g->id);
         goto done;
     }
     const char *owner = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
@@ -1597,13 +1609,11 @@ static void on_guard(void *arg, PGresult *res, const char *err)
     principal_of(g->api, g->req, &who);
     if (route_access(g->route, &by) == 2) {
         if (!avo_ident_may_change(&who, owner, team, rule, sizeof rule)) {
-            reply_forbidden(g->req, "owner_team_or_admin", "%s %lld: %s", guard_by[g->by].noun,
-                            (long long)g->id, rule);
+            reply_forbidden(g->req, "owner_team_or_admin", "%s %lld: %s", guard_by[g->by].noun, (long long)g->id, rule);
             goto done;
         }
     } else if (!avo_ident_may_read(g->api->ident, &who, owner, team, rule, sizeof rule)) {
-        reply_forbidden(g->req, "read_access", "%s %lld: %s", guard_by[g->by].noun,
-                        (long long)g->id, rule);
+        reply_forbidden(g->req, "read_access", "%s %lld: %s", guard_by[g->by].noun, (long long)g->id, rule);
         goto done;
     }
     dispatch(g->api, g->req, g->route, g->id, &who, rule);
@@ -1630,9 +1640,7 @@ static int guarded(avo_api *a, avo_http_req *req, int route, int64_t id)
     }
     *g = (guard){a, req, route, id, by};
     avo_http_ref(req);
-    if (avo_db_query(a->db,
-                     guard_by[by].sql,
-                     1, params, on_guard, g) < 0) {
+    if (avo_db_query(a->db, guard_by[by].sql, 1, params, on_guard, g) < 0) {
         avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
         avo_http_unref(req);
         free(g);
@@ -1654,8 +1662,7 @@ void avo_api_handle(void *arg, avo_http_req *req)
 }
 
 /* rule: what allowed a guarded route (ident.h), NULL for the others. */
-static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who,
-                     const char *rule)
+static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who, const char *rule)
 {
     const char *method = avo_http_method(req), *path = avo_http_path(req);
     char idb[32];
@@ -1677,9 +1684,10 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         return;
     }
     case AVO_ROUTE_WHOAMI:
-        avo_http_reply_json(req, 200, json_pack("{s:s,s:s?,s:b,s:s,s:s}", "name", who->name, "team",
-                                                who->team[0] ? who->team : NULL, "admin", who->admin, "via", who->via,
-                                                "read_access", avo_ident_read_all(a->ident) ? "all" : "team"));
+        avo_http_reply_json(req, 200,
+                            json_pack("{s:s,s:s?,s:b,s:s,s:s}", "name", who->name, "team",
+                                      who->team[0] ? who->team : NULL, "admin", who->admin, "via", who->via,
+                                      "read_access", avo_ident_read_all(a->ident) ? "all" : "team"));
         return;
     case AVO_ROUTE_HEALTH: {
         /* Degraded: avod runs but cannot do all its work, and says why. */
@@ -1729,8 +1737,10 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
             char key[AVO_JOBSPEC_LABEL_KEY_MAX + 2];
             snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - lq) : 0, lq);
             if (!eq || (size_t)(eq - lq) >= sizeof key || !avo_jobspec_label_key_ok(key)) {
-                avo_http_reply_error(req, 400, "bad_request", "label: '%.100s' is not KEY=VALUE with a label key "
-                                     "(a-z 0-9 . _ / -)", lq);
+                avo_http_reply_error(req, 400, "bad_request",
+                                     "label: '%.100s' is not KEY=VALUE with a label key "
+                                     "(a-z 0-9 . _ / -)",
+                                     lq);
                 return;
             }
             json_t *l = json_pack("{s:s}", key, eq + 1);
@@ -1746,8 +1756,15 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         }
         /* read-access = team: one's own, one's team's, those without owner; admins all */
         const int all = avo_ident_read_all(a->ident) || who->admin;
-        const char *pl[] = {lb, bb[0] ? bb : NULL, state, mine[0] ? mine : owner, team, label[0] ? label : NULL,
-                            all ? "true" : "false", who->name, who->team};
+        const char *pl[] = {lb,
+                            bb[0] ? bb : NULL,
+                            state,
+                            mine[0] ? mine : owner,
+                            team,
+                            label[0] ? label : NULL,
+                            all ? "true" : "false",
+                            who->name,
+                            who->team};
         query_json(a, req, 0,
                    "WITH page AS (SELECT id FROM jobs WHERE ($2::bigint IS NULL OR id < $2) "
                    "AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR owner = $4) "
@@ -1809,8 +1826,8 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         char nc[64];
         snprintf(nc, sizeof nc, "no candidate %lld", (long long)id);
         query_json(a, req, id,
-                   "SELECT avo_candidate_json($1, true) || jsonb_build_object('profile', avo_candidate_profile($1))",
-                   1, p1, nc, 200);
+                   "SELECT avo_candidate_json($1, true) || jsonb_build_object('profile', avo_candidate_profile($1))", 1,
+                   p1, nc, 200);
         return;
     }
     case AVO_ROUTE_CANDIDATE_PROFILE:
@@ -1866,8 +1883,14 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         if (rc == 0)
             avo_http_reply_json(req, 200, o);
         else
-            avo_http_reply_error(req, rc == -ENOENT ? 404 : rc == -ENOMEM ? 500 : 400,
-                                 rc == -ENOENT ? "not_found" : rc == -ENOMEM ? "internal" : "bad_request", "%s", err);
+            avo_http_reply_error(req,
+                                 rc == -ENOENT   ? 404
+                                 : rc == -ENOMEM ? 500
+                                                 : 400,
+                                 rc == -ENOENT   ? "not_found"
+                                 : rc == -ENOMEM ? "internal"
+                                                 : "bad_request",
+                                 "%s", err);
         return;
     }
     case AVO_ROUTE_WORKERS:

@@ -30,14 +30,14 @@ static const char *unusable(json_t *paired)
         return "the result's paired member is not an object";
     if (json_object_get(paired, "error"))
         return json_is_string(json_object_get(paired, "error")) ? json_string_value(json_object_get(paired, "error"))
-                                                                 : "the paired measurement failed";
+                                                                : "the paired measurement failed";
     if (!isfinite(num(paired, "ratio", NAN)) || !isfinite(num(paired, "low", NAN)))
         return "the paired measurement has no ratio or lower bound";
     return NULL;
 }
 
-void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best,
-                      json_int_t best_cand, avo_commit_verdict *v)
+void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best, json_int_t best_cand,
+                      avo_commit_verdict *v)
 {
     memset(v, 0, sizeof *v);
     const char *why = unusable(paired);
@@ -76,7 +76,8 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
         v->nconfigs = (int)json_array_size(json_object_get(paired, "configs"));
         snprintf(v->reason, sizeof v->reason,
                  "screened out: slower than the against beyond noise on the screen's %d configurations, so not "
-                 "timed on the others", v->nconfigs);
+                 "timed on the others",
+                 v->nconfigs);
         return;
     }
     const int significant = v->low > 1.0 + p->min_gain;
@@ -119,15 +120,14 @@ json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_ver
                           v->low, "min_gain", p->min_gain, "confidence", p->confidence);
     if (v->screened)
         json_object_set_new(o, "screened_out", json_true());
-    json_object_set_new(o, "ci", isfinite(v->ci_lo) && isfinite(v->ci_hi) ? json_pack("[f,f]", v->ci_lo, v->ci_hi)
-                                                                        : json_null());
+    json_object_set_new(
+        o, "ci", isfinite(v->ci_lo) && isfinite(v->ci_hi) ? json_pack("[f,f]", v->ci_lo, v->ci_hi) : json_null());
     if (!v->commit)
         json_object_set_new(o, "why", json_string(v->reason));
     return o;
 }
 
-json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand,
-                                   int island)
+json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand, int island)
 {
     json_t *o = avo_commit_verdict_json(p, v);
     json_object_del(o, "paired");
@@ -144,8 +144,7 @@ json_t *avo_commit_screened_out(json_t *paired, double confidence, json_int_t ca
         return NULL;
     json_t *names = json_array(), *c;
     size_t i;
-    json_array_foreach(json_object_get(paired, "configs"), i, c)
-        json_array_append(names, json_object_get(c, "config"));
+    json_array_foreach(json_object_get(paired, "configs"), i, c) json_array_append(names, json_object_get(c, "config"));
     const json_t *conf = json_object_get(paired, "confidence");
     return json_pack("{s:I,s:i,s:O?,s:O?,s:O?,s:O?,s:f,s:o,s:s}", "candidate", cand, "island", island, "against",
                      json_object_get(paired, "against"), "ratio", json_object_get(paired, "ratio"), "low",
@@ -188,8 +187,8 @@ void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v,
                  (v->ci_lo - 1) * 100, (v->ci_hi - 1) * 100);
     else
         snprintf(interval, sizeof interval, "%g%% lower bound %+.1f%%", p->confidence * 100, (v->low - 1) * 100);
-    snprintf(out, outlen, "candidate %lld is %.1f%% %s than the island's best (%s): %s; a commit needs a lower "
-                          "bound above %+.1f%%",
-             (long long)cand, fabs(gain), gain >= 0 ? "faster" : "slower", interval, v->reason,
-             p->min_gain * 100);
+    snprintf(out, outlen,
+             "candidate %lld is %.1f%% %s than the island's best (%s): %s; a commit needs a lower "
+             "bound above %+.1f%%",
+             (long long)cand, fabs(gain), gain >= 0 ? "faster" : "slower", interval, v->reason, p->min_gain * 100);
 }

@@ -11,22 +11,21 @@
 
 #include "avo_jobspec.h"
 
-
 typedef struct {
-    double min_gain;    /* commit.min_gain: the gain a commit must clear */
-    double confidence;  /* commit.confidence: of the lower bound that must clear it */
-    double epsilon;     /* exploration slack: the unpaired fallback only */
+    double min_gain;   /* commit.min_gain: the gain a commit must clear */
+    double confidence; /* commit.confidence: of the lower bound that must clear it */
+    double epsilon;    /* exploration slack: the unpaired fallback only */
 } avo_commit_params;
 
 typedef struct {
     int commit;
-    int paired;             /* decided on a paired measurement */
-    int screened;           /* ... which screened it out: the screen's ratio and interval, never a commit */
-    int nconfigs;           /* screened: the configurations the screen timed */
-    json_int_t against;     /* paired: what it was measured against */
+    int paired;         /* decided on a paired measurement */
+    int screened;       /* ... which screened it out: the screen's ratio and interval, never a commit */
+    int nconfigs;       /* screened: the configurations the screen timed */
+    json_int_t against; /* paired: what it was measured against */
     double ratio, low, ci_lo, ci_hi;
-    double threshold;       /* unpaired: the aggregate a commit needs */
-    char reason[512];       /* not committed: why; unpaired: why unpaired */
+    double threshold; /* unpaired: the aggregate a commit needs */
+    char reason[512]; /* not committed: why; unpaired: why unpaired */
 } avo_commit_verdict;
 
 /* The anchor: a paired commit also needs the candidate's absolute score
@@ -46,8 +45,8 @@ void avo_commit_params_from_spec(json_t *spec, avo_commit_params *p);
  * `best_cand`). A paired member with "screened_out" (the screen's
  * measurement: slower beyond noise on the screen's configurations) is never
  * committed, whatever its figures. */
-void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best,
-                      json_int_t best_cand, avo_commit_verdict *v);
+void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggregate, double best, json_int_t best_cand,
+                      avo_commit_verdict *v);
 
 /* The verdict as recorded with the result ("rule" of its consume entry). */
 json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_verdict *v);

@@ -121,8 +121,7 @@ static void db_fail(avo_db *db, const char *why)
     fail_queries(db, msg);
     if (db->closing)
         return;
-    avo_log(was_ready ? AVO_LOG_WARN : AVO_LOG_DEBUG, "db", "%s: %s; retrying in %u ms", db->name, msg,
-            db->retry_ms);
+    avo_log(was_ready ? AVO_LOG_WARN : AVO_LOG_DEBUG, "db", "%s: %s; retrying in %u ms", db->name, msg, db->retry_ms);
     if (was_ready && db->on_state)
         db->on_state(db->cb_arg, 0);
     uv_timer_start(&db->retry_timer, on_retry, db->retry_ms, 0);
@@ -261,8 +260,7 @@ static void db_pump(avo_db *db)
     if (db->state != DB_READY || db->sent || !db->head)
         return;
     struct avo_db_query *q = db->head;
-    if (!PQsendQueryParams(db->conn, q->sql, q->nparams, NULL, (const char *const *)q->params, NULL,
-                           NULL, 0)) {
+    if (!PQsendQueryParams(db->conn, q->sql, q->nparams, NULL, (const char *const *)q->params, NULL, NULL, 0)) {
         db_fail(db, PQerrorMessage(db->conn));
         return;
     }
@@ -323,8 +321,7 @@ int avo_db_is_up(const avo_db *db)
     return db->state == DB_READY;
 }
 
-int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params,
-                 avo_db_cb cb, void *arg)
+int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params, avo_db_cb cb, void *arg)
 {
     if (db->state != DB_READY || db->closing)
         return -ENOTCONN;

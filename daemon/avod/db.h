@@ -25,16 +25,16 @@ struct avo_db_query;
 struct avo_db {
     uv_loop_t *loop;
     char *conninfo;
-    const char *name;            /* for logs: "main", "listen" */
+    const char *name; /* for logs: "main", "listen" */
     PGconn *conn;
-    uv_poll_t *poll;             /* heap: closed asynchronously */
+    uv_poll_t *poll; /* heap: closed asynchronously */
     int poll_fd;
     int poll_events;
     uv_timer_t retry_timer;
     unsigned retry_ms;
-    int state;                   /* see db.c */
+    int state; /* see db.c */
     int closing;
-    struct avo_db_query *head, *tail;   /* head is in flight when sent */
+    struct avo_db_query *head, *tail; /* head is in flight when sent */
     int sent;
     PGresult *last;
     char **channels;
@@ -52,8 +52,8 @@ int avo_db_connect(avo_db *db);
 int avo_db_is_up(const avo_db *db);
 /* Queue a query. params are copied. Returns 0, or a negative int (and the
  * callback never runs) when the connection is down. */
-AVO_MUSTCHECK int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params,
-                 avo_db_cb cb, void *arg);
+AVO_MUSTCHECK int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *params, avo_db_cb cb,
+                               void *arg);
 /* LISTEN on a channel now and after every reconnect. */
 AVO_MUSTCHECK int avo_db_listen(avo_db *db, const char *channel);
 /* Fail queued queries, close the connection; on_closed runs when the handles are gone. */

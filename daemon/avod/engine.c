@@ -21,7 +21,7 @@ typedef struct {
     char key[AVO_SHA256_HEX + 72];
     avo_problem prob;
     char *seed_src;
-    char *problem_json;        /* the pinned text (the agent loads it too); NULL: read from disk */
+    char *problem_json; /* the pinned text (the agent loads it too); NULL: read from disk */
 } pinned_problem;
 
 /* Pinned problems kept; the oldest goes first. */
@@ -36,16 +36,16 @@ struct avo_engine {
     unsigned interval_ms;
     int busy;
     int again;
-    int consumed;              /* the step being applied consumes results */
+    int consumed; /* the step being applied consumes results */
     int stopping;
-    json_t *jobs;              /* ids for the pass in progress */
+    json_t *jobs; /* ids for the pass in progress */
     size_t next;
     json_int_t current;
     pinned_problem cache[PIN_CACHE_MAX];
     int ncache;
-    int cache_next;            /* the slot to reuse when full */
-    avo_agent *agent;          /* runs agent jobs' steps; NULL: none */
-    int closed;                /* timers closed so far (two to free) */
+    int cache_next;   /* the slot to reuse when full */
+    avo_agent *agent; /* runs agent jobs' steps; NULL: none */
+    int closed;       /* timers closed so far (two to free) */
 };
 
 static void pass_next(avo_engine *e);
@@ -186,21 +186,22 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
     const char *pname = json_string_value(json_object_get(snap, "problem"));
     char msg[1024] = "";
     json_t *d = NULL;
-    const char *sname = json_string_value(json_object_get(json_object_get(json_object_get(snap, "spec"), "seed"), "name"));
+    const char *sname = json_string_value(
+        json_object_get(json_object_get(json_object_get(snap, "spec"), "seed"), "name"));
     /* Columns 1-3: the pin's key, and its texts unless the key is cached. */
     const char *key = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
     pinned_problem *cp = key ? cache_find(e, key) : NULL, fresh;
-    int have_fresh = 0;  /* a job from before the pin: fresh is its own */
+    int have_fresh = 0; /* a job from before the pin: fresh is its own */
     if (!pname) {
         snprintf(msg, sizeof msg, "no problem in the snapshot");
     } else if (key && !cp) {
         if (PQgetisnull(res, 0, 2) || PQgetisnull(res, 0, 3)) {
             snprintf(msg, sizeof msg, "the pinned package %s is neither cached nor in the job", key);
         } else {
-            if (pinned_load(e, &fresh, pname, sname, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), msg,
-                            sizeof msg) == 0) {
+            if (pinned_load(e, &fresh, pname, sname, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), msg, sizeof msg) ==
+                0) {
                 cp = cache_slot(e);
-                *cp = fresh;    /* moved: the slot owns it now */
+                *cp = fresh; /* moved: the slot owns it now */
                 snprintf(cp->key, sizeof cp->key, "%s", key);
             }
         }
@@ -222,8 +223,7 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
     json_t *final = d ? json_object_get(d, "final") : NULL;
     if (json_is_object(fin))
         avo_info("engine", "job %lld finishing: %s (%s)", (long long)e->current,
-                 json_string_value(json_object_get(fin, "state")),
-                 json_string_value(json_object_get(fin, "reason")));
+                 json_string_value(json_object_get(fin, "state")), json_string_value(json_object_get(fin, "reason")));
     if (json_is_object(final))
         avo_info("engine", "job %lld: search over (%s); measuring candidate %lld against the seed",
                  (long long)e->current, json_string_value(json_object_get(final, "reason")),
@@ -337,8 +337,7 @@ void avo_engine_kick(avo_engine *e)
     uv_timer_start(&e->soon, on_tick, 5, 0);
 }
 
-int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
-                     unsigned interval_ms)
+int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, unsigned interval_ms)
 {
     avo_engine *e = calloc(1, sizeof *e);
     if (!e)

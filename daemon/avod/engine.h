@@ -13,8 +13,7 @@
 
 typedef struct avo_engine avo_engine;
 
-int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir,
-                     unsigned interval_ms);
+int avo_engine_start(avo_engine **out, uv_loop_t *loop, avo_db *db, const char *kernels_dir, unsigned interval_ms);
 /* Ask for a pass soon; passes never overlap, and requests made during one
  * are folded into a single follow-up pass. */
 void avo_engine_kick(avo_engine *e);

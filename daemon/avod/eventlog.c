@@ -12,7 +12,7 @@
 
 struct avo_eventlog {
     avo_db *db;
-    long long last;             /* highest event id logged; -1 until the start point is known */
+    long long last; /* highest event id logged; -1 until the start point is known */
     int busy, again, stopping;
 };
 
@@ -28,7 +28,7 @@ static void on_rows(void *arg, PGresult *res, const char *err)
     }
     if (err) {
         avo_debug("events", "reading events for the log: %s", err);
-        return;                 /* the next NOTIFY tries again */
+        return; /* the next NOTIFY tries again */
     }
     int n = PQntuples(res);
     if (l->last < 0) {

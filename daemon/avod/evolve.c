@@ -30,8 +30,8 @@ typedef struct {
  * become, and the decision being built. */
 typedef struct {
     const avo_problem *p;
-    const char *base_src;       /* the seed's source, knob defines not yet applied */
-    const char *base_name;      /* its file name, for compiler messages (NULL: the package's) */
+    const char *base_src;  /* the seed's source, knob defines not yet applied */
+    const char *base_name; /* its file name, for compiler messages (NULL: the package's) */
     json_t *spec, *snap, *d, *events;
     avo_commit_params cp;
     int nisl, migrate_every, patience, stag_limit;
@@ -85,9 +85,7 @@ static json_t *tried_by_id(step *s, json_int_t cand)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(s->snap, "tried"), i, t)
-        if (id_of(t, "candidate") == cand)
-            return t;
+    json_array_foreach(json_object_get(s->snap, "tried"), i, t) if (id_of(t, "candidate") == cand) return t;
     return NULL;
 }
 
@@ -120,7 +118,7 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
         /* One file in two versions, as `git diff` shows it. */
         const char *name = s->base_name ? s->base_name : s->p->seed;
         if (psrc && avo_srcdiff(psrc, name, src, name, &diff) < 0)
-            diff = NULL;        /* the lineage stays usable without it */
+            diff = NULL; /* the lineage stays usable without it */
         free(psrc);
     }
     json_t *x = json_pack("{s:s,s:s,s:s,s:o,s:b,s:i,s:o}", "sha256", sha, "source", src, "operator",
@@ -165,7 +163,8 @@ static void load_islands(step *s)
         s->isl[k].head = s->isl[k].best_cand = s->best_cand;
         s->isl[k].best = s->best;
     }
-    json_array_foreach(json_object_get(s->snap, "islands"), i, x) {
+    json_array_foreach(json_object_get(s->snap, "islands"), i, x)
+    {
         int k = (int)num(x, "idx", -1);
         if (k < 0 || k >= s->nisl)
             continue;
@@ -188,8 +187,8 @@ static json_t *islands_json(step *s)
     json_t *a = json_array();
     for (int k = 0; k < s->nisl; k++) {
         island *is = &s->isl[k];
-        json_t *o = json_pack("{s:i,s:f,s:i,s:i,s:i,s:i}", "idx", k, "best", is->best, "commits", is->commits,
-                              "stale", is->stale, "level", is->level, "migrations", is->migrations);
+        json_t *o = json_pack("{s:i,s:f,s:i,s:i,s:i,s:i}", "idx", k, "best", is->best, "commits", is->commits, "stale",
+                              is->stale, "level", is->level, "migrations", is->migrations);
         json_object_set_new(o, "head", is->head > 0 ? json_integer(is->head) : json_null());
         json_object_set_new(o, "best_candidate", is->best_cand > 0 ? json_integer(is->best_cand) : json_null());
         json_array_append_new(a, o);
@@ -210,8 +209,9 @@ static void migrate(step *s)
         is->best = s->best;
         is->stale = is->level = 0;
         is->migrations++;
-        event(s, "island_migrated", json_pack("{s:i,s:i,s:I,s:f}", "island", k, "from", s->best_island,
-                                              "candidate", (json_int_t)s->best_cand, "aggregate", s->best));
+        event(s, "island_migrated",
+              json_pack("{s:i,s:i,s:I,s:f}", "island", k, "from", s->best_island, "candidate", (json_int_t)s->best_cand,
+                        "aggregate", s->best));
     }
 }
 
@@ -224,9 +224,9 @@ static void stagnate(step *s, int k)
     if (s->patience <= 0 || is->level >= AVO_TUNE_MAX_LEVEL || is->stale < s->patience * (is->level + 1))
         return;
     is->level++;
-    event(s, "stagnation", json_pack("{s:i,s:i,s:i,s:s}", "island", k, "evaluations_without_commit", is->stale,
-                                     "level", is->level,
-                                     "action", is->level == 1 ? "mutation raised" : "island restarted"));
+    event(s, "stagnation",
+          json_pack("{s:i,s:i,s:i,s:s}", "island", k, "evaluations_without_commit", is->stale, "level", is->level,
+                    "action", is->level == 1 ? "mutation raised" : "island restarted"));
 }
 
 /* Apply one finished evaluation to the lineage. The events it causes
@@ -253,8 +253,8 @@ static int consume(step *s, json_t *f)
         if (!ok || !(agg > 0)) {
             const char *detail = json_string_value(json_object_get(f, "detail"));
             char reason[1200];
-            snprintf(reason, sizeof reason, "the seed failed its evaluation: %s%s%s",
-                     outcome ? outcome : "unknown", detail ? ": " : "", detail ? detail : "");
+            snprintf(reason, sizeof reason, "the seed failed its evaluation: %s%s%s", outcome ? outcome : "unknown",
+                     detail ? ": " : "", detail ? detail : "");
             finish(s, "failed", reason);
             commit = new_best = 0;
         } else {
@@ -317,8 +317,7 @@ static int consume(step *s, json_t *f)
     json_t *c = json_pack("{s:O?,s:I,s:O?,s:i,s:s,s:f,s:b,s:b,s:O?,s:O?,s:o}", "eval", json_object_get(f, "eval"),
                           "candidate", cand, "parent", json_object_get(f, "parent"), "island", k, "outcome",
                           outcome ? outcome : "unknown", "aggregate", agg, "commit", commit, "new_best", new_best,
-                          "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"), "events",
-                          evs);
+                          "detail", json_object_get(f, "detail"), "knobs", json_object_get(f, "knobs"), "events", evs);
     s->events = top;
     if (screened)
         json_object_set_new(c, "aggregate", json_null());
@@ -339,7 +338,8 @@ static void check_stop(step *s, int total, int inflight, int budget)
     double gpu_used = num(s->snap, "gpu_seconds", 0), energy_used = num(s->snap, "energy_j", 0);
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(s->snap, "finished"), i, f) {
+    json_array_foreach(json_object_get(s->snap, "finished"), i, f)
+    {
         gpu_used += num(f, "gpu_s", 0);
         energy_used += num(f, "energy_j", 0);
     }
@@ -373,9 +373,12 @@ static void check_stop(step *s, int total, int inflight, int budget)
         return;
     event(s, "budget_reached", json_pack("{s:s,s:f,s:f}", "budget", name, "used", used, "limit", limit));
     snprintf(reason, sizeof reason, "%s budget reached",
-             !strcmp(name, "wall_seconds") ? "wall-time" : !strcmp(name, "gpu_seconds") ? "GPU-seconds"
-             : !strcmp(name, "energy_joules") ? "energy" : !strcmp(name, "tokens") ? "token"
-             : !strcmp(name, "cost_usd") ? "cost" : "evaluation");
+             !strcmp(name, "wall_seconds")    ? "wall-time"
+             : !strcmp(name, "gpu_seconds")   ? "GPU-seconds"
+             : !strcmp(name, "energy_joules") ? "energy"
+             : !strcmp(name, "tokens")        ? "token"
+             : !strcmp(name, "cost_usd")      ? "cost"
+                                              : "evaluation");
     finish(s, "succeeded", reason);
 }
 
@@ -395,7 +398,8 @@ static int propose_islands(step *s, int left)
         goto cleanup;
     }
     json_t *t;
-    json_array_foreach(tried, i, t) {
+    json_array_foreach(tried, i, t)
+    {
         if (!knobs_from_json(s->p, json_object_get(t, "knobs"), pts[npts].v))
             continue;
         const char *oc = json_string_value(json_object_get(t, "outcome"));
@@ -408,7 +412,8 @@ static int propose_islands(step *s, int left)
     /* Results applied in this very step are not in the snapshot's tried
      * list yet: without them the island would not see its new head. */
     json_t *c;
-    json_array_foreach(json_object_get(s->d, "consume"), i, c) {
+    json_array_foreach(json_object_get(s->d, "consume"), i, c)
+    {
         json_int_t cid = id_of(c, "candidate");
         for (int j = 0; j < npts; j++)
             if (ids[j] == cid) {
@@ -515,9 +520,10 @@ static void final_step(step *s, json_t *fing)
     if (fe && (!st || !strcmp(st, "queued") || !strcmp(st, "running")))
         return;
     json_t *sp = final_speedup(s, fe);
-    event(s, "final_measurement", json_pack("{s:s,s:O?,s:O?,s:O?,s:O}", "status", "finished", "evaluation",
-                                            json_object_get(fe, "eval"), "candidate", json_object_get(fe, "candidate"),
-                                            "against", json_object_get(fe, "against"), "speedup", sp));
+    event(s, "final_measurement",
+          json_pack("{s:s,s:O?,s:O?,s:O?,s:O}", "status", "finished", "evaluation", json_object_get(fe, "eval"),
+                    "candidate", json_object_get(fe, "candidate"), "against", json_object_get(fe, "against"), "speedup",
+                    sp));
     json_object_set_new(s->d, "speedup", sp);
     const char *state = json_string_value(json_object_get(fing, "state"));
     const char *reason = json_string_value(json_object_get(fing, "reason"));
@@ -535,19 +541,18 @@ static void defer_for_final(step *s)
     if (!state || strcmp(state, "succeeded") != 0 || s->best_cand <= 0 || s->seed_cand <= 0)
         return;
     if (s->best_cand == s->seed_cand) {
-        json_object_set_new(s->d, "speedup", json_pack("{s:f,s:b,s:s}", "ratio", 1.0, "paired", 0, "note",
-                                                       "no version beat the seed"));
+        json_object_set_new(s->d, "speedup",
+                            json_pack("{s:f,s:b,s:s}", "ratio", 1.0, "paired", 0, "note", "no version beat the seed"));
         return;
     }
-    json_object_set_new(s->d, "final", json_pack("{s:I,s:I,s:O,s:O}", "candidate", (json_int_t)s->best_cand,
-                                                 "against", (json_int_t)s->seed_cand, "state",
-                                                 json_object_get(fin, "state"), "reason",
-                                                 json_object_get(fin, "reason")));
+    json_object_set_new(s->d, "final",
+                        json_pack("{s:I,s:I,s:O,s:O}", "candidate", (json_int_t)s->best_cand, "against",
+                                  (json_int_t)s->seed_cand, "state", json_object_get(fin, "state"), "reason",
+                                  json_object_get(fin, "reason")));
     json_object_set_new(s->d, "finish", json_null());
 }
 
-json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err,
-                          size_t errlen)
+json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err, size_t errlen)
 {
     step *s = calloc(1, sizeof *s);
     json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n}", "start", 0, "consume", "propose", "events", "finish");
@@ -607,7 +612,8 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     size_t i;
     json_t *f;
     int applied = 0;
-    json_array_foreach(json_object_get(snap, "finished"), i, f) {
+    json_array_foreach(json_object_get(snap, "finished"), i, f)
+    {
         applied = 1;
         if (consume(s, f) < 0)
             break;
@@ -621,7 +627,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     int inflight = (int)num(snap, "inflight", 0);
     if (!finishing(s))
         check_stop(s, total, inflight, budget);
-    if (finishing(s) || s->best_cand <= 0)   /* ended, or the seed is still being evaluated */
+    if (finishing(s) || s->best_cand <= 0) /* ended, or the seed is still being evaluated */
         goto done;
     /* An agent job's proposals come from its steps (agent.c), not from
      * here; it ends by its budgets. */

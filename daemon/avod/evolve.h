@@ -15,7 +15,6 @@
 int avo_commit_rule(double aggregate, double best, double epsilon);
 
 /* Returns a new decision object for avo_job_apply, or NULL with err set. */
-json_t *avo_evolve_decide(json_t *snapshot, const avo_problem *p, const char *seed_src, char *err,
-                          size_t errlen);
+json_t *avo_evolve_decide(json_t *snapshot, const avo_problem *p, const char *seed_src, char *err, size_t errlen);
 
 #endif

@@ -26,12 +26,12 @@ struct avo_http {
     uv_timer_t timer;
     avo_http_handler handler;
     void *arg;
-    int tcp;                     /* a TCP listener: every request needs a bearer token */
+    int tcp; /* a TCP listener: every request needs a bearer token */
     avo_token tokens[AVO_HTTP_MAX_TOKENS];
     int ntokens;
     int stopping;
     int closing_handles;
-    avo_http_req *reqs;          /* every live request, for shutdown */
+    avo_http_req *reqs; /* every live request, for shutdown */
 };
 
 struct avo_http_req {
@@ -42,11 +42,11 @@ struct avo_http_req {
     char *body;
     size_t body_len;
     int too_large;
-    int unauthorized;            /* TCP without a valid token: its body is not even kept */
+    int unauthorized; /* TCP without a valid token: its body is not even kept */
     avo_peer peer;
     int dispatched;
     int suspended;
-    int completed;               /* MHD is done with it */
+    int completed; /* MHD is done with it */
     int refs;
     struct MHD_Response *response;
     unsigned status;
@@ -137,8 +137,7 @@ void avo_http_reply_json(avo_http_req *r, int status, json_t *body)
 
 void avo_http_reply_text(avo_http_req *r, int status, const char *content_type, const char *text)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(resp, "Content-Type", content_type);
     set_response(r, (unsigned)status, resp);
 }
@@ -185,8 +184,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 int avo_http_stream_start(avo_http_req *r, const char *content_type, avo_http_pull_cb pull)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, r, NULL);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, r, NULL);
     if (!resp)
         return -ENOMEM;
     MHD_add_response_header(resp, "Content-Type", content_type);
@@ -216,8 +214,14 @@ void avo_http_stream_end(avo_http_req *r)
     req_resume(r);
 }
 
-const char *avo_http_method(const avo_http_req *r) { return r->method; }
-const char *avo_http_path(const avo_http_req *r) { return r->path; }
+const char *avo_http_method(const avo_http_req *r)
+{
+    return r->method;
+}
+const char *avo_http_path(const avo_http_req *r)
+{
+    return r->path;
+}
 
 const char *avo_http_query(const avo_http_req *r, const char *key)
 {
@@ -242,7 +246,10 @@ void avo_http_set_data(avo_http_req *r, void *data, avo_http_close_cb on_close)
     r->on_close = on_close;
 }
 
-void *avo_http_data(const avo_http_req *r) { return r->data; }
+void *avo_http_data(const avo_http_req *r)
+{
+    return r->data;
+}
 
 static enum MHD_Result queue_pending(avo_http_req *r)
 {
@@ -252,7 +259,10 @@ static enum MHD_Result queue_pending(avo_http_req *r)
     return ret;
 }
 
-const avo_peer *avo_http_peer(const avo_http_req *r) { return &r->peer; }
+const avo_peer *avo_http_peer(const avo_http_req *r)
+{
+    return &r->peer;
+}
 
 /* "Bearer TOKEN" against each configured token, in constant time for
  * equal lengths (a token's length is not a secret worth the complexity).
@@ -296,9 +306,8 @@ static void unix_peer(struct MHD_Connection *conn, avo_peer *peer)
         peer->ngroups = -1; /* too many, or an old kernel: ident.c asks the group database */
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version, const char *upload,
-                                 size_t *upload_size, void **con_cls)
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                 const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     avo_http *h = cls;
     avo_http_req *r = *con_cls;
@@ -366,8 +375,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return MHD_YES;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     avo_http *h = cls;
     avo_http_req *r = *con_cls;
@@ -428,9 +436,9 @@ static void on_poll(uv_poll_t *p, int status, int events)
 static int serve(avo_http *h, const char *what, char *err, size_t errlen)
 {
     h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, h,
-                              MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-                              on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+                              MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                              MHD_OPTION_END);
     if (!h->mhd) {
         snprintf(err, errlen, "cannot start the HTTP server on %s", what);
         return -EIO;
@@ -461,8 +469,8 @@ static void start_failed(avo_http *h)
     free(h);
 }
 
-int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
-                   void *arg, char *err, size_t errlen)
+int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler, void *arg,
+                   char *err, size_t errlen)
 {
     avo_http *h = calloc(1, sizeof *h);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -473,8 +481,8 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
     h->arg = arg;
     h->listen_fd = -1;
     if (strlen(socket_path) >= sizeof sa.sun_path) {
-        snprintf(err, errlen, "socket path %s is longer than %zu bytes; choose a shorter AVO_HOME",
-                 socket_path, sizeof sa.sun_path - 1);
+        snprintf(err, errlen, "socket path %s is longer than %zu bytes; choose a shorter AVO_HOME", socket_path,
+                 sizeof sa.sun_path - 1);
         free(h);
         return -ENAMETOOLONG;
     }
@@ -484,8 +492,8 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
     /* The state-directory lock is held, so a socket file here is stale. */
     unlink(socket_path);
     h->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (h->listen_fd < 0 || bind(h->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        chmod(socket_path, 0660) < 0 || listen(h->listen_fd, 128) < 0) {
+    if (h->listen_fd < 0 || bind(h->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(socket_path, 0660) < 0 ||
+        listen(h->listen_fd, 128) < 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", socket_path, strerror(errno));
         goto fail;
     }

@@ -23,8 +23,8 @@ typedef void (*avo_http_close_cb)(avo_http_req *req);
 
 #define AVO_HTTP_MAX_BODY (1 << 20)
 
-int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler,
-                   void *arg, char *err, size_t errlen);
+int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo_http_handler handler, void *arg,
+                   char *err, size_t errlen);
 #include <sys/types.h>
 
 #include "avo_tokens.h"
@@ -46,7 +46,7 @@ typedef struct {
     int have_cred;
     uid_t uid;
     gid_t gid;
-    int ngroups;                      /* -1: the kernel would not give them */
+    int ngroups; /* -1: the kernel would not give them */
     gid_t groups[AVO_PEER_MAX_GROUPS];
 } avo_peer;
 

@@ -11,7 +11,7 @@
 
 typedef struct {
     char name[AVO_PRINCIPAL_MAX + 1];
-    int has_gid;                /* a unix group of that name exists: its members are in the team */
+    int has_gid; /* a unix group of that name exists: its members are in the team */
     gid_t gid;
 } team;
 
@@ -190,9 +190,10 @@ static int may(const avo_principal *p, const char *owner, const char *team, cons
         snprintf(rule, rulelen, "team");
         return 1;
     }
-    snprintf(rule, rulelen, "%s a job is allowed to its owner (%s), members of its team (%s) and admins; you are %s "
-             "(%s%s)", what, owner, team && *team ? team : "none", p->name, p->team[0] ? "team " : "no team",
-             p->team);
+    snprintf(rule, rulelen,
+             "%s a job is allowed to its owner (%s), members of its team (%s) and admins; you are %s "
+             "(%s%s)",
+             what, owner, team && *team ? team : "none", p->name, p->team[0] ? "team " : "no team", p->team);
     return 0;
 }
 

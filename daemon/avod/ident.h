@@ -20,7 +20,7 @@ typedef struct {
     char name[AVO_PRINCIPAL_MAX + 1]; /* unix user name, token principal, "anonymous" for a bare token */
     char team[AVO_PRINCIPAL_MAX + 1]; /* "" = none */
     int admin;
-    const char *via;                  /* "unix" or "token" */
+    const char *via; /* "unix" or "token" */
 } avo_principal;
 
 typedef struct avo_ident avo_ident;

@@ -26,7 +26,7 @@ const char *avo_kb_kind(const char *name)
 typedef struct {
     json_t *out;
     char heading[512];
-    char *body;                /* the chunk being filled */
+    char *body; /* the chunk being filled */
     size_t len, cap;
     int oom;
 } cutter;
@@ -55,9 +55,8 @@ static void flush(cutter *c)
     size_t start = 0;
     while (start < c->len && c->body[start] == '\n')
         start++;
-    if (c->len > start &&
-        json_array_append_new(c->out, json_pack("{s:s,s:s%}", "heading", c->heading, "body", c->body + start,
-                                                c->len - start)) < 0)
+    if (c->len > start && json_array_append_new(c->out, json_pack("{s:s,s:s%}", "heading", c->heading, "body",
+                                                                  c->body + start, c->len - start)) < 0)
         c->oom = 1;
     c->len = 0;
 }
@@ -124,7 +123,7 @@ int avo_kb_chunk(const char *name, const char *text, size_t len, json_t **out, c
         snprintf(err, errlen, "%s: contains NUL bytes; not a text file?", name);
         return -EINVAL;
     }
-    json_t *probe = json_stringn(text, len);   /* NULL unless valid UTF-8 */
+    json_t *probe = json_stringn(text, len); /* NULL unless valid UTF-8 */
     if (!probe) {
         snprintf(err, errlen, "%s: not UTF-8 text", name);
         return -EINVAL;

@@ -134,7 +134,7 @@ int avo_llm_load_key(const avo_llm_provider *p, char *key, size_t keylen, char *
         return 0;
     }
     if (!p->key_file[0])
-        return 0;               /* a local server that wants no key */
+        return 0; /* a local server that wants no key */
     int fd = open(p->key_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
@@ -145,9 +145,10 @@ int avo_llm_load_key(const avo_llm_provider *p, char *key, size_t keylen, char *
         return -e;
     }
     if (st.st_uid != geteuid() || (st.st_mode & 077)) {
-        snprintf(err, errlen, "API key: %s must be owned by uid %u and readable by its owner only (chmod 600); it is "
-                              "uid %u, mode %03o", p->key_file, (unsigned)geteuid(), (unsigned)st.st_uid,
-                 (unsigned)(st.st_mode & 0777));
+        snprintf(err, errlen,
+                 "API key: %s must be owned by uid %u and readable by its owner only (chmod 600); it is "
+                 "uid %u, mode %03o",
+                 p->key_file, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
         close(fd);
         return -EPERM;
     }
@@ -195,7 +196,8 @@ static json_t *openai_body(const avo_llm_provider *p, json_t *conv, json_t *tool
 {
     json_t *msgs = json_array(), *m;
     size_t i;
-    json_array_foreach(conv, i, m) {
+    json_array_foreach(conv, i, m)
+    {
         const char *role = json_string_value(json_object_get(m, "role"));
         if (!role)
             continue;
@@ -212,14 +214,14 @@ static json_t *openai_body(const avo_llm_provider *p, json_t *conv, json_t *tool
             size_t k;
             if (json_array_size(calls)) {
                 json_t *out = json_array();
-                json_array_foreach(calls, k, c) {
+                json_array_foreach(calls, k, c)
+                {
                     char *args = json_dumps(json_object_get(c, "arguments") ? json_object_get(c, "arguments")
                                                                             : json_object(),
                                             JSON_COMPACT);
                     json_array_append_new(out, json_pack("{s:O?,s:s,s:{s:O?,s:s}}", "id", json_object_get(c, "id"),
                                                          "type", "function", "function", "name",
-                                                         json_object_get(c, "name"), "arguments",
-                                                         args ? args : "{}"));
+                                                         json_object_get(c, "name"), "arguments", args ? args : "{}"));
                     free(args);
                 }
                 json_object_set_new(a, "tool_calls", out);
@@ -235,11 +237,10 @@ static json_t *openai_body(const avo_llm_provider *p, json_t *conv, json_t *tool
         json_object_set_new(body, "temperature", json_real(p->temperature));
     if (json_array_size(tools)) {
         json_t *ts = json_array(), *t;
-        json_array_foreach(tools, i, t)
-            json_array_append_new(ts, json_pack("{s:s,s:{s:O?,s:O?,s:O?}}", "type", "function", "function", "name",
-                                                json_object_get(t, "name"), "description",
-                                                json_object_get(t, "description"), "parameters",
-                                                json_object_get(t, "schema")));
+        json_array_foreach(tools, i, t) json_array_append_new(
+            ts,
+            json_pack("{s:s,s:{s:O?,s:O?,s:O?}}", "type", "function", "function", "name", json_object_get(t, "name"),
+                      "description", json_object_get(t, "description"), "parameters", json_object_get(t, "schema")));
         json_object_set_new(body, "tools", ts);
     }
     return body;
@@ -264,7 +265,8 @@ static json_t *anthropic_body(const avo_llm_provider *p, json_t *conv, json_t *t
     char *system = NULL;
     size_t syslen = 0, i;
     FILE *sf = open_memstream(&system, &syslen);
-    json_array_foreach(conv, i, m) {
+    json_array_foreach(conv, i, m)
+    {
         const char *role = json_string_value(json_object_get(m, "role"));
         if (!role)
             continue;
@@ -282,12 +284,11 @@ static json_t *anthropic_body(const avo_llm_provider *p, json_t *conv, json_t *t
             size_t k;
             if (*text_of(m))
                 json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text", text_of(m)));
-            json_array_foreach(json_object_get(m, "tool_calls"), k, c)
-                json_array_append_new(blocks, json_pack("{s:s,s:O?,s:O?,s:O}", "type", "tool_use", "id",
-                                                        json_object_get(c, "id"), "name", json_object_get(c, "name"),
-                                                        "input", json_is_object(json_object_get(c, "arguments"))
-                                                                     ? json_object_get(c, "arguments")
-                                                                     : json_object()));
+            json_array_foreach(json_object_get(m, "tool_calls"), k, c) json_array_append_new(
+                blocks, json_pack("{s:s,s:O?,s:O?,s:O}", "type", "tool_use", "id", json_object_get(c, "id"), "name",
+                                  json_object_get(c, "name"), "input",
+                                  json_is_object(json_object_get(c, "arguments")) ? json_object_get(c, "arguments")
+                                                                                  : json_object()));
             json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", "assistant", "content", blocks));
         } else {
             append_user_block(msgs, json_pack("{s:s,s:s}", "type", "text", "text", text_of(m)));
@@ -299,17 +300,17 @@ static json_t *anthropic_body(const avo_llm_provider *p, json_t *conv, json_t *t
     /* Prompt caching: the system prompt and the tools are the same on
      * every turn of a step; a breakpoint after each caches that prefix. */
     if (system && *system)
-        json_object_set_new(body, "system", json_pack("[{s:s,s:s,s:{s:s}}]", "type", "text", "text", system,
-                                                      "cache_control", "type", "ephemeral"));
+        json_object_set_new(
+            body, "system",
+            json_pack("[{s:s,s:s,s:{s:s}}]", "type", "text", "text", system, "cache_control", "type", "ephemeral"));
     free(system);
     if (p->temperature >= 0)
         json_object_set_new(body, "temperature", json_real(p->temperature));
     if (json_array_size(tools)) {
         json_t *ts = json_array(), *t;
-        json_array_foreach(tools, i, t)
-            json_array_append_new(ts, json_pack("{s:O?,s:O?,s:O?}", "name", json_object_get(t, "name"),
-                                                "description", json_object_get(t, "description"), "input_schema",
-                                                json_object_get(t, "schema")));
+        json_array_foreach(tools, i, t) json_array_append_new(
+            ts, json_pack("{s:O?,s:O?,s:O?}", "name", json_object_get(t, "name"), "description",
+                          json_object_get(t, "description"), "input_schema", json_object_get(t, "schema")));
         json_object_set_new(json_array_get(ts, json_array_size(ts) - 1), "cache_control",
                             json_pack("{s:s}", "type", "ephemeral"));
         json_object_set_new(body, "tools", ts);
@@ -354,7 +355,7 @@ void avo_llm_request_free(avo_llm_request *r)
 {
     for (size_t i = 0; i < sizeof r->headers / sizeof r->headers[0]; i++) {
         if (r->headers[i])
-            explicit_bzero(r->headers[i], strlen(r->headers[i]));   /* may hold the key */
+            explicit_bzero(r->headers[i], strlen(r->headers[i])); /* may hold the key */
         free(r->headers[i]);
         r->headers[i] = NULL;
     }
@@ -418,18 +419,18 @@ int avo_llm_reply_parse(const avo_llm_provider *p, const char *body, size_t len,
         char *text = NULL;
         size_t tl = 0;
         FILE *tf = open_memstream(&text, &tl);
-        json_array_foreach(content, i, b) {
+        json_array_foreach(content, i, b)
+        {
             const char *type = json_string_value(json_object_get(b, "type"));
             if (type && !strcmp(type, "text") && tf)
                 fputs(json_string_value(json_object_get(b, "text")) ? json_string_value(json_object_get(b, "text"))
                                                                     : "",
                       tf);
             else if (type && !strcmp(type, "tool_use"))
-                json_array_append_new(calls, tool_call(json_object_get(b, "id"), json_object_get(b, "name"),
-                                                       json_is_object(json_object_get(b, "input"))
-                                                           ? json_object_get(b, "input")
-                                                           : NULL,
-                                                       json_is_object(json_object_get(b, "input")) ? NULL : "null"));
+                json_array_append_new(
+                    calls, tool_call(json_object_get(b, "id"), json_object_get(b, "name"),
+                                     json_is_object(json_object_get(b, "input")) ? json_object_get(b, "input") : NULL,
+                                     json_is_object(json_object_get(b, "input")) ? NULL : "null"));
         }
         if (tf)
             fclose(tf);
@@ -437,8 +438,11 @@ int avo_llm_reply_parse(const avo_llm_provider *p, const char *body, size_t len,
             json_object_set_new(msg, "text", json_string(text));
         free(text);
         const char *sr = json_string_value(json_object_get(r, "stop_reason"));
-        stop = !sr ? "other" : !strcmp(sr, "tool_use") ? "tool_use" : !strcmp(sr, "max_tokens") ? "max_tokens"
-               : (!strcmp(sr, "end_turn") || !strcmp(sr, "stop_sequence")) ? "end" : "other";
+        stop = !sr                                                         ? "other"
+               : !strcmp(sr, "tool_use")                                   ? "tool_use"
+               : !strcmp(sr, "max_tokens")                                 ? "max_tokens"
+               : (!strcmp(sr, "end_turn") || !strcmp(sr, "stop_sequence")) ? "end"
+                                                                           : "other";
         json_t *u = json_object_get(r, "usage");
         out->cached_tokens = int_of(u, "cache_read_input_tokens");
         cache_write = int_of(u, "cache_creation_input_tokens");
@@ -454,17 +458,21 @@ int avo_llm_reply_parse(const avo_llm_provider *p, const char *body, size_t len,
         size_t i;
         if (json_is_string(t) && json_string_length(t))
             json_object_set(msg, "text", t);
-        json_array_foreach(json_object_get(ch, "tool_calls"), i, c) {
+        json_array_foreach(json_object_get(ch, "tool_calls"), i, c)
+        {
             json_t *fn = json_object_get(c, "function");
             json_array_append_new(calls, tool_call(json_object_get(c, "id"), json_object_get(fn, "name"), NULL,
                                                    json_string_value(json_object_get(fn, "arguments"))));
         }
-        const char *fr = json_string_value(json_object_get(json_array_get(json_object_get(r, "choices"), 0),
-                                                           "finish_reason"));
+        const char *fr = json_string_value(
+            json_object_get(json_array_get(json_object_get(r, "choices"), 0), "finish_reason"));
         /* Some servers say "stop" while returning tool calls. */
         stop = json_array_size(calls) && (!fr || strcmp(fr, "length")) ? "tool_use"
-               : !fr ? "other" : !strcmp(fr, "stop") ? "end" : !strcmp(fr, "length") ? "max_tokens"
-               : !strcmp(fr, "tool_calls") ? "tool_use" : "other";
+               : !fr                                                   ? "other"
+               : !strcmp(fr, "stop")                                   ? "end"
+               : !strcmp(fr, "length")                                 ? "max_tokens"
+               : !strcmp(fr, "tool_calls")                             ? "tool_use"
+                                                                       : "other";
         json_t *u = json_object_get(r, "usage");
         out->in_tokens = int_of(u, "prompt_tokens");
         out->out_tokens = int_of(u, "completion_tokens");
@@ -475,7 +483,8 @@ int avo_llm_reply_parse(const avo_llm_provider *p, const char *body, size_t len,
     snprintf(out->stop, sizeof out->stop, "%s", stop);
     double cached_price = p->price_cached_in >= 0 ? p->price_cached_in : p->price_in;
     out->cost_usd = ((double)(out->in_tokens - out->cached_tokens) * p->price_in +
-                     (double)out->cached_tokens * cached_price + (double)out->out_tokens * p->price_out) / 1e6;
+                     (double)out->cached_tokens * cached_price + (double)out->out_tokens * p->price_out) /
+                    1e6;
     out->message = msg;
     json_decref(r);
     return 0;

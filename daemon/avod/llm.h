@@ -21,18 +21,18 @@ typedef enum { AVO_LLM_OPENAI, AVO_LLM_ANTHROPIC } avo_llm_kind;
 typedef struct {
     char name[64];
     avo_llm_kind kind;
-    char base_url[512];       /* "https://api.openai.com/v1", "https://api.anthropic.com", "http://127.0.0.1:8000/v1" */
+    char base_url[512]; /* "https://api.openai.com/v1", "https://api.anthropic.com", "http://127.0.0.1:8000/v1" */
     char model[128];
-    char key_env[128];        /* the key is read from this environment variable, */
-    char key_file[512];       /* or from this file (mode 0600 or stricter, owned by us) */
-    double temperature;       /* < 0: the provider's default */
-    int max_tokens;           /* output tokens per response */
-    double timeout_s;         /* per request */
+    char key_env[128];          /* the key is read from this environment variable, */
+    char key_file[512];         /* or from this file (mode 0600 or stricter, owned by us) */
+    double temperature;         /* < 0: the provider's default */
+    int max_tokens;             /* output tokens per response */
+    double timeout_s;           /* per request */
     double price_in, price_out; /* USD per million input / output tokens */
-    double price_cached_in;   /* USD per million cached input tokens (< 0: as price_in) */
-    int max_retries;          /* on 429, 5xx, timeouts */
-    long context_tokens;      /* the model's context window; a step's conversation is compacted near it */
-    char max_tokens_field[32]; /* the body field that carries max_tokens: "max_tokens" or (newer OpenAI
+    double price_cached_in;     /* USD per million cached input tokens (< 0: as price_in) */
+    int max_retries;            /* on 429, 5xx, timeouts */
+    long context_tokens;        /* the model's context window; a step's conversation is compacted near it */
+    char max_tokens_field[32];  /* the body field that carries max_tokens: "max_tokens" or (newer OpenAI
                                 * models refuse the former) "max_completion_tokens" */
 } avo_llm_provider;
 
@@ -75,7 +75,7 @@ void avo_llm_request_free(avo_llm_request *r);
  * (it wants tool results), "max_tokens" (cut off by the output limit),
  * "other". message: the assistant message to append to the conversation. */
 typedef struct {
-    json_t *message;          /* owned */
+    json_t *message; /* owned */
     char stop[16];
     long in_tokens, out_tokens, cached_tokens;
     double cost_usd;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 struct avo_llmcall {
-    uv_timer_t timer;          /* the wait before a retry */
+    uv_timer_t timer; /* the wait before a retry */
     avo_llmhttp *http;
     avo_llm_provider p;
     avo_llm_request req;
@@ -15,7 +15,7 @@ struct avo_llmcall {
     avo_llmcall_retry_cb on_retry;
     void *arg;
     int attempts;
-    avo_llmhttp_req *rq;       /* the request in flight, if any */
+    avo_llmhttp_req *rq; /* the request in flight, if any */
     int cancelled;
     int done;
     uint64_t rng;
@@ -76,8 +76,8 @@ static void on_response(void *arg, long status, const char *body, size_t len, do
         avo_llm_reply reply;
         char err[256];
         if (avo_llm_reply_parse(&c->p, body, len, &reply, err, sizeof err) < 0) {
-            snprintf(reason, sizeof reason, "%s answered %ld but %s", c->p.name[0] ? c->p.name : "the provider",
-                     status, err);
+            snprintf(reason, sizeof reason, "%s answered %ld but %s", c->p.name[0] ? c->p.name : "the provider", status,
+                     err);
             finish(c, -EPROTO, NULL, reason);
             return;
         }
@@ -107,9 +107,8 @@ static void on_response(void *arg, long status, const char *body, size_t len, do
     finish(c, status < 0 ? (int)status : -EIO, NULL, reason);
 }
 
-int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, const avo_llm_provider *p,
-                      const char *key, json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err,
-                      size_t errlen)
+int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, const avo_llm_provider *p, const char *key,
+                      json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err, size_t errlen)
 {
     avo_llmcall *c = calloc(1, sizeof *c);
     if (!c) {
@@ -153,7 +152,7 @@ void avo_llmcall_cancel(avo_llmcall *c)
         uv_timer_stop(&c->timer);
         finish(c, -ECANCELED, NULL, "cancelled");
     } else if (!avo_llmhttp_answering(c->rq)) {
-        avo_llmhttp_abort(c->rq);   /* on_response runs now, and finishes */
+        avo_llmhttp_abort(c->rq); /* on_response runs now, and finishes */
     }
     /* else the answer is arriving: the provider has generated it and bills
      * it, so it is read and handed over rather than thrown away, and the

@@ -21,9 +21,8 @@ typedef void (*avo_llmcall_cb)(void *arg, int rc, avo_llm_reply *reply, const ch
 /* conversation and tools are referenced until the callback. Returns 0 (the
  * callback runs later, exactly once) or a negative int with err (no
  * callback). *out (may be NULL) lets the caller cancel. */
-int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, const avo_llm_provider *p,
-                      const char *key, json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err,
-                      size_t errlen);
+int avo_llmcall_start(avo_llmcall **out, uv_loop_t *loop, avo_llmhttp *http, const avo_llm_provider *p, const char *key,
+                      json_t *conversation, json_t *tools, avo_llmcall_cb cb, void *arg, char *err, size_t errlen);
 
 /* Told of each retry before its wait begins, so the waiting is visible:
  * attempt is the request that failed (1, 2, ...), status its HTTP status or

@@ -29,13 +29,13 @@ struct avo_llmhttp_req {
     char errbuf[CURL_ERROR_SIZE];
     avo_llmhttp_cb cb;
     void *arg;
-    int done;              /* its callback has started (or is about to): abort leaves it */
+    int done; /* its callback has started (or is about to): abort leaves it */
     avo_llmhttp_req *prev, *next;
 };
 
 struct avo_llmhttp {
     uv_loop_t *loop;
-    CURLM *multi;          /* NULL once closed */
+    CURLM *multi; /* NULL once closed */
     uv_timer_t timer;
     struct sock *socks;    /* being watched (not those already closing) */
     avo_llmhttp_req *reqs; /* added to the multi handle, callback not yet run */
@@ -107,7 +107,7 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud)
     size_t add = size * n;
     if (add > MAX_BODY - r->len) {
         r->too_large = 1;
-        return 0;   /* anything but add aborts the transfer */
+        return 0; /* anything but add aborts the transfer */
     }
     if (r->len + add + 1 > r->cap) {
         size_t cap = r->cap ? r->cap : 4096;
@@ -363,12 +363,12 @@ void avo_llmhttp_close(avo_llmhttp *h)
     uv_close((uv_handle_t *)&h->timer, timer_closed);
 }
 
-#define SETOPT(opt, val)                                         \
-    do {                                                         \
-        if (curl_easy_setopt(r->easy, opt, val) != CURLE_OK) {   \
-            rc = -EINVAL;                                        \
-            goto cleanup;                                        \
-        }                                                        \
+#define SETOPT(opt, val)                                                                                               \
+    do {                                                                                                               \
+        if (curl_easy_setopt(r->easy, opt, val) != CURLE_OK) {                                                         \
+            rc = -EINVAL;                                                                                              \
+            goto cleanup;                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 int avo_llmhttp_post(avo_llmhttp *h, const char *url, const char *const *headers, const char *body, size_t len,

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-typedef struct avo_llmhttp avo_llmhttp;   /* one per loop: a curl multi handle driven by uv */
+typedef struct avo_llmhttp avo_llmhttp;         /* one per loop: a curl multi handle driven by uv */
 typedef struct avo_llmhttp_req avo_llmhttp_req; /* one request, valid until its callback starts */
 
 /* Returns 0 or a negative int. The first call also runs curl_global_init,

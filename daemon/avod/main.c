@@ -63,8 +63,10 @@ typedef struct {
     double retry_backoff;
 } avod_settings;
 
-#define ROW(name, type, field, dflt, env, lo, hi, help) \
-    {name, type, offsetof(avod_settings, field), dflt, env, lo, hi, help}
+#define ROW(name, type, field, dflt, env, lo, hi, help)                                                                \
+    {                                                                                                                  \
+        name, type, offsetof(avod_settings, field), dflt, env, lo, hi, help                                            \
+    }
 static const avo_cfg_row avod_rows[] = {
     ROW("config", AVO_CFG_STR, config, NULL, "AVO_CONFIG", 1, 0, "config file ('name = value' lines)"),
     ROW("home", AVO_CFG_STR, home, NULL, "AVO_HOME", 1, 0,
@@ -120,17 +122,17 @@ typedef struct {
     avo_agent *agent;
     avo_api *api;
     avo_http *http;
-    avo_http *http_tcp;         /* --listen: the same API on TCP, behind bearer tokens */
+    avo_http *http_tcp; /* --listen: the same API on TCP, behind bearer tokens */
     uv_signal_t sigint, sigterm, sighup;
     avo_service *service;
-    avo_pgwatch *pgwatch;       /* the embedded PostgreSQL's supervisor (NULL with --db) */
+    avo_pgwatch *pgwatch; /* the embedded PostgreSQL's supervisor (NULL with --db) */
     avo_eventlog *eventlog;
-    avo_ident *ident;           /* teams, admins, read access: replaced on reload */
-    int argc;                   /* the command line as given, for reloads */
+    avo_ident *ident; /* teams, admins, read access: replaced on reload */
+    int argc;         /* the command line as given, for reloads */
     char **argv;
-    int dbs_open;               /* how many of db, listen are initialised (each needs its close) */
-    int signals;                /* the signal handles are initialised */
-    int ready;                  /* avod_start completed */
+    int dbs_open; /* how many of db, listen are initialised (each needs its close) */
+    int signals;  /* the signal handles are initialised */
+    int ready;    /* avod_start completed */
     int stopping;
 } avod;
 
@@ -223,8 +225,7 @@ static int store_quotas(avo_db *db, json_t *quotas, double half_life)
     snprintf(hl, sizeof hl, "%.17g", half_life);
     char *text = json_dumps(quotas, JSON_COMPACT);
     const char *params[] = {text, hl};
-    int rc = text ? avo_db_query(db, "SELECT avo_quotas_set($1::jsonb, $2::float8)", 2, params, on_quotas_stored,
-                                 NULL)
+    int rc = text ? avo_db_query(db, "SELECT avo_quotas_set($1::jsonb, $2::float8)", 2, params, on_quotas_stored, NULL)
                   : -12;
     free(text);
     return rc;
@@ -303,8 +304,7 @@ static void on_notify(void *arg, const char *channel, const char *payload)
     if (!strcmp(channel, "avo_events")) {
         avo_api_job_event(d->api, strtoll(payload, NULL, 10));
         avo_eventlog_kick(d->eventlog);
-    }
-    else
+    } else
         avo_engine_kick(d->engine);
 }
 
@@ -348,7 +348,8 @@ static int load_providers(const char *path, avo_llm_provider **out, int *n, char
     size_t i;
     json_t *x;
     char why[400];
-    json_array_foreach(j, i, x) {
+    json_array_foreach(j, i, x)
+    {
         if (!p || avo_llm_provider_parse(x, &p[i], why, sizeof why) < 0) {
             snprintf(err, errlen, "providers %s: [%zu]: %s", path, i, p ? why : "out of memory");
             free(p);
@@ -540,8 +541,10 @@ static int make_state_dir(avod_settings *s)
     if (*s->home) {
         struct stat st;
         if (stat(s->home, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "avod: state directory %s does not exist; create it (mkdir -p) or unset "
-                            "AVO_HOME/--home to use the default\n", s->home);
+            fprintf(stderr,
+                    "avod: state directory %s does not exist; create it (mkdir -p) or unset "
+                    "AVO_HOME/--home to use the default\n",
+                    s->home);
             return 1;
         }
         return 0;
@@ -672,8 +675,8 @@ static int avod_start(avod_boot *b)
         avo_db_listen(&d->listen, "avo_events") < 0)
         return -ENOMEM;
     if (avo_engine_start(&d->engine, d->loop, &d->db, s->kernels, (unsigned)s->engine_interval_ms) < 0 ||
-        avo_agent_start(&d->agent, d->loop, &d->db, s->kernels, s->home, b->providers, b->nproviders, kick_engine,
-                        d) < 0 ||
+        avo_agent_start(&d->agent, d->loop, &d->db, s->kernels, s->home, b->providers, b->nproviders, kick_engine, d) <
+            0 ||
         avo_api_init(&d->api, d->loop, &d->db, d->engine, s->kernels, s->home) < 0 ||
         avo_rescuer_start(&d->rescuer, d->loop, &d->db, d->engine, (unsigned)s->rescue_interval_ms,
                           (int)s->max_attempts, s->retry_backoff) < 0)

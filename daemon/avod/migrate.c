@@ -40,8 +40,7 @@ static int list_migrations(const char *sql_dir, migration **out, int *count, cha
 {
     DIR *d = opendir(sql_dir);
     if (!d) {
-        snprintf(err, errlen, "cannot open migrations directory %s: %s (set --sql-dir)", sql_dir,
-                 strerror(errno));
+        snprintf(err, errlen, "cannot open migrations directory %s: %s (set --sql-dir)", sql_dir, strerror(errno));
         return -ENOENT;
     }
     migration *m = NULL;
@@ -74,8 +73,8 @@ static int list_migrations(const char *sql_dir, migration **out, int *count, cha
     qsort(m, (size_t)n, sizeof *m, cmp_migration);
     for (int i = 1; i < n; i++)
         if (m[i].version == m[i - 1].version) {
-            snprintf(err, errlen, "%s: two migrations share version %d (%s, %s)", sql_dir, m[i].version,
-                     m[i - 1].name, m[i].name);
+            snprintf(err, errlen, "%s: two migrations share version %d (%s, %s)", sql_dir, m[i].version, m[i - 1].name,
+                     m[i].name);
             return -EINVAL;
         }
     return 0;
@@ -108,8 +107,10 @@ static int check_schema_not_newer(PGconn *conn, const migration *m, int n, const
     int have = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
     PQclear(r);
     if (n > 0 && have > m[n - 1].version) {
-        snprintf(err, errlen, "the database's schema is at version %d, newer than this avod knows (%d, %s): "
-                              "run the avod that migrated it, or a newer one", have, m[n - 1].version, sql_dir);
+        snprintf(err, errlen,
+                 "the database's schema is at version %d, newer than this avod knows (%d, %s): "
+                 "run the avod that migrated it, or a newer one",
+                 have, m[n - 1].version, sql_dir);
         return -EINVAL;
     }
     return 0;
@@ -122,8 +123,8 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
     char v[16];
     snprintf(v, sizeof v, "%d", m->version);
     const char *params[] = {v};
-    PGresult *r = PQexecParams(conn, "SELECT 1 FROM avo_schema_version WHERE version = $1", 1, NULL,
-                               params, NULL, NULL, 0);
+    PGresult *r = PQexecParams(conn, "SELECT 1 FROM avo_schema_version WHERE version = $1", 1, NULL, params, NULL, NULL,
+                               0);
     int done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     PQclear(r);
     if (done)
@@ -140,8 +141,8 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
     if (rc < 0)
         return rc;
     const char *p2[] = {v, m->name};
-    r = PQexecParams(conn, "INSERT INTO avo_schema_version (version, name) VALUES ($1, $2)", 2, NULL,
-                     p2, NULL, NULL, 0);
+    r = PQexecParams(conn, "INSERT INTO avo_schema_version (version, name) VALUES ($1, $2)", 2, NULL, p2, NULL, NULL,
+                     0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         snprintf(err, errlen, "recording %s: %s", m->name, PQresultErrorMessage(r));
         PQclear(r);

@@ -157,8 +157,7 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
     snprintf(dsn, sizeof dsn, "host=%s dbname=postgres user=avo connect_timeout=10", pg->rundir);
     PGconn *c = PQconnectdb(dsn);
     if (PQstatus(c) != CONNECTION_OK) {
-        snprintf(err, errlen, "cannot connect to the embedded PostgreSQL at %s: %s", pg->rundir,
-                 PQerrorMessage(c));
+        snprintf(err, errlen, "cannot connect to the embedded PostgreSQL at %s: %s", pg->rundir, PQerrorMessage(c));
         PQfinish(c);
         return -ECONNREFUSED;
     }
@@ -227,8 +226,8 @@ static int write_server_conf(const avo_pgembed *pg, char *err, size_t errlen)
     return 0;
 }
 
-int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user,
-                      char *err, size_t errlen)
+int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user, char *err,
+                      size_t errlen)
 {
     memset(pg, 0, sizeof *pg);
     snprintf(pg->home, sizeof pg->home, "%s/pg", home);
@@ -239,8 +238,9 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
     if (bindir && *bindir)
         snprintf(pg->bindir, sizeof pg->bindir, "%s", bindir);
     else if (avo_pgembed_find_bindir(pg->bindir, sizeof pg->bindir) < 0) {
-        snprintf(err, errlen, "no PostgreSQL server binaries (initdb, pg_ctl) found: install the "
-                              "'postgresql' package (make deps) or pass --pg-bindir or --db");
+        snprintf(err, errlen,
+                 "no PostgreSQL server binaries (initdb, pg_ctl) found: install the "
+                 "'postgresql' package (make deps) or pass --pg-bindir or --db");
         return -ENOENT;
     }
     if (!is_exec(pg->bindir, "initdb") || !is_exec(pg->bindir, "pg_ctl")) {
@@ -257,8 +257,7 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
         if (!pw && !user)
             pw = getpwnam("nobody");
         if (!pw) {
-            snprintf(err, errlen, "user '%s' for the embedded PostgreSQL does not exist",
-                     user ? user : "postgres");
+            snprintf(err, errlen, "user '%s' for the embedded PostgreSQL does not exist", user ? user : "postgres");
             return -ENOENT;
         }
         snprintf(pg->os_user, sizeof pg->os_user, "%s", pw->pw_name);
@@ -285,8 +284,8 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
 
     if (access(pgver, F_OK) != 0) {
         avo_info("pg", "creating the embedded PostgreSQL cluster in %s (as %s)", pg->datadir, pg->os_user);
-        char *argv[] = {initdb, "-D", pg->datadir, "-U", "avo", "-A", "trust", "-E", "UTF8",
-                        "--locale=C", "--no-sync", NULL};
+        char *argv[] = {initdb,  "-D", pg->datadir, "-U",         "avo",       "-A",
+                        "trust", "-E", "UTF8",      "--locale=C", "--no-sync", NULL};
         if ((rc = run_tool(pg, argv, 1)) < 0) {
             snprintf(err, errlen, "initdb failed (exit %d); see %s", -rc - 1000, pg->logfile);
             return -EIO;
@@ -320,11 +319,11 @@ int avo_pgembed_running(const avo_pgembed *pg, long *pid)
     *pid = 0;
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;               /* no lock file: the server was shut down */
+        return 0; /* no lock file: the server was shut down */
     int got = fgets(line, sizeof line, f) != NULL;
     fclose(f);
     if (!got)
-        return 1;               /* being written by a server starting now */
+        return 1; /* being written by a server starting now */
     char *end;
     *pid = strtol(line, &end, 10);
     if (end == line || *pid <= 0)

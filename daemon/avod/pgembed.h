@@ -16,19 +16,19 @@ typedef struct {
     char rundir[1100];
     char logfile[1100];
     char bindir[1024];
-    char os_user[64];       /* server's OS user when avod runs as root */
+    char os_user[64]; /* server's OS user when avod runs as root */
     uid_t uid;
     gid_t gid;
-    int started_by_us;      /* stop it on exit only if we started it */
-    pid_t starter;          /* a pg_ctl start in flight (a restart), not yet reaped */
+    int started_by_us; /* stop it on exit only if we started it */
+    pid_t starter;     /* a pg_ctl start in flight (a restart), not yet reaped */
     char dsn[1400];
 } avo_pgembed;
 
 /* Find binaries, create the cluster if needed, start it (or adopt one left
  * running by a killed avod on the same state directory), create database
  * "avo". bindir may be "" (search), os_user may be "" (auto when root). */
-int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user,
-                      char *err, size_t errlen);
+int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, const char *os_user, char *err,
+                      size_t errlen);
 /* Waits for a restart in flight, then stops the server (fast shutdown). */
 int avo_pgembed_stop(avo_pgembed *pg);
 

@@ -10,7 +10,7 @@
 #include "avo_log.h"
 
 #define TICK_MS 1000
-#define GRACE_MS 10000          /* after a clean shutdown that was not avod's */
+#define GRACE_MS 10000 /* after a clean shutdown that was not avod's */
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
 
@@ -23,11 +23,11 @@ struct avo_pgwatch {
     avo_pgembed *pg;
     uv_timer_t timer;
     enum watch_state state;
-    uint64_t down_since;        /* uv_now when it was found gone */
+    uint64_t down_since; /* uv_now when it was found gone */
     uint64_t due;
     unsigned backoff_ms;
-    int attempts;               /* starts since it went down */
-    long restarts;              /* since avod started */
+    int attempts;  /* starts since it went down */
+    long restarts; /* since avod started */
     char problem[512];
     avo_pgwatch_cb cb;
     void *arg;
@@ -59,10 +59,10 @@ static void now_running(avo_pgwatch *w)
 
 static void retry_later(avo_pgwatch *w, const char *why)
 {
-    avo_warn("pg", "the embedded PostgreSQL did not start (attempt %d): %s; next attempt in %.0f s", w->attempts,
-             why, w->backoff_ms / 1000.0);
-    set_problem(w, "embedded PostgreSQL down for %.0f s: restart attempt %d failed (%s); next in %.0f s",
-                down_s(w), w->attempts, why, w->backoff_ms / 1000.0);
+    avo_warn("pg", "the embedded PostgreSQL did not start (attempt %d): %s; next attempt in %.0f s", w->attempts, why,
+             w->backoff_ms / 1000.0);
+    set_problem(w, "embedded PostgreSQL down for %.0f s: restart attempt %d failed (%s); next in %.0f s", down_s(w),
+                w->attempts, why, w->backoff_ms / 1000.0);
     w->due = uv_now(w->loop) + w->backoff_ms;
     w->backoff_ms = w->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->backoff_ms * 2;
     w->state = W_WAITING;
@@ -77,16 +77,18 @@ static void found_down(avo_pgwatch *w, long pid)
     w->state = W_WAITING;
     if (pid) {
         w->due = now;
-        avo_warn("pg", "the embedded PostgreSQL died: postmaster pid %ld is gone and its lock file is left "
-                       "behind (killed or crashed; see %s); restarting it",
+        avo_warn("pg",
+                 "the embedded PostgreSQL died: postmaster pid %ld is gone and its lock file is left "
+                 "behind (killed or crashed; see %s); restarting it",
                  pid, w->pg->logfile);
         set_problem(w, "embedded PostgreSQL died (postmaster pid %ld gone); restarting it", pid);
     } else {
         /* Somebody shut it down cleanly: leave them time to start it again
          * (a hand restart, maintenance) before avod does. */
         w->due = now + GRACE_MS;
-        avo_warn("pg", "the embedded PostgreSQL was shut down, not by avod; starting it again in %d s unless "
-                       "it is started by hand",
+        avo_warn("pg",
+                 "the embedded PostgreSQL was shut down, not by avod; starting it again in %d s unless "
+                 "it is started by hand",
                  GRACE_MS / 1000);
         set_problem(w, "embedded PostgreSQL shut down outside avod; restarting it in %d s", GRACE_MS / 1000);
     }
@@ -124,8 +126,9 @@ static void check_start(avo_pgwatch *w)
          * long crash recovery outlasted pg_ctl's wait. Connections say
          * when it is ready. */
         w->restarts++;
-        avo_warn("pg", "the embedded PostgreSQL was restarted by avod after %.1f s down (attempt %d; %ld "
-                       "restarts since avod started)",
+        avo_warn("pg",
+                 "the embedded PostgreSQL was restarted by avod after %.1f s down (attempt %d; %ld "
+                 "restarts since avod started)",
                  down_s(w), w->attempts, w->restarts);
         now_running(w);
         return;

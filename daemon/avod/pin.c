@@ -135,7 +135,8 @@ json_t *avo_pin_diff(const char *kernels_dir, const json_t *pin, char *err, size
     const char *sf = seed_file(pj, seed_name);
     size_t i;
     json_t *c;
-    json_array_foreach(changes, i, c) {
+    json_array_foreach(changes, i, c)
+    {
         const char *f = json_string_value(json_object_get(c, "file"));
         if (!strcmp(f, "problem.json"))
             add_diff(diffs, dir, f, pj_text);

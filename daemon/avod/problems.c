@@ -72,7 +72,7 @@ static int walk(const char *root, const char *rel, int depth, name_list *out)
     while (!rc && (e = readdir(d))) {
         char sub[1024];
         if (e->d_name[0] == '.' || strspn(e->d_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                      "0123456789_-.") != strlen(e->d_name))
+                                                     "0123456789_-.") != strlen(e->d_name))
             continue;
         if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
             continue;
@@ -125,15 +125,16 @@ static json_t *summary(const avo_problem *p, const char *name)
     const char *key;
     json_t *v;
     json_array_append_new(seeds, json_string("default"));
-    json_object_foreach(json_object_get(p->json, "seeds"), key, v) {
+    json_object_foreach(json_object_get(p->json, "seeds"), key, v)
+    {
         (void)v;
         json_array_append_new(seeds, json_string(key));
     }
     const char *desc = json_string_value(json_object_get(p->json, "description"));
     return json_pack("{s:s,s:s,s:s,s:i,s:o,s:o,s:o,s:s,s:b}", "name", name, "backend", p->backend, "description",
                      desc ? desc : "", "knobs", p->nknobs, "seeds", seeds, "sizes",
-                     str_array((const char (*)[32])p->sizes, p->nsizes), "configs", configs, "unit", p->unit,
-                     "baseline", p->baseline[0] != 0);
+                     str_array((const char(*)[32])p->sizes, p->nsizes), "configs", configs, "unit", p->unit, "baseline",
+                     p->baseline[0] != 0);
 }
 
 json_t *avo_problems_list(const char *kernels_dir)
@@ -247,7 +248,8 @@ int avo_problems_get(const char *kernels_dir, const char *name, json_t **out, ch
         json_array_append_new(spaces, knob_space(&p, "default"));
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(p.json, "seeds"), key, v) {
+    json_object_foreach(json_object_get(p.json, "seeds"), key, v)
+    {
         avo_problem q;
         (void)v;
         if (avo_problem_load(&q, dir, err, errlen) < 0)
@@ -256,7 +258,8 @@ int avo_problems_get(const char *kernels_dir, const char *name, json_t **out, ch
             json_array_append_new(spaces, knob_space(&q, key));
         avo_problem_free(&q);
     }
-    if (!o || json_object_set(o, "spec", p.json) < 0 || json_object_set_new(o, "files", files ? files : json_null()) < 0 ||
+    if (!o || json_object_set(o, "spec", p.json) < 0 ||
+        json_object_set_new(o, "files", files ? files : json_null()) < 0 ||
         json_object_set_new(o, "package_hash", hash[0] ? json_string(hash) : json_null()) < 0 ||
         json_object_set_new(o, "knob_space", spaces) < 0) {
         json_decref(o);

@@ -27,15 +27,17 @@ static const struct {
 static const char key_list[] = "jobs, evals-in-flight, gpu-seconds-day, gpu-seconds-week, share";
 
 /* A value of its kind, or -EINVAL with the rule in err. */
-static int parse_value(kind k, const char *key, const char *v, const char *where, double *out, char *err,
-                       size_t errlen)
+static int parse_value(kind k, const char *key, const char *v, const char *where, double *out, char *err, size_t errlen)
 {
     char *end = NULL;
     errno = 0;
     double x = strtod(v, &end);
     int bad = end == v || errno || !isfinite(x);
     if (!bad && k == SECONDS && *end) {
-        static const struct { char c; double mul; } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+        static const struct {
+            char c;
+            double mul;
+        } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
         int found = 0;
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (end[0] == units[i].c && !end[1]) {
@@ -150,7 +152,8 @@ int avo_quota_load(const char *path, const avo_ident *id, json_t **out, char *er
         const char *team = json_string_value(json_object_get(o, "team"));
         size_t i;
         json_t *prev;
-        json_array_foreach(all, i, prev) {
+        json_array_foreach(all, i, prev)
+        {
             if (!strcmp(json_string_value(json_object_get(prev, "team")), team)) {
                 snprintf(err, errlen, "%s: team '%s' has a line already", where, *team ? team : "-");
                 rc = -EINVAL;

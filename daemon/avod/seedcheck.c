@@ -15,7 +15,7 @@
 
 typedef struct check check;
 struct check {
-    check *prev, *next;        /* the running checks, for avo_seedcheck_stop_all */
+    check *prev, *next; /* the running checks, for avo_seedcheck_stop_all */
     uv_process_t proc;
     uv_pipe_t out;
     uv_timer_t timer;
@@ -159,8 +159,8 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
     char arch[32] = "";
     if (strncmp(target, "sm_", 3) == 0)
         snprintf(arch, sizeof arch, "%s%s", target, atoi(target + 3) >= 90 ? "a" : "");
-    char *args[12] = {(char *)worker_bin, "eval", (char *)problem_dir, c->path, "--compile-only", "--json",
-                      "--cache", (char *)cache_dir};
+    char *args[12] = {(char *)worker_bin, "eval",   (char *)problem_dir, c->path,
+                      "--compile-only",   "--json", "--cache",           (char *)cache_dir};
     int na = 8;
     if (disassemble)
         args[na++] = "--disassemble";
@@ -180,8 +180,8 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
         {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&c->out},
         {.flags = UV_IGNORE},
     };
-    uv_process_options_t po = {.exit_cb = on_exit_cb, .file = worker_bin, .args = args, .stdio_count = 3,
-                               .stdio = stdio};
+    uv_process_options_t po = {
+        .exit_cb = on_exit_cb, .file = worker_bin, .args = args, .stdio_count = 3, .stdio = stdio};
     int rc = uv_spawn(loop, &c->proc, &po);
     if (rc < 0) {
         /* libuv still wants the failed process handle closed. */

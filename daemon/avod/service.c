@@ -17,8 +17,8 @@ struct avo_service {
     avo_db *db;
     uv_timer_t watchdog, status;
     int open_handles, pending, stopping, ready;
-    char note[200];             /* the last reload's outcome, shown in STATUS */
-    char degraded[520];         /* why avod is degraded ("" when it is not), shown first */
+    char note[200];     /* the last reload's outcome, shown in STATUS */
+    char degraded[520]; /* why avod is degraded ("" when it is not), shown first */
 };
 
 static void maybe_free(avo_service *s)

@@ -28,7 +28,7 @@ int avo_srcdiff(const char *a, const char *name_a, const char *b, const char *na
     opts.flags |= GIT_DIFF_FORCE_TEXT;
     if (git_patch_from_buffers(&patch, a, strlen(a), name_a, b, strlen(b), name_b, &opts) < 0)
         goto cleanup;
-    if (!patch) {               /* equal texts */
+    if (!patch) { /* equal texts */
         rc = (*out = strdup("")) ? 0 : -12;
         goto cleanup;
     }

@@ -6,7 +6,8 @@
 
 #define SPACE_CAP (1ull << 40)
 #define ENUM_LIMIT 4096
-#define TOP_DIV 8          /* parents come from the best eighth of the evaluated points */     /* enumerate spaces up to this many points */
+#define TOP_DIV                                                                                                        \
+    8 /* parents come from the best eighth of the evaluated points */ /* enumerate spaces up to this many points */
 
 uint64_t avo_tune_rand(uint64_t *s)
 {
@@ -139,8 +140,8 @@ static void emit(avo_tune_point *o, const int64_t *v, int a, int b)
     o->from[1] = b;
 }
 
-int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *tried, int ntried,
-                     int budget_left, int level, avo_tune_point *out, int n)
+int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *tried, int ntried, int budget_left,
+                     int level, avo_tune_point *out, int n)
 {
     int nout = 0;
     if (level > AVO_TUNE_MAX_LEVEL)
@@ -185,7 +186,7 @@ int avo_tune_propose(const avo_problem *p, uint64_t *rng, const avo_tune_point *
         for (int attempt = 0; attempt < 400 && !found; attempt++) {
             from_a = from_b = -1;
             if (npool == 0 || rand_unit(rng) < restart) {
-                random_point(p, rng, v);       /* restart: keeps exploring */
+                random_point(p, rng, v); /* restart: keeps exploring */
             } else {
                 const avo_tune_point *a = select_parent(pool, npool, rng);
                 from_a = (int)(a - tried);

@@ -201,8 +201,8 @@ int avo_cgroup_create(avo_cgroup *cg, const char *name, long pids_max, char *why
             rc = add_dir(cg, h, path);
         }
         if (rc && rc != -ENOENT && !first_err[0])
-            snprintf(first_err, sizeof first_err, "%s hierarchy (%.200s): %s", h == AVO_CG_UNIFIED ? "unified" : hier_key[h],
-                     parent, strerror(-rc));
+            snprintf(first_err, sizeof first_err, "%s hierarchy (%.200s): %s",
+                     h == AVO_CG_UNIFIED ? "unified" : hier_key[h], parent, strerror(-rc));
     }
     settle(cg);
     if (cg->freezer < 0) {

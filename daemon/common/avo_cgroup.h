@@ -20,12 +20,12 @@
 enum { AVO_CG_UNIFIED = 0, AVO_CG_FREEZER, AVO_CG_PIDS, AVO_CG_CPUACCT, AVO_CG_NHIER };
 
 typedef struct {
-    int dir[AVO_CG_NHIER];     /* the group's directory, -1 where it has none */
-    int procs[AVO_CG_NHIER];   /* its cgroup.procs, open for writing: a child joins with avo_cgroup_join */
+    int dir[AVO_CG_NHIER];   /* the group's directory, -1 where it has none */
+    int procs[AVO_CG_NHIER]; /* its cgroup.procs, open for writing: a child joins with avo_cgroup_join */
     char path[AVO_CG_NHIER][1024];
-    int freezer;               /* AVO_CG_UNIFIED or AVO_CG_FREEZER; -1 none */
-    int pids;                  /* hierarchy holding pids.max, or -1 */
-    int cpu;                   /* hierarchy holding the CPU usage, or -1 */
+    int freezer; /* AVO_CG_UNIFIED or AVO_CG_FREEZER; -1 none */
+    int pids;    /* hierarchy holding pids.max, or -1 */
+    int cpu;     /* hierarchy holding the CPU usage, or -1 */
     int frozen;
 } avo_cgroup;
 

@@ -15,8 +15,8 @@ static const avo_cfg_row *find_row(const avo_cfg_row *rows, int nrows, const cha
     return NULL;
 }
 
-static int set_value(const avo_cfg_row *r, void *settings, const char *val, const char *origin,
-                     char *err, size_t errlen)
+static int set_value(const avo_cfg_row *r, void *settings, const char *val, const char *origin, char *err,
+                     size_t errlen)
 {
     char *dst = (char *)settings + r->offset;
     char *end;
@@ -80,8 +80,7 @@ char *avo_config_trim(char *s)
     return s;
 }
 
-int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const char *path,
-                    char *err, size_t errlen)
+int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -117,8 +116,8 @@ int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const ch
     return rc;
 }
 
-int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc, char **argv,
-                    int *nrest, char *err, size_t errlen)
+int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc, char **argv, int *nrest, char *err,
+                    size_t errlen)
 {
     int rc;
     for (int i = 0; i < nrows; i++) {

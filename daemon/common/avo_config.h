@@ -11,12 +11,12 @@
 typedef enum { AVO_CFG_STR, AVO_CFG_INT, AVO_CFG_DOUBLE, AVO_CFG_BOOL } avo_cfg_type;
 
 typedef struct {
-    const char *name;     /* flag and file key */
+    const char *name; /* flag and file key */
     avo_cfg_type type;
-    size_t offset;        /* into the settings struct */
-    const char *dflt;     /* NULL = unset (empty string for STR) */
-    const char *env;      /* environment variable or NULL */
-    double min, max;      /* bounds for numbers (min > max = unbounded) */
+    size_t offset;    /* into the settings struct */
+    const char *dflt; /* NULL = unset (empty string for STR) */
+    const char *env;  /* environment variable or NULL */
+    double min, max;  /* bounds for numbers (min > max = unbounded) */
     const char *help;
 } avo_cfg_row;
 
@@ -27,12 +27,11 @@ typedef struct {
  * set), then the environment, then argv flags. Arguments that are not flags
  * are left in argv, compacted, and their count returned in *nrest.
  * Returns 0 or a negative int with a one-line message in err. */
-int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc, char **argv,
-                    int *nrest, char *err, size_t errlen);
+int avo_config_load(const avo_cfg_row *rows, int nrows, void *settings, int argc, char **argv, int *nrest, char *err,
+                    size_t errlen);
 
 /* Parse one "name = value" file into settings. */
-int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const char *path,
-                    char *err, size_t errlen);
+int avo_config_file(const avo_cfg_row *rows, int nrows, void *settings, const char *path, char *err, size_t errlen);
 
 void avo_config_usage(const avo_cfg_row *rows, int nrows, const char *prog, const char *synopsis);
 

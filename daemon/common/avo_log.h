@@ -13,9 +13,8 @@
 typedef enum { AVO_LOG_ERROR = 0, AVO_LOG_WARN, AVO_LOG_INFO, AVO_LOG_DEBUG } avo_log_level;
 
 void avo_log_init(const char *prog);
-int avo_log_set_level(const char *name);   /* 0, or -22 for an unknown name */
-void avo_log(avo_log_level lvl, const char *subsys, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int avo_log_set_level(const char *name); /* 0, or -22 for an unknown name */
+void avo_log(avo_log_level lvl, const char *subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* What an entry is about (0: not about one). */
 typedef struct {
@@ -26,9 +25,9 @@ void avo_logx(avo_log_level lvl, const char *subsys, const avo_log_ctx *ctx, con
 /* 1 when entries go to the journal (decided once, at the first entry). */
 int avo_log_to_journal(void);
 
-#define avo_err(sub, ...)   avo_log(AVO_LOG_ERROR, sub, __VA_ARGS__)
-#define avo_warn(sub, ...)  avo_log(AVO_LOG_WARN, sub, __VA_ARGS__)
-#define avo_info(sub, ...)  avo_log(AVO_LOG_INFO, sub, __VA_ARGS__)
+#define avo_err(sub, ...) avo_log(AVO_LOG_ERROR, sub, __VA_ARGS__)
+#define avo_warn(sub, ...) avo_log(AVO_LOG_WARN, sub, __VA_ARGS__)
+#define avo_info(sub, ...) avo_log(AVO_LOG_INFO, sub, __VA_ARGS__)
 #define avo_debug(sub, ...) avo_log(AVO_LOG_DEBUG, sub, __VA_ARGS__)
 
 #endif

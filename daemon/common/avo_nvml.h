@@ -16,7 +16,7 @@ typedef struct {
     int index;
     char name[96];
     char uuid[96];
-    int cc_major, cc_minor;        /* compute capability */
+    int cc_major, cc_minor; /* compute capability */
 } avo_gpu_info;
 
 /* Load and initialise NVML. Returns the device count (>= 0), or a negative

@@ -68,8 +68,7 @@ int avo_package_manifest(const char *dir, const json_t *problem_json, int strict
         } else if (!strict) {
             json_object_set_new(m, names[i], json_null());
         } else {
-            snprintf(err, errlen, "cannot read %s: %s", path,
-                     frc == -EINVAL ? "not a regular file" : strerror(-frc));
+            snprintf(err, errlen, "cannot read %s: %s", path, frc == -EINVAL ? "not a regular file" : strerror(-frc));
             rc = frc;
         }
     }
@@ -94,7 +93,8 @@ static size_t sorted_names(const json_t *a, const json_t *b, const char **out, s
     for (int s = 0; s < 2; s++) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)both[s], k, v) {
+        json_object_foreach((json_t *)both[s], k, v)
+        {
             int seen = 0;
             for (size_t i = 0; i < n && !seen; i++)
                 seen = !strcmp(out[i], k);
@@ -137,8 +137,8 @@ json_t *avo_package_changes(const json_t *pinned, const json_t *disk)
         if (p && d && !strcmp(p, d))
             continue;
         const char *change = !p ? "added" : !d ? "removed" : "changed";
-        json_array_append_new(out, json_pack("{s:s,s:s?,s:s?,s:s}", "file", names[i], "pinned", p, "disk", d,
-                                             "change", change));
+        json_array_append_new(
+            out, json_pack("{s:s,s:s?,s:s?,s:s}", "file", names[i], "pinned", p, "disk", d, "change", change));
     }
     return out;
 }

@@ -13,7 +13,7 @@
 #define AVO_PHASES_MAX 32
 
 typedef struct {
-    const char *name[AVO_PHASES_MAX];   /* string literals: never copied or freed */
+    const char *name[AVO_PHASES_MAX]; /* string literals: never copied or freed */
     double s[AVO_PHASES_MAX];
     int n;
 } avo_phases;

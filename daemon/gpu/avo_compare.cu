@@ -8,7 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-enum { DT_F32, DT_F64, DT_F16, DT_BF16, DT_I32 };   /* avo_dtype's values */
+enum { DT_F32, DT_F64, DT_F16, DT_BF16, DT_I32 }; /* avo_dtype's values */
 enum { BLOCKS = 512, THREADS = 256 };
 
 struct partial {
@@ -19,11 +19,16 @@ struct partial {
 __device__ __forceinline__ double load(const void *p, long long e, int d)
 {
     switch (d) {
-    case DT_F32: return ((const float *)p)[e];
-    case DT_F64: return ((const double *)p)[e];
-    case DT_F16: return __half2float(((const __half *)p)[e]);
-    case DT_BF16: return __uint_as_float((unsigned)((const unsigned short *)p)[e] << 16);
-    default: return ((const int *)p)[e];
+    case DT_F32:
+        return ((const float *)p)[e];
+    case DT_F64:
+        return ((const double *)p)[e];
+    case DT_F16:
+        return __half2float(((const __half *)p)[e]);
+    case DT_BF16:
+        return __uint_as_float((unsigned)((const unsigned short *)p)[e] << 16);
+    default:
+        return ((const int *)p)[e];
     }
 }
 
@@ -46,7 +51,8 @@ __global__ void compare_kernel(const void *got, const void *want, long long n, i
 {
     double num = 0, den = 0, mx = 0;
     long long worst = -1, nonfinite = -1;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (long long)gridDim.x * blockDim.x) {
         const double g = load(got, e, d), w = load(want, e, d);
         if (!isfinite(g)) {
             if (nonfinite < 0)
@@ -82,12 +88,19 @@ __global__ void compare_kernel(const void *got, const void *want, long long n, i
 __global__ void equal_kernel(const unsigned char *a, const unsigned char *b, long long n, int es,
                              unsigned long long *first)
 {
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (long long)gridDim.x * blockDim.x) {
         bool same;
         switch (es) {
-        case 2: same = ((const unsigned short *)a)[e] == ((const unsigned short *)b)[e]; break;
-        case 4: same = ((const unsigned *)a)[e] == ((const unsigned *)b)[e]; break;
-        case 8: same = ((const unsigned long long *)a)[e] == ((const unsigned long long *)b)[e]; break;
+        case 2:
+            same = ((const unsigned short *)a)[e] == ((const unsigned short *)b)[e];
+            break;
+        case 4:
+            same = ((const unsigned *)a)[e] == ((const unsigned *)b)[e];
+            break;
+        case 8:
+            same = ((const unsigned long long *)a)[e] == ((const unsigned long long *)b)[e];
+            break;
         default:
             same = true;
             for (int k = 0; k < es; k++)
@@ -118,8 +131,8 @@ extern "C" int avo_compare_run(const void *got, const void *want, int64_t n, int
     for (int b = 0; b < BLOCKS; b++) {
         t.num += host[b].num;
         t.den += host[b].den;
-        if (host[b].worst >= 0 && (t.worst < 0 || host[b].max_abs > t.max_abs ||
-                                   (host[b].max_abs == t.max_abs && host[b].worst < t.worst))) {
+        if (host[b].worst >= 0 &&
+            (t.worst < 0 || host[b].max_abs > t.max_abs || (host[b].max_abs == t.max_abs && host[b].worst < t.worst))) {
             t.max_abs = host[b].max_abs;
             t.worst = host[b].worst;
         }
@@ -140,7 +153,8 @@ extern "C" int avo_compare_equal(const void *a, const void *b, int64_t n, size_t
     if (n > 0)
         equal_kernel<<<BLOCKS, THREADS, 0, st>>>((const unsigned char *)a, (const unsigned char *)b, (long long)n,
                                                  (int)elem_size, d);
-    if (cudaGetLastError() != cudaSuccess || cudaMemcpyAsync(&got, d, sizeof got, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+    if (cudaGetLastError() != cudaSuccess ||
+        cudaMemcpyAsync(&got, d, sizeof got, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
         cudaStreamSynchronize(st) != cudaSuccess)
         return -EIO;
     *first = got == none ? -1 : (int64_t)got;

@@ -15,10 +15,10 @@ extern "C" {
 #endif
 
 typedef struct {
-    double num, den;         /* sum of (got - want)^2, sum of want^2 */
-    double max_abs;          /* the largest |got - want| (NaN differences never count) */
-    int64_t worst;           /* its first element (-1: none) */
-    int64_t nonfinite;       /* the first element of got that is not finite (-1: none) */
+    double num, den;   /* sum of (got - want)^2, sum of want^2 */
+    double max_abs;    /* the largest |got - want| (NaN differences never count) */
+    int64_t worst;     /* its first element (-1: none) */
+    int64_t nonfinite; /* the first element of got that is not finite (-1: none) */
 } avo_compare_sums;
 
 /* Scratch the two functions below need (device memory), from

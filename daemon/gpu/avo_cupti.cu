@@ -14,9 +14,9 @@
 #define MAX_RANGES 64
 
 /* CUPTI's parameter blocks: zeroed, with their size set (the ABI check). */
-#define PARAMS(type, var)            \
-    type var;                        \
-    memset(&var, 0, sizeof var);     \
+#define PARAMS(type, var)                                                                                              \
+    type var;                                                                                                          \
+    memset(&var, 0, sizeof var);                                                                                       \
     var.structSize = type##_STRUCT_SIZE
 
 const char *const avo_cupti_default_metrics[] = {
@@ -139,7 +139,8 @@ static int add_metrics(avo_cupti *p, const char *const *metrics, int nmetrics, j
         am.ppMetricNames = one;
         am.numMetrics = 1;
         trace(metrics[i]);
-        if (!metric_known(p->host, metrics[i]) || (trace("cuptiProfilerHostConfigAddMetrics"), cuptiProfilerHostConfigAddMetrics(&am)) != CUPTI_SUCCESS) {
+        if (!metric_known(p->host, metrics[i]) ||
+            (trace("cuptiProfilerHostConfigAddMetrics"), cuptiProfilerHostConfigAddMetrics(&am)) != CUPTI_SUCCESS) {
             if (unsupported)
                 json_array_append_new(unsupported, json_string(metrics[i]));
             continue;
@@ -222,7 +223,8 @@ static int configure(avo_cupti *p, uint8_t **data, size_t *size, char *err, size
     ds.numMetrics = (size_t)p->nmetrics;
     ds.maxNumOfRanges = MAX_RANGES;
     ds.maxNumRangeTreeNodes = MAX_RANGES;
-    if ((r = (trace("cuptiRangeProfilerGetCounterDataSize"), cuptiRangeProfilerGetCounterDataSize(&ds))) != CUPTI_SUCCESS)
+    if ((r = (trace("cuptiRangeProfilerGetCounterDataSize"), cuptiRangeProfilerGetCounterDataSize(&ds))) !=
+        CUPTI_SUCCESS)
         return cupti_fail(r, "cuptiRangeProfilerGetCounterDataSize", err, errlen);
     if (!(*data = (uint8_t *)malloc(ds.counterDataSize)))
         return -ENOMEM;
@@ -231,7 +233,8 @@ static int configure(avo_cupti *p, uint8_t **data, size_t *size, char *err, size
     di.pRangeProfilerObject = p->rp;
     di.counterDataSize = *size;
     di.pCounterData = *data;
-    if ((r = (trace("cuptiRangeProfilerCounterDataImageInitialize"), cuptiRangeProfilerCounterDataImageInitialize(&di))) != CUPTI_SUCCESS)
+    if ((r = (trace("cuptiRangeProfilerCounterDataImageInitialize"),
+              cuptiRangeProfilerCounterDataImageInitialize(&di))) != CUPTI_SUCCESS)
         return cupti_fail(r, "cuptiRangeProfilerCounterDataImageInitialize", err, errlen);
     PARAMS(CUpti_RangeProfiler_SetConfig_Params, sc);
     sc.pRangeProfilerObject = p->rp;

@@ -22,9 +22,9 @@ __device__ __forceinline__ uint32_t rotl(uint32_t x, int r)
     return (x << r) | (x >> (32 - r));
 }
 
-#define QR(a, b, c, d)                                                                                                \
-    a += b, d ^= a, d = rotl(d, 16), c += d, b ^= c, b = rotl(b, 12), a += b, d ^= a, d = rotl(d, 8), c += d,      \
-        b ^= c, b = rotl(b, 7)
+#define QR(a, b, c, d)                                                                                                 \
+    a += b, d ^= a, d = rotl(d, 16), c += d, b ^= c, b = rotl(b, 12), a += b, d ^= a, d = rotl(d, 8), c += d, b ^= c,  \
+                    b = rotl(b, 7)
 
 /* The host's unit32: the top 24 bits as k * 2^-23 - 1, exact in float. */
 __device__ __forceinline__ float unit(uint32_t w)
@@ -72,11 +72,21 @@ __global__ void fill_kernel(void *dst, int64_t n, fill_args a)
         const float v = __fmul_rn(unit(x[i] + s[i]), a.scale);
         const int64_t e = e0 + i;
         switch (a.dtype) {
-        case DT_F32: ((float *)dst)[e] = v; break;
-        case DT_F64: ((double *)dst)[e] = (double)v; break;
-        case DT_F16: ((__half *)dst)[e] = __float2half_rn(v); break;
-        case DT_BF16: ((uint16_t *)dst)[e] = to_bf16(v); break;
-        case DT_I32: ((int32_t *)dst)[e] = (int32_t)__fmul_rn(v, 100.0f); break;
+        case DT_F32:
+            ((float *)dst)[e] = v;
+            break;
+        case DT_F64:
+            ((double *)dst)[e] = (double)v;
+            break;
+        case DT_F16:
+            ((__half *)dst)[e] = __float2half_rn(v);
+            break;
+        case DT_BF16:
+            ((uint16_t *)dst)[e] = to_bf16(v);
+            break;
+        case DT_I32:
+            ((int32_t *)dst)[e] = (int32_t)__fmul_rn(v, 100.0f);
+            break;
         }
     }
 }

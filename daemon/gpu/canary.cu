@@ -41,7 +41,8 @@ int main(int argc, char **argv)
         hx[i] = (float)(i % 1024) * 0.5f;
         hy[i] = (float)(i % 77) - 38.0f;
     }
-    if ((e = cudaMalloc(&dx, n * sizeof(float))) != cudaSuccess || (e = cudaMalloc(&dy, n * sizeof(float))) != cudaSuccess)
+    if ((e = cudaMalloc(&dx, n * sizeof(float))) != cudaSuccess ||
+        (e = cudaMalloc(&dy, n * sizeof(float))) != cudaSuccess)
         return fail("malloc", e);
     cudaEvent_t t0, t1;
     cudaEventCreate(&t0);

@@ -18,13 +18,13 @@
 #include "avo_cupti.h"
 #include "avo_nvml.h"
 
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                     \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 // Memory-bound: one read and one write per element.
@@ -94,9 +94,9 @@ int main(void)
     CK(cudaFree(0));
     CUcontext ctx;
     cuCtxGetCurrent(&ctx);
-    json_object_set_new(doc, "device", json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", prop.name, "sms", prop.multiProcessorCount,
-                                                 "l2_bytes", prop.l2CacheSize, "cc_major", prop.major, "cc_minor",
-                                                 prop.minor));
+    json_object_set_new(doc, "device",
+                        json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", prop.name, "sms", prop.multiProcessorCount,
+                                  "l2_bytes", prop.l2CacheSize, "cc_major", prop.major, "cc_minor", prop.minor));
 
     STEP("nvml");
     char err[512];
@@ -162,7 +162,8 @@ int main(void)
     if (rc < 0) {
         json_object_set_new(doc, "cupti", json_pack("{s:b,s:s}", "available", 0, "reason", err));
     } else {
-        json_t *c = json_pack("{s:b,s:i,s:o}", "available", 1, "passes", avo_cupti_passes(cp), "unsupported", unsupported);
+        json_t *c = json_pack("{s:b,s:i,s:o}", "available", 1, "passes", avo_cupti_passes(cp), "unsupported",
+                              unsupported);
         json_t *r1 = NULL, *r2 = NULL;
         flush_l2(flush, flush_bytes);
         CK(cudaDeviceSynchronize());
@@ -186,8 +187,9 @@ int main(void)
         json_t *m = json_object_get(json_object_get(json_array_get(r1, 0), "metrics"), "gpu__time_duration.sum");
         if (m) {
             double cupti_ms = json_number_value(m) / 1e6;
-            json_object_set_new(doc, "event_vs_cupti", json_pack("{s:f,s:f,s:f}", "event_median_ms", med, "cupti_ms",
-                                                                 cupti_ms, "ratio", med / cupti_ms));
+            json_object_set_new(
+                doc, "event_vs_cupti",
+                json_pack("{s:f,s:f,s:f}", "event_median_ms", med, "cupti_ms", cupti_ms, "ratio", med / cupti_ms));
         }
     }
     if (have_energy && avo_nvml_energy_mj(0, &e1) == 0)

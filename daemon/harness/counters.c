@@ -57,8 +57,8 @@ void avo_counters_open(avo_counters *c, pid_t pid)
                                    ? " (no hardware PMU exposed; common in VMs)"
                                : e == EACCES || e == EPERM ? " (perf_event_paranoid or missing CAP_PERFMON)"
                                                            : "";
-            snprintf(c->reason, sizeof c->reason, "perf_event_open(%s): %s%s; perf_event_paranoid=%d",
-                     events[i].name, strerror(e), hint, c->paranoid);
+            snprintf(c->reason, sizeof c->reason, "perf_event_open(%s): %s%s; perf_event_paranoid=%d", events[i].name,
+                     strerror(e), hint, c->paranoid);
         }
     }
     if (!c->hw)
@@ -89,8 +89,7 @@ void avo_counters_stop(avo_counters *c, avo_counter_values *v)
         if (read(c->fd[i], buf, sizeof buf) != (ssize_t)sizeof buf)
             continue;
         /* Scale up when the PMU multiplexed the event. */
-        v->value[i] = buf[2] > 0 && buf[2] < buf[1] ? (double)buf[0] * (double)buf[1] / (double)buf[2]
-                                                    : (double)buf[0];
+        v->value[i] = buf[2] > 0 && buf[2] < buf[1] ? (double)buf[0] * (double)buf[1] / (double)buf[2] : (double)buf[0];
         v->valid[i] = 1;
     }
 }
@@ -123,12 +122,9 @@ json_t *avo_counters_values_json(const avo_counters *c, const avo_counter_values
 {
     (void)c;
     int ipc = v->valid[AVO_CTR_CYCLES] && v->valid[AVO_CTR_INSTRUCTIONS] && v->value[AVO_CTR_CYCLES] > 0;
-    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "cycles", mean(v, AVO_CTR_CYCLES, runs), "instructions",
-                     mean(v, AVO_CTR_INSTRUCTIONS, runs), "cache_misses", mean(v, AVO_CTR_CACHE_MISSES, runs),
-                     "ipc",
-                     ipc ? json_real(v->value[AVO_CTR_INSTRUCTIONS] / v->value[AVO_CTR_CYCLES]) : json_null(),
-                     "task_clock_s",
-                     v->valid[AVO_CTR_TASK_CLOCK] && runs > 0
-                         ? json_real(v->value[AVO_CTR_TASK_CLOCK] * 1e-9 / runs)
-                         : json_null());
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o}", "cycles", mean(v, AVO_CTR_CYCLES, runs), "instructions",
+        mean(v, AVO_CTR_INSTRUCTIONS, runs), "cache_misses", mean(v, AVO_CTR_CACHE_MISSES, runs), "ipc",
+        ipc ? json_real(v->value[AVO_CTR_INSTRUCTIONS] / v->value[AVO_CTR_CYCLES]) : json_null(), "task_clock_s",
+        v->valid[AVO_CTR_TASK_CLOCK] && runs > 0 ? json_real(v->value[AVO_CTR_TASK_CLOCK] * 1e-9 / runs) : json_null());
 }

@@ -15,10 +15,10 @@
 enum { AVO_CTR_CYCLES, AVO_CTR_INSTRUCTIONS, AVO_CTR_CACHE_MISSES, AVO_CTR_TASK_CLOCK, AVO_CTR_N };
 
 typedef struct {
-    int fd[AVO_CTR_N];       /* -1 when that event could not be opened */
-    int hw;                  /* every hardware event opened */
-    int paranoid;            /* /proc/sys/kernel/perf_event_paranoid, or -99 */
-    char reason[256];        /* why hw is 0 */
+    int fd[AVO_CTR_N]; /* -1 when that event could not be opened */
+    int hw;            /* every hardware event opened */
+    int paranoid;      /* /proc/sys/kernel/perf_event_paranoid, or -99 */
+    char reason[256];  /* why hw is 0 */
 } avo_counters;
 
 typedef struct {

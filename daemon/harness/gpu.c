@@ -11,7 +11,10 @@
 
 #ifndef AVO_WITH_CUDA
 
-int avo_gpu_available(void) { return 0; }
+int avo_gpu_available(void)
+{
+    return 0;
+}
 
 int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
 {
@@ -20,10 +23,13 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
     return -ENOTSUP;
 }
 
-void avo_gpu_close(avo_gpu *g) { (void)g; }
+void avo_gpu_close(avo_gpu *g)
+{
+    (void)g;
+}
 
-int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
-                     int *l2_bytes, unsigned *max_sm_mhz)
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms, int *l2_bytes,
+                     unsigned *max_sm_mhz)
 {
     (void)g, (void)name, (void)namelen, (void)cc_major, (void)cc_minor, (void)sms, (void)l2_bytes, (void)max_sm_mhz;
     return -ENOTSUP;
@@ -36,7 +42,10 @@ int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen)
     return -ENOTSUP;
 }
 
-void avo_gpu_unpin(avo_gpu *g, void *ptr) { (void)g, (void)ptr; }
+void avo_gpu_unpin(avo_gpu *g, void *ptr)
+{
+    (void)g, (void)ptr;
+}
 
 int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapped, char *err, size_t errlen)
 {
@@ -128,28 +137,28 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
 struct avo_gpu {
     int device;
     cudaStream_t stream;
-    cudaStream_t fetch;  /* the fetch's own, created before any candidate code: work the candidate
+    cudaStream_t fetch; /* the fetch's own, created before any candidate code: work the candidate
                             queues late on the call's stream cannot make the copies wait for it */
     cudaEvent_t before, start, stream_end, end;
     void *flush;
     size_t flush_bytes;
-    avo_gate *gate;     /* NULL when it could not be set up: calls run ungated */
+    avo_gate *gate; /* NULL when it could not be set up: calls run ungated */
     void *dev[AVO_PROBLEM_MAX_TENSORS];
     size_t cap[AVO_PROBLEM_MAX_TENSORS];
-    int imported;        /* runner: dev[0..imported) are the checker's tensors, mapped here */
-    void *sdev[AVO_PROBLEM_MAX_TENSORS];   /* checker: the tensors it shares, as mapped here */
+    int imported;                        /* runner: dev[0..imported) are the checker's tensors, mapped here */
+    void *sdev[AVO_PROBLEM_MAX_TENSORS]; /* checker: the tensors it shares, as mapped here */
     int nshared;
     CUmemGenericAllocationHandle mh[AVO_PROBLEM_MAX_TENSORS]; /* of the shared or imported tensors */
     size_t msize[AVO_PROBLEM_MAX_TENSORS];
-    int nvml;            /* NVML index of this device, -1 if unknown */
+    int nvml; /* NVML index of this device, -1 if unknown */
     int nvml_open;
-    avo_cupti *cupti;    /* opened on the first counters pass */
+    avo_cupti *cupti; /* opened on the first counters pass */
     json_t *unsupported;
     int cupti_failed;
     char cupti_err[300];
     struct cudaDeviceProp prop;
-    void *cmp_scratch;    /* avo_gpu_compare's and avo_gpu_equal's, allocated on first use */
-    struct {              /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
+    void *cmp_scratch; /* avo_gpu_compare's and avo_gpu_equal's, allocated on first use */
+    struct {           /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
         int n, set;
         unsigned char key[32];
         int dtype[AVO_PROBLEM_MAX_TENSORS];
@@ -158,7 +167,10 @@ struct avo_gpu {
     } gen;
 };
 
-int avo_gpu_available(void) { return 1; }
+int avo_gpu_available(void)
+{
+    return 1;
+}
 
 /* A sticky error poisons the context for good: nothing more can run in this
  * process, the runner must exit and the worker checks the GPU with the
@@ -200,8 +212,7 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
         (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g->fetch, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreate(&g->before)) != cudaSuccess || (e = cudaEventCreate(&g->start)) != cudaSuccess ||
-        (e = cudaEventCreate(&g->stream_end)) != cudaSuccess ||
-        (e = cudaEventCreate(&g->end)) != cudaSuccess) {
+        (e = cudaEventCreate(&g->stream_end)) != cudaSuccess || (e = cudaEventCreate(&g->end)) != cudaSuccess) {
         fail(e, "CUDA initialisation", err, errlen);
         free(g);
         return -ENODEV;
@@ -221,8 +232,8 @@ int avo_gpu_open(avo_gpu **out, char *err, size_t errlen)
      * devices but not NVML ones. */
     char want[64], nerr[128];
     const unsigned char *u = (const unsigned char *)g->prop.uuid.bytes;
-    snprintf(want, sizeof want, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    snprintf(want, sizeof want, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     int n = avo_nvml_open(nerr, sizeof nerr);
     g->nvml_open = n >= 0;
     for (int i = 0; i < n; i++) {
@@ -282,8 +293,8 @@ void avo_gpu_close(avo_gpu *g)
     free(g);
 }
 
-int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
-                     int *l2_bytes, unsigned *max_sm_mhz)
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms, int *l2_bytes,
+                     unsigned *max_sm_mhz)
 {
     snprintf(name, namelen, "%s", g->prop.name);
     *cc_major = g->prop.major;
@@ -307,7 +318,7 @@ int avo_gpu_pin(avo_gpu *g, void *ptr, size_t bytes, char *note, size_t notelen)
     }
     cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
     if (e != cudaSuccess) {
-        cudaGetLastError();   /* not sticky: clear it so the next call does not see it */
+        cudaGetLastError(); /* not sticky: clear it so the next call does not see it */
         snprintf(note, notelen, "pageable: page-locking host tensors: %s (%s)", cudaGetErrorString(e),
                  cudaGetErrorName(e));
         return -EIO;
@@ -393,8 +404,8 @@ int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapp
     cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d);
     cuDeviceGetAttribute(&posix, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d);
     if (!vmm || !posix) {
-        snprintf(err, errlen, "the GPU or driver lacks %s", !vmm ? "virtual memory management"
-                                                                   : "POSIX file descriptor memory handles");
+        snprintf(err, errlen, "the GPU or driver lacks %s",
+                 !vmm ? "virtual memory management" : "POSIX file descriptor memory handles");
         return -ENOTSUP;
     }
     CUmemAllocationProp prop;
@@ -662,8 +673,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
             if ((poison_mask >> i) & 1)
                 if ((e = cudaMemsetAsync(dev[i], 0xff, bytes[i], g->stream)) != cudaSuccess)
                     return fail(e, "poisoning an output on the device", err, errlen);
-    if ((flags & AVO_GPU_FLUSH) &&
-        (e = cudaMemsetAsync(g->flush, 0x5a, g->flush_bytes, g->stream)) != cudaSuccess)
+    if ((flags & AVO_GPU_FLUSH) && (e = cudaMemsetAsync(g->flush, 0x5a, g->flush_bytes, g->stream)) != cudaSuccess)
         return fail(e, "flushing L2", err, errlen);
     /* Everything before the start mark is finished before it is taken. */
     if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
@@ -801,8 +811,8 @@ int avo_gpu_profile(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *
     }
     if (rc < 0)
         return rc;
-    json_t *doc = json_pack("{s:i,s:O,s:o}", "passes", avo_cupti_passes(g->cupti), "unsupported",
-                            g->unsupported, "kernels", ranges);
+    json_t *doc = json_pack("{s:i,s:O,s:o}", "passes", avo_cupti_passes(g->cupti), "unsupported", g->unsupported,
+                            "kernels", ranges);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     if (!text || strlen(text) >= cap) {

@@ -24,16 +24,16 @@ typedef struct avo_gpu avo_gpu;
 typedef int (*avo_gpu_fn)(void *const *tensors, const int64_t *sizes, void *stream);
 
 enum {
-    AVO_GPU_COPY_IN = 1,     /* every tensor host -> device before the call */
-    AVO_GPU_COPY_OUT = 2,    /* every tensor device -> host after it */
-    AVO_GPU_FLUSH = 4,       /* flush L2 before the call (outside the events) */
-    AVO_GPU_POISON = 8,      /* fill the tensors in poison_mask with 0xFF bytes (NaN) on the device first */
-    AVO_GPU_COPY_INPUTS = 16, /* host -> device for the tensors not in poison_mask (the inputs) */
-    AVO_GPU_EMPTY = 32,      /* time the protocol around no call at all (calibration) */
-    AVO_GPU_GATED = 64,      /* hold the stream behind a gate until the call has returned (avo_gate.h) */
-    AVO_GPU_PREPARE = 128,   /* only the copies, poisoning and flush asked for, finished: no call, no events */
-    AVO_GPU_FETCH = 256,     /* only copy every tensor back: no call, no events */
-    AVO_GPU_SHARED = 512,    /* the checker's copies, poisoning and fetch on the tensors it shares (avo_gpu_share) */
+    AVO_GPU_COPY_IN = 1,       /* every tensor host -> device before the call */
+    AVO_GPU_COPY_OUT = 2,      /* every tensor device -> host after it */
+    AVO_GPU_FLUSH = 4,         /* flush L2 before the call (outside the events) */
+    AVO_GPU_POISON = 8,        /* fill the tensors in poison_mask with 0xFF bytes (NaN) on the device first */
+    AVO_GPU_COPY_INPUTS = 16,  /* host -> device for the tensors not in poison_mask (the inputs) */
+    AVO_GPU_EMPTY = 32,        /* time the protocol around no call at all (calibration) */
+    AVO_GPU_GATED = 64,        /* hold the stream behind a gate until the call has returned (avo_gate.h) */
+    AVO_GPU_PREPARE = 128,     /* only the copies, poisoning and flush asked for, finished: no call, no events */
+    AVO_GPU_FETCH = 256,       /* only copy every tensor back: no call, no events */
+    AVO_GPU_SHARED = 512,      /* the checker's copies, poisoning and fetch on the tensors it shares (avo_gpu_share) */
     AVO_GPU_GEN_INPUTS = 1024, /* generate the tensors not in poison_mask on the device (avo_gpu_set_inputs) */
     AVO_GPU_COPY_OUTPUTS = 2048, /* host -> device for the tensors in poison_mask (a cached reference's outputs) */
 };
@@ -51,8 +51,8 @@ enum {
 #define AVO_GPU_GATE_LIMIT_MS 50
 
 /* Errors beyond the usual negative errno values. */
-#define AVO_GPU_ESTICKY (-10001)   /* the context is broken (illegal address, trap...): process must exit */
-#define AVO_GPU_ELAUNCH (-10002)   /* the entry returned nonzero or a launch failed; context still usable */
+#define AVO_GPU_ESTICKY (-10001) /* the context is broken (illegal address, trap...): process must exit */
+#define AVO_GPU_ELAUNCH (-10002) /* the entry returned nonzero or a launch failed; context still usable */
 
 int avo_gpu_available(void);
 int avo_gpu_open(avo_gpu **out, char *err, size_t errlen);
@@ -87,8 +87,8 @@ int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapp
 int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen);
 
 /* Device name, compute capability, SM count, L2 size, max SM clock. */
-int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms,
-                     int *l2_bytes, unsigned *max_sm_mhz);
+int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms, int *l2_bytes,
+                     unsigned *max_sm_mhz);
 
 /* What one call measured. The events are start, stream end (recorded on
  * the call's stream right after the entry point returns, so the GPU takes it
@@ -96,14 +96,14 @@ int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int 
  * the device-wide synchronisation, so it follows work on every stream, plus
  * the host's wake-up and launch latency). */
 typedef struct {
-    double seconds;   /* start -> end */
-    double tail_s;    /* stream end -> end: the host's latency, and any work left on other streams */
+    double seconds;     /* start -> end */
+    double tail_s;      /* stream end -> end: the host's latency, and any work left on other streams */
     double gate_wait_s; /* gated calls: the gate's time on the GPU (a mark before it -> start) less
                            the host's hold: what kept its blocks from their SMs (other work) */
-    unsigned notes;   /* AVO_GPU_NOTE_* */
-    double host_s;    /* the runner's host time from the call's start to the gate's release (or the entry's
+    unsigned notes;     /* AVO_GPU_NOTE_* */
+    double host_s;      /* the runner's host time from the call's start to the gate's release (or the entry's
                          return): reported, to show where a call's protocol goes */
-    double entry_s;   /* of which inside the entry point */
+    double entry_s;     /* of which inside the entry point */
 } avo_gpu_times;
 
 /* The SM clock now (NVML), 0 when unknown. The checker reads it from its

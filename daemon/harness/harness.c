@@ -166,29 +166,29 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * to be timed (the host's latency differs from one process to the next)
  * before each config's timed runs. */
 typedef struct {
-    double stream_min, stream_median;  /* start -> stream end of an empty call; the minimum is subtracted */
-    double tail_median, tail_allow;    /* stream end -> end mark; the allowance is left out of every sample */
-    double rt_over;                    /* median of (round trip - event time) of those calls: reported only
+    double stream_min, stream_median; /* start -> stream end of an empty call; the minimum is subtracted */
+    double tail_median, tail_allow;   /* stream end -> end mark; the allowance is left out of every sample */
+    double rt_over;                   /* median of (round trip - event time) of those calls: reported only
                                           (measured in the candidate's process) */
-    double host_median;                /* their runner's host time to the release (avo_gpu_times.host_s) */
-    int ungated;                       /* timed calls start without the gate (gpu.h) */
+    double host_median;               /* their runner's host time to the release (avo_gpu_times.host_s) */
+    int ungated;                      /* timed calls start without the gate (gpu.h) */
     char ungated_why[200];
 } gpu_timing;
 
 /* The empty GPU call as measured before the candidate loaded: trusted. */
 typedef struct {
-    double stream_min, tail_allow;     /* as in gpu_timing */
-    double rt_over;                    /* median of (round trip to the answer - event time): the protocol's own */
-    double rt_over_max;                /* and its largest */
-    double gate_wait_max;              /* the longest wait for the gate's SMs (gated) */
+    double stream_min, tail_allow; /* as in gpu_timing */
+    double rt_over;                /* median of (round trip to the answer - event time): the protocol's own */
+    double rt_over_max;            /* and its largest */
+    double gate_wait_max;          /* the longest wait for the gate's SMs (gated) */
 } gpu_preload;
 
 /* What calibrate_calls measured of the checker's round trip beyond the
  * event time, and of the gate's wait. */
 typedef struct {
     double median, max;
-    double gate_wait_max;              /* over the calls whose gate was resident in time */
-    double host_median;                /* the runner's host time to the release (reported only) */
+    double gate_wait_max; /* over the calls whose gate was resident in time */
+    double host_median;   /* the runner's host time to the release (reported only) */
 } protocol_over;
 
 /* One runner the checker drives, a "lane": the candidate's, the against's
@@ -199,12 +199,12 @@ typedef struct {
 enum { LANE_CAND = 0, LANE_BASE, LANE_AGAINST, LANES };
 typedef struct {
     avo_runner run;
-    gpu_timing tm;                    /* CUDA: its protocol, calibrated before each config's timed calls */
-    gpu_preload pre[2];               /* CUDA: [gated, ungated], before its object loaded */
-    double busy_max, busy_hard;       /* CUDA: a busy probe over the first is over; over the second, fails */
-    double overhead, overhead_median, overhead_measured;  /* CPU: empty round trip before the load: subtracted
+    gpu_timing tm;              /* CUDA: its protocol, calibrated before each config's timed calls */
+    gpu_preload pre[2];         /* CUDA: [gated, ungated], before its object loaded */
+    double busy_max, busy_hard; /* CUDA: a busy probe over the first is over; over the second, fails */
+    double overhead, overhead_median, overhead_measured; /* CPU: empty round trip before the load: subtracted
                                                              (capped), median, min */
-    int slot;                         /* LANE_*: which one it is */
+    int slot;                                            /* LANE_*: which one it is */
 } lane;
 
 typedef struct {
@@ -213,12 +213,12 @@ typedef struct {
     int nsets;        /* calls of each config always checked, before its samples */
     void *ref_handle; /* the reference object, loaded in this process only */
     avo_kernel_fn ref;
-    lane *ln;         /* the runner driven now: one of lanes[] */
+    lane *ln; /* the runner driven now: one of lanes[] */
     lane lanes[LANES];
-    int shm_fd;       /* the tensors the runner sees: memfd, mapped shared */
+    int shm_fd; /* the tensors the runner sees: memfd, mapped shared */
     unsigned char *shm;
     size_t shm_bytes;
-    int shm_pinned;   /* CUDA: the checker's mapping of it page-locked (its own copies) */
+    int shm_pinned;            /* CUDA: the checker's mapping of it page-locked (its own copies) */
     avo_runner_devmem dev;     /* CUDA: device tensors the checker shares with its runners (n 0: none) */
     char dev_note[300];        /* who lays out the device tensors, and why not the checker */
     int dev_fill;              /* CUDA: every call's inputs generated on the device (check_device_fill) */
@@ -228,80 +228,80 @@ typedef struct {
     int *warm_order;           /* the current config's warm-up calls' sets, a permutation of 0..nsets-1 drawn
                                   from the checker's secret generator for each config */
     char fill_note[300];       /* where the inputs are generated, and why not on the device */
-    double deadline;  /* absolute, avo_now() */
+    double deadline;           /* absolute, avo_now() */
     avo_counters ctr;
     int ctr_open;
     int ref_validated;
     char ref_note[512];
-    double worst_rel_l2, worst_max_abs;   /* of the current config */
-    int cuda;                             /* backend "cuda": tensors mirrored on the GPU */
-    avo_gpu *gpu;                         /* the checker's own context, for the reference only */
-    unsigned max_mhz;                     /* the GPU's maximum SM clock (0 = unknown) */
+    double worst_rel_l2, worst_max_abs; /* of the current config */
+    int cuda;                           /* backend "cuda": tensors mirrored on the GPU */
+    avo_gpu *gpu;                       /* the checker's own context, for the reference only */
+    unsigned max_mhz;                   /* the GPU's maximum SM clock (0 = unknown) */
     json_t *gpu_info;
-    const char *base_so;                  /* the vendor baseline, or NULL */
-                                          /* its own runner (lanes[LANE_BASE]) starts on first use */
-    int base_state;                       /* 0 not started, 1 running, -1 failed */
+    const char *base_so; /* the vendor baseline, or NULL */
+                         /* its own runner (lanes[LANE_BASE]) starts on first use */
+    int base_state;      /* 0 not started, 1 running, -1 failed */
     char base_err[400];
-    unsigned char *area;                  /* the checker's own tensors: the call's pristine inputs, */
-    unsigned char *ref_area;              /* and the reference's run on them, */
-    size_t area_bytes;                    /* each sized for the largest config and reused by every one */
-    int area_pinned;                      /* page-locked (CUDA) */
-    char ref_copies[240];                 /* CUDA: how the reference's copies ran */
-    avo_flusher fl;                       /* CPU: the cache flush before every call */
-    int one_cpu;                          /* CPU: checker and runner pinned to one CPU (main.c) */
-    avo_check_rng rng;                    /* which calls get checked: secret, not from seed */
-    avo_phases *ph;                       /* where the current config's wall time goes (a trusted baseline's
+    unsigned char *area;     /* the checker's own tensors: the call's pristine inputs, */
+    unsigned char *ref_area; /* and the reference's run on them, */
+    size_t area_bytes;       /* each sized for the largest config and reused by every one */
+    int area_pinned;         /* page-locked (CUDA) */
+    char ref_copies[240];    /* CUDA: how the reference's copies ran */
+    avo_flusher fl;          /* CPU: the cache flush before every call */
+    int one_cpu;             /* CPU: checker and runner pinned to one CPU (main.c) */
+    avo_check_rng rng;       /* which calls get checked: secret, not from seed */
+    avo_phases *ph;          /* where the current config's wall time goes (a trusted baseline's
                                              runs: a table of their own, so nothing counts twice) */
-    double gpu_s[LANES];                  /* CUDA: the calls' own stream time by their events, summed, per
+    double gpu_s[LANES];     /* CUDA: the calls' own stream time by their events, summed, per
                                              lane (result phases.gpu) */
     int gpu_calls[LANES];
-    int against_state;                    /* paired: 0 none or not loaded yet, 1 loaded, -1 failed (against_err
+    int against_state; /* paired: 0 none or not loaded yet, 1 loaded, -1 failed (against_err
                                              says why) */
     char against_err[600];
-    double confidence;                    /* paired: of its interval */
-    double cand_rt_max;                   /* the candidate's slowest round trip so far (lane_deadline) */
-    double pair_cutoff;                   /* paired: no call of the against's after this (avo_now()), so a
+    double confidence;              /* paired: of its interval */
+    double cand_rt_max;             /* the candidate's slowest round trip so far (lane_deadline) */
+    double pair_cutoff;             /* paired: no call of the against's after this (avo_now()), so a
                                              slow against cannot spend the candidate's deadline */
-    int pair_open;                        /* paired: inside a pair (run_config_paired) */
-    double pair_draw;                     /* paired: the candidate's check draw in this pair (NAN: not made
+    int pair_open;                  /* paired: inside a pair (run_config_paired) */
+    double pair_draw;               /* paired: the candidate's check draw in this pair (NAN: not made
                                              yet), taken by the against when it runs second, so both are
                                              checked on the same pairs and one reference run serves both */
-    int held_c, held_set;                 /* the config and input set whose reference outputs the checker's
+    int held_c, held_set;           /* the config and input set whose reference outputs the checker's
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
                                              a check of the same set (the other lane of a pair) reuses them */
-    int refs_computed, refs_reused;       /* the current config's reference runs, and checks that reused one */
-    double ref_run_s;                     /* the current config's reference runs' time (runs only: not the
+    int refs_computed, refs_reused; /* the current config's reference runs, and checks that reused one */
+    double ref_run_s;               /* the current config's reference runs' time (runs only: not the
                                              checks that reused one, not cache reads), over refs_timed of
                                              them: a check probability weighs a check by a run's cost */
     int refs_timed;
-    avo_refcache cache;                   /* the worker's reference cache (cache.dirfd -1: none): the job's
+    avo_refcache cache; /* the worker's reference cache (cache.dirfd -1: none): the job's
                                              warm-up sets' reference outputs across its evaluations */
-    int cache_cfg;                        /* the current config's warm-up references go through it */
+    int cache_cfg;      /* the current config's warm-up references go through it */
     int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
-    char cache_note[300];                 /* why the current config is not cached (or what went wrong) */
-    int set_base;                         /* call i of a config gets input set set_base + i: each stage of a
+    char cache_note[300]; /* why the current config is not cached (or what went wrong) */
+    int set_base;         /* call i of a config gets input set set_base + i: each stage of a
                                              screened evaluation has its own sets, so no runner sees a set
                                              twice (docs/evaluation.md, "Screening") */
-    int screen_pairs;                     /* screening's timed stage: the pairs each config gets (0: the
+    int screen_pairs;     /* screening's timed stage: the pairs each config gets (0: the
                                              stopping rule of a full run) */
 } run_ctx;
 
 /* What one config's calls found. */
 typedef struct {
-    avo_stats st;              /* the samples */
-    double claimed_median;     /* CPU: the runner's own time; CUDA: the checker's round trip */
+    avo_stats st;          /* the samples */
+    double claimed_median; /* CPU: the runner's own time; CUDA: the checker's round trip */
     int calls, checked, random_checks, samples_checked;
-    double q;                  /* the check probability of a sampled call */
-    double checked_median;     /* median of the samples whose call was checked (NAN: none) */
-    double idle_cpu_s;         /* CPU its group used with no call (-1 unknown) */
-    int discarded;             /* CUDA: samples under the clock floor */
-    int fail_call;             /* the call a check failed on */
+    double q;              /* the check probability of a sampled call */
+    double checked_median; /* median of the samples whose call was checked (NAN: none) */
+    double idle_cpu_s;     /* CPU its group used with no call (-1 unknown) */
+    int discarded;         /* CUDA: samples under the clock floor */
+    int fail_call;         /* the call a check failed on */
     json_t *clock, *events, *counters;
-    avo_timing_stop_t stop;    /* why its timing ended */
-    double wall_s, cpu_s;      /* CPU: its samples' sum, and its group's CPU time over those calls */
-    int outside_runs;          /* CPU: calls charged the CPU time their group used outside the timed window */
-    double outside_max_s;      /* ... the most charged to one */
-    int cpu_known;             /* cpu_s read for every timed call (a control group counts it) */
+    avo_timing_stop_t stop; /* why its timing ended */
+    double wall_s, cpu_s;   /* CPU: its samples' sum, and its group's CPU time over those calls */
+    int outside_runs;       /* CPU: calls charged the CPU time their group used outside the timed window */
+    double outside_max_s;   /* ... the most charged to one */
+    int cpu_known;          /* cpu_s read for every timed call (a control group counts it) */
 } config_run;
 
 /* AVO_HARNESS_TRACE=1 (a run of the harness by hand; the worker's sandbox
@@ -401,8 +401,7 @@ static int device_inputs_changed(run_ctx *r, const avo_tensors *x, int64_t *elem
             continue;
         int64_t first = -1;
         char err[300];
-        int rc = avo_gpu_equal(r->gpu, i, x->elems[i], avo_dtype_size(r->p->tensors[i].dtype), &first, err,
-                               sizeof err);
+        int rc = avo_gpu_equal(r->gpu, i, x->elems[i], avo_dtype_size(r->p->tensors[i].dtype), &first, err, sizeof err);
         if (rc) {
             snprintf(why, wl, "the checker's input comparison: %s", err);
             return rc < -1 ? rc : -EIO;
@@ -457,8 +456,7 @@ static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
     avo_gpu_times times;
     char err[400];
     int rc = avo_gpu_run(r->gpu, (avo_gpu_fn)(uintptr_t)r->ref, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
-                         AVO_GPU_GEN_INPUTS | AVO_GPU_POISON, outputs, &ret, &times, err,
-                         sizeof err);
+                         AVO_GPU_GEN_INPUTS | AVO_GPU_POISON, outputs, &ret, &times, err, sizeof err);
     if (rc)
         fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
     return rc ? (ret ? ret : -1) : 0;
@@ -496,12 +494,18 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
     if (r->ln->slot == LANE_CAND && *rt > r->cand_rt_max)
         r->cand_rt_max = *rt;
     switch (rc) {
-    case AVO_RUNNER_OK: return CHECK_OK;
-    case AVO_RUNNER_DIED: return CHECK_CRASH;
-    case AVO_RUNNER_TIMEOUT: return CHECK_TIMEOUT;
-    case AVO_RUNNER_PROTOCOL: return CHECK_FORGED;
-    case AVO_RUNNER_FAULT: return CHECK_FAULT;
-    default: return rc < 0 ? rc : -EIO;
+    case AVO_RUNNER_OK:
+        return CHECK_OK;
+    case AVO_RUNNER_DIED:
+        return CHECK_CRASH;
+    case AVO_RUNNER_TIMEOUT:
+        return CHECK_TIMEOUT;
+    case AVO_RUNNER_PROTOCOL:
+        return CHECK_FORGED;
+    case AVO_RUNNER_FAULT:
+        return CHECK_FAULT;
+    default:
+        return rc < 0 ? rc : -EIO;
     }
 }
 
@@ -557,7 +561,6 @@ static json_t *jreal(double v)
 
 static int validate_reference(run_ctx *r, void *h, avo_kernel_fn ref, char *err, size_t errlen);
 
-
 /* The checker's two areas (the call's pristine inputs, the reference's run
  * on them) page-locked for the CUDA reference's copies, as the runner's
  * region is. Pageable copies when pinning fails; ref_copies says which. */
@@ -608,8 +611,8 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
         char name[256];
         int ma, mi, sms, l2;
         avo_gpu_describe(r->gpu, name, sizeof name, &ma, &mi, &sms, &l2, &r->max_mhz);
-        r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms",
-                                sms, "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
+        r->gpu_info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "name", name, "cc_major", ma, "cc_minor", mi, "sms", sms,
+                                "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
         avo_phases_lap(r->ph, "gpu_context", &t);
     }
     rc = validate_reference(r, r->ref_handle, r->ref, err, errlen);
@@ -738,8 +741,7 @@ static void cache_config(run_ctx *r, int c)
     double need = 0;
     for (int k = 0; k < r->p->ntensors; k++) {
         int64_t elems = 0;
-        if (r->p->tensors[k].role != AVO_ROLE_INPUT &&
-            avo_problem_tensor_elems(r->p, c, k, &elems, NULL, 0) == 0)
+        if (r->p->tensors[k].role != AVO_ROLE_INPUT && avo_problem_tensor_elems(r->p, c, k, &elems, NULL, 0) == 0)
             need += (double)elems * (double)avo_dtype_size(r->p->tensors[k].dtype);
     }
     need *= r->nsets;
@@ -837,8 +839,7 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         }
     }
     if (ti >= 0) {
-        snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name,
-                 (long long)elem);
+        snprintf(why, whylen, "input %s[%lld] was modified by the candidate", p->tensors[ti].name, (long long)elem);
         return CHECK_INPUTS;
     }
     if (ret != 0) {
@@ -953,8 +954,8 @@ static int validate_reference(run_ctx *r, void *h, avo_kernel_fn ref, char *err,
             snprintf(err, errlen,
                      "reference invalid: on %s the reference disagrees with avo_reference_f64: %s[%lld] = %.9g vs "
                      "%.9g, rel_l2 %.3g (bound %.3g), max_abs %.3g (bound %.3g)",
-                     where, p->tensors[i].name, (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2,
-                     ck.max_abs, tol.max_abs);
+                     where, p->tensors[i].name, (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2, ck.max_abs,
+                     tol.max_abs);
             rc = AVO_HARNESS_EREFERENCE;
             goto cleanup;
         }
@@ -967,9 +968,8 @@ cleanup:
     return rc;
 }
 
-
-static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, double score, double gflops,
-                           double gbps, double claimed, json_t *counters, const run_ctx *r)
+static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, double score, double gflops, double gbps,
+                           double claimed, json_t *counters, const run_ctx *r)
 {
     json_t *roof = json_null();
     if (p->roofline_gflops > 0 || p->roofline_gbps > 0) {
@@ -981,12 +981,12 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
         roof = jreal(f);
     }
     return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:{s:o, s:o}, s:o, s:o, s:o}", "name",
-                     p->configs[c].name, "score", jreal(score), "median_s", jreal(st->median), "min_s",
-                     jreal(st->min), "max_s", jreal(st->max), "stddev_s", jreal(st->stddev), "rse",
-                     jreal(st->rse), "runs", st->runs, "gflops", p->flops ? jreal(gflops) : json_null(),
-                     "gbps", p->bytes ? jreal(gbps) : json_null(), "check", "rel_l2",
-                     jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs), "runner_reported_median_s",
-                     jreal(claimed), "roofline_fraction", roof, "counters", counters ? counters : json_null());
+                     p->configs[c].name, "score", jreal(score), "median_s", jreal(st->median), "min_s", jreal(st->min),
+                     "max_s", jreal(st->max), "stddev_s", jreal(st->stddev), "rse", jreal(st->rse), "runs", st->runs,
+                     "gflops", p->flops ? jreal(gflops) : json_null(), "gbps", p->bytes ? jreal(gbps) : json_null(),
+                     "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs),
+                     "runner_reported_median_s", jreal(claimed), "roofline_fraction", roof, "counters",
+                     counters ? counters : json_null());
 }
 
 /* Call i of config c laid out the same way for every call: its input set
@@ -1039,16 +1039,16 @@ static int grow(double **a, int n)
  * lane is held to the same rules whichever loop drives it. */
 typedef struct {
     lane *ln;
-    int trusted;               /* the vendor baseline's: checked on its warm-up calls only */
+    int trusted; /* the vendor baseline's: checked on its warm-up calls only */
     config_run out;
     int cap, n, nc, charged, force, floored, gate_busy, gate_charged, rt_n;
     unsigned clk_min, clk_max;
     double charged_max, gate_charged_max, spent, rt_sum;
     busy_stats busy;
     double *t, *rts, *tails, *tc, *cl, *proto, *host, *entry;
-    int sampled;               /* the latest call gave a sample, ... */
-    double last;               /* ... this one */
-    int give_up;               /* CUDA: every run so far under the clock floor */
+    int sampled; /* the latest call gave a sample, ... */
+    double last; /* ... this one */
+    int give_up; /* CUDA: every run so far under the clock floor */
 } lane_run;
 
 /* CUDA: every call's prep (untimed, a command of its own: the inputs
@@ -1173,7 +1173,8 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
             /* The sample holds the gate's time limit: drop it and time
              * the rest of the evaluation from an ungated start. */
             if ((res = go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
-                                  sizeof sub)) != CHECK_OK && res > 0)
+                                  sizeof sub)) != CHECK_OK &&
+                res > 0)
                 snprintf(why, wl, "recalibrating without the gate: %s", sub);
             return res;
         }
@@ -1368,24 +1369,20 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
         avo_stats_compute(lr->entry, n, &es);
         const gpu_timing *tm = &r->ln->tm;
         const gpu_preload *pre = &r->ln->pre[tm->ungated];
-        out->events = json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-                                "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
-                                "overhead_s",
-                                jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
-                                "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s",
-                                jreal(tm->tail_allow), "tail_median_s", jreal(ts.median), "tail_charged_runs",
-                                lr->charged, "tail_charged_max_s", jreal(lr->charged_max), "before_load", "overhead_s",
-                                jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s",
-                                jreal(pre->rt_over), "round_trip_over_max_s", jreal(pre->rt_over_max),
-                                "gate_wait_max_s", jreal(pre->gate_wait_max),
-                                "claim_floor_runs", lr->floored, "busy_probe_max_s", jreal(lr->busy.longest),
-                                "busy_probe_limit_s", jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over,
-                                "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
-                                "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
-                                jreal(tm->host_median), "runner_host_median_s",
-                                jreal(hs.median), "entry_host_median_s", jreal(es.median),
-                                "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
-                                jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+        out->events = json_pack(
+            "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
+            "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
+            "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
+            "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow),
+            "tail_median_s", jreal(ts.median), "tail_charged_runs", lr->charged, "tail_charged_max_s",
+            jreal(lr->charged_max), "before_load", "overhead_s", jreal(pre->stream_min), "tail_allowance_s",
+            jreal(pre->tail_allow), "round_trip_over_s", jreal(pre->rt_over), "round_trip_over_max_s",
+            jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max), "claim_floor_runs", lr->floored,
+            "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s", jreal(r->ln->busy_max),
+            "busy_probes_over", lr->busy.over, "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
+            "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s", jreal(tm->host_median),
+            "runner_host_median_s", jreal(hs.median), "entry_host_median_s", jreal(es.median), "gate_wait_charged_runs",
+            lr->gate_charged, "gate_wait_charged_max_s", jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
     }
     if (!trusted) {
         /* Nothing of the runner's may go on working between calls: its
@@ -1526,8 +1523,8 @@ static void against_failed(run_ctx *r, int c, int res, int call, const char *why
  * calls used, and the loop goes on until timing.min_runs pairs were made
  * and the against's random checks are done (within PAIRED_TIME_FACTOR x
  * timing.max_seconds). */
-static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
-                             config_run *out, pair_set *ps, char *why, size_t wl)
+static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, config_run *out,
+                             pair_set *ps, char *why, size_t wl)
 {
     lane_run a, b;
     char bwhy[600] = "";
@@ -1557,7 +1554,8 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
             if (avo_now() > r->pair_cutoff) {
                 snprintf(bwhy, sizeof bwhy,
                          "out of time: the against's calls stop at %.0f%% of the evaluation's deadline, to leave the "
-                         "candidate its own", PAIR_CUTOFF_SHARE * 100);
+                         "candidate its own",
+                         PAIR_CUTOFF_SHARE * 100);
                 bres = -ETIME;
                 continue;
             }
@@ -1604,8 +1602,8 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         /* Enough pairs for an interval come first: a slow config gets
          * them past PAIRED_TIME_FACTOR (the against's cut-off still bounds
          * the whole evaluation). */
-        const int enough =
-            ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
+        const int enough = ps->n >=
+                           (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
         if (r->screen_pairs > 0) {
             /* The screen's timed stage: screen.runs pairs (fewer, but
              * enough for an interval, when they would take longer than the
@@ -1767,15 +1765,14 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
     for (int k = 0; cj && k < n; k++)
         json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o}", "config", p->configs[idx[k]].name,
                                             "ratio", jreal(est[k].ratio), "low", jreal(est[k].low), "ci",
-                                            jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n,
-                                            "median_s", jreal(est[k].median_a), "against_median_s",
-                                            jreal(est[k].median_b)));
+                                            jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n, "median_s",
+                                            jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b)));
     j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
                   "speed ratio: the against's median time over the candidate's, per config; aggregate: their "
                   "geometric mean",
                   "method", "bootstrap-percentile", "resamples", AVO_PAIRED_RESAMPLES, "confidence", r->confidence,
-                  "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi),
-                  "order", "random within each pair", "configs", cj ? cj : json_null());
+                  "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi), "order",
+                  "random within each pair", "configs", cj ? cj : json_null());
     cj = NULL;
     if (!j)
         snprintf(err, sizeof err, "out of memory");
@@ -1836,8 +1833,8 @@ static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsign
     if (getenv("AVO_HARNESS_BUSY_LOG")) {
         double again = 0;
         avo_gpu_busy_probe(r->gpu, &again);
-        fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name,
-                i, busy * 1e6, again * 1e6, r->ln->busy_max * 1e6);
+        fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name, i,
+                busy * 1e6, again * 1e6, r->ln->busy_max * 1e6);
     }
     if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
         return res;
@@ -1874,8 +1871,8 @@ static int checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flag
     int rc = avo_gpu_run(r->gpu, NULL, x->ptr, x->bytes, x->n, r->p->configs[c].size, flags | AVO_GPU_SHARED, outputs,
                          &ret, &t, err, sizeof err);
     if (rc) {
-        snprintf(why, wl, "the checker %s the call's tensors: %s",
-                 (flags & AVO_GPU_FETCH) ? "fetching" : "laying out", err);
+        snprintf(why, wl, "the checker %s the call's tensors: %s", (flags & AVO_GPU_FETCH) ? "fetching" : "laying out",
+                 err);
         return rc < 0 && rc != AVO_GPU_ESTICKY ? rc : -EIO;
     }
     return CHECK_OK;
@@ -2012,7 +2009,8 @@ static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flag
     const gpu_preload *pre = &r->ln->pre[u];
     const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
                                    pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));
-    const double cap_tail = fmin(TAIL_ALLOW_MAX, pre->tail_allow + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->tail_allow));
+    const double cap_tail = fmin(TAIL_ALLOW_MAX,
+                                 pre->tail_allow + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->tail_allow));
     r->ln->tm.stream_min = fmin(stream[0], cap_stream);
     r->ln->tm.stream_median = stream[CALLS / 2];
     r->ln->tm.tail_median = tail[CALLS / 2];
@@ -2050,8 +2048,8 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         memcpy(base->pre, cand->pre, sizeof base->pre);
         base->busy_max = cand->busy_max;
         base->busy_hard = cand->busy_hard;
-        int rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline,
-                                  why, sizeof why);
+        int rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline, why,
+                                  sizeof why);
         r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
         if (rc != AVO_RUNNER_OK)
             snprintf(r->base_err, sizeof r->base_err, "cannot start: %.360s", why);
@@ -2080,9 +2078,9 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     if (r->p->flops)
         avo_problem_eval_config(r->p, c, r->p->flops, &flops, NULL, 0);
     return json_pack("{s:o,s:o,s:i,s:o,s:o,s:o}", "median_s", jreal(cr.st.median), "tflops",
-                     r->p->flops ? jreal(flops / cr.st.median * 1e-12) : json_null(), "runs", cr.st.runs,
-                     "vs_baseline", jreal(cr.st.median / cand_median), "events",
-                     cr.events ? cr.events : json_null(), "timing_start", timing_start_json(base->tm.ungated_why));
+                     r->p->flops ? jreal(flops / cr.st.median * 1e-12) : json_null(), "runs", cr.st.runs, "vs_baseline",
+                     jreal(cr.st.median / cand_median), "events", cr.events ? cr.events : json_null(), "timing_start",
+                     timing_start_json(base->tm.ungated_why));
 }
 
 /* The counters pass on a GPU, after all timing: one profiled call of config
@@ -2213,8 +2211,7 @@ static void check_device_fill(run_ctx *r)
         avo_tensors_fill_stream(host_buf, FILL_CHECK_ELEMS, d, scale, r->in_key, nonce);
         if (memcmp(dev_buf, host_buf, FILL_CHECK_ELEMS * avo_dtype_size(d)) != 0) {
             snprintf(r->fill_note, sizeof r->fill_note,
-                     "host: the device's stream differs from the host's for %s (dtype %d)", p->tensors[i].name,
-                     (int)d);
+                     "host: the device's stream differs from the host's for %s (dtype %d)", p->tensors[i].name, (int)d);
             return;
         }
     }
@@ -2297,8 +2294,8 @@ static json_t *runner_json(const lane *ln, int calibrated)
         sig = json_string(name);
     }
     return json_pack("{s:b, s:i, s:b, s:o, s:o, s:i, s:o, s:o, s:b, s:s, s:o}", "separate_process", 1, "uid",
-                     ln->run.uid, "syscall_filter", ln->run.seccomp == 2,
-                     "overhead_s", calibrated ? json_real(ln->overhead) : json_null(), "overhead_median_s",
+                     ln->run.uid, "syscall_filter", ln->run.seccomp == 2, "overhead_s",
+                     calibrated ? json_real(ln->overhead) : json_null(), "overhead_median_s",
                      calibrated ? json_real(ln->overhead_median) : json_null(), "overhead_pings",
                      calibrated ? PINGS : 0, "signal", sig, "exit",
                      ln->run.exit_code >= 0 && !ln->run.signal ? json_integer(ln->run.exit_code) : json_null(), "pidns",
@@ -2309,14 +2306,22 @@ static json_t *runner_json(const lane *ln, int calibrated)
 static const char *outcome_of(int res, int timed)
 {
     switch (res) {
-    case CHECK_WRONG: return timed ? "cheat_suspected" : "wrong_result";
-    case CHECK_INPUTS: return "cheat_suspected";
-    case CHECK_CRASH: return "crash";
-    case CHECK_TIMEOUT: return "timeout";
-    case CHECK_FORGED: return "cheat_suspected";
-    case CHECK_FAULT: return "crash";
-    case CHECK_IDLE: return "cheat_suspected";
-    default: return "ok";
+    case CHECK_WRONG:
+        return timed ? "cheat_suspected" : "wrong_result";
+    case CHECK_INPUTS:
+        return "cheat_suspected";
+    case CHECK_CRASH:
+        return "crash";
+    case CHECK_TIMEOUT:
+        return "timeout";
+    case CHECK_FORGED:
+        return "cheat_suspected";
+    case CHECK_FAULT:
+        return "crash";
+    case CHECK_IDLE:
+        return "cheat_suspected";
+    default:
+        return "ok";
     }
 }
 
@@ -2329,8 +2334,9 @@ static json_t *references_json(const run_ctx *r)
     if (r->cache.dirfd >= 0) {
         char note[400] = "";
         if (r->cache_corrupt)
-            snprintf(note, sizeof note, "%d cache file(s) failed their checksum or length: recomputed and rewritten%s%s",
-                     r->cache_corrupt, r->cache_note[0] ? "; " : "", r->cache_note);
+            snprintf(note, sizeof note,
+                     "%d cache file(s) failed their checksum or length: recomputed and rewritten%s%s", r->cache_corrupt,
+                     r->cache_note[0] ? "; " : "", r->cache_note);
         else
             snprintf(note, sizeof note, "%s", r->cache_note);
         cache = json_pack("{s:b,s:i,s:i,s:i,s:i,s:o}", "used", r->cache_cfg, "hits", r->cache_hits, "misses",
@@ -2356,8 +2362,8 @@ static json_t *checks_json(const config_run *cr)
  * calls (*counters: their per-call means, with whether the hardware events
  * were readable and why not); a GPU's counters come from the CUPTI pass
  * after them. counters NULL: none. */
-static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
-                         json_t **counters, int *fail_call, char *why, size_t wl)
+static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, json_t **counters,
+                         int *fail_call, char *why, size_t wl)
 {
     const unsigned prep = GPU_STEPS;
     int res = CHECK_OK, i;
@@ -2398,7 +2404,8 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
         if (res == CHECK_OK && (*counters = avo_counters_values_json(&r->ctr, &cv, i))) {
             json_object_set_new(*counters, "available", json_boolean(r->ctr.hw));
             json_object_set_new(*counters, "reason", r->ctr.hw ? json_null() : json_string(r->ctr.reason));
-            json_object_set_new(*counters, "source", json_string("perf_event_open, user space, over the checked calls"));
+            json_object_set_new(*counters, "source",
+                                json_string("perf_event_open, user space, over the checked calls"));
             json_object_set_new(*counters, "calls", json_integer(i));
         }
     }
@@ -2480,12 +2487,11 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
  * waits: a lower bound. */
 static json_t *clock_gap_json(int cuda, int known, double wall, double cpu, int outside_runs, double outside_max)
 {
-    const char *note = cuda ? "not measured on a GPU problem: the runner waits for the GPU off a CPU"
+    const char *note = cuda     ? "not measured on a GPU problem: the runner waits for the GPU off a CPU"
                        : !known ? "not measured: no control group counts the runner's CPU time on this host"
                                 : NULL;
     if (note)
-        return json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s", "off_cpu_fraction", "note",
-                         note);
+        return json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s", "off_cpu_fraction", "note", note);
     const double gap = wall - cpu;
     return json_pack("{s:o,s:o,s:o,s:o,s:n,s:i,s:o}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu), "gap_s",
                      jreal(gap), "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note",
@@ -2500,8 +2506,9 @@ static void noise_json(const avo_problem *p, const config_run *cr, int cuda, jso
     json_object_set_new(cj, "noisy", json_boolean(avo_timing_noisy(cr->st.rse, p->timing_rse)));
     json_object_set_new(cj, "rse_target", jreal(p->timing_rse));
     json_object_set_new(cj, "stopped_by", stop ? json_string(stop) : json_null());
-    json_object_set_new(cj, "clock_gap", clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s, cr->outside_runs,
-                                                           cr->outside_max_s));
+    json_object_set_new(
+        cj, "clock_gap",
+        clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s, cr->outside_runs, cr->outside_max_s));
 }
 
 /* The result's noisy_configs and clock_gap, summed over its configs. */
@@ -2511,10 +2518,11 @@ static void noise_totals(json_t *result, int cuda)
     json_t *c;
     int noisy = 0, known = 1, outside = 0;
     double wall = 0, cpu = 0, outside_max = 0;
-    json_array_foreach(json_object_get(result, "configs"), i, c) {
+    json_array_foreach(json_object_get(result, "configs"), i, c)
+    {
         const json_t *g = json_object_get(c, "clock_gap");
         if (json_is_false(json_object_get(c, "timed")))
-            continue;   /* screened out: checked, not timed */
+            continue; /* screened out: checked, not timed */
         noisy += json_is_true(json_object_get(c, "noisy"));
         known &= json_is_number(json_object_get(g, "task_clock_s"));
         wall += json_number_value(json_object_get(g, "wall_s"));
@@ -2555,11 +2563,11 @@ static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_ph
     }
     json_object_set_new(j, "configs", cj);
     if (r->cuda)
-        json_object_set_new(j, "gpu", json_pack("{s:s,s:f,s:i,s:f,s:i,s:f,s:i}", "method", "cuda_events",
-                                                "candidate_s", r->gpu_s[LANE_CAND], "candidate_calls",
-                                                r->gpu_calls[LANE_CAND], "baseline_s", r->gpu_s[LANE_BASE],
-                                                "baseline_calls", r->gpu_calls[LANE_BASE], "against_s",
-                                                r->gpu_s[LANE_AGAINST], "against_calls", r->gpu_calls[LANE_AGAINST]));
+        json_object_set_new(j, "gpu",
+                            json_pack("{s:s,s:f,s:i,s:f,s:i,s:f,s:i}", "method", "cuda_events", "candidate_s",
+                                      r->gpu_s[LANE_CAND], "candidate_calls", r->gpu_calls[LANE_CAND], "baseline_s",
+                                      r->gpu_s[LANE_BASE], "baseline_calls", r->gpu_calls[LANE_BASE], "against_s",
+                                      r->gpu_s[LANE_AGAINST], "against_calls", r->gpu_calls[LANE_AGAINST]));
     return j;
 }
 
@@ -2581,17 +2589,16 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
     double t = avo_phases_now();
     /* With the inputs made and checked on the device, the host's copies
      * only carry the sizes: laid out, never touched. */
-    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
-        r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *,
+                     size_t) = r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
     if ((rc = lay(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
         (rc = lay(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
         (rc = lay(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
         goto out;
     avo_phases_lap(r->ph, "layout", &t);
     config_run cr;
-    int res = r->against_state == 1
-                  ? run_config_paired(r, c, &x, &pristine, &rx, &cr, ps, why, sizeof why)
-                  : run_config(r, c, &x, &pristine, &rx, &r->lanes[LANE_CAND], &cr, why, sizeof why);
+    int res = r->against_state == 1 ? run_config_paired(r, c, &x, &pristine, &rx, &cr, ps, why, sizeof why)
+                                    : run_config(r, c, &x, &pristine, &rx, &r->lanes[LANE_CAND], &cr, why, sizeof why);
     t = avo_phases_now();
     if (res == AVO_HARNESS_EREFERENCE) {
         rc = res;
@@ -2635,8 +2642,8 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
      * minimal traffic can beat DRAM bandwidth when data stays in cache);
      * a CPU problem without a declared peak gets the host's. */
     const double peak = p->roofline_gflops > 0 ? p->roofline_gflops
-                        : r->cuda               ? 0
-                                                : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
+                        : r->cuda              ? 0
+                                               : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
     if (peak > 0 && p->flops && gflops > ROOFLINE_SLACK * peak) {
         json_decref(cr.counters);
         json_decref(cr.clock);
@@ -2723,8 +2730,8 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
         rc = -ENOMEM;
         goto cleanup;
     }
-    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *, size_t) =
-        r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *,
+                     size_t) = r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
     r->set_base = SCREEN_CHECK_SET;
     for (int c = 0; c < n; c++) {
         if (p->configs[c].screen)
@@ -2793,7 +2800,7 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
         goto cleanup;
     }
     if (nscreen > 0)
-        json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen)));  /* the screen's configs' only */
+        json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen))); /* the screen's configs' only */
     json_object_set_new(*screen, "rule",
                         json_string("screened out when the upper end of the two-sided interval of the paired ratio "
                                     "over the screen's configurations is under 1"));
@@ -2854,9 +2861,15 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     const uint64_t seed = o->seed;
     const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
-    run_ctx r = {.p = p, .seed = seed, .job_seed = o->job_seed ? o->job_seed : seed,
-                 .nsets = p->check_input_sets, .shm_fd = -1, .held_c = -1, .cache = {.dirfd = -1},
-                 .cuda = strcmp(p->backend, "cuda") == 0, .base_so = base_so,
+    run_ctx r = {.p = p,
+                 .seed = seed,
+                 .job_seed = o->job_seed ? o->job_seed : seed,
+                 .nsets = p->check_input_sets,
+                 .shm_fd = -1,
+                 .held_c = -1,
+                 .cache = {.dirfd = -1},
+                 .cuda = strcmp(p->backend, "cuda") == 0,
+                 .base_so = base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
     avo_tensors x = {0}, pristine = {0}, rx = {0};
     json_t *configs = json_array();
@@ -2872,7 +2885,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     avo_phases *cph = calloc((size_t)p->nconfigs, sizeof *cph);
     pair_set *pairs = calloc((size_t)p->nconfigs, sizeof *pairs);
     int nstarted = 0, nscored = p->nconfigs;
-    json_t *screen = NULL, *screen_paired = NULL;   /* screening: the result's "screen", and when screened out
+    json_t *screen = NULL, *screen_paired = NULL; /* screening: the result's "screen", and when screened out
                                                        its "paired" (the screen's) */
     r.ph = &top;
 
@@ -2920,8 +2933,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     if (o->ref_cache_fd > 2 && o->job_seed) {
         const char *dev = r.gpu_info ? json_string_value(json_object_get(r.gpu_info, "name")) : "";
         char cerr[400];
-        if (avo_refcache_init(&r.cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, p->dir,
-                              dev ? dev : "", cerr, sizeof cerr) != 0)
+        if (avo_refcache_init(&r.cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, p->dir, dev ? dev : "",
+                              cerr, sizeof cerr) != 0)
             fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
         avo_phases_lap(&top, "setup", &t);
     }
@@ -3014,8 +3027,8 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                                r.against_state < 0 ? r.against_err : "no against to screen with");
         } else {
             json_t *out = NULL;
-            if ((rc = screen_run(&r, cph, &nstarted, &screen, &screen_paired, &out, &logsum, &nscored, &outcome,
-                                 detail, sizeof detail, err, errlen)))
+            if ((rc = screen_run(&r, cph, &nstarted, &screen, &screen_paired, &out, &logsum, &nscored, &outcome, detail,
+                                 sizeof detail, err, errlen)))
                 goto cleanup;
             if (strcmp(outcome, "ok") != 0)
                 goto done;
@@ -3047,10 +3060,10 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
      * AVO_NO_COUNTERS (a run by hand) still turns an asked-for pass off. */
     if (r.cuda && !(o->counters && getenv("AVO_NO_COUNTERS") == NULL)) {
         for (int c = 0; c < p->nconfigs; c++)
-            json_object_set_new(json_array_get(configs, (size_t)c), "counters",
-                                json_pack("{s:b,s:s}", "available", 0, "reason",
-                                          o->counters ? "not profiled: AVO_NO_COUNTERS is set"
-                                                      : AVO_HARNESS_NOT_PROFILED));
+            json_object_set_new(
+                json_array_get(configs, (size_t)c), "counters",
+                json_pack("{s:b,s:s}", "available", 0, "reason",
+                          o->counters ? "not profiled: AVO_NO_COUNTERS is set" : AVO_HARNESS_NOT_PROFILED));
     } else if (r.cuda) {
         for (int c = 0; c < p->nconfigs; c++) {
             if (!p->configs[c].profile) {
@@ -3070,7 +3083,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
             avo_tensors_free(&x);
             avo_tensors_free(&pristine);
             if (!cand->run.pid)
-                break;      /* the runner died profiling: keep the timing results */
+                break; /* the runner died profiling: keep the timing results */
         }
     }
 
@@ -3085,7 +3098,7 @@ done:
         zero_scores(configs);
     avo_utf8_scrub(detail);
     *result = result_json(p, outcome, detail,
-                          o->profile_only               ? NAN
+                          o->profile_only              ? NAN
                           : strcmp(outcome, "ok") == 0 ? exp(logsum / nscored)
                                                        : 0.0,
                           configs, seed);
@@ -3105,7 +3118,8 @@ done:
     if (r.cuda) {
         json_t *rj = json_object_get(*result, "runner");
         json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
-        json_object_set_new(rj, "host_copies", json_string(cand->run.host_copies[0] ? cand->run.host_copies : "unknown"));
+        json_object_set_new(rj, "host_copies",
+                            json_string(cand->run.host_copies[0] ? cand->run.host_copies : "unknown"));
         json_object_set_new(rj, "device_tensors", json_string(r.dev_note[0] ? r.dev_note : "runner"));
         json_object_set_new(rj, "inputs", json_string(r.fill_note[0] ? r.fill_note : "host"));
         json_object_set_new(rj, "timing_start", timing_start_json(cand->tm.ungated_why));

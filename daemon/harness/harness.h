@@ -43,25 +43,24 @@ typedef int (*avo_kernel_fn)(void *const *tensors, const int64_t *sizes);
  * screen. */
 typedef struct {
     uint64_t seed;
-    uint64_t job_seed;          /* the job's secret seed: the warm-up calls' input sets (0: seed stands in) */
+    uint64_t job_seed; /* the job's secret seed: the warm-up calls' input sets (0: seed stands in) */
     double deadline_s;
     const char *base_so;
     const char *against_so;
     double confidence;
-    int counters;               /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
-    int profile_only;           /* avo-harness --profile */
-    const char *config;         /* profile_only: this configuration alone (NULL: what counters.configs lists) */
-    int ref_cache_fd;           /* > 2: the worker's reference cache directory (refcache.h): the warm-up
+    int counters;           /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
+    int profile_only;       /* avo-harness --profile */
+    const char *config;     /* profile_only: this configuration alone (NULL: what counters.configs lists) */
+    int ref_cache_fd;       /* > 2: the worker's reference cache directory (refcache.h): the warm-up
                                    sets' reference outputs read from it, or computed and written to it
                                    (needs job_seed); else none */
-    uint64_t ref_cache_max;     /* its budget: a config whose warm-up outputs take more is not cached */
-    int screen;                 /* paired, and the problem declares "screen": screen first (avo-harness --screen;
+    uint64_t ref_cache_max; /* its budget: a config whose warm-up outputs take more is not cached */
+    int screen;             /* paired, and the problem declares "screen": screen first (avo-harness --screen;
                                    docs/evaluation.md, "Screening") */
 } avo_harness_opts;
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */
-#define AVO_HARNESS_NOT_PROFILED \
-    "not profiled in the evaluation: counters run as their own task (avoctl profile)"
+#define AVO_HARNESS_NOT_PROFILED "not profiled in the evaluation: counters run as their own task (avoctl profile)"
 
 /* Evaluate cand_so against ref_so as o says. Returns 0 with a new result object in *result whatever the
  * candidate did (outcome ok, wrong_result, cheat_suspected, crash, timeout,

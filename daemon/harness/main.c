@@ -208,9 +208,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if ((ho.config && !ho.profile_only) || (ho.counters && ho.profile_only) || (against && ho.profile_only)) {
-        fprintf(stderr, "avo-harness: %s\n", ho.config && !ho.profile_only ? "--config goes with --profile"
-                                              : against                 ? "--against measures a run: not with --profile"
-                                                                        : "--counters and --profile exclude each other");
+        fprintf(stderr, "avo-harness: %s\n",
+                ho.config && !ho.profile_only ? "--config goes with --profile"
+                : against                     ? "--against measures a run: not with --profile"
+                                              : "--counters and --profile exclude each other");
         return 2;
     }
     /* Decided before any candidate code runs; close-on-exec so the runner

@@ -48,7 +48,7 @@ static void rank_values(const double *v, int n, double *sorted, int *order, int 
             else
                 hi = mid;
         }
-        while (order[lo])   /* the next free slot among equal values */
+        while (order[lo]) /* the next free slot among equal values */
             lo++;
         order[lo] = 1;
         rank[i] = lo;
@@ -91,7 +91,7 @@ static double quantile(const double *s, int n, double q)
 static void interval(double *v, int n, double ratio, double confidence, avo_paired_est *e)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    e->ratio = ratio;   /* the point estimate: of the pairs as measured */
+    e->ratio = ratio; /* the point estimate: of the pairs as measured */
     e->low = quantile(v, n, 1 - confidence);
     e->ci_lo = quantile(v, n, (1 - confidence) / 2);
     e->ci_hi = quantile(v, n, (1 + confidence) / 2);
@@ -129,7 +129,7 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
     size_t off = 0;
     for (int c = 0; c < ncfg; c++) {
         const int n = cfg[c].n;
-        int *order = count;   /* scratch, reset before use */
+        int *order = count; /* scratch, reset before use */
         rank_values(cfg[c].a, n, sorted + off, order, rank + off);
         rank_values(cfg[c].b, n, sorted + total + off, order, rank + total + off);
         per_config[c].median_a = median_sorted(sorted + off, n);
@@ -153,8 +153,7 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
                 ca[ra[j]]++;
                 cb[rb[j]]++;
             }
-            const double l = log(median_of_counts(sorted + total + off, cb, n) /
-                                 median_of_counts(sorted + off, ca, n));
+            const double l = log(median_of_counts(sorted + total + off, cb, n) / median_of_counts(sorted + off, ca, n));
             logr[(size_t)c * (size_t)resamples + (size_t)s] = l;
             lsum += l;
             off += (size_t)n;

@@ -21,7 +21,7 @@ typedef struct {
  * interval at the confidence asked for. */
 typedef struct {
     double ratio, low, ci_lo, ci_hi;
-    double median_a, median_b;   /* per config: the medians the ratio is made of (aggregate: unset) */
+    double median_a, median_b; /* per config: the medians the ratio is made of (aggregate: unset) */
 } avo_paired_est;
 
 /* Per config (per_config[c], c < ncfg): median(b) / median(a); aggregate:

@@ -17,8 +17,8 @@
 
 typedef struct {
     char magic[8];
-    uint64_t payload;   /* bytes after the header */
-    uint64_t sum;       /* avo_refcache_sum of them */
+    uint64_t payload; /* bytes after the header */
+    uint64_t sum;     /* avo_refcache_sum of them */
     uint64_t nbufs;
 } header;
 
@@ -83,8 +83,8 @@ int avo_refcache_init(avo_refcache *c, int dirfd, uint64_t max_bytes, uint64_t j
     /* Everything a reference output depends on, besides the config and
      * the set (in the name): a new reference build, spec or device is a
      * new key, so a stale file is never read. */
-    int n = snprintf(material, sizeof material, "avo-ref-1\n%llu\n%s\n%s\n%s\n", (unsigned long long)job_seed,
-                     ref_sha, spec_sha, device ? device : "");
+    int n = snprintf(material, sizeof material, "avo-ref-1\n%llu\n%s\n%s\n%s\n", (unsigned long long)job_seed, ref_sha,
+                     spec_sha, device ? device : "");
     if (n < 0 || (size_t)n >= sizeof material || avo_sha256_hex(material, (size_t)n, c->key)) {
         snprintf(err, errlen, "reference cache: cannot make its key");
         return -EIO;
@@ -114,7 +114,7 @@ static int read_full(int fd, void *buf, size_t n)
         if (r < 0)
             return -errno;
         if (r == 0)
-            return -EBADMSG;   /* shorter than its header says */
+            return -EBADMSG; /* shorter than its header says */
         p += r;
         n -= (size_t)r;
     }
@@ -168,14 +168,13 @@ int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs
     if (!rc && avo_refcache_sum((const void *const *)bufs, bytes, n) != h.sum)
         rc = -EBADMSG;
     if (!rc)
-        futimens(fd, NULL);   /* used now: the least recently used go first */
+        futimens(fd, NULL); /* used now: the least recently used go first */
 out:
     close(fd);
     return rc;
 }
 
-int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes,
-                       int n)
+int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes, int n)
 {
     if (c->dirfd < 0)
         return -EBADF;

@@ -27,9 +27,9 @@
 #define AVO_REFCACHE_NAME 72 /* 64 hex digits, the suffix, NUL */
 
 typedef struct {
-    int dirfd;            /* -1: no cache */
-    uint64_t max_bytes;   /* what one configuration's files may take together (else not cached) */
-    char key[65];         /* sha256 hex of the job's seed, the reference object, the spec and the device */
+    int dirfd;          /* -1: no cache */
+    uint64_t max_bytes; /* what one configuration's files may take together (else not cached) */
+    char key[65];       /* sha256 hex of the job's seed, the reference object, the spec and the device */
 } avo_refcache;
 
 /* The cache in directory dirfd for one evaluation: its key from the job's
@@ -50,8 +50,7 @@ int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs
 
 /* Write the n buffers as file `name` (a temporary file renamed into place).
  * Returns 0 or a negative errno. */
-int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes,
-                       int n);
+int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes, int n);
 
 /* The payload's checksum (64 bits, four interleaved multiply-xor lanes: it
  * finds a torn or flipped file at memory speed; the candidate cannot reach

@@ -48,21 +48,21 @@ enum { ST_OK = 0, ST_NOLOAD = 1, ST_NOSYM = 2, ST_BADCMD = 3, ST_FAULT = 4, ST_N
 typedef struct {
     uint32_t op, seq;
     int32_t nsizes, ntensors;
-    uint32_t flags, poison_mask;         /* CUDA runners: AVO_GPU_* */
+    uint32_t flags, poison_mask; /* CUDA runners: AVO_GPU_* */
     int64_t sizes[AVO_PROBLEM_MAX_SIZES];
     uint64_t off[AVO_PROBLEM_MAX_TENSORS];
     uint64_t bytes[AVO_PROBLEM_MAX_TENSORS];
-    uint64_t aux_off, aux_len;           /* OP_PROFILE: where the report goes */
+    uint64_t aux_off, aux_len; /* OP_PROFILE: where the report goes */
 } cmd_msg;
 
 typedef struct {
     uint32_t seq;
     int32_t status, ret;
-    uint32_t notes;                      /* CUDA runners: AVO_GPU_NOTE_* */
+    uint32_t notes; /* CUDA runners: AVO_GPU_NOTE_* */
     double runner_s;
-    double tail_s;                       /* CUDA runners: the call's stream end -> end mark */
-    double gate_wait_s;                  /* CUDA runners: the gate's wait for its SMs */
-    double host_s, entry_s;              /* CUDA runners: avo_gpu_times, reported only */
+    double tail_s;          /* CUDA runners: the call's stream end -> end mark */
+    double gate_wait_s;     /* CUDA runners: the gate's wait for its SMs */
+    double host_s, entry_s; /* CUDA runners: avo_gpu_times, reported only */
     char msg[440];
 } reply_msg;
 
@@ -630,16 +630,15 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     /* The object path is only for ps (the runner loads fd 13). */
-    char *argv[] = {"avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL,
-                    cuda && nd ? dev_arg : NULL, NULL};
+    char *argv[] = {
+        "avo-harness", "--runner", (char *)entry, (char *)cand_so, cuda ? "--cuda" : NULL, cuda && nd ? dev_arg : NULL,
+        NULL};
     extern char **environ;
     execveat(FD_EXE, "", argv, environ, AT_EMPTY_PATH);
     _exit(127);
 }
 
 static int runner_seq;
-
-
 
 int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
                      const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
@@ -672,8 +671,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
             goto cleanup;
         }
     fcntl(obj, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    if ((exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) < 0 || pipe2(p_cmd, O_CLOEXEC) ||
-        pipe2(p_rep, O_CLOEXEC)) {
+    if ((exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) < 0 || pipe2(p_cmd, O_CLOEXEC) || pipe2(p_rep, O_CLOEXEC)) {
         rc = -errno;
         snprintf(why, wl, "cannot set up the runner: %s", strerror(errno));
         goto cleanup;
@@ -704,8 +702,9 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
      * runners keep the evaluation's (not yet run on a GPU host). */
     pid_t pid = -1;
     if (!cuda)
-        pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET,
-                             NULL, NULL, NULL, NULL);
+        pid = (pid_t)syscall(SYS_clone,
+                             (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET, NULL,
+                             NULL, NULL, NULL);
     if (pid < 0)
         pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
     r->pidns = pid >= 0;
@@ -723,7 +722,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
     if (pid == 0)
         runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, dev, cpu_s, entry, cand_so, cuda, dev_arg);
     r->pid = pid;
-    r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid();   /* until the load reads it */
+    r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid(); /* until the load reads it */
     r->cmd_w = p_cmd[1];
     r->reply_r = p_rep[0];
     p_cmd[1] = p_rep[0] = -1;
@@ -856,8 +855,8 @@ static int answer_status(avo_runner *r, reply_msg *m, char *why, size_t wl)
 }
 
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
-                    int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, avo_gpu_times *claimed, char *why, size_t wl)
+                    int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret, double *round_trip_s,
+                    avo_gpu_times *claimed, char *why, size_t wl)
 {
     cmd_msg c;
     reply_msg m;

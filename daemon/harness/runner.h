@@ -37,37 +37,37 @@
 /* What avo_runner_call / avo_runner_start report about the runner. */
 enum {
     AVO_RUNNER_OK = 0,
-    AVO_RUNNER_DIED = 1,      /* EOF on the pipe: crashed, exited, or closed it; runner reaped */
-    AVO_RUNNER_TIMEOUT = 2,   /* no answer before the deadline; runner killed and reaped */
-    AVO_RUNNER_PROTOCOL = 3,  /* a malformed, out-of-order or extra answer (forged by the candidate) */
-    AVO_RUNNER_LOAD = 4,      /* start only: the object does not load or lacks the entry */
-    AVO_RUNNER_FAULT = 5,     /* CUDA: a sticky error broke the GPU context (illegal address, trap) */
+    AVO_RUNNER_DIED = 1,     /* EOF on the pipe: crashed, exited, or closed it; runner reaped */
+    AVO_RUNNER_TIMEOUT = 2,  /* no answer before the deadline; runner killed and reaped */
+    AVO_RUNNER_PROTOCOL = 3, /* a malformed, out-of-order or extra answer (forged by the candidate) */
+    AVO_RUNNER_LOAD = 4,     /* start only: the object does not load or lacks the entry */
+    AVO_RUNNER_FAULT = 5,    /* CUDA: a sticky error broke the GPU context (illegal address, trap) */
 };
 
 typedef struct {
-    pid_t pid;               /* 0 when not running */
-    int cmd_w, reply_r;      /* the checker's ends */
+    pid_t pid;          /* 0 when not running */
+    int cmd_w, reply_r; /* the checker's ends */
     uint32_t seq;
-    int stopped;             /* frozen (or SIGSTOPped) by us, until the next command */
-    int uid;                 /* uid the runner runs as */
-    int seccomp;             /* its Seccomp mode after the load (/proc status): 2 is a filter */
-    int exit_code, signal;   /* how it ended, once reaped (-1 / 0 unknown) */
-    char host_copies[160];   /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
-    avo_cgroup cg;           /* its own group (freezer), when the host has one */
-    int pidns;               /* started in PID and mount namespaces of its own */
-    const char *freezer;     /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
-    char isolation_note[200];/* what it did not get, and why */
-    double cpu_s;            /* CPU time of its group so far (-1 unknown), read while frozen */
-    double reply_s;          /* the last round trip up to the answer (before the freeze), checker's clock */
+    int stopped;              /* frozen (or SIGSTOPped) by us, until the next command */
+    int uid;                  /* uid the runner runs as */
+    int seccomp;              /* its Seccomp mode after the load (/proc status): 2 is a filter */
+    int exit_code, signal;    /* how it ended, once reaped (-1 / 0 unknown) */
+    char host_copies[160];    /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
+    avo_cgroup cg;            /* its own group (freezer), when the host has one */
+    int pidns;                /* started in PID and mount namespaces of its own */
+    const char *freezer;      /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
+    char isolation_note[200]; /* what it did not get, and why */
+    double cpu_s;             /* CPU time of its group so far (-1 unknown), read while frozen */
+    double reply_s;           /* the last round trip up to the answer (before the freeze), checker's clock */
 } avo_runner;
 
 /* Device tensors a CUDA runner maps from the checker (avo_gpu_share): the
  * checker then lays out and fetches every call's tensors itself, and the
  * runner is thawed only for the timed run. */
 typedef struct {
-    int n;                                   /* 0: none (the runner copies to devices of its own) */
-    int fd[AVO_PROBLEM_MAX_TENSORS];         /* exported handles (the checker's; each runner gets copies) */
-    size_t bytes[AVO_PROBLEM_MAX_TENSORS];   /* their mapped sizes */
+    int n;                                 /* 0: none (the runner copies to devices of its own) */
+    int fd[AVO_PROBLEM_MAX_TENSORS];       /* exported handles (the checker's; each runner gets copies) */
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS]; /* their mapped sizes */
 } avo_runner_devmem;
 
 /* Start the runner with the shared region mem_fd (sealed against resizing)
@@ -76,7 +76,7 @@ typedef struct {
  * (the object cannot be read), or a negative int with the reason in why
  * (the checker's own failure). */
 AVO_MUSTCHECK int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
-                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
+                                   const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Load the object into a spawned runner. Returns AVO_RUNNER_OK,
  * AVO_RUNNER_LOAD / DIED / TIMEOUT / PROTOCOL with the reason in why (the
@@ -85,7 +85,7 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl);
 
 /* Spawn and load at once (a trusted object: the vendor baseline). */
 AVO_MUSTCHECK int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
-                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
+                                   const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Let the runner's group run for seconds with no command, then freeze it
  * again; *cpu_s the CPU time it used meanwhile (-1 when the host cannot
@@ -102,8 +102,8 @@ int avo_runner_idle(avo_runner *r, double seconds, double *cpu_s, char *why, siz
  * the call, the rest only from CUDA runners. deadline is absolute
  * (avo_now()). */
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
-                    int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret,
-                    double *round_trip_s, avo_gpu_times *claimed, char *why, size_t wl);
+                    int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret, double *round_trip_s,
+                    avo_gpu_times *claimed, char *why, size_t wl);
 
 /* CUDA runners: the counters pass for one call (gpu.h, avo_gpu_profile);
  * the JSON report lands in the shared region at aux_off (at most aux_len

@@ -18,7 +18,7 @@
  * could (the generator inverts: the seed came back from one tensor in 17 ms,
  * and every later input set with it). The same seed still gives the same
  * data, so a result is reproducible from its seed. */
-#define STREAM_CHUNK 16384   /* keystream bytes generated at a time */
+#define STREAM_CHUNK 16384 /* keystream bytes generated at a time */
 
 void avo_tensors_stream_key(uint64_t seed, unsigned char key[32])
 {
@@ -55,11 +55,16 @@ static double from_bf16(uint16_t h)
 double avo_tensors_load(const void *base, int64_t i, avo_dtype d)
 {
     switch (d) {
-    case AVO_DTYPE_F32: return ((const float *)base)[i];
-    case AVO_DTYPE_F64: return ((const double *)base)[i];
-    case AVO_DTYPE_F16: return (double)((const _Float16 *)base)[i];
-    case AVO_DTYPE_BF16: return from_bf16(((const uint16_t *)base)[i]);
-    case AVO_DTYPE_I32: return ((const int32_t *)base)[i];
+    case AVO_DTYPE_F32:
+        return ((const float *)base)[i];
+    case AVO_DTYPE_F64:
+        return ((const double *)base)[i];
+    case AVO_DTYPE_F16:
+        return (double)((const _Float16 *)base)[i];
+    case AVO_DTYPE_BF16:
+        return from_bf16(((const uint16_t *)base)[i]);
+    case AVO_DTYPE_I32:
+        return ((const int32_t *)base)[i];
     }
     return NAN;
 }
@@ -176,7 +181,7 @@ typedef struct {
 static void *fill_range(void *arg)
 {
     const fill_job *j = arg;
-    const uint64_t first = (uint64_t)j->begin * 4 / 64;  /* the block holding element begin */
+    const uint64_t first = (uint64_t)j->begin * 4 / 64; /* the block holding element begin */
     unsigned char iv[16];
     const uint32_t words[4] = {(uint32_t)first, j->nonce[0], j->nonce[1], j->nonce[2]};
     for (int w = 0; w < 4; w++)
@@ -189,11 +194,21 @@ static void *fill_range(void *arg)
         /* No cipher: every element NaN, so nothing is ever checked as right. */
         for (int64_t e = j->begin; e < j->end; e++)
             switch (j->dtype) {
-            case AVO_DTYPE_F32: ((float *)j->dst)[e] = NAN; break;
-            case AVO_DTYPE_F64: ((double *)j->dst)[e] = NAN; break;
-            case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)NAN; break;
-            case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = 0x7fc0; break;
-            case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = INT32_MIN; break;
+            case AVO_DTYPE_F32:
+                ((float *)j->dst)[e] = NAN;
+                break;
+            case AVO_DTYPE_F64:
+                ((double *)j->dst)[e] = NAN;
+                break;
+            case AVO_DTYPE_F16:
+                ((_Float16 *)j->dst)[e] = (_Float16)NAN;
+                break;
+            case AVO_DTYPE_BF16:
+                ((uint16_t *)j->dst)[e] = 0x7fc0;
+                break;
+            case AVO_DTYPE_I32:
+                ((int32_t *)j->dst)[e] = INT32_MIN;
+                break;
             }
         EVP_CIPHER_CTX_free(ctx);
         return NULL;
@@ -210,11 +225,21 @@ static void *fill_range(void *arg)
                                (uint32_t)ks[o + 3] << 24;
             const float v = unit32(w) * j->scale;
             switch (j->dtype) {
-            case AVO_DTYPE_F32: ((float *)j->dst)[e] = v; break;
-            case AVO_DTYPE_F64: ((double *)j->dst)[e] = (double)v; break;
-            case AVO_DTYPE_F16: ((_Float16 *)j->dst)[e] = (_Float16)v; break;
-            case AVO_DTYPE_BF16: ((uint16_t *)j->dst)[e] = to_bf16(v); break;
-            case AVO_DTYPE_I32: ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f); break;
+            case AVO_DTYPE_F32:
+                ((float *)j->dst)[e] = v;
+                break;
+            case AVO_DTYPE_F64:
+                ((double *)j->dst)[e] = (double)v;
+                break;
+            case AVO_DTYPE_F16:
+                ((_Float16 *)j->dst)[e] = (_Float16)v;
+                break;
+            case AVO_DTYPE_BF16:
+                ((uint16_t *)j->dst)[e] = to_bf16(v);
+                break;
+            case AVO_DTYPE_I32:
+                ((int32_t *)j->dst)[e] = (int32_t)(v * 100.0f);
+                break;
             }
         }
         skip = 0;
@@ -234,7 +259,7 @@ static void *fill_range(void *arg)
 static struct {
     int have_cpus;
     cpu_set_t cpus;
-    int threads;          /* > 0: forced (tests) */
+    int threads; /* > 0: forced (tests) */
     int64_t min_elems;
 } workers = {.min_elems = WORK_MIN_ELEMS};
 
@@ -252,8 +277,9 @@ static int work_threads(int64_t n)
     int k = workers.threads;
     if (k <= 0) {
         cpu_set_t own;
-        k = workers.have_cpus ? CPU_COUNT(&workers.cpus)
-            : sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own) : 1;
+        k = workers.have_cpus                             ? CPU_COUNT(&workers.cpus)
+            : sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own)
+                                                          : 1;
         k = k < AVO_TENSORS_MAX_THREADS ? k : AVO_TENSORS_MAX_THREADS;
     }
     const int64_t by_size = n / workers.min_elems;
@@ -293,8 +319,13 @@ void avo_tensors_fill_stream(void *dst, int64_t n, avo_dtype d, float scale, con
     const int k = work_threads(n);
     fill_job jobs[AVO_TENSORS_MAX_THREADS];
     for (int j = 0; j < k; j++)
-        jobs[j] = (fill_job){.dst = dst, .dtype = d, .scale = scale, .key = key,
-                             .nonce = {nonce[0], nonce[1], nonce[2]}, .begin = n * j / k, .end = n * (j + 1) / k};
+        jobs[j] = (fill_job){.dst = dst,
+                             .dtype = d,
+                             .scale = scale,
+                             .key = key,
+                             .nonce = {nonce[0], nonce[1], nonce[2]},
+                             .begin = n * j / k,
+                             .end = n * (j + 1) / k};
     run_split(k, fill_range, jobs, sizeof jobs[0]);
 }
 
@@ -354,8 +385,7 @@ void avo_tensors_copy_inputs(avo_tensors *dst, const avo_tensors *src, const avo
             memcpy(dst->ptr[i], src->ptr[i], src->bytes[i]);
 }
 
-int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine, const avo_problem *p,
-                               int64_t *elem)
+int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine, const avo_problem *p, int64_t *elem)
 {
     for (int i = 0; i < t->n; i++) {
         if (p->tensors[i].role != AVO_ROLE_INPUT)
@@ -428,8 +458,7 @@ static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype w
     cmp_job jobs[AVO_TENSORS_MAX_THREADS];
     memset(jobs, 0, sizeof jobs);
     for (int j = 0; j < k; j++)
-        jobs[j] = (cmp_job){.got = got, .want = want, .gd = gd, .wd = wd, .begin = n * j / k,
-                            .end = n * (j + 1) / k};
+        jobs[j] = (cmp_job){.got = got, .want = want, .gd = gd, .wd = wd, .begin = n * j / k, .end = n * (j + 1) / k};
     run_split(k, compare_range, jobs, sizeof jobs[0]);
     double num = 0, den = 0;
     for (int j = 0; j < k; j++) {
@@ -452,8 +481,7 @@ static void compare(const void *got, avo_dtype gd, const void *want, avo_dtype w
     out->pass = out->rel_l2 <= tol.rel_l2 && out->max_abs <= tol.max_abs;
 }
 
-void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
-                         avo_check *out)
+void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol, avo_check *out)
 {
     compare(got, d, want, d, n, tol, out);
 }

@@ -11,11 +11,11 @@
 
 typedef struct {
     int n;
-    int owned;               /* 1: ptr[] are aligned_alloc'd; 0: placed in a caller's region */
+    int owned; /* 1: ptr[] are aligned_alloc'd; 0: placed in a caller's region */
     void *ptr[AVO_PROBLEM_MAX_TENSORS];
     int64_t elems[AVO_PROBLEM_MAX_TENSORS];
     size_t bytes[AVO_PROBLEM_MAX_TENSORS];
-    size_t guard[AVO_PROBLEM_MAX_TENSORS];   /* placed tensors: guard-zone bytes after each */
+    size_t guard[AVO_PROBLEM_MAX_TENSORS]; /* placed tensors: guard-zone bytes after each */
 } avo_tensors;
 
 /* Placed tensors are followed by a guard zone of at least this many bytes. */
@@ -88,12 +88,10 @@ void avo_tensors_copy_inputs(avo_tensors *dst, const avo_tensors *src, const avo
 
 /* Index of the first input tensor (role input) that differs from the
  * pristine copy, or -1. *elem receives the first differing element. */
-int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine, const avo_problem *p,
-                               int64_t *elem);
+int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine, const avo_problem *p, int64_t *elem);
 
 /* Compare tensor i of got against want (n elements of dtype) under tol. */
-void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol,
-                         avo_check *out);
+void avo_tensors_compare(const void *got, const void *want, int64_t n, avo_dtype d, avo_tolerance tol, avo_check *out);
 /* The same with want held as double (the float64 twin's output). */
 void avo_tensors_compare_f64(const void *got, avo_dtype d, const double *want, int64_t n, avo_tolerance tol,
                              avo_check *out);

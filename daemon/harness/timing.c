@@ -120,11 +120,16 @@ avo_timing_stop_t avo_timing_stop(int n, int min_runs, int checks_done, int at_f
 const char *avo_timing_stop_name(avo_timing_stop_t s)
 {
     switch (s) {
-    case AVO_STOP_RSE: return "rse";
-    case AVO_STOP_TIME: return "max_seconds";
-    case AVO_STOP_CHECKS: return "check_floor";
-    case AVO_STOP_RUNS: return "max_runs";
-    default: return NULL;
+    case AVO_STOP_RSE:
+        return "rse";
+    case AVO_STOP_TIME:
+        return "max_seconds";
+    case AVO_STOP_CHECKS:
+        return "check_floor";
+    case AVO_STOP_RUNS:
+        return "max_runs";
+    default:
+        return NULL;
     }
 }
 

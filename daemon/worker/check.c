@@ -22,7 +22,7 @@
 typedef struct {
     int as_json;
     int failed, passed, skipped;
-    json_t *steps;          /* --json: every step */
+    json_t *steps; /* --json: every step */
 } report;
 
 /* One step: "ok", "FAIL", "skip" or "note", what was done, and its detail. */
@@ -186,8 +186,10 @@ static void knob_verdicts(report *r, const avo_problem *p, const int64_t *pts, c
                 }
             }
             if (with && !good)
-                step(r, "FAIL", "knob", "%s: %s=%lld fails in every build that has it (%ld of %ld); drop the value or "
-                     "add a constraint that excludes it", p->seed, p->knobs[kn].name, (long long)val, with, with);
+                step(r, "FAIL", "knob",
+                     "%s: %s=%lld fails in every build that has it (%ld of %ld); drop the value or "
+                     "add a constraint that excludes it",
+                     p->seed, p->knobs[kn].name, (long long)val, with, with);
         }
     }
 }
@@ -313,7 +315,8 @@ static const char *gpu_missing(int index, char *buf, size_t len)
     size_t i;
     const char *why = "NVML lists no GPU";
     int found = 0;
-    json_array_foreach(devs, i, d) {
+    json_array_foreach(devs, i, d)
+    {
         const char *kind = json_string_value(json_object_get(d, "kind"));
         if (kind && !strcmp(kind, "gpu") && json_integer_value(json_object_get(d, "index")) == index)
             found = 1;
@@ -328,8 +331,9 @@ static const char *gpu_missing(int index, char *buf, size_t len)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: avo-worker check <problem-dir> [--max-builds N] [--sample-seed S] [--gpu-arch sm_XY]\n"
-                    "                        [--no-eval] [--timeout SECONDS] [--cache DIR] [--harness PATH] [--json]\n");
+    fprintf(stderr,
+            "usage: avo-worker check <problem-dir> [--max-builds N] [--sample-seed S] [--gpu-arch sm_XY]\n"
+            "                        [--no-eval] [--timeout SECONDS] [--cache DIR] [--harness PATH] [--json]\n");
     return 2;
 }
 
@@ -392,8 +396,8 @@ int avo_check_cli(int argc, char **argv)
     }
     if (!dir)
         return usage();
-    if (!sample_seed && (getrandom(&sample_seed, sizeof sample_seed, 0) != (ssize_t)sizeof sample_seed ||
-                         !(sample_seed &= INT64_MAX)))
+    if (!sample_seed &&
+        (getrandom(&sample_seed, sizeof sample_seed, 0) != (ssize_t)sizeof sample_seed || !(sample_seed &= INT64_MAX)))
         sample_seed = 0x9e3779b97f4a7c15ULL;
     if (!o.cache_dir) {
         if (avo_eval_default_cache(cache, sizeof cache)) {
@@ -413,8 +417,10 @@ int avo_check_cli(int argc, char **argv)
     char pj[4200];
     snprintf(pj, sizeof pj, "%s/problem.json", dir);
     if (access(pj, F_OK) != 0) {
-        step(&r, "FAIL", "load", "%s is not a problem package: %s: %s (`avoctl problem new DIR --target cpu|cuda` "
-             "scaffolds one)", dir, pj, strerror(errno));
+        step(&r, "FAIL", "load",
+             "%s is not a problem package: %s: %s (`avoctl problem new DIR --target cpu|cuda` "
+             "scaffolds one)",
+             dir, pj, strerror(errno));
         goto summary;
     }
     if (avo_problem_load(&p, dir, err, sizeof err) < 0) {
@@ -437,7 +443,8 @@ int avo_check_cli(int argc, char **argv)
     check_seed(&r, &o, &p, max, sample_seed, no_gpu);
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(p.json, "seeds"), key, v) {
+    json_object_foreach(json_object_get(p.json, "seeds"), key, v)
+    {
         avo_problem q;
         (void)v;
         if (avo_problem_load(&q, dir, err, sizeof err) < 0 || avo_problem_use_seed(&q, key, err, sizeof err) < 0) {

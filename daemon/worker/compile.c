@@ -299,7 +299,8 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     avo_sandbox_result sr = {0};
 
     if ((rc = avo_compile_identity(cc, ident, sizeof ident))) {
-        snprintf(err, errlen, "cannot run '%s --version' (is %s installed?)", cc, cuda ? "the CUDA toolkit" : "a C compiler");
+        snprintf(err, errlen, "cannot run '%s --version' (is %s installed?)", cc,
+                 cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
     if ((rc = avo_mkdir_p(o->cache_dir)) || !realpath(o->cache_dir, cache)) {
@@ -373,7 +374,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     char stale[4400];
     static const char *const kept_ext[] = {".s", ".ptx", NULL};
     for (const char *const *e = kept_ext; *e; e++)
-        for (int k = 0; k < 2; k++) {      /* the two names kept_file tries */
+        for (int k = 0; k < 2; k++) { /* the two names kept_file tries */
             kept_file(o->work_dir, out_name, name, *e, stale, sizeof stale);
             if (!stale[0] || unlink(stale) != 0)
                 break;
@@ -459,8 +460,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     } else {
         /* Only a clean compiler verdict is cached; timeouts and signals may
          * be the machine's fault, not the source's. */
-        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled &&
-            avo_compile_failure_cacheable(r->log))
+        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled && avo_compile_failure_cacheable(r->log))
             write_file(failpath, r->log, strlen(r->log), 0600);
     }
 cleanup:
@@ -475,10 +475,16 @@ int avo_compile_failure_cacheable(const char *log)
      * failed them (a scratch directory left read-only by the sandbox was
      * cached as a failed compile of the reference, and every later
      * evaluation failed with it). */
-    static const char *const machine[] = {"Read-only file system", "No space left on device", "Disk quota exceeded",
-                                          "Cannot allocate memory", "virtual memory exhausted", "out of memory",
-                                          "ould not open output file", "cannot open output file",
-                                          "Resource temporarily unavailable", NULL};
+    static const char *const machine[] = {"Read-only file system",
+                                          "No space left on device",
+                                          "Disk quota exceeded",
+                                          "Cannot allocate memory",
+                                          "virtual memory exhausted",
+                                          "out of memory",
+                                          "ould not open output file",
+                                          "cannot open output file",
+                                          "Resource temporarily unavailable",
+                                          NULL};
     for (const char *const *m = machine; *m; m++)
         if (log && strstr(log, *m))
             return 0;

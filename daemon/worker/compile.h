@@ -14,21 +14,21 @@
 #define AVO_COMPILE_LOG_CAP 8192
 
 typedef struct {
-    const char *cc;             /* NULL = "cc" */
-    const char *nvcc;           /* CUDA problems: NULL = "nvcc" */
-    const char *gpu_arch;       /* CUDA problems: the worker's GPU, e.g. "sm_90a" (required) */
-    const char *const *extra;   /* more flags after the problem's (NULL-terminated; in the cache key) */
-    const char *cache_dir;      /* created if missing */
-    const char *work_dir;       /* an existing scratch dir for the source and the object (given to the sandbox user) */
-    const char *hide_dir;       /* besides the cache, hidden from the compiler (the worker's state dir), or NULL */
-    double timeout_s;           /* <= 0: 120 */
+    const char *cc;           /* NULL = "cc" */
+    const char *nvcc;         /* CUDA problems: NULL = "nvcc" */
+    const char *gpu_arch;     /* CUDA problems: the worker's GPU, e.g. "sm_90a" (required) */
+    const char *const *extra; /* more flags after the problem's (NULL-terminated; in the cache key) */
+    const char *cache_dir;    /* created if missing */
+    const char *work_dir;     /* an existing scratch dir for the source and the object (given to the sandbox user) */
+    const char *hide_dir;     /* besides the cache, hidden from the compiler (the worker's state dir), or NULL */
+    double timeout_s;         /* <= 0: 120 */
     int (*should_cancel)(void *arg);
     void *cancel_arg;
 } avo_compile_opts;
 
 typedef struct {
-    int ok;                     /* so_path holds a loadable object */
-    int cached;                 /* no compiler ran */
+    int ok;     /* so_path holds a loadable object */
+    int cached; /* no compiler ran */
     int timed_out;
     int cancelled;
     double seconds;
@@ -40,7 +40,7 @@ typedef struct {
      * the PTX nvcc emitted. */
     char asm_path[4400];
     char ptx_path[4400];
-    char *log;                  /* compiler messages (capped), owned, never NULL after success */
+    char *log; /* compiler messages (capped), owned, never NULL after success */
 } avo_compile_result;
 
 /* Compile src (file name `name` in messages, e.g. "cand.c") with the

@@ -73,7 +73,7 @@ static int package_links(const char *dir, char out[][PATH_MAX])
             memcpy(out[n], next, sizeof next);
             char *ns = strrchr(out[n], '/');
             if (ns && ns != out[n])
-                *ns = 0;        /* the middle link's directory */
+                *ns = 0; /* the middle link's directory */
             n++;
             memcpy(cur, next, sizeof cur);
         }
@@ -121,8 +121,8 @@ static const char *const *trusted_libs(int cuda)
     return cuda ? cublas : NULL;
 }
 
-static const char *const outcomes[] = {"ok", "compile_error", "crash", "timeout", "wrong_result",
-                                       "cheat_suspected", "cancelled", NULL};
+static const char *const outcomes[] = {"ok",           "compile_error",   "crash",     "timeout",
+                                       "wrong_result", "cheat_suspected", "cancelled", NULL};
 
 static int known_outcome(const char *s)
 {
@@ -187,8 +187,8 @@ static json_t *base_result(const avo_problem *p, const char *outcome, const char
     snprintf(d, sizeof d, "%s", detail);
     one_line(d);
     avo_utf8_scrub(d);
-    return json_pack("{s:s, s:s, s:f, s:s, s:[], s:I}", "outcome", outcome, "detail", d, "aggregate", 0.0,
-                     "unit", p->unit, "configs", "rng_seed", (json_int_t)seed);
+    return json_pack("{s:s, s:s, s:f, s:s, s:[], s:I}", "outcome", outcome, "detail", d, "aggregate", 0.0, "unit",
+                     p->unit, "configs", "rng_seed", (json_int_t)seed);
 }
 
 static json_t *compile_json(const avo_compile_result *c, int cuda)
@@ -252,11 +252,11 @@ static json_t *sandbox_json(avo_sandbox_result *s)
             snprintf(name, sizeof name, "%d", s->signal);
         sig = json_string(name);
     }
-    return json_pack("{s:f, s:o, s:o, s:b, s:o, s:s, s:s, s:{s:b, s:b, s:b, s:o, s:o, s:o, s:o}}", "wall_s",
-                     s->wall_s, "exit", s->exited ? json_integer(s->exit_code) : json_null(), "signal", sig, "netns",
-                     s->netns, "netns_note", s->netns_note[0] ? json_string(s->netns_note) : json_null(),
-                     "stdout_tail", s->out ? s->out : "", "stderr_tail", s->err ? s->err : "", "isolation", "pidns",
-                     s->pidns, "mountns", s->mountns, "userns", s->userns, "note",
+    return json_pack("{s:f, s:o, s:o, s:b, s:o, s:s, s:s, s:{s:b, s:b, s:b, s:o, s:o, s:o, s:o}}", "wall_s", s->wall_s,
+                     "exit", s->exited ? json_integer(s->exit_code) : json_null(), "signal", sig, "netns", s->netns,
+                     "netns_note", s->netns_note[0] ? json_string(s->netns_note) : json_null(), "stdout_tail",
+                     s->out ? s->out : "", "stderr_tail", s->err ? s->err : "", "isolation", "pidns", s->pidns,
+                     "mountns", s->mountns, "userns", s->userns, "note",
                      s->isolate_note[0] ? json_string(s->isolate_note) : json_null(), "cgroup",
                      s->cgroup_kind[0] ? json_string(s->cgroup_kind) : json_null(), "pids_max",
                      s->pids_limit ? json_integer(s->pids_limit) : json_null(), "cgroup_note",
@@ -425,8 +425,8 @@ static unsigned long long harness_fsize(const avo_problem *p)
 /* What every compile needs first: the target architecture for a CUDA
  * problem (given, or read from this worker's GPU), a cache, and a fresh
  * scratch directory. */
-static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t archlen, char *scratch,
-                         size_t scratchlen, char *err, size_t errlen)
+static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t archlen, char *scratch, size_t scratchlen,
+                         char *err, size_t errlen)
 {
     int rc;
     if (cuda) {
@@ -480,7 +480,7 @@ static void attach_phases(json_t *res, const avo_phases *ph, double t_start, con
     const avo_compile_result *c[] = {ref, cand, base, against};
     const char *name[] = {"reference", "candidate", "baseline", "against"};
     for (int i = 0; i < 4; i++)
-        if (c[i] && c[i]->log)   /* it ran (a hit or a compile) */
+        if (c[i] && c[i]->log) /* it ran (a hit or a compile) */
             json_object_set_new(hits, name[i], json_boolean(c[i]->cached));
     json_object_set_new(j, "cache_hits", hits);
     json_t *h = json_object_get(res, "phases");
@@ -569,8 +569,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * Secret: it goes on the harness's stdin and nowhere else, not even
      * the result (docs/evaluation.md, "Input sets"). */
     uint64_t job_seed = o->job_seed & INT64_MAX;
-    if (!job_seed && (getrandom(&job_seed, sizeof job_seed, 0) != (ssize_t)sizeof job_seed ||
-                      !(job_seed &= INT64_MAX)))
+    if (!job_seed && (getrandom(&job_seed, sizeof job_seed, 0) != (ssize_t)sizeof job_seed || !(job_seed &= INT64_MAX)))
         job_seed = seed ^ 0x5bd1e995u;
 
     /* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
@@ -609,9 +608,14 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         goto done;
     }
 
-    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
-                           .cache_dir = o->cache_dir, .work_dir = srcdir, .timeout_s = timeout,
-                           .hide_dir = state_dir(o), .should_cancel = o->should_cancel,
+    avo_compile_opts co = {.cc = o->cc,
+                           .nvcc = o->nvcc,
+                           .gpu_arch = cuda ? arch : NULL,
+                           .cache_dir = o->cache_dir,
+                           .work_dir = srcdir,
+                           .timeout_s = timeout,
+                           .hide_dir = state_dir(o),
+                           .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
     char refpath[4400];
     size_t ref_len = 0;
@@ -696,8 +700,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
      * candidate is evaluated unpaired and paired.error says why. */
     char against_note[700] = "";
     if (o->against_src) {
-        if (avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err,
-                        errlen) < 0) {
+        if (avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err, errlen) <
+            0) {
             snprintf(against_note, sizeof against_note, "the against cannot be compiled: %.600s", err);
         } else if (!against.ok) {
             char line[600];
@@ -821,7 +825,8 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
     double lock_waited = 0, lock_from = 0;
     if (cuda) {
         avo_gpulock_key(o->gpu_index, lock_key, sizeof lock_key);
-        gpu_lock = avo_gpulock_take(gpu_lock_dir(o), lock_key, o->should_cancel, o->cancel_arg, &lock_waited, err, errlen);
+        gpu_lock = avo_gpulock_take(gpu_lock_dir(o), lock_key, o->should_cancel, o->cancel_arg, &lock_waited, err,
+                                    errlen);
         avo_phases_lap(&ph, "gpu_lock_wait", &t);
         if (gpu_lock == -ECANCELED) {
             for (int i = 0; i < npass; i++)
@@ -872,8 +877,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         snprintf(detail, sizeof detail, "cancelled after %.1f s", sr.wall_s);
         res = base_result(p, "cancelled", detail, seed);
     } else if (sr.timed_out) {
-        snprintf(detail, sizeof detail, "no result within the %.0f s wall-clock limit; process group killed",
-                 timeout);
+        snprintf(detail, sizeof detail, "no result within the %.0f s wall-clock limit; process group killed", timeout);
         res = base_result(p, "timeout", detail, seed);
     } else if (sr.signal) {
         const char *ab = sigabbrev_np(sr.signal);
@@ -978,8 +982,12 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
         return rc;
     /* Exactly the options avo_eval_candidate compiles with, so its compiles
      * become cache hits. */
-    avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL, .cache_dir = o->cache_dir,
-                           .work_dir = scratch, .hide_dir = state_dir(o),
+    avo_compile_opts co = {.cc = o->cc,
+                           .nvcc = o->nvcc,
+                           .gpu_arch = cuda ? arch : NULL,
+                           .cache_dir = o->cache_dir,
+                           .work_dir = scratch,
+                           .hide_dir = state_dir(o),
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
     char refpath[4400];
     size_t ref_len = 0;
@@ -1031,8 +1039,12 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, co
      * that file of the cache in view. */
     const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     const char *expose[] = {obj, NULL};
-    avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c, .cwd = work, .timeout_s = timeout,
-                           .out_cap = AVO_DISASM_CAP, .keep_head = 1, .expose = expose};
+    avo_sandbox_opts so = {.argv = cuda ? argv_cuda : argv_c,
+                           .cwd = work,
+                           .timeout_s = timeout,
+                           .out_cap = AVO_DISASM_CAP,
+                           .keep_head = 1,
+                           .expose = expose};
     avo_sandbox_confine(&so, hide);
     avo_sandbox_result sr;
     char err[256];
@@ -1053,8 +1065,8 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, co
     return r;
 }
 
-int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
-                          json_t **result, char *err, size_t errlen)
+int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
+                          char *err, size_t errlen)
 {
     int rc;
     char scratch[4200] = "", arch[32] = "";
@@ -1071,8 +1083,8 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
     /* The policy, as an evaluation applies it (the agent's compile tool
      * hears of a violation before it spends an evaluation). */
     const char *cand_name = o->src_name && *o->src_name && !strchr(o->src_name, '/') ? o->src_name
-                            : cuda                                                 ? "cand.cu"
-                                                                                   : "cand.c";
+                            : cuda                                                   ? "cand.cu"
+                                                                                     : "cand.c";
     avo_policy_findings pf = {0};
     const avo_policy_violation *pv = NULL;
     if ((rc = avo_policy_scan_source(src, len, cand_name, cuda, &pf))) {
@@ -1084,9 +1096,14 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
         /* The reference and baseline are trusted: linked with the vendor
          * libraries and not held to the candidate policy, as an
          * evaluation compiles them. */
-        avo_compile_opts co = {.cc = o->cc, .nvcc = o->nvcc, .gpu_arch = cuda ? arch : NULL,
-                               .extra = o->trusted ? trusted_libs(cuda) : NULL, .cache_dir = o->cache_dir,
-                               .work_dir = scratch, .hide_dir = state_dir(o), .timeout_s = timeout};
+        avo_compile_opts co = {.cc = o->cc,
+                               .nvcc = o->nvcc,
+                               .gpu_arch = cuda ? arch : NULL,
+                               .extra = o->trusted ? trusted_libs(cuda) : NULL,
+                               .cache_dir = o->cache_dir,
+                               .work_dir = scratch,
+                               .hide_dir = state_dir(o),
+                               .timeout_s = timeout};
         rc = avo_compile(&co, p, src, len, cand_name, &cand, err, errlen);
         avo_phases_lap(&ph, "compile_candidate", &t);
         if (rc)
@@ -1110,7 +1127,10 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
         snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
     else if (!cand.ok)
         first_error(cand.log, line, sizeof line);
-    *result = json_pack("{s:s,s:s,s:o}", "outcome", cand.ok ? "ok" : cand.timed_out ? "timeout" : "compile_error",
+    *result = json_pack("{s:s,s:s,s:o}", "outcome",
+                        cand.ok          ? "ok"
+                        : cand.timed_out ? "timeout"
+                                         : "compile_error",
                         "detail", cand.ok ? "compiles" : line, "compile", compile_json(&cand, cuda));
     if (!*result)
         rc = -ENOMEM;
@@ -1151,10 +1171,18 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
     }
     if (cuda)
         snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
-    char *const cc_argv[] = {(char *)(o->cc ? o->cc : "cc"), "-O2", "-march=native", "-std=gnu17", "-o", "prog",
-                             "prog.c", "-lm", "-lpthread", NULL};
-    char *const nvcc_argv[] = {(char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog",
-                               "prog.cu", NULL};
+    char *const cc_argv[] = {(char *)(o->cc ? o->cc : "cc"),
+                             "-O2",
+                             "-march=native",
+                             "-std=gnu17",
+                             "-o",
+                             "prog",
+                             "prog.c",
+                             "-lm",
+                             "-lpthread",
+                             NULL};
+    char *const nvcc_argv[] = {
+        (char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog", "prog.cu", NULL};
     const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     /* The compiler, as for candidates: nobody, in a scratch dir given to it. */
     if (geteuid() == 0 && chown(scratch, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
@@ -1162,8 +1190,12 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
         snprintf(err, errlen, "cannot hand the scratch dir to the sandbox user: %s", strerror(errno));
         goto cleanup;
     }
-    avo_sandbox_opts co = {.argv = cuda ? nvcc_argv : cc_argv, .cwd = scratch, .timeout_s = 120,
-                           .no_as_limit = cuda, .out_cap = AVO_COMPILE_LOG_CAP, .keep_head = 1};
+    avo_sandbox_opts co = {.argv = cuda ? nvcc_argv : cc_argv,
+                           .cwd = scratch,
+                           .timeout_s = 120,
+                           .no_as_limit = cuda,
+                           .out_cap = AVO_COMPILE_LOG_CAP,
+                           .keep_head = 1};
     avo_sandbox_confine(&co, hide);
     if ((rc = avo_sandbox_run(&co, &cr, err, errlen)))
         goto cleanup;
@@ -1188,9 +1220,15 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
     /* The program runs confined too, in a PID namespace and control group
      * of its own: nothing it starts outlives it. */
     char *const run_argv[] = {"./prog", NULL};
-    avo_sandbox_opts ro = {.argv = run_argv, .cwd = scratch, .timeout_s = AVO_PROGRAM_TIMEOUT_S,
-                           .no_as_limit = cuda, .netns_required = 1, .out_cap = AVO_PROGRAM_OUT_CAP,
-                           .keep_head = 1, .pids_max = 256, .should_cancel = o->should_cancel,
+    avo_sandbox_opts ro = {.argv = run_argv,
+                           .cwd = scratch,
+                           .timeout_s = AVO_PROGRAM_TIMEOUT_S,
+                           .no_as_limit = cuda,
+                           .netns_required = 1,
+                           .out_cap = AVO_PROGRAM_OUT_CAP,
+                           .keep_head = 1,
+                           .pids_max = 256,
+                           .should_cancel = o->should_cancel,
                            .cancel_arg = o->cancel_arg};
     avo_sandbox_confine(&ro, hide);
     /* A CUDA program runs on the GPU that the host's workers time on:
@@ -1218,9 +1256,9 @@ int avo_eval_program(const avo_eval_opts *o, const char *language, const char *s
         avo_utf8_scrub(rr.out);
     if (rr.err)
         avo_utf8_scrub(rr.err);
-    *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code",
-                        rr.exited ? rr.exit_code : -1, "signal", rr.signal, "stdout", rr.out ? rr.out : "", "stderr",
-                        rr.err ? rr.err : "", "wall_s", rr.wall_s, "compile_log", cr.err ? cr.err : "");
+    *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code", rr.exited ? rr.exit_code : -1,
+                        "signal", rr.signal, "stdout", rr.out ? rr.out : "", "stderr", rr.err ? rr.err : "", "wall_s",
+                        rr.wall_s, "compile_log", cr.err ? cr.err : "");
 done:
     if (!*result) {
         rc = -ENOMEM;
@@ -1269,19 +1307,21 @@ static void print_human(const json_t *r)
         /* A profile run: its counters per config, as the worker stores them. */
         size_t i;
         json_t *c;
-        json_array_foreach(cf, i, c) {
+        json_array_foreach(cf, i, c)
+        {
             char *t = json_dumps(json_object_get(c, "counters"), JSON_COMPACT);
             printf("%-16s %s\n", json_string_value(json_object_get(c, "name")), t ? t : "null");
             free(t);
         }
     } else if (json_array_size(cf)) {
-        printf("\n%-16s %12s %11s %11s %6s %7s %10s\n", "config", unit ? unit : "score", "median ms", "min ms",
-               "runs", "rse", "rel_l2");
+        printf("\n%-16s %12s %11s %11s %6s %7s %10s\n", "config", unit ? unit : "score", "median ms", "min ms", "runs",
+               "rse", "rel_l2");
         size_t i;
         json_t *c;
-        json_array_foreach(cf, i, c) {
-            printf("%-16s %12.3f %11.4f %11.4f %6lld %6.2f%% %10.2e%s\n",
-                   json_string_value(json_object_get(c, "name")), json_number_value(json_object_get(c, "score")),
+        json_array_foreach(cf, i, c)
+        {
+            printf("%-16s %12.3f %11.4f %11.4f %6lld %6.2f%% %10.2e%s\n", json_string_value(json_object_get(c, "name")),
+                   json_number_value(json_object_get(c, "score")),
                    json_number_value(json_object_get(c, "median_s")) * 1e3,
                    json_number_value(json_object_get(c, "min_s")) * 1e3,
                    (long long)json_integer_value(json_object_get(c, "runs")),
@@ -1291,9 +1331,9 @@ static void print_human(const json_t *r)
         }
         printf("\n");
     }
-    if (json_is_number(json_object_get(r, "aggregate")))   /* not after --compile-only */
-        printf("aggregate  %.3f %s (geometric mean over configs)\n",
-               json_number_value(json_object_get(r, "aggregate")), unit ? unit : "");
+    if (json_is_number(json_object_get(r, "aggregate"))) /* not after --compile-only */
+        printf("aggregate  %.3f %s (geometric mean over configs)\n", json_number_value(json_object_get(r, "aggregate")),
+               unit ? unit : "");
     json_t *pj = json_object_get(r, "paired");
     if (json_is_string(json_object_get(pj, "error")))
         printf("paired     not measured: %s\n", json_string_value(json_object_get(pj, "error")));
@@ -1315,7 +1355,7 @@ static void print_human(const json_t *r)
                json_number_value(json_array_get(json_object_get(sj, "ci"), 0)),
                json_number_value(json_array_get(json_object_get(sj, "ci"), 1)),
                json_is_true(json_object_get(sj, "screened_out")) ? " (scores and aggregate: the screen's configs only)"
-                                                                  : "");
+                                                                 : "");
     if (json_is_integer(json_object_get(r, "rng_seed")))
         printf("rng_seed   %lld\n", (long long)json_integer_value(json_object_get(r, "rng_seed")));
     json_t *co = json_object_get(r, "compile");
@@ -1398,8 +1438,8 @@ int avo_eval_cli(int argc, char **argv)
         } else if (strcmp(a, "--ref-cache-mb") == 0 && v) {
             long long mb = 0;
             if (avo_refstore_parse_mb(v, &mb) != 0) {
-                fprintf(stderr, "avo-worker eval: --ref-cache-mb wants an integer number of MB in [0, 2^40), got '%s'\n",
-                        v);
+                fprintf(stderr,
+                        "avo-worker eval: --ref-cache-mb wants an integer number of MB in [0, 2^40), got '%s'\n", v);
                 return 2;
             }
             o.ref_cache_bytes = (uint64_t)mb << 20;

@@ -13,28 +13,28 @@
 #include "avo_problem.h"
 
 typedef struct {
-    const char *harness_path;   /* the avo-harness binary */
-    const char *cache_dir;      /* compile cache root (created if missing) */
-    const char *state_dir;      /* the worker's state (avod's home), hidden from everything run; NULL: $AVO_HOME */
-    const char *scratch_root;   /* per-candidate scratch dirs go under it */
-    const char *cc;             /* C compiler, NULL = "cc" */
-    const char *nvcc;           /* CUDA compiler, NULL = "nvcc" (PATH, then /usr/local/cuda/bin) */
-    const char *gpu_arch;       /* CUDA problems: "sm_90a"...; NULL = read from the GPU through NVML */
-    int gpu_index;              /* NVML index of this worker's GPU (energy, arch, the GPU lock) */
-    const char *gpu_lock_dir;   /* where the host's workers lock a GPU while its harness runs (gpulock.h);
+    const char *harness_path; /* the avo-harness binary */
+    const char *cache_dir;    /* compile cache root (created if missing) */
+    const char *state_dir;    /* the worker's state (avod's home), hidden from everything run; NULL: $AVO_HOME */
+    const char *scratch_root; /* per-candidate scratch dirs go under it */
+    const char *cc;           /* C compiler, NULL = "cc" */
+    const char *nvcc;         /* CUDA compiler, NULL = "nvcc" (PATH, then /usr/local/cuda/bin) */
+    const char *gpu_arch;     /* CUDA problems: "sm_90a"...; NULL = read from the GPU through NVML */
+    int gpu_index;            /* NVML index of this worker's GPU (energy, arch, the GPU lock) */
+    const char *gpu_lock_dir; /* where the host's workers lock a GPU while its harness runs (gpulock.h);
                                    NULL or "": avo_gpulock_default_dir() */
-    double timeout_s;           /* wall clock for compile and for the harness; 0 = 120 */
-    uint64_t rng_seed;          /* 0 = fresh from getrandom() and recorded */
-    uint64_t job_seed;          /* the job's secret seed (the warm-up calls' input sets, the same in every
+    double timeout_s;         /* wall clock for compile and for the harness; 0 = 120 */
+    uint64_t rng_seed;        /* 0 = fresh from getrandom() and recorded */
+    uint64_t job_seed;        /* the job's secret seed (the warm-up calls' input sets, the same in every
                                    evaluation of the job): to the harness's stdin only, never recorded;
                                    0 = fresh from getrandom() for this evaluation alone */
-    uint64_t ref_cache_bytes;   /* the reference cache's budget (<cache_dir>/ref, daemon/worker/refstore.h):
+    uint64_t ref_cache_bytes; /* the reference cache's budget (<cache_dir>/ref, daemon/worker/refstore.h):
                                    used only with a job_seed; 0 = off */
-    int disassemble;            /* compile-only: add the object's disassembly ("disassembly") */
-    int trusted;                /* compile-only: the source is the package's reference or baseline, compiled as
+    int disassemble;          /* compile-only: add the object's disassembly ("disassembly") */
+    int trusted;              /* compile-only: the source is the package's reference or baseline, compiled as
                                    an evaluation compiles those (linked with the vendor libraries, no candidate
                                    policy); `avo-worker check` */
-    const char *src_name;       /* compile-only: the source's file name in compiler messages (NULL: cand.c or
+    const char *src_name;     /* compile-only: the source's file name in compiler messages (NULL: cand.c or
                                    cand.cu) */
     /* Paired measurement (docs/evaluation.md, "Paired measurement"): the
      * version the candidate is measured against (the island's best), timed
@@ -44,8 +44,8 @@ typedef struct {
     const char *against_src;
     size_t against_len;
     long long against_id;
-    double confidence;          /* of paired's interval and lower bound; 0 = 0.95 */
-    int screen;                 /* paired, on a problem that declares "screen": screen first (docs/evaluation.md,
+    double confidence; /* of paired's interval and lower bound; 0 = 0.95 */
+    int screen;        /* paired, on a problem that declares "screen": screen first (docs/evaluation.md,
                                    "Screening"); avod asks for it for a search's evaluations */
     /* Counters (docs/evaluation.md, "Counters"): profile runs the harness
      * in its profile-only mode (the profile task: checked calls and
@@ -69,8 +69,8 @@ typedef struct {
  * docs/evaluation.md), whatever the candidate's outcome. Returns a negative
  * int only when the evaluation itself could not be carried out (cannot fork,
  * harness missing), with a message in err. */
-int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
-                       json_t **result, char *err, size_t errlen);
+int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
+                       char *err, size_t errlen);
 
 /* Compile what avo_eval_candidate would (reference, candidate and, paired, the against) into the
  * cache, nothing else: the worker does this for the next evaluation while
@@ -90,8 +90,8 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
  * to refuse a seed that does not compile at submission, and for the agent's
  * compile and disassemble tools (o->disassemble adds "disassembly":
  * {"tool", "text"|"error"}). Nothing of the candidate is run. */
-int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len,
-                          json_t **result, char *err, size_t errlen);
+int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
+                          char *err, size_t errlen);
 
 /* A microbenchmark (the agent's microbenchmark tool): compile one
  * standalone program (language "c" or "cuda", for this worker's GPU) in the

@@ -58,8 +58,10 @@ static int open_lock(const char *dir, const char *key, char *path, size_t plen, 
     int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, errlen, "GPU lock: cannot open %s: %s (--gpu-lock-dir names a directory every worker of "
-                 "the host can write)", path, strerror(e));
+        snprintf(err, errlen,
+                 "GPU lock: cannot open %s: %s (--gpu-lock-dir names a directory every worker of "
+                 "the host can write)",
+                 path, strerror(e));
         return -e;
     }
     /* Anyone may create names in a sticky directory, untrusted code too

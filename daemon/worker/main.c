@@ -46,8 +46,10 @@ typedef struct {
     char gpu_lock_dir[AVO_CFG_STRLEN];
 } worker_settings;
 
-#define ROW(name, type, field, dflt, env, lo, hi, help) \
-    {name, type, offsetof(worker_settings, field), dflt, env, lo, hi, help}
+#define ROW(name, type, field, dflt, env, lo, hi, help)                                                                \
+    {                                                                                                                  \
+        name, type, offsetof(worker_settings, field), dflt, env, lo, hi, help                                          \
+    }
 static const avo_cfg_row worker_rows[] = {
     ROW("config", AVO_CFG_STR, config, NULL, "AVO_WORKER_CONFIG", 1, 0, "config file"),
     ROW("home", AVO_CFG_STR, home, NULL, "AVO_HOME", 1, 0, "avod's state directory (to find the database)"),
@@ -124,7 +126,8 @@ int main(int argc, char **argv)
         /* avo-worker toolchain [TARGET [GPU]]: the record a worker of that
          * target would register (AVO_TOOLCHAIN_FILE applied) */
         json_t *tc = NULL;
-        const avo_toolchain_opts to = {.target = argc > 2 ? argv[2] : "cpu", .gpu_index = argc > 3 ? atoi(argv[3]) : 0,
+        const avo_toolchain_opts to = {.target = argc > 2 ? argv[2] : "cpu",
+                                       .gpu_index = argc > 3 ? atoi(argv[3]) : 0,
                                        .override_file = getenv("AVO_TOOLCHAIN_FILE")};
         if (avo_toolchain_probe(&to, &tc, err, sizeof err) < 0) {
             fprintf(stderr, "avo-worker: %s\n", err);
@@ -138,7 +141,10 @@ int main(int argc, char **argv)
     avo_log_init("avo-worker");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            avo_config_usage(worker_rows, NROWS, "avo-worker", "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       avo-worker check <problem-dir> [--max-builds N] [--json]\n       avo-worker devices\n       avo-worker toolchain [TARGET [GPU]]");
+            avo_config_usage(worker_rows, NROWS, "avo-worker",
+                             "[options]\n       avo-worker eval <problem-dir> <candidate-file> [--json]\n       "
+                             "avo-worker check <problem-dir> [--max-builds N] [--json]\n       avo-worker devices\n    "
+                             "   avo-worker toolchain [TARGET [GPU]]");
             return 0;
         }
         if (!strcmp(argv[i], "--version")) {
@@ -177,9 +183,9 @@ int main(int argc, char **argv)
         size_t i;
         json_t *d;
         s.target[0] = 0;
-        json_array_foreach(devs, i, d) {
-            if (json_integer_value(json_object_get(d, "index")) == s.gpu &&
-                json_is_string(json_object_get(d, "arch")))
+        json_array_foreach(devs, i, d)
+        {
+            if (json_integer_value(json_object_get(d, "index")) == s.gpu && json_is_string(json_object_get(d, "arch")))
                 snprintf(s.target, sizeof s.target, "%s", json_string_value(json_object_get(d, "arch")));
         }
         json_decref(devs);
@@ -245,8 +251,8 @@ int main(int argc, char **argv)
          * the worker cannot use refuses it now, not each evaluation. */
         char key[128], lerr[600];
         avo_gpulock_key((int)s.gpu, key, sizeof key);
-        if (avo_gpulock_check(*s.gpu_lock_dir ? s.gpu_lock_dir : avo_gpulock_default_dir(), key, lerr,
-                              sizeof lerr) < 0) {
+        if (avo_gpulock_check(*s.gpu_lock_dir ? s.gpu_lock_dir : avo_gpulock_default_dir(), key, lerr, sizeof lerr) <
+            0) {
             fprintf(stderr, "avo-worker: %s\n", lerr);
             return 2;
         }

@@ -49,7 +49,7 @@ static void add(avo_policy_findings *f, int rule, const char *file, const char *
                 const char *fmt, ...)
 {
     if (f->found[rule])
-        return;     /* the first of each rule is the evidence */
+        return; /* the first of each rule is the evidence */
     avo_policy_violation *v = &f->v[rule];
     memset(v, 0, sizeof *v);
     f->found[rule] = 1;
@@ -80,8 +80,8 @@ void avo_policy_detail(const avo_policy_violation *v, char *out, size_t outlen)
         snprintf(where, sizeof where, "%s line %d", v->file, v->line);
     else
         snprintf(where, sizeof where, "%s", v->file);
-    snprintf(out, outlen, "%s: %s%s%s%s: %s", avo_policy_rule_name(v->rule), where, v->text[0] ? ": `" : "",
-             v->text, v->text[0] ? "`" : "", v->why);
+    snprintf(out, outlen, "%s: %s%s%s%s: %s", avo_policy_rule_name(v->rule), where, v->text[0] ? ": `" : "", v->text,
+             v->text[0] ? "`" : "", v->why);
 }
 
 json_t *avo_policy_json(const avo_policy_violation *v, unsigned relax)
@@ -90,9 +90,9 @@ json_t *avo_policy_json(const avo_policy_violation *v, unsigned relax)
     for (int r = 0; r < AVO_POLICY_NRULES; r++)
         if (relax & (1u << r))
             json_array_append_new(relaxed, json_string(avo_policy_rule_name(r)));
-    return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:s}", "rule", avo_policy_rule_name(v->rule), "file",
-                     v->file, "line", v->line > 0 ? json_integer(v->line) : json_null(), "text", v->text, "why",
-                     v->why, "relaxed", relaxed, "ptx_isa", AVO_PTX_ISA, "toolkit", AVO_PTX_TOOLKIT);
+    return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:s}", "rule", avo_policy_rule_name(v->rule), "file", v->file,
+                     "line", v->line > 0 ? json_integer(v->line) : json_null(), "text", v->text, "why", v->why,
+                     "relaxed", relaxed, "ptx_isa", AVO_PTX_ISA, "toolkit", AVO_PTX_TOOLKIT);
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -101,11 +101,18 @@ json_t *avo_policy_json(const avo_policy_violation *v, unsigned relax)
  * prefix (cuModuleLoad, cuModuleLoadData, cuModuleLoadDataEx,
  * cuModuleLoadFatBinary, ...). A candidate has no use for any of them:
  * what it may link is the problem's flags' business. */
-static const char *const loader_exact[] = {"dlopen", "dlmopen", "__libc_dlopen_mode", "cuLinkCreate",
-                                           "cuLinkCreate_v2", "cuLinkComplete", "cudaLibraryLoadData",
-                                           "cudaLibraryLoadFromFile", "__cudaRegisterFatBinary", NULL};
-static const char *const loader_prefix[] = {"cuModuleLoad", "cuLibraryLoad", "cudaLibraryLoad", "cuLinkAdd",
-                                            "nvrtc", "nvJitLink", "nvPTXCompiler", "nvFatbin", NULL};
+static const char *const loader_exact[] = {"dlopen",
+                                           "dlmopen",
+                                           "__libc_dlopen_mode",
+                                           "cuLinkCreate",
+                                           "cuLinkCreate_v2",
+                                           "cuLinkComplete",
+                                           "cudaLibraryLoadData",
+                                           "cudaLibraryLoadFromFile",
+                                           "__cudaRegisterFatBinary",
+                                           NULL};
+static const char *const loader_prefix[] = {"cuModuleLoad", "cuLibraryLoad", "cudaLibraryLoad", "cuLinkAdd", "nvrtc",
+                                            "nvJitLink",    "nvPTXCompiler", "nvFatbin",        NULL};
 /* Symbol lookups whose name must be a literal, so the name can be checked
  * (a name built at run time could be any loader): which argument. */
 static const struct {
@@ -235,12 +242,12 @@ enum tok_kind { T_IDENT, T_NUMBER, T_STRING, T_CHAR, T_PUNCT, T_HASH };
 
 typedef struct {
     enum tok_kind kind;
-    size_t at, len;     /* in the logical text */
+    size_t at, len; /* in the logical text */
     int line;
-    int bol;            /* first token of its logical line */
-    char *str;          /* T_STRING: the decoded content, joined with adjacent literals */
+    int bol;   /* first token of its logical line */
+    char *str; /* T_STRING: the decoded content, joined with adjacent literals */
     size_t slen;
-    int *sline;         /* T_STRING: the line each byte of str came from */
+    int *sline; /* T_STRING: the line each byte of str came from */
 } token;
 
 typedef struct {
@@ -309,10 +316,23 @@ static int decode_into(const char *b, const char *e, char **out, size_t *olen)
         unsigned v = 0;
         int k = 0;
         switch (*s) {
-        case 'n': o[n++] = '\n'; break;
-        case 't': o[n++] = '\t'; break;
-        case 'r': o[n++] = '\r'; break;
-        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+        case 'n':
+            o[n++] = '\n';
+            break;
+        case 't':
+            o[n++] = '\t';
+            break;
+        case 'r':
+            o[n++] = '\r';
+            break;
+        case '0':
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7':
             while (k < 3 && s < e && *s >= '0' && *s <= '7') {
                 v = v * 8 + (unsigned)(*s - '0');
                 s++;
@@ -324,13 +344,16 @@ static int decode_into(const char *b, const char *e, char **out, size_t *olen)
         case 'x':
             s++;
             while (s < e && isxdigit((unsigned char)*s)) {
-                v = v * 16 + (unsigned)(isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10));
+                v = v * 16 +
+                    (unsigned)(isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10));
                 s++;
             }
             s--;
             o[n++] = (char)v;
             break;
-        default: o[n++] = *s; break;
+        default:
+            o[n++] = *s;
+            break;
         }
     }
     o[n] = 0;
@@ -412,7 +435,7 @@ static int tokenize(const logical *L, int cuda, tokens *T)
                 }
                 continue;
             }
-            i = j;      /* the quote follows: an ordinary literal with a prefix */
+            i = j; /* the quote follows: an ordinary literal with a prefix */
             ch = (unsigned char)c[i];
         }
         if (ch == '"' || ch == '\'') {
@@ -457,8 +480,9 @@ static int tokenize(const logical *L, int cuda, tokens *T)
         if (ch == '#' || (ch == '%' && i + 1 < n && c[i + 1] == ':')) {
             t.kind = T_HASH;
             t.len = ch == '#' ? 1 : 2;
-            if (i + t.len < n && (c[i + t.len] == '#' || (c[i + t.len] == '%' && i + t.len + 1 < n && c[i + t.len + 1] == ':')))
-                t.len *= 2;     /* ## is pasting, not a directive */
+            if (i + t.len < n &&
+                (c[i + t.len] == '#' || (c[i + t.len] == '%' && i + t.len + 1 < n && c[i + t.len + 1] == ':')))
+                t.len *= 2; /* ## is pasting, not a directive */
             if (push(T, t))
                 return -ENOMEM;
             i += t.len;
@@ -577,8 +601,7 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
         const token *t = &T.t[i];
         /* # or %: first on its line, not the pasting ## or %:%: */
         const int hash = t->kind == T_HASH && (t->len == 1 || (t->len == 2 && L.c[t->at] == '%'));
-        if (hash && t->bol && i + 1 < T.n && T.t[i + 1].kind == T_IDENT &&
-            T.t[i + 1].line == t->line) {
+        if (hash && t->bol && i + 1 < T.n && T.t[i + 1].kind == T_IDENT && T.t[i + 1].line == t->line) {
             const token *d = &T.t[i + 1];
             if (tok_is(&L, d, "include") || tok_is(&L, d, "include_next") || tok_is(&L, d, "import")) {
                 int k = include_operand(&L, d->at + d->len, 0);
@@ -613,8 +636,7 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
                 add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->sline[at < t->slen ? at : 0],
                     "a string holding %s", w);
             if (strstr(t->str, "dependency") && i >= 2 && tok_is(&L, &T.t[i - 2], "_Pragma"))
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                    "a pragma that reads or names a host file");
+                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line, "a pragma that reads or names a host file");
             continue;
         }
         if (t->kind == T_NUMBER || t->kind == T_CHAR) {
@@ -633,8 +655,8 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
                     hit = j < T.n && int_value(&L, &T.t[j]) == m[k][b] &&
                           (b == 3 || (j + 1 < T.n && tok_is(&L, &T.t[j + 1], ",")));
                 if (hit)
-                    add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->line,
-                        "bytes beginning %s image", k ? "a fatbin" : "an ELF (cubin)");
+                    add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->line, "bytes beginning %s image",
+                        k ? "a fatbin" : "an ELF (cubin)");
             }
             continue;
         }
@@ -642,14 +664,12 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
             continue;
         const char *id = L.c + t->at;
         if (is_loader(id, t->len)) {
-            add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->line, "%.*s loads code at run time", (int)t->len,
-                id);
+            add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->line, "%.*s loads code at run time", (int)t->len, id);
             continue;
         }
         if (tok_is(&L, t, "__has_include") || tok_is(&L, t, "__has_include_next") || tok_is(&L, t, "__has_embed")) {
             if (include_operand(&L, t->at + t->len, ')') != 0)
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                    "probes a host file or a computed path");
+                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line, "probes a host file or a computed path");
             continue;
         }
         if ((tok_is(&L, t, "incbin") || tok_is(&L, t, "include")) && i > 0 && tok_is(&L, &T.t[i - 1], ".")) {
@@ -660,7 +680,8 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
         }
         for (size_t k = 0; k < sizeof lookups / sizeof lookups[0]; k++) {
             const size_t ln = strlen(lookups[k].name);
-            if (!(lookups[k].prefix ? t->len >= ln && !memcmp(id, lookups[k].name, ln) : tok_is(&L, t, lookups[k].name)))
+            if (!(lookups[k].prefix ? t->len >= ln && !memcmp(id, lookups[k].name, ln)
+                                    : tok_is(&L, t, lookups[k].name)))
                 continue;
             /* the argument that names the symbol must be one string literal */
             size_t j = i + 1;
@@ -679,8 +700,7 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
                  (tok_is(&L, &T.t[j + 1], ",") || tok_is(&L, &T.t[j + 1], ")"));
             if (!ok)
                 add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->line,
-                    "%.*s with a symbol name that is not a string literal (it could name a loader)", (int)t->len,
-                    id);
+                    "%.*s with a symbol name that is not a string literal (it could name a loader)", (int)t->len, id);
             break;
         }
     }
@@ -800,7 +820,7 @@ static void ptx_statement(const char *text, size_t len, const char *b, const cha
         break;
     }
     if (b >= e || *b == '.' || !(isalpha((unsigned char)*b) || *b == '_'))
-        return;     /* a directive (.reg, .global, .pragma ...), or nothing */
+        return; /* a directive (.reg, .global, .pragma ...), or nothing */
     char op[128];
     size_t n = 0;
     while (b + n < e && n < sizeof op - 1 && (isalnum((unsigned char)b[n]) || strchr("_.:", b[n])))
@@ -943,8 +963,8 @@ static int asm_line(const char *text, size_t len, const char *sym)
     return 0;
 }
 
-int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname,
-                           const char *asm_text, size_t asm_len, avo_policy_findings *f)
+int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname, const char *asm_text,
+                           size_t asm_len, avo_policy_findings *f)
 {
     size_t size = 0;
     unsigned char *img = (unsigned char *)avo_file_read(path, &size);
@@ -1011,8 +1031,8 @@ int avo_policy_scan_object(const char *path, const char *src, size_t srclen, con
             if (!sym)
                 sym = symbol_at(img, size, dynsym, dynstr, sh[k].sh_addr + at);
             int line = src && sym ? ident_line(src, srclen, srcname, sym) : 0;
-            add(f, AVO_POLICY_EMBEDDED_BINARIES, line ? srcname : "object", src, srclen, line,
-                "%s in %s at +0x%zx%s%s", w, nm, at, sym ? ", symbol " : "", sym ? sym : "");
+            add(f, AVO_POLICY_EMBEDDED_BINARIES, line ? srcname : "object", src, srclen, line, "%s in %s at +0x%zx%s%s",
+                w, nm, at, sym ? ", symbol " : "", sym ? sym : "");
         }
         if ((w = loader_in((const char *)d, sh[k].sh_size, NULL))) {
             int line = src ? ident_line(src, srclen, srcname, w) : 0;

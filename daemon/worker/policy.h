@@ -13,11 +13,11 @@
 #include "avo_policy_rules.h"
 
 typedef struct {
-    int rule;          /* enum avo_policy_rule */
-    char file[64];     /* where: "cand.c", "cand.ptx", "cand.s", "object" */
-    int line;          /* 1-based line in file; 0 when there is none */
-    char text[400];    /* the offending line, trimmed (valid UTF-8) */
-    char why[400];     /* what it does that the rule refuses */
+    int rule;       /* enum avo_policy_rule */
+    char file[64];  /* where: "cand.c", "cand.ptx", "cand.s", "object" */
+    int line;       /* 1-based line in file; 0 when there is none */
+    char text[400]; /* the offending line, trimmed (valid UTF-8) */
+    char why[400];  /* what it does that the rule refuses */
 } avo_policy_violation;
 
 /* The first finding of each rule (found[r] says whether there is one), so
@@ -48,8 +48,8 @@ int avo_policy_scan_ptx(const char *text, size_t len, const char *name, avo_poli
  * searched for the line that names the symbol found, then asm_text (the
  * kept .s, may be NULL) when no token of the source spells it. -ENOEXEC for a file that is not a
  * 64-bit little-endian ELF. */
-int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname,
-                           const char *asm_text, size_t asm_len, avo_policy_findings *f);
+int avo_policy_scan_object(const char *path, const char *src, size_t srclen, const char *srcname, const char *asm_text,
+                           size_t asm_len, avo_policy_findings *f);
 
 /* The first finding whose rule is not in relax (a bit per rule), or NULL. */
 const avo_policy_violation *avo_policy_first(const avo_policy_findings *f, unsigned relax);

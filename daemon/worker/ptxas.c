@@ -10,12 +10,13 @@ static json_t *entry(json_t *arr, const char *kernel)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         if (!strcmp(json_string_value(json_object_get(e, "kernel")), kernel))
             return e;
     }
-    e = json_pack("{s:s,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "kernel", kernel, "target", "registers", 0, "barriers",
-                  0, "smem_bytes", 0, "cmem_bytes", 0, "stack_bytes", 0, "spill_store_bytes", 0, "spill_load_bytes", 0);
+    e = json_pack("{s:s,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "kernel", kernel, "target", "registers", 0, "barriers", 0,
+                  "smem_bytes", 0, "cmem_bytes", 0, "stack_bytes", 0, "spill_store_bytes", 0, "spill_load_bytes", 0);
     json_array_append_new(arr, e);
     return e;
 }

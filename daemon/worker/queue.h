@@ -16,7 +16,7 @@ typedef struct {
     const char *target;
     const char *harness;
     const char *cache_dir;
-    const char *state_dir;      /* the worker's home (avod's state): hidden from everything it runs */
+    const char *state_dir; /* the worker's home (avod's state): hidden from everything it runs */
     const char *scratch_root;
     double lease_s;
     double timeout_s;

@@ -27,9 +27,16 @@
 enum { ST_NETNS = 1, ST_SETUP = 2, ST_EXEC = 3, ST_ISOLATE = 4 };
 /* Steps of the isolation the child could not take (ST_ISOLATE's step). */
 enum { IS_PRIVATE = 1, IS_RDONLY, IS_CGROUP_RW, IS_TMPFS, IS_HIDE, IS_EXPOSE, IS_PROC, IS_USERMAP, IS_CGJOIN };
-static const char *const is_name[] = {"", "private mounts", "read-only root", "writable /sys/fs/cgroup",
-                                      "private tmpfs", "hidden directory", "exposed path", "fresh /proc",
-                                      "user namespace map", "joining the control group"};
+static const char *const is_name[] = {"",
+                                      "private mounts",
+                                      "read-only root",
+                                      "writable /sys/fs/cgroup",
+                                      "private tmpfs",
+                                      "hidden directory",
+                                      "exposed path",
+                                      "fresh /proc",
+                                      "user namespace map",
+                                      "joining the control group"};
 
 typedef struct {
     int stage;
@@ -118,9 +125,9 @@ static const char *const private_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", NULL}
 /* Everything the child's mount namespace is made of, prepared before the
  * fork (the child may only make system calls). */
 typedef struct {
-    char priv[4][PATH_MAX];       /* private tmpfs mount points */
+    char priv[4][PATH_MAX]; /* private tmpfs mount points */
     int npriv;
-    char hide[8][PATH_MAX];       /* empty read-only tmpfs over these */
+    char hide[8][PATH_MAX]; /* empty read-only tmpfs over these */
     int nhide;
     char expose[MAX_MOUNTS][PATH_MAX]; /* bind-mounted back in over the private dirs */
     int expose_rw[MAX_MOUNTS];
@@ -268,14 +275,15 @@ static void build_mounts(const avo_sandbox_opts *o, const mount_plan *m, int pid
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
         note(st_w, IS_PRIVATE, 0, errno);
-        return;   /* anything more would show on the host */
+        return; /* anything more would show on the host */
     }
     /* Detached copies of what must stay visible, taken before the private
      * dirs cover them (a bind mount needs its source in our namespace,
      * which a descriptor opened before the clone is not). */
     int tree[MAX_MOUNTS], skip_priv[4] = {0}, skip_hide[8] = {0};
     for (int i = 0; i < m->nexpose; i++) {
-        tree[i] = (int)syscall(SYS_open_tree, AT_FDCWD, m->expose[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        tree[i] = (int)syscall(SYS_open_tree, AT_FDCWD, m->expose[i],
+                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree[i] >= 0)
             continue;
         /* It could not be carried over a private or hidden directory: that
@@ -328,7 +336,7 @@ typedef struct {
     rlim_t cpu, as, fsize, nofile, nproc;
     const mount_plan *m;
     const avo_cgroup *cg;
-    unsigned long ns;   /* the namespaces the child was created in (CLONE_NEW*) */
+    unsigned long ns; /* the namespaces the child was created in (CLONE_NEW*) */
 } child_args;
 
 /* Runs in the new child: only async-signal-safe calls from here to exec,
@@ -395,7 +403,8 @@ static void child(const child_args *a)
      * threads, and its set-id wrappers would signal threads that are not
      * here (and wait for them). */
     if (o->drop_uid && getuid() == 0 && !(a->ns & CLONE_NEWUSER) &&
-        (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, SANDBOX_NOBODY, SANDBOX_NOBODY, SANDBOX_NOBODY) != 0 ||
+        (syscall(SYS_setgroups, 0, NULL) != 0 ||
+         syscall(SYS_setresgid, SANDBOX_NOBODY, SANDBOX_NOBODY, SANDBOX_NOBODY) != 0 ||
          syscall(SYS_setresuid, SANDBOX_NOBODY, SANDBOX_NOBODY, SANDBOX_NOBODY) != 0))
         goto fail;
     signal(SIGPIPE, SIG_DFL);
@@ -431,8 +440,8 @@ static void close_fd(int *fd)
 static void add_note(avo_sandbox_result *r, const mount_plan *m, const child_status *cs)
 {
     const char *what = cs->step > 0 && cs->step <= IS_CGJOIN ? is_name[cs->step] : "?";
-    const char *which = cs->step == IS_TMPFS && cs->index < m->npriv    ? m->priv[cs->index]
-                        : cs->step == IS_HIDE && cs->index < m->nhide   ? m->hide[cs->index]
+    const char *which = cs->step == IS_TMPFS && cs->index < m->npriv      ? m->priv[cs->index]
+                        : cs->step == IS_HIDE && cs->index < m->nhide     ? m->hide[cs->index]
                         : cs->step == IS_EXPOSE && cs->index < m->nexpose ? m->expose[cs->index]
                                                                           : "";
     size_t n = strlen(r->isolate_note);
@@ -544,9 +553,21 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
      * evaluation, the group is the limit. */
     rlim_t nproc = r->pids_limit ? RLIM_INFINITY : o->nproc ? (rlim_t)o->nproc : 256;
 
-    child_args ca = {.o = o, .argv = argv, .envp = envp, .out_w = p_out[1], .err_w = p_err[1], .res_w = p_res[1],
-                     .in_r = p_in[0], .st_w = p_st[1], .cpu = cpu, .as = as, .fsize = fsize, .nofile = nofile,
-                     .nproc = nproc, .m = plan, .cg = cg.freezer >= 0 ? &cg : NULL};
+    child_args ca = {.o = o,
+                     .argv = argv,
+                     .envp = envp,
+                     .out_w = p_out[1],
+                     .err_w = p_err[1],
+                     .res_w = p_res[1],
+                     .in_r = p_in[0],
+                     .st_w = p_st[1],
+                     .cpu = cpu,
+                     .as = as,
+                     .fsize = fsize,
+                     .nofile = nofile,
+                     .nproc = nproc,
+                     .m = plan,
+                     .cg = cg.freezer >= 0 ? &cg : NULL};
     const double start = now();
     pid_t pid = -1;
     if (o->isolate) {
@@ -610,10 +631,26 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
         capture *caps[4];
         int *fds[4];
         int n = 0;
-        if (p_out[0] >= 0) { pf[n] = (struct pollfd){p_out[0], POLLIN, 0}; caps[n] = &cout; fds[n++] = &p_out[0]; }
-        if (p_err[0] >= 0) { pf[n] = (struct pollfd){p_err[0], POLLIN, 0}; caps[n] = &cerr; fds[n++] = &p_err[0]; }
-        if (p_res[0] >= 0) { pf[n] = (struct pollfd){p_res[0], POLLIN, 0}; caps[n] = &cres; fds[n++] = &p_res[0]; }
-        if (p_st[0] >= 0) { pf[n] = (struct pollfd){p_st[0], POLLIN, 0}; caps[n] = NULL; fds[n++] = &p_st[0]; }
+        if (p_out[0] >= 0) {
+            pf[n] = (struct pollfd){p_out[0], POLLIN, 0};
+            caps[n] = &cout;
+            fds[n++] = &p_out[0];
+        }
+        if (p_err[0] >= 0) {
+            pf[n] = (struct pollfd){p_err[0], POLLIN, 0};
+            caps[n] = &cerr;
+            fds[n++] = &p_err[0];
+        }
+        if (p_res[0] >= 0) {
+            pf[n] = (struct pollfd){p_res[0], POLLIN, 0};
+            caps[n] = &cres;
+            fds[n++] = &p_res[0];
+        }
+        if (p_st[0] >= 0) {
+            pf[n] = (struct pollfd){p_st[0], POLLIN, 0};
+            caps[n] = NULL;
+            fds[n++] = &p_st[0];
+        }
         /* Done when the child is reaped and the pipes are drained, or 200 ms
          * after reaping: a grandchild that escaped the group may hold a
          * pipe open forever and must not hang the worker. */
@@ -643,8 +680,7 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
                     memcpy(&cs, buf + off, sizeof cs);
                     if (cs.stage == ST_NETNS) {
                         r->netns = 0;
-                        snprintf(r->netns_note, sizeof r->netns_note, "unshare(CLONE_NEWNET): %s",
-                                 strerror(cs.err));
+                        snprintf(r->netns_note, sizeof r->netns_note, "unshare(CLONE_NEWNET): %s", strerror(cs.err));
                     } else if (cs.stage == ST_ISOLATE) {
                         add_note(r, plan, &cs);
                         if (cs.step == IS_CGJOIN) {
@@ -699,8 +735,8 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
     }
     if (st_exec.stage) {
         rc = st_exec.stage == ST_EXEC ? -st_exec.err : -EIO;
-        snprintf(err, errlen, "%s %s: %s", st_exec.stage == ST_EXEC ? "cannot execute" : "cannot set up",
-                 o->argv[0], strerror(st_exec.err));
+        snprintf(err, errlen, "%s %s: %s", st_exec.stage == ST_EXEC ? "cannot execute" : "cannot set up", o->argv[0],
+                 strerror(st_exec.err));
     }
 
 cleanup:

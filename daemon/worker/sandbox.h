@@ -17,41 +17,41 @@
 #include <stddef.h>
 
 typedef struct {
-    char *const *argv;          /* argv[0] is looked up in PATH */
-    const char *cwd;            /* the child chdirs here */
-    double timeout_s;           /* wall clock; <= 0 means none */
-    double cpu_s;               /* RLIMIT_CPU; 0 = timeout_s + 5 */
+    char *const *argv;              /* argv[0] is looked up in PATH */
+    const char *cwd;                /* the child chdirs here */
+    double timeout_s;               /* wall clock; <= 0 means none */
+    double cpu_s;                   /* RLIMIT_CPU; 0 = timeout_s + 5 */
     unsigned long long as_bytes;    /* RLIMIT_AS; 0 = 4 GiB */
-    int no_as_limit;            /* CUDA: no RLIMIT_AS at all */
+    int no_as_limit;                /* CUDA: no RLIMIT_AS at all */
     unsigned long long fsize_bytes; /* RLIMIT_FSIZE; 0 = 64 MiB */
-    int nofile;                 /* RLIMIT_NOFILE; 0 = 64 */
-    int nproc;                  /* RLIMIT_NPROC; 0 = 256 */
-    int netns;                  /* try unshare(CLONE_NEWNET) */
-    int netns_required;         /* and do not run the program without it (fail at setup) */
-    int drop_uid;               /* when root: run as nobody (uid/gid 65534, no groups) */
-    int isolate;                /* own PID, mount, IPC namespaces; private /tmp; read-only rest (above) */
-    int isolate_required;       /* and do not run the program without them (fail at setup) */
+    int nofile;                     /* RLIMIT_NOFILE; 0 = 64 */
+    int nproc;                      /* RLIMIT_NPROC; 0 = 256 */
+    int netns;                      /* try unshare(CLONE_NEWNET) */
+    int netns_required;             /* and do not run the program without it (fail at setup) */
+    int drop_uid;                   /* when root: run as nobody (uid/gid 65534, no groups) */
+    int isolate;                    /* own PID, mount, IPC namespaces; private /tmp; read-only rest (above) */
+    int isolate_required;           /* and do not run the program without them (fail at setup) */
     unsigned long long tmpfs_bytes; /* size of each private tmpfs; 0 = 256 MiB */
-    const char *const *expose;  /* NULL-terminated: paths that stay visible (read-only) under a private or hidden dir */
-    const char *const *hide;    /* NULL-terminated: directories replaced by an empty read-only tmpfs */
-    int cgroup_rw;              /* keep /sys/fs/cgroup writable (the harness freezes its runner there) */
-    int cgroup;                 /* run in a control group of its own (created and removed here) */
-    long pids_max;              /* with cgroup: at most this many processes and threads; 0 = 1024 */
-    const char *stdin_data;     /* written to the child's stdin (a pipe), else stdin is /dev/null */
-    const int *pass_fds;        /* these descriptors become fds 5, 6, ... in the child */
+    const char *const *expose; /* NULL-terminated: paths that stay visible (read-only) under a private or hidden dir */
+    const char *const *hide;   /* NULL-terminated: directories replaced by an empty read-only tmpfs */
+    int cgroup_rw;             /* keep /sys/fs/cgroup writable (the harness freezes its runner there) */
+    int cgroup;                /* run in a control group of its own (created and removed here) */
+    long pids_max;             /* with cgroup: at most this many processes and threads; 0 = 1024 */
+    const char *stdin_data;    /* written to the child's stdin (a pipe), else stdin is /dev/null */
+    const int *pass_fds;       /* these descriptors become fds 5, 6, ... in the child */
     int npass;
-    int result_fd;              /* give the child a pipe on fd 3 */
-    size_t result_cap;          /* bytes kept from fd 3; 0 = 1 MiB */
-    size_t out_cap;             /* bytes kept of stdout and of stderr; 0 = 4 KiB */
-    int keep_head;              /* keep the first out_cap bytes, not the last */
+    int result_fd;     /* give the child a pipe on fd 3 */
+    size_t result_cap; /* bytes kept from fd 3; 0 = 1 MiB */
+    size_t out_cap;    /* bytes kept of stdout and of stderr; 0 = 4 KiB */
+    int keep_head;     /* keep the first out_cap bytes, not the last */
     int (*should_cancel)(void *arg);
     void *cancel_arg;
 } avo_sandbox_opts;
 
 typedef struct {
-    int exited;                 /* exit status valid */
+    int exited; /* exit status valid */
     int exit_code;
-    int signal;                 /* terminating signal, 0 if none */
+    int signal; /* terminating signal, 0 if none */
     int timed_out;
     int cancelled;
     double wall_s;
@@ -64,7 +64,7 @@ typedef struct {
     char cgroup_note[240];      /* why no group, when one was wanted */
     char *out, *err;            /* NUL-terminated captures (capped) */
     size_t out_len, err_len;
-    char *result;               /* what came on fd 3 (capped), NUL-terminated */
+    char *result; /* what came on fd 3 (capped), NUL-terminated */
     size_t result_len;
     int result_truncated;
 } avo_sandbox_result;

@@ -136,8 +136,8 @@ static void gpu_part(const avo_toolchain_opts *o, json_t *tc, json_t *versions)
         char vbios[96] = "none";
         unsigned sm = 0, mem = 0;
         avo_nvml_vbios(o->gpu_index, vbios, sizeof vbios);
-        json_t *gj = json_pack("{s:i,s:s,s:s,s:s}", "index", o->gpu_index, "name", g.name, "uuid", g.uuid,
-                               "vbios", vbios);
+        json_t *gj = json_pack("{s:i,s:s,s:s,s:s}", "index", o->gpu_index, "name", g.name, "uuid", g.uuid, "vbios",
+                               vbios);
         if (avo_nvml_app_clocks(o->gpu_index, &sm, &mem) == 0)
             json_object_set_new(gj, "app_clocks", json_pack("{s:i,s:i}", "sm_mhz", (int)sm, "mem_mhz", (int)mem));
         json_object_set_new(tc, "gpu", gj);
@@ -158,7 +158,8 @@ static int apply_override(const char *file, json_t *tc, char *err, size_t errlen
     }
     const char *k;
     json_t *v;
-    json_object_foreach(ov, k, v) {
+    json_object_foreach(ov, k, v)
+    {
         if (!strcmp(k, "versions")) {
             if (!json_is_object(v)) {
                 snprintf(err, errlen, "--toolchain-file %s: versions: must be an object", file);
@@ -213,15 +214,18 @@ json_t *avo_toolchain_for_result(const json_t *toolchain, const json_t *result)
     long long lo = 0, hi = 0;
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(result, "configs"), i, c) {
+    json_array_foreach(json_object_get(result, "configs"), i, c)
+    {
         const json_t *k = json_object_get(c, "clock");
-        long long a = json_integer_value(json_object_get(k, "min_mhz")), b = json_integer_value(json_object_get(k, "max_mhz"));
+        long long a = json_integer_value(json_object_get(k, "min_mhz")),
+                  b = json_integer_value(json_object_get(k, "max_mhz"));
         if (a > 0 && (!lo || a < lo))
             lo = a;
         if (b > hi)
             hi = b;
     }
     if (lo || hi)
-        json_object_set_new(t, "clocks", json_pack("{s:I,s:I}", "sm_min_mhz", (json_int_t)lo, "sm_max_mhz", (json_int_t)hi));
+        json_object_set_new(t, "clocks",
+                            json_pack("{s:I,s:I}", "sm_min_mhz", (json_int_t)lo, "sm_max_mhz", (json_int_t)hi));
     return t;
 }

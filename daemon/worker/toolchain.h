@@ -13,9 +13,9 @@
 #include <jansson.h>
 
 typedef struct {
-    const char *target;         /* "cpu" or "sm_XY": a CPU worker has no GPU to record */
-    int gpu_index;              /* NVML index of the worker's GPU */
-    const char *override_file;  /* --toolchain-file (tests, operators), or NULL */
+    const char *target;        /* "cpu" or "sm_XY": a CPU worker has no GPU to record */
+    int gpu_index;             /* NVML index of the worker's GPU */
+    const char *override_file; /* --toolchain-file (tests, operators), or NULL */
 } avo_toolchain_opts;
 
 /* A new object {"versions": {...}, "cc": {...}, "nvcc": {...}, "driver",

@@ -43,8 +43,9 @@ static int start_server(pgtest *t)
 {
     char bindir[1024];
     if (avo_pgembed_find_bindir(bindir, sizeof bindir) < 0) {
-        snprintf(t->why, sizeof t->why, "no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql "
-                                         "or on PATH: install the 'postgresql' package (make deps)");
+        snprintf(t->why, sizeof t->why,
+                 "no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql "
+                 "or on PATH: install the 'postgresql' package (make deps)");
         t->absent = 1;
         return -1;
     }
@@ -154,8 +155,8 @@ void pgtest_db_close(pgtest_db *t)
 static void print_handle(uv_handle_t *h, void *arg)
 {
     (void)arg;
-    print_message("# still open: a %s handle (active %d, closing %d)\n", uv_handle_type_name(h->type),
-                  uv_is_active(h), uv_is_closing(h));
+    print_message("# still open: a %s handle (active %d, closing %d)\n", uv_handle_type_name(h->type), uv_is_active(h),
+                  uv_is_closing(h));
 }
 
 void pgtest_finish(uv_loop_t *loop, pgtest_db *t, int close)

@@ -16,11 +16,11 @@
 #include "daemon/avod/pgembed.h"
 
 typedef struct {
-    char dir[256];          /* the cluster's home: /tmp/avo-unit-pg.XXXXXX */
+    char dir[256]; /* the cluster's home: /tmp/avo-unit-pg.XXXXXX */
     avo_pgembed pg;
     int started;
-    char why[2048];         /* why there is no server (absent or failed) */
-    int absent;             /* no server binaries: skip, not fail */
+    char why[2048]; /* why there is no server (absent or failed) */
+    int absent;     /* no server binaries: skip, not fail */
 } pgtest;
 
 /* For a cmocka group setup: starts the server, then applies sql/NNN_*.sql
@@ -47,7 +47,7 @@ void pgtest_run_until(uv_loop_t *loop, const int *v, int want, const char *what)
 /* A connection whose close the test sees. */
 typedef struct {
     avo_db db;
-    int closed;             /* times on_closed ran */
+    int closed; /* times on_closed ran */
 } pgtest_db;
 
 /* avo_db_close with a callback that counts into t->closed. */

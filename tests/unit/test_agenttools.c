@@ -18,7 +18,8 @@ static json_t *tool_named(json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         if (!strcmp(json_string_value(json_object_get(t, "name")), name))
             return t;
     }
@@ -30,9 +31,10 @@ static void test_declarations(void **state)
     (void)state;
     json_t *tools = avo_agent_tools();
     assert_non_null(tools);
-    static const char *const names[] = {"problem", "lineage", "read_candidate", "diff", "search_knowledge",
-                                        "read_knowledge", "write_source", "edit_source", "compile", "disassemble",
-                                        "evaluate", "profile", "microbenchmark", "commit", "give_up"};
+    static const char *const names[] = {"problem",          "lineage",        "read_candidate", "diff",
+                                        "search_knowledge", "read_knowledge", "write_source",   "edit_source",
+                                        "compile",          "disassemble",    "evaluate",       "profile",
+                                        "microbenchmark",   "commit",         "give_up"};
     assert_int_equal(json_array_size(tools), sizeof names / sizeof names[0]);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         json_t *t = tool_named(tools, names[i]);
@@ -48,9 +50,8 @@ static void test_declarations(void **state)
     assert_null(avo_agent_tool_handler(NULL));
     json_t *edit = json_object_get(tool_named(tools, "edit_source"), "schema");
     assert_int_equal(json_array_size(json_object_get(edit, "required")), 2);
-    json_t *lang = json_object_get(json_object_get(json_object_get(tool_named(tools, "microbenchmark"), "schema"),
-                                                   "properties"),
-                                   "language");
+    json_t *lang = json_object_get(
+        json_object_get(json_object_get(tool_named(tools, "microbenchmark"), "schema"), "properties"), "language");
     assert_int_equal(json_array_size(json_object_get(lang, "enum")), 2);
 
     /* The declarations travel in both wire formats. */
@@ -93,20 +94,21 @@ static void test_checks(void **state)
     want_check("microbenchmark", "{\"source\": \"int main(){}\", \"language\": \"cuda\"}", 0, NULL);
 
     want_check("rm_rf", "{}", -ENOENT, "there is no tool 'rm_rf'; the tools are: problem, lineage,");
-    want_check("commit", "[1]", -EINVAL, "commit: the arguments must be a JSON object; arguments: candidate "
-                                           "(integer, required), notes (string, required)");
+    want_check("commit", "[1]", -EINVAL,
+               "commit: the arguments must be a JSON object; arguments: candidate "
+               "(integer, required), notes (string, required)");
     want_check("commit", "{\"candidate\": 3, \"notes\": \"x\", \"force\": true}", -EINVAL,
-                 "commit: unknown argument 'force'");
+               "commit: unknown argument 'force'");
     want_check("edit_source", "{\"search\": \"a\"}", -EINVAL,
-                 "edit_source: missing argument 'replace' (string): its replacement");
+               "edit_source: missing argument 'replace' (string): its replacement");
     want_check("commit", "{\"candidate\": \"12\", \"notes\": \"x\"}", -EINVAL,
-                 "commit: 'candidate' must be an integer from 1 to");
+               "commit: 'candidate' must be an integer from 1 to");
     want_check("commit", "{\"candidate\": 1.5, \"notes\": \"x\"}", -EINVAL, "'candidate' must be an integer");
     want_check("lineage", "{\"limit\": 1000}", -EINVAL, "lineage: 'limit' must be an integer from 1 to 200");
     want_check("write_source", "{\"source\": 5}", -EINVAL, "write_source: 'source' must be a string");
     want_check("write_source", "{\"source\": \"\"}", -EINVAL, "'source' is 0 bytes; it must be 1 to 1048576");
     want_check("microbenchmark", "{\"source\": \"x\", \"language\": \"rust\"}", -EINVAL,
-                 "microbenchmark: 'language' must be one of c|cuda, not 'rust'");
+               "microbenchmark: 'language' must be one of c|cuda, not 'rust'");
     want_check("give_up", "{\"reason\": \"a\\u0000b\"}", -EINVAL, "give_up: 'reason' contains a NUL character");
 
     /* A huge argument is refused by size, not parsed into the workspace. */
@@ -129,8 +131,7 @@ static void test_working_copy(void **state)
     char msg[512];
     assert_int_equal(avo_agent_ws_edit(&w, "a", "b", msg, sizeof msg), -EINVAL);
     assert_non_null(strstr(msg, "no working copy yet"));
-    assert_int_equal(avo_agent_ws_write(&w, "int f(void)\n{\n    return 1;\n}\n/* return 1; */\n", msg, sizeof msg),
-                     0);
+    assert_int_equal(avo_agent_ws_write(&w, "int f(void)\n{\n    return 1;\n}\n/* return 1; */\n", msg, sizeof msg), 0);
     assert_int_equal(w.version, 1);
     assert_string_equal(msg, "the working copy is now version 1 (5 lines, 46 bytes)");
 
@@ -188,7 +189,6 @@ static void test_problem_text(void **state)
     avo_problem_free(&p);
 }
 
-
 /* Shaped like cuobjdump -sass output (CUDA 12/13): a header per kernel,
  * instruction lines with their offset and encoding comments, encoding-only
  * continuation lines. */
@@ -207,15 +207,14 @@ static const char sass[] =
     "        /*0000*/                   LDL R2, [R1] ;                              /* 0x0 */\n"
     "        /*0010*/                   EXIT ;                                      /* 0x0 */\n";
 
-static const char objdump_text[] =
-    "\ncand.so:     file format elf64-x86-64\n\nDisassembly of section .text:\n\n"
-    "0000000000001139 <sgemm>:\n"
-    "    1139:\tpush   %rbp\n"
-    "    113a:\tvfmadd231ps %ymm1,%ymm2,%ymm0\n"
-    "    1140:\tret\n"
-    "\n0000000000001150 <helper>:\n"
-    "    1150:\tvfmadd231ps %ymm3,%ymm4,%ymm5\n"
-    "    1156:\tret\n";
+static const char objdump_text[] = "\ncand.so:     file format elf64-x86-64\n\nDisassembly of section .text:\n\n"
+                                   "0000000000001139 <sgemm>:\n"
+                                   "    1139:\tpush   %rbp\n"
+                                   "    113a:\tvfmadd231ps %ymm1,%ymm2,%ymm0\n"
+                                   "    1140:\tret\n"
+                                   "\n0000000000001150 <helper>:\n"
+                                   "    1150:\tvfmadd231ps %ymm3,%ymm4,%ymm5\n"
+                                   "    1156:\tret\n";
 
 static void test_disasm_filter(void **state)
 {
@@ -281,7 +280,8 @@ static void test_profile_text(void **state)
         "{\"outcome\":\"ok\",\"configs\":["
         "{\"name\":\"1024\",\"median_s\":0.0001,\"counters\":{\"available\":true,\"passes\":28,"
         "\"source\":\"CUPTI range profiler, AutoRange + KernelReplay\",\"unsupported\":[],"
-        "\"kernels\":[{\"range\":\"gemm_tma\",\"metrics\":{\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":41.5}}]}},"
+        "\"kernels\":[{\"range\":\"gemm_tma\",\"metrics\":{\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":41.5}}]"
+        "}},"
         "{\"name\":\"8192\",\"median_s\":0.0015,\"counters\":{\"available\":true,\"passes\":28,"
         "\"unsupported\":[\"smsp__foo\"],"
         "\"kernels\":[{\"range\":\"gemm_tma\",\"metrics\":{\"sm__throughput.avg.pct_of_peak_sustained_elapsed\":88.25,"
@@ -314,11 +314,12 @@ static void test_profile_text(void **state)
     json_decref(cpu);
     /* A profile task's result: no times, so the last configuration by
      * default; the task clock still read where the PMU is not. */
-    json_t *prof = json_loads(
-        "{\"outcome\":\"ok\",\"mode\":\"profile\",\"configs\":["
-        "{\"name\":\"128\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no PMU\",\"task_clock_s\":0.001}},"
-        "{\"name\":\"512\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no PMU\",\"task_clock_s\":0.25}}]}",
-        0, NULL);
+    json_t *prof = json_loads("{\"outcome\":\"ok\",\"mode\":\"profile\",\"configs\":["
+                              "{\"name\":\"128\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no "
+                              "PMU\",\"task_clock_s\":0.001}},"
+                              "{\"name\":\"512\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no "
+                              "PMU\",\"task_clock_s\":0.25}}]}",
+                              0, NULL);
     assert_int_equal(avo_agent_profile_text(prof, 5, NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "candidate 5, configuration 512 (profile run, 2 checked calls)"));
     assert_non_null(strstr(out, "no hardware counters: no PMU"));
@@ -327,7 +328,8 @@ static void test_profile_text(void **state)
     json_decref(prof);
     /* A candidate the profile run found wrong: the outcome, not counters. */
     json_t *bad = json_loads("{\"outcome\":\"wrong_result\",\"detail\":\"config 128, call 0: C[3] off\","
-                             "\"configs\":[]}", 0, NULL);
+                             "\"configs\":[]}",
+                             0, NULL);
     assert_int_equal(avo_agent_profile_text(bad, 9, NULL, &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "candidate 9 did not pass its checked calls (outcome wrong_result): config 128"));
     json_decref(bad);
@@ -379,14 +381,9 @@ static void test_eval_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_declarations),
-        cmocka_unit_test(test_checks),
-        cmocka_unit_test(test_working_copy),
-        cmocka_unit_test(test_problem_text),
-        cmocka_unit_test(test_disasm_filter),
-        cmocka_unit_test(test_disasm_cap),
-        cmocka_unit_test(test_profile_text),
-        cmocka_unit_test(test_eval_text),
+        cmocka_unit_test(test_declarations), cmocka_unit_test(test_checks),        cmocka_unit_test(test_working_copy),
+        cmocka_unit_test(test_problem_text), cmocka_unit_test(test_disasm_filter), cmocka_unit_test(test_disasm_cap),
+        cmocka_unit_test(test_profile_text), cmocka_unit_test(test_eval_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

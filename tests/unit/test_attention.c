@@ -45,9 +45,16 @@ typedef enum {
     V_SCALE_BF16,
 } variant;
 
-static const char *const variant_name[] = {"reference", "flash", "no causal mask", "causal mask off by one",
-                                           "scale 1/D", "GQA head h % HKV", "no rescale on a new max",
-                                           "bf16 O accumulator", "LSE in base 2", "scale rounded to bf16"};
+static const char *const variant_name[] = {"reference",
+                                           "flash",
+                                           "no causal mask",
+                                           "causal mask off by one",
+                                           "scale 1/D",
+                                           "GQA head h % HKV",
+                                           "no rescale on a new max",
+                                           "bf16 O accumulator",
+                                           "LSE in base 2",
+                                           "scale rounded to bf16"};
 
 static avo_problem P;
 
@@ -92,8 +99,7 @@ static int64_t allowed_keys(const int64_t *z, int64_t i, variant v)
 }
 
 /* Exact attention in double: O[rows][D], L[rows]. */
-static void attention_f64(const int64_t *z, const double *q, const double *k, const double *vv, double *o,
-                          double *l)
+static void attention_f64(const int64_t *z, const double *q, const double *k, const double *vv, double *o, double *l)
 {
     const int64_t S = z[ZS], D = z[ZD];
     const double scale = 1.0 / sqrt((double)D);
@@ -134,8 +140,8 @@ static void attention_f32(const int64_t *z, const float *q, const float *k, cons
 {
     const int64_t S = z[ZS], D = z[ZD], tile = 64;
     const float scale = v == V_SCALE_1_OVER_D ? 1.0f / (float)D
-                        : v == V_SCALE_BF16  ? bf16_round(1.0f / sqrtf((float)D))
-                                             : 1.0f / sqrtf((float)D);
+                        : v == V_SCALE_BF16   ? bf16_round(1.0f / sqrtf((float)D))
+                                              : 1.0f / sqrtf((float)D);
     const float log2e = 1.4426950408889634f;
     float *s = malloc((size_t)S * sizeof *s), *acc = malloc((size_t)D * sizeof *acc);
     for (int64_t b = 0; b < z[ZB]; b++)
@@ -206,8 +212,8 @@ typedef struct {
 
 /* Run the variant on the harness's inputs for size vector z and compare O
  * and LSE with want (bf16 O as the harness would hold it). */
-static void compare(const avo_tensors *t, const float *o, const float *l, const void *want_o,
-                    const void *want_l, int want_is_f64, result *r)
+static void compare(const avo_tensors *t, const float *o, const float *l, const void *want_o, const void *want_l,
+                    int want_is_f64, result *r)
 {
     const int64_t no = t->elems[3], nl = t->elems[4];
     uint16_t *ob = malloc((size_t)no * 2);
@@ -264,8 +270,8 @@ static void check_size(const int64_t *z)
     }
     result r;
     compare(&t, oref, lref, o64, l64, 1, &r);
-    printf("# B=%lld H=%lld HKV=%lld S=%lld D=%lld CAUSAL=%lld\n", (long long)z[0], (long long)z[1],
-           (long long)z[2], (long long)z[3], (long long)z[4], (long long)z[5]);
+    printf("# B=%lld H=%lld HKV=%lld S=%lld D=%lld CAUSAL=%lld\n", (long long)z[0], (long long)z[1], (long long)z[2],
+           (long long)z[3], (long long)z[4], (long long)z[5]);
     printf("#   reference vs float64: O rel_l2 %.3g max_abs %.3g, LSE rel_l2 %.3g max_abs %.3g\n", r.o.rel_l2,
            r.o.max_abs, r.l.rel_l2, r.l.max_abs);
     assert_true(r.o.pass && r.l.pass);

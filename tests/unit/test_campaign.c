@@ -74,9 +74,9 @@ static void test_summary(void **state)
     (void)state;
     json_t *jobs = json_array();
     json_array_append_new(jobs, job(1, "a", "succeeded", 1, 10));
-    json_array_append_new(jobs, job(2, "a", "succeeded", 1, 12));   /* the problem's best: job 2 */
+    json_array_append_new(jobs, job(2, "a", "succeeded", 1, 12)); /* the problem's best: job 2 */
     json_array_append_new(jobs, job(3, "b", "succeeded", 1, 9.7));
-    json_array_append_new(jobs, job(4, "c", "failed", 1, 99));      /* a failed job never sets a best */
+    json_array_append_new(jobs, job(4, "c", "failed", 1, 99)); /* a failed job never sets a best */
     /* job 3's speedup was measured paired at its end: the summary keeps the interval */
     json_object_set_new(json_array_get(jobs, 2), "speedup_detail",
                         json_pack("{s:f,s:f,s:[f,f],s:f,s:b}", "ratio", 9.5, "low", 9.3, "ci", 9.2, 9.9, "confidence",
@@ -100,9 +100,10 @@ static void test_summary(void **state)
     assert_false(json_is_true(json_object_get(s, "ok")));
     char *md = markdown(s);
     assert_non_null(strstr(md, "**FAILED**: 1 job(s) failed, 1 problem(s) regressed (tolerance 2.0%)"));
-    assert_non_null(strstr(md, "| b | 9.7 | GFLOP/s | 3 | - | 10 | -3.0% | absolute (no paired measurement: the previous "
-                               "summary records no candidate for it (written before paired regression checks)) | "
-                               "**regressed** |"));
+    assert_non_null(strstr(md,
+                           "| b | 9.7 | GFLOP/s | 3 | - | 10 | -3.0% | absolute (no paired measurement: the previous "
+                           "summary records no candidate for it (written before paired regression checks)) | "
+                           "**regressed** |"));
     assert_non_null(strstr(md, "| 4 | c | failed |"));
     assert_non_null(strstr(md, "| 3 | b | succeeded | 1 | 9.7 | x9.50 [9.200, 9.900] (95% interval, paired) | r |"));
     assert_non_null(strstr(md, "| 2 | a | succeeded | 1 | 12 | x12.00 | r |"));
@@ -150,9 +151,8 @@ static json_t *measured(int id, int cand, int against, double ratio, double lo, 
 
 static const char *reason_of(const json_t *s, const char *problem)
 {
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(json_object_get(s, "problems"), problem), "comparison"),
-                        "reason"));
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(json_object_get(s, "problems"), problem), "comparison"), "reason"));
 }
 
 static int regressed(const json_t *s, const char *problem)
@@ -166,15 +166,15 @@ static void test_paired_decision(void **state)
 {
     (void)state;
     json_t *jobs = json_array();
-    json_array_append_new(jobs, job_c(1, "a", 12, 101));  /* paired 0.97 [0.96, 0.985]: inside 2% */
-    json_array_append_new(jobs, job_c(2, "b", 10, 102));  /* aggregates +11%, paired [0.94, 0.97]: regressed */
-    json_array_append_new(jobs, job_c(3, "c", 5, 103));   /* aggregates -50% (a loaded host), paired x1.001 */
-    json_array_append_new(jobs, job_c(4, "d", 5, 104));   /* compare crashed: aggregates decide, -50% */
-    json_array_append_new(jobs, job_c(5, "e", 10, 105));  /* compare refused */
-    json_array_append_new(jobs, job_c(6, "f", 10, 106));  /* compare still queued */
-    json_array_append_new(jobs, job_c(7, "g", 10, 107));  /* previous summary of the old format */
-    json_array_append_new(jobs, job_c(8, "h", 10, 108));  /* the against failed */
-    json_array_append_new(jobs, job_c(9, "n", 10, 109));  /* new problem */
+    json_array_append_new(jobs, job_c(1, "a", 12, 101)); /* paired 0.97 [0.96, 0.985]: inside 2% */
+    json_array_append_new(jobs, job_c(2, "b", 10, 102)); /* aggregates +11%, paired [0.94, 0.97]: regressed */
+    json_array_append_new(jobs, job_c(3, "c", 5, 103));  /* aggregates -50% (a loaded host), paired x1.001 */
+    json_array_append_new(jobs, job_c(4, "d", 5, 104));  /* compare crashed: aggregates decide, -50% */
+    json_array_append_new(jobs, job_c(5, "e", 10, 105)); /* compare refused */
+    json_array_append_new(jobs, job_c(6, "f", 10, 106)); /* compare still queued */
+    json_array_append_new(jobs, job_c(7, "g", 10, 107)); /* previous summary of the old format */
+    json_array_append_new(jobs, job_c(8, "h", 10, 108)); /* the against failed */
+    json_array_append_new(jobs, job_c(9, "n", 10, 109)); /* new problem */
     json_t *prev = json_loads("{\"problems\":{"
                               "\"a\":{\"baseline\":12.1,\"baseline_candidate\":1},"
                               "\"b\":{\"baseline\":9,\"baseline_candidate\":2},"
@@ -202,12 +202,14 @@ static void test_paired_decision(void **state)
     json_object_set_new(cmps, "a", measured(41, 101, 1, 0.97, 0.96, 0.985));
     json_object_set_new(cmps, "b", measured(42, 102, 2, 0.95, 0.94, 0.97));
     json_object_set_new(cmps, "c", measured(43, 103, 3, 1.001, 0.99, 1.01));
-    json_object_set_new(cmps, "d", json_pack("{s:i,s:s,s:s,s:s}", "id", 44, "state", "done", "outcome", "crash", "detail",
-                                             "segfault"));
-    json_object_set_new(cmps, "e", json_pack("{s:s}", "error", "avod refused the paired compare: against: no candidate 5"));
+    json_object_set_new(
+        cmps, "d", json_pack("{s:i,s:s,s:s,s:s}", "id", 44, "state", "done", "outcome", "crash", "detail", "segfault"));
+    json_object_set_new(cmps, "e",
+                        json_pack("{s:s}", "error", "avod refused the paired compare: against: no candidate 5"));
     json_object_set_new(cmps, "f", json_pack("{s:i,s:s}", "id", 46, "state", "queued"));
-    json_object_set_new(cmps, "h", json_pack("{s:i,s:s,s:s,s:{s:s}}", "id", 48, "state", "done", "outcome", "ok",
-                                             "paired", "error", "the against does not compile: x"));
+    json_object_set_new(cmps, "h",
+                        json_pack("{s:i,s:s,s:s,s:{s:s}}", "id", 48, "state", "done", "outcome", "ok", "paired",
+                                  "error", "the against does not compile: x"));
     json_t *s = avoctl_campaign_summary("n", jobs, prev, cmps, 0.02, "t0", "t1");
     assert_non_null(s);
     json_t *pa = json_object_get(json_object_get(s, "problems"), "a");
@@ -308,7 +310,8 @@ static void test_reval(void **state)
     json_decref(ok);
 
     json_t *old = json_loads("{\"cc\":\"12.2.0\",\"nvcc\":\"13.0.88\",\"driver\":\"580.95.05\",\"gpu\":\"NVIDIA H200\","
-                             "\"gpu_uuid\":\"GPU-1\",\"cpu\":\"EPYC\",\"avo\":\"0.1.0\"}", 0, NULL);
+                             "\"gpu_uuid\":\"GPU-1\",\"cpu\":\"EPYC\",\"avo\":\"0.1.0\"}",
+                             0, NULL);
     json_t *gpu_only = json_deep_copy(old), *cpu_only = json_deep_copy(old), *nvcc = json_deep_copy(old);
     json_object_set_new(gpu_only, "gpu_uuid", json_string("GPU-2")); /* another card: no change */
     json_object_set_new(cpu_only, "cpu", json_string("Xeon"));
@@ -339,10 +342,12 @@ static void test_reval(void **state)
     /* worker 1 is gone (it had cc 12), 2 is draining, 3 is of another
      * target, 4 is live with cc 14, 5 is live without a record */
     json_t *workers = json_loads(
-        "[{\"id\":1,\"state\":\"gone\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"12.2.0\",\"cpu\":\"EPYC\"}}},"
+        "[{\"id\":1,\"state\":\"gone\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"12.2.0\",\"cpu\":"
+        "\"EPYC\"}}},"
         "{\"id\":2,\"state\":\"draining\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"9\"}}},"
         "{\"id\":3,\"state\":\"idle\",\"target\":\"sm_90\",\"toolchain\":{\"versions\":{\"cc\":\"9\"}}},"
-        "{\"id\":4,\"state\":\"busy\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"14.1.0\",\"cpu\":\"EPYC\"}}},"
+        "{\"id\":4,\"state\":\"busy\",\"target\":\"cpu\",\"toolchain\":{\"versions\":{\"cc\":\"14.1.0\",\"cpu\":"
+        "\"EPYC\"}}},"
         "{\"id\":5,\"state\":\"idle\",\"target\":\"cpu\",\"toolchain\":null}]",
         0, NULL);
     json_t *plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
@@ -386,7 +391,8 @@ static void test_reval(void **state)
     avoctl_reval_markdown(plan, f);
     fclose(f);
     assert_non_null(strstr(md, "## Re-validation (on_toolchain_change)"));
-    assert_non_null(strstr(md, "| cpu/sgemm | 5 | 4 | 10 | 9 | x0.9000 | cc 14.1.0 | cc 12.2.0, EPYC | cc 12.2.0 -> 14.1.0 |"));
+    assert_non_null(
+        strstr(md, "| cpu/sgemm | 5 | 4 | 10 | 9 | x0.9000 | cc 14.1.0 | cc 12.2.0, EPYC | cc 12.2.0 -> 14.1.0 |"));
     assert_non_null(strstr(md, "| attention | 7 | - | - | - | - | not re-validated:"));
     assert_non_null(strstr(md, "Geometric mean of the ratios: x0.9000 over 1"));
     free(md);
@@ -413,7 +419,8 @@ static void test_reval(void **state)
     assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 2);
     json_decref(plan);
     plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
-    assert_string_equal(json_string_value(json_object_get(plan, "message")), "no previous campaign: nothing to re-validate");
+    assert_string_equal(json_string_value(json_object_get(plan, "message")),
+                        "no previous campaign: nothing to re-validate");
     json_decref(plan);
     json_decref(revs);
     json_decref(workers);
@@ -429,11 +436,8 @@ static void test_reval(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_paired_decision),
-        cmocka_unit_test(test_compare_line),
-        cmocka_unit_test(test_reval),
+        cmocka_unit_test(test_parse),        cmocka_unit_test(test_summary), cmocka_unit_test(test_paired_decision),
+        cmocka_unit_test(test_compare_line), cmocka_unit_test(test_reval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,7 @@ typedef struct {
     char id[8][32];
     char event[8][32];
     char data[8][256];
-    int stop_after;      /* return 1 from the callback after this many events */
+    int stop_after; /* return 1 from the callback after this many events */
 } events;
 
 static int collect(const avoctl_sse_event *ev, void *arg)
@@ -63,12 +63,11 @@ static int feed(avoctl_sse *p, const char *text, size_t step, events *e)
     return 0;
 }
 
-static const char *const STREAM =
-    "id: 1\nevent: job_started\ndata: {\"id\":1,\"kind\":\"job_started\"}\n\n"
-    ": keep-alive\n\n"
-    "id: 2\r\nevent: committed\r\ndata: {\"id\":2,\r\n"
-    "data: \"kind\":\"committed\"}\r\n\r\n"
-    "id: 3\revent: new_best\rdata:{\"id\":3}\r\r";
+static const char *const STREAM = "id: 1\nevent: job_started\ndata: {\"id\":1,\"kind\":\"job_started\"}\n\n"
+                                  ": keep-alive\n\n"
+                                  "id: 2\r\nevent: committed\r\ndata: {\"id\":2,\r\n"
+                                  "data: \"kind\":\"committed\"}\r\n\r\n"
+                                  "id: 3\revent: new_best\rdata:{\"id\":3}\r\r";
 
 static void check_stream(const events *e)
 {
@@ -220,11 +219,8 @@ static void test_globals(void **state)
 }
 
 static const avoctl_opt opts[] = {
-    {"problem", 0, 1, "P", ""},
-    {"priority", 0, 1, "N", ""},
-    {"watch", 'w', 0, NULL, ""},
-    {"output", 'o', 1, "FILE", ""},
-    {NULL, 0, 0, NULL, NULL},
+    {"problem", 0, 1, "P", ""},     {"priority", 0, 1, "N", ""}, {"watch", 'w', 0, NULL, ""},
+    {"output", 'o', 1, "FILE", ""}, {NULL, 0, 0, NULL, NULL},
 };
 
 static void test_args(void **state)
@@ -327,11 +323,10 @@ static void test_table(void **state)
     assert_int_equal(avoctl_table_add(t, r3), 0);
     assert_int_equal(avoctl_table_rows(t), 3);
     char *text = render(t);
-    assert_string_equal(text,
-                        "ID  STATE        BEST\n"
-                        " 7  running      9.81\n"
-                        "12  -           123.5\n"
-                        " 3  succeeded×      -\n");
+    assert_string_equal(text, "ID  STATE        BEST\n"
+                              " 7  running      9.81\n"
+                              "12  -           123.5\n"
+                              " 3  succeeded×      -\n");
     free(text);
     avoctl_table_free(t);
 
@@ -359,18 +354,16 @@ static void test_table_fit(void **state)
     /* 2 + 2 + 18 + 2 + 1 = 25 columns; 20 leaves the knobs 13. */
     avoctl_table_fit(t, 20, 1, 6);
     char *text = render(t);
-    assert_string_equal(text,
-                        "ID  KNOBS          N\n"
-                        "1   BM=64 BN=1...  7\n"
-                        "22  é=1            8\n");
+    assert_string_equal(text, "ID  KNOBS          N\n"
+                              "1   BM=64 BN=1...  7\n"
+                              "22  é=1            8\n");
     free(text);
     /* Never below the minimum, even if the row stays too wide. */
     avoctl_table_fit(t, 5, 1, 6);
     text = render(t);
-    assert_string_equal(text,
-                        "ID  KNOBS   N\n"
-                        "1   BM=...  7\n"
-                        "22  é=1     8\n");
+    assert_string_equal(text, "ID  KNOBS   N\n"
+                              "1   BM=...  7\n"
+                              "22  é=1     8\n");
     free(text);
     /* 0: no limit (a pipe gets everything). */
     avoctl_table_fit(t, 0, 1, 6);
@@ -451,8 +444,8 @@ static void test_fmt_events(void **state)
     event_line("{\"kind\":\"committed\",\"at\":\"2024-05-01T12:03:05Z\",\"data\":{\"candidate\":45,"
                "\"parent\":41,\"aggregate\":9.81}}",
                NULL, "[12:03:05] committed cand 45 (parent 41) 9.81");
-    event_line("{\"kind\":\"new_best\",\"data\":{\"candidate\":45,\"aggregate\":9.81,\"speedup\":3.1}}",
-               NULL, "new best 9.81 (x3.10 over seed), cand 45");
+    event_line("{\"kind\":\"new_best\",\"data\":{\"candidate\":45,\"aggregate\":9.81,\"speedup\":3.1}}", NULL,
+               "new best 9.81 (x3.10 over seed), cand 45");
     event_line("{\"kind\":\"job_finished\",\"job\":7,\"data\":{\"state\":\"succeeded\",\"reason\":"
                "\"budget exhausted\",\"best\":{\"candidate\":55,\"aggregate\":9.8},\"seed\":"
                "{\"candidate\":41,\"aggregate\":3.1},\"speedup\":3.16}}",
@@ -473,8 +466,9 @@ static void test_fmt_events(void **state)
                NULL, "agent step 4 committed island 1 after 1 turn, 2 evaluations: commit");
     event_line("{\"kind\":\"llm_retry\",\"data\":{\"step\":4,\"provider\":\"claude\",\"attempt\":2,"
                "\"max_retries\":5,\"wait_s\":2.5,\"status\":529,\"message\":\"Overloaded\"}}",
-               NULL, "provider claude: attempt 2 failed (HTTP 529): Overloaded; retrying in 2.5 s (2 of 5 retries), "
-                     "agent step 4");
+               NULL,
+               "provider claude: attempt 2 failed (HTTP 529): Overloaded; retrying in 2.5 s (2 of 5 retries), "
+               "agent step 4");
     event_line("{\"kind\":\"llm_retry\",\"data\":{\"provider\":\"p\",\"attempt\":1,\"max_retries\":2,"
                "\"wait_s\":1,\"error\":\"Timeout was reached\"}}",
                NULL, "provider p: attempt 1 failed: Timeout was reached; retrying in 1.0 s (1 of 2 retries)");
@@ -482,13 +476,15 @@ static void test_fmt_events(void **state)
     event_line("{\"kind\":\"not_significant\",\"data\":{\"candidate\":12,\"island\":0,\"against\":9,"
                "\"ratio\":1.003,\"low\":0.996,\"ci\":[0.996,1.011],\"min_gain\":0.005,\"confidence\":0.95,"
                "\"reason\":\"not a significant gain\"}}",
-               NULL, "not_significant cand 12 island 0 x1.0030 vs cand 9 [0.9960, 1.0110], low 0.9960 needs > "
-                     "1.0050: not a significant gain");
+               NULL,
+               "not_significant cand 12 island 0 x1.0030 vs cand 9 [0.9960, 1.0110], low 0.9960 needs > "
+               "1.0050: not a significant gain");
     /* screening (sql/013_screen.sql): the event, and the evaluation with no full score */
     event_line("{\"kind\":\"screened_out\",\"data\":{\"candidate\":13,\"island\":1,\"against\":9,"
                "\"ratio\":0.93,\"low\":0.915,\"ci\":[0.91,0.95],\"confidence\":0.95,\"configs\":[\"a\",\"b\"]}}",
-               NULL, "screened_out cand 13 island 1 x0.9300 vs cand 9 (95% [0.9100, 0.9500]) on 2 screen configs: "
-                     "slower beyond noise, not timed on the rest");
+               NULL,
+               "screened_out cand 13 island 1 x0.9300 vs cand 9 (95% [0.9100, 0.9500]) on 2 screen configs: "
+               "slower beyond noise, not timed on the rest");
     event_line("{\"kind\":\"candidate_evaluated\",\"data\":{\"candidate\":13,\"outcome\":\"ok\","
                "\"aggregate\":null,\"detail\":\"screened out: 0.93 x the against's speed\"}}",
                NULL, "candidate_evaluated cand 13 ok: screened out: 0.93 x the against's speed");
@@ -501,8 +497,9 @@ static void test_fmt_events(void **state)
     event_line("{\"kind\":\"job_finished\",\"job\":7,\"data\":{\"state\":\"succeeded\",\"reason\":\"r\","
                "\"best\":null,\"seed\":null,\"speedup\":1.5,\"speedup_detail\":{\"ratio\":1.5,\"paired\":false,"
                "\"reason\":\"the final evaluation has no paired measurement\"}}}",
-               NULL, "job 7 finished: succeeded (r); best - vs seed -; speedup x1.50 (unpaired: the final "
-                     "evaluation has no paired measurement)");
+               NULL,
+               "job 7 finished: succeeded (r); best - vs seed -; speedup x1.50 (unpaired: the final "
+               "evaluation has no paired measurement)");
     event_line("{\"kind\":\"job_finished\",\"job\":7,\"data\":{\"state\":\"succeeded\",\"reason\":\"r\","
                "\"best\":null,\"seed\":null,\"speedup\":1,\"speedup_detail\":{\"ratio\":1,\"paired\":false,"
                "\"note\":\"no version beat the seed\"}}}",
@@ -563,8 +560,13 @@ static void test_spec_from_flags(void **state)
     (void)state;
     json_t *spec = NULL;
     char err[256];
-    avoctl_spec_flags f = {.problem = "cpu/sgemm", .operator_name = "tune", .evaluations = "30",
-                           .islands = "2", .wall = "600", .epsilon = "0.05", .priority = "-1"};
+    avoctl_spec_flags f = {.problem = "cpu/sgemm",
+                           .operator_name = "tune",
+                           .evaluations = "30",
+                           .islands = "2",
+                           .wall = "600",
+                           .epsilon = "0.05",
+                           .priority = "-1"};
     assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), 0);
     assert_json(spec, "{\"budget\":{\"evaluations\":30,\"wall_seconds\":600},\"epsilon\":0.05,"
                       "\"islands\":2,\"operator\":\"tune\",\"priority\":-1,\"problem\":\"cpu/sgemm\"}");
@@ -589,9 +591,15 @@ static void test_spec_evolution_flags(void **state)
     (void)state;
     json_t *spec = NULL;
     char err[256];
-    avoctl_spec_flags f = {.problem = "gemm_bf16", .evaluations = "100", .gpu_seconds = "3600",
-                           .energy_joules = "2.5e5", .target_score = "750.5", .patience = "8",
-                           .stagnation_limit = "40", .migrate_every = "3", .islands = "4",
+    avoctl_spec_flags f = {.problem = "gemm_bf16",
+                           .evaluations = "100",
+                           .gpu_seconds = "3600",
+                           .energy_joules = "2.5e5",
+                           .target_score = "750.5",
+                           .patience = "8",
+                           .stagnation_limit = "40",
+                           .migrate_every = "3",
+                           .islands = "4",
                            .seed_candidate = "55"};
     assert_int_equal(avoctl_spec_build(&f, &spec, err, sizeof err), 0);
     assert_json(spec, "{\"budget\":{\"energy_joules\":250000,\"evaluations\":100,\"gpu_seconds\":3600},"
@@ -769,13 +777,13 @@ static void test_spec_errors(void **state)
 /* ---- lineage, report, show -------------------------------------------- */
 
 /* What a renderer writes to a FILE*, as a string. */
-#define CAPTURE(text, call)                                           \
-    do {                                                              \
-        size_t cap_len_ = 0;                                          \
-        FILE *cap_f_ = open_memstream(&(text), &cap_len_);            \
-        assert_non_null(cap_f_);                                      \
-        assert_int_equal((call(cap_f_)), 0);                          \
-        fclose(cap_f_);                                               \
+#define CAPTURE(text, call)                                                                                            \
+    do {                                                                                                               \
+        size_t cap_len_ = 0;                                                                                           \
+        FILE *cap_f_ = open_memstream(&(text), &cap_len_);                                                             \
+        assert_non_null(cap_f_);                                                                                       \
+        assert_int_equal((call(cap_f_)), 0);                                                                           \
+        fclose(cap_f_);                                                                                                \
     } while (0)
 
 /* Two islands from the seed; island 0 has an attempt before its next
@@ -822,33 +830,31 @@ static void test_lineage_tree(void **state)
     lineage_all = 0;
     lineage_width = 0;
     CAPTURE(text, print_lineage);
-    assert_string_equal(text,
-        "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1"
-        " (--all shows the 4 attempts)\n"
-        "\n"
-        "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  KNOBS\n"
-        "1 (seed)          -       0        2    x1.00  BM=256 BN=256\n"
-        "+- 2              1       0        4    x2.00  BM=128 BN=256\n"
-        "|  4              2       0        5    x2.50  BM=32 BN=256\n"
-        "`- 3              1       1        3    x1.50  BM=64 BN=256\n"
-        "   5 (best)       3       1        8    x4.00  BM=16 BN=64\n");
+    assert_string_equal(text, "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1"
+                              " (--all shows the 4 attempts)\n"
+                              "\n"
+                              "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  KNOBS\n"
+                              "1 (seed)          -       0        2    x1.00  BM=256 BN=256\n"
+                              "+- 2              1       0        4    x2.00  BM=128 BN=256\n"
+                              "|  4              2       0        5    x2.50  BM=32 BN=256\n"
+                              "`- 3              1       1        3    x1.50  BM=64 BN=256\n"
+                              "   5 (best)       3       1        8    x4.00  BM=16 BN=64\n");
     free(text);
 
     lineage_all = 1;
     CAPTURE(text, print_lineage);
-    assert_string_equal(text,
-        "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1\n"
-        "\n"
-        "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  OUTCOME        KNOBS\n"
-        "1 (seed)          -       0        2    x1.00  committed      BM=256 BN=256\n"
-        "+- 2              1       0        4    x2.00  committed      BM=128 BN=256\n"
-        "|  +- 9           2       0        -        -  wrong_result   BM=2 BN=256\n"
-        "|  4              2       0        5    x2.50  committed      BM=32 BN=256\n"
-        "|  `- 6           4       0      4.5    x2.25  not committed  BM=256 BN=16\n"
-        "`- 3              1       1        3    x1.50  committed      BM=64 BN=256\n"
-        "   5 (best)       3       1        8    x4.00  committed      BM=16 BN=64\n"
-        "   +- 7           5       1        -        -  compile_error  BM=8 BN=64\n"
-        "   `- 8           5       1        -        -  pending        BM=4 BN=64\n");
+    assert_string_equal(text, "job 7 succeeded: 5 committed of 9 candidates; best cand 5, x4.00 over seed cand 1\n"
+                              "\n"
+                              "CANDIDATE    PARENT  ISLAND  GFLOP/s  SPEEDUP  OUTCOME        KNOBS\n"
+                              "1 (seed)          -       0        2    x1.00  committed      BM=256 BN=256\n"
+                              "+- 2              1       0        4    x2.00  committed      BM=128 BN=256\n"
+                              "|  +- 9           2       0        -        -  wrong_result   BM=2 BN=256\n"
+                              "|  4              2       0        5    x2.50  committed      BM=32 BN=256\n"
+                              "|  `- 6           4       0      4.5    x2.25  not committed  BM=256 BN=16\n"
+                              "`- 3              1       1        3    x1.50  committed      BM=64 BN=256\n"
+                              "   5 (best)       3       1        8    x4.00  committed      BM=16 BN=64\n"
+                              "   +- 7           5       1        -        -  compile_error  BM=8 BN=64\n"
+                              "   `- 8           5       1        -        -  pending        BM=4 BN=64\n");
     free(text);
 
     /* A narrow terminal cuts the knobs, nothing else (13 -> 12 columns). */
@@ -879,18 +885,18 @@ static void test_lineage_edges(void **state)
     lineage_all = 0;
     lineage_width = 0;
     CAPTURE(text, print_lineage);
-    assert_string_equal(text,
-        "job 2 running: 3 committed of 3 candidates; best cand 12, x3.00 over seed cand 10\n"
-        "\n"
-        "CANDIDATE  PARENT  ISLAND  SCORE  SPEEDUP  KNOBS\n"
-        "10 (seed)       3       0      1    x1.00  -\n"
-        "11             10       0      2    x2.00  -\n"
-        "12 (best)      11       0      3    x3.00  -\n");
+    assert_string_equal(text, "job 2 running: 3 committed of 3 candidates; best cand 12, x3.00 over seed cand 10\n"
+                              "\n"
+                              "CANDIDATE  PARENT  ISLAND  SCORE  SPEEDUP  KNOBS\n"
+                              "10 (seed)       3       0      1    x1.00  -\n"
+                              "11             10       0      2    x2.00  -\n"
+                              "12 (best)      11       0      3    x3.00  -\n");
     free(text);
     json_decref(lineage_json);
 
     lineage_json = json_loads("{\"job\":3,\"state\":\"queued\",\"seed\":null,\"best\":null,"
-                              "\"candidates\":[]}", 0, &je);
+                              "\"candidates\":[]}",
+                              0, &je);
     CAPTURE(text, print_lineage);
     assert_string_equal(text, "job 3 queued: no candidates yet\n");
     free(text);
@@ -938,65 +944,63 @@ static void test_report(void **state)
     assert_non_null(report_json);
 
     CAPTURE(text, print_report);
-    assert_string_equal(text,
-        "job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
-        "\n"
-        "CONFIG       SEED (GFLOP/s)  BEST (GFLOP/s)  SPEEDUP\n"
-        "128                     2.5              10    x4.00\n"
-        "384x320|288             1.6             6.4    x4.00\n"
-        "zero                      0               1        -\n"
-        "aggregate                 2               8    x4.00\n"
-        "\n"
-        "seed         cand 1: 2 GFLOP/s\n"
-        "best         cand 5: 8 GFLOP/s (island 1)\n"
-        "speedup      x4.00\n"
-        "evaluations  16 of 16: 13 ok, 2 wrong_result, 1 compile_error\n"
-        "commits      6\n"
-        "islands      2\n"
-        "wall         45.97 s (budget 900 s)\n"
-        "GPU          0 s\n"
-        "CPU          45.21 s\n"
-        "energy       0 J\n"
-        "\n"
-        "ISLAND  BEST  CANDIDATE  COMMITS  EVALUATIONS  MIGRATIONS\n"
-        "     0     8          5        4            9           1\n"
-        "     1     8          5        2            7           0\n");
+    assert_string_equal(text, "job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
+                              "\n"
+                              "CONFIG       SEED (GFLOP/s)  BEST (GFLOP/s)  SPEEDUP\n"
+                              "128                     2.5              10    x4.00\n"
+                              "384x320|288             1.6             6.4    x4.00\n"
+                              "zero                      0               1        -\n"
+                              "aggregate                 2               8    x4.00\n"
+                              "\n"
+                              "seed         cand 1: 2 GFLOP/s\n"
+                              "best         cand 5: 8 GFLOP/s (island 1)\n"
+                              "speedup      x4.00\n"
+                              "evaluations  16 of 16: 13 ok, 2 wrong_result, 1 compile_error\n"
+                              "commits      6\n"
+                              "islands      2\n"
+                              "wall         45.97 s (budget 900 s)\n"
+                              "GPU          0 s\n"
+                              "CPU          45.21 s\n"
+                              "energy       0 J\n"
+                              "\n"
+                              "ISLAND  BEST  CANDIDATE  COMMITS  EVALUATIONS  MIGRATIONS\n"
+                              "     0     8          5        4            9           1\n"
+                              "     1     8          5        2            7           0\n");
     free(text);
 
     CAPTURE(text, print_markdown);
-    assert_string_equal(text,
-        "# Job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
-        "\n"
-        "## Seed against best, per configuration\n"
-        "\n"
-        "| config | seed (GFLOP/s) | best (GFLOP/s) | speedup |\n"
-        "|---|---:|---:|---:|\n"
-        "| 128 | 2.5 | 10 | x4.00 |\n"
-        "| 384x320\\|288 | 1.6 | 6.4 | x4.00 |\n"
-        "| zero | 0 | 1 | - |\n"
-        "| **aggregate** | 2 | 8 | x4.00 |\n"
-        "\n"
-        "## Totals\n"
-        "\n"
-        "| | |\n"
-        "|---|---|\n"
-        "| seed | cand 1: 2 GFLOP/s |\n"
-        "| best | cand 5: 8 GFLOP/s (island 1) |\n"
-        "| speedup | x4.00 |\n"
-        "| evaluations | 16 of 16: 13 ok, 2 wrong_result, 1 compile_error |\n"
-        "| commits | 6 |\n"
-        "| islands | 2 |\n"
-        "| wall | 45.97 s (budget 900 s) |\n"
-        "| GPU | 0 s |\n"
-        "| CPU | 45.21 s |\n"
-        "| energy | 0 J |\n"
-        "\n"
-        "## Islands\n"
-        "\n"
-        "| island | best | candidate | commits | evaluations | migrations |\n"
-        "|---:|---:|---:|---:|---:|---:|\n"
-        "| 0 | 8 | 5 | 4 | 9 | 1 |\n"
-        "| 1 | 8 | 5 | 2 | 7 | 0 |\n");
+    assert_string_equal(text, "# Job 1: cpu/sgemm (tune, cpu), succeeded: evaluation budget reached\n"
+                              "\n"
+                              "## Seed against best, per configuration\n"
+                              "\n"
+                              "| config | seed (GFLOP/s) | best (GFLOP/s) | speedup |\n"
+                              "|---|---:|---:|---:|\n"
+                              "| 128 | 2.5 | 10 | x4.00 |\n"
+                              "| 384x320\\|288 | 1.6 | 6.4 | x4.00 |\n"
+                              "| zero | 0 | 1 | - |\n"
+                              "| **aggregate** | 2 | 8 | x4.00 |\n"
+                              "\n"
+                              "## Totals\n"
+                              "\n"
+                              "| | |\n"
+                              "|---|---|\n"
+                              "| seed | cand 1: 2 GFLOP/s |\n"
+                              "| best | cand 5: 8 GFLOP/s (island 1) |\n"
+                              "| speedup | x4.00 |\n"
+                              "| evaluations | 16 of 16: 13 ok, 2 wrong_result, 1 compile_error |\n"
+                              "| commits | 6 |\n"
+                              "| islands | 2 |\n"
+                              "| wall | 45.97 s (budget 900 s) |\n"
+                              "| GPU | 0 s |\n"
+                              "| CPU | 45.21 s |\n"
+                              "| energy | 0 J |\n"
+                              "\n"
+                              "## Islands\n"
+                              "\n"
+                              "| island | best | candidate | commits | evaluations | migrations |\n"
+                              "|---:|---:|---:|---:|---:|---:|\n"
+                              "| 0 | 8 | 5 | 4 | 9 | 1 |\n"
+                              "| 1 | 8 | 5 | 2 | 7 | 0 |\n");
     free(text);
     json_decref(report_json);
 
@@ -1045,34 +1049,33 @@ static void test_show(void **state)
 
     show_source = 0;
     CAPTURE(text, print_show);
-    assert_string_equal(text,
-        "candidate    42 (job 3, island 1)\n"
-        "parent       40\n"
-        "derived from 40, 37\n"
-        "operator     tune\n"
-        "outcome      ok, committed\n"
-        "aggregate    612.5 TFLOP/s\n"
-        "knobs        BM=128 STAGES=4\n"
-        "worker       2 on gpu1 (sm_90a): Xeon, 16 cores; GPU 0 NVIDIA H200 (sm_90)\n"
-        "cost         CPU 11.5 s, GPU 3.25 s, energy 812.5 J\n"
-        "created      2026-12-02 15:05\n"
-        "\n"
-        "CONFIG  SCORE (TFLOP/s)  MEDIAN  RUNS   RSE  VS_BASELINE\n"
-        "4096              612.5  224 us    40  0.4%        x1.23\n"
-        "\n"
-        "compile      2 ms (cached)\n"
-        "ptxas        168 registers, spills 0 B stored / 8 B loaded, 98304 B smem: gemm\n"
-        "counters     CUPTI, per configuration and kernel (below)\n"
-        "energy       812.5 J (NVML, whole evaluation)\n"
-        "\n"
-        "CONFIG  RANGE    TIME   SM%  DRAM%\n"
-        "4096    0      224 us  71.5  12.25\n"
-        "\n"
-        "--- a/candidate-40\n"
-        "+++ b/candidate-42\n"
-        "@@ -1 +1 @@\n"
-        "-#define STAGES 3\n"
-        "+#define STAGES 4\n");
+    assert_string_equal(text, "candidate    42 (job 3, island 1)\n"
+                              "parent       40\n"
+                              "derived from 40, 37\n"
+                              "operator     tune\n"
+                              "outcome      ok, committed\n"
+                              "aggregate    612.5 TFLOP/s\n"
+                              "knobs        BM=128 STAGES=4\n"
+                              "worker       2 on gpu1 (sm_90a): Xeon, 16 cores; GPU 0 NVIDIA H200 (sm_90)\n"
+                              "cost         CPU 11.5 s, GPU 3.25 s, energy 812.5 J\n"
+                              "created      2026-12-02 15:05\n"
+                              "\n"
+                              "CONFIG  SCORE (TFLOP/s)  MEDIAN  RUNS   RSE  VS_BASELINE\n"
+                              "4096              612.5  224 us    40  0.4%        x1.23\n"
+                              "\n"
+                              "compile      2 ms (cached)\n"
+                              "ptxas        168 registers, spills 0 B stored / 8 B loaded, 98304 B smem: gemm\n"
+                              "counters     CUPTI, per configuration and kernel (below)\n"
+                              "energy       812.5 J (NVML, whole evaluation)\n"
+                              "\n"
+                              "CONFIG  RANGE    TIME   SM%  DRAM%\n"
+                              "4096    0      224 us  71.5  12.25\n"
+                              "\n"
+                              "--- a/candidate-40\n"
+                              "+++ b/candidate-42\n"
+                              "@@ -1 +1 @@\n"
+                              "-#define STAGES 3\n"
+                              "+#define STAGES 4\n");
     free(text);
 
     /* --source: the source instead of the diff, newline-terminated. */
@@ -1101,7 +1104,8 @@ static void test_show(void **state)
         "\"result\":{\"outcome\":\"ok\",\"detail\":\"1 configs profiled\",\"mode\":\"profile\","
         "\"counters\":{\"available\":true,\"events\":[\"cycles\"]},"
         "\"configs\":[{\"name\":\"4096\",\"calls\":2,\"counters\":{\"available\":true,\"ipc\":1.5,"
-        "\"cycles\":2000,\"reason\":null}}]}}", 0, NULL);
+        "\"cycles\":2000,\"reason\":null}}]}}",
+        0, NULL);
     assert_non_null(prof);
     json_object_set_new(show_json, "profile", prof);
     CAPTURE(text, print_show);
@@ -1162,8 +1166,8 @@ static void test_noise_marks(void **state)
     free(text);
     json_decref(show_json);
     /* No control group: the note, never a figure. */
-    show_json = json_loads("{\"id\":9,\"clock_gap\":{\"wall_s\":null,\"note\":\"not measured: no control group\"}}",
-                           0, &je);
+    show_json = json_loads("{\"id\":9,\"clock_gap\":{\"wall_s\":null,\"note\":\"not measured: no control group\"}}", 0,
+                           &je);
     CAPTURE(text, print_show);
     assert_non_null(strstr(text, "off CPU      not measured: no control group\n"));
     assert_null(strstr(text, "noisy"));

@@ -64,11 +64,11 @@ static void test_precedence_file_env_flags(void **state)
     setenv("TEST_AVO_NAME", "fromenv", 1);
     char *argv[] = {"prog", "--config", path, "pos", "--n=9", "--flag", NULL};
     assert_int_equal(load(&s, 6, argv, err, &nrest), 0);
-    assert_string_equal(s.name, "fromenv");   /* env beats file */
-    assert_int_equal(s.n, 9);                 /* flag beats file */
-    assert_true(s.x == 2.5);                  /* file beats default */
+    assert_string_equal(s.name, "fromenv"); /* env beats file */
+    assert_int_equal(s.n, 9);               /* flag beats file */
+    assert_true(s.x == 2.5);                /* file beats default */
     assert_int_equal(s.flag, 1);
-    assert_int_equal(nrest, 2);               /* "prog", "pos" */
+    assert_int_equal(nrest, 2); /* "prog", "pos" */
     assert_string_equal(argv[1], "pos");
     unsetenv("TEST_AVO_NAME");
     unlink(path);

@@ -21,26 +21,26 @@ static pgtest PG;
 /* One test's loop and connection, with what the callbacks saw. */
 typedef struct {
     uv_loop_t loop;
-    uv_loop_t *l;       /* &loop, or another fixture's loop */
-    pgtest_db d;        /* the connection, and its close seen */
+    uv_loop_t *l; /* &loop, or another fixture's loop */
+    pgtest_db d;  /* the connection, and its close seen */
     int ups, downs;
     int notifies;
     char channel[64], payload[256];
-    int completed;      /* queries whose callback ran, in order */
+    int completed; /* queries whose callback ran, in order */
 } fx;
 
 /* What one query's callback saw. */
 typedef struct {
     fx *f;
     int done;
-    int order;          /* f->completed when it ran */
+    int order; /* f->completed when it ran */
     int had_res;
     int ntuples;
-    char value[256];    /* row 0, column 0 */
-    char value2[256];   /* row 1, column 1, when there is one */
+    char value[256];  /* row 0, column 0 */
+    char value2[256]; /* row 1, column 1, when there is one */
     char err[1024];
-    int requery_rc;     /* set by on_result_requery */
-    int close_db;       /* on_result closes the connection from inside the callback */
+    int requery_rc; /* set by on_result_requery */
+    int close_db;   /* on_result closes the connection from inside the callback */
 } qres;
 
 static void on_state(void *arg, int up)
@@ -257,7 +257,7 @@ static void test_listen_notify(void **state)
     /* While up: issued now. */
     assert_int_equal(avo_db_listen(&f.d.db, "avo_loop_b"), 0);
     qres listened;
-    query(&f, &listened, "SELECT 1", 0, NULL);  /* FIFO: both LISTENs are done when it is */
+    query(&f, &listened, "SELECT 1", 0, NULL); /* FIFO: both LISTENs are done when it is */
     run_until(&f, &listened.done, 1, "the LISTENs were done");
 
     /* The notification comes from another connection on the same loop. */
@@ -440,14 +440,10 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_connect_and_results),
-        cmocka_unit_test(test_query_error),
-        cmocka_unit_test(test_queued_in_order),
-        cmocka_unit_test(test_listen_notify),
-        cmocka_unit_test(test_reconnect),
-        cmocka_unit_test(test_close_with_pending),
-        cmocka_unit_test(test_close_from_callback),
-        cmocka_unit_test(test_close_while_down),
+        cmocka_unit_test(test_connect_and_results), cmocka_unit_test(test_query_error),
+        cmocka_unit_test(test_queued_in_order),     cmocka_unit_test(test_listen_notify),
+        cmocka_unit_test(test_reconnect),           cmocka_unit_test(test_close_with_pending),
+        cmocka_unit_test(test_close_from_callback), cmocka_unit_test(test_close_while_down),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -62,8 +62,13 @@ static char *slurp(const char *path, size_t *len)
 
 static json_t *eval_opts(const char *file, double timeout, int (*cancel)(void *), void *arg)
 {
-    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp",
-                       .timeout_s = timeout, .rng_seed = 1234, .should_cancel = cancel, .cancel_arg = arg};
+    avo_eval_opts o = {.harness_path = harness,
+                       .cache_dir = cache_dir,
+                       .scratch_root = "/tmp",
+                       .timeout_s = timeout,
+                       .rng_seed = 1234,
+                       .should_cancel = cancel,
+                       .cancel_arg = arg};
     size_t len;
     char *src = slurp(file, &len);
     json_t *r = NULL;
@@ -81,8 +86,14 @@ static json_t *eval(const char *file, double timeout)
     return eval_opts(file, timeout, NULL, NULL);
 }
 
-static const char *outcome(json_t *r) { return json_string_value(json_object_get(r, "outcome")); }
-static const char *detail(json_t *r) { return json_string_value(json_object_get(r, "detail")); }
+static const char *outcome(json_t *r)
+{
+    return json_string_value(json_object_get(r, "outcome"));
+}
+static const char *detail(json_t *r)
+{
+    return json_string_value(json_object_get(r, "detail"));
+}
 
 /* Every failed outcome carries no score at all. */
 static void assert_unscored(json_t *r)
@@ -317,21 +328,22 @@ static void test_reference_invalid(void **state)
     snprintf(path, sizeof path, "cp kernels/cpu/sgemm/problem.json kernels/cpu/sgemm/seed.c %s/", dir);
     assert_int_equal(system(path), 0);
     snprintf(path, sizeof path, "%s/reference.c", dir);
-    write_text(path, "#include <stdint.h>\n"
-                     "static void mm(void *const *t, const int64_t *s, double f, int dbl) {\n"
-                     "  int64_t M = s[0], N = s[1], K = s[2];\n"
-                     "  for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < N; j++) {\n"
-                     "    double a = 0;\n"
-                     "    for (int64_t k = 0; k < K; k++) a += dbl ? ((double *)t[0])[i*K+k] * ((double *)t[1])[k*N+j]\n"
-                     "      : (double)((float *)t[0])[i*K+k] * ((float *)t[1])[k*N+j];\n"
-                     "    if (dbl) ((double *)t[2])[i*N+j] = a; else ((float *)t[2])[i*N+j] = (float)(a * f);\n"
-                     "  }\n}\n"
-                     "int avo_reference(void *const *t, const int64_t *s) { mm(t, s, 1.001, 0); return 0; }\n"
-                     "int avo_reference_f64(void *const *t, const int64_t *s) { mm(t, s, 1, 1); return 0; }\n");
+    write_text(path,
+               "#include <stdint.h>\n"
+               "static void mm(void *const *t, const int64_t *s, double f, int dbl) {\n"
+               "  int64_t M = s[0], N = s[1], K = s[2];\n"
+               "  for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < N; j++) {\n"
+               "    double a = 0;\n"
+               "    for (int64_t k = 0; k < K; k++) a += dbl ? ((double *)t[0])[i*K+k] * ((double *)t[1])[k*N+j]\n"
+               "      : (double)((float *)t[0])[i*K+k] * ((float *)t[1])[k*N+j];\n"
+               "    if (dbl) ((double *)t[2])[i*N+j] = a; else ((float *)t[2])[i*N+j] = (float)(a * f);\n"
+               "  }\n}\n"
+               "int avo_reference(void *const *t, const int64_t *s) { mm(t, s, 1.001, 0); return 0; }\n"
+               "int avo_reference_f64(void *const *t, const int64_t *s) { mm(t, s, 1, 1); return 0; }\n");
     avo_problem bad;
     assert_int_equal(avo_problem_load(&bad, dir, err, sizeof err), 0);
-    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60,
-                       .rng_seed = 99};
+    avo_eval_opts o = {
+        .harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60, .rng_seed = 99};
     size_t len;
     char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
     json_t *r = NULL;
@@ -363,8 +375,8 @@ static void test_roofline(void **state)
     json_decref(j);
     avo_problem rp;
     assert_int_equal(avo_problem_load(&rp, dir, err, sizeof err), 0);
-    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60,
-                       .rng_seed = 7};
+    avo_eval_opts o = {
+        .harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60, .rng_seed = 7};
     size_t len;
     char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
     json_t *r = NULL;
@@ -373,7 +385,8 @@ static void test_roofline(void **state)
     expect(r, "ok", NULL);
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(r, "configs"), i, c) {
+    json_array_foreach(json_object_get(r, "configs"), i, c)
+    {
         double gf = json_number_value(json_object_get(c, "gflops")), gb = json_number_value(json_object_get(c, "gbps"));
         double want = gf / 100.0 > gb / 1e-3 ? gf / 100.0 : gb / 1e-3;
         double got = json_number_value(json_object_get(c, "roofline_fraction"));
@@ -492,8 +505,14 @@ static void test_paired_against(void **state)
     /* A source no other test compiled: a miss unless precompiled. */
     char *against = malloc(len + 64);
     const int alen = snprintf(against, len + 64, "/* the against of test_paired_against */\n%s", src);
-    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 120,
-                       .rng_seed = 99, .against_src = against, .against_len = (size_t)alen, .against_id = 17,
+    avo_eval_opts o = {.harness_path = harness,
+                       .cache_dir = cache_dir,
+                       .scratch_root = "/tmp",
+                       .timeout_s = 120,
+                       .rng_seed = 99,
+                       .against_src = against,
+                       .against_len = (size_t)alen,
+                       .against_id = 17,
                        .confidence = 0.9};
     char err[512] = "";
     assert_int_equal(avo_eval_precompile(&o, &problem, src, len, err, sizeof err), 0);
@@ -537,16 +556,25 @@ static void test_missing_harness(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed_ok),         cmocka_unit_test(test_compile_error),
+        cmocka_unit_test(test_seed_ok),
+        cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_compile_failure_cacheable),
-        cmocka_unit_test(test_segfault),        cmocka_unit_test(test_infinite_loop),
-        cmocka_unit_test(test_cancel),          cmocka_unit_test(test_slightly_wrong),
-        cmocka_unit_test(test_modifies_inputs), cmocka_unit_test(test_unwritten),
-        cmocka_unit_test(test_caches_output),   cmocka_unit_test(test_missing_harness),
-        cmocka_unit_test(test_forges_result),   cmocka_unit_test(test_finds_reference),
-        cmocka_unit_test(test_patches_clock),   cmocka_unit_test(test_forges_reply),
-        cmocka_unit_test(test_reference_invalid), cmocka_unit_test(test_roofline),
-        cmocka_unit_test(test_program_reads_no_host_file), cmocka_unit_test(test_program_leaves_nothing),
+        cmocka_unit_test(test_segfault),
+        cmocka_unit_test(test_infinite_loop),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_slightly_wrong),
+        cmocka_unit_test(test_modifies_inputs),
+        cmocka_unit_test(test_unwritten),
+        cmocka_unit_test(test_caches_output),
+        cmocka_unit_test(test_missing_harness),
+        cmocka_unit_test(test_forges_result),
+        cmocka_unit_test(test_finds_reference),
+        cmocka_unit_test(test_patches_clock),
+        cmocka_unit_test(test_forges_reply),
+        cmocka_unit_test(test_reference_invalid),
+        cmocka_unit_test(test_roofline),
+        cmocka_unit_test(test_program_reads_no_host_file),
+        cmocka_unit_test(test_program_leaves_nothing),
         cmocka_unit_test(test_paired_against),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -52,12 +52,12 @@ static json_t *decide(const char *text)
 static void test_commit_rule(void **state)
 {
     (void)state;
-    assert_true(avo_commit_rule(10.0, 10.0, 0.0));       /* ties commit (>=) */
+    assert_true(avo_commit_rule(10.0, 10.0, 0.0)); /* ties commit (>=) */
     assert_false(avo_commit_rule(9.99, 10.0, 0.0));
-    assert_true(avo_commit_rule(9.8, 10.0, 0.03));       /* within epsilon */
+    assert_true(avo_commit_rule(9.8, 10.0, 0.03)); /* within epsilon */
     assert_false(avo_commit_rule(9.6, 10.0, 0.03));
-    assert_false(avo_commit_rule(0.0, 0.0, 0.0));         /* a zero score never commits */
-    assert_false(avo_commit_rule(0.0 / 0.0, 1.0, 0.0));   /* NaN never commits */
+    assert_false(avo_commit_rule(0.0, 0.0, 0.0));       /* a zero score never commits */
+    assert_false(avo_commit_rule(0.0 / 0.0, 1.0, 0.0)); /* NaN never commits */
 }
 
 static void test_queued_job_starts_with_the_seed(void **state)
@@ -101,8 +101,8 @@ static void test_commit_and_new_best(void **state)
         "{\"eval\":5,\"candidate\":5,\"parent\":2,\"outcome\":\"timeout\",\"aggregate\":50}],\"tried\":[]}");
     json_t *c = json_object_get(d, "consume");
     assert_int_equal(json_array_size(c), 3);
-    assert_false(json_is_true(json_object_get(json_array_get(c, 0), "commit")));  /* 9 < 10 */
-    assert_true(json_is_true(json_object_get(json_array_get(c, 1), "commit")));   /* 12 >= 10 */
+    assert_false(json_is_true(json_object_get(json_array_get(c, 0), "commit"))); /* 9 < 10 */
+    assert_true(json_is_true(json_object_get(json_array_get(c, 1), "commit")));  /* 12 >= 10 */
     assert_true(json_is_true(json_object_get(json_array_get(c, 1), "new_best")));
     assert_true(json_real_value(json_object_get(json_array_get(c, 1), "speedup")) > 2.39);
     /* a failed outcome scores zero whatever it claimed */
@@ -149,7 +149,7 @@ static void test_same_snapshot_same_decision(void **state)
                     "\"budget\":30,\"total\":1,\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":1,"
                     "\"best_aggregate\":5,\"finished\":[],\"tried\":[]}";
     json_t *a = decide(s), *b = decide(s);
-    assert_true(json_equal(a, b));   /* a replayed step after a crash proposes the same candidates */
+    assert_true(json_equal(a, b)); /* a replayed step after a crash proposes the same candidates */
     json_decref(a);
     json_decref(b);
 }
@@ -158,9 +158,8 @@ static json_t *find_in(json_t *events, const char *kind)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(events, i, e)
-        if (!strcmp(json_string_value(json_object_get(e, "kind")), kind))
-            return json_object_get(e, "data");
+    json_array_foreach(events, i, e) if (!strcmp(json_string_value(json_object_get(e, "kind")),
+                                                 kind)) return json_object_get(e, "data");
     return NULL;
 }
 
@@ -169,9 +168,7 @@ static json_t *find_event(json_t *d, const char *kind)
 {
     json_t *e = find_in(json_object_get(d, "events"), kind), *c;
     size_t i;
-    json_array_foreach(json_object_get(d, "consume"), i, c)
-        if (!e)
-            e = find_in(json_object_get(c, "events"), kind);
+    json_array_foreach(json_object_get(d, "consume"), i, c) if (!e) e = find_in(json_object_get(c, "events"), kind);
     return e;
 }
 
@@ -220,23 +217,26 @@ static void test_islands_each_propose_from_their_head(void **state)
     json_decref(d);
 }
 
-#define ISL(i, head, best) "{\"idx\":" #i ",\"head\":" #head ",\"best_candidate\":" #head ",\"best\":" #best \
-                           ",\"commits\":1,\"stale\":0,\"level\":0,\"inflight\":1}"
+#define ISL(i, head, best)                                                                                             \
+    "{\"idx\":" #i ",\"head\":" #head ",\"best_candidate\":" #head ",\"best\":" #best                                  \
+    ",\"commits\":1,\"stale\":0,\"level\":0,\"inflight\":1}"
 
 /* migrate_every 2: the job's second commit makes the islands behind the
  * global best adopt it. */
 static void test_migration_every_k_commits(void **state)
 {
     (void)state;
-    json_t *d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":3,\"migrate_every\":2},"
-                       "\"budget\":50,\"total\":6,\"inflight\":2,\"seed_candidate\":1,\"best_candidate\":4,"
-                       "\"best_aggregate\":8,\"seed_aggregate\":5,\"commits\":1,\"stale\":0,\"islands\":["
-                       ISL(0, 4, 8) "," ISL(1, 1, 5) "," ISL(2, 1, 5) "],"
-                       "\"finished\":[{\"eval\":6,\"candidate\":6,\"island\":1,\"parent\":1,\"outcome\":\"ok\","
-                       "\"aggregate\":9}],\"tried\":[{\"candidate\":6,\"island\":1}]}");
+    json_t *d = decide(
+        "{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":3,\"migrate_every\":2},"
+        "\"budget\":50,\"total\":6,\"inflight\":2,\"seed_candidate\":1,\"best_candidate\":4,"
+        "\"best_aggregate\":8,\"seed_aggregate\":5,\"commits\":1,\"stale\":0,\"islands\":[" ISL(0, 4, 8) "," ISL(
+            1, 1,
+            5) "," ISL(2, 1,
+                       5) "],"
+                          "\"finished\":[{\"eval\":6,\"candidate\":6,\"island\":1,\"parent\":1,\"outcome\":\"ok\","
+                          "\"aggregate\":9}],\"tried\":[{\"candidate\":6,\"island\":1}]}");
     /* carried by the result that caused it, so it is stored in its place */
-    json_t *m = find_in(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "events"),
-                        "island_migrated");
+    json_t *m = find_in(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "events"), "island_migrated");
     assert_non_null(m);
     /* island 1 now leads with 9; islands 0 (8) and 2 (5) adopt candidate 6 */
     json_t *isl = json_object_get(d, "islands");
@@ -260,9 +260,11 @@ static void test_stagnation_tells_the_operator_then_stops(void **state)
                        "\"limit\":3}},\"budget\":50,\"total\":4,\"inflight\":0,\"seed_candidate\":1,"
                        "\"best_candidate\":1,\"best_aggregate\":5,\"seed_aggregate\":5,\"commits\":1,";
     char buf[2048];
-    snprintf(buf, sizeof buf, "%s\"stale\":1,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
+    snprintf(buf, sizeof buf,
+             "%s\"stale\":1,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
              "\"stale\":1,\"level\":0}],\"finished\":[{\"eval\":3,\"candidate\":3,\"island\":0,\"outcome\":\"ok\","
-             "\"aggregate\":4}],\"tried\":[]}", head);
+             "\"aggregate\":4}],\"tried\":[]}",
+             head);
     json_t *d = decide(buf);
     json_t *e = find_event(d, "stagnation");
     assert_non_null(e);
@@ -271,9 +273,11 @@ static void test_stagnation_tells_the_operator_then_stops(void **state)
     assert_true(json_is_null(json_object_get(d, "finish")));
     json_decref(d);
 
-    snprintf(buf, sizeof buf, "%s\"stale\":2,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
+    snprintf(buf, sizeof buf,
+             "%s\"stale\":2,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
              "\"stale\":2,\"level\":1}],\"finished\":[{\"eval\":4,\"candidate\":4,\"island\":0,"
-             "\"outcome\":\"timeout\",\"aggregate\":0}],\"tried\":[]}", head);
+             "\"outcome\":\"timeout\",\"aggregate\":0}],\"tried\":[]}",
+             head);
     d = decide(buf);
     assert_string_equal(reason(d), "stagnation limit reached: 3 evaluations without a commit");
     assert_int_equal(json_array_size(json_object_get(d, "propose")), 0);
@@ -346,9 +350,9 @@ static json_t *event_of(json_t *consume_entry, const char *kind)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(consume_entry, "events"), i, e)
-        if (!strcmp(json_string_value(json_object_get(e, "kind")), kind))
-            return json_object_get(e, "data");
+    json_array_foreach(
+        json_object_get(consume_entry, "events"), i,
+        e) if (!strcmp(json_string_value(json_object_get(e, "kind")), kind)) return json_object_get(e, "data");
     return NULL;
 }
 
@@ -357,7 +361,8 @@ static void test_paired_noise_is_never_committed(void **state)
     (void)state;
     /* A/A-like: the same speed, the interval straddling 1, even with a higher absolute figure */
     json_t *d = consume_one("\"aggregate\":10.4,\"against\":2,\"paired\":{\"against\":2,\"method\":"
-                            "\"bootstrap-percentile\",\"ratio\":1.001,\"low\":0.998,\"ci\":[0.996,1.006]}", "");
+                            "\"bootstrap-percentile\",\"ratio\":1.001,\"low\":0.998,\"ci\":[0.996,1.006]}",
+                            "");
     json_t *c = json_array_get(json_object_get(d, "consume"), 0);
     assert_false(json_is_true(json_object_get(c, "commit")));
     assert_false(json_is_true(json_object_get(c, "new_best")));
@@ -392,7 +397,8 @@ static void test_paired_significant_gain_commits(void **state)
     /* low above 1 + min_gain against the island's best: committed, and it
      * becomes the best although its absolute figure drifted below */
     json_t *d = consume_one("\"aggregate\":9.9,\"paired\":{\"against\":2,\"ratio\":1.034,\"low\":1.012,"
-                            "\"ci\":[1.008,1.061]}", "");
+                            "\"ci\":[1.008,1.061]}",
+                            "");
     json_t *c = json_array_get(json_object_get(d, "consume"), 0);
     assert_true(json_is_true(json_object_get(c, "commit")));
     assert_true(json_is_true(json_object_get(c, "new_best")));
@@ -405,8 +411,7 @@ static void test_paired_significant_gain_commits(void **state)
                      3);
     json_decref(d);
     /* exactly at the bound: not above it */
-    d = consume_one("\"aggregate\":11,\"paired\":{\"against\":2,\"ratio\":1.02,\"low\":1.005,\"ci\":[1.005,1.03]}",
-                    "");
+    d = consume_one("\"aggregate\":11,\"paired\":{\"against\":2,\"ratio\":1.02,\"low\":1.005,\"ci\":[1.005,1.03]}", "");
     assert_false(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
     json_decref(d);
 }
@@ -420,7 +425,8 @@ static void test_paired_anchor(void **state)
     /* ratio 2 against a best recorded at 10.0, the candidate itself at 9.0:
      * 10% under the record, beyond the 2% anchor */
     json_t *d = consume_one("\"aggregate\":9.0,\"paired\":{\"against\":2,\"ratio\":2.0,\"low\":1.9,"
-                            "\"ci\":[1.9,2.1]}", "");
+                            "\"ci\":[1.9,2.1]}",
+                            "");
     json_t *c = json_array_get(json_object_get(d, "consume"), 0);
     assert_false(json_is_true(json_object_get(c, "commit")));
     assert_non_null(strstr(json_string_value(json_object_get(event_of(c, "not_significant"), "reason")),
@@ -428,7 +434,8 @@ static void test_paired_anchor(void **state)
     json_decref(d);
     /* within the anchor (1.5% under): committed */
     d = consume_one("\"aggregate\":9.85,\"paired\":{\"against\":2,\"ratio\":1.03,\"low\":1.01,"
-                    "\"ci\":[1.01,1.05]}", "");
+                    "\"ci\":[1.01,1.05]}",
+                    "");
     assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "consume"), 0), "commit")));
     json_decref(d);
 }
@@ -438,7 +445,8 @@ static void test_paired_against_an_old_best(void **state)
     (void)state;
     /* measured against candidate 1, but the island's best is now 2 (10.0) */
     json_t *d = consume_one("\"aggregate\":9.5,\"paired\":{\"against\":1,\"ratio\":1.9,\"low\":1.8,"
-                            "\"ci\":[1.8,2.0]}", "");
+                            "\"ci\":[1.8,2.0]}",
+                            "");
     json_t *c = json_array_get(json_object_get(d, "consume"), 0);
     assert_false(json_is_true(json_object_get(c, "commit")));
     json_t *ns = event_of(c, "not_significant");
@@ -496,8 +504,7 @@ static void test_commit_explain_says_by_how_much(void **state)
     avo_commit_params p = {.min_gain = 0.005, .confidence = 0.95};
     avo_commit_verdict v;
     char msg[512];
-    json_t *paired = json_pack("{s:i,s:f,s:f,s:[f,f]}", "against", 2, "ratio", 1.003, "low", 0.997, "ci", 0.996,
-                               1.011);
+    json_t *paired = json_pack("{s:i,s:f,s:f,s:[f,f]}", "against", 2, "ratio", 1.003, "low", 0.997, "ci", 0.996, 1.011);
     avo_commit_judge(&p, paired, 10.03, 10.0, 2, &v);
     assert_false(v.commit);
     avo_commit_explain(&p, &v, 12, 10.03, 10.0, msg, sizeof msg);
@@ -515,7 +522,8 @@ static void test_screened_out_is_never_committed(void **state)
     (void)state;
     json_t *d = consume_one("\"aggregate\":30,\"paired\":{\"against\":2,\"ratio\":0.93,\"low\":0.915,"
                             "\"ci\":[0.91,0.95],\"confidence\":0.95,\"scope\":\"screen\",\"screened_out\":true,"
-                            "\"configs\":[{\"config\":\"256\"},{\"config\":\"512\"}]}", "");
+                            "\"configs\":[{\"config\":\"256\"},{\"config\":\"512\"}]}",
+                            "");
     json_t *c = json_array_get(json_object_get(d, "consume"), 0);
     assert_false(json_is_true(json_object_get(c, "commit")));
     assert_false(json_is_true(json_object_get(c, "new_best")));

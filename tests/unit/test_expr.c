@@ -29,8 +29,8 @@ static void test_arithmetic(void **state)
     (void)state;
     assert_true(ok("1 + 2 * 3") == 7);
     assert_true(ok("(1 + 2) * 3") == 9);
-    assert_true(ok("10 - 4 - 3") == 3);     /* left associative */
-    assert_true(ok("7 / 2") == 3.5);        /* real division, documented */
+    assert_true(ok("10 - 4 - 3") == 3); /* left associative */
+    assert_true(ok("7 / 2") == 3.5);    /* real division, documented */
     assert_true(ok("10 % 4") == 2);
     assert_true(ok("-3 + 5") == 2);
     assert_true(ok("--3") == 3);
@@ -50,8 +50,8 @@ static void test_logic(void **state)
     assert_true(ok("BM * BN <= 512") == 1);
     assert_true(ok("BM * BN < 512") == 0);
     assert_true(ok("M == 256 && N == 128") == 1);
-    assert_true(ok("1 + 1 == 2") == 1);     /* + binds tighter than == */
-    assert_true(ok("0 || 0 && 1") == 0);    /* && binds tighter than || */
+    assert_true(ok("1 + 1 == 2") == 1);  /* + binds tighter than == */
+    assert_true(ok("0 || 0 && 1") == 0); /* && binds tighter than || */
 }
 
 static void expect_err(const char *e, int code, const char *msg)

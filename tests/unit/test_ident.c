@@ -126,7 +126,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_change_rules), cmocka_unit_test(test_read_access), cmocka_unit_test(test_bad_settings),
-        cmocka_unit_test(test_token_teams), cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_token_teams),  cmocka_unit_test(test_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,7 +46,7 @@ static void test_lines(void **state)
     char *out = render(&v, 0, 0);
     assert_non_null(strstr(out, "island 0     2 evals (job 3/10)  best 4 GFLOP/s"));
     assert_non_null(strstr(out, "x2.00"));
-    assert_non_null(strstr(out, "▁█"));              /* 2 then 4: lowest and highest bar */
+    assert_non_null(strstr(out, "▁█")); /* 2 then 4: lowest and highest bar */
     assert_non_null(strstr(out, "island 1     1 eval "));
     assert_non_null(strstr(out, "(1 failed)"));
     free(out);
@@ -58,8 +58,9 @@ static void test_lines(void **state)
     feed(&v, "{\"kind\":\"job_finished\",\"data\":{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\","
              "\"seed\":{\"aggregate\":2},\"speedup\":2}}");
     out = render(&v, 0, 1);
-    assert_string_equal(out, "job succeeded: evaluation budget reached; best 4 GFLOP/s vs seed 2 GFLOP/s (x2.00) after 3 "
-                             "evaluations on 2 islands\n");
+    assert_string_equal(out,
+                        "job succeeded: evaluation budget reached; best 4 GFLOP/s vs seed 2 GFLOP/s (x2.00) after 3 "
+                        "evaluations on 2 islands\n");
     free(out);
 }
 
@@ -99,18 +100,22 @@ static char *job_summary(const char *json)
 static void test_job_summary(void **state)
 {
     (void)state;
-    char *out = job_summary("{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\",\"unit\":\"GFLOP/s\","
-                            "\"evaluations\":{\"done\":8},\"islands\":[{\"idx\":0}],\"seed\":{\"candidate\":1,"
-                            "\"aggregate\":2,\"outcome\":\"ok\"},\"best\":{\"candidate\":5,\"aggregate\":5},\"speedup\":2.5}");
-    assert_string_equal(out, "job succeeded: evaluation budget reached; best 5 GFLOP/s vs seed 2 GFLOP/s (x2.50) after 8 "
-                             "evaluations on 1 island\n");
+    char *out = job_summary(
+        "{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\",\"unit\":\"GFLOP/s\","
+        "\"evaluations\":{\"done\":8},\"islands\":[{\"idx\":0}],\"seed\":{\"candidate\":1,"
+        "\"aggregate\":2,\"outcome\":\"ok\"},\"best\":{\"candidate\":5,\"aggregate\":5},\"speedup\":2.5}");
+    assert_string_equal(out,
+                        "job succeeded: evaluation budget reached; best 5 GFLOP/s vs seed 2 GFLOP/s (x2.50) after 8 "
+                        "evaluations on 1 island\n");
     free(out);
     /* one evaluation, a failed seed: no "seed 0", no "best 0  after" */
-    out = job_summary("{\"state\":\"failed\",\"reason\":\"the seed failed\",\"evaluations\":{\"done\":1},"
-                      "\"spec\":{\"islands\":2},\"seed\":{\"candidate\":1,\"aggregate\":0,\"outcome\":\"compile_error\"},"
-                      "\"best\":null,\"speedup\":null}");
-    assert_string_equal(out, "job failed: the seed failed; seed failed (compile_error); no valid evaluation yet after 1 "
-                             "evaluation on 2 islands\n");
+    out = job_summary(
+        "{\"state\":\"failed\",\"reason\":\"the seed failed\",\"evaluations\":{\"done\":1},"
+        "\"spec\":{\"islands\":2},\"seed\":{\"candidate\":1,\"aggregate\":0,\"outcome\":\"compile_error\"},"
+        "\"best\":null,\"speedup\":null}");
+    assert_string_equal(out,
+                        "job failed: the seed failed; seed failed (compile_error); no valid evaluation yet after 1 "
+                        "evaluation on 2 islands\n");
     free(out);
     out = job_summary("{\"state\":\"running\",\"evaluations\":{\"done\":0},\"islands\":[]}");
     assert_string_equal(out, "job running: -; no valid evaluation yet after 0 evaluations on 1 island\n");

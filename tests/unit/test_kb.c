@@ -47,7 +47,7 @@ static void test_markdown(void **state)
     /* a '#' line inside a code fence is text, not a heading */
     assert_string_equal(body(c, 2), "Encoded on the host.\n```sh\n# not a heading\n```");
     assert_string_equal(heading(c, 3), "TMA > Maps > Strides");
-    assert_string_equal(heading(c, 4), "Banks");   /* a new level-1 heading resets the path */
+    assert_string_equal(heading(c, 4), "Banks"); /* a new level-1 heading resets the path */
     json_decref(c);
 
     /* the same text as plain text: no headings, paragraphs packed together */
@@ -71,10 +71,10 @@ static void test_sizes(void **state)
     assert_true(json_array_size(c) >= 3);
     size_t i;
     json_t *x;
-    json_array_foreach(c, i, x) {
+    json_array_foreach(c, i, x)
+    {
         size_t n = strlen(body(c, i));
         assert_true(n <= AVO_KB_CHUNK_BYTES);
-
     }
     assert_non_null(strstr(body(c, 0), "paragraph 00"));
     assert_non_null(strstr(body(c, json_array_size(c) - 1), "paragraph 59"));
@@ -88,12 +88,13 @@ static void test_sizes(void **state)
     for (int i = 0; i < 100; i++)
         p += sprintf(p, "line %03d of one long paragraph without blank lines\n", i);
     for (int i = 0; i < 3000; i++)
-        p += sprintf(p, "\xc3\xa9");   /* é */
+        p += sprintf(p, "\xc3\xa9"); /* é */
     assert_int_equal(avo_kb_chunk("l.txt", t, strlen(t), &c, err, sizeof err), 0);
     assert_true(json_array_size(c) >= 4);
     assert_true(strncmp(body(c, 0), "line 000", 8) == 0);
-    json_array_foreach(c, i, x) {
-        assert_non_null(body(c, i));   /* valid UTF-8, or jansson would not have made the string */
+    json_array_foreach(c, i, x)
+    {
+        assert_non_null(body(c, i)); /* valid UTF-8, or jansson would not have made the string */
         assert_true(strlen(body(c, i)) <= AVO_KB_CHUNK_BYTES + 1);
     }
     json_decref(c);

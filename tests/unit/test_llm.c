@@ -30,14 +30,15 @@ static avo_llm_provider prov(const char *kind)
 static json_t *conversation(void)
 {
     json_error_t e;
-    json_t *c = json_loads(
-        "[{\"role\":\"system\",\"text\":\"You optimise kernels.\"},"
-        "{\"role\":\"user\",\"text\":\"Make sgemm faster.\"},"
-        "{\"role\":\"assistant\",\"text\":\"Reading.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"problem\",\"arguments\":{}},"
-        "{\"id\":\"c2\",\"name\":\"read_candidate\",\"arguments\":{\"id\":7}}]},"
-        "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"text\":\"sgemm: C = A B\"},"
-        "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"text\":\"no candidate 7\",\"is_error\":true},"
-        "{\"role\":\"user\",\"text\":\"Go on.\"}]", 0, &e);
+    json_t *c = json_loads("[{\"role\":\"system\",\"text\":\"You optimise kernels.\"},"
+                           "{\"role\":\"user\",\"text\":\"Make sgemm faster.\"},"
+                           "{\"role\":\"assistant\",\"text\":\"Reading.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":"
+                           "\"problem\",\"arguments\":{}},"
+                           "{\"id\":\"c2\",\"name\":\"read_candidate\",\"arguments\":{\"id\":7}}]},"
+                           "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"text\":\"sgemm: C = A B\"},"
+                           "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"text\":\"no candidate 7\",\"is_error\":true},"
+                           "{\"role\":\"user\",\"text\":\"Go on.\"}]",
+                           0, &e);
     assert_non_null(c);
     return c;
 }
@@ -101,10 +102,10 @@ static void test_keys_stay_private(void **state)
     err[0] = '\0';
     assert_int_equal(avo_llm_load_key(&p, key, sizeof key, err, sizeof err), -EPERM);
     assert_non_null(strstr(err, "chmod 600"));
-    assert_null(strstr(err, "sk-file-2"));   /* the message never carries the key */
+    assert_null(strstr(err, "sk-file-2")); /* the message never carries the key */
     chmod(path, 0600);
     assert_int_equal(avo_llm_load_key(&p, key, sizeof key, err, sizeof err), 0);
-    assert_string_equal(key, "sk-file-2");   /* trailing newline dropped */
+    assert_string_equal(key, "sk-file-2"); /* trailing newline dropped */
     /* the check at start, reload and submission says the same, keeps nothing */
     assert_int_equal(avo_llm_key_check(&p, err, sizeof err), 0);
     chmod(path, 0640);
@@ -132,7 +133,8 @@ static void test_output_limit_field(void **state)
         {"{\"kind\":\"openai\",\"model\":\"q\",\"base_url\":\"http://127.0.0.1:8000/v1\"}", "max_tokens",
          "max_completion_tokens"},
         {"{\"kind\":\"openai\",\"model\":\"q\",\"base_url\":\"http://127.0.0.1:8000/v1\","
-         "\"max_tokens_field\":\"max_completion_tokens\"}", "max_completion_tokens", "max_tokens"},
+         "\"max_tokens_field\":\"max_completion_tokens\"}",
+         "max_completion_tokens", "max_tokens"},
         {"{\"kind\":\"openai\",\"model\":\"g\",\"max_tokens_field\":\"max_tokens\"}", "max_tokens",
          "max_completion_tokens"},
         {"{\"kind\":\"anthropic\",\"model\":\"c\"}", "max_tokens", "max_completion_tokens"},
@@ -251,7 +253,7 @@ static void test_anthropic_request(void **state)
     json_t *ts = json_object_get(b, "tools");
     assert_non_null(json_object_get(json_array_get(ts, 0), "input_schema"));
     assert_null(json_object_get(json_array_get(ts, 0), "cache_control"));
-    assert_non_null(json_object_get(json_array_get(ts, 1), "cache_control"));   /* breakpoint after the tools */
+    assert_non_null(json_object_get(json_array_get(ts, 1), "cache_control")); /* breakpoint after the tools */
     json_decref(b);
     avo_llm_request_free(&r);
     json_decref(c);
@@ -275,11 +277,10 @@ static void test_openai_reply(void **state)
     assert_string_equal(r.stop, "tool_use");
     json_t *calls = json_object_get(r.message, "tool_calls");
     assert_int_equal(json_array_size(calls), 2);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "arguments"),
-                                                          "replace")),
-                        "b");
-    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(calls, 1), "arguments_error")),
-                           "not valid JSON"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "arguments"), "replace")), "b");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_array_get(calls, 1), "arguments_error")), "not valid JSON"));
     assert_int_equal(r.in_tokens, 1000);
     assert_int_equal(r.cached_tokens, 800);
     assert_int_equal(r.out_tokens, 100);
@@ -304,7 +305,8 @@ static void test_anthropic_reply(void **state)
     avo_llm_provider p = prov("anthropic");
     const char *body =
         "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m1\",\"content\":["
-        "{\"type\":\"text\",\"text\":\"Compiling now.\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"compile\","
+        "{\"type\":\"text\",\"text\":\"Compiling "
+        "now.\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"compile\","
         "\"input\":{}}],\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":50,"
         "\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":950,\"output_tokens\":20}}";
     avo_llm_reply r;
@@ -314,7 +316,7 @@ static void test_anthropic_reply(void **state)
     json_t *call = json_array_get(json_object_get(r.message, "tool_calls"), 0);
     assert_string_equal(json_string_value(json_object_get(call, "id")), "toolu_1");
     assert_true(json_is_object(json_object_get(call, "arguments")));
-    assert_int_equal(r.in_tokens, 1000);   /* uncached + cache reads + cache writes */
+    assert_int_equal(r.in_tokens, 1000); /* uncached + cache reads + cache writes */
     assert_int_equal(r.cached_tokens, 950);
     avo_llm_reply_free(&r);
     const char *end = "{\"type\":\"message\",\"content\":[{\"type\":\"text\",\"text\":\"Done.\"}],"
@@ -343,8 +345,8 @@ static void test_errors_and_retries(void **state)
     assert_false(avo_llm_retryable(401));
     assert_false(avo_llm_retryable(-ECANCELED));
     uint64_t rng = 1;
-    assert_true(avo_llm_retry_delay(1, 7, &rng) == 7.0);      /* Retry-After wins */
-    assert_true(avo_llm_retry_delay(1, 1e6, &rng) == 120.0);  /* but is capped */
+    assert_true(avo_llm_retry_delay(1, 7, &rng) == 7.0);     /* Retry-After wins */
+    assert_true(avo_llm_retry_delay(1, 1e6, &rng) == 120.0); /* but is capped */
     for (int a = 1; a <= 12; a++) {
         double d = avo_llm_retry_delay(a, -1, &rng), base = a > 7 ? 60 : (double)(1 << (a - 1));
         if (base > 60)
@@ -356,10 +358,14 @@ static void test_errors_and_retries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_provider_config),  cmocka_unit_test(test_keys_stay_private),
-        cmocka_unit_test(test_openai_request),   cmocka_unit_test(test_anthropic_request),
-        cmocka_unit_test(test_openai_reply),     cmocka_unit_test(test_anthropic_reply),
-        cmocka_unit_test(test_errors_and_retries), cmocka_unit_test(test_output_limit_field),
+        cmocka_unit_test(test_provider_config),
+        cmocka_unit_test(test_keys_stay_private),
+        cmocka_unit_test(test_openai_request),
+        cmocka_unit_test(test_anthropic_request),
+        cmocka_unit_test(test_openai_reply),
+        cmocka_unit_test(test_anthropic_reply),
+        cmocka_unit_test(test_errors_and_retries),
+        cmocka_unit_test(test_output_limit_field),
         cmocka_unit_test(test_no_empty_assistant_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

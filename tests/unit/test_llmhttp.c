@@ -30,15 +30,15 @@
 
 struct res {
     int calls;
-    int *total;            /* when set: counts calls across requests */
-    int order;             /* the value of *total after this call: 1 = first */
+    int *total; /* when set: counts calls across requests */
+    int order;  /* the value of *total after this call: 1 = first */
     long status;
     char *body;
     size_t len;
     double retry;
     char terr[256];
     int has_terr;
-    avo_llmhttp *repost;   /* when set: post again from the callback */
+    avo_llmhttp *repost; /* when set: post again from the callback */
     int repost_rc;
 };
 
@@ -67,7 +67,7 @@ static void on_done(void *arg, long status, const char *body, size_t len, double
     r->status = status;
     free(r->body);
     r->body = malloc(len + 1);
-    memcpy(r->body, body, len + 1);   /* len + 1: the NUL must be there */
+    memcpy(r->body, body, len + 1); /* len + 1: the NUL must be there */
     r->len = len;
     r->retry = retry_after_s;
     r->has_terr = transport_error != NULL;
@@ -149,7 +149,7 @@ static int teardown(void **state)
 /* Start the fake provider with this script; fails the test when it cannot. */
 static void fake_start(struct ctx *c, const char *script)
 {
-    assert_int_equal(access(FAKE, R_OK), 0);   /* tests run from the repository root */
+    assert_int_equal(access(FAKE, R_OK), 0); /* tests run from the repository root */
     FILE *f = fopen(c->script, "w");
     assert_non_null(f);
     fputs(script, f);
@@ -163,8 +163,8 @@ static void fake_start(struct ctx *c, const char *script)
         dup2(p[1], 1);
         close(p[0]);
         close(p[1]);
-        execlp("python3", "python3", FAKE, "--port", "0", "--script", c->script, "--log", c->log, "--events",
-               c->events, (char *)NULL);
+        execlp("python3", "python3", FAKE, "--port", "0", "--script", c->script, "--log", c->log, "--events", c->events,
+               (char *)NULL);
         _exit(127);
     }
     close(p[1]);
@@ -192,7 +192,7 @@ static void test_ok_json(void **state)
     url(c, "/v1/messages", u, sizeof u);
     const char *hdrs[] = {"Content-Type: application/json", NULL};
     assert_int_equal(avo_llmhttp_post(c->h, u, hdrs, "{}", 2, 5.0, on_done, r, NULL), 0);
-    assert_int_equal(r->calls, 0);   /* never from inside post */
+    assert_int_equal(r->calls, 0); /* never from inside post */
     assert_int_equal(run_until(&c->loop, &r->calls, 1, 10), 1);
     assert_int_equal(r->status, 200);
     assert_false(r->has_terr);
@@ -234,7 +234,8 @@ static void test_request_reaches_server(void **state)
     const char *k;
     json_t *v;
     int seen = 0;
-    json_object_foreach(h, k, v) {
+    json_object_foreach(h, k, v)
+    {
         const char *s = json_string_value(v);
         if (!strcasecmp(k, "authorization") || !strcasecmp(k, "x-api-key")) {
             assert_string_equal(s, "REDACTED");
@@ -367,7 +368,7 @@ static void test_close_cancels(void **state)
     assert_int_equal(started->status, -ECANCELED);
     assert_int_equal(queued->calls, 1);
     assert_int_equal(queued->status, -ECANCELED);
-    assert_int_equal(queued->repost_rc, -ECANCELED);   /* no new work while closing */
+    assert_int_equal(queued->repost_rc, -ECANCELED); /* no new work while closing */
     /* teardown checks that the loop ends with no handle left */
 }
 
@@ -446,7 +447,7 @@ static void test_abort(void **state)
     assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 30.0, on_done, r, &rq), 0);
     assert_non_null(rq);
     int never = 0;
-    run_until(&c->loop, &never, 1, 0.5);   /* sent; the server is sitting on it */
+    run_until(&c->loop, &never, 1, 0.5); /* sent; the server is sitting on it */
     assert_int_equal(r->calls, 0);
     assert_false(avo_llmhttp_answering(rq));
     avo_llmhttp_abort(rq);
@@ -487,7 +488,8 @@ static void test_abort_from_callback(void **state)
     struct res *a = &c->r[0], *b = &c->r[1];
     avo_llmhttp_req *rb = NULL;
     char u[128];
-    fake_start(c, "[{\"status\": 200, \"body\": {}, \"delay_s\": 1}, {\"status\": 200, \"body\": {}, \"delay_s\": 20}]");
+    fake_start(c,
+               "[{\"status\": 200, \"body\": {}, \"delay_s\": 1}, {\"status\": 200, \"body\": {}, \"delay_s\": 20}]");
     url(c, "/", u, sizeof u);
     struct abort_other o = {a, NULL};
     assert_int_equal(avo_llmhttp_post(c->h, u, NULL, "{}", 2, 10.0, on_done_abort, &o, NULL), 0);
@@ -548,10 +550,9 @@ static struct call_res call(struct ctx *c, const char *kind, int retries)
     avo_llm_provider p;
     provider(c, kind, retries, &p);
     json_t *conv = json_pack("[{s:s,s:s}]", "role", "user", "text", "hello");
-    assert_int_equal(avo_llmcall_start(NULL, &c->loop, c->h, &p, "secret-key", conv, NULL, on_call, &r, err,
-                                       sizeof err),
-                     0);
-    assert_int_equal(r.done, 0);   /* never from inside start */
+    assert_int_equal(
+        avo_llmcall_start(NULL, &c->loop, c->h, &p, "secret-key", conv, NULL, on_call, &r, err, sizeof err), 0);
+    assert_int_equal(r.done, 0); /* never from inside start */
     run_until(&c->loop, &r.done, 1, 30);
     json_decref(conv);
     assert_int_equal(r.done, 1);
@@ -561,12 +562,14 @@ static struct call_res call(struct ctx *c, const char *kind, int retries)
 static void test_call_retries_then_succeeds(void **state)
 {
     struct ctx *c = *state;
-    fake_start(c, "[{\"status\": 429, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"slow down\"}}},"
-                  " {\"status\": 503, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"busy\"}}},"
-                  " {\"status\": 200, \"body\": {\"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": null,"
-                  " \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\", \"function\": {\"name\": \"compile\","
-                  " \"arguments\": \"{}\"}}]}, \"finish_reason\": \"tool_calls\"}], \"usage\": {\"prompt_tokens\": 10,"
-                  " \"completion_tokens\": 2}}}]");
+    fake_start(
+        c, "[{\"status\": 429, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"slow "
+           "down\"}}},"
+           " {\"status\": 503, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"busy\"}}},"
+           " {\"status\": 200, \"body\": {\"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": null,"
+           " \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\", \"function\": {\"name\": \"compile\","
+           " \"arguments\": \"{}\"}}]}, \"finish_reason\": \"tool_calls\"}], \"usage\": {\"prompt_tokens\": 10,"
+           " \"completion_tokens\": 2}}}]");
     struct call_res r = call(c, "openai", 3);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.attempts, 3);
@@ -576,13 +579,14 @@ static void test_call_retries_then_succeeds(void **state)
 static void test_call_gives_up(void **state)
 {
     struct ctx *c = *state;
-    fake_start(c, "[{\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
-                  " {\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
-                  " {\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
-                  " {\"status\": 200, \"body\": {}}]");
+    fake_start(
+        c, "[{\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
+           " {\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
+           " {\"status\": 500, \"headers\": {\"Retry-After\": \"0\"}, \"body\": {\"error\": {\"message\": \"boom\"}}},"
+           " {\"status\": 200, \"body\": {}}]");
     struct call_res r = call(c, "openai", 2);
     assert_int_equal(r.rc, -EIO);
-    assert_int_equal(r.attempts, 3);   /* the first try and two retries, not the fourth answer */
+    assert_int_equal(r.attempts, 3); /* the first try and two retries, not the fourth answer */
     assert_non_null(strstr(r.reason, "fake answered 500 after 3 attempts: boom"));
 }
 
@@ -612,9 +616,8 @@ static avo_llmcall *start_slow_call(struct ctx *c, const char *delay, struct cal
     fake_start(c, script);
     provider(c, "openai", 3, &p);
     *conv = json_pack("[{s:s,s:s}]", "role", "user", "text", "hello");
-    assert_int_equal(avo_llmcall_start(&call, &c->loop, c->h, &p, "secret-key", *conv, NULL, on_call, r, err,
-                                       sizeof err),
-                     0);
+    assert_int_equal(
+        avo_llmcall_start(&call, &c->loop, c->h, &p, "secret-key", *conv, NULL, on_call, r, err, sizeof err), 0);
     return call;
 }
 
@@ -628,7 +631,7 @@ static void test_call_cancel_aborts(void **state)
     run_until(&c->loop, &never, 1, 0.5);
     assert_int_equal(r.done, 0);
     avo_llmcall_cancel(call);
-    assert_int_equal(r.done, 1);   /* at once, not when the answer would have come */
+    assert_int_equal(r.done, 1); /* at once, not when the answer would have come */
     assert_int_equal(r.rc, -ECANCELED);
     assert_int_equal(wait_event(c, "disconnected", 1, 2.0), 1);
     run_until(&c->loop, &never, 1, 0.3);
@@ -645,9 +648,9 @@ static void test_call_cancel_keeps_arriving_answer(void **state)
     avo_llmcall *call = start_slow_call(c, "\"body_delay_s\": 1.5", &r, &conv);
     assert_int_equal(wait_event(c, "headers", 1, 5.0), 1);
     int never = 0;
-    run_until(&c->loop, &never, 1, 0.3);   /* the status line is read */
+    run_until(&c->loop, &never, 1, 0.3); /* the status line is read */
     avo_llmcall_cancel(call);
-    assert_int_equal(r.done, 0);   /* generated and billed: it is read, not thrown away */
+    assert_int_equal(r.done, 0); /* generated and billed: it is read, not thrown away */
     assert_int_equal(run_until(&c->loop, &r.done, 1, 10), 1);
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.stop, "end");

@@ -164,9 +164,12 @@ static void test_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_ratio),       cmocka_unit_test(test_identical_samples),
-        cmocka_unit_test(test_same_kernel_contains_one), cmocka_unit_test(test_shift_excludes_one),
-        cmocka_unit_test(test_confidence_width),  cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_known_ratio),
+        cmocka_unit_test(test_identical_samples),
+        cmocka_unit_test(test_same_kernel_contains_one),
+        cmocka_unit_test(test_shift_excludes_one),
+        cmocka_unit_test(test_confidence_width),
+        cmocka_unit_test(test_cost),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

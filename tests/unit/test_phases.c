@@ -17,7 +17,7 @@ static void test_add_and_json(void **state)
     avo_phases ph = {0};
     avo_phases_add(&ph, "compile", 0.25);
     avo_phases_add(&ph, "calls", 1.0);
-    char same[] = "compile";   /* another pointer, the same name */
+    char same[] = "compile"; /* another pointer, the same name */
     avo_phases_add(&ph, same, 0.5);
     assert_int_equal(ph.n, 2);
     assert_true(avo_phases_sum(&ph) == 1.75);
@@ -26,7 +26,7 @@ static void test_add_and_json(void **state)
     assert_int_equal(json_object_size(j), 2);
     assert_true(json_real_value(json_object_get(j, "compile")) == 0.75);
     assert_true(json_real_value(json_object_get(j, "calls")) == 1.0);
-    assert_null(json_object_get(j, "baseline"));   /* never happened: not reported */
+    assert_null(json_object_get(j, "baseline")); /* never happened: not reported */
     json_decref(j);
 }
 
@@ -64,7 +64,7 @@ static void test_merge_and_full(void **state)
         avo_phases_add(&f, names[i], 1);
     }
     assert_int_equal(f.n, AVO_PHASES_MAX);
-    avo_phases_add(&f, "p0", 1);                   /* a known name still adds */
+    avo_phases_add(&f, "p0", 1); /* a known name still adds */
     assert_true(f.s[0] == 2);
     assert_true(avo_phases_sum(&f) == AVO_PHASES_MAX + 1);
 }

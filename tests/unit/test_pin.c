@@ -170,8 +170,8 @@ static void test_pin_and_diff(void **state)
     snprintf(kernels, sizeof kernels, "%.*s", (int)(slash - dir), dir);
     json_object_set_new(pin, "problem", json_string(slash + 1));
     json_object_set_new(pin, "job", json_integer(7));
-    assert_int_equal(avo_pin_load(&p, dir, json_string_value(json_object_get(pin, "problem_json")), NULL, err,
-                                  sizeof err), 0);
+    assert_int_equal(
+        avo_pin_load(&p, dir, json_string_value(json_object_get(pin, "problem_json")), NULL, err, sizeof err), 0);
     assert_string_equal(p.seed, "seed.c");
     avo_problem_free(&p);
 
@@ -203,11 +203,8 @@ static void test_pin_and_diff(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_files),
-        cmocka_unit_test(test_hash),
-        cmocka_unit_test(test_changes),
-        cmocka_unit_test(test_manifest),
-        cmocka_unit_test(test_pin_and_diff),
+        cmocka_unit_test(test_files),    cmocka_unit_test(test_hash),         cmocka_unit_test(test_changes),
+        cmocka_unit_test(test_manifest), cmocka_unit_test(test_pin_and_diff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

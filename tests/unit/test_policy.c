@@ -75,15 +75,13 @@ static void test_module_loading(void **state)
     expect_rule("int g(void *m, const void *b) { return cuModuleLoadData(m, b); }\n", 1, R, 1);
     expect_rule("int g(void *m, const void *b) { return cuModuleLoadDataEx(m, b, 0, 0, 0); }\n", 1, R, 1);
     expect_rule("int g(void *l, const void *b) { return cuLibraryLoadData(l, b, 0, 0, 0, 0, 0, 0); }\n", 1, R, 1);
-    expect_rule("int g(void *l, const void *b) { return cudaLibraryLoadData(l, b, 0, 0, 0, 0, 0, 0); }\n", 1, R,
-                1);
+    expect_rule("int g(void *l, const void *b) { return cudaLibraryLoadData(l, b, 0, 0, 0, 0, 0, 0); }\n", 1, R, 1);
     expect_rule("int g(void *m, const void *b) { return cuModuleLoadFatBinary(m, b); }\n", 1, R, 1);
     /* the name in a string, joined from pieces */
     expect_rule("void *h;\nvoid *f(void) { return dlsym(h, \"cuModule\" \"LoadData\"); }\n", 0, R, 2);
     /* a lookup by a name that is not a literal */
     expect_rule("char n[9];\nvoid *f(void *h) { return dlsym(h, n); }\n", 0, R, 2);
-    expect_rule("void *p; int q;\nint f(const char *n) { return cudaGetDriverEntryPoint(n, &p, 0, &q); }\n", 1,
-                R, 2);
+    expect_rule("void *p; int q;\nint f(const char *n) { return cudaGetDriverEntryPoint(n, &p, 0, &q); }\n", 1, R, 2);
     expect_rule("void *(*s)(void *, const char *) = dlsym;\n", 0, R, 1);
 }
 
@@ -136,20 +134,32 @@ static void test_ptx(void **state)
 {
     (void)state;
     if (!avo_policy_ptx_isa()[0])
-        skip();     /* built without a toolkit: no instruction is documented */
+        skip(); /* built without a toolkit: no instruction is documented */
     /* the generated list: documented instructions, by any dotted prefix */
-    static const char *const documented[] = {"add.s32", "mov.u32", "call.uni", "call", "ret", "exit", "bra.uni",
-                                             "setp.ne.b32", "ld.global.nc.L2::128B.v4.u32", "st.shared.v2.f32",
-                                             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-                                             "mbarrier.try_wait.parity.shared::cta.b64",
-                                             "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
-                                             "setmaxnreg.inc.sync.aligned.u32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
-                                             "fence.proxy.async.shared::cta", "shfl.sync.bfly.b32", "ldu.global.f32"};
+    static const char *const documented[] = {
+        "add.s32",
+        "mov.u32",
+        "call.uni",
+        "call",
+        "ret",
+        "exit",
+        "bra.uni",
+        "setp.ne.b32",
+        "ld.global.nc.L2::128B.v4.u32",
+        "st.shared.v2.f32",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+        "setmaxnreg.inc.sync.aligned.u32",
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+        "fence.proxy.async.shared::cta",
+        "shfl.sync.bfly.b32",
+        "ldu.global.f32"};
     for (size_t i = 0; i < sizeof documented / sizeof documented[0]; i++)
         if (!avo_policy_ptx_documented(documented[i]))
             fail_msg("%s should be documented (PTX ISA %s)", documented[i], avo_policy_ptx_isa());
-    static const char *const undocumented[] = {"cctl.ivall", "cctl", "_ldsm", "_warpsync", "foo.b32", "cp.bogus",
-                                               "mbarrier"};
+    static const char *const undocumented[] = {"cctl.ivall", "cctl",     "_ldsm",   "_warpsync",
+                                               "foo.b32",    "cp.bogus", "mbarrier"};
     for (size_t i = 0; i < sizeof undocumented / sizeof undocumented[0]; i++)
         if (avo_policy_ptx_documented(undocumented[i]))
             fail_msg("%s should not be documented", undocumented[i]);
@@ -182,7 +192,7 @@ static void test_ptx(void **state)
     assert_int_equal(line, 5);
     const char *guarded = ".visible .entry k()\n{\nL1: @%p1\n  _ldldu.global.b32 %r1, [%rd1];\n}\n";
     assert_int_equal(ptx_rule_line(guarded, &line), AVO_POLICY_PTX_INSTRUCTIONS);
-    assert_int_equal(line, 4);     /* the opcode's line, after the label and the guard */
+    assert_int_equal(line, 4); /* the opcode's line, after the label and the guard */
 }
 
 static void test_asm(void **state)
@@ -325,10 +335,14 @@ static void test_detail(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_inclusion), cmocka_unit_test(test_module_loading),
-        cmocka_unit_test(test_embedded_binaries), cmocka_unit_test(test_honest),
-        cmocka_unit_test(test_ptx), cmocka_unit_test(test_asm),
-        cmocka_unit_test(test_object), cmocka_unit_test(test_problem_relax),
+        cmocka_unit_test(test_file_inclusion),
+        cmocka_unit_test(test_module_loading),
+        cmocka_unit_test(test_embedded_binaries),
+        cmocka_unit_test(test_honest),
+        cmocka_unit_test(test_ptx),
+        cmocka_unit_test(test_asm),
+        cmocka_unit_test(test_object),
+        cmocka_unit_test(test_problem_relax),
         cmocka_unit_test(test_detail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,7 +58,8 @@ static void test_fixture_unknown_size(void **state)
     avo_problem p;
     char err[512] = "";
     assert_int_equal(avo_problem_load(&p, "tests/fixtures/problems/unknown_size", err, sizeof err), -EINVAL);
-    assert_string_equal(err, "tests/fixtures/problems/unknown_size/problem.json: tensors[1].shape[0]: unknown size 'Q'");
+    assert_string_equal(err,
+                        "tests/fixtures/problems/unknown_size/problem.json: tensors[1].shape[0]: unknown size 'Q'");
 }
 
 /* Write a mutated copy of the sgemm spec into a temp dir and load it. */
@@ -103,8 +104,14 @@ static void expect_error(mutate_fn m, const char *want)
     assert_int_equal(system(cmd), 0);
 }
 
-static void m_unknown_top(json_t *j) { json_object_set_new(j, "tolerence", json_object()); }
-static void m_no_entry(json_t *j) { json_object_del(j, "entry"); }
+static void m_unknown_top(json_t *j)
+{
+    json_object_set_new(j, "tolerence", json_object());
+}
+static void m_no_entry(json_t *j)
+{
+    json_object_del(j, "entry");
+}
 static void m_bad_dtype(json_t *j)
 {
     json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "dtype", json_string("f8"));
@@ -135,17 +142,35 @@ static void m_constraint_name(json_t *j)
 {
     json_array_append_new(json_object_get(j, "constraints"), json_string("BX < 64"));
 }
-static void m_metric(json_t *j) { json_object_set_new(j, "score_metric", json_string("time")); }
-static void m_flops(json_t *j) { json_object_set_new(j, "flops", json_string("2 * M * N * (K - 512)")); }
+static void m_metric(json_t *j)
+{
+    json_object_set_new(j, "score_metric", json_string("time"));
+}
+static void m_flops(json_t *j)
+{
+    json_object_set_new(j, "flops", json_string("2 * M * N * (K - 512)"));
+}
 static void m_tol_key(json_t *j)
 {
     json_object_set_new(json_object_get(json_object_get(j, "tolerance"), "f32"), "rel", json_real(1));
 }
-static void m_reference_escape(json_t *j) { json_object_set_new(j, "reference", json_string("../x.c")); }
-static void m_timing(json_t *j) { json_object_set_new(json_object_get(j, "timing"), "min_runs", json_integer(0)); }
+static void m_reference_escape(json_t *j)
+{
+    json_object_set_new(j, "reference", json_string("../x.c"));
+}
+static void m_timing(json_t *j)
+{
+    json_object_set_new(json_object_get(j, "timing"), "min_runs", json_integer(0));
+}
 /* K, the job's warm-up sets per configuration (docs/evaluation.md, "Input sets"). */
-static void m_input_sets_zero(json_t *j) { json_object_set_new(j, "check", json_pack("{s:i}", "input_sets", 0)); }
-static void m_input_sets_type(json_t *j) { json_object_set_new(j, "check", json_pack("{s:s}", "input_sets", "2")); }
+static void m_input_sets_zero(json_t *j)
+{
+    json_object_set_new(j, "check", json_pack("{s:i}", "input_sets", 0));
+}
+static void m_input_sets_type(json_t *j)
+{
+    json_object_set_new(j, "check", json_pack("{s:s}", "input_sets", "2"));
+}
 static void m_tensor_key(json_t *j)
 {
     json_object_set_new(json_array_get(json_object_get(j, "tensors"), 0), "layout", json_string("row"));
@@ -164,10 +189,22 @@ static void m_validate_size(json_t *j)
 {
     json_object_del(json_object_get(json_object_get(j, "validate"), "sizes"), "K");
 }
-static void m_validate_key(json_t *j) { json_object_set_new(json_object_get(j, "validate"), "configs", json_array()); }
-static void m_roofline_empty(json_t *j) { json_object_set_new(j, "roofline", json_object()); }
-static void m_roofline_neg(json_t *j) { json_object_set_new(j, "roofline", json_pack("{s:f}", "gflops", -1.0)); }
-static void m_roofline_key(json_t *j) { json_object_set_new(j, "roofline", json_pack("{s:f}", "tflops", 1.0)); }
+static void m_validate_key(json_t *j)
+{
+    json_object_set_new(json_object_get(j, "validate"), "configs", json_array());
+}
+static void m_roofline_empty(json_t *j)
+{
+    json_object_set_new(j, "roofline", json_object());
+}
+static void m_roofline_neg(json_t *j)
+{
+    json_object_set_new(j, "roofline", json_pack("{s:f}", "gflops", -1.0));
+}
+static void m_roofline_key(json_t *j)
+{
+    json_object_set_new(j, "roofline", json_pack("{s:f}", "tflops", 1.0));
+}
 static void m_roofline_nobytes(json_t *j)
 {
     json_object_del(j, "bytes");
@@ -182,10 +219,22 @@ static void m_counters_twice(json_t *j)
 {
     json_object_set_new(j, "counters", json_pack("{s:[s,s]}", "configs", "256", "256"));
 }
-static void m_counters_empty(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "configs")); }
-static void m_counters_key(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[]}", "metrics")); }
-static void m_counters_type(json_t *j) { json_object_set_new(j, "counters", json_pack("{s:[i]}", "configs", 1)); }
-static void m_counters_array(json_t *j) { json_object_set_new(j, "counters", json_pack("[s]", "256")); }
+static void m_counters_empty(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("{s:[]}", "configs"));
+}
+static void m_counters_key(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("{s:[]}", "metrics"));
+}
+static void m_counters_type(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("{s:[i]}", "configs", 1));
+}
+static void m_counters_array(json_t *j)
+{
+    json_object_set_new(j, "counters", json_pack("[s]", "256"));
+}
 
 /* A configuration by name, and the error that lists the valid ones (the
  * profile route, the agent's profile tool and avo-harness --config). */
@@ -210,7 +259,7 @@ static void test_counters_configs(void **state)
     char err[512], dir[64];
     assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
     for (int i = 0; i < p.nconfigs; i++)
-        assert_int_equal(p.configs[i].profile, 1);   /* default: every config */
+        assert_int_equal(p.configs[i].profile, 1); /* default: every config */
     avo_problem_free(&p);
 
     strcpy(dir, "/tmp/avo-test-counters-XXXXXX");
@@ -222,7 +271,7 @@ static void test_counters_configs(void **state)
     snprintf(path, sizeof path, "%s/problem.json", dir);
     json_t *j = json_load_file(path, 0, NULL);
     assert_non_null(j);
-    json_object_set_new(j, "counters", json_object());   /* no list: every config */
+    json_object_set_new(j, "counters", json_object()); /* no list: every config */
     assert_int_equal(json_dump_file(j, path, 0), 0);
     assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
     for (int i = 0; i < p.nconfigs; i++)
@@ -262,9 +311,18 @@ static void m_screen_twice(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("{s:[s,s],s:i}", "configs", "256", "256", "runs", 40));
 }
-static void m_screen_empty(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:[],s:i}", "configs", "runs", 40)); }
-static void m_screen_no_configs(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:i}", "runs", 40)); }
-static void m_screen_no_runs(json_t *j) { json_object_set_new(j, "screen", json_pack("{s:[s]}", "configs", "256")); }
+static void m_screen_empty(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[],s:i}", "configs", "runs", 40));
+}
+static void m_screen_no_configs(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:i}", "runs", 40));
+}
+static void m_screen_no_runs(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s]}", "configs", "256"));
+}
 static void m_screen_few_runs(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("{s:[s],s:i}", "configs", "256", "runs", 9));
@@ -287,7 +345,10 @@ static void m_screen_key(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("{s:[s],s:i,s:f}", "configs", "256", "runs", 20, "confidence", 0.9));
 }
-static void m_screen_type(json_t *j) { json_object_set_new(j, "screen", json_pack("[s]", "256")); }
+static void m_screen_type(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("[s]", "256"));
+}
 static void m_screen_name_type(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("{s:[i],s:i}", "configs", 256, "runs", 20));
@@ -299,7 +360,7 @@ static void test_screen(void **state)
     avo_problem p;
     char err[512], dir[64];
     assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
-    assert_int_equal(p.screen_runs, 0);   /* not declared: no screen */
+    assert_int_equal(p.screen_runs, 0); /* not declared: no screen */
     for (int i = 0; i < p.nconfigs; i++)
         assert_int_equal(p.configs[i].screen, 0);
     avo_problem_free(&p);
@@ -310,7 +371,7 @@ static void test_screen(void **state)
     for (int i = 0; i < p.nconfigs; i++)
         assert_int_equal(p.configs[i].screen,
                          strcmp(p.configs[i].name, "512") == 0 || strcmp(p.configs[i].name, "128") == 0);
-    assert_int_equal(p.configs[3].profile, 1);   /* counters.configs untouched */
+    assert_int_equal(p.configs[3].profile, 1); /* counters.configs untouched */
     avo_problem_free(&p);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -424,9 +485,9 @@ static void test_knobs_and_render(void **state)
     json_t *start = json_pack("{s:i,s:i}", "UNROLL", 8, "ORDER", 1);
     int64_t v[AVO_PROBLEM_MAX_KNOBS];
     avo_problem_start_knobs(&p, start, v);
-    assert_int_equal(v[0], 1);           /* ORDER from the object */
-    assert_int_equal(v[1], dflt[1]);     /* BM: its default */
-    assert_int_equal(v[4], 8);           /* UNROLL from the object */
+    assert_int_equal(v[0], 1);       /* ORDER from the object */
+    assert_int_equal(v[1], dflt[1]); /* BM: its default */
+    assert_int_equal(v[4], 8);       /* UNROLL from the object */
     json_decref(start);
     avo_problem_free(&p);
 }
@@ -434,11 +495,17 @@ static void test_knobs_and_render(void **state)
 /* "seeds": further named seeds, each with its own knob space. */
 static json_t *named_seed(int dflt, const char *constraint)
 {
-    return json_pack("{s:s,s:[{s:s,s:[i,i],s:i}],s:[s]}", "file", "seed.c", "knobs", "name", "TILE", "values", 8,
-                     16, "default", dflt, "constraints", constraint);
+    return json_pack("{s:s,s:[{s:s,s:[i,i],s:i}],s:[s]}", "file", "seed.c", "knobs", "name", "TILE", "values", 8, 16,
+                     "default", dflt, "constraints", constraint);
 }
-static void m_seeds_ok(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(16, "TILE >= 8"))); }
-static void m_seeds_default(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(32, "TILE >= 8"))); }
+static void m_seeds_ok(json_t *j)
+{
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(16, "TILE >= 8")));
+}
+static void m_seeds_default(json_t *j)
+{
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(32, "TILE >= 8")));
+}
 static void m_seeds_constraint(json_t *j)
 {
     json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", named_seed(16, "TILE > 16")));
@@ -455,8 +522,14 @@ static void m_seeds_file(json_t *j)
     json_object_set_new(sd, "file", json_string("nope.c"));
     json_object_set_new(j, "seeds", json_pack("{s:o}", "fast", sd));
 }
-static void m_seeds_name(json_t *j) { json_object_set_new(j, "seeds", json_pack("{s:o}", "a-b", named_seed(16, "TILE >= 8"))); }
-static void m_seeds_empty(json_t *j) { json_object_set_new(j, "seeds", json_object()); }
+static void m_seeds_name(json_t *j)
+{
+    json_object_set_new(j, "seeds", json_pack("{s:o}", "a-b", named_seed(16, "TILE >= 8")));
+}
+static void m_seeds_empty(json_t *j)
+{
+    json_object_set_new(j, "seeds", json_object());
+}
 
 static void test_named_seeds(void **state)
 {
@@ -465,7 +538,7 @@ static void test_named_seeds(void **state)
     assert_int_equal(load_variant(m_seeds_ok, err, sizeof err, dir), 0);
     avo_problem p;
     assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
-    assert_int_equal(p.nknobs, 5);              /* the default seed's knob space */
+    assert_int_equal(p.nknobs, 5); /* the default seed's knob space */
     assert_string_equal(p.seed_name, "");
     assert_int_equal(avo_problem_use_seed(&p, "", err, sizeof err), 0);
     assert_int_equal(p.nknobs, 5);
@@ -514,8 +587,7 @@ static void test_resolve(void **state)
     char out[512], err[256];
     assert_int_equal(avo_problem_resolve("kernels", "cpu/sgemm", out, sizeof out, err, sizeof err), 0);
     assert_string_equal(out, "kernels/cpu/sgemm");
-    assert_int_equal(avo_problem_resolve("kernels", "../kernels/cpu/sgemm", out, sizeof out, err, sizeof err),
-                     -EINVAL);
+    assert_int_equal(avo_problem_resolve("kernels", "../kernels/cpu/sgemm", out, sizeof out, err, sizeof err), -EINVAL);
     assert_int_equal(avo_problem_resolve("kernels", "cpu/../cpu/sgemm", out, sizeof out, err, sizeof err), -EINVAL);
     assert_int_equal(avo_problem_resolve("kernels", "/etc", out, sizeof out, err, sizeof err), -EINVAL);
     assert_int_equal(avo_problem_resolve("kernels", "cpu//sgemm", out, sizeof out, err, sizeof err), -EINVAL);
@@ -526,12 +598,11 @@ static void test_resolve(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_sgemm),      cmocka_unit_test(test_fixture_unknown_size),
-        cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_bad_json),
-        cmocka_unit_test(test_knobs_and_render), cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_load_sgemm),        cmocka_unit_test(test_fixture_unknown_size),
+        cmocka_unit_test(test_spec_errors),       cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_knobs_and_render),  cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
-        cmocka_unit_test(test_counters_configs),
-        cmocka_unit_test(test_screen),
+        cmocka_unit_test(test_counters_configs),  cmocka_unit_test(test_screen),
         cmocka_unit_test(test_config_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,6 @@
 
 #include "daemon/avod/problems.h"
 
-
 static void test_distance(void **state)
 {
     (void)state;
@@ -55,8 +54,8 @@ static void test_get(void **state)
     json_t *o = NULL;
     char err[1024];
     assert_int_equal(avo_problems_get("kernels", "cpu/sgemm", &o, err, sizeof err), 0);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "knob_space"), 0), "allowed")),
-                     875);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(o, "knob_space"), 0), "allowed")), 875);
     json_decref(o);
     assert_int_equal(avo_problems_get("kernels", "sgemm", &o, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "did you mean 'cpu/sgemm'?"));

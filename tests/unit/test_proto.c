@@ -33,7 +33,7 @@ static void test_defaults_are_filled(void **state)
     char err[256];
     assert_int_equal(parse("{\"problem\":\"cpu/sgemm\"}", &s, &n, err, sizeof err), 0);
     assert_string_equal(s.op, "tune");
-    assert_string_equal(s.target, "");   /* filled in from the problem's backend at submission */
+    assert_string_equal(s.target, ""); /* filled in from the problem's backend at submission */
     assert_int_equal(s.evaluations, 30);
     assert_int_equal(s.islands, 1);
     assert_true(s.epsilon == 0.0);
@@ -86,21 +86,21 @@ static void test_seed_budgets_and_stops(void **state)
     avo_jobspec_clear(&s);
     assert_null(s.seed_source);
 
-    assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"gpu\":\"H200\",\"seed\":{\"candidate\":42}}", &s, &n, err,
-                           sizeof err),
-                     0);
+    assert_int_equal(
+        parse("{\"problem\":\"cpu/sgemm\",\"gpu\":\"H200\",\"seed\":{\"candidate\":42}}", &s, &n, err, sizeof err), 0);
     assert_string_equal(s.gpu, "H200");
     assert_string_equal(json_string_value(json_object_get(n, "gpu")), "H200");
     json_decref(n);
     assert_int_equal(s.seed_candidate, 42);
     assert_null(s.seed_source);
-    assert_int_equal(s.patience, 8);   /* default */
+    assert_int_equal(s.patience, 8); /* default */
     assert_int_equal(s.stagnation_limit, 0);
     avo_jobspec_clear(&s);
 
     /* an agent job: its provider and limits, and the LLM budgets, in the stored spec */
     assert_int_equal(parse("{\"problem\":\"cpu/sgemm\",\"operator\":\"agent\",\"agent\":{\"provider\":\"claude\"},"
-                           "\"budget\":{\"tokens\":5000,\"cost_usd\":2.5}}", &s, &n, err, sizeof err),
+                           "\"budget\":{\"tokens\":5000,\"cost_usd\":2.5}}",
+                           &s, &n, err, sizeof err),
                      0);
     assert_string_equal(s.agent_provider, "claude");
     assert_int_equal(s.agent_max_turns, 40);
@@ -145,7 +145,8 @@ static void test_name_and_labels(void **state)
     json_t *norm = NULL;
     char err[256];
     assert_int_equal(parse("{\"problem\":\"p\",\"name\":\"gemm try 2\",\"labels\":{\"exp\":\"a1\",\"team.io/x\":\"\"}}",
-                           &s, &norm, err, sizeof err), 0);
+                           &s, &norm, err, sizeof err),
+                     0);
     assert_string_equal(s.name, "gemm try 2");
     assert_string_equal(json_string_value(json_object_get(norm, "name")), "gemm try 2");
     assert_string_equal(json_string_value(json_object_get(json_object_get(norm, "labels"), "exp")), "a1");
@@ -198,7 +199,8 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"problem\":\"p\",\"operator\":\"agent\",\"agent\":{\"provider\":\"c\",\"max_turns\":0}}",
                  "agent.max_turns: 0 is outside");
     expect_error("{\"problem\":\"p\",\"agent\":{\"provider\":\"c\"}}", "agent: applies to agent jobs only");
-    expect_error("{\"problem\":\"p\",\"operator\":\"genetic\"}", "operator: unknown operator 'genetic' (available: tune, agent)");
+    expect_error("{\"problem\":\"p\",\"operator\":\"genetic\"}",
+                 "operator: unknown operator 'genetic' (available: tune, agent)");
     expect_error("{\"problem\":\"p\",\"seed\":{\"name\":7}}", "seed.name: must be a non-empty string");
     expect_error("{\"problem\":\"p\",\"seed\":{\"source\":\"\"}}", "seed.source: must be");
     expect_error("{\"problem\":\"p\",\"seed\":{\"candidate\":0}}", "seed.candidate: must be a candidate id");
@@ -241,8 +243,8 @@ static void test_commit_spec(void **state)
     assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "min_gain")) == 0.02);
     json_decref(n);
     /* given: kept whatever the backend, 0 included */
-    assert_int_equal(parse("{\"problem\":\"p\",\"commit\":{\"min_gain\":0,\"confidence\":0.99}}", &s, &n, err,
-                           sizeof err), 0);
+    assert_int_equal(
+        parse("{\"problem\":\"p\",\"commit\":{\"min_gain\":0,\"confidence\":0.99}}", &s, &n, err, sizeof err), 0);
     avo_jobspec_commit_resolve(&s, n, 0);
     assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "min_gain")) == 0.0);
     assert_true(json_real_value(json_object_get(json_object_get(n, "commit"), "confidence")) == 0.99);
@@ -314,11 +316,13 @@ static void test_token_files(void **state)
     assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
     assert_string_equal(tokens[0].token, "0123456789abcdef0123");
     assert_string_equal(tokens[1].token, "fedcba9876543210fedc");
-    assert_string_equal(tokens[0].principal, "");   /* a bare line: anonymous */
+    assert_string_equal(tokens[0].principal, ""); /* a bare line: anonymous */
     assert_int_equal(tokens[1].line, 4);
     /* principals: attributes after the token, in any order */
-    write_file(path, "0123456789abcdef0123 principal=alice team=ml\n"
-                     "fedcba9876543210fedc\tadmin principal=ops.root\n", 0600);
+    write_file(path,
+               "0123456789abcdef0123 principal=alice team=ml\n"
+               "fedcba9876543210fedc\tadmin principal=ops.root\n",
+               0600);
     assert_int_equal(avo_tokens_load(path, tokens, 1, err, sizeof err), 2);
     assert_string_equal(tokens[0].token, "0123456789abcdef0123");
     assert_string_equal(tokens[0].principal, "alice");
@@ -346,7 +350,7 @@ static void test_token_files(void **state)
     write_file(path, "# only a comment\nshort\n", 0600);
     assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "line 2: a token is 16 to 255 characters"));
-    assert_null(strstr(err, "short"));   /* never the token itself */
+    assert_null(strstr(err, "short")); /* never the token itself */
     write_file(path, "# nothing\n", 0600);
     assert_int_equal(avo_tokens_load(path, tokens, 0, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "no token in it"));

@@ -51,7 +51,7 @@ static void test_empty_and_garbage(void **state)
     assert_int_equal(json_array_size(a), 0);
     json_decref(a);
     a = avo_ptxas_parse("error: something\nUsed 5 registers\n");
-    assert_int_equal(json_array_size(a), 0);   /* no kernel header: nothing attributed */
+    assert_int_equal(json_array_size(a), 0); /* no kernel header: nothing attributed */
     json_decref(a);
 }
 

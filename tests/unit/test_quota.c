@@ -73,8 +73,9 @@ static void test_line_refusals(void **state)
     refused(id, "ml gpu-seconds-day=-3", "gpu-seconds-day=-3: seconds >= 0");
     refused(id, "ml gpu-seconds-week=3w", "gpu-seconds-week=3w: seconds >= 0, optionally with a unit s, m, h or d");
     refused(id, "ml share=0", "share=0: a share is a number > 0");
-    refused(id, "ml gpu-hours=2", "unknown key 'gpu-hours' (keys: jobs, evals-in-flight, gpu-seconds-day, "
-                                  "gpu-seconds-week, share)");
+    refused(id, "ml gpu-hours=2",
+            "unknown key 'gpu-hours' (keys: jobs, evals-in-flight, gpu-seconds-day, "
+            "gpu-seconds-week, share)");
     refused(id, "ml jobs", "'jobs' is not key=value");
     refused(id, "ml jobs=", "'jobs=' is not key=value");
     refused(id, "ml jobs=1 jobs=2", "jobs given twice");

@@ -135,12 +135,12 @@ static void test_names(void **state)
     avo_refcache_name(&c1, "a", 6, n5);
     avo_refcache_name(&c1, "a", 5, again);
     assert_string_equal(n1, again);
-    assert_string_not_equal(n1, n2);   /* the job's seed */
-    assert_string_not_equal(n1, n3);   /* the device */
-    assert_string_not_equal(n1, n4);   /* the config */
-    assert_string_not_equal(n1, n5);   /* the set */
+    assert_string_not_equal(n1, n2); /* the job's seed */
+    assert_string_not_equal(n1, n3); /* the device */
+    assert_string_not_equal(n1, n4); /* the config */
+    assert_string_not_equal(n1, n5); /* the set */
     assert_int_equal(strlen(n1), 64 + strlen(AVO_REFCACHE_SUFFIX));
-    assert_int_equal(strspn(n1, "0123456789abcdef"), 64);   /* a hash: nothing of the seed readable */
+    assert_int_equal(strspn(n1, "0123456789abcdef"), 64); /* a hash: nothing of the seed readable */
     /* Another reference object: another key. */
     char pdir[128], ref[128], err[300];
     fixture(pdir, ref);
@@ -190,7 +190,7 @@ static void test_evict_lru(void **state)
     make_file(fd, "unrelated.txt", 9999, now - 1000);
     uint64_t freed = 0, kept = 0;
     int n = avo_refstore_evict(fd, 2500, &freed, &kept);
-    assert_int_equal(n, 3);  /* the two oldest, and the dead writer's */
+    assert_int_equal(n, 3); /* the two oldest, and the dead writer's */
     assert_int_equal(freed, 2500);
     assert_int_equal(kept, 2000);
     assert_false(exists(fd, names[0]));

@@ -33,11 +33,11 @@ static int child_checks(int keep)
 {
     int fail = 0, n = 0;
     char err[200];
-    int extra = open("/dev/null", O_RDONLY);  /* as a candidate's constructor would */
+    int extra = open("/dev/null", O_RDONLY); /* as a candidate's constructor would */
 #define CHECK(cond) (n++, fail = fail ? fail : (cond) ? 0 : n)
     CHECK(avo_syscalls_confine(keep, keep, NULL, err, sizeof err) == 0);
-    CHECK(extra < 0 || fcntl(extra, F_GETFD) < 0);           /* what the load opened: closed */
-    CHECK(write(keep, "x", 1) == 1);                         /* the protocol's pipe: kept */
+    CHECK(extra < 0 || fcntl(extra, F_GETFD) < 0); /* what the load opened: closed */
+    CHECK(write(keep, "x", 1) == 1);               /* the protocol's pipe: kept */
     CHECK(open("/dev/null", O_RDONLY) < 0 && errno == EPERM);
     CHECK(socket(AF_UNIX, SOCK_STREAM, 0) < 0 && errno == EPERM);
     pid_t p = fork();

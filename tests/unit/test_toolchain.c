@@ -17,16 +17,16 @@ static void constraint_forms(void **state)
 {
     (void)state;
     static const char *const good[][2] = {
-        {"13.0", "13.0"}, {">=580", ">=580"}, {"<13.1", "<13.1"}, {" <= 12.4.1 ", "<=12.4.1"},
-        {"=13", "13"},     {"==13.0", "13.0"}, {"> 1.2.3.4", ">1.2.3.4"}, {"0", "0"},
+        {"13.0", "13.0"}, {">=580", ">=580"}, {"<13.1", "<13.1"},        {" <= 12.4.1 ", "<=12.4.1"},
+        {"=13", "13"},    {"==13.0", "13.0"}, {"> 1.2.3.4", ">1.2.3.4"}, {"0", "0"},
     };
     char out[80];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         assert_int_equal(avo_toolchain_constraint_parse(good[i][0], out, sizeof out), 0);
         assert_string_equal(out, good[i][1]);
     }
-    static const char *const bad[] = {"", ">=", "13.", ".13", "13..0", "13.x", "v13", "~13", "13 0", "1.2.3.4.5",
-                                      "=>580", "1234567890", ">>1", "13.0-rc1", "!=13"};
+    static const char *const bad[] = {"",     ">=",        "13.",   ".13",        "13..0", "13.x",     "v13", "~13",
+                                      "13 0", "1.2.3.4.5", "=>580", "1234567890", ">>1",   "13.0-rc1", "!=13"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(avo_toolchain_constraint_parse(bad[i], out, sizeof out), -22);
 }
@@ -46,9 +46,10 @@ static void object_parse(void **state)
     (void)state;
     json_t *out = NULL;
     char err[512];
-    assert_int_equal(parse("{\"nvcc\": \" 13.0\", \"driver\": [\">=580\", \"< 590\"], \"gpu\": \"H200\", \"avo\": \"0.1\"}",
-                           &out, err, sizeof err),
-                     0);
+    assert_int_equal(
+        parse("{\"nvcc\": \" 13.0\", \"driver\": [\">=580\", \"< 590\"], \"gpu\": \"H200\", \"avo\": \"0.1\"}", &out,
+              err, sizeof err),
+        0);
     char *s = json_dumps(out, JSON_SORT_KEYS | JSON_COMPACT);
     assert_string_equal(s, "{\"avo\":\"0.1\",\"driver\":[\">=580\",\"<590\"],\"gpu\":\"H200\",\"nvcc\":\"13.0\"}");
     free(s);
@@ -100,7 +101,8 @@ static void banner_versions(void **state)
         {"cc (Debian 12.2.0-14+deb12u1) 12.2.0", "12.2.0"},
         {"Cuda compilation tools, release 13.0, V13.0.88", "13.0.88"},
         {"Debian clang version 14.0.6", "14.0.6"},
-        {"gcc (GCC) 13.2.1 20230801 (Red Hat 13.2.1-3)", "13.2.1"}, {"tool 7", "7"},
+        {"gcc (GCC) 13.2.1 20230801 (Red Hat 13.2.1-3)", "13.2.1"},
+        {"tool 7", "7"},
     };
     char out[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -15,7 +15,12 @@ static void test_scrub(void **state)
     char ok[] = "plain → ×2 — ≥ 😀";
     assert_int_equal(avo_utf8_scrub(ok), 0);
     assert_string_equal(ok, "plain → ×2 — ≥ 😀");
-    char bad[] = "a\xff" "b\xc3" "c\xe2\x82" "d\xc0\xaf" "e\xed\xa0\x80" "f";
+    char bad[] = "a\xff"
+                 "b\xc3"
+                 "c\xe2\x82"
+                 "d\xc0\xaf"
+                 "e\xed\xa0\x80"
+                 "f";
     assert_int_equal(avo_utf8_scrub(bad), 1 + 1 + 2 + 2 + 3);
     assert_string_equal(bad, "a?b?c??d??e???f");
 }
@@ -23,9 +28,9 @@ static void test_scrub(void **state)
 static void test_cut(void **state)
 {
     (void)state;
-    const char *s = "ab→cd";                  /* → is 3 bytes: 2..4 */
+    const char *s = "ab→cd"; /* → is 3 bytes: 2..4 */
     assert_int_equal(avo_utf8_cut(s, 2), 2);
-    assert_int_equal(avo_utf8_cut(s, 3), 2);  /* would split → */
+    assert_int_equal(avo_utf8_cut(s, 3), 2); /* would split → */
     assert_int_equal(avo_utf8_cut(s, 4), 2);
     assert_int_equal(avo_utf8_cut(s, 5), 5);
     assert_int_equal(avo_utf8_cut(s, 100), strlen(s));
