@@ -28,34 +28,34 @@
 typedef struct {
     const avo_worker_opts *o;
     PGconn *conn;
-    int connecting;             /* conn is a PQconnectStart still in progress */
+    int connecting; /* conn is a PQconnectStart still in progress */
     PostgresPollingStatusType connect_wants;
-    double connect_deadline;    /* a connect that hangs (a host gone silent) is abandoned then */
-    double retry_at;            /* the next connect attempt, after a failed one */
+    double connect_deadline; /* a connect that hangs (a host gone silent) is abandoned then */
+    double retry_at;         /* the next connect attempt, after a failed one */
     unsigned retry_ms;
     int down_logged;
     long long worker_id;
-    long long eval_id;          /* the evaluation in progress */
-    long long profile_id;       /* the profile in progress (sql/011_profiles.sql) */
+    long long eval_id;    /* the evaluation in progress */
+    long long profile_id; /* the profile in progress (sql/011_profiles.sql) */
     double next_heartbeat;
     double next_profile_renew;
     int lease_lost;
-    int unhealthy;              /* the GPU failed the canary: claim nothing */
+    int unhealthy; /* the GPU failed the canary: claim nothing */
     double next_canary;
     /* Claims taken ahead (--prefetch N), oldest first: evaluated after the
      * current one, their compiles done meanwhile on a thread. */
     struct {
         PGresult *claim;
         long long id;
-        int cancelled;          /* a NOTIFY said it was cancelled: skipped */
+        int cancelled; /* a NOTIFY said it was cancelled: skipped */
     } ahead[AVO_PREFETCH_MAX];
     int nahead;
-    pthread_t warm;             /* the compiles of the claims just taken */
+    pthread_t warm; /* the compiles of the claims just taken */
     int warming;
-    atomic_int warm_done;       /* the compile thread has finished (joined by the next heartbeat) */
-    int work_pending;           /* a wake-up for new work arrived during an evaluation */
-    int draining;               /* the registry already says so */
-    json_t *toolchain;          /* probed once at start (toolchain.h): on the worker's row and in every result */
+    atomic_int warm_done; /* the compile thread has finished (joined by the next heartbeat) */
+    int work_pending;     /* a wake-up for new work arrived during an evaluation */
+    int draining;         /* the registry already says so */
+    json_t *toolchain;    /* probed once at start (toolchain.h): on the worker's row and in every result */
 } worker;
 
 static double now_s(void);
@@ -65,7 +65,7 @@ typedef struct {
     atomic_int *done;
     int n;
     struct {
-        const char *problem, *src;   /* the claim's (it outlives the thread) */
+        const char *problem, *src; /* the claim's (it outlives the thread) */
         size_t len;
         long long id;
     } e[AVO_PREFETCH_MAX];
@@ -83,8 +83,10 @@ static void *warm_main(void *arg)
         if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
             avo_problem_load(&p, dir, err, sizeof err) != 0)
             continue;
-        avo_eval_opts eo = {.cache_dir = j->o->cache_dir, .state_dir = j->o->state_dir,
-                            .scratch_root = j->o->scratch_root, .timeout_s = j->o->timeout_s,
+        avo_eval_opts eo = {.cache_dir = j->o->cache_dir,
+                            .state_dir = j->o->state_dir,
+                            .scratch_root = j->o->scratch_root,
+                            .timeout_s = j->o->timeout_s,
                             .gpu_index = j->o->gpu_index};
         double t0 = now_s();
         if (avo_eval_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
@@ -152,7 +154,7 @@ static void sleep_ms(int ms)
 static PGresult *exec(worker *w, const char *sql, int n, const char *const *params)
 {
     if (w->connecting || PQstatus(w->conn) != CONNECTION_OK)
-        return NULL;            /* the caller's next connect step says why */
+        return NULL; /* the caller's next connect step says why */
     PGresult *r = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -189,10 +191,7 @@ static int do_register(worker *w)
     json_decref(dev);
     char *tc = json_dumps(w->toolchain, JSON_COMPACT | JSON_SORT_KEYS);
     const char *p[] = {host, pid, w->o->target, devices ? devices : "[]", tc};
-    PGresult *r = exec(w,
-                       "INSERT INTO workers (host, pid, target, devices, toolchain) "
-                       "VALUES ($1, $2, $3, $4::jsonb, $5::jsonb) RETURNING id",
-                       5, p);
+    PGresult *r = exec(w, "SELECT avo_worker_register($1, $2, $3, $4::jsonb, $5::jsonb)", 5, p);
     free(tc);
     free(devices);
     if (!r)
@@ -201,8 +200,7 @@ static int do_register(worker *w)
     PQclear(r);
     if (listen_all(w) < 0)
         return -5;
-    avo_info("worker", "registered as worker %lld (%s, pid %s, target %s)", w->worker_id, host, pid,
-             w->o->target);
+    avo_info("worker", "registered as worker %lld (%s, pid %s, target %s)", w->worker_id, host, pid, w->o->target);
     return 0;
 }
 
@@ -283,7 +281,7 @@ static int connect_step(worker *w, int wait_ms)
         if (rc <= 0) {
             if (now_s() > w->connect_deadline)
                 connect_failed(w, "connection attempt timed out");
-            return -EAGAIN;     /* not ready yet, or a signal to look at */
+            return -EAGAIN; /* not ready yet, or a signal to look at */
         }
         w->connect_wants = PQconnectPoll(w->conn);
         if (w->connect_wants == PGRES_POLLING_FAILED) {
@@ -337,13 +335,21 @@ static int keep_connected(worker *w)
     return 0;
 }
 
+/* The worker's row in the registry (sql/024_worker_states.sql has its
+ * states): set_state moves it, mark_seen refreshes last_seen, which the
+ * rescuer reads to mark silent workers gone. */
 static void set_state(worker *w, const char *state)
 {
     char id[32];
     snprintf(id, sizeof id, "%lld", w->worker_id);
-    const char *p[] = {state, id};
-    PGresult *r = exec(w, "UPDATE workers SET state = $1, last_seen = now() WHERE id = $2", 2, p);
-    PQclear(r);
+    PQclear(exec(w, "SELECT avo_worker_set_state($1, $2)", 2, (const char *const[]){id, state}));
+}
+
+static void mark_seen(worker *w)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", w->worker_id);
+    PQclear(exec(w, "SELECT avo_worker_seen($1)", 1, (const char *const[]){id}));
 }
 
 /* Read whatever notifications arrived, without blocking. A cancellation of
@@ -353,7 +359,7 @@ static int read_notifies(worker *w)
 {
     int work = 0;
     if (!w->conn || PQstatus(w->conn) != CONNECTION_OK || !PQconsumeInput(w->conn))
-        return 0;               /* a dropped connection is noticed by the next query */
+        return 0; /* a dropped connection is noticed by the next query */
     PGnotify *n;
     while ((n = PQnotifies(w->conn))) {
         if (strcmp(n->relname, "avo_work") == 0)
@@ -379,47 +385,54 @@ static int read_notifies(worker *w)
 static void note_draining(worker *w)
 {
     if (*w->o->stop == 1 && !w->draining && w->conn && PQstatus(w->conn) == CONNECTION_OK) {
-        char id[32];
-        snprintf(id, sizeof id, "%lld", w->worker_id);
-        const char *p[] = {id};
-        PQclear(exec(w, "UPDATE workers SET state = 'draining', last_seen = now() WHERE id = $1", 1, p));
+        set_state(w, "draining");
         w->draining = 1;
     }
 }
 
-/* Called by the evaluator every ~100 ms while the harness runs. */
-/* The ids of the claims taken ahead as a PostgreSQL array literal. */
-static void ahead_ids(const worker *w, char *buf, size_t len)
+/* current (when not 0) and the claims taken ahead, as a PostgreSQL array
+ * literal; 0 when there are none. */
+static int lease_ids(const worker *w, long long current, char *buf, size_t len)
 {
+    int k = 0;
     size_t n = (size_t)snprintf(buf, len, "{");
-    for (int i = 0; i < w->nahead && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? "," : "", w->ahead[i].id);
+    for (int i = current ? -1 : 0; i < w->nahead && n < len; i++, k++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", k ? "," : "", i < 0 ? current : w->ahead[i].id);
     if (n < len)
         snprintf(buf + n, len - n, "}");
+    return k;
 }
 
-/* Keep the leases of the evaluations claimed ahead (prefetch), if any. */
-static void renew_prefetched(worker *w)
+/* Renew the leases this worker holds (sql: avo_renew_leases): the
+ * evaluation in hand, current (0 for none), and those claimed ahead
+ * (prefetch). -ESTALE when current was not renewed: cancelled, or no longer
+ * ours. A failed query is not taken for a lost lease. */
+static int renew_leases(worker *w, long long current)
 {
-    if (!w->nahead)
-        return;
-    char ids[32 * AVO_PREFETCH_MAX + 4], wid[32], lease[32];
-    ahead_ids(w, ids, sizeof ids);
+    char ids[32 * (AVO_PREFETCH_MAX + 1) + 4], wid[32], lease[32];
+    if (!lease_ids(w, current, ids, sizeof ids))
+        return 0;
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    PQclear(exec(w,
-                 "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
-                 "WHERE id = ANY($1::bigint[]) AND worker_id = $2 AND state = 'running'",
-                 3, (const char *const[]){ids, wid, lease}));
+    PGresult *r = exec(w, "SELECT id FROM avo_renew_leases($1::bigint[], $2, $3) id", 3,
+                       (const char *const[]){ids, wid, lease});
+    if (!r)
+        return 0;
+    int found = !current;
+    for (int i = 0; i < PQntuples(r) && !found; i++)
+        found = strtoll(PQgetvalue(r, i, 0), NULL, 10) == current;
+    PQclear(r);
+    return found ? 0 : -ESTALE;
 }
 
 static void prefetch(worker *w);
 
+/* Called by the evaluator every ~100 ms while the harness runs. */
 static int heartbeat(void *arg)
 {
     worker *w = arg;
     if (*w->o->stop > 1)
-        return 1;               /* second signal: stop now */
+        return 1; /* second signal: stop now */
     if (keep_connected(w) < 0)
         return 0;
     note_draining(w);
@@ -445,26 +458,12 @@ static int heartbeat(void *arg)
     if (t < w->next_heartbeat)
         return w->lease_lost;
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
-    char eid[32], wid[32], lease[32];
-    snprintf(eid, sizeof eid, "%lld", w->eval_id);
-    snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    renew_prefetched(w);
-    const char *p[] = {eid, wid, lease};
-    PGresult *r = exec(w,
-                       "UPDATE evaluations SET lease_expires = now() + make_interval(secs => $3) "
-                       "WHERE id = $1 AND worker_id = $2 AND state = 'running' RETURNING 1",
-                       3, p);
-    if (r) {
-        if (PQntuples(r) == 0) {
-            /* Cancelled, or no longer ours: stop spending the machine on it. */
-            avo_info("worker", "evaluation %lld was cancelled or reassigned; stopping it", w->eval_id);
-            w->lease_lost = 1;
-        }
-        PQclear(r);
+    if (renew_leases(w, w->eval_id) < 0) {
+        /* Cancelled, or no longer ours: stop spending the machine on it. */
+        avo_info("worker", "evaluation %lld was cancelled or reassigned; stopping it", w->eval_id);
+        w->lease_lost = 1;
     }
-    const char *p2[] = {wid};
-    PQclear(exec(w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, p2));
+    mark_seen(w);
     return w->lease_lost;
 }
 
@@ -573,10 +572,7 @@ static void release_ahead(worker *w)
         snprintf(wid, sizeof wid, "%lld", w->worker_id);
         const char *p[] = {nid, wid};
         if (w->conn && PQstatus(w->conn) == CONNECTION_OK)
-            PQclear(exec(w,
-                         "UPDATE evaluations SET state = 'queued', worker_id = NULL, lease_expires = NULL, "
-                         "attempts = attempts - 1 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-                         2, p));
+            PQclear(exec(w, "SELECT avo_give_back($1, $2)", 2, p));
         avo_info("worker", "evaluation %lld given back to the queue", id);
         PQclear(r);
     }
@@ -639,34 +635,66 @@ static int check_pinned(const PGresult *claim, const avo_problem *p, char *why, 
     return rc;
 }
 
-static int evaluate_one(worker *w, PGresult *claim)
+/* The claim taken: the worker's state says so, and more is claimed ahead
+ * (prefetch) to compile while this one runs. Returns the log context. */
+static avo_log_ctx begin_evaluation(worker *w, const PGresult *claim)
 {
-    const char *problem = PQgetvalue(claim, 0, 3);
-    const char *source = PQgetvalue(claim, 0, 4);
-    size_t srclen = (size_t)PQgetlength(claim, 0, 4);
-    char dir[2048], err[1024];
-    avo_problem p;
-    json_t *result = NULL;
-    int have_problem = 0;
-
     w->eval_id = strtoll(PQgetvalue(claim, 0, 0), NULL, 10);
     w->lease_lost = 0;
     w->next_heartbeat = now_s() + 1;
     const avo_log_ctx lc = {strtoll(PQgetvalue(claim, 0, 1), NULL, 10), strtoll(PQgetvalue(claim, 0, 2), NULL, 10),
                             w->eval_id, w->worker_id};
     avo_logx(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id,
-             PQgetvalue(claim, 0, 1), PQgetvalue(claim, 0, 2), problem);
+             PQgetvalue(claim, 0, 1), PQgetvalue(claim, 0, 2), PQgetvalue(claim, 0, 3));
     set_state(w, "busy");
     prefetch(w);
+    return lc;
+}
 
-    have_problem = avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) == 0 &&
-                   avo_problem_load(&p, dir, err, sizeof err) == 0;
-    if (!have_problem) {
-        result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0, "configs");
-    } else if (check_pinned(claim, &p, err, sizeof err) < 0) {
-        avo_logx(AVO_LOG_WARN, "worker", &lc, "evaluation %lld refused: %s", w->eval_id, err);
-        result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "package_mismatch", "detail", err, "aggregate", 0.0,
-                           "configs");
+/* A result for an evaluation that did not run: no score, the reason in detail. */
+static json_t *unrun_result(const char *outcome, const char *detail)
+{
+    return json_pack("{s:s,s:s,s:f,s:[]}", "outcome", outcome, "detail", detail, "aggregate", 0.0, "configs");
+}
+
+/* What the claim asks of the evaluation beyond the candidate, read from
+ * avo_claim's columns after the source. */
+static void claim_options(const PGresult *claim, avo_eval_opts *eo)
+{
+    /* avo_claim's against (the island's best, or the seed for a job's
+     * final measurement) and the job's commit confidence: the result's
+     * paired member is what the commit rule decides on. */
+    if (PQnfields(claim) >= 9 && !PQgetisnull(claim, 0, 7)) {
+        eo->against_id = strtoll(PQgetvalue(claim, 0, 6), NULL, 10);
+        eo->against_src = PQgetvalue(claim, 0, 7);
+        eo->against_len = (size_t)PQgetlength(claim, 0, 7);
+        eo->confidence = strtod(PQgetvalue(claim, 0, 8), NULL);
+        /* A search's evaluation screens; a job's final measurement
+         * is measured in full (sql/013_screen.sql). */
+        eo->screen = PQnfields(claim) >= 10 && strcmp(PQgetvalue(claim, 0, 9), "t") == 0;
+    }
+    /* The job's secret seed (sql/014_job_seed.sql): the warm-up calls'
+     * input sets, the same in each of its evaluations. Never logged. */
+    if (PQnfields(claim) >= 11 && !PQgetisnull(claim, 0, 10))
+        eo->job_seed = strtoull(PQgetvalue(claim, 0, 10), NULL, 10);
+}
+
+/* The problem package found and checked against the job's pin, then the
+ * candidate compiled and run in the harness (heartbeat() renewing the
+ * lease meanwhile). Returns the result, a failed one when it could not run. */
+static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ctx *lc)
+{
+    char dir[2048], err[1024];
+    avo_problem p;
+    json_t *result = NULL;
+    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, sizeof err) != 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) != 0) {
+        reap_orphans();
+        return unrun_result("crash", err);
+    }
+    if (check_pinned(claim, &p, err, sizeof err) < 0) {
+        avo_logx(AVO_LOG_WARN, "worker", lc, "evaluation %lld refused: %s", w->eval_id, err);
+        result = unrun_result("package_mismatch", err);
     } else {
         avo_eval_opts eo = {
             .harness_path = w->o->harness,
@@ -674,43 +702,58 @@ static int evaluate_one(worker *w, PGresult *claim)
             .state_dir = w->o->state_dir,
             .scratch_root = w->o->scratch_root,
             .timeout_s = w->o->timeout_s,
-            .gpu_index = w->o->gpu_index, .gpu_lock_dir = w->o->gpu_lock_dir,
+            .gpu_index = w->o->gpu_index,
+            .gpu_lock_dir = w->o->gpu_lock_dir,
             .ref_cache_bytes = w->o->ref_cache_bytes,
             .should_cancel = heartbeat,
             .cancel_arg = w,
         };
-        /* avo_claim's against (the island's best, or the seed for a job's
-         * final measurement) and the job's commit confidence: the result's
-         * paired member is what the commit rule decides on. */
-        if (PQnfields(claim) >= 9 && !PQgetisnull(claim, 0, 7)) {
-            eo.against_id = strtoll(PQgetvalue(claim, 0, 6), NULL, 10);
-            eo.against_src = PQgetvalue(claim, 0, 7);
-            eo.against_len = (size_t)PQgetlength(claim, 0, 7);
-            eo.confidence = strtod(PQgetvalue(claim, 0, 8), NULL);
-            /* A search's evaluation screens; a job's final measurement
-             * is measured in full (sql/013_screen.sql). */
-            eo.screen = PQnfields(claim) >= 10 && strcmp(PQgetvalue(claim, 0, 9), "t") == 0;
-        }
-        /* The job's secret seed (sql/014_job_seed.sql): the warm-up calls'
-         * input sets, the same in each of its evaluations. Never logged. */
-        if (PQnfields(claim) >= 11 && !PQgetisnull(claim, 0, 10))
-            eo.job_seed = strtoull(PQgetvalue(claim, 0, 10), NULL, 10);
-        if (avo_eval_candidate(&eo, &p, source, srclen, &result, err, sizeof err) < 0) {
-            avo_logx(AVO_LOG_ERROR, "worker", &lc, "evaluation %lld could not run: %s", w->eval_id, err);
-            result = json_pack("{s:s,s:s,s:f,s:[]}", "outcome", "crash", "detail", err, "aggregate", 0.0,
-                               "configs");
+        claim_options(claim, &eo);
+        if (avo_eval_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
+                               sizeof err) < 0) {
+            avo_logx(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
+            result = unrun_result("crash", err);
         }
     }
-    if (have_problem)
-        avo_problem_free(&p);
+    avo_problem_free(&p);
     reap_orphans();
+    return result;
+}
 
+/* The result's outcome, "crash" when it has none. */
+static const char *outcome_of(const json_t *result)
+{
+    const char *outcome = json_string_value(json_object_get(result, "outcome"));
+    return outcome ? outcome : "crash";
+}
+
+/* Run a completion (sql returning whether the task was still this
+ * worker's) until the database answers, through database blips, as long
+ * as the worker is not told twice to stop. 1 when stored, 0 when refused
+ * (no longer ours), -EAGAIN when it gave up. */
+static int store_until_answered(worker *w, const char *sql, int n, const char *const *params, int attempts)
+{
+    for (int attempt = 0; attempt < attempts && !(*w->o->stop > 1); attempt++) {
+        if (ensure_connected(w, 1) < 0)
+            break;
+        PGresult *r = exec(w, sql, n, params);
+        if (r) {
+            const int stored = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+            PQclear(r);
+            return stored;
+        }
+        sleep_ms(500);
+    }
+    return -EAGAIN;
+}
+
+/* The result stored with avo_complete, which re-checks state and lease owner. */
+static void store_evaluation(worker *w, json_t *result, const avo_log_ctx *lc)
+{
     /* Every result says what produced it (sql/018_toolchain.sql), the
      * clocks this evaluation saw included. */
     json_object_set_new(result, "toolchain", avo_toolchain_for_result(w->toolchain, result));
-    const char *outcome = json_string_value(json_object_get(result, "outcome"));
-    if (!outcome)
-        outcome = "crash";
+    const char *outcome = outcome_of(result);
     double agg = json_number_value(json_object_get(result, "aggregate"));
     if (strcmp(outcome, "ok") != 0 || !isfinite(agg))
         agg = 0;
@@ -720,24 +763,19 @@ static int evaluate_one(worker *w, PGresult *claim)
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(aggs, sizeof aggs, "%.17g", agg);
     const char *params[] = {eid, wid, outcome, aggs, text};
-    avo_logx(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
-             json_string_value(json_object_get(result, "unit")) ? json_string_value(json_object_get(result, "unit")) : "");
+    const char *unit = json_string_value(json_object_get(result, "unit"));
+    avo_logx(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
+             unit ? unit : "");
+    /* The result must not be lost to a database blip. */
+    if (store_until_answered(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params, 60) == 0)
+        avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", w->eval_id);
+    free(text);
+}
 
-    /* The result must not be lost to a database blip: retry until stored or
-     * until the database says the evaluation is no longer ours. */
-    for (int attempt = 0; attempt < 60 && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w, 1) < 0)
-            break;
-        PGresult *r = exec(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params);
-        if (r) {
-            if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
-                avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)",
-                         w->eval_id);
-            PQclear(r);
-            break;
-        }
-        sleep_ms(500);
-    }
+/* The compiles of the claims taken ahead joined (their claims may be freed
+ * from now on), and the GPU checked when the evaluation may have wedged it. */
+static void end_evaluation(worker *w, const json_t *result)
+{
     if (w->warming) {
         pthread_join(w->warm, NULL);
         w->warming = 0;
@@ -745,12 +783,19 @@ static int evaluate_one(worker *w, PGresult *claim)
     /* The against crashing or hanging can wedge the GPU as well, while the
      * candidate's own outcome is ok. */
     const char *perr = json_string_value(json_object_get(json_object_get(result, "paired"), "error"));
-    int suspect = gpu_suspect(w, outcome) ||
+    int suspect = gpu_suspect(w, outcome_of(result)) ||
                   (perr && (strstr(perr, ": crash") || strstr(perr, ": timeout")) && gpu_suspect(w, "crash"));
-    free(text);
-    json_decref(result);
     w->eval_id = 0;
     after_run(w, suspect);
+}
+
+static int evaluate_one(worker *w, PGresult *claim)
+{
+    const avo_log_ctx lc = begin_evaluation(w, claim);
+    json_t *result = run_evaluation(w, claim, &lc);
+    store_evaluation(w, result, &lc);
+    end_evaluation(w, result);
+    json_decref(result);
     return 0;
 }
 
@@ -768,10 +813,8 @@ static int program_tick(void *arg)
     if (t < w->next_heartbeat)
         return 0;
     w->next_heartbeat = t + (w->o->lease_s / 4 > 1 ? w->o->lease_s / 4 : 1);
-    char wid[32];
-    snprintf(wid, sizeof wid, "%lld", w->worker_id);
-    renew_prefetched(w);
-    PQclear(exec(w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, (const char *const[]){wid}));
+    (void)renew_leases(w, 0); /* only those claimed ahead: no evaluation is in hand */
+    mark_seen(w);
     return 0;
 }
 
@@ -781,18 +824,8 @@ static int program_tick(void *arg)
  * worker is not told twice to stop. */
 static void store_task_result(worker *w, const char *sql, const char *const *params, const char *what)
 {
-    for (int attempt = 0; attempt < 20 && !(*w->o->stop > 1); attempt++) {
-        if (ensure_connected(w, 1) < 0)
-            break;
-        PGresult *c = exec(w, sql, 3, params);
-        if (c) {
-            if (strcmp(PQgetvalue(c, 0, 0), "t") != 0)
-                avo_info("worker", "%s %s: result not stored (no longer ours)", what, params[0]);
-            PQclear(c);
-            break;
-        }
-        sleep_ms(500);
-    }
+    if (store_until_answered(w, sql, 3, params, 20) == 0)
+        avo_info("worker", "%s %s: result not stored (no longer ours)", what, params[0]);
 }
 
 /* A queued microbenchmark (sql/007_programs.sql), run before any
@@ -817,10 +850,13 @@ static int run_program(worker *w)
     avo_info("worker", "program %s (%s): compiling and running it", id, PQgetvalue(r, 0, 1));
     set_state(w, "busy");
     w->next_heartbeat = now_s() + 1;
-    avo_eval_opts eo = {.cache_dir = w->o->cache_dir, .state_dir = w->o->state_dir,
-                        .scratch_root = w->o->scratch_root, .gpu_index = w->o->gpu_index,
+    avo_eval_opts eo = {.cache_dir = w->o->cache_dir,
+                        .state_dir = w->o->state_dir,
+                        .scratch_root = w->o->scratch_root,
+                        .gpu_index = w->o->gpu_index,
                         .gpu_lock_dir = w->o->gpu_lock_dir,
-                        .should_cancel = program_tick, .cancel_arg = w};
+                        .should_cancel = program_tick,
+                        .cancel_arg = w};
     json_t *res = NULL;
     char err[600];
     if (avo_eval_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,
@@ -906,13 +942,18 @@ static int run_profile(worker *w)
         res = json_pack("{s:s,s:s}", "outcome", "package_mismatch", "detail", err);
         avo_problem_free(&p);
     } else {
-        avo_eval_opts eo = {.harness_path = w->o->harness, .cache_dir = w->o->cache_dir,
-                            .state_dir = w->o->state_dir, .scratch_root = w->o->scratch_root,
-                            .timeout_s = w->o->timeout_s, .gpu_index = w->o->gpu_index,
-                            .gpu_lock_dir = w->o->gpu_lock_dir, .profile = 1,
-                            .profile_config = config, .should_cancel = profile_tick, .cancel_arg = w};
-        if (avo_eval_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err,
-                               sizeof err) < 0)
+        avo_eval_opts eo = {.harness_path = w->o->harness,
+                            .cache_dir = w->o->cache_dir,
+                            .state_dir = w->o->state_dir,
+                            .scratch_root = w->o->scratch_root,
+                            .timeout_s = w->o->timeout_s,
+                            .gpu_index = w->o->gpu_index,
+                            .gpu_lock_dir = w->o->gpu_lock_dir,
+                            .profile = 1,
+                            .profile_config = config,
+                            .should_cancel = profile_tick,
+                            .cancel_arg = w};
+        if (avo_eval_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err, sizeof err) < 0)
             res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
         avo_problem_free(&p);
     }
@@ -981,18 +1022,19 @@ int avo_worker_run(const avo_worker_opts *o)
 {
     worker w = {.o = o};
     char err[512];
-    const avo_toolchain_opts to = {.target = o->target, .gpu_index = o->gpu_index,
-                                   .override_file = o->toolchain_file};
+    const avo_toolchain_opts to = {.target = o->target, .gpu_index = o->gpu_index, .override_file = o->toolchain_file};
     if (avo_toolchain_probe(&to, &w.toolchain, err, sizeof err) < 0) {
         avo_err("worker", "%s", err);
         return -22;
     }
     {
         const json_t *v = json_object_get(w.toolchain, "versions");
-        const char *cc = json_string_value(json_object_get(v, "cc")), *nv = json_string_value(json_object_get(v, "nvcc"));
+        const char *cc = json_string_value(json_object_get(v, "cc")),
+                   *nv = json_string_value(json_object_get(v, "nvcc"));
         const char *dr = json_string_value(json_object_get(v, "driver"));
         avo_info("worker", "toolchain: cc %s, nvcc %s, driver %s%s", cc ? cc : "none", nv ? nv : "none",
-                 dr ? dr : "none", json_is_true(json_object_get(w.toolchain, "overridden")) ? " (overridden by --toolchain-file)" : "");
+                 dr ? dr : "none",
+                 json_is_true(json_object_get(w.toolchain, "overridden")) ? " (overridden by --toolchain-file)" : "");
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int done = 0;
@@ -1024,13 +1066,8 @@ int avo_worker_run(const avo_worker_opts *o)
         if (got < 0 && PQstatus(w.conn) != CONNECTION_OK)
             continue;
         wait_for_work(&w);
-        PGresult *r = NULL;
-        char wid[32];
-        snprintf(wid, sizeof wid, "%lld", w.worker_id);
-        const char *p[] = {wid};
-        if (PQstatus(w.conn) == CONNECTION_OK &&
-            (r = exec(&w, "UPDATE workers SET last_seen = now() WHERE id = $1", 1, p)))
-            PQclear(r);
+        if (PQstatus(w.conn) == CONNECTION_OK)
+            mark_seen(&w);
     }
     if (w.warming)
         pthread_join(w.warm, NULL);

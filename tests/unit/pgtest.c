@@ -95,6 +95,27 @@ void pgtest_stop(pgtest *t)
     t->dir[0] = 0;
 }
 
+pgtest pgtest_server;
+
+int pgtest_group_start(void **state)
+{
+    (void)state;
+    return pgtest_start(&pgtest_server, 0);
+}
+
+int pgtest_group_start_migrated(void **state)
+{
+    (void)state;
+    return pgtest_start(&pgtest_server, 1);
+}
+
+int pgtest_group_stop(void **state)
+{
+    (void)state;
+    pgtest_stop(&pgtest_server);
+    return 0;
+}
+
 void pgtest_need(const pgtest *t)
 {
     if (t->started)

@@ -29,6 +29,13 @@ typedef struct {
 int pgtest_start(pgtest *t, int migrate);
 /* Stops the server and removes its directory; safe after a failed start. */
 void pgtest_stop(pgtest *t);
+/* A test file's one server, and the cmocka group setup (bare or migrated)
+ * and teardown that start and stop it: cmocka_run_group_tests(tests,
+ * pgtest_group_start_migrated, pgtest_group_stop). */
+extern pgtest pgtest_server;
+int pgtest_group_start(void **state);
+int pgtest_group_start_migrated(void **state);
+int pgtest_group_stop(void **state);
 /* At the start of a test: skips it where PostgreSQL is not installed,
  * fails it where the server did not start. */
 void pgtest_need(const pgtest *t);

@@ -16,8 +16,6 @@
 #include "daemon/avod/db.h"
 #include "tests/unit/pgtest.h"
 
-static pgtest PG;
-
 /* One test's loop and connection, with what the callbacks saw. */
 typedef struct {
     uv_loop_t loop;
@@ -134,8 +132,8 @@ static void fx_connect(fx *f)
 /* A test's start: the server there, a loop, a connection up on it. */
 static void fx_up(fx *f)
 {
-    pgtest_need(&PG);
-    fx_init(f, PG.pg.dsn);
+    pgtest_need(&pgtest_server);
+    fx_init(f, pgtest_server.pg.dsn);
     fx_connect(f);
 }
 
@@ -149,9 +147,9 @@ static void query(fx *f, qres *q, const char *sql, int n, const char *const *par
 static void test_connect_and_results(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
+    pgtest_need(&pgtest_server);
     fx f;
-    fx_init(&f, PG.pg.dsn);
+    fx_init(&f, pgtest_server.pg.dsn);
     /* Before the connection is up a query is refused and its callback never runs. */
     qres early = {.f = &f};
     assert_false(avo_db_is_up(&f.d.db));
@@ -248,9 +246,9 @@ static void notify(fx *g, fx *f, const char *channel, const char *payload)
 static void test_listen_notify(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
+    pgtest_need(&pgtest_server);
     fx f, g;
-    fx_init(&f, PG.pg.dsn);
+    fx_init(&f, pgtest_server.pg.dsn);
     /* Before the connection: issued when it comes up (and after every reconnect). */
     assert_int_equal(avo_db_listen(&f.d.db, "avo_loop_a"), 0);
     fx_connect(&f);
@@ -261,7 +259,7 @@ static void test_listen_notify(void **state)
     run_until(&f, &listened.done, 1, "the LISTENs were done");
 
     /* The notification comes from another connection on the same loop. */
-    fx_init_beside(&g, &f, PG.pg.dsn);
+    fx_init_beside(&g, &f, pgtest_server.pg.dsn);
     fx_connect(&g);
     notify(&g, &f, "avo_loop_a", "first");
     assert_int_equal(f.notifies, 1);
@@ -314,12 +312,12 @@ static void kill_in_flight(fx *f, PGconn *admin, int ups)
 static void test_reconnect(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
+    pgtest_need(&pgtest_server);
     fx f;
-    fx_init(&f, PG.pg.dsn);
+    fx_init(&f, pgtest_server.pg.dsn);
     assert_int_equal(avo_db_listen(&f.d.db, "avo_loop_r"), 0);
     fx_connect(&f);
-    PGconn *admin = pgtest_connect(&PG);
+    PGconn *admin = pgtest_connect(&pgtest_server);
 
     /* Killed while idle: down, then up again by itself. */
     qres pid1, pid2;
@@ -399,16 +397,16 @@ static void test_close_from_callback(void **state)
 static void test_close_while_down(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
+    pgtest_need(&pgtest_server);
     /* Never connected. */
     fx f;
-    fx_init(&f, PG.pg.dsn);
+    fx_init(&f, pgtest_server.pg.dsn);
     pgtest_finish(f.l, &f.d, 1);
 
     /* No server there: the connection fails and a retry is pending on its
      * timer; each failed retry doubles the wait; the close stops it. */
     char dsn[512];
-    snprintf(dsn, sizeof dsn, "host=%s/no-such-dir dbname=avo user=avo", PG.dir);
+    snprintf(dsn, sizeof dsn, "host=%s/no-such-dir dbname=avo user=avo", pgtest_server.dir);
     fx_init(&f, dsn);
     assert_int_equal(avo_db_connect(&f.d.db), 0);
     for (int i = 0; i < 2 && !uv_is_active((uv_handle_t *)&f.d.db.retry_timer); i++)
@@ -424,19 +422,6 @@ static void test_close_while_down(void **state)
     pgtest_finish(f.l, &f.d, 1);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return pgtest_start(&PG, 0);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    pgtest_stop(&PG);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,5 +430,5 @@ int main(void)
         cmocka_unit_test(test_reconnect),           cmocka_unit_test(test_close_with_pending),
         cmocka_unit_test(test_close_from_callback), cmocka_unit_test(test_close_while_down),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, pgtest_group_start, pgtest_group_stop);
 }

@@ -22,7 +22,6 @@
 #include "proto/avo_problem.h"
 #include "tests/unit/pgtest.h"
 
-static pgtest PG;
 static const char *KERNELS = "kernels";
 
 typedef struct {
@@ -42,10 +41,10 @@ static void on_state(void *arg, int up)
  * tests drive it with kicks, as the API and NOTIFY do. */
 static void fx_start(fx *f)
 {
-    pgtest_need(&PG);
+    pgtest_need(&pgtest_server);
     memset(f, 0, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(avo_db_init(&f->d.db, &f->loop, PG.pg.dsn, "test"), 0);
+    assert_int_equal(avo_db_init(&f->d.db, &f->loop, pgtest_server.pg.dsn, "test"), 0);
     avo_db_set_callbacks(&f->d.db, NULL, on_state, f);
     assert_int_equal(avo_engine_start(&f->engine, &f->loop, &f->d.db, KERNELS, 600000), 0);
     assert_int_equal(avo_db_connect(&f->d.db), 0);
@@ -143,8 +142,8 @@ static void cancel_all(PGconn *c)
 static void test_seed_evaluation_queued(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
-    PGconn *c = pgtest_connect(&PG);
+    pgtest_need(&pgtest_server);
+    PGconn *c = pgtest_connect(&pgtest_server);
     fx f;
     fx_start(&f);
     long long job = submit(c, SPEC);
@@ -213,8 +212,8 @@ static void end_not_started(PGconn *c, long long job)
 static void test_stop_in_flight_db_closed(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
-    PGconn *c = pgtest_connect(&PG);
+    pgtest_need(&pgtest_server);
+    PGconn *c = pgtest_connect(&pgtest_server);
     fx f;
     long long job = stop_in_flight(&f, c, 0);
     pgtest_db_close(&f.d);
@@ -230,8 +229,8 @@ static void test_stop_in_flight_db_closed(void **state)
 static void test_stop_in_flight_db_open(void **state)
 {
     (void)state;
-    pgtest_need(&PG);
-    PGconn *c = pgtest_connect(&PG);
+    pgtest_need(&pgtest_server);
+    PGconn *c = pgtest_connect(&pgtest_server);
     fx f;
     long long job = stop_in_flight(&f, c, 1);
     assert_int_not_equal(uv_run(&f.loop, UV_RUN_ONCE), 0);
@@ -240,19 +239,6 @@ static void test_stop_in_flight_db_open(void **state)
     run_until_no_query(&f);
     pgtest_finish(&f.loop, &f.d, 1);
     end_not_started(c, job);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return pgtest_start(&PG, 1);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    pgtest_stop(&PG);
-    return 0;
 }
 
 int main(void)
@@ -266,5 +252,5 @@ int main(void)
         cmocka_unit_test(test_stop_in_flight_db_closed),
         cmocka_unit_test(test_stop_in_flight_db_open),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, pgtest_group_start_migrated, pgtest_group_stop);
 }
