@@ -1661,264 +1661,369 @@ void avo_api_handle(void *arg, avo_http_req *req)
     dispatch(a, req, route, id, &who, NULL);
 }
 
+/* One request as dispatch hands it to its route's handler. */
+typedef struct {
+    avo_api *a;
+    avo_http_req *req;
+    int64_t id;
+    const avo_principal *who;
+    const char *rule; /* what allowed a guarded route (ident.h), NULL for the others */
+} route_call;
+
+/* Routes that answer the one row of `sql` on the path's id; 404 "no NOUN ID". */
+static void reply_by_id(const route_call *rc, const char *sql, const char *noun)
+{
+    char idb[32], nf[64];
+    snprintf(idb, sizeof idb, "%lld", (long long)rc->id);
+    snprintf(nf, sizeof nf, "no %s %lld", noun, (long long)rc->id);
+    const char *p1[] = {idb};
+    query_json(rc->a, rc->req, rc->id, sql, 1, p1, nf, 200);
+}
+
+static void r_whoami(const route_call *rc)
+{
+    const avo_principal *who = rc->who;
+    avo_http_reply_json(rc->req, 200,
+                        json_pack("{s:s,s:s?,s:b,s:s,s:s}", "name", who->name, "team", who->team[0] ? who->team : NULL,
+                                  "admin", who->admin, "via", who->via, "read_access",
+                                  avo_ident_read_all(rc->a->ident) ? "all" : "team"));
+}
+
+static void r_health(const route_call *rc)
+{
+    /* Degraded: avod runs but cannot do all its work, and says why. */
+    const int up = avo_db_is_up(rc->a->db);
+    const char *why = avo_pgwatch_problem(rc->a->pgwatch);
+    if (!why && !up)
+        why = "no connection to the database; reconnecting";
+    json_t *body = json_pack("{s:b,s:s,s:s,s:s}", "ok", up, "status", why ? "degraded" : "ok", "version", AVO_VERSION,
+                             "db", up ? "up" : "down");
+    if (body && why)
+        json_object_set_new(body, "reason", json_string(why));
+    avo_http_reply_json(rc->req, up ? 200 : 503, body);
+}
+
+static void r_job_submit(const route_call *rc)
+{
+    h_submit(rc->a, rc->req);
+}
+
+/* label=KEY=VALUE (jobs whose labels include it) as the jsonb `label` the
+ * list query takes. Returns -1 when it has answered 400. */
+static int job_list_label(avo_http_req *req, const char *lq, char *label, size_t labellen)
+{
+    const char *eq = strchr(lq, '=');
+    char key[AVO_JOBSPEC_LABEL_KEY_MAX + 2];
+    snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - lq) : 0, lq);
+    if (!eq || (size_t)(eq - lq) >= sizeof key || !avo_jobspec_label_key_ok(key)) {
+        avo_http_reply_error(req, 400, "bad_request",
+                             "label: '%.100s' is not KEY=VALUE with a label key "
+                             "(a-z 0-9 . _ / -)",
+                             lq);
+        return -1;
+    }
+    json_t *l = json_pack("{s:s}", key, eq + 1);
+    char *t = l ? json_dumps(l, JSON_COMPACT) : NULL;
+    json_decref(l);
+    if (!t || strlen(t) >= labellen) {
+        free(t);
+        avo_http_reply_error(req, 400, "bad_request", "label: too long");
+        return -1;
+    }
+    snprintf(label, labellen, "%s", t);
+    free(t);
+    return 0;
+}
+
+/* The list's filters, checked: ?state=, ?mine=, ?owner=, ?team=, ?label=.
+ * Returns -1 when it has answered 400. */
+static int job_list_filters(avo_http_req *req, const avo_principal *who, char *mine, size_t minelen, char *label,
+                            size_t labellen)
+{
+    const char *state = avo_http_query(req, "state");
+    const char *owner = avo_http_query(req, "owner"), *team = avo_http_query(req, "team");
+    const char *lq = avo_http_query(req, "label"), *mq = avo_http_query(req, "mine");
+    if (state && strcmp(state, "queued") && strcmp(state, "running") && strcmp(state, "succeeded") &&
+        strcmp(state, "failed") && strcmp(state, "cancelled")) {
+        avo_http_reply_error(req, 400, "bad_request",
+                             "state: '%s' is not one of queued, running, succeeded, failed, cancelled", state);
+        return -1;
+    }
+    if (mq && strcmp(mq, "true") && strcmp(mq, "1") && strcmp(mq, "false") && strcmp(mq, "0")) {
+        avo_http_reply_error(req, 400, "bad_request", "mine: '%s' is not true or false", mq);
+        return -1;
+    }
+    if (mq && (!strcmp(mq, "true") || !strcmp(mq, "1")))
+        snprintf(mine, minelen, "%s", who->name);
+    if ((owner && !*owner) || (team && !*team)) {
+        avo_http_reply_error(req, 400, "bad_request", "%s: empty", owner && !*owner ? "owner" : "team");
+        return -1;
+    }
+    return lq ? job_list_label(req, lq, label, labellen) : 0;
+}
+
+static void r_job_list(const route_call *rc)
+{
+    /* Newest first, a page at a time: ?before=ID continues where the
+     * last page ended (its "next_before"); ?state= filters. */
+    avo_http_req *req = rc->req;
+    const avo_principal *who = rc->who;
+    char lb[16], bb[32], mine[AVO_PRINCIPAL_MAX + 1] = "", label[512] = "";
+    if (query_int(req, "limit", AVO_JOB_LIST_LIMIT_DEFAULT, AVO_JOB_LIST_LIMIT_MAX, lb, sizeof lb) < 0 ||
+        query_int(req, "before", 0, 9007199254740991L, bb, sizeof bb) < 0)
+        return;
+    if (job_list_filters(req, who, mine, sizeof mine, label, sizeof label) < 0)
+        return;
+    /* read-access = team: one's own, one's team's, those without owner; admins all */
+    const int all = avo_ident_read_all(rc->a->ident) || who->admin;
+    const char *pl[] = {lb,
+                        bb[0] ? bb : NULL,
+                        avo_http_query(req, "state"),
+                        mine[0] ? mine : avo_http_query(req, "owner"),
+                        avo_http_query(req, "team"),
+                        label[0] ? label : NULL,
+                        all ? "true" : "false",
+                        who->name,
+                        who->team};
+    query_json(rc->a, req, 0,
+               "WITH page AS (SELECT id FROM jobs WHERE ($2::bigint IS NULL OR id < $2) "
+               "AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR owner = $4) "
+               "AND ($5::text IS NULL OR team = $5) AND ($6::jsonb IS NULL OR labels @> $6::jsonb) "
+               "AND ($7::bool OR owner IS NULL OR owner = $8 OR (team = NULLIF($9, ''))) "
+               "ORDER BY id DESC LIMIT $1::int + 1) "
+               "SELECT jsonb_build_object('jobs', COALESCE((SELECT jsonb_agg(avo_job_json(id) ORDER BY id DESC) "
+               "FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p), '[]'), "
+               "'next_before', CASE WHEN (SELECT count(*) FROM page) > $1::int "
+               "THEN (SELECT min(id) FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p) END)",
+               9, pl, NULL, 200);
+}
+
+static void r_job_get(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_job_json($1)", "job");
+}
+
+static void r_job_cancel(const route_call *rc)
+{
+    char idb[32];
+    snprintf(idb, sizeof idb, "%lld", (long long)rc->id);
+    call *c = call_new(rc->a, rc->req, rc->id);
+    const char *pc[] = {idb, rc->who->name, rc->who->team, rc->rule ? rc->rule : "owner"};
+    if (!c || avo_db_query(rc->a->db, "SELECT avo_job_cancel_as($1, $2, $3, $4)", 4, pc, on_cancelled, c) < 0) {
+        avo_http_reply_error(rc->req, 503, "unavailable", "database unavailable; retry shortly");
+        if (c)
+            call_free(c);
+    }
+}
+
+static void r_job_best(const route_call *rc)
+{
+    reply_by_id(rc,
+                "SELECT jsonb_build_object('job', j.id, 'state', j.state, "
+                "'best', avo_candidate_json(j.best_candidate, true), "
+                "'seed', avo_candidate_json(j.seed_candidate, true)) FROM jobs j WHERE j.id = $1",
+                "job");
+}
+
+static void r_job_events(const route_call *rc)
+{
+    h_events(rc->a, rc->req, rc->id);
+}
+
+static void r_events(const route_call *rc)
+{
+    h_all_events(rc->a, rc->req);
+}
+
+static void r_job_lineage(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_job_lineage($1)", "job");
+}
+
+static void r_job_transcript(const route_call *rc)
+{
+    char idb[32], nf[64], nb[16];
+    if (query_int(rc->req, "step", 0, 1000000, nb, sizeof nb) < 0)
+        return;
+    snprintf(idb, sizeof idb, "%lld", (long long)rc->id);
+    snprintf(nf, sizeof nf, "no job %lld", (long long)rc->id);
+    const char *pt[] = {idb, nb[0] ? nb : NULL};
+    query_json(rc->a, rc->req, rc->id, "SELECT avo_job_transcript($1, $2::int)", 2, pt, nf, 200);
+}
+
+static void r_job_problem_diff(const route_call *rc)
+{
+    h_job_pin(rc->a, rc->req, rc->id);
+}
+
+static void r_job_report(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_job_report($1)", "job");
+}
+
+static void r_candidate(const route_call *rc)
+{
+    /* With its latest profile (sql/011_profiles.sql), if any. */
+    reply_by_id(rc, "SELECT avo_candidate_json($1, true) || jsonb_build_object('profile', avo_candidate_profile($1))",
+                "candidate");
+}
+
+static void r_candidate_profile(const route_call *rc)
+{
+    h_profile(rc->a, rc->req, rc->id);
+}
+
+static void r_profile(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_profile_json($1)", "profile");
+}
+
+static void r_candidate_diff(const route_call *rc)
+{
+    h_diff(rc->a, rc->req, rc->id);
+}
+
+static void r_compare(const route_call *rc)
+{
+    h_compare(rc->a, rc->req);
+}
+
+static void r_compare_get(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_compare_json($1)", "compare");
+}
+
+static void r_revalidate(const route_call *rc)
+{
+    h_revalidate(rc->a, rc->req);
+}
+
+static void r_revalidation(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_revalidation_json($1)", "revalidation");
+}
+
+static void r_metrics(const route_call *rc)
+{
+    h_metrics(rc->a, rc->req);
+}
+
+static void r_problems(const route_call *rc)
+{
+    json_t *list = avo_problems_list(rc->a->kernels_dir);
+    if (list)
+        avo_http_reply_json(rc->req, 200, list);
+    else
+        avo_http_reply_error(rc->req, 500, "internal", "out of memory listing %s", rc->a->kernels_dir);
+}
+
+static void r_problem(const route_call *rc)
+{
+    /* The name is the rest of the path (it holds slashes). */
+    char err[1024], name[1024];
+    json_t *o = NULL;
+    /* one trailing slash is tolerated, as the route table does */
+    snprintf(name, sizeof name, "%s", avo_http_path(rc->req) + strlen("/v1/problems/"));
+    if (*name && name[strlen(name) - 1] == '/')
+        name[strlen(name) - 1] = 0;
+    int got = avo_problems_get(rc->a->kernels_dir, name, &o, err, sizeof err);
+    if (got == 0)
+        avo_http_reply_json(rc->req, 200, o);
+    else
+        avo_http_reply_error(rc->req,
+                             got == -ENOENT   ? 404
+                             : got == -ENOMEM ? 500
+                                              : 400,
+                             got == -ENOENT   ? "not_found"
+                             : got == -ENOMEM ? "internal"
+                                              : "bad_request",
+                             "%s", err);
+}
+
+static void r_workers(const route_call *rc)
+{
+    query_json(rc->a, rc->req, 0,
+               "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) || "
+               "jsonb_build_object('current', avo_worker_current(w.id)) ORDER BY w.id), "
+               "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
+               0, NULL, NULL, 200);
+}
+
+static void r_teams(const route_call *rc)
+{
+    query_json(rc->a, rc->req, 0, "SELECT avo_teams_json()", 0, NULL, NULL, 200);
+}
+
+static void r_kb_add(const route_call *rc)
+{
+    h_kb_add(rc->a, rc->req);
+}
+
+static void r_kb_list(const route_call *rc)
+{
+    query_json(rc->a, rc->req, 0, "SELECT avo_kb_list()", 0, NULL, NULL, 200);
+}
+
+static void r_kb_search(const route_call *rc)
+{
+    h_kb_search(rc->a, rc->req);
+}
+
+static void r_kb_chunk(const route_call *rc)
+{
+    reply_by_id(rc, "SELECT avo_kb_chunk_json($1)", "knowledge-base chunk");
+}
+
+/* Route -> handler; a route missing here answers 500 "has no handler". */
+static void (*const route_handlers[AVO_ROUTE_COUNT])(const route_call *) = {
+    [AVO_ROUTE_HEALTH] = r_health,
+    [AVO_ROUTE_WHOAMI] = r_whoami,
+    [AVO_ROUTE_JOB_SUBMIT] = r_job_submit,
+    [AVO_ROUTE_JOB_LIST] = r_job_list,
+    [AVO_ROUTE_JOB_GET] = r_job_get,
+    [AVO_ROUTE_JOB_CANCEL] = r_job_cancel,
+    [AVO_ROUTE_JOB_BEST] = r_job_best,
+    [AVO_ROUTE_JOB_EVENTS] = r_job_events,
+    [AVO_ROUTE_JOB_LINEAGE] = r_job_lineage,
+    [AVO_ROUTE_JOB_REPORT] = r_job_report,
+    [AVO_ROUTE_JOB_PROBLEM_DIFF] = r_job_problem_diff,
+    [AVO_ROUTE_JOB_TRANSCRIPT] = r_job_transcript,
+    [AVO_ROUTE_CANDIDATE] = r_candidate,
+    [AVO_ROUTE_CANDIDATE_DIFF] = r_candidate_diff,
+    [AVO_ROUTE_CANDIDATE_PROFILE] = r_candidate_profile,
+    [AVO_ROUTE_PROFILE] = r_profile,
+    [AVO_ROUTE_COMPARE] = r_compare,
+    [AVO_ROUTE_COMPARE_GET] = r_compare_get,
+    [AVO_ROUTE_REVALIDATE] = r_revalidate,
+    [AVO_ROUTE_REVALIDATION] = r_revalidation,
+    [AVO_ROUTE_PROBLEMS] = r_problems,
+    [AVO_ROUTE_PROBLEM] = r_problem,
+    [AVO_ROUTE_WORKERS] = r_workers,
+    [AVO_ROUTE_EVENTS] = r_events,
+    [AVO_ROUTE_TEAMS] = r_teams,
+    [AVO_ROUTE_KB_ADD] = r_kb_add,
+    [AVO_ROUTE_KB_LIST] = r_kb_list,
+    [AVO_ROUTE_KB_SEARCH] = r_kb_search,
+    [AVO_ROUTE_KB_CHUNK] = r_kb_chunk,
+    [AVO_ROUTE_METRICS] = r_metrics,
+};
+
 /* rule: what allowed a guarded route (ident.h), NULL for the others. */
 static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const avo_principal *who, const char *rule)
 {
     const char *method = avo_http_method(req), *path = avo_http_path(req);
-    char idb[32];
-    snprintf(idb, sizeof idb, "%lld", (long long)id);
-    const char *p1[] = {idb};
-    char nf[64];
-    snprintf(nf, sizeof nf, "no job %lld", (long long)id);
-
-    switch (route) {
-    case -404:
+    if (route == -404) {
         avo_http_reply_error(req, 404, "no_route", "no route %s %s (proto/openapi.yaml lists them)", method, path);
-        return;
-    case -405: {
+    } else if (route == -405) {
         char allow[64];
         avo_route_allow(path, allow, sizeof allow);
         avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s (it takes %s)", method, path,
                              allow);
         avo_http_reply_header(req, "Allow", allow);
-        return;
-    }
-    case AVO_ROUTE_WHOAMI:
-        avo_http_reply_json(req, 200,
-                            json_pack("{s:s,s:s?,s:b,s:s,s:s}", "name", who->name, "team",
-                                      who->team[0] ? who->team : NULL, "admin", who->admin, "via", who->via,
-                                      "read_access", avo_ident_read_all(a->ident) ? "all" : "team"));
-        return;
-    case AVO_ROUTE_HEALTH: {
-        /* Degraded: avod runs but cannot do all its work, and says why. */
-        const int up = avo_db_is_up(a->db);
-        const char *why = avo_pgwatch_problem(a->pgwatch);
-        if (!why && !up)
-            why = "no connection to the database; reconnecting";
-        json_t *body = json_pack("{s:b,s:s,s:s,s:s}", "ok", up, "status", why ? "degraded" : "ok", "version",
-                                 AVO_VERSION, "db", up ? "up" : "down");
-        if (body && why)
-            json_object_set_new(body, "reason", json_string(why));
-        avo_http_reply_json(req, up ? 200 : 503, body);
-        return;
-    }
-    case AVO_ROUTE_JOB_SUBMIT:
-        h_submit(a, req);
-        return;
-    case AVO_ROUTE_JOB_LIST: {
-        /* Newest first, a page at a time: ?before=ID continues where the
-         * last page ended (its "next_before"); ?state= filters. */
-        char lb[16], bb[32], mine[AVO_PRINCIPAL_MAX + 1] = "", label[512] = "";
-        const char *state = avo_http_query(req, "state");
-        const char *owner = avo_http_query(req, "owner"), *team = avo_http_query(req, "team");
-        const char *lq = avo_http_query(req, "label"), *mq = avo_http_query(req, "mine");
-        if (query_int(req, "limit", AVO_JOB_LIST_LIMIT_DEFAULT, AVO_JOB_LIST_LIMIT_MAX, lb, sizeof lb) < 0 ||
-            query_int(req, "before", 0, 9007199254740991L, bb, sizeof bb) < 0)
-            return;
-        if (state && strcmp(state, "queued") && strcmp(state, "running") && strcmp(state, "succeeded") &&
-            strcmp(state, "failed") && strcmp(state, "cancelled")) {
-            avo_http_reply_error(req, 400, "bad_request",
-                                 "state: '%s' is not one of queued, running, succeeded, failed, cancelled", state);
-            return;
-        }
-        if (mq && strcmp(mq, "true") && strcmp(mq, "1") && strcmp(mq, "false") && strcmp(mq, "0")) {
-            avo_http_reply_error(req, 400, "bad_request", "mine: '%s' is not true or false", mq);
-            return;
-        }
-        if (mq && (!strcmp(mq, "true") || !strcmp(mq, "1")))
-            snprintf(mine, sizeof mine, "%s", who->name);
-        if ((owner && !*owner) || (team && !*team)) {
-            avo_http_reply_error(req, 400, "bad_request", "%s: empty", owner && !*owner ? "owner" : "team");
-            return;
-        }
-        if (lq) {
-            /* label=KEY=VALUE: jobs whose labels include it */
-            const char *eq = strchr(lq, '=');
-            char key[AVO_JOBSPEC_LABEL_KEY_MAX + 2];
-            snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - lq) : 0, lq);
-            if (!eq || (size_t)(eq - lq) >= sizeof key || !avo_jobspec_label_key_ok(key)) {
-                avo_http_reply_error(req, 400, "bad_request",
-                                     "label: '%.100s' is not KEY=VALUE with a label key "
-                                     "(a-z 0-9 . _ / -)",
-                                     lq);
-                return;
-            }
-            json_t *l = json_pack("{s:s}", key, eq + 1);
-            char *t = l ? json_dumps(l, JSON_COMPACT) : NULL;
-            json_decref(l);
-            if (!t || strlen(t) >= sizeof label) {
-                free(t);
-                avo_http_reply_error(req, 400, "bad_request", "label: too long");
-                return;
-            }
-            snprintf(label, sizeof label, "%s", t);
-            free(t);
-        }
-        /* read-access = team: one's own, one's team's, those without owner; admins all */
-        const int all = avo_ident_read_all(a->ident) || who->admin;
-        const char *pl[] = {lb,
-                            bb[0] ? bb : NULL,
-                            state,
-                            mine[0] ? mine : owner,
-                            team,
-                            label[0] ? label : NULL,
-                            all ? "true" : "false",
-                            who->name,
-                            who->team};
-        query_json(a, req, 0,
-                   "WITH page AS (SELECT id FROM jobs WHERE ($2::bigint IS NULL OR id < $2) "
-                   "AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR owner = $4) "
-                   "AND ($5::text IS NULL OR team = $5) AND ($6::jsonb IS NULL OR labels @> $6::jsonb) "
-                   "AND ($7::bool OR owner IS NULL OR owner = $8 OR (team = NULLIF($9, ''))) "
-                   "ORDER BY id DESC LIMIT $1::int + 1) "
-                   "SELECT jsonb_build_object('jobs', COALESCE((SELECT jsonb_agg(avo_job_json(id) ORDER BY id DESC) "
-                   "FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p), '[]'), "
-                   "'next_before', CASE WHEN (SELECT count(*) FROM page) > $1::int "
-                   "THEN (SELECT min(id) FROM (SELECT id FROM page ORDER BY id DESC LIMIT $1::int) p) END)",
-                   9, pl, NULL, 200);
-        return;
-    }
-    case AVO_ROUTE_JOB_GET:
-        query_json(a, req, id, "SELECT avo_job_json($1)", 1, p1, nf, 200);
-        return;
-    case AVO_ROUTE_JOB_CANCEL: {
-        call *c = call_new(a, req, id);
-        const char *pc[] = {idb, who->name, who->team, rule ? rule : "owner"};
-        if (!c || avo_db_query(a->db, "SELECT avo_job_cancel_as($1, $2, $3, $4)", 4, pc, on_cancelled, c) < 0) {
-            avo_http_reply_error(req, 503, "unavailable", "database unavailable; retry shortly");
-            if (c)
-                call_free(c);
-        }
-        return;
-    }
-    case AVO_ROUTE_JOB_BEST:
-        query_json(a, req, id,
-                   "SELECT jsonb_build_object('job', j.id, 'state', j.state, "
-                   "'best', avo_candidate_json(j.best_candidate, true), "
-                   "'seed', avo_candidate_json(j.seed_candidate, true)) FROM jobs j WHERE j.id = $1",
-                   1, p1, nf, 200);
-        return;
-    case AVO_ROUTE_JOB_EVENTS:
-        h_events(a, req, id);
-        return;
-    case AVO_ROUTE_EVENTS:
-        h_all_events(a, req);
-        return;
-    case AVO_ROUTE_JOB_LINEAGE:
-        query_json(a, req, id, "SELECT avo_job_lineage($1)", 1, p1, nf, 200);
-        return;
-    case AVO_ROUTE_JOB_TRANSCRIPT: {
-        char nb[16];
-        if (query_int(req, "step", 0, 1000000, nb, sizeof nb) < 0)
-            return;
-        const char *pt[] = {idb, nb[0] ? nb : NULL};
-        query_json(a, req, id, "SELECT avo_job_transcript($1, $2::int)", 2, pt, nf, 200);
-        return;
-    }
-    case AVO_ROUTE_JOB_PROBLEM_DIFF:
-        h_job_pin(a, req, id);
-        return;
-    case AVO_ROUTE_JOB_REPORT:
-        query_json(a, req, id, "SELECT avo_job_report($1)", 1, p1, nf, 200);
-        return;
-    case AVO_ROUTE_CANDIDATE: {
-        /* With its latest profile (sql/011_profiles.sql), if any. */
-        char nc[64];
-        snprintf(nc, sizeof nc, "no candidate %lld", (long long)id);
-        query_json(a, req, id,
-                   "SELECT avo_candidate_json($1, true) || jsonb_build_object('profile', avo_candidate_profile($1))", 1,
-                   p1, nc, 200);
-        return;
-    }
-    case AVO_ROUTE_CANDIDATE_PROFILE:
-        h_profile(a, req, id);
-        return;
-    case AVO_ROUTE_PROFILE: {
-        char np[64];
-        snprintf(np, sizeof np, "no profile %lld", (long long)id);
-        query_json(a, req, id, "SELECT avo_profile_json($1)", 1, p1, np, 200);
-        return;
-    }
-    case AVO_ROUTE_CANDIDATE_DIFF:
-        h_diff(a, req, id);
-        return;
-    case AVO_ROUTE_COMPARE:
-        h_compare(a, req);
-        return;
-    case AVO_ROUTE_COMPARE_GET: {
-        char nc[64];
-        snprintf(nc, sizeof nc, "no compare %lld", (long long)id);
-        query_json(a, req, id, "SELECT avo_compare_json($1)", 1, p1, nc, 200);
-        return;
-    }
-    case AVO_ROUTE_REVALIDATE:
-        h_revalidate(a, req);
-        return;
-    case AVO_ROUTE_REVALIDATION: {
-        char nr[64];
-        snprintf(nr, sizeof nr, "no revalidation %lld", (long long)id);
-        query_json(a, req, id, "SELECT avo_revalidation_json($1)", 1, p1, nr, 200);
-        return;
-    }
-    case AVO_ROUTE_METRICS:
-        h_metrics(a, req);
-        return;
-    case AVO_ROUTE_PROBLEMS: {
-        json_t *list = avo_problems_list(a->kernels_dir);
-        if (list)
-            avo_http_reply_json(req, 200, list);
-        else
-            avo_http_reply_error(req, 500, "internal", "out of memory listing %s", a->kernels_dir);
-        return;
-    }
-    case AVO_ROUTE_PROBLEM: {
-        /* The name is the rest of the path (it holds slashes). */
-        char err[1024], name[1024];
-        json_t *o = NULL;
-        /* one trailing slash is tolerated, as the route table does */
-        snprintf(name, sizeof name, "%s", path + strlen("/v1/problems/"));
-        if (*name && name[strlen(name) - 1] == '/')
-            name[strlen(name) - 1] = 0;
-        int rc = avo_problems_get(a->kernels_dir, name, &o, err, sizeof err);
-        if (rc == 0)
-            avo_http_reply_json(req, 200, o);
-        else
-            avo_http_reply_error(req,
-                                 rc == -ENOENT   ? 404
-                                 : rc == -ENOMEM ? 500
-                                                 : 400,
-                                 rc == -ENOENT   ? "not_found"
-                                 : rc == -ENOMEM ? "internal"
-                                                 : "bad_request",
-                                 "%s", err);
-        return;
-    }
-    case AVO_ROUTE_WORKERS:
-        query_json(a, req, 0,
-                   "SELECT jsonb_build_object('workers', COALESCE(jsonb_agg(to_jsonb(w) || "
-                   "jsonb_build_object('current', avo_worker_current(w.id)) ORDER BY w.id), "
-                   "'[]')) FROM workers w WHERE w.state <> 'gone' OR w.last_seen > now() - interval '1 hour'",
-                   0, NULL, NULL, 200);
-        return;
-    case AVO_ROUTE_TEAMS:
-        query_json(a, req, 0, "SELECT avo_teams_json()", 0, NULL, NULL, 200);
-        return;
-    case AVO_ROUTE_KB_ADD:
-        h_kb_add(a, req);
-        return;
-    case AVO_ROUTE_KB_LIST:
-        query_json(a, req, 0, "SELECT avo_kb_list()", 0, NULL, NULL, 200);
-        return;
-    case AVO_ROUTE_KB_SEARCH:
-        h_kb_search(a, req);
-        return;
-    case AVO_ROUTE_KB_CHUNK: {
-        char nc[64];
-        snprintf(nc, sizeof nc, "no knowledge-base chunk %lld", (long long)id);
-        query_json(a, req, id, "SELECT avo_kb_chunk_json($1)", 1, p1, nc, 200);
-        return;
-    }
-    default:
+    } else if (route >= 0 && route < AVO_ROUTE_COUNT && route_handlers[route]) {
+        const route_call rc = {a, req, id, who, rule};
+        route_handlers[route](&rc);
+    } else {
         avo_http_reply_error(req, 500, "internal", "route %d has no handler", route);
     }
 }

@@ -337,110 +337,143 @@ static int usage(void)
     return 2;
 }
 
-int avo_check_cli(int argc, char **argv)
+/* The command line of avo-worker check, parsed. */
+typedef struct {
+    const char *dir;
+    long max;
+    uint64_t sample_seed;
+    int no_eval;
+    avo_eval_opts o;
+    char cache[4096], harness[4096];
+} check_args;
+
+/* The options whose value is a number to check. Returns 1 when `a` is one
+ * (*i moved past its value), 0 when it is not, -1 when its value is bad (said
+ * on stderr). */
+static int check_number_option(check_args *c, const char *a, const char *v, int *i)
 {
-    const char *dir = NULL;
-    long max = AVO_CHECK_DEFAULT_BUILDS;
-    uint64_t sample_seed = 0;
-    int no_eval = 0, rc = 2;
-    char cache[4096], harness[4096], err[1024], nogpu[600];
-    avo_eval_opts o = {0};
-    report r = {0};
-    avo_problem p;
+    char *end = NULL;
+    if (!v)
+        return 0;
+    if (!strcmp(a, "--max-builds")) {
+        c->max = strtol(v, &end, 10);
+        if (*end || end == v || c->max < 0 || c->max > 100000) {
+            fprintf(stderr, "avo-worker check: --max-builds wants an integer in [0, 100000] (0: all), got '%s'\n", v);
+            return -1;
+        }
+    } else if (!strcmp(a, "--sample-seed")) {
+        errno = 0;
+        c->sample_seed = strtoull(v, &end, 10);
+        if (*end || end == v || errno || !c->sample_seed) {
+            fprintf(stderr, "avo-worker check: --sample-seed wants a positive integer, got '%s'\n", v);
+            return -1;
+        }
+    } else if (!strcmp(a, "--timeout")) {
+        c->o.timeout_s = strtod(v, &end);
+        if (*end || end == v || !(c->o.timeout_s > 0)) {
+            fprintf(stderr, "avo-worker check: --timeout wants seconds > 0, got '%s'\n", v);
+            return -1;
+        }
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+/* Returns 0, or the exit status when the command line is wrong. */
+static int check_parse_args(int argc, char **argv, check_args *c, report *r)
+{
     int i = argc > 0 && !strcmp(argv[0], "check") ? 1 : argc > 1 && !strcmp(argv[1], "check") ? 2 : 1;
     for (; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (!strcmp(a, "--json")) {
-            r.as_json = 1;
-        } else if (!strcmp(a, "--no-eval")) {
-            no_eval = 1;
-        } else if (!strcmp(a, "--max-builds") && v) {
-            max = strtol(v, &end, 10);
-            if (*end || end == v || max < 0 || max > 100000) {
-                fprintf(stderr, "avo-worker check: --max-builds wants an integer in [0, 100000] (0: all), got '%s'\n",
-                        v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--sample-seed") && v) {
-            errno = 0;
-            sample_seed = strtoull(v, &end, 10);
-            if (*end || end == v || errno || !sample_seed) {
-                fprintf(stderr, "avo-worker check: --sample-seed wants a positive integer, got '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--timeout") && v) {
-            o.timeout_s = strtod(v, &end);
-            if (*end || end == v || !(o.timeout_s > 0)) {
-                fprintf(stderr, "avo-worker check: --timeout wants seconds > 0, got '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--gpu-arch") && v) {
-            o.gpu_arch = v;
-            i++;
-        } else if (!strcmp(a, "--cache") && v) {
-            o.cache_dir = v;
-            i++;
-        } else if (!strcmp(a, "--harness") && v) {
-            o.harness_path = v;
-            i++;
-        } else if (a[0] == '-' || dir) {
+        const char **value = NULL;
+        int got = 0;
+        if (!strcmp(a, "--json"))
+            r->as_json = 1;
+        else if (!strcmp(a, "--no-eval"))
+            c->no_eval = 1;
+        else if ((got = check_number_option(c, a, v, &i)) < 0)
+            return 2;
+        else if (got)
+            continue;
+        else if (!strcmp(a, "--gpu-arch") && v)
+            value = &c->o.gpu_arch;
+        else if (!strcmp(a, "--cache") && v)
+            value = &c->o.cache_dir;
+        else if (!strcmp(a, "--harness") && v)
+            value = &c->o.harness_path;
+        else if (a[0] == '-' || c->dir) {
             fprintf(stderr, "avo-worker check: unexpected argument '%s'\n", a);
             return usage();
-        } else {
-            dir = a;
+        } else
+            c->dir = a;
+        if (value) {
+            *value = v;
+            i++;
         }
     }
-    if (!dir)
-        return usage();
-    if (!sample_seed &&
-        (getrandom(&sample_seed, sizeof sample_seed, 0) != (ssize_t)sizeof sample_seed || !(sample_seed &= INT64_MAX)))
-        sample_seed = 0x9e3779b97f4a7c15ULL;
-    if (!o.cache_dir) {
-        if (avo_eval_default_cache(cache, sizeof cache)) {
+    return c->dir ? 0 : usage();
+}
+
+/* The defaults of what was not given. Returns 0, or 2 (said on stderr). */
+static int check_defaults(check_args *c)
+{
+    avo_eval_opts *o = &c->o;
+    if (!c->sample_seed && (getrandom(&c->sample_seed, sizeof c->sample_seed, 0) != (ssize_t)sizeof c->sample_seed ||
+                            !(c->sample_seed &= INT64_MAX)))
+        c->sample_seed = 0x9e3779b97f4a7c15ULL;
+    if (!o->cache_dir) {
+        if (avo_eval_default_cache(c->cache, sizeof c->cache)) {
             fprintf(stderr, "avo-worker check: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");
             return 2;
         }
-        o.cache_dir = cache;
+        o->cache_dir = c->cache;
     }
-    if (!o.harness_path && !avo_eval_default_harness(harness, sizeof harness))
-        o.harness_path = harness;
+    if (!o->harness_path && !avo_eval_default_harness(c->harness, sizeof c->harness))
+        o->harness_path = c->harness;
     const char *tmp = getenv("TMPDIR");
-    o.scratch_root = tmp && *tmp ? tmp : "/tmp";
+    o->scratch_root = tmp && *tmp ? tmp : "/tmp";
     const int gi = avo_devices_visible_index(getenv("CUDA_VISIBLE_DEVICES"));
-    o.gpu_index = gi < 0 ? 0 : gi;
-    r.steps = json_array();
+    o->gpu_index = gi < 0 ? 0 : gi;
+    return 0;
+}
 
+/* Every step on the package: load, compile the reference and the baseline,
+ * then each seed. */
+static void check_package(check_args *c, report *r)
+{
+    avo_eval_opts *o = &c->o;
+    const char *dir = c->dir;
+    char err[1024], nogpu[600];
+    avo_problem p;
     char pj[4200];
     snprintf(pj, sizeof pj, "%s/problem.json", dir);
     if (access(pj, F_OK) != 0) {
-        step(&r, "FAIL", "load",
+        step(r, "FAIL", "load",
              "%s is not a problem package: %s: %s (`avoctl problem new DIR --target cpu|cuda` "
              "scaffolds one)",
              dir, pj, strerror(errno));
-        goto summary;
+        return;
     }
     if (avo_problem_load(&p, dir, err, sizeof err) < 0) {
-        step(&r, "FAIL", "load", "%s", err);
-        goto summary;
+        step(r, "FAIL", "load", "%s", err);
+        return;
     }
-    step(&r, "ok", "load", "%s/problem.json: %s, %s, %d knob%s, %d configuration%s", dir, p.name, p.backend, p.nknobs,
+    step(r, "ok", "load", "%s/problem.json: %s, %s, %d knob%s, %d configuration%s", dir, p.name, p.backend, p.nknobs,
          p.nknobs == 1 ? "" : "s", p.nconfigs, p.nconfigs == 1 ? "" : "s");
     const int cuda = !strcmp(p.backend, "cuda");
     const char *no_gpu = NULL;
-    if (no_eval) {
+    if (c->no_eval) {
         no_gpu = "--no-eval";
-    } else if (cuda && (no_gpu = gpu_missing(o.gpu_index, nogpu, sizeof nogpu)) && !o.gpu_arch) {
-        o.gpu_arch = AVO_CHECK_DEFAULT_ARCH;
-        step(&r, "note", "target", "no GPU here: compiling for %s (--gpu-arch sm_XY for another)", o.gpu_arch);
+    } else if (cuda && (no_gpu = gpu_missing(o->gpu_index, nogpu, sizeof nogpu)) && !o->gpu_arch) {
+        o->gpu_arch = AVO_CHECK_DEFAULT_ARCH;
+        step(r, "note", "target", "no GPU here: compiling for %s (--gpu-arch sm_XY for another)", o->gpu_arch);
     }
-    compile_file(&r, &o, &p, p.reference, 1);
+    compile_file(r, o, &p, p.reference, 1);
     if (p.baseline[0])
-        compile_file(&r, &o, &p, p.baseline, 1);
-    check_seed(&r, &o, &p, max, sample_seed, no_gpu);
+        compile_file(r, o, &p, p.baseline, 1);
+    check_seed(r, o, &p, c->max, c->sample_seed, no_gpu);
     const char *key;
     json_t *v;
     json_object_foreach(json_object_get(p.json, "seeds"), key, v)
@@ -448,25 +481,42 @@ int avo_check_cli(int argc, char **argv)
         avo_problem q;
         (void)v;
         if (avo_problem_load(&q, dir, err, sizeof err) < 0 || avo_problem_use_seed(&q, key, err, sizeof err) < 0) {
-            step(&r, "FAIL", "load", "seed %s: %s", key, err);
+            step(r, "FAIL", "load", "seed %s: %s", key, err);
             continue;
         }
-        check_seed(&r, &o, &q, max, sample_seed, no_gpu);
+        check_seed(r, o, &q, c->max, c->sample_seed, no_gpu);
         avo_problem_free(&q);
     }
     avo_problem_free(&p);
-summary:
-    rc = r.failed ? 1 : 0;
-    if (r.as_json) {
-        json_t *out = json_pack("{s:b,s:i,s:i,s:i,s:o}", "ok", !r.failed, "passed", r.passed, "failed", r.failed,
-                                "skipped", r.skipped, "steps", r.steps);
+}
+
+/* Print the summary (and, as JSON, the steps). Returns the exit status. */
+static int check_summary(report *r, int no_eval)
+{
+    if (r->as_json) {
+        json_t *out = json_pack("{s:b,s:i,s:i,s:i,s:o}", "ok", !r->failed, "passed", r->passed, "failed", r->failed,
+                                "skipped", r->skipped, "steps", r->steps);
         json_dumpf(out, stdout, JSON_INDENT(2));
         printf("\n");
         json_decref(out);
     } else {
-        printf("check: %d passed, %d failed%s%s\n", r.passed, r.failed, r.skipped ? ", seeds not evaluated: " : "",
-               r.skipped ? (no_eval ? "--no-eval" : "no GPU here (compile steps only)") : "");
-        json_decref(r.steps);
+        printf("check: %d passed, %d failed%s%s\n", r->passed, r->failed, r->skipped ? ", seeds not evaluated: " : "",
+               r->skipped ? (no_eval ? "--no-eval" : "no GPU here (compile steps only)") : "");
+        json_decref(r->steps);
     }
-    return rc;
+    return r->failed ? 1 : 0;
+}
+
+int avo_check_cli(int argc, char **argv)
+{
+    check_args c = {.max = AVO_CHECK_DEFAULT_BUILDS};
+    report r = {0};
+    int rc = check_parse_args(argc, argv, &c, &r);
+    if (rc == 0)
+        rc = check_defaults(&c);
+    if (rc)
+        return rc;
+    r.steps = json_array();
+    check_package(&c, &r);
+    return check_summary(&r, c.no_eval);
 }

@@ -1388,19 +1388,122 @@ static int usage(void)
     return 2;
 }
 
-int avo_eval_cli(int argc, char **argv)
-{
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0, as_json = 0, compile_only = 0, rc = 2;
-    avo_eval_opts o = {0};
-    char cache[4096], harness[4096], err[1024];
-    avo_problem p;
-    int loaded = 0;
-    char *src = NULL, *against = NULL;
-    const char *against_path = NULL;
-    json_t *res = NULL;
-    int ref_cache_given = 0;
+/* The command line of avo-worker eval, parsed. */
+typedef struct {
+    const char *pos[2]; /* problem directory, candidate file */
+    int npos, as_json, compile_only, ref_cache_given;
+    const char *against_path;
+    avo_eval_opts o;
+    char cache[4096], harness[4096];
+} eval_args;
 
+/* The options that are a switch or take a string. Returns 1 when `a` is one
+ * (*i moved past its value), 0 when it is not. */
+static int eval_plain_option(eval_args *e, const char *a, const char *v, int *i)
+{
+    avo_eval_opts *o = &e->o;
+    const char **value = NULL;
+    if (strcmp(a, "--json") == 0)
+        e->as_json = 1;
+    else if (strcmp(a, "--compile-only") == 0)
+        e->compile_only = 1;
+    else if (strcmp(a, "--profile") == 0)
+        o->profile = 1;
+    else if (strcmp(a, "--counters") == 0)
+        o->counters = 1;
+    else if (strcmp(a, "--disassemble") == 0)
+        o->disassemble = 1;
+    else if (strcmp(a, "--screen") == 0)
+        o->screen = 1;
+    else if (!v)
+        return 0;
+    else if (strcmp(a, "--config") == 0)
+        value = &o->profile_config;
+    else if (strcmp(a, "--harness") == 0)
+        value = &o->harness_path;
+    else if (strcmp(a, "--cache") == 0)
+        value = &o->cache_dir;
+    else if (strcmp(a, "--gpu-arch") == 0)
+        value = &o->gpu_arch;
+    else if (strcmp(a, "--gpu-lock-dir") == 0)
+        value = &o->gpu_lock_dir;
+    else if (strcmp(a, "--against") == 0)
+        value = &e->against_path;
+    else
+        return 0;
+    if (value) {
+        *value = v;
+        (*i)++;
+    }
+    return 1;
+}
+
+/* --job-seed-stdin: the job's seed (the warm-up calls' sets) as a job would
+ * give it: on stdin, never on the command line. */
+static int eval_job_seed_stdin(avo_eval_opts *o)
+{
+    char line[64] = "", *end;
+    ssize_t n = read(0, line, sizeof line - 1);
+    line[n > 0 ? n : 0] = 0;
+    errno = 0;
+    o->job_seed = strtoull(line, &end, 10);
+    if (n <= 0 || end == line || (*end && *end != '\n') || errno || !o->job_seed || o->job_seed > (uint64_t)INT64_MAX) {
+        fprintf(stderr, "avo-worker eval: --job-seed-stdin wants an integer in [1, 2^63) on stdin\n");
+        return -1;
+    }
+    explicit_bzero(line, sizeof line);
+    return 1;
+}
+
+/* The options whose value is a number to check. Returns 1 when `a` is one
+ * (*i moved past its value), 0 when it is not, -1 when its value is bad (said
+ * on stderr). */
+static int eval_number_option(eval_args *e, const char *a, const char *v, int *i)
+{
+    avo_eval_opts *o = &e->o;
+    char *end;
+    if (strcmp(a, "--job-seed-stdin") == 0)
+        return eval_job_seed_stdin(o);
+    if (!v)
+        return 0;
+    if (strcmp(a, "--seed") == 0) {
+        errno = 0;
+        o->rng_seed = strtoull(v, &end, 10);
+        if (errno || *end || o->rng_seed > (uint64_t)INT64_MAX) {
+            fprintf(stderr, "avo-worker eval: --seed wants an integer in [1, 2^63)\n");
+            return -1;
+        }
+    } else if (strcmp(a, "--ref-cache-mb") == 0) {
+        long long mb = 0;
+        if (avo_refstore_parse_mb(v, &mb) != 0) {
+            fprintf(stderr, "avo-worker eval: --ref-cache-mb wants an integer number of MB in [0, 2^40), got '%s'\n",
+                    v);
+            return -1;
+        }
+        o->ref_cache_bytes = (uint64_t)mb << 20;
+        e->ref_cache_given = 1;
+    } else if (strcmp(a, "--timeout") == 0) {
+        o->timeout_s = strtod(v, &end);
+        if (*end || !(o->timeout_s > 0)) {
+            fprintf(stderr, "avo-worker eval: --timeout wants seconds > 0\n");
+            return -1;
+        }
+    } else if (strcmp(a, "--confidence") == 0) {
+        o->confidence = strtod(v, &end);
+        if (*end || end == v || !(o->confidence > 0 && o->confidence < 1)) {
+            fprintf(stderr, "avo-worker eval: --confidence wants a number in (0, 1), got '%s'\n", v);
+            return -1;
+        }
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+/* Returns 0, or the exit status when the command line is wrong. */
+static int eval_parse_args(int argc, char **argv, eval_args *e)
+{
     /* Accepts both argv = {"avo-worker", "eval", ...} and {"eval", ...}
      * so main() may pass its argv through or shift it first. */
     int i = 0;
@@ -1413,162 +1516,108 @@ int avo_eval_cli(int argc, char **argv)
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--json") == 0) {
-            as_json = 1;
-        } else if (strcmp(a, "--compile-only") == 0) {
-            compile_only = 1;
-        } else if (strcmp(a, "--profile") == 0) {
-            o.profile = 1;
-        } else if (strcmp(a, "--counters") == 0) {
-            o.counters = 1;
-        } else if (strcmp(a, "--config") == 0 && v) {
-            o.profile_config = v;
-            i++;
-        } else if (strcmp(a, "--disassemble") == 0) {
-            o.disassemble = 1;
-        } else if (strcmp(a, "--seed") == 0 && v) {
-            char *end;
-            errno = 0;
-            o.rng_seed = strtoull(v, &end, 10);
-            if (errno || *end || o.rng_seed > (uint64_t)INT64_MAX) {
-                fprintf(stderr, "avo-worker eval: --seed wants an integer in [1, 2^63)\n");
-                return 2;
-            }
-            i++;
-        } else if (strcmp(a, "--ref-cache-mb") == 0 && v) {
-            long long mb = 0;
-            if (avo_refstore_parse_mb(v, &mb) != 0) {
-                fprintf(stderr,
-                        "avo-worker eval: --ref-cache-mb wants an integer number of MB in [0, 2^40), got '%s'\n", v);
-                return 2;
-            }
-            o.ref_cache_bytes = (uint64_t)mb << 20;
-            ref_cache_given = 1;
-            i++;
-        } else if (strcmp(a, "--job-seed-stdin") == 0) {
-            /* The job's seed (the warm-up calls' sets) as a job would give
-             * it: on stdin, never on the command line. */
-            char line[64] = "", *end;
-            ssize_t n = read(0, line, sizeof line - 1);
-            line[n > 0 ? n : 0] = 0;
-            errno = 0;
-            o.job_seed = strtoull(line, &end, 10);
-            if (n <= 0 || end == line || (*end && *end != '\n') || errno || !o.job_seed ||
-                o.job_seed > (uint64_t)INT64_MAX) {
-                fprintf(stderr, "avo-worker eval: --job-seed-stdin wants an integer in [1, 2^63) on stdin\n");
-                return 2;
-            }
-            explicit_bzero(line, sizeof line);
-        } else if (strcmp(a, "--timeout") == 0 && v) {
-            char *end;
-            o.timeout_s = strtod(v, &end);
-            if (*end || !(o.timeout_s > 0)) {
-                fprintf(stderr, "avo-worker eval: --timeout wants seconds > 0\n");
-                return 2;
-            }
-            i++;
-        } else if (strcmp(a, "--harness") == 0 && v) {
-            o.harness_path = v;
-            i++;
-        } else if (strcmp(a, "--cache") == 0 && v) {
-            o.cache_dir = v;
-            i++;
-        } else if (strcmp(a, "--gpu-arch") == 0 && v) {
-            o.gpu_arch = v;
-            i++;
-        } else if (strcmp(a, "--gpu-lock-dir") == 0 && v) {
-            o.gpu_lock_dir = v;
-            i++;
-        } else if (strcmp(a, "--screen") == 0) {
-            o.screen = 1;
-        } else if (strcmp(a, "--against") == 0 && v) {
-            against_path = v;
-            i++;
-        } else if (strcmp(a, "--confidence") == 0 && v) {
-            char *end;
-            o.confidence = strtod(v, &end);
-            if (*end || end == v || !(o.confidence > 0 && o.confidence < 1)) {
-                fprintf(stderr, "avo-worker eval: --confidence wants a number in (0, 1), got '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (a[0] == '-' || npos == 2) {
+        int got = eval_plain_option(e, a, v, &i);
+        if (!got)
+            got = eval_number_option(e, a, v, &i);
+        if (got < 0)
+            return 2;
+        if (got)
+            continue;
+        if (a[0] == '-' || e->npos == 2) {
             fprintf(stderr, "avo-worker eval: unexpected argument '%s'\n", a);
             return usage();
-        } else {
-            pos[npos++] = a;
         }
+        e->pos[e->npos++] = a;
     }
-    if (npos != 2)
-        return usage();
+    return e->npos != 2 ? usage() : 0;
+}
+
+/* The options that go together, and the defaults of those not given.
+ * Returns 0, or 2 when they do not go together (said on stderr). */
+static int eval_check_args(eval_args *e)
+{
+    avo_eval_opts *o = &e->o;
     /* The GPU the harness sees as CUDA device 0 (energy, arch, its lock). */
     const int gi = avo_devices_visible_index(getenv("CUDA_VISIBLE_DEVICES"));
-    o.gpu_index = gi < 0 ? 0 : gi;
+    o->gpu_index = gi < 0 ? 0 : gi;
     /* The reference cache is the job's: by hand, only with a job seed. */
-    if (!ref_cache_given)
-        o.ref_cache_bytes = (uint64_t)AVO_REFSTORE_DEFAULT_MB << 20;
-    if (o.screen && !against_path) {
+    if (!e->ref_cache_given)
+        o->ref_cache_bytes = (uint64_t)AVO_REFSTORE_DEFAULT_MB << 20;
+    if (o->screen && !e->against_path) {
         fprintf(stderr, "avo-worker eval: --screen goes with --against (the screen times paired)\n");
         return 2;
     }
-    if (o.confidence > 0 && !against_path) {
+    if (o->confidence > 0 && !e->against_path) {
         fprintf(stderr, "avo-worker eval: --confidence goes with --against\n");
         return 2;
     }
-    if (against_path && (compile_only || o.profile)) {
+    if (e->against_path && (e->compile_only || o->profile)) {
         fprintf(stderr, "avo-worker eval: --against measures a run: not with %s\n",
-                compile_only ? "--compile-only" : "--profile");
+                e->compile_only ? "--compile-only" : "--profile");
         return 2;
     }
-    if ((o.profile_config && !o.profile) || (o.profile && (o.counters || compile_only))) {
+    if ((o->profile_config && !o->profile) || (o->profile && (o->counters || e->compile_only))) {
         fprintf(stderr, "avo-worker eval: %s\n",
-                o.profile_config ? "--config goes with --profile" : "--profile excludes --counters and --compile-only");
+                o->profile_config ? "--config goes with --profile"
+                                  : "--profile excludes --counters and --compile-only");
         return 2;
     }
-    if (o.disassemble && !compile_only) {
+    if (o->disassemble && !e->compile_only) {
         fprintf(stderr, "avo-worker eval: --disassemble goes with --compile-only\n");
         return 2;
     }
-    if (!o.cache_dir) {
-        if (avo_eval_default_cache(cache, sizeof cache)) {
+    if (!o->cache_dir) {
+        if (avo_eval_default_cache(e->cache, sizeof e->cache)) {
             fprintf(stderr, "avo-worker eval: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");
             return 2;
         }
-        o.cache_dir = cache;
+        o->cache_dir = e->cache;
     }
-    if (!o.harness_path && !compile_only) {
-        if (avo_eval_default_harness(harness, sizeof harness)) {
+    if (!o->harness_path && !e->compile_only) {
+        if (avo_eval_default_harness(e->harness, sizeof e->harness)) {
             fprintf(stderr, "avo-worker eval: cannot locate avo-harness (pass --harness)\n");
             return 2;
         }
-        o.harness_path = harness;
+        o->harness_path = e->harness;
     }
     const char *tmp = getenv("TMPDIR");
-    o.scratch_root = tmp && *tmp ? tmp : "/tmp";
+    o->scratch_root = tmp && *tmp ? tmp : "/tmp";
+    return 0;
+}
 
-    if (avo_problem_load(&p, pos[0], err, sizeof err)) {
+/* Load the problem and the candidate, evaluate, print. Returns the exit
+ * status: 0 when the outcome is ok, 1 when not, 2 when it could not run. */
+static int eval_run(eval_args *e)
+{
+    avo_eval_opts *o = &e->o;
+    char err[1024];
+    avo_problem p;
+    int loaded = 0, rc = 2;
+    char *src = NULL, *against = NULL;
+    json_t *res = NULL;
+    if (avo_problem_load(&p, e->pos[0], err, sizeof err)) {
         fprintf(stderr, "avo-worker eval: %s\n", err);
         goto cleanup;
     }
     loaded = 1;
     size_t len = 0;
-    if (!(src = avo_file_read(pos[1], &len))) {
-        fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", pos[1], strerror(errno));
+    if (!(src = avo_file_read(e->pos[1], &len))) {
+        fprintf(stderr, "avo-worker eval: cannot read candidate %s: %s\n", e->pos[1], strerror(errno));
         goto cleanup;
     }
-    if (against_path) {
-        if (!(against = avo_file_read(against_path, &o.against_len))) {
-            fprintf(stderr, "avo-worker eval: --against: cannot read %s: %s\n", against_path, strerror(errno));
+    if (e->against_path) {
+        if (!(against = avo_file_read(e->against_path, &o->against_len))) {
+            fprintf(stderr, "avo-worker eval: --against: cannot read %s: %s\n", e->against_path, strerror(errno));
             goto cleanup;
         }
-        o.against_src = against;
+        o->against_src = against;
     }
-    if (compile_only ? avo_eval_compile_only(&o, &p, src, len, &res, err, sizeof err)
-                     : avo_eval_candidate(&o, &p, src, len, &res, err, sizeof err)) {
+    if (e->compile_only ? avo_eval_compile_only(o, &p, src, len, &res, err, sizeof err)
+                        : avo_eval_candidate(o, &p, src, len, &res, err, sizeof err)) {
         fprintf(stderr, "avo-worker eval: %s\n", err);
         goto cleanup;
     }
-    if (as_json) {
+    if (e->as_json) {
         json_dumpf(res, stdout, JSON_INDENT(2));
         printf("\n");
     } else {
@@ -1583,4 +1632,13 @@ cleanup:
     if (loaded)
         avo_problem_free(&p);
     return rc;
+}
+
+int avo_eval_cli(int argc, char **argv)
+{
+    eval_args e = {0};
+    int rc = eval_parse_args(argc, argv, &e);
+    if (rc == 0)
+        rc = eval_check_args(&e);
+    return rc ? rc : eval_run(&e);
 }

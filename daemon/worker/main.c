@@ -105,12 +105,11 @@ static int read_dsn(const char *home, char *out, size_t len)
     return ok && *out ? 0 : -5;
 }
 
-int main(int argc, char **argv)
+/* avo-worker eval, check, devices and toolchain: the modes without a
+ * database. Returns their exit status, or -1 when argv names none of them. */
+static int run_subcommand(int argc, char **argv)
 {
-    worker_settings s;
     char err[1024];
-    int nrest = 0;
-
     if (argc > 1 && !strcmp(argv[1], "eval"))
         return avo_eval_cli(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "check"))
@@ -138,7 +137,12 @@ int main(int argc, char **argv)
         json_decref(tc);
         return 0;
     }
-    avo_log_init("avo-worker");
+    return -1;
+}
+
+/* -h, --help and --version anywhere: returns 0 when one was answered, -1 when none is there. */
+static int help_or_version(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             avo_config_usage(worker_rows, NROWS, "avo-worker",
@@ -152,7 +156,16 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    if (avo_config_load(worker_rows, NROWS, &s, argc, argv, &nrest, err, sizeof err) < 0) {
+    return -1;
+}
+
+/* Settings from the command line, the environment and the config file.
+ * Returns 0, or the exit status (said on stderr). */
+static int settings_load(worker_settings *s, int argc, char **argv)
+{
+    char err[1024];
+    int nrest = 0;
+    if (avo_config_load(worker_rows, NROWS, s, argc, argv, &nrest, err, sizeof err) < 0) {
         fprintf(stderr, "avo-worker: %s\n", err);
         return 2;
     }
@@ -160,122 +173,173 @@ int main(int argc, char **argv)
         fprintf(stderr, "avo-worker: unexpected argument '%s' (see --help)\n", argv[1]);
         return 2;
     }
-    if (avo_log_set_level(s.log_level) < 0) {
-        fprintf(stderr, "avo-worker: log-level: '%s' is not one of error, warn, info, debug\n", s.log_level);
+    if (avo_log_set_level(s->log_level) < 0) {
+        fprintf(stderr, "avo-worker: log-level: '%s' is not one of error, warn, info, debug\n", s->log_level);
         return 2;
     }
-    if (s.gpu < 0) {
+    return 0;
+}
+
+/* This worker's GPU index and target (gpu becomes the GPU's sm_XY).
+ * Returns 0, or the exit status (said on stderr). */
+static int resolve_target(worker_settings *s)
+{
+    if (s->gpu < 0) {
         /* The GPU the harness will see as CUDA device 0; an index or a
          * UUID, as CUDA reads the variable. A GPU worker cannot guess. */
         const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
         int v = avo_devices_visible_index(cvd);
-        if (v < 0 && strcmp(s.target, "cpu") != 0) {
+        if (v < 0 && strcmp(s->target, "cpu") != 0) {
             fprintf(stderr, "avo-worker: CUDA_VISIBLE_DEVICES='%s' %s; give --gpu INDEX\n", cvd ? cvd : "",
                     v == -ENODEV ? "names a GPU that NVML does not list on this host"
                                  : "is neither a GPU index nor a GPU UUID");
             return 2;
         }
-        s.gpu = v < 0 ? 0 : v;
+        s->gpu = v < 0 ? 0 : v;
     }
-    if (!strcmp(s.target, "gpu")) {
+    if (!strcmp(s->target, "gpu")) {
         /* The GPU decides: claims go by architecture (sm_90 for an H100/H200). */
         json_t *devs = avo_devices_probe();
         size_t i;
         json_t *d;
-        s.target[0] = 0;
+        s->target[0] = 0;
         json_array_foreach(devs, i, d)
         {
-            if (json_integer_value(json_object_get(d, "index")) == s.gpu && json_is_string(json_object_get(d, "arch")))
-                snprintf(s.target, sizeof s.target, "%s", json_string_value(json_object_get(d, "arch")));
+            if (json_integer_value(json_object_get(d, "index")) == s->gpu && json_is_string(json_object_get(d, "arch")))
+                snprintf(s->target, sizeof s->target, "%s", json_string_value(json_object_get(d, "arch")));
         }
         json_decref(devs);
-        if (!s.target[0]) {
+        if (!s->target[0]) {
             fprintf(stderr, "avo-worker: target gpu: no GPU %lld visible through NVML (see `avo-worker devices`)\n",
-                    s.gpu);
+                    s->gpu);
             return 1;
         }
-    } else if (!avo_jobspec_target_valid(s.target)) {
-        fprintf(stderr, "avo-worker: target: '%s' is not cpu, gpu or sm_XY\n", s.target);
+    } else if (!avo_jobspec_target_valid(s->target)) {
+        fprintf(stderr, "avo-worker: target: '%s' is not cpu, gpu or sm_XY\n", s->target);
         return 2;
     }
-    if (!*s.home && avo_home_default(s.home, sizeof s.home) < 0) {
+    return 0;
+}
+
+/* The state directory and the database it names. Returns 0, or the exit
+ * status (said on stderr). */
+static int resolve_database(worker_settings *s)
+{
+    if (!*s->home && avo_home_default(s->home, sizeof s->home) < 0) {
         fprintf(stderr, "avo-worker: cannot determine the state directory; set AVO_HOME or pass --db\n");
         return 1;
     }
-    if (!*s.db) {
+    if (!*s->db) {
         struct stat st;
-        if (stat(s.home, &st) < 0) {
+        if (stat(s->home, &st) < 0) {
             fprintf(stderr, "avo-worker: no state directory %s: start avod first, set AVO_HOME, or pass --db\n",
-                    s.home);
+                    s->home);
             return 1;
         }
-        if (read_dsn(s.home, s.db, sizeof s.db) < 0) {
-            fprintf(stderr, "avo-worker: %s/avod.dsn is missing: start avod first, or pass --db\n", s.home);
+        if (read_dsn(s->home, s->db, sizeof s->db) < 0) {
+            fprintf(stderr, "avo-worker: %s/avod.dsn is missing: start avod first, or pass --db\n", s->home);
             return 1;
         }
     }
-    if (!*s.kernels && avo_path_data("kernels", s.kernels, sizeof s.kernels) < 0) {
-        fprintf(stderr, "avo-worker: no problem packages at %s; pass --kernels DIR\n", s.kernels);
+    return 0;
+}
+
+/* The problem packages, the harness, the compile cache and the scratch
+ * root. Returns 0, or the exit status (said on stderr). */
+static int resolve_paths(worker_settings *s)
+{
+    if (!*s->kernels && avo_path_data("kernels", s->kernels, sizeof s->kernels) < 0) {
+        fprintf(stderr, "avo-worker: no problem packages at %s; pass --kernels DIR\n", s->kernels);
         return 1;
     }
-    if (!*s.harness) {
+    if (!*s->harness) {
         char dir[PATH_MAX];
-        if (avo_path_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s.harness) {
+        if (avo_path_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s->harness) {
             fprintf(stderr, "avo-worker: cannot locate avo-harness; pass --harness\n");
             return 1;
         }
-        strcat(strcpy(s.harness, dir), "/avo-harness");
+        strcat(strcpy(s->harness, dir), "/avo-harness");
     }
-    if (access(s.harness, X_OK) < 0) {
-        fprintf(stderr, "avo-worker: harness %s is not executable: %s\n", s.harness, strerror(errno));
+    if (access(s->harness, X_OK) < 0) {
+        fprintf(stderr, "avo-worker: harness %s is not executable: %s\n", s->harness, strerror(errno));
         return 1;
     }
-    if (!*s.cache) {
-        if (strlen(s.home) + 7 >= sizeof s.cache) {
+    if (!*s->cache) {
+        if (strlen(s->home) + 7 >= sizeof s->cache) {
             fprintf(stderr, "avo-worker: state directory path too long\n");
             return 1;
         }
-        strcat(strcpy(s.cache, s.home), "/cache");
+        strcat(strcpy(s->cache, s->home), "/cache");
     }
-    if (!*s.scratch)
-        strcpy(s.scratch, "/tmp");
+    if (!*s->scratch)
+        strcpy(s->scratch, "/tmp");
+    return 0;
+}
 
+static void install_signals(void)
+{
     struct sigaction sa = {.sa_handler = on_stop};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
-    if (strcmp(s.target, "cpu") != 0) {
-        /* GPU work times under the host's lock of this GPU: a directory
-         * the worker cannot use refuses it now, not each evaluation. */
-        char key[128], lerr[600];
-        avo_gpulock_key((int)s.gpu, key, sizeof key);
-        if (avo_gpulock_check(*s.gpu_lock_dir ? s.gpu_lock_dir : avo_gpulock_default_dir(), key, lerr, sizeof lerr) <
-            0) {
-            fprintf(stderr, "avo-worker: %s\n", lerr);
-            return 2;
-        }
+/* GPU work times under the host's lock of this GPU: a directory the
+ * worker cannot use refuses it now, not each evaluation. Returns 0, or 2. */
+static int check_gpu_lock(const worker_settings *s)
+{
+    if (strcmp(s->target, "cpu") == 0)
+        return 0;
+    char key[128], lerr[600];
+    avo_gpulock_key((int)s->gpu, key, sizeof key);
+    if (avo_gpulock_check(*s->gpu_lock_dir ? s->gpu_lock_dir : avo_gpulock_default_dir(), key, lerr, sizeof lerr) < 0) {
+        fprintf(stderr, "avo-worker: %s\n", lerr);
+        return 2;
     }
+    return 0;
+}
+
+/* Claim and evaluate until stopped. Returns the exit status. */
+static int run_worker(worker_settings *s)
+{
     avo_worker_opts o = {
-        .dsn = s.db,
-        .kernels = s.kernels,
-        .target = s.target,
-        .harness = s.harness,
-        .cache_dir = s.cache,
-        .state_dir = s.home,
-        .scratch_root = s.scratch,
-        .lease_s = s.lease,
-        .timeout_s = s.timeout,
-        .poll_ms = (int)s.poll_ms,
-        .max_evals = (int)s.max_evals,
-        .gpu_index = (int)s.gpu,
-        .prefetch = s.prefetch < 0 ? strncmp(s.target, "sm_", 3) == 0 : (int)s.prefetch,
-        .ref_cache_bytes = (uint64_t)s.ref_cache_mb << 20,
-        .gpu_lock_dir = s.gpu_lock_dir,
-        .toolchain_file = s.toolchain_file,
+        .dsn = s->db,
+        .kernels = s->kernels,
+        .target = s->target,
+        .harness = s->harness,
+        .cache_dir = s->cache,
+        .state_dir = s->home,
+        .scratch_root = s->scratch,
+        .lease_s = s->lease,
+        .timeout_s = s->timeout,
+        .poll_ms = (int)s->poll_ms,
+        .max_evals = (int)s->max_evals,
+        .gpu_index = (int)s->gpu,
+        .prefetch = s->prefetch < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->prefetch,
+        .ref_cache_bytes = (uint64_t)s->ref_cache_mb << 20,
+        .gpu_lock_dir = s->gpu_lock_dir,
+        .toolchain_file = s->toolchain_file,
         .stop = &stop_flag,
     };
-    avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s.target, s.kernels);
+    avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s->target, s->kernels);
     return avo_worker_run(&o) < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    worker_settings s;
+    int rc = run_subcommand(argc, argv);
+    if (rc >= 0)
+        return rc;
+    avo_log_init("avo-worker");
+    if (help_or_version(argc, argv) == 0)
+        return 0;
+    if ((rc = settings_load(&s, argc, argv)) || (rc = resolve_target(&s)) || (rc = resolve_database(&s)) ||
+        (rc = resolve_paths(&s)))
+        return rc;
+    install_signals();
+    if ((rc = check_gpu_lock(&s)))
+        return rc;
+    return run_worker(&s);
 }

@@ -361,141 +361,149 @@ static int decode_into(const char *b, const char *e, char **out, size_t *olen)
     return 0;
 }
 
-/* Tokens of the logical text: comments dropped, literals (with their
- * prefixes, raw strings included) kept whole, adjacent string literals
- * joined as phase 6 joins them. */
-static int tokenize(const logical *L, int cuda, tokens *T)
+/* Past blanks and comments from i, *bol set at each newline. Returns where
+ * the next token begins (L->n at the end). */
+static size_t skip_space(const logical *L, size_t i, int *bol)
 {
     const char *c = L->c;
-    size_t n = L->n, i = 0;
-    int bol = 1;
+    size_t n = L->n;
     while (i < n) {
         unsigned char ch = (unsigned char)c[i];
         if (ch == '\n') {
-            bol = 1;
+            *bol = 1;
             i++;
-            continue;
-        }
-        if (isspace(ch)) {
+        } else if (isspace(ch)) {
             i++;
-            continue;
-        }
-        if (ch == '/' && i + 1 < n && c[i + 1] == '/') {
+        } else if (ch == '/' && i + 1 < n && c[i + 1] == '/') {
             while (i < n && c[i] != '\n')
                 i++;
-            continue;
-        }
-        if (ch == '/' && i + 1 < n && c[i + 1] == '*') {
+        } else if (ch == '/' && i + 1 < n && c[i + 1] == '*') {
             const char *e = strstr(c + i + 2, "*/");
             i = e ? (size_t)(e - c) + 2 : n;
-            continue;
+        } else {
+            break;
         }
-        token t = {.at = i, .line = L->line[i], .bol = bol};
-        bol = 0;
-        if (ident_start(ch)) {
-            size_t j = i;
-            while (j < n && ident_char((unsigned char)c[j]))
-                j++;
-            /* string prefixes: u8 u U L, raw (C++) with R */
-            size_t pl = j - i;
-            int is_prefix = j < n && (c[j] == '"' || c[j] == '\'') &&
-                            ((pl == 1 && strchr("uUL", c[i])) || (pl == 2 && !strncmp(c + i, "u8", 2)) ||
-                             (cuda && c[j - 1] == 'R' &&
-                              (pl == 1 || (pl == 2 && strchr("uUL", c[i])) || (pl == 3 && !strncmp(c + i, "u8", 2)))));
-            if (!is_prefix) {
-                t.kind = T_IDENT;
-                t.len = pl;
-                if (push(T, t))
-                    return -ENOMEM;
-                i = j;
-                continue;
-            }
-            if (cuda && c[j - 1] == 'R' && c[j] == '"') {
-                /* R"delim( ... )delim" */
-                size_t d = j + 1;
-                while (d < n && c[d] != '(' && d - j <= 17)
-                    d++;
-                char close[20];
-                int cl = snprintf(close, sizeof close, ")%.*s\"", (int)(d - j - 1), c + j + 1);
-                const char *body = c + d + 1, *e = d < n ? memmem(body, n - (d + 1), close, (size_t)cl) : NULL;
-                const char *end = e ? e : c + n;
-                t.kind = T_STRING;
-                t.str = malloc((size_t)(end - body) + 1);
-                if (!t.str)
-                    return -ENOMEM;
-                memcpy(t.str, body, (size_t)(end - body));
-                t.slen = (size_t)(end - body);
-                t.str[t.slen] = 0;
-                i = e ? (size_t)(e - c) + (size_t)cl : n;
-                t.len = i - t.at;
-                if (string_lines(&t) || push(T, t)) {
-                    free(t.str);
-                    free(t.sline);
-                    return -ENOMEM;
-                }
-                continue;
-            }
-            i = j; /* the quote follows: an ordinary literal with a prefix */
-            ch = (unsigned char)c[i];
-        }
-        if (ch == '"' || ch == '\'') {
-            size_t j = i + 1;
-            while (j < n && c[j] != (char)ch && c[j] != '\n') {
-                if (c[j] == '\\' && j + 1 < n)
-                    j++;
-                j++;
-            }
-            t.kind = ch == '"' ? T_STRING : T_CHAR;
-            if (t.kind == T_STRING && decode_into(c + i + 1, c + j, &t.str, &t.slen))
-                return -ENOMEM;
-            i = j < n ? j + 1 : n;
-            t.len = i - t.at;
-            if ((t.kind == T_STRING && string_lines(&t)) || push(T, t)) {
-                free(t.str);
-                free(t.sline);
-                return -ENOMEM;
-            }
-            continue;
-        }
-        if (isdigit(ch) || (ch == '.' && i + 1 < n && isdigit((unsigned char)c[i + 1]))) {
-            /* a pp-number: digits, letters, dots, exponents' signs, C23/C++14 digit separators */
-            size_t j = i + 1;
-            while (j < n) {
-                if (ident_char((unsigned char)c[j]) || c[j] == '.')
-                    j++;
-                else if ((c[j] == '+' || c[j] == '-') && strchr("eEpP", c[j - 1]))
-                    j++;
-                else if (c[j] == '\'' && j + 1 < n && isalnum((unsigned char)c[j + 1]))
-                    j++;
-                else
-                    break;
-            }
-            t.kind = T_NUMBER;
-            t.len = j - i;
-            if (push(T, t))
-                return -ENOMEM;
-            i = j;
-            continue;
-        }
-        if (ch == '#' || (ch == '%' && i + 1 < n && c[i + 1] == ':')) {
-            t.kind = T_HASH;
-            t.len = ch == '#' ? 1 : 2;
-            if (i + t.len < n &&
-                (c[i + t.len] == '#' || (c[i + t.len] == '%' && i + t.len + 1 < n && c[i + t.len + 1] == ':')))
-                t.len *= 2; /* ## is pasting, not a directive */
-            if (push(T, t))
-                return -ENOMEM;
-            i += t.len;
-            continue;
-        }
-        t.kind = T_PUNCT;
-        t.len = 1;
-        if (push(T, t))
-            return -ENOMEM;
-        i++;
     }
-    /* phase 6: adjacent string literals are one (".inc" "bin"), each byte
-     * keeping its line */
+    return i;
+}
+
+/* A string token of its own pushed; on failure its buffers freed. */
+static int push_string(tokens *T, token *t)
+{
+    if (string_lines(t) || push(T, *t)) {
+        free(t->str);
+        free(t->sline);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* R"delim( ... )delim" (C++), its quote at j: the token t begins at its
+ * prefix. Sets *next past it. */
+static int lex_raw_string(const logical *L, size_t j, token t, tokens *T, size_t *next)
+{
+    const char *c = L->c;
+    size_t n = L->n, d = j + 1;
+    while (d < n && c[d] != '(' && d - j <= 17)
+        d++;
+    char close[20];
+    int cl = snprintf(close, sizeof close, ")%.*s\"", (int)(d - j - 1), c + j + 1);
+    const char *body = c + d + 1, *e = d < n ? memmem(body, n - (d + 1), close, (size_t)cl) : NULL;
+    const char *end = e ? e : c + n;
+    t.kind = T_STRING;
+    t.str = malloc((size_t)(end - body) + 1);
+    if (!t.str)
+        return -ENOMEM;
+    memcpy(t.str, body, (size_t)(end - body));
+    t.slen = (size_t)(end - body);
+    t.str[t.slen] = 0;
+    *next = e ? (size_t)(e - c) + (size_t)cl : n;
+    t.len = *next - t.at;
+    return push_string(T, &t);
+}
+
+/* An identifier at i, or a literal's prefix (u8 u U L; R raw in CUDA).
+ * Returns 1 when it pushed an identifier or a raw string (*next past it),
+ * 0 when an ordinary literal follows the prefix (*next at its quote). */
+static int lex_ident(const logical *L, size_t i, int cuda, token t, tokens *T, size_t *next)
+{
+    const char *c = L->c;
+    size_t n = L->n, j = i;
+    while (j < n && ident_char((unsigned char)c[j]))
+        j++;
+    /* string prefixes: u8 u U L, raw (C++) with R */
+    size_t pl = j - i;
+    int is_prefix = j < n && (c[j] == '"' || c[j] == '\'') &&
+                    ((pl == 1 && strchr("uUL", c[i])) || (pl == 2 && !strncmp(c + i, "u8", 2)) ||
+                     (cuda && c[j - 1] == 'R' &&
+                      (pl == 1 || (pl == 2 && strchr("uUL", c[i])) || (pl == 3 && !strncmp(c + i, "u8", 2)))));
+    if (!is_prefix) {
+        t.kind = T_IDENT;
+        t.len = pl;
+        *next = j;
+        return push(T, t) ? -ENOMEM : 1;
+    }
+    if (cuda && c[j - 1] == 'R' && c[j] == '"')
+        return lex_raw_string(L, j, t, T, next) ? -ENOMEM : 1;
+    *next = j; /* the quote follows: an ordinary literal with a prefix */
+    return 0;
+}
+
+/* A string or character literal, its quote at i (the token t may begin at
+ * a prefix). Sets *next past it. */
+static int lex_quoted(const logical *L, size_t i, token t, tokens *T, size_t *next)
+{
+    const char *c = L->c;
+    size_t n = L->n, j = i + 1;
+    const char q = c[i];
+    while (j < n && c[j] != q && c[j] != '\n') {
+        if (c[j] == '\\' && j + 1 < n)
+            j++;
+        j++;
+    }
+    t.kind = q == '"' ? T_STRING : T_CHAR;
+    if (t.kind == T_STRING && decode_into(c + i + 1, c + j, &t.str, &t.slen))
+        return -ENOMEM;
+    *next = j < n ? j + 1 : n;
+    t.len = *next - t.at;
+    if (t.kind == T_STRING)
+        return push_string(T, &t);
+    return push(T, t);
+}
+
+/* Where the pp-number at i ends: digits, letters, dots, exponents' signs,
+ * C23/C++14 digit separators. */
+static size_t number_end(const logical *L, size_t i)
+{
+    const char *c = L->c;
+    size_t n = L->n, j = i + 1;
+    while (j < n) {
+        if (ident_char((unsigned char)c[j]) || c[j] == '.')
+            j++;
+        else if ((c[j] == '+' || c[j] == '-') && strchr("eEpP", c[j - 1]))
+            j++;
+        else if (c[j] == '\'' && j + 1 < n && isalnum((unsigned char)c[j + 1]))
+            j++;
+        else
+            break;
+    }
+    return j;
+}
+
+/* The length of the # or %: at i; ## and %:%: are pasting, not a directive. */
+static size_t hash_len(const logical *L, size_t i)
+{
+    const char *c = L->c;
+    size_t n = L->n, len = c[i] == '#' ? 1 : 2;
+    if (i + len < n && (c[i + len] == '#' || (c[i + len] == '%' && i + len + 1 < n && c[i + len + 1] == ':')))
+        len *= 2;
+    return len;
+}
+
+/* Phase 6: adjacent string literals are one (".inc" "bin"), each byte
+ * keeping its line. */
+static int join_strings(tokens *T)
+{
     size_t w = 0;
     for (size_t r = 0; r < T->n; r++) {
         if (w > 0 && T->t[r].kind == T_STRING && T->t[w - 1].kind == T_STRING) {
@@ -522,6 +530,48 @@ static int tokenize(const logical *L, int cuda, tokens *T)
     }
     T->n = w;
     return 0;
+}
+
+/* Tokens of the logical text: comments dropped, literals (with their
+ * prefixes, raw strings included) kept whole, adjacent string literals
+ * joined as phase 6 joins them. */
+static int tokenize(const logical *L, int cuda, tokens *T)
+{
+    const char *c = L->c;
+    size_t n = L->n, i = 0;
+    int bol = 1;
+    while ((i = skip_space(L, i, &bol)) < n) {
+        unsigned char ch = (unsigned char)c[i];
+        token t = {.at = i, .line = L->line[i], .bol = bol};
+        bol = 0;
+        if (ident_start(ch)) {
+            int r = lex_ident(L, i, cuda, t, T, &i);
+            if (r < 0)
+                return r;
+            if (r)
+                continue;
+            ch = (unsigned char)c[i];
+        }
+        if (ch == '"' || ch == '\'') {
+            if (lex_quoted(L, i, t, T, &i))
+                return -ENOMEM;
+            continue;
+        }
+        if (isdigit(ch) || (ch == '.' && i + 1 < n && isdigit((unsigned char)c[i + 1]))) {
+            t.kind = T_NUMBER;
+            t.len = number_end(L, i) - i;
+        } else if (ch == '#' || (ch == '%' && i + 1 < n && c[i + 1] == ':')) {
+            t.kind = T_HASH;
+            t.len = hash_len(L, i);
+        } else {
+            t.kind = T_PUNCT;
+            t.len = 1;
+        }
+        if (push(T, t))
+            return -ENOMEM;
+        i += t.len;
+    }
+    return join_strings(T);
 }
 
 static int tok_is(const logical *L, const token *t, const char *s)
@@ -590,6 +640,152 @@ static long long int_value(const logical *L, const token *t)
     return errno || *end ? -1 : (long long)v;
 }
 
+/* One source being scanned: its text, tokens and findings. */
+typedef struct {
+    const logical *L;
+    const tokens *T;
+    const char *src, *name;
+    size_t len;
+    avo_policy_findings *f;
+} scan;
+
+/* Whether token i is # or %: first on its line (not the pasting ## or
+ * %:%:), followed on that line by a directive's name. */
+static int is_directive(const scan *S, size_t i)
+{
+    const token *t = &S->T->t[i];
+    const int hash = t->kind == T_HASH && (t->len == 1 || (t->len == 2 && S->L->c[t->at] == '%'));
+    return hash && t->bol && i + 1 < S->T->n && S->T->t[i + 1].kind == T_IDENT && S->T->t[i + 1].line == t->line;
+}
+
+/* #include, #include_next, #import, #embed, #pragma dependency: the
+ * directive at token i. */
+static void scan_directive(const scan *S, size_t i)
+{
+    const logical *L = S->L;
+    const token *t = &S->T->t[i], *d = &S->T->t[i + 1];
+    if (tok_is(L, d, "include") || tok_is(L, d, "include_next") || tok_is(L, d, "import")) {
+        int k = include_operand(L, d->at + d->len, 0);
+        if (k == 1)
+            add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+                "includes a file outside the system's headers (an absolute or parent path)");
+        else if (k == 2)
+            add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+                "a computed #include (a macro names the file: it cannot be checked)");
+    } else if (tok_is(L, d, "embed")) {
+        add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line, "#embed reads a file into the program");
+    } else if (tok_is(L, d, "pragma")) {
+        for (size_t k = i + 2; k < S->T->n && !S->T->t[k].bol; k++)
+            if (tok_is(L, &S->T->t[k], "dependency") || tok_is(L, &S->T->t[k], "include_alias"))
+                add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+                    "a pragma that reads or names a host file");
+    }
+}
+
+/* A string literal (joined): assembler inclusion, loader names, images. */
+static void scan_string(const scan *S, size_t i)
+{
+    const token *t = &S->T->t[i];
+    /* the line of the literal where the match begins */
+    const char *w;
+    size_t at = 0;
+    if ((w = asm_inclusion_in(t->str, t->slen, &at)))
+        add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->sline[at],
+            "the assembler directive %s reads a file into the object", w);
+    if ((w = loader_in(t->str, t->slen, &at)))
+        add(S->f, AVO_POLICY_MODULE_LOADING, S->name, S->src, S->len, t->sline[at],
+            "names %s, which loads code at run time", w);
+    if ((w = image_in((const unsigned char *)t->str, t->slen, &at)))
+        add(S->f, AVO_POLICY_EMBEDDED_BINARIES, S->name, S->src, S->len, t->sline[at < t->slen ? at : 0],
+            "a string holding %s", w);
+    if (strstr(t->str, "dependency") && i >= 2 && tok_is(S->L, &S->T->t[i - 2], "_Pragma"))
+        add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+            "a pragma that reads or names a host file");
+}
+
+/* A number or character: the magic of an image written as numbers: 0x7f,
+ * 0x45, 0x4c, 0x46 ("\177ELF"), or one 32-bit word. */
+static void scan_number(const scan *S, size_t i)
+{
+    const logical *L = S->L;
+    const tokens *T = S->T;
+    const token *t = &T->t[i];
+    long long v = int_value(L, t);
+    if (v == 0x464c457fLL || v == 0xba55ed50LL || v == 0x466243b1LL)
+        add(S->f, AVO_POLICY_EMBEDDED_BINARIES, S->name, S->src, S->len, t->line,
+            "the magic number of an ELF or fatbin image");
+    static const long long elf[] = {0x7f, 0x45, 0x4c, 0x46}, fat[] = {0x50, 0xed, 0x55, 0xba};
+    const long long *m[] = {elf, fat};
+    for (int k = 0; k < 2; k++) {
+        size_t j = i;
+        int hit = 1;
+        for (int b = 0; b < 4 && hit; b++, j += 2)
+            hit = j < T->n && int_value(L, &T->t[j]) == m[k][b] &&
+                  (b == 3 || (j + 1 < T->n && tok_is(L, &T->t[j + 1], ",")));
+        if (hit)
+            add(S->f, AVO_POLICY_EMBEDDED_BINARIES, S->name, S->src, S->len, t->line, "bytes beginning %s image",
+                k ? "a fatbin" : "an ELF (cubin)");
+    }
+}
+
+/* A call of lookups[k] at token i: the argument that names the symbol must
+ * be one string literal. */
+static void scan_lookup_call(const scan *S, size_t i, size_t k)
+{
+    const logical *L = S->L;
+    const tokens *T = S->T;
+    const token *t = &T->t[i];
+    size_t j = i + 1;
+    int ok = j < T->n && tok_is(L, &T->t[j], "(");
+    int depth = 0, arg = 0;
+    for (j++; ok && j < T->n && arg < lookups[k].arg; j++) {
+        if (tok_is(L, &T->t[j], "(") || tok_is(L, &T->t[j], "[") || tok_is(L, &T->t[j], "{"))
+            depth++;
+        else if (tok_is(L, &T->t[j], ")") || tok_is(L, &T->t[j], "]") || tok_is(L, &T->t[j], "}")) {
+            if (depth-- == 0)
+                ok = 0;
+        } else if (depth == 0 && tok_is(L, &T->t[j], ","))
+            arg++;
+    }
+    ok = ok && j + 1 < T->n && T->t[j].kind == T_STRING &&
+         (tok_is(L, &T->t[j + 1], ",") || tok_is(L, &T->t[j + 1], ")"));
+    if (!ok)
+        add(S->f, AVO_POLICY_MODULE_LOADING, S->name, S->src, S->len, t->line,
+            "%.*s with a symbol name that is not a string literal (it could name a loader)", (int)t->len, L->c + t->at);
+}
+
+/* An identifier: loaders, include probes, stringized .incbin, symbol lookups. */
+static void scan_ident(const scan *S, size_t i)
+{
+    const logical *L = S->L;
+    const token *t = &S->T->t[i];
+    const char *id = L->c + t->at;
+    if (is_loader(id, t->len)) {
+        add(S->f, AVO_POLICY_MODULE_LOADING, S->name, S->src, S->len, t->line, "%.*s loads code at run time",
+            (int)t->len, id);
+        return;
+    }
+    if (tok_is(L, t, "__has_include") || tok_is(L, t, "__has_include_next") || tok_is(L, t, "__has_embed")) {
+        if (include_operand(L, t->at + t->len, ')') != 0)
+            add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+                "probes a host file or a computed path");
+        return;
+    }
+    if ((tok_is(L, t, "incbin") || tok_is(L, t, "include")) && i > 0 && tok_is(L, &S->T->t[i - 1], ".")) {
+        /* stringized into an asm statement: S(.incbin "/etc/shadow") */
+        add(S->f, AVO_POLICY_FILE_INCLUSION, S->name, S->src, S->len, t->line,
+            "the assembler directive .%.*s reads a file into the object", (int)t->len, id);
+        return;
+    }
+    for (size_t k = 0; k < sizeof lookups / sizeof lookups[0]; k++) {
+        const size_t ln = strlen(lookups[k].name);
+        if (lookups[k].prefix ? t->len >= ln && !memcmp(id, lookups[k].name, ln) : tok_is(L, t, lookups[k].name)) {
+            scan_lookup_call(S, i, k);
+            return;
+        }
+    }
+}
+
 int avo_policy_scan_source(const char *src, size_t len, const char *name, int cuda, avo_policy_findings *f)
 {
     logical L = {0};
@@ -597,112 +793,17 @@ int avo_policy_scan_source(const char *src, size_t len, const char *name, int cu
     int rc = make_logical(src, len, &L);
     if (rc || (rc = tokenize(&L, cuda, &T)))
         goto cleanup;
+    const scan S = {&L, &T, src, name, len, f};
     for (size_t i = 0; i < T.n; i++) {
         const token *t = &T.t[i];
-        /* # or %: first on its line, not the pasting ## or %:%: */
-        const int hash = t->kind == T_HASH && (t->len == 1 || (t->len == 2 && L.c[t->at] == '%'));
-        if (hash && t->bol && i + 1 < T.n && T.t[i + 1].kind == T_IDENT && T.t[i + 1].line == t->line) {
-            const token *d = &T.t[i + 1];
-            if (tok_is(&L, d, "include") || tok_is(&L, d, "include_next") || tok_is(&L, d, "import")) {
-                int k = include_operand(&L, d->at + d->len, 0);
-                if (k == 1)
-                    add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                        "includes a file outside the system's headers (an absolute or parent path)");
-                else if (k == 2)
-                    add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                        "a computed #include (a macro names the file: it cannot be checked)");
-            } else if (tok_is(&L, d, "embed")) {
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line, "#embed reads a file into the program");
-            } else if (tok_is(&L, d, "pragma")) {
-                for (size_t k = i + 2; k < T.n && !T.t[k].bol; k++)
-                    if (tok_is(&L, &T.t[k], "dependency") || tok_is(&L, &T.t[k], "include_alias"))
-                        add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                            "a pragma that reads or names a host file");
-            }
-            i++;
-            continue;
-        }
-        if (t->kind == T_STRING) {
-            /* the line of the literal where the match begins */
-            const char *w;
-            size_t at = 0;
-            if ((w = asm_inclusion_in(t->str, t->slen, &at)))
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->sline[at],
-                    "the assembler directive %s reads a file into the object", w);
-            if ((w = loader_in(t->str, t->slen, &at)))
-                add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->sline[at],
-                    "names %s, which loads code at run time", w);
-            if ((w = image_in((const unsigned char *)t->str, t->slen, &at)))
-                add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->sline[at < t->slen ? at : 0],
-                    "a string holding %s", w);
-            if (strstr(t->str, "dependency") && i >= 2 && tok_is(&L, &T.t[i - 2], "_Pragma"))
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line, "a pragma that reads or names a host file");
-            continue;
-        }
-        if (t->kind == T_NUMBER || t->kind == T_CHAR) {
-            /* the magic of an image written as numbers: 0x7f, 0x45, 0x4c,
-             * 0x46 ("\177ELF"), or one 32-bit word */
-            long long v = int_value(&L, t);
-            if (v == 0x464c457fLL || v == 0xba55ed50LL || v == 0x466243b1LL)
-                add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->line,
-                    "the magic number of an ELF or fatbin image");
-            static const long long elf[] = {0x7f, 0x45, 0x4c, 0x46}, fat[] = {0x50, 0xed, 0x55, 0xba};
-            const long long *m[] = {elf, fat};
-            for (int k = 0; k < 2; k++) {
-                size_t j = i;
-                int hit = 1;
-                for (int b = 0; b < 4 && hit; b++, j += 2)
-                    hit = j < T.n && int_value(&L, &T.t[j]) == m[k][b] &&
-                          (b == 3 || (j + 1 < T.n && tok_is(&L, &T.t[j + 1], ",")));
-                if (hit)
-                    add(f, AVO_POLICY_EMBEDDED_BINARIES, name, src, len, t->line, "bytes beginning %s image",
-                        k ? "a fatbin" : "an ELF (cubin)");
-            }
-            continue;
-        }
-        if (t->kind != T_IDENT)
-            continue;
-        const char *id = L.c + t->at;
-        if (is_loader(id, t->len)) {
-            add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->line, "%.*s loads code at run time", (int)t->len, id);
-            continue;
-        }
-        if (tok_is(&L, t, "__has_include") || tok_is(&L, t, "__has_include_next") || tok_is(&L, t, "__has_embed")) {
-            if (include_operand(&L, t->at + t->len, ')') != 0)
-                add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line, "probes a host file or a computed path");
-            continue;
-        }
-        if ((tok_is(&L, t, "incbin") || tok_is(&L, t, "include")) && i > 0 && tok_is(&L, &T.t[i - 1], ".")) {
-            /* stringized into an asm statement: S(.incbin "/etc/shadow") */
-            add(f, AVO_POLICY_FILE_INCLUSION, name, src, len, t->line,
-                "the assembler directive .%.*s reads a file into the object", (int)t->len, id);
-            continue;
-        }
-        for (size_t k = 0; k < sizeof lookups / sizeof lookups[0]; k++) {
-            const size_t ln = strlen(lookups[k].name);
-            if (!(lookups[k].prefix ? t->len >= ln && !memcmp(id, lookups[k].name, ln)
-                                    : tok_is(&L, t, lookups[k].name)))
-                continue;
-            /* the argument that names the symbol must be one string literal */
-            size_t j = i + 1;
-            int ok = j < T.n && tok_is(&L, &T.t[j], "(");
-            int depth = 0, arg = 0;
-            for (j++; ok && j < T.n && arg < lookups[k].arg; j++) {
-                if (tok_is(&L, &T.t[j], "(") || tok_is(&L, &T.t[j], "[") || tok_is(&L, &T.t[j], "{"))
-                    depth++;
-                else if (tok_is(&L, &T.t[j], ")") || tok_is(&L, &T.t[j], "]") || tok_is(&L, &T.t[j], "}")) {
-                    if (depth-- == 0)
-                        ok = 0;
-                } else if (depth == 0 && tok_is(&L, &T.t[j], ","))
-                    arg++;
-            }
-            ok = ok && j + 1 < T.n && T.t[j].kind == T_STRING &&
-                 (tok_is(&L, &T.t[j + 1], ",") || tok_is(&L, &T.t[j + 1], ")"));
-            if (!ok)
-                add(f, AVO_POLICY_MODULE_LOADING, name, src, len, t->line,
-                    "%.*s with a symbol name that is not a string literal (it could name a loader)", (int)t->len, id);
-            break;
-        }
+        if (is_directive(&S, i))
+            scan_directive(&S, i++);
+        else if (t->kind == T_STRING)
+            scan_string(&S, i);
+        else if (t->kind == T_NUMBER || t->kind == T_CHAR)
+            scan_number(&S, i);
+        else if (t->kind == T_IDENT)
+            scan_ident(&S, i);
     }
 cleanup:
     free_tokens(&T);
