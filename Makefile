@@ -177,11 +177,11 @@ $(BUILD)/bin/avo-gpu-probe: daemon/gpu/probe.cu daemon/gpu/avo_cupti.cu daemon/g
 # with clang's libFuzzer and sanitizers, so coverage reaches into them.
 FUZZ_CC ?= clang
 FUZZ_SRC := tests/fuzz/fuzz_parsers.c proto/avo_routes.c proto/avo_jobspec.c daemon/avod/llm.c daemon/avod/tune.c \
-            client/sse.c client/buf.c
+            client/sse.c client/buf.c daemon/worker/policy.c
 fuzz: $(BUILD)/fuzz/fuzz_parsers
-$(BUILD)/fuzz/fuzz_parsers: $(FUZZ_SRC) $(LIB_PROTO) $(LIB_COMMON)
+$(BUILD)/fuzz/fuzz_parsers: $(FUZZ_SRC) $(LIB_PROTO) $(LIB_COMMON) $(PTX_OPCODES)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -O1 -g -std=c17 -D_GNU_SOURCE -I. -Iproto -Idaemon/common -Idaemon/avod \
+	$(FUZZ_CC) -O1 -g -std=c17 -D_GNU_SOURCE -I. -Iproto -Idaemon/common -Idaemon/avod -I$(BUILD)/gen \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC) \
 	    $(LIB_PROTO) $(LIB_COMMON) $(LDLIBS_BASE)
 

@@ -400,12 +400,23 @@ static int push_string(tokens *T, token *t)
 
 /* R"delim( ... )delim" (C++), its quote at j: the token t begins at its
  * prefix. Sets *next past it. */
-static int lex_raw_string(const logical *L, size_t j, token t, tokens *T, size_t *next)
+/* Where a raw string's '(' is, its quote at j: after a delimiter of at
+ * most 16 characters. 0 when there is none within them (or the text ends):
+ * no raw string, and the caller reads an ordinary literal, so the text
+ * after it is still scanned as code (a compiler refuses such a literal). */
+static size_t raw_open(const logical *L, size_t j)
+{
+    size_t d = j + 1;
+    while (d < L->n && L->c[d] != '(' && d - j <= 17)
+        d++;
+    return d < L->n && L->c[d] == '(' ? d : 0;
+}
+
+/* A raw string, its quote at j and its '(' at d (raw_open). */
+static int lex_raw_string(const logical *L, size_t j, size_t d, token t, tokens *T, size_t *next)
 {
     const char *c = L->c;
-    size_t n = L->n, d = j + 1;
-    while (d < n && c[d] != '(' && d - j <= 17)
-        d++;
+    size_t n = L->n;
     char close[20];
     int cl = snprintf(close, sizeof close, ")%.*s\"", (int)(d - j - 1), c + j + 1);
     const char *body = c + d + 1, *e = d < n ? memmem(body, n - (d + 1), close, (size_t)cl) : NULL;
@@ -443,8 +454,9 @@ static int lex_ident(const logical *L, size_t i, int cuda, token t, tokens *T, s
         *next = j;
         return push(T, t) ? -ENOMEM : 1;
     }
-    if (cuda && c[j - 1] == 'R' && c[j] == '"')
-        return lex_raw_string(L, j, t, T, next) ? -ENOMEM : 1;
+    size_t d;
+    if (cuda && c[j - 1] == 'R' && c[j] == '"' && (d = raw_open(L, j)))
+        return lex_raw_string(L, j, d, t, T, next) ? -ENOMEM : 1;
     *next = j; /* the quote follows: an ordinary literal with a prefix */
     return 0;
 }

@@ -1,8 +1,11 @@
 /* libFuzzer target for the parsing paths avod and avoctl run on what comes
  * over the wire: the route table (method and path of every request), job
  * specs (POST /v1/jobs bodies), LLM provider answers in both wire formats,
- * and the server-sent event stream avoctl reads. The first input byte picks
- * the parser; the rest is its input. Built with clang -fsanitize=fuzzer,
+ * the server-sent event stream avoctl reads, and the candidate policy's
+ * scanners (daemon/worker/policy.c: C and CUDA sources, assembler, PTX),
+ * which read a candidate's text inside the worker. The first input byte
+ * picks the parser (below 0xF0: the wire parsers, by its value mod 5; from
+ * 0xF0: the scanners, by its low two bits); the rest is its input. Built with clang -fsanitize=fuzzer,
  * address,undefined (`make fuzz`); tests/integration/test_fuzz.sh runs it
  * for a bounded time from tests/fuzz/corpus. Any crash, leak or undefined
  * behaviour the sanitizers see is a failure. */
@@ -14,6 +17,7 @@
 
 #include "client/sse.h"
 #include "daemon/avod/llm.h"
+#include "daemon/worker/policy.h"
 #include "proto/avo_jobspec.h"
 #include "proto/avo_routes.h"
 
@@ -30,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    const unsigned which = data[0] % 5;
+    const unsigned which = data[0] >= 0xF0 ? 5 + (data[0] & 3u) : data[0] % 5u;
     const char *in = (const char *)data + 1;
     const size_t n = size - 1;
     char err[512];
@@ -89,6 +93,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             off += chunk;
         }
         avoctl_sse_free(&p);
+        break;
+    }
+    default: { /* candidate text: the policy's scanners (5 C, 6 CUDA, 7 assembler, 8 PTX) */
+        avo_policy_findings f;
+        memset(&f, 0, sizeof f);
+        if (which <= 6)
+            avo_policy_scan_source(in, n, which == 5 ? "cand.c" : "cand.cu", which == 6, &f);
+        else if (which == 7)
+            avo_policy_scan_asm(in, n, "cand.s", &f);
+        else
+            avo_policy_scan_ptx(in, n, "cand.ptx", &f);
         break;
     }
     }

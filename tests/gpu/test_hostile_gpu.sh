@@ -85,6 +85,9 @@ declare -A EXPECT=(
     [module_from_bytes]="policy_violation"
     [hidden_loader]="policy_violation"
     [compile_error]="compile_error"
+    # Ends inside a raw string prefix: the policy scanner must not crash
+    # the worker (it did: heap corruption); nvcc refuses the literal.
+    [raw_string_crash]="compile_error"
     [device_sync]="ok"
     # Creates files, opens a socket and a memfd, forks and sets itself
     # dumpable in its first call, returning 1 if any works (the runner's

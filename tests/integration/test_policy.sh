@@ -141,6 +141,9 @@ if [ -x "$NVCC" ]; then
     ev "$G" "$ROOT/tests/hostile/gpu/loads_cubin.cu" "$T/cubin.json" --gpu-arch sm_90a
     check "an embedded cubin loaded at run time: refused ($(said "$T/cubin.json"))" \
         jqt '.outcome == "policy_violation" and .policy.rule == "embedded_binaries" and .policy.line != null' "$T/cubin.json"
+    ev "$G" "$ROOT/tests/hostile/gpu/raw_string_crash.cu" "$T/rawstr.json" --gpu-arch sm_90a --compile-only
+    check "a source ending inside a raw string prefix: the worker survives the scan, nvcc refuses it (exit $(cat "$T/rawstr.json.rc"), $(jq -r .outcome "$T/rawstr.json" 2>/dev/null))" \
+        bash -c '[ "$(cat "$0.rc")" = 1 ] && jq -e ".outcome == \"compile_error\"" "$0" >/dev/null' "$T/rawstr.json"
     ev "$G" "$ROOT/kernels/gemm_bf16/seed_sm90.cu" "$T/sm90.json" --gpu-arch sm_90a --compile-only
     check "the wgmma/TMA seed (inline PTX, a driver entry point by name) passes the policy ($(jq -r .outcome "$T/sm90.json" 2>/dev/null))" \
         jqt '.outcome == "ok"' "$T/sm90.json"

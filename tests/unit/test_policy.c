@@ -85,6 +85,22 @@ static void test_module_loading(void **state)
     expect_rule("void *(*s)(void *, const char *) = dlsym;\n", 0, R, 1);
 }
 
+/* A raw string prefix without its '(' (the text ends, or the delimiter is
+ * longer than 16): the scanner does not read past the text (it once copied a
+ * negative length: heap corruption in the worker, from candidate text) and
+ * the code after it is still scanned. */
+static void test_malformed_raw_string(void **state)
+{
+    (void)state;
+    const int R = AVO_POLICY_MODULE_LOADING;
+    assert_int_equal(scan("R\"abcdefghijklmnopqrstuvwxyz(", 1, NULL), -1);
+    assert_int_equal(scan("R\"", 1, NULL), -1);
+    assert_int_equal(scan("int x = 1; R\"abc", 1, NULL), -1);
+    expect_rule("const char *s = R\"abcdefghijklmnopqrstuvwxyz\";\nvoid *f(void) { return dlopen(\"x.so\", 2); }\n", 1,
+                R, 2);
+    expect_rule("#if 0\nR\"abc\n#endif\nvoid *f(void) { return dlopen(\"x.so\", 2); }\n", 1, R, 4);
+}
+
 static void test_embedded_binaries(void **state)
 {
     (void)state;
@@ -337,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_inclusion),
         cmocka_unit_test(test_module_loading),
+        cmocka_unit_test(test_malformed_raw_string),
         cmocka_unit_test(test_embedded_binaries),
         cmocka_unit_test(test_honest),
         cmocka_unit_test(test_ptx),
