@@ -138,4 +138,4 @@ check "migrations are recorded once and not re-applied" \
     bash -c '[ "$(grep -c "applied 001_init.sql" "$0/avod.log")" = 1 ]' "$T"
 check "the finished job survived the restart" bash -c "avoctl --json status $JOB | grep -q succeeded"
 
-exit 0
+[ "$FAILS" -eq 0 ]

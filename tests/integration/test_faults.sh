@@ -143,4 +143,4 @@ check "it exits within 5 s of one SIGTERM (it does not wait for the database)" \
     wait_for 5 '! kill -0 $W 2>/dev/null'
 echo "# idle worker gone $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s after SIGTERM"
 check "and says it stopped" grep -q "worker: stopped" "$T/worker.log"
-exit 0
+[ "$FAILS" -eq 0 ]

@@ -520,4 +520,4 @@ for name in calls_reference include_secret incbin_secret; do
     fi
 done
 
-exit 0
+[ "$FAILS" -eq 0 ]

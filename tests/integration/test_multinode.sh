@@ -144,4 +144,4 @@ wait_for 30 '! kill -0 $SB 2>/dev/null'
 check "SIGTERM to the batch script drains its workers and it exits" bash -c "! kill -0 $SB 2>/dev/null"
 check "the registry shows them gone" \
     test "$(psql_ext "SELECT count(*) FROM workers WHERE state = 'gone'")" = "$((before + 2))"
-exit 0
+[ "$FAILS" -eq 0 ]

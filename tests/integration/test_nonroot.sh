@@ -120,4 +120,4 @@ check "as nobody: with its scratch root outside /tmp ($OUTSIDE) the twin evaluat
     jqt '.outcome == "ok"' "$T/outside.json"
 rm -rf "$OUTSIDE"
 
-exit 0
+[ "$FAILS" -eq 0 ]

@@ -133,4 +133,4 @@ sys.exit(1 if dups or missing else 0)
 PY
 check "the claims were spread over the workers (at least 4 of 8 took part)" \
     test "$(psql_avo "SELECT count(DISTINCT worker_id) FROM evaluations WHERE job_id = $JOB")" -ge 4
-exit 0
+[ "$FAILS" -eq 0 ]
