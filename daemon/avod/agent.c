@@ -134,8 +134,9 @@ void avo_agent_ensure(avo_agent *a, json_t *snap, const char *problem_json)
     {
         const int k = (int)json_integer_value(json_object_get(isl, "idx"));
         int busy = 0;
-        for (step *s = a->steps; s; s = s->next)
-            busy |= s->job == job && s->island == k;
+        avo_list_each (node, &a->steps) {
+            busy |= agent_step_of(node)->job == job && agent_step_of(node)->island == k;
+        }
         if (busy || json_integer_value(json_object_get(isl, "head")) <= 0 || results_waiting(snap))
             continue;
         if (agent_step_start(a, snap, problem_json, job, k, json_integer_value(json_object_get(isl, "head"))) < 0)
@@ -147,8 +148,8 @@ void avo_agent_stop_job(avo_agent *a, long long job)
 {
     if (!a)
         return;
-    for (step *s = a->steps, *n; s; s = n) {
-        n = s->next;
+    avo_list_each (node, &a->steps) {
+        step *s = agent_step_of(node);
         if (s->job == job && s->state != AGENT_ENDED)
             agent_end_step(s, "ended", "the job ended");
     }
@@ -158,8 +159,8 @@ void avo_agent_prune(avo_agent *a, json_t *active)
 {
     if (!a || !json_is_array(active))
         return;
-    for (step *s = a->steps, *n; s; s = n) {
-        n = s->next;
+    avo_list_each (node, &a->steps) {
+        step *s = agent_step_of(node);
         int live = 0;
         size_t i;
         json_t *v;
@@ -173,8 +174,9 @@ void avo_agent_prune(avo_agent *a, json_t *active)
         size_t i;
         json_t *v;
         json_array_foreach(active, i, v) keep |= json_integer_value(v) == a->jobs[k].job;
-        for (step *s = a->steps; s && !keep; s = s->next)
-            keep = s->job == a->jobs[k].job;
+        avo_list_each (node, &a->steps) {
+            keep |= agent_step_of(node)->job == a->jobs[k].job;
+        }
         if (!keep)
             a->jobs[k] = a->jobs[--a->njobs];
     }
@@ -231,6 +233,7 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
     a->db = db;
     a->kick = kick;
     a->kick_arg = kick_arg;
+    avo_list_init(&a->steps);
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
     avo_path_compile_check(home, a->compile_cache, sizeof a->compile_cache, a->worker_bin, sizeof a->worker_bin);
     if (nproviders > 0) {
@@ -279,13 +282,13 @@ void avo_agent_stop(avo_agent *a)
      * the last step; the agent itself is freed here then, or by the last
      * step's close later, never both. */
     a->in_stop = 1;
-    for (step *s = a->steps, *n; s; s = n) {
-        n = s->next;
+    avo_list_each (node, &a->steps) {
+        step *s = agent_step_of(node);
         agent_end_step(s, "interrupted", "avod is stopping");
     }
     avo_llmhttp_close(a->http);
     a->in_stop = 0;
-    if (!a->steps) {
+    if (avo_list_empty(&a->steps)) {
         free(a->prov);
         free(a->jobs);
         free(a);

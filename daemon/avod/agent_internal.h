@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "agenttools.h"
+#include "avo_list.h"
 #include "avo_problem.h"
 #include "commit.h"
 #include "db.h"
@@ -90,7 +91,7 @@ struct avo_agent {
     avo_llmhttp *http;
     void (*kick)(void *);
     void *kick_arg;
-    step *steps;
+    avo_list steps; /* live steps (step.link) */
     job_state *jobs;
     int njobs;
     int stopping;
@@ -98,9 +99,12 @@ struct avo_agent {
     int recovered; /* the steps a restart interrupted were recorded (avo_agent_db_up) */
 };
 
+/* The step whose link is node. */
+#define agent_step_of(node) avo_list_entry(node, step, link)
+
 struct avo_agent_step {
     avo_agent *a;
-    step *next;
+    avo_list link; /* on avo_agent.steps */
     long long job, id, head;
     int island;
     avo_problem prob;

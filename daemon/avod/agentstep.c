@@ -84,11 +84,7 @@ int agent_move(step *s, agent_state to, const char *where)
 static void step_free(step *s)
 {
     avo_agent *a = s->a;
-    for (step **p = &a->steps; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
+    avo_list_remove(&s->link);
     if (s->have_prob)
         avo_problem_free(&s->prob);
     free(s->head_src);
@@ -102,7 +98,7 @@ static void step_free(step *s)
     json_decref(s->calls);
     memset(s->key, 0, sizeof s->key);
     free(s);
-    if (a->stopping && !a->in_stop && !a->steps) {
+    if (a->stopping && !a->in_stop && avo_list_empty(&a->steps)) {
         free(a->prov);
         free(a->jobs);
         free(a);
@@ -433,8 +429,7 @@ int agent_step_start(avo_agent *a, json_t *snap, const char *problem_json, long 
     s->timer.data = s;
     uv_timer_init(a->loop, &s->timer);
     s->timer_open = 1;
-    s->next = a->steps;
-    a->steps = s;
+    avo_list_push(&a->steps, &s->link);
     setup(s, snap, problem_json);
     char jb[32], kb[16];
     snprintf(jb, sizeof jb, "%lld", job);

@@ -11,6 +11,7 @@
 
 #include "avo_hash.h"
 #include "avo_jobspec.h"
+#include "avo_list.h"
 #include "avo_log.h"
 #include "avo_problem.h"
 #include "avo_routes.h"
@@ -38,7 +39,7 @@ struct avo_api {
     char worker_bin[2100];  /* avo-worker beside avod, which runs them */
     uv_timer_t timer;
     unsigned ticks;
-    stream *streams;
+    avo_list streams; /* open event streams (stream) */
 };
 
 /* One asynchronous request in flight. */
@@ -55,7 +56,7 @@ typedef struct {
 struct stream {
     avo_api *api;
     avo_http_req *req;
-    stream *prev, *next;
+    avo_list link;        /* on avo_api.streams */
     int64_t job;          /* 0: every job the principal may read (GET /v1/events) */
     avo_principal who;    /* for job 0: whose read access filters it */
     int follow;           /* for job 0: 0 ends the stream once caught up */
@@ -670,17 +671,6 @@ static void on_cancelled(void *arg, PGresult *res, const char *err)
 
 static void stream_fetch(stream *s);
 
-static void stream_unlink(stream *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else if (s->api->streams == s)
-        s->api->streams = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
-}
-
 static void stream_release(stream *s)
 {
     if (s->closed && !s->fetching) {
@@ -740,17 +730,14 @@ static void stream_begin(stream *s)
     avo_api *a = s->api;
     avo_http_ref(s->req);
     avo_http_set_data(s->req, s, stream_on_close);
-    s->next = a->streams;
-    if (a->streams)
-        a->streams->prev = s;
-    a->streams = s;
+    avo_list_push(&a->streams, &s->link);
     avo_http_stream_start(s->req, "text/event-stream", stream_pull);
 }
 
 static void stream_on_close(avo_http_req *req)
 {
     stream *s = avo_http_data(req);
-    stream_unlink(s);
+    avo_list_remove(&s->link);
     s->closed = 1;
     stream_release(s);
 }
@@ -1005,9 +992,11 @@ static void h_all_events(avo_api *a, avo_http_req *req)
 
 void avo_api_job_event(avo_api *a, int64_t job)
 {
-    for (stream *s = a->streams; s; s = s->next)
+    avo_list_each (node, &a->streams) {
+        stream *s = avo_list_entry(node, stream, link);
         if ((s->job == job || s->job == 0) && s->waiting)
             stream_fetch(s);
+    }
 }
 
 static void on_timer(uv_timer_t *t)
@@ -1016,7 +1005,8 @@ static void on_timer(uv_timer_t *t)
     a->ticks++;
     /* Polling fallback for lost notifications, and a comment line now and
      * then so dead clients are noticed. */
-    for (stream *s = a->streams; s; s = s->next) {
+    avo_list_each (node, &a->streams) {
+        stream *s = avo_list_entry(node, stream, link);
         if (!s->waiting)
             continue;
         if (a->ticks % 8 == 0)
@@ -2037,6 +2027,7 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
     a->loop = loop;
     a->db = db;
     a->engine = engine;
+    avo_list_init(&a->streams);
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
     avo_path_compile_check(home, a->check_cache, sizeof a->check_cache, a->worker_bin, sizeof a->worker_bin);
     uv_timer_init(loop, &a->timer);
@@ -2055,8 +2046,9 @@ void avo_api_stop(avo_api *a)
 {
     if (!a)
         return;
-    for (stream *s = a->streams; s; s = s->next)
-        avo_http_stream_end(s->req);
+    avo_list_each (node, &a->streams) {
+        avo_http_stream_end(avo_list_entry(node, stream, link)->req);
+    }
     avo_seedcheck_stop_all();
     uv_timer_stop(&a->timer);
     uv_close((uv_handle_t *)&a->timer, api_closed);

@@ -13,7 +13,7 @@ enum { DB_DOWN = 0, DB_CONNECTING, DB_READY };
 #define RETRY_MAX_MS 5000
 
 struct avo_db_query {
-    struct avo_db_query *next;
+    avo_list link; /* on avo_db.queries */
     char *sql;
     int nparams;
     char **params;
@@ -80,19 +80,19 @@ static void fail_queries(avo_db *db, const char *why)
 {
     /* Detach the queue first: a callback may try to queue again, which is
      * refused while the connection is down. */
-    struct avo_db_query *q = db->head;
-    db->head = db->tail = NULL;
+    avo_list detached;
+    avo_list_take(&detached, &db->queries);
     db->sent = 0;
     if (db->last) {
         PQclear(db->last);
         db->last = NULL;
     }
-    while (q) {
-        struct avo_db_query *next = q->next;
+    avo_list_each (node, &detached) {
+        struct avo_db_query *q = avo_list_entry(node, struct avo_db_query, link);
+        avo_list_remove(node);
         if (q->cb)
             q->cb(q->arg, NULL, why);
         query_free(q);
-        q = next;
     }
 }
 
@@ -140,10 +140,8 @@ static void drain_notifies(avo_db *db)
 
 static void complete_head(avo_db *db, PGresult *res, const char *err)
 {
-    struct avo_db_query *q = db->head;
-    db->head = q->next;
-    if (!db->head)
-        db->tail = NULL;
+    struct avo_db_query *q = avo_list_entry(avo_list_first(&db->queries), struct avo_db_query, link);
+    avo_list_remove(&q->link);
     db->sent = 0;
     if (q->cb)
         q->cb(q->arg, res, err);
@@ -257,9 +255,9 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 static void db_pump(avo_db *db)
 {
-    if (db->state != DB_READY || db->sent || !db->head)
+    if (db->state != DB_READY || db->sent || avo_list_empty(&db->queries))
         return;
-    struct avo_db_query *q = db->head;
+    struct avo_db_query *q = avo_list_entry(avo_list_first(&db->queries), struct avo_db_query, link);
     if (!PQsendQueryParams(db->conn, q->sql, q->nparams, NULL, (const char *const *)q->params, NULL, NULL, 0)) {
         db_fail(db, PQerrorMessage(db->conn));
         return;
@@ -282,6 +280,7 @@ int avo_db_init(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *n
     if (!db->conninfo)
         return -ENOMEM;
     db->retry_ms = RETRY_MIN_MS;
+    avo_list_init(&db->queries);
     uv_timer_init(loop, &db->retry_timer);
     db->retry_timer.data = db;
     return 0;
@@ -338,11 +337,7 @@ int avo_db_query(avo_db *db, const char *sql, int nparams, const char *const *pa
             goto oom;
     q->cb = cb;
     q->arg = arg;
-    if (db->tail)
-        db->tail->next = q;
-    else
-        db->head = q;
-    db->tail = q;
+    avo_list_append(&db->queries, &q->link);
     db_pump(db);
     return 0;
 oom:

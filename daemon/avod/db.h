@@ -9,6 +9,7 @@
 #define AVO_DB_H
 
 #include "avo_attr.h"
+#include "avo_list.h"
 #include <libpq-fe.h>
 #include <uv.h>
 
@@ -34,7 +35,7 @@ struct avo_db {
     unsigned retry_ms;
     int state; /* see db.c */
     int closing;
-    struct avo_db_query *head, *tail; /* head is in flight when sent */
+    avo_list queries; /* FIFO of struct avo_db_query; the first is in flight when sent */
     int sent;
     PGresult *last;
     char **channels;

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "avo_list.h"
 #include "avo_log.h"
 
 struct avo_http {
@@ -31,13 +32,13 @@ struct avo_http {
     int ntokens;
     int stopping;
     int closing_handles;
-    avo_http_req *reqs; /* every live request, for shutdown */
+    avo_list reqs; /* every live request (avo_http_req), for shutdown */
 };
 
 struct avo_http_req {
     avo_http *http;
     struct MHD_Connection *conn;
-    avo_http_req *prev, *next;
+    avo_list link; /* on avo_http.reqs */
     char *method, *path;
     char *body;
     size_t body_len;
@@ -320,10 +321,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->conn = conn;
         r->method = strdup(method);
         r->path = strdup(url);
-        r->next = h->reqs;
-        if (h->reqs)
-            h->reqs->prev = r;
-        h->reqs = r;
+        avo_list_push(&h->reqs, &r->link);
         *con_cls = r;
         /* Headers are all here on the first call: decide before any body is
          * read into memory on a stranger's behalf. */
@@ -377,19 +375,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    avo_http *h = cls;
     avo_http_req *r = *con_cls;
+    (void)cls;
     (void)conn;
     (void)toe;
     if (!r)
         return;
     *con_cls = NULL;
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        h->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    avo_list_remove(&r->link);
     r->completed = 1;
     /* The close callback may drop the owner's last reference. */
     r->refs++;
@@ -476,6 +469,7 @@ int avo_http_start(avo_http **out, uv_loop_t *loop, const char *socket_path, avo
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (!h)
         return -ENOMEM;
+    avo_list_init(&h->reqs);
     h->loop = loop;
     h->handler = handler;
     h->arg = arg;
@@ -560,6 +554,7 @@ int avo_http_start_tcp(avo_http **out, uv_loop_t *loop, const char *addr, const 
         freeaddrinfo(ai);
         return -ENOMEM;
     }
+    avo_list_init(&h->reqs);
     h->loop = loop;
     h->handler = handler;
     h->arg = arg;
@@ -597,8 +592,9 @@ void avo_http_stop(avo_http *h)
     h->stopping = 1;
     /* MHD must not be stopped with suspended connections: wake them, let one
      * pass of MHD_run close them, then stop. */
-    for (avo_http_req *r = h->reqs; r; r = r->next)
-        req_resume(r);
+    avo_list_each (node, &h->reqs) {
+        req_resume(avo_list_entry(node, avo_http_req, link));
+    }
     MHD_run(h->mhd);
     /* Quiesced, MHD hands the listening socket back instead of closing it. */
     MHD_socket lfd = MHD_quiesce_daemon(h->mhd);

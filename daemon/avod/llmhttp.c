@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "avo_list.h"
+
 #define MAX_BODY ((size_t)16 << 20)
 
 /* One socket curl asked us to watch. Heap-allocated because uv_close
@@ -16,7 +18,7 @@ struct sock {
     curl_socket_t fd;
     int events;
     avo_llmhttp *h;
-    struct sock *prev, *next;
+    avo_list link; /* on avo_llmhttp.socks */
 };
 
 struct avo_llmhttp_req {
@@ -29,17 +31,17 @@ struct avo_llmhttp_req {
     char errbuf[CURL_ERROR_SIZE];
     avo_llmhttp_cb cb;
     void *arg;
-    int done; /* its callback has started (or is about to): abort leaves it */
-    avo_llmhttp_req *prev, *next;
+    int done;      /* its callback has started (or is about to): abort leaves it */
+    avo_list link; /* on avo_llmhttp.reqs */
 };
 
 struct avo_llmhttp {
     uv_loop_t *loop;
     CURLM *multi; /* NULL once closed */
     uv_timer_t timer;
-    struct sock *socks;    /* being watched (not those already closing) */
-    avo_llmhttp_req *reqs; /* added to the multi handle, callback not yet run */
-    int open_handles;      /* uv handles not yet through their close callback */
+    avo_list socks;   /* struct sock being watched (not those already closing) */
+    avo_list reqs;    /* added to the multi handle, callback not yet run */
+    int open_handles; /* uv handles not yet through their close callback */
     int closing;
 };
 
@@ -58,14 +60,9 @@ static void sock_closed(uv_handle_t *hd)
     maybe_free(h);
 }
 
-static void sock_close(avo_llmhttp *h, struct sock *s)
+static void sock_close(struct sock *s)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        h->socks = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    avo_list_remove(&s->link);
     /* Stopping now (not in the close callback) matters: curl closes the fd
      * right after CURL_POLL_REMOVE and may get the same number back for a new
      * connection before libuv runs the close callback; libuv refuses a second
@@ -79,17 +76,6 @@ static void timer_closed(uv_handle_t *hd)
     avo_llmhttp *h = hd->data;
     h->open_handles--;
     maybe_free(h);
-}
-
-static void req_unlink(avo_llmhttp *h, avo_llmhttp_req *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        h->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
 }
 
 static void req_free(avo_llmhttp_req *r)
@@ -197,7 +183,7 @@ static void check_done(avo_llmhttp *h)
         curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
         avo_llmhttp_req *r = (avo_llmhttp_req *)priv;
         curl_multi_remove_handle(h->multi, e);
-        req_unlink(h, r);
+        avo_list_remove(&r->link);
         r->done = 1;
         complete(r, rc);
         req_free(r);
@@ -255,7 +241,7 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
     if (what == CURL_POLL_REMOVE) {
         /* curl forgets socketp itself after REMOVE */
         if (s)
-            sock_close(h, s);
+            sock_close(s);
         return 0;
     }
     if (h->closing)
@@ -271,10 +257,7 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
         s->poll.data = s;
         s->fd = fd;
         s->h = h;
-        s->next = h->socks;
-        if (h->socks)
-            h->socks->prev = s;
-        h->socks = s;
+        avo_list_push(&h->socks, &s->link);
         h->open_handles++;
         curl_multi_assign(h->multi, fd, s);
     }
@@ -311,6 +294,8 @@ int avo_llmhttp_init(avo_llmhttp **out, uv_loop_t *loop)
     if (!h)
         goto cleanup;
     h->loop = loop;
+    avo_list_init(&h->socks);
+    avo_list_init(&h->reqs);
     h->multi = curl_multi_init();
     if (!h->multi)
         goto cleanup;
@@ -343,22 +328,24 @@ void avo_llmhttp_close(avo_llmhttp *h)
     h->closing = 1;
     /* Detach the list first: a callback that posts again is refused, and one
      * that aborts another detached request must find it done. */
-    avo_llmhttp_req *r = h->reqs;
-    h->reqs = NULL;
-    for (avo_llmhttp_req *d = r; d; d = d->next)
-        d->done = 1;
-    while (r) {
-        avo_llmhttp_req *next = r->next;
+    avo_list detached;
+    avo_list_take(&detached, &h->reqs);
+    avo_list_each (node, &detached) {
+        avo_list_entry(node, avo_llmhttp_req, link)->done = 1;
+    }
+    avo_list_each (node, &detached) {
+        avo_llmhttp_req *r = avo_list_entry(node, avo_llmhttp_req, link);
+        avo_list_remove(node);
         curl_multi_remove_handle(h->multi, r->easy);
         r->cb(r->arg, -ECANCELED, "", 0, -1, "request cancelled: client closed");
         req_free(r);
-        r = next;
     }
     curl_multi_cleanup(h->multi);
     h->multi = NULL;
     /* Sockets of cached connections may be closed without CURL_POLL_REMOVE. */
-    while (h->socks)
-        sock_close(h, h->socks);
+    avo_list_each (node, &h->socks) {
+        sock_close(avo_list_entry(node, struct sock, link));
+    }
     uv_timer_stop(&h->timer);
     uv_close((uv_handle_t *)&h->timer, timer_closed);
 }
@@ -429,10 +416,7 @@ int avo_llmhttp_post(avo_llmhttp *h, const char *url, const char *const *headers
         rc = -EIO;
         goto cleanup;
     }
-    r->next = h->reqs;
-    if (h->reqs)
-        h->reqs->prev = r;
-    h->reqs = r;
+    avo_list_push(&h->reqs, &r->link);
     if (out)
         *out = r;
     return 0;
@@ -449,7 +433,7 @@ void avo_llmhttp_abort(avo_llmhttp_req *r)
         return;
     avo_llmhttp *h = r->h;
     r->done = 1;
-    req_unlink(h, r);
+    avo_list_remove(&r->link);
     /* Removed before its response completed, the transfer's connection is
      * closed rather than cached (CURL_POLL_REMOVE closes our watcher), and a
      * DONE message it may have queued goes with it, so check_done never sees

@@ -9,13 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "avo_list.h"
+
 #define CHECK_TIMEOUT_MS (180 * 1000)
 /* A disassembly is capped at 2 MiB by the worker; JSON escaping adds to it. */
 #define OUTPUT_CAP (8 << 20)
 
 typedef struct check check;
 struct check {
-    check *prev, *next; /* the running checks, for avo_seedcheck_stop_all */
+    avo_list link; /* on `running`, for avo_seedcheck_stop_all */
     uv_process_t proc;
     uv_pipe_t out;
     uv_timer_t timer;
@@ -29,18 +31,7 @@ struct check {
     void *arg;
 };
 
-static check *running;
-
-static void unlink_check(check *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (running == c)
-        running = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
+static avo_list running = AVO_LIST_INIT(running);
 
 static void on_closed(uv_handle_t *h)
 {
@@ -55,7 +46,7 @@ static void finish(check *c)
 {
     if (!c->exited || !c->eof)
         return;
-    unlink_check(c);
+    avo_list_remove(&c->link);
     unlink(c->path);
     json_t *r = c->buf ? json_loadb(c->buf, c->len, 0, NULL) : NULL;
     const char *outcome = json_string_value(json_object_get(r, "outcome"));
@@ -193,10 +184,7 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
         return rc;
     }
     c->open_handles = 3;
-    c->next = running;
-    if (running)
-        running->prev = c;
-    running = c;
+    avo_list_push(&running, &c->link);
     uv_read_start((uv_stream_t *)&c->out, on_alloc, on_read);
     uv_timer_start(&c->timer, on_timeout, CHECK_TIMEOUT_MS, 0);
     return 0;
@@ -204,7 +192,8 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
 
 void avo_seedcheck_stop_all(void)
 {
-    for (check *c = running; c; c = c->next) {
+    avo_list_each (node, &running) {
+        check *c = avo_list_entry(node, check, link);
         c->timed_out = 1;
         uv_timer_stop(&c->timer);
         uv_process_kill(&c->proc, SIGKILL);

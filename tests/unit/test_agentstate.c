@@ -87,7 +87,8 @@ static void test_arrive(void **state)
     assert_non_null(a);
     assert_non_null(s);
     s->a = a;
-    a->steps = s;
+    avo_list_init(&a->steps);
+    avo_list_push(&a->steps, &s->link);
     s->state = AGENT_TOOLS;
     s->pending = 3;
     assert_int_equal(agent_arrive(s, AGENT_IN(AGENT_TOOLS), "t"), 1);
@@ -95,11 +96,11 @@ static void test_arrive(void **state)
     /* refused, but what came back is settled */
     assert_int_equal(agent_arrive(s, AGENT_IN(AGENT_STARTING), "t"), 0);
     assert_int_equal(s->pending, 1);
-    assert_ptr_equal(a->steps, s);
+    assert_ptr_equal(avo_list_first(&a->steps), &s->link);
     /* the last arrival of an ended step frees it */
     s->state = AGENT_ENDED;
     assert_int_equal(agent_arrive(s, AGENT_IN(AGENT_TOOLS), "t"), 0);
-    assert_null(a->steps);
+    assert_true(avo_list_empty(&a->steps));
     free(a);
 }
 

@@ -55,7 +55,7 @@ static void fx_start(fx *f)
  * kick's debounce timer fires, the pass asks for the active jobs). */
 static void run_until_query(fx *f)
 {
-    while (!f->d.db.head)
+    while (avo_list_empty(&f->d.db.queries))
         if (uv_run(&f->loop, UV_RUN_ONCE) == 0) {
             print_message("# the loop ran out of work before the engine queued a query\n");
             fail();
@@ -67,7 +67,7 @@ static void run_until_query(fx *f)
  * after a turn is a pass that has ended. */
 static void run_until_no_query(fx *f)
 {
-    while (f->d.db.head)
+    while (!avo_list_empty(&f->d.db.queries))
         if (uv_run(&f->loop, UV_RUN_ONCE) == 0) {
             print_message("# the loop ran out of work with a query still queued\n");
             fail();
@@ -234,7 +234,7 @@ static void test_stop_in_flight_db_open(void **state)
     fx f;
     long long job = stop_in_flight(&f, c, 1);
     assert_int_not_equal(uv_run(&f.loop, UV_RUN_ONCE), 0);
-    assert_non_null(f.d.db.head); /* still waiting on the lock */
+    assert_false(avo_list_empty(&f.d.db.queries)); /* still waiting on the lock */
     pgtest_value(c, "COMMIT");
     run_until_no_query(&f);
     pgtest_finish(&f.loop, &f.d, 1);
