@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "format.h"
+#include "fmt.h"
 
 typedef struct {
     const json_t *c;

@@ -4,11 +4,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "avo_file.h"
 
 /* "@ENTRY@" stands for the entry point's name in every template. What the
  * cpu and cuda packages share: the computation's description and its
@@ -273,27 +276,16 @@ typedef struct {
     const char *text;
 } file_t;
 
-static int mkdirs(const char *path, char *err, size_t errlen)
+/* avo_file_mkdirs with the scaffold's message. */
+static int make_dirs(const char *path, char *err, size_t errlen)
 {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+    char failed[PATH_MAX];
+    int rc = avo_file_mkdirs(path, 0755, failed, sizeof failed);
+    if (rc == -ENAMETOOLONG)
         snprintf(err, errlen, "%s: path too long", path);
-        return -ENAMETOOLONG;
-    }
-    for (char *s = buf + 1;; s++) {
-        const char c = *s;
-        if (c != '/' && c != 0)
-            continue;
-        *s = 0;
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST) {
-            int e = errno;
-            snprintf(err, errlen, "cannot create %s: %s", buf, strerror(e));
-            return -e;
-        }
-        if (!c)
-            return 0;
-        *s = '/';
-    }
+    else if (rc && snprintf(err, errlen, "cannot create %s: %s", failed, strerror(-rc)) < 0)
+        err[0] = 0;
+    return rc;
 }
 
 /* The template with every "@ENTRY@" replaced; caller frees. */
@@ -373,7 +365,7 @@ int avoctl_scaffold(const char *dir, const char *target, const char *entry, char
             return -EEXIST;
         }
     }
-    int rc = mkdirs(dir, err, errlen);
+    int rc = make_dirs(dir, err, errlen);
     if (rc < 0)
         return rc;
     out_files[0] = 0;

@@ -6,14 +6,20 @@
 
 #include <stddef.h>
 
+#include "avo_attr.h"
+
+/* dir/name into out (a PATH_MAX buffer): returns 0, or -ENAMETOOLONG when
+ * it does not fit (out then holds no path: never a truncated one that
+ * names some other file). An empty dir gives name alone. */
+AVO_MUSTCHECK int avo_paths_join(char *out, size_t outlen, const char *dir, const char *name);
 /* Directory of /proc/self/exe. */
-int avo_path_exe_dir(char *out, size_t len);
+int avo_paths_exe_dir(char *out, size_t len);
 /* The compile cache and the avo-worker that avod runs for compile checks
  * (submission seed checks, the agent's compile tool): <home>/cache/seed-check
  * and avo-worker beside the running binary ("" when it cannot be found). */
-void avo_path_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen);
+void avo_paths_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen);
 /* Find a data directory ("kernels", "sql"). Returns 0 or -2 if not found
  * (out then holds the installed location that was tried). */
-int avo_path_data(const char *what, char *out, size_t len);
+int avo_paths_data(const char *what, char *out, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "avo_file.h"
 #include "avo_hash.h"
 #include "avo_utf8.h"
 #include "sandbox.h"
@@ -21,24 +22,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int avo_mkdir_p(const char *path)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-        return -ENAMETOOLONG;
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = 0;
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
 }
 
 static int write_file(const char *path, const char *data, size_t len, mode_t mode)
@@ -271,7 +254,7 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
         free(buf);
         return -ENOMEM;
     }
-    int rc = avo_sha256_hex(buf, blen, key);
+    int rc = avo_hash_sha256_hex(buf, blen, key);
     free(buf);
     return rc;
 }
@@ -303,7 +286,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
                  cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
-    if ((rc = avo_mkdir_p(o->cache_dir)) || !realpath(o->cache_dir, cache)) {
+    if ((rc = avo_file_mkdirs(o->cache_dir, 0700, NULL, 0)) || !realpath(o->cache_dir, cache)) {
         rc = rc ? rc : -errno;
         snprintf(err, errlen, "cannot create the compile cache %s: %s", o->cache_dir, strerror(-rc));
         return rc;

@@ -66,7 +66,4 @@ int avo_compile_failure_cacheable(const char *log);
  * Returns 0 or a negative int. */
 int avo_compile_identity(const char *cc, char *out, size_t outlen);
 
-/* mkdir -p with mode 0700 for each created component. */
-AVO_MUSTCHECK int avo_mkdir_p(const char *path);
-
 #endif

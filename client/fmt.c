@@ -1,108 +1,12 @@
-/* avoctl's human output: aligned tables, scores, speedups and event lines (format.h). */
-#include "format.h"
+/* avoctl's human output: numbers, scores, speedups, durations, colour and event lines (fmt.h). */
+#include "fmt.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
-
-struct avoctl_table {
-    size_t ncols;
-    size_t nrows; /* including the header row */
-    size_t cap;
-    unsigned right_mask;
-    char **cells;     /* nrows * ncols, row-major */
-    size_t fit_width; /* 0: no limit */
-    size_t fit_col;
-    size_t fit_min;
-};
-
-static int grow(avoctl_table *t)
-{
-    if (t->nrows < t->cap)
-        return 0;
-    size_t cap = t->cap ? t->cap * 2 : 16;
-    char **c = realloc(t->cells, cap * t->ncols * sizeof *c);
-    if (!c)
-        return -ENOMEM;
-    t->cells = c;
-    t->cap = cap;
-    return 0;
-}
-
-int avoctl_table_add(avoctl_table *t, const char *const *cells)
-{
-    if (grow(t) < 0)
-        return -ENOMEM;
-    char **row = t->cells + t->nrows * t->ncols;
-    for (size_t i = 0; i < t->ncols; i++) {
-        row[i] = strdup(cells[i] && *cells[i] ? cells[i] : "-");
-        if (!row[i]) {
-            while (i--)
-                free(row[i]);
-            return -ENOMEM;
-        }
-    }
-    t->nrows++;
-    return 0;
-}
-
-int avoctl_table_new(avoctl_table **out, size_t ncols, const char *const *headers, unsigned right_mask)
-{
-    avoctl_table *t = calloc(1, sizeof *t);
-    if (!t || ncols == 0)
-        goto fail;
-    t->ncols = ncols;
-    t->right_mask = right_mask;
-    if (avoctl_table_add(t, headers) < 0)
-        goto fail;
-    *out = t;
-    return 0;
-fail:
-    avoctl_table_free(t);
-    return ncols ? -ENOMEM : -EINVAL;
-}
-
-size_t avoctl_table_rows(const avoctl_table *t)
-{
-    return t->nrows - 1;
-}
-
-/* Display width in columns: UTF-8 continuation bytes take no room. */
-static size_t width(const char *s)
-{
-    size_t w = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80)
-            w++;
-    return w;
-}
-
-/* Bytes of s that fill at most cols display columns, cut at a character
- * boundary. */
-static size_t prefix_bytes(const char *s, size_t cols)
-{
-    size_t i = 0, w = 0;
-    while (s[i]) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (w == cols)
-                break;
-            w++;
-        }
-        i++;
-    }
-    return i;
-}
-
-void avoctl_table_fit(avoctl_table *t, size_t cols, size_t col, size_t min_col)
-{
-    t->fit_width = col < t->ncols ? cols : 0;
-    t->fit_col = col;
-    t->fit_min = min_col;
-}
 
 void avoctl_fmt_count(long long n, const char *noun, char *buf, size_t len)
 {
@@ -124,7 +28,7 @@ void avoctl_fmt_duration(double s, char *buf, size_t len)
         snprintf(buf, len, "%lld d %lld h", t / 86400, t % 86400 / 3600);
 }
 
-int avoctl_eta(double elapsed, long long done, long long budget, double wall_budget, double *left)
+int avoctl_fmt_eta_seconds(double elapsed, long long done, long long budget, double wall_budget, double *left)
 {
     int have = 0;
     double best = 0;
@@ -148,7 +52,7 @@ void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wal
 {
     double left;
     char d[64];
-    if (avoctl_eta(elapsed, done, budget, wall_budget, &left) < 0) {
+    if (avoctl_fmt_eta_seconds(elapsed, done, budget, wall_budget, &left) < 0) {
         snprintf(buf, len, "ETA unknown");
         return;
     }
@@ -156,7 +60,7 @@ void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wal
     snprintf(buf, len, "ETA %s", d);
 }
 
-double avoctl_job_elapsed(const json_t *job)
+double avoctl_fmt_job_elapsed(const json_t *job)
 {
     const json_t *w = json_object_get(json_object_get(job, "accounting"), "wall_seconds");
     const char *started = json_string_value(json_object_get(job, "started_at"));
@@ -167,101 +71,33 @@ double avoctl_job_elapsed(const json_t *job)
 
 static int color_on;
 
-void avoctl_color_init(int force_off)
+void avoctl_fmt_color_init(int force_off)
 {
     const char *nc = getenv("NO_COLOR");
     color_on = !force_off && !(nc && *nc) && isatty(STDOUT_FILENO);
 }
 
-void avoctl_color_set(int on)
+void avoctl_fmt_color_set(int on)
 {
     color_on = on;
 }
 
-const char *avoctl_color_fail(void)
+const char *avoctl_fmt_color_fail(void)
 {
     return color_on ? "\033[31m" : "";
 }
 
-const char *avoctl_color_good(void)
+const char *avoctl_fmt_color_good(void)
 {
     return color_on ? "\033[32m" : "";
 }
 
-const char *avoctl_color_off(void)
+const char *avoctl_fmt_color_off(void)
 {
     return color_on ? "\033[0m" : "";
 }
 
-size_t avoctl_term_width(FILE *out)
-{
-    struct winsize ws;
-    if (!isatty(fileno(out)) || ioctl(fileno(out), TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
-        return 0;
-    return ws.ws_col;
-}
-
-int avoctl_table_print(const avoctl_table *t, FILE *out)
-{
-    size_t *w = calloc(t->ncols, sizeof *w);
-    if (!w)
-        return -ENOMEM;
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < t->ncols; c++) {
-            size_t cw = width(t->cells[r * t->ncols + c]);
-            if (cw > w[c])
-                w[c] = cw;
-        }
-    if (t->fit_width) {
-        size_t total = 2 * (t->ncols - 1);
-        for (size_t c = 0; c < t->ncols; c++)
-            total += w[c];
-        size_t fc = t->fit_col;
-        if (total > t->fit_width) {
-            size_t over = total - t->fit_width;
-            size_t want = over < w[fc] ? w[fc] - over : 0;
-            if (want < t->fit_min)
-                want = t->fit_min;
-            if (want < w[fc])
-                w[fc] = want;
-        }
-    }
-    for (size_t r = 0; r < t->nrows; r++) {
-        for (size_t c = 0; c < t->ncols; c++) {
-            const char *s = t->cells[r * t->ncols + c];
-            size_t sw = width(s);
-            int last = c + 1 == t->ncols;
-            if (c)
-                fputs("  ", out);
-            if (sw > w[c]) {
-                /* Only the fitted column can be narrower than its text. */
-                size_t keep = w[c] > 3 ? w[c] - 3 : w[c];
-                fprintf(out, "%.*s%s", (int)prefix_bytes(s, keep), s, w[c] > 3 ? "..." : "");
-                continue;
-            }
-            int pad = (int)(w[c] - sw);
-            if (t->right_mask & (1u << c))
-                fprintf(out, "%*s%s", pad, "", s);
-            else
-                fprintf(out, "%s%*s", s, last ? 0 : pad, "");
-        }
-        fputc('\n', out);
-    }
-    free(w);
-    return ferror(out) ? -EIO : 0;
-}
-
-void avoctl_table_free(avoctl_table *t)
-{
-    if (!t)
-        return;
-    for (size_t i = 0; i < t->nrows * t->ncols; i++)
-        free(t->cells[i]);
-    free(t->cells);
-    free(t);
-}
-
-const char *avoctl_str(const json_t *obj, const char *key)
+const char *avoctl_fmt_str(const json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(obj, key));
 }
