@@ -121,7 +121,10 @@ static void test_confidence_width(void **state)
 static void test_cost(void **state)
 {
     (void)state;
-    /* 13 configs x 200 pairs, 2000 resamples: well under 50 ms. */
+    /* 13 configs x 200 pairs, 2000 resamples: the time is printed, not
+     * asserted (a shared machine makes any bound flaky; the cost target
+     * is a benchmark's, docs/benchmarks.md). What must hold is that the
+     * full-size call succeeds and gives a finite interval. */
     double a[13][N], b[13][N];
     avo_paired_config cfg[13];
     for (int c = 0; c < 13; c++) {
@@ -136,7 +139,7 @@ static void test_cost(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     print_message("# bootstrap of 13 x %d pairs, %d resamples: %.1f ms\n", N, AVO_PAIRED_RESAMPLES, s * 1e3);
-    assert_true(s < 0.05);
+    assert_true(isfinite(agg.ci_lo) && isfinite(agg.ci_hi) && agg.ci_lo <= agg.ratio && agg.ratio <= agg.ci_hi);
 }
 
 static void test_bad_input(void **state)
