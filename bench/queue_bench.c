@@ -54,6 +54,16 @@ static PGresult *q(PGconn *c, const char *sql, int n, const char *const *params)
     return r;
 }
 
+/* A statement whose rows are not needed: 0, or -1 (said by q). */
+static int exec_ok(PGconn *c, const char *sql, int n, const char *const *params)
+{
+    PGresult *r = q(c, sql, n, params);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 static PGconn *connect_db(const char *dsn)
 {
     PGconn *c = PQconnectdb(dsn);
@@ -155,6 +165,107 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     return 0;
 }
 
+/* The bench's job and its one candidate, under target (nothing else claims
+ * it): their ids into job and cand. Returns 0, or -1 (said). */
+static int insert_bench_job(PGconn *c, const char *target, char *job, size_t joblen, char *cand, size_t candlen)
+{
+    const char *tp[] = {target};
+    PGresult *r = q(c,
+                    "WITH s AS (INSERT INTO sources (sha256, body) VALUES ('queue-bench', '') "
+                    "           ON CONFLICT (sha256) DO UPDATE SET body = '' RETURNING sha256), "
+                    "     j AS (INSERT INTO jobs (problem, operator, spec, target, eval_budget, state) "
+                    "           VALUES ('bench/noop', 'none', '{}', $1, 1, 'cancelled') RETURNING id) "
+                    "INSERT INTO candidates (job_id, sha256, operator) SELECT j.id, s.sha256, 'none' FROM j, s "
+                    "RETURNING job_id, id",
+                    1, tp);
+    if (!r)
+        return -1;
+    snprintf(job, joblen, "%s", PQgetvalue(r, 0, 0));
+    snprintf(cand, candlen, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    return 0;
+}
+
+/* One workers row per worker process, its id into wids[i] (to free). */
+static int register_workers(PGconn *c, int workers, const char *target, char **wids)
+{
+    const char *tp[] = {target};
+    for (int i = 0; i < workers; i++) {
+        PGresult *r = q(c,
+                        "INSERT INTO workers (host, pid, target) VALUES ('queue-bench', pg_backend_pid(), $1) "
+                        "RETURNING id",
+                        1, tp);
+        if (!r)
+            return -1;
+        wids[i] = strdup(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    return 0;
+}
+
+/* --rate R: one evaluation per transaction, on schedule from t0 (no
+ * catch-up bursts beyond what a late tick owes). ip: job, candidate, target. */
+static int produce_paced(PGconn *c, const bench_opts *o, double t0, const char *const *ip)
+{
+    for (int i = 0; i < o->evals; i++) {
+        double due = t0 + (double)i / o->rate, wait = due - now_s();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (exec_ok(c,
+                    "INSERT INTO evaluations (job_id, candidate_id, problem, target) "
+                    "VALUES ($1, $2, 'bench/noop', $3)",
+                    3, ip) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Waits for every worker process; returns 1 when one failed. */
+static int wait_workers(int workers, pid_t *kids)
+{
+    int bad = 0;
+    for (int i = 0; i < workers; i++) {
+        int st = 0;
+        waitpid(kids[i], &st, 0);
+        kids[i] = 0;
+        bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    return bad;
+}
+
+/* The JSON line from the job's evaluations. Returns the exit status: 0
+ * when all were done and no worker failed (bad). */
+static int report(PGconn *c, const bench_opts *o, const char *job, double wall, int bad)
+{
+    const char *jp[] = {job};
+    PGresult *r = q(c,
+                    "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1), "
+                    "       percentile_disc(0.5) WITHIN GROUP (ORDER BY claimed_at - created_at), "
+                    "       percentile_disc(0.99) WITHIN GROUP (ORDER BY claimed_at - created_at), "
+                    "       max(claimed_at - created_at) "
+                    "  FROM (SELECT state, attempts, "
+                    "               extract(epoch FROM claimed_at) * 1000 AS claimed_at, "
+                    "               extract(epoch FROM created_at) * 1000 AS created_at "
+                    "          FROM evaluations WHERE job_id = $1) e",
+                    1, jp);
+    if (!r)
+        return 1;
+    int done = atoi(PQgetvalue(r, 0, 0));
+    printf("{\"workers\": %d, \"evals\": %d, \"mode\": \"%s\", \"rate\": %d, \"notify\": %s, \"poll_ms\": %d, "
+           "\"done\": %d, \"reclaimed\": %s, \"wall_s\": %.3f, \"evals_per_s\": %.0f, "
+           "\"enqueue_to_claim_ms\": {\"p50\": %s, \"p99\": %s, \"max\": %s}}\n",
+           o->workers, o->evals, o->rate ? "paced" : "drain", o->rate, o->notify ? "true" : "false", o->poll_ms, done,
+           PQgetvalue(r, 0, 1), wall, done / wall, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4));
+    int rc = bad || done != o->evals;
+    if (rc)
+        fprintf(stderr, "queue_bench: %d of %d evaluations done%s\n", done, o->evals,
+                bad ? "; a worker process failed" : "");
+    PQclear(r);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     bench_opts o;
@@ -162,7 +273,6 @@ int main(int argc, char **argv)
         return 2;
     int rc = 1;
     PGconn *c = connect_db(o.dsn);
-    PGresult *r = NULL;
     shared_counts *sc = NULL;
     pid_t *kids = NULL;
     char **wids = NULL;
@@ -171,21 +281,8 @@ int main(int argc, char **argv)
     snprintf(evals, sizeof evals, "%d", o.evals);
     if (!c)
         goto cleanup;
-
-    const char *tp[] = {target};
-    if (!(r = q(c,
-                "WITH s AS (INSERT INTO sources (sha256, body) VALUES ('queue-bench', '') "
-                "           ON CONFLICT (sha256) DO UPDATE SET body = '' RETURNING sha256), "
-                "     j AS (INSERT INTO jobs (problem, operator, spec, target, eval_budget, state) "
-                "           VALUES ('bench/noop', 'none', '{}', $1, 1, 'cancelled') RETURNING id) "
-                "INSERT INTO candidates (job_id, sha256, operator) SELECT j.id, s.sha256, 'none' FROM j, s "
-                "RETURNING job_id, id",
-                1, tp)))
+    if (insert_bench_job(c, target, job, sizeof job, cand, sizeof cand) < 0)
         goto cleanup;
-    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
-    snprintf(cand, sizeof cand, "%s", PQgetvalue(r, 0, 1));
-    PQclear(r);
-    r = NULL;
 
     wids = calloc((size_t)o.workers, sizeof *wids);
     kids = calloc((size_t)o.workers, sizeof *kids);
@@ -196,26 +293,15 @@ int main(int argc, char **argv)
     }
     atomic_init(&sc->done, 0);
     atomic_init(&sc->failed, 0);
-    for (int i = 0; i < o.workers; i++) {
-        if (!(r = q(c, "INSERT INTO workers (host, pid, target) VALUES ('queue-bench', pg_backend_pid(), $1) "
-                       "RETURNING id",
-                    1, tp)))
-            goto cleanup;
-        wids[i] = strdup(PQgetvalue(r, 0, 0));
-        PQclear(r);
-        r = NULL;
-    }
+    if (register_workers(c, o.workers, target, wids) < 0)
+        goto cleanup;
 
     const char *ip[] = {job, cand, target, evals};
-    if (o.rate == 0) {
-        if (!(r = q(c,
-                    "INSERT INTO evaluations (job_id, candidate_id, problem, target) "
-                    "SELECT $1, $2, 'bench/noop', $3 FROM generate_series(1, $4::int)",
-                    4, ip)))
-            goto cleanup;
-        PQclear(r);
-        r = NULL;
-    }
+    if (o.rate == 0 && exec_ok(c,
+                               "INSERT INTO evaluations (job_id, candidate_id, problem, target) "
+                               "SELECT $1, $2, 'bench/noop', $3 FROM generate_series(1, $4::int)",
+                               4, ip) < 0)
+        goto cleanup;
     const double t0 = now_s();
     for (int i = 0; i < o.workers; i++) {
         pid_t p = fork();
@@ -223,55 +309,10 @@ int main(int argc, char **argv)
             _exit(worker_main(&o, wids[i], target, sc));
         kids[i] = p;
     }
-    if (o.rate > 0) {
-        /* One evaluation per transaction, on schedule (no catch-up bursts
-         * beyond what a late tick owes). */
-        for (int i = 0; i < o.evals; i++) {
-            double due = t0 + (double)i / o.rate, wait = due - now_s();
-            if (wait > 0) {
-                struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-                nanosleep(&ts, NULL);
-            }
-            if (!(r = q(c,
-                        "INSERT INTO evaluations (job_id, candidate_id, problem, target) "
-                        "VALUES ($1, $2, 'bench/noop', $3)",
-                        3, ip)))
-                goto cleanup;
-            PQclear(r);
-            r = NULL;
-        }
-    }
-    int bad = 0;
-    for (int i = 0; i < o.workers; i++) {
-        int st = 0;
-        waitpid(kids[i], &st, 0);
-        kids[i] = 0;
-        bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-    }
-    const double wall = now_s() - t0;
-    const char *jp[] = {job};
-    if (!(r = q(c,
-                "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1), "
-                "       percentile_disc(0.5) WITHIN GROUP (ORDER BY claimed_at - created_at), "
-                "       percentile_disc(0.99) WITHIN GROUP (ORDER BY claimed_at - created_at), "
-                "       max(claimed_at - created_at) "
-                "  FROM (SELECT state, attempts, "
-                "               extract(epoch FROM claimed_at) * 1000 AS claimed_at, "
-                "               extract(epoch FROM created_at) * 1000 AS created_at "
-                "          FROM evaluations WHERE job_id = $1) e",
-                1, jp)))
+    if (o.rate > 0 && produce_paced(c, &o, t0, ip) < 0)
         goto cleanup;
-    int done = atoi(PQgetvalue(r, 0, 0));
-    printf("{\"workers\": %d, \"evals\": %d, \"mode\": \"%s\", \"rate\": %d, \"notify\": %s, \"poll_ms\": %d, "
-           "\"done\": %d, \"reclaimed\": %s, \"wall_s\": %.3f, \"evals_per_s\": %.0f, "
-           "\"enqueue_to_claim_ms\": {\"p50\": %s, \"p99\": %s, \"max\": %s}}\n",
-           o.workers, o.evals, o.rate ? "paced" : "drain", o.rate, o.notify ? "true" : "false", o.poll_ms, done,
-           PQgetvalue(r, 0, 1), wall, done / wall, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3),
-           PQgetvalue(r, 0, 4));
-    rc = bad || done != o.evals;
-    if (rc)
-        fprintf(stderr, "queue_bench: %d of %d evaluations done%s\n", done, o.evals,
-                bad ? "; a worker process failed" : "");
+    int bad = wait_workers(o.workers, kids);
+    rc = report(c, &o, job, now_s() - t0, bad);
 
 cleanup:
     if (kids)
@@ -285,7 +326,6 @@ cleanup:
     free(kids);
     if (sc)
         munmap(sc, sizeof *sc);
-    PQclear(r);
     PQfinish(c);
     return rc;
 }

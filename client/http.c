@@ -153,6 +153,78 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
     return h->stop && *h->stop;
 }
 
+/* The options of one transfer to url: where it connects, where the answer
+ * goes, how long it may take, and for a stream how a stop ends it. */
+static void set_transfer_options(avoctl_http *h, const char *url, transfer *t)
+{
+    CURL *c = h->curl;
+    curl_easy_reset(c);
+    h->errbuf[0] = 0;
+    if (!h->tcp)
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->socket);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "avoctl");
+    if (!t->cb)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, CALL_TIMEOUT_S);
+    if (t->cb && h->stop) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    }
+}
+
+/* The request's headers, method and body. *hdrs and *payload stay the
+ * caller's to free. Returns 0 or -ENOMEM. */
+static int set_request(avoctl_http *h, const char *method, const json_t *body, int stream, struct curl_slist **hdrs,
+                       char **payload)
+{
+    CURL *c = h->curl;
+    if (h->auth[0])
+        *hdrs = curl_slist_append(*hdrs, h->auth);
+    *hdrs = curl_slist_append(*hdrs, stream ? "Accept: text/event-stream" : "Accept: application/json");
+    /* Expect: 100-continue would stall large specs for a second. */
+    *hdrs = *hdrs ? curl_slist_append(*hdrs, "Expect:") : NULL;
+    if (strcmp(method, "POST") == 0) {
+        *payload = body ? json_dumps(body, JSON_COMPACT) : strdup("");
+        *hdrs = *hdrs ? curl_slist_append(*hdrs, "Content-Type: application/json") : NULL;
+        if (!*payload || !*hdrs)
+            return -ENOMEM;
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, *payload);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(*payload));
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (!*hdrs)
+        return -ENOMEM;
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+    return 0;
+}
+
+/* A transfer that curl ended with cc: r->error says why; returns the error. */
+static int transfer_error(avoctl_http *h, CURLcode cc, const transfer *t, avoctl_response *r)
+{
+    long os_errno = 0;
+    curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+    if (t->too_large)
+        snprintf(r->error, sizeof r->error, "answer too large");
+    else if (cc == CURLE_COULDNT_CONNECT && os_errno)
+        /* curl's own text names a TCP port, which misleads for a socket file. */
+        snprintf(r->error, sizeof r->error, "%s (%s)", curl_easy_strerror(cc), strerror((int)os_errno));
+    else
+        snprintf(r->error, sizeof r->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+    if (t->too_large)
+        return -E2BIG;
+    if (r->status == 0 && (cc == CURLE_COULDNT_CONNECT || cc == CURLE_OPERATION_TIMEDOUT))
+        return -ECONNREFUSED;
+    return -EIO;
+}
+
 static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *name, const char *query,
                    const json_t *body, avoctl_stream_cb cb, void *arg, avoctl_response *r)
 {
@@ -160,7 +232,6 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
     struct curl_slist *hdrs = NULL;
     char *payload = NULL;
     char url[1024];
-    const char *method = avo_routes[route].method;
     int rc = 0;
     CURLcode cc;
 
@@ -171,53 +242,12 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
         snprintf(r->error, sizeof r->error, "request path too long");
         return -ENAMETOOLONG;
     }
-
-    CURL *c = h->curl;
-    curl_easy_reset(c);
-    h->errbuf[0] = 0;
-    if (!h->tcp)
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->socket);
-    if (h->auth[0])
-        hdrs = curl_slist_append(hdrs, h->auth);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "avoctl");
-    if (!cb)
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, CALL_TIMEOUT_S);
-    if (cb && h->stop) {
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
-    }
-
-    hdrs = curl_slist_append(hdrs, cb ? "Accept: text/event-stream" : "Accept: application/json");
-    /* Expect: 100-continue would stall large specs for a second. */
-    hdrs = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
-    if (strcmp(method, "POST") == 0) {
-        payload = body ? json_dumps(body, JSON_COMPACT) : strdup("");
-        hdrs = hdrs ? curl_slist_append(hdrs, "Content-Type: application/json") : NULL;
-        if (!payload || !hdrs) {
-            rc = -ENOMEM;
-            goto cleanup;
-        }
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
-    } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    }
-    if (!hdrs) {
-        rc = -ENOMEM;
+    set_transfer_options(h, url, &t);
+    if ((rc = set_request(h, avo_routes[route].method, body, cb != NULL, &hdrs, &payload)) != 0)
         goto cleanup;
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 
-    cc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    cc = curl_easy_perform(h->curl);
+    curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &r->status);
     if (t.cb_rc) {
         rc = t.cb_rc > 0 ? 0 : t.cb_rc;
         goto cleanup;
@@ -228,21 +258,7 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
         goto cleanup;
     }
     if (cc != CURLE_OK) {
-        long os_errno = 0;
-        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
-        if (t.too_large)
-            snprintf(r->error, sizeof r->error, "answer too large");
-        else if (cc == CURLE_COULDNT_CONNECT && os_errno)
-            /* curl's own text names a TCP port, which misleads for a socket file. */
-            snprintf(r->error, sizeof r->error, "%s (%s)", curl_easy_strerror(cc), strerror((int)os_errno));
-        else
-            snprintf(r->error, sizeof r->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
-        if (t.too_large)
-            rc = -E2BIG;
-        else if (r->status == 0 && (cc == CURLE_COULDNT_CONNECT || cc == CURLE_OPERATION_TIMEDOUT))
-            rc = -ECONNREFUSED;
-        else
-            rc = -EIO;
+        rc = transfer_error(h, cc, &t, r);
         if (r->status == 0 || rc == -E2BIG)
             goto cleanup;
         /* An answer arrived and then broke off: keep what was parsed below. */

@@ -288,13 +288,10 @@ bool validate(std::vector<Lib> &libs, ref_fn f64, cudaStream_t st)
 
 } /* namespace */
 
-int main(int argc, char **argv)
+/* The command line: the builds' paths (old, new, small, plain), the
+ * configurations and the number of timed calls. Returns 0, or 2 (said). */
+static int parse_args(int argc, char **argv, const char **paths, std::vector<Size> &configs, int &runs)
 {
-    std::vector<Lib> libs; /* old, new, small[, plain] */
-    const char *paths[4] = {nullptr, nullptr, nullptr, nullptr};
-    static const char *const labels[4] = {"old", "new", "small", "plain"};
-    std::vector<Size> configs;
-    int runs = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int slot = !strcmp(a, "--old") ? 0 : !strcmp(a, "--new") ? 1 : !strcmp(a, "--small") ? 2 : !strcmp(a, "--plain") ? 3 : -1;
@@ -316,6 +313,14 @@ int main(int argc, char **argv)
                         "NAME:B:H:HKV:S:D:CAUSAL...\n");
         return 2;
     }
+    return 0;
+}
+
+/* The builds named in paths, loaded into libs: old, new, small[, plain].
+ * Returns 0, or 2 (said). */
+static int load_libs(const char *const *paths, std::vector<Lib> &libs)
+{
+    static const char *const labels[4] = {"old", "new", "small", "plain"};
     for (int k = 0; k < 4; k++) {
         if (!paths[k])
             continue;
@@ -329,6 +334,70 @@ int main(int argc, char **argv)
         }
         libs.push_back(lib);
     }
+    return 0;
+}
+
+/* The medians summed over the configurations (cudaEvent ms). */
+struct Sums {
+    double old_ms = 0, new_ms = 0, plain_ms = 0;
+};
+
+/* Configuration number c: every timed build called once to warm up, then
+ * runs times (its median event and wall times), NEW's outputs against
+ * OLD's, its table row. Returns whether the bounds hold. */
+static bool run_config(const std::vector<Lib *> &timed, const Size &s, size_t c, cudaStream_t st, int runs, Sums &sums)
+{
+    Tensors t(s.z);
+    t.fill_inputs(0xa77e0000u + c);
+    std::vector<double> ms(timed.size()), wall(timed.size());
+    std::vector<Out> outs(timed.size());
+    for (size_t k = 0; k < timed.size(); k++) {
+        void *o;
+        float *l;
+        CK(cudaMalloc(&o, t.nq * 2));
+        CK(cudaMalloc(&l, t.nl * 4));
+        double w;
+        call(timed[k]->ref, s.z, t, o, l, st, &w); /* warm-up */
+        std::vector<double> e, ws;
+        for (int r = 0; r < runs; r++) {
+            e.push_back(call(timed[k]->ref, s.z, t, o, l, st, &w));
+            ws.push_back(w * 1e3);
+        }
+        ms[k] = median(e);
+        wall[k] = median(ws);
+        fetch(outs[k], o, l, t);
+        cudaFree(o);
+        cudaFree(l);
+    }
+    const Out &a = outs[0], &b = outs[1];
+    const Diff dO = compare(t.nq, [&](int64_t i) { return (double)bf16_to_f(b.o[i]); },
+                            [&](int64_t i) { return (double)bf16_to_f(a.o[i]); });
+    const Diff dL = compare(t.nl, [&](int64_t i) { return (double)b.l[i]; }, [&](int64_t i) { return (double)a.l[i]; });
+    const bool pass = within(dO, kDiffO) && within(dL, kDiffL);
+    sums.old_ms += ms[0];
+    sums.new_ms += ms[1];
+    char plain[64] = "";
+    if (timed.size() > 2) {
+        const Diff pO = compare(t.nq, [&](int64_t i) { return (double)bf16_to_f(outs[2].o[i]); },
+                                [&](int64_t i) { return (double)bf16_to_f(a.o[i]); });
+        snprintf(plain, sizeof plain, " | %9.2f (O max_abs %.3g)", ms[2], pO.max_abs);
+        sums.plain_ms += ms[2];
+    }
+    printf("%-4s %-22s %9.2f %9.2f %6.2fx %9.2f %9.2f | %10.3g %10.3g %10.3g %10.3g%s\n", pass ? "ok" : "FAIL",
+           s.name, ms[0], ms[1], ms[0] / ms[1], wall[0], wall[1], dO.max_abs, dO.rel_l2, dL.max_abs, dL.rel_l2,
+           plain);
+    fflush(stdout);
+    return pass;
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<Lib> libs; /* old, new, small[, plain] */
+    const char *paths[4] = {nullptr, nullptr, nullptr, nullptr};
+    std::vector<Size> configs;
+    int runs = 3;
+    if (parse_args(argc, argv, paths, configs, runs) != 0 || load_libs(paths, libs) != 0)
+        return 2;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("# %s, %d SMs; old %s, new %s\n", prop.name, prop.multiProcessorCount, libs[0].path, libs[1].path);
@@ -345,54 +414,15 @@ int main(int argc, char **argv)
            runs, kDiffO[1], kDiffO[0], kDiffL[0], kDiffL[1]);
     printf("%-4s %-22s %9s %9s %7s %9s %9s | %10s %10s %10s %10s%s\n", "", "config", "old_ms", "new_ms", "speedup",
            "old_wall", "new_wall", "O_max_abs", "O_rel_l2", "L_max_abs", "L_rel_l2", timed.size() > 2 ? " | plain_ms" : "");
-    double sum_old = 0, sum_new = 0, sum_plain = 0;
+    Sums sums;
     for (size_t c = 0; c < configs.size(); c++) {
-        const Size &s = configs[c];
-        Tensors t(s.z);
-        t.fill_inputs(0xa77e0000u + c);
-        std::vector<double> ms(timed.size()), wall(timed.size());
-        std::vector<Out> outs(timed.size());
-        for (size_t k = 0; k < timed.size(); k++) {
-            void *o;
-            float *l;
-            CK(cudaMalloc(&o, t.nq * 2));
-            CK(cudaMalloc(&l, t.nl * 4));
-            double w;
-            call(timed[k]->ref, s.z, t, o, l, st, &w); /* warm-up */
-            std::vector<double> e, ws;
-            for (int r = 0; r < runs; r++) {
-                e.push_back(call(timed[k]->ref, s.z, t, o, l, st, &w));
-                ws.push_back(w * 1e3);
-            }
-            ms[k] = median(e);
-            wall[k] = median(ws);
-            fetch(outs[k], o, l, t);
-            cudaFree(o);
-            cudaFree(l);
-        }
-        const Out &a = outs[0], &b = outs[1];
-        const Diff dO = compare(t.nq, [&](int64_t i) { return (double)bf16_to_f(b.o[i]); },
-                                [&](int64_t i) { return (double)bf16_to_f(a.o[i]); });
-        const Diff dL = compare(t.nl, [&](int64_t i) { return (double)b.l[i]; }, [&](int64_t i) { return (double)a.l[i]; });
-        const bool pass = within(dO, kDiffO) && within(dL, kDiffL);
+        const bool pass = run_config(timed, configs[c], c, st, runs, sums);
         ok = ok && pass;
-        sum_old += ms[0];
-        sum_new += ms[1];
-        char plain[64] = "";
-        if (timed.size() > 2) {
-            const Diff pO = compare(t.nq, [&](int64_t i) { return (double)bf16_to_f(outs[2].o[i]); },
-                                    [&](int64_t i) { return (double)bf16_to_f(a.o[i]); });
-            snprintf(plain, sizeof plain, " | %9.2f (O max_abs %.3g)", ms[2], pO.max_abs);
-            sum_plain += ms[2];
-        }
-        printf("%-4s %-22s %9.2f %9.2f %6.2fx %9.2f %9.2f | %10.3g %10.3g %10.3g %10.3g%s\n", pass ? "ok" : "FAIL",
-               s.name, ms[0], ms[1], ms[0] / ms[1], wall[0], wall[1], dO.max_abs, dO.rel_l2, dL.max_abs, dL.rel_l2,
-               plain);
-        fflush(stdout);
     }
-    printf("\n# total over the configurations: old %.1f ms, new %.1f ms (%.2fx)", sum_old, sum_new, sum_old / sum_new);
+    printf("\n# total over the configurations: old %.1f ms, new %.1f ms (%.2fx)", sums.old_ms, sums.new_ms,
+           sums.old_ms / sums.new_ms);
     if (timed.size() > 2)
-        printf(", new without pedantic mode %.1f ms", sum_plain);
+        printf(", new without pedantic mode %.1f ms", sums.plain_ms);
     printf("\n%s\n", ok ? "PASS" : "FAIL: a bound above is broken");
     return ok ? 0 : 1;
 }

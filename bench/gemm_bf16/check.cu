@@ -229,6 +229,152 @@ static std::vector<double> to_double(const std::vector<uint16_t> &v)
     return d;
 }
 
+/* One configuration's outcome: the candidate's and the baseline's checks
+ * and times, and the candidate's check after timing. */
+struct Outcome {
+    Cmp cc, cb;
+    bool ran, post_ok;
+    double tc, tb, tcmin, spc, tbmin, spb;
+    int rc_, rb_;
+};
+
+/* The reference into ref, and on small sizes the reference against
+ * float64. Returns 0, or 2 (its RESULT line printed). */
+static int check_reference(void *const *t, const int64_t *sz, size_t nc, cudaStream_t s,
+                           const std::vector<uint16_t> &hA, const std::vector<uint16_t> &hB, long long M, long long N,
+                           long long K, std::vector<double> &ref)
+{
+    std::vector<uint16_t> out;
+    if (run_once(avo_reference, "avo_reference", t, sz, nc, s, &out) != 0) {
+        printf("RESULT\t%s\t%s\treference_error\t-\t-\t-\t-\t-\t-\t-\n", g_label, g_config);
+        return 2;
+    }
+    ref = to_double(out);
+    if ((double)M * N * K <= kCpuCheckMacs) {
+        const Cmp r = compare(out, cpu_gemm(hA, hB, M, N, K));
+        printf("# %s %s reference vs float64 CPU: rel_l2 %.3g max_abs %.3g %s\n", g_label, g_config, r.rel_l2,
+               r.max_abs, r.pass ? "ok" : "FAIL");
+        if (!r.pass) {
+            printf("RESULT\t%s\t%s\treference_wrong\t-\t-\t-\t-\t-\t-\t-\n", g_label, g_config);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* Candidate and baseline checked against ref, timed when the configuration
+ * is, then the candidate checked again (nothing cached or stale). */
+static void check_candidate(void *const *t, const int64_t *sz, size_t nc, cudaStream_t s, void *flush, int min_runs,
+                            bool timed, long long N, const std::vector<double> &ref, Outcome &o)
+{
+    std::vector<uint16_t> out;
+    o.cc = {INFINITY, INFINITY, 0, 0, false};
+    o.cb = o.cc;
+    o.ran = run_once(gemm_bf16, "gemm_bf16", t, sz, nc, s, &out) == 0;
+    if (o.ran)
+        o.cc = compare(out, ref);
+    if (o.ran && !o.cc.pass) {
+        const long long w = o.cc.worst;
+        fprintf(stderr, "%s %s: candidate C[%lld] (row %lld col %lld) = %g, reference %g\n", g_label, g_config, w,
+                w / N, w % N, bf2d(out[(size_t)w]), ref[(size_t)w]);
+    }
+    if (run_once(avo_baseline, "avo_baseline", t, sz, nc, s, &out) == 0)
+        o.cb = compare(out, ref);
+
+    o.tc = o.tb = o.tcmin = o.spc = o.tbmin = o.spb = NAN;
+    o.rc_ = o.rb_ = 0;
+    if (timed && o.cc.pass)
+        o.tc = time_ms(gemm_bf16, t, sz, s, flush, min_runs, &o.tcmin, &o.spc, &o.rc_);
+    if (timed && o.cb.pass)
+        o.tb = time_ms(avo_baseline, t, sz, s, flush, min_runs, &o.tbmin, &o.spb, &o.rb_);
+
+    /* after timing: same answer again (nothing cached or stale) */
+    o.post_ok = true;
+    if (o.cc.pass) {
+        Cmp again = o.cc;
+        if (run_once(gemm_bf16, "gemm_bf16", t, sz, nc, s, &out) == 0)
+            again = compare(out, ref);
+        else
+            again.pass = false;
+        o.post_ok = again.pass;
+    }
+}
+
+/* The configuration's "#" summary line and its RESULT line. */
+static void print_outcome(const char *status, const Outcome &o, bool timed, long long M, long long N, long long K)
+{
+    const double flop = 2.0 * (double)M * N * K;
+    const double tf_c = flop / (o.tc * 1e-3) / 1e12, tf_b = flop / (o.tb * 1e-3) / 1e12;
+    printf("# %s %s %s: candidate rel_l2 %.3g max_abs %.3g nonfinite %lld; baseline rel_l2 %.3g max_abs %.3g "
+           "%s",
+           g_label, g_config, status, o.cc.rel_l2, o.cc.max_abs, o.cc.bad, o.cb.rel_l2, o.cb.max_abs,
+           o.cb.pass ? "ok" : "BASELINE_WRONG");
+    if (timed)
+        printf("; candidate median %.4f ms min %.4f spread %.1f%% n=%d; cuBLAS median %.4f ms min %.4f "
+               "spread %.1f%% n=%d",
+               o.tc, o.tcmin, 100 * o.spc, o.rc_, o.tb, o.tbmin, 100 * o.spb, o.rb_);
+    printf("\n");
+    char tfc[32] = "-", tfb[32] = "-", ratio[32] = "-";
+    if (timed && o.tc > 0)
+        snprintf(tfc, sizeof tfc, "%.1f", tf_c);
+    if (timed && o.tb > 0)
+        snprintf(tfb, sizeof tfb, "%.1f", tf_b);
+    if (timed && o.tc > 0 && o.tb > 0)
+        snprintf(ratio, sizeof ratio, "%.3f", tf_c / tf_b);
+    /* RESULT label config status rel_l2 max_abs TFLOPS TFLOPS_cuBLAS ratio cuBLAS_rel_l2 cuBLAS_check */
+    printf("RESULT\t%s\t%s\t%s\t%.2e\t%.3g\t%s\t%s\t%s\t%.2e\t%s\n", g_label, g_config, status, o.cc.rel_l2,
+           o.cc.max_abs, tfc, tfb, ratio, o.cb.rel_l2, o.cb.pass ? "ok" : "WRONG");
+    fflush(stdout);
+}
+
+/* Configuration number ci (spec: MxNxK or cMxNxK), steps 1-5 of the top.
+ * Returns 0 when it passed, 1 when not, or the exit status (2, 64) that
+ * ends the run. */
+static int check_config(size_t ci, const char *spec, cudaStream_t s, void *flush, int min_runs)
+{
+    const bool timed = spec[0] != 'c';
+    long long M, N, K;
+    if (sscanf(timed ? spec : spec + 1, "%lldx%lldx%lld", &M, &N, &K) != 3 || M <= 0 || N <= 0 || K <= 0) {
+        fprintf(stderr, "bad config '%s'\n", spec);
+        return 64;
+    }
+    snprintf(g_config, sizeof g_config, "%lldx%lldx%lld", M, N, K);
+    const int64_t sz[3] = {M, N, K};
+    const size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
+
+    void *dA, *dB, *dC;
+    CK(cudaMalloc(&dA, na * 2));
+    CK(cudaMalloc(&dB, nb * 2));
+    CK(cudaMalloc(&dC, nc * 2));
+    fill_kernel<<<1024, 256, 0, s>>>((__nv_bfloat16 *)dA, na, 1000 + 2 * (uint64_t)ci);
+    fill_kernel<<<1024, 256, 0, s>>>((__nv_bfloat16 *)dB, nb, 1001 + 2 * (uint64_t)ci);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s));
+    const std::vector<uint16_t> hA = fetch(dA, na), hB = fetch(dB, nb);
+    void *t[3] = {dA, dB, dC};
+
+    std::vector<double> ref;
+    if (check_reference(t, sz, nc, s, hA, hB, M, N, K, ref) != 0)
+        return 2;
+    Outcome o;
+    check_candidate(t, sz, nc, s, flush, min_runs, timed, N, ref, o);
+    /* the inputs intact */
+    const bool inputs_ok = fetch(dA, na) == hA && fetch(dB, nb) == hB;
+
+    const char *status = !o.ran                  ? "ERROR"
+                         : !o.cc.pass            ? "WRONG"
+                         : timed && !(o.tc > 0)  ? "ERROR_IN_TIMING"
+                         : !o.post_ok            ? "WRONG_AFTER_TIMING"
+                         : !inputs_ok            ? "INPUT_MODIFIED"
+                                                 : "ok";
+    print_outcome(status, o, timed, M, N, K);
+
+    CK(cudaFree(dA));
+    CK(cudaFree(dB));
+    CK(cudaFree(dC));
+    return strcmp(status, "ok") != 0;
+}
+
 int main(int argc, char **argv)
 {
     int min_runs = 20;
@@ -260,111 +406,10 @@ int main(int argc, char **argv)
 
     int failures = 0;
     for (size_t ci = 0; ci < configs.size(); ci++) {
-        const char *spec = configs[ci];
-        const bool timed = spec[0] != 'c';
-        long long M, N, K;
-        if (sscanf(timed ? spec : spec + 1, "%lldx%lldx%lld", &M, &N, &K) != 3 || M <= 0 || N <= 0 || K <= 0) {
-            fprintf(stderr, "bad config '%s'\n", spec);
-            return 64;
-        }
-        snprintf(g_config, sizeof g_config, "%lldx%lldx%lld", M, N, K);
-        const int64_t sz[3] = {M, N, K};
-        const size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
-
-        void *dA, *dB, *dC;
-        CK(cudaMalloc(&dA, na * 2));
-        CK(cudaMalloc(&dB, nb * 2));
-        CK(cudaMalloc(&dC, nc * 2));
-        fill_kernel<<<1024, 256, 0, s>>>((__nv_bfloat16 *)dA, na, 1000 + 2 * (uint64_t)ci);
-        fill_kernel<<<1024, 256, 0, s>>>((__nv_bfloat16 *)dB, nb, 1001 + 2 * (uint64_t)ci);
-        CK(cudaGetLastError());
-        CK(cudaStreamSynchronize(s));
-        const std::vector<uint16_t> hA = fetch(dA, na), hB = fetch(dB, nb);
-        void *t[3] = {dA, dB, dC};
-
-        /* reference, and on small sizes the reference against float64 */
-        std::vector<uint16_t> out;
-        if (run_once(avo_reference, "avo_reference", t, sz, nc, s, &out) != 0) {
-            printf("RESULT\t%s\t%s\treference_error\t-\t-\t-\t-\t-\t-\t-\n", g_label, g_config);
-            return 2;
-        }
-        const std::vector<double> ref = to_double(out);
-        if ((double)M * N * K <= kCpuCheckMacs) {
-            const Cmp r = compare(out, cpu_gemm(hA, hB, M, N, K));
-            printf("# %s %s reference vs float64 CPU: rel_l2 %.3g max_abs %.3g %s\n", g_label, g_config, r.rel_l2,
-                   r.max_abs, r.pass ? "ok" : "FAIL");
-            if (!r.pass) {
-                printf("RESULT\t%s\t%s\treference_wrong\t-\t-\t-\t-\t-\t-\t-\n", g_label, g_config);
-                return 2;
-            }
-        }
-
-        /* candidate and baseline, checked */
-        Cmp cc = {INFINITY, INFINITY, 0, 0, false}, cb = cc;
-        const bool ran = run_once(gemm_bf16, "gemm_bf16", t, sz, nc, s, &out) == 0;
-        if (ran)
-            cc = compare(out, ref);
-        if (ran && !cc.pass) {
-            const long long w = cc.worst;
-            fprintf(stderr, "%s %s: candidate C[%lld] (row %lld col %lld) = %g, reference %g\n", g_label, g_config,
-                    w, w / N, w % N, bf2d(out[(size_t)w]), ref[(size_t)w]);
-        }
-        if (run_once(avo_baseline, "avo_baseline", t, sz, nc, s, &out) == 0)
-            cb = compare(out, ref);
-
-        double tc = NAN, tb = NAN, tcmin = NAN, spc = NAN, tbmin = NAN, spb = NAN;
-        int rc_ = 0, rb_ = 0;
-        if (timed && cc.pass)
-            tc = time_ms(gemm_bf16, t, sz, s, flush, min_runs, &tcmin, &spc, &rc_);
-        if (timed && cb.pass)
-            tb = time_ms(avo_baseline, t, sz, s, flush, min_runs, &tbmin, &spb, &rb_);
-
-        /* after timing: same answer again (nothing cached or stale), inputs intact */
-        bool post_ok = true;
-        if (cc.pass) {
-            Cmp again = cc;
-            if (run_once(gemm_bf16, "gemm_bf16", t, sz, nc, s, &out) == 0)
-                again = compare(out, ref);
-            else
-                again.pass = false;
-            post_ok = again.pass;
-        }
-        const bool inputs_ok = fetch(dA, na) == hA && fetch(dB, nb) == hB;
-
-        const char *status = !ran                  ? "ERROR"
-                             : !cc.pass            ? "WRONG"
-                             : timed && !(tc > 0)  ? "ERROR_IN_TIMING"
-                             : !post_ok            ? "WRONG_AFTER_TIMING"
-                             : !inputs_ok          ? "INPUT_MODIFIED"
-                                                   : "ok";
-        if (strcmp(status, "ok") != 0)
-            failures++;
-        const double flop = 2.0 * (double)M * N * K;
-        const double tf_c = flop / (tc * 1e-3) / 1e12, tf_b = flop / (tb * 1e-3) / 1e12;
-        printf("# %s %s %s: candidate rel_l2 %.3g max_abs %.3g nonfinite %lld; baseline rel_l2 %.3g max_abs %.3g "
-               "%s",
-               g_label, g_config, status, cc.rel_l2, cc.max_abs, cc.bad, cb.rel_l2, cb.max_abs,
-               cb.pass ? "ok" : "BASELINE_WRONG");
-        if (timed)
-            printf("; candidate median %.4f ms min %.4f spread %.1f%% n=%d; cuBLAS median %.4f ms min %.4f "
-                   "spread %.1f%% n=%d",
-                   tc, tcmin, 100 * spc, rc_, tb, tbmin, 100 * spb, rb_);
-        printf("\n");
-        char tfc[32] = "-", tfb[32] = "-", ratio[32] = "-";
-        if (timed && tc > 0)
-            snprintf(tfc, sizeof tfc, "%.1f", tf_c);
-        if (timed && tb > 0)
-            snprintf(tfb, sizeof tfb, "%.1f", tf_b);
-        if (timed && tc > 0 && tb > 0)
-            snprintf(ratio, sizeof ratio, "%.3f", tf_c / tf_b);
-        /* RESULT label config status rel_l2 max_abs TFLOPS TFLOPS_cuBLAS ratio cuBLAS_rel_l2 cuBLAS_check */
-        printf("RESULT\t%s\t%s\t%s\t%.2e\t%.3g\t%s\t%s\t%s\t%.2e\t%s\n", g_label, g_config, status, cc.rel_l2,
-               cc.max_abs, tfc, tfb, ratio, cb.rel_l2, cb.pass ? "ok" : "WRONG");
-        fflush(stdout);
-
-        CK(cudaFree(dA));
-        CK(cudaFree(dB));
-        CK(cudaFree(dC));
+        const int rc = check_config(ci, configs[ci], s, flush, min_runs);
+        if (rc > 1)
+            return rc;
+        failures += rc;
     }
     CK(cudaFree(flush));
     CK(cudaStreamDestroy(s));

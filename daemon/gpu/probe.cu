@@ -84,19 +84,111 @@ static void on_crash(int sig)
 
 #define STEP(name) fprintf(stderr, "probe: %s\n", name)
 
+// The device's name and shape into doc; *ctx its (primary) context.
+static void describe_device(json_t *doc, cudaDeviceProp *prop, CUcontext *ctx)
+{
+    CK(cudaSetDevice(0));
+    CK(cudaGetDeviceProperties(prop, 0));
+    CK(cudaFree(0));
+    cuCtxGetCurrent(ctx);
+    json_object_set_new(doc, "device",
+                        json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", prop->name, "sms", prop->multiProcessorCount,
+                                  "l2_bytes", prop->l2CacheSize, "cc_major", prop->major, "cc_minor", prop->minor));
+}
+
+// Event timing of k_scale, L2 flushed before each run, SM clock sampled per
+// run, into doc's "event_timing_scale". Returns the median in ms.
+static double time_scale(json_t *doc, const cudaDeviceProp &prop, const scale_args &sa, void *flush, size_t flush_bytes,
+                         int ngpu)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> ms;
+    std::vector<unsigned> clocks;
+    unsigned max_mhz = 0;
+    for (int i = 0; i < 60; i++) {
+        flush_l2(flush, flush_bytes);
+        CK(cudaEventRecord(a));
+        k_scale<<<prop.multiProcessorCount * 8, 256>>>(sa.x, sa.y, sa.n);
+        CK(cudaDeviceSynchronize()); // device-wide: work on other streams is inside the region
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        unsigned cur = 0;
+        if (ngpu > 0)
+            avo_nvml_sm_clock(0, &cur, &max_mhz);
+        if (i >= 10) { // warm-up excluded
+            ms.push_back(t);
+            clocks.push_back(cur);
+        }
+    }
+    std::vector<float> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    double med = sorted[sorted.size() / 2];
+    double bytes = 2.0 * sa.n * sizeof(float4);
+    json_t *timing = json_pack("{s:f,s:f,s:f,s:i,s:f}", "median_ms", med, "min_ms", (double)sorted.front(), "max_ms",
+                               (double)sorted.back(), "runs", (int)sorted.size(), "gbps", bytes / (med * 1e-3) / 1e9);
+    json_t *cl = json_array();
+    for (unsigned c : clocks)
+        json_array_append_new(cl, json_integer(c));
+    json_object_set_new(timing, "sm_clock_mhz", cl);
+    json_object_set_new(timing, "sm_clock_max_mhz", json_integer(max_mhz));
+    json_object_set_new(doc, "event_timing_scale", timing);
+    return med;
+}
+
+// CUPTI pass, after timing: the metrics of both kernels into doc's "cupti",
+// and k_scale's CUPTI duration against the events' median (med, in ms).
+static void cupti_pass(json_t *doc, CUcontext ctx, scale_args *sa, void *flush, size_t flush_bytes, double med,
+                       char *err, size_t errlen)
+{
+    json_t *unsupported = NULL;
+    avo_cupti *cp = NULL;
+    int rc = avo_cupti_open(&cp, ctx, 0, avo_cupti_default_metrics, avo_cupti_default_nmetrics, &unsupported, err,
+                            errlen);
+    if (rc < 0) {
+        json_object_set_new(doc, "cupti", json_pack("{s:b,s:s}", "available", 0, "reason", err));
+        return;
+    }
+    json_t *c = json_pack("{s:b,s:i,s:o}", "available", 1, "passes", avo_cupti_passes(cp), "unsupported", unsupported);
+    json_t *r1 = NULL, *r2 = NULL;
+    flush_l2(flush, flush_bytes);
+    CK(cudaDeviceSynchronize());
+    err[0] = 0;
+    STEP("cupti profile scale");
+    if (avo_cupti_profile(cp, launch_scale, sa, &r1, err, errlen) == 0)
+        json_object_set_new(c, "scale", r1);
+    else
+        json_object_set_new(c, "scale_error", json_string(err));
+    float *out;
+    CK(cudaMalloc(&out, 132 * 256 * sizeof(float)));
+    STEP("cupti profile conflict");
+    if (avo_cupti_profile(cp, launch_conflict, out, &r2, err, errlen) == 0)
+        json_object_set_new(c, "conflict", r2);
+    else
+        json_object_set_new(c, "conflict_error", json_string(err));
+    STEP("cupti close");
+    avo_cupti_close(cp);
+    json_object_set_new(doc, "cupti", c);
+    // the independent measurement of the same kernel
+    json_t *m = json_object_get(json_object_get(json_array_get(r1, 0), "metrics"), "gpu__time_duration.sum");
+    if (m) {
+        double cupti_ms = json_number_value(m) / 1e6;
+        json_object_set_new(
+            doc, "event_vs_cupti",
+            json_pack("{s:f,s:f,s:f}", "event_median_ms", med, "cupti_ms", cupti_ms, "ratio", med / cupti_ms));
+    }
+}
+
 int main(void)
 {
     signal(SIGSEGV, on_crash);
     json_t *doc = json_object();
     cudaDeviceProp prop;
-    CK(cudaSetDevice(0));
-    CK(cudaGetDeviceProperties(&prop, 0));
-    CK(cudaFree(0));
     CUcontext ctx;
-    cuCtxGetCurrent(&ctx);
-    json_object_set_new(doc, "device",
-                        json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", prop.name, "sms", prop.multiProcessorCount,
-                                  "l2_bytes", prop.l2CacheSize, "cc_major", prop.major, "cc_minor", prop.minor));
+    describe_device(doc, &prop, &ctx);
 
     STEP("nvml");
     char err[512];
@@ -116,82 +208,10 @@ int main(void)
     CK(cudaMalloc(&flush, flush_bytes));
 
     STEP("timing");
-    // Event timing, L2 flushed before each run, SM clock sampled per run.
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> ms;
-    std::vector<unsigned> clocks;
-    unsigned max_mhz = 0;
-    for (int i = 0; i < 60; i++) {
-        flush_l2(flush, flush_bytes);
-        CK(cudaEventRecord(a));
-        k_scale<<<prop.multiProcessorCount * 8, 256>>>(sa.x, sa.y, n);
-        CK(cudaDeviceSynchronize()); // device-wide: work on other streams is inside the region
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float t;
-        CK(cudaEventElapsedTime(&t, a, b));
-        unsigned cur = 0;
-        if (ngpu > 0)
-            avo_nvml_sm_clock(0, &cur, &max_mhz);
-        if (i >= 10) { // warm-up excluded
-            ms.push_back(t);
-            clocks.push_back(cur);
-        }
-    }
-    std::vector<float> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    double med = sorted[sorted.size() / 2];
-    double bytes = 2.0 * n * sizeof(float4);
-    json_t *timing = json_pack("{s:f,s:f,s:f,s:i,s:f}", "median_ms", med, "min_ms", (double)sorted.front(), "max_ms",
-                               (double)sorted.back(), "runs", (int)sorted.size(), "gbps", bytes / (med * 1e-3) / 1e9);
-    json_t *cl = json_array();
-    for (unsigned c : clocks)
-        json_array_append_new(cl, json_integer(c));
-    json_object_set_new(timing, "sm_clock_mhz", cl);
-    json_object_set_new(timing, "sm_clock_max_mhz", json_integer(max_mhz));
-    json_object_set_new(doc, "event_timing_scale", timing);
+    double med = time_scale(doc, prop, sa, flush, flush_bytes, ngpu);
 
     STEP("cupti open");
-    // CUPTI pass, after timing.
-    json_t *unsupported = NULL;
-    avo_cupti *cp = NULL;
-    int rc = avo_cupti_open(&cp, ctx, 0, avo_cupti_default_metrics, avo_cupti_default_nmetrics, &unsupported, err,
-                            sizeof err);
-    if (rc < 0) {
-        json_object_set_new(doc, "cupti", json_pack("{s:b,s:s}", "available", 0, "reason", err));
-    } else {
-        json_t *c = json_pack("{s:b,s:i,s:o}", "available", 1, "passes", avo_cupti_passes(cp), "unsupported",
-                              unsupported);
-        json_t *r1 = NULL, *r2 = NULL;
-        flush_l2(flush, flush_bytes);
-        CK(cudaDeviceSynchronize());
-        err[0] = 0;
-        STEP("cupti profile scale");
-        if (avo_cupti_profile(cp, launch_scale, &sa, &r1, err, sizeof err) == 0)
-            json_object_set_new(c, "scale", r1);
-        else
-            json_object_set_new(c, "scale_error", json_string(err));
-        float *out;
-        CK(cudaMalloc(&out, 132 * 256 * sizeof(float)));
-        STEP("cupti profile conflict");
-        if (avo_cupti_profile(cp, launch_conflict, out, &r2, err, sizeof err) == 0)
-            json_object_set_new(c, "conflict", r2);
-        else
-            json_object_set_new(c, "conflict_error", json_string(err));
-        STEP("cupti close");
-        avo_cupti_close(cp);
-        json_object_set_new(doc, "cupti", c);
-        // the independent measurement of the same kernel
-        json_t *m = json_object_get(json_object_get(json_array_get(r1, 0), "metrics"), "gpu__time_duration.sum");
-        if (m) {
-            double cupti_ms = json_number_value(m) / 1e6;
-            json_object_set_new(
-                doc, "event_vs_cupti",
-                json_pack("{s:f,s:f,s:f}", "event_median_ms", med, "cupti_ms", cupti_ms, "ratio", med / cupti_ms));
-        }
-    }
+    cupti_pass(doc, ctx, &sa, flush, flush_bytes, med, err, sizeof err);
     if (have_energy && avo_nvml_energy_mj(0, &e1) == 0)
         json_object_set_new(doc, "energy_mj", json_integer((json_int_t)(e1 - e0)));
     else

@@ -605,14 +605,13 @@ int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, floa
     return rc;
 }
 
-int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
-                unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen)
+/* The device tensors of a call: the checker's shared ones (only a prep or a
+ * fetch uses them), else this process's own, grown to the sizes asked. */
+static int call_tensors(avo_gpu *g, const size_t *bytes, int n, unsigned flags, void *const **dev, char *err,
+                        size_t errlen)
 {
-    cudaError_t e;
     int rc;
-    *ret = 0;
-    memset(t, 0, sizeof *t);
-    void *const *dev = g->dev;
+    *dev = g->dev;
     if (flags & AVO_GPU_SHARED) {
         if (n > g->nshared || !(flags & (AVO_GPU_PREPARE | AVO_GPU_FETCH))) {
             snprintf(err, errlen, "shared tensors: %d asked for, %d shared; only a prep or a fetch uses them", n,
@@ -625,37 +624,49 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
                          g->msize[i]);
                 return -EINVAL;
             }
-        dev = g->sdev;
+        *dev = g->sdev;
     } else {
         for (int i = 0; i < n; i++)
             if ((rc = ensure(g, i, bytes[i], err, errlen)))
                 return rc;
     }
-    /* The fetch on a stream of its own, outputs first: a kernel the
-     * candidate launches after the call's end mark (from a thread of its
-     * own, on the call's stream) neither delays the copies nor has the
-     * outputs to itself before they are read. */
-    if (flags & AVO_GPU_FETCH)
-        return copy_back(dev, g->fetch, host, bytes, n, poison_mask, err, errlen);
-    if (flags & AVO_GPU_GEN_INPUTS) {
-        if (!g->gen.set || g->gen.n < n) {
-            snprintf(err, errlen, "inputs to generate on the device: not set for %d tensors", n);
-            return -EINVAL;
-        }
-        for (int i = 0; i < n; i++) {
-            if ((poison_mask >> i) & 1)
-                continue;
-            const int64_t elems = (int64_t)(bytes[i] / avo_problem_dtype_size((avo_dtype)g->gen.dtype[i]));
-            rc = avo_fill_launch(dev[i], elems, g->gen.dtype[i], g->gen.scale[i], g->gen.key, g->gen.nonce0,
+    return 0;
+}
+
+/* AVO_GPU_GEN_INPUTS: the inputs not masked generated on the device
+ * (avo_gpu_set_inputs). */
+static int generate_inputs(avo_gpu *g, void *const *dev, const size_t *bytes, int n, unsigned poison_mask, char *err,
+                           size_t errlen)
+{
+    if (!g->gen.set || g->gen.n < n) {
+        snprintf(err, errlen, "inputs to generate on the device: not set for %d tensors", n);
+        return -EINVAL;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((poison_mask >> i) & 1)
+            continue;
+        const int64_t elems = (int64_t)(bytes[i] / avo_problem_dtype_size((avo_dtype)g->gen.dtype[i]));
+        int rc = avo_fill_launch(dev[i], elems, g->gen.dtype[i], g->gen.scale[i], g->gen.key, g->gen.nonce0,
                                  g->gen.nonce1, (uint32_t)i + 1, g->stream);
-            if (rc == -EIO)
-                return fail(cudaGetLastError(), "generating an input on the device", err, errlen);
-            if (rc) {
-                snprintf(err, errlen, "generating input %d on the device: no such stream", i);
-                return rc;
-            }
+        if (rc == -EIO)
+            return fail(cudaGetLastError(), "generating an input on the device", err, errlen);
+        if (rc) {
+            snprintf(err, errlen, "generating input %d on the device: no such stream", i);
+            return rc;
         }
     }
+    return 0;
+}
+
+/* Everything the flags ask before the call: inputs generated or copied,
+ * outputs copied or poisoned, L2 flushed; all finished on return. */
+static int prepare_call(avo_gpu *g, void *const *dev, void *const *host, const size_t *bytes, int n, unsigned flags,
+                        unsigned poison_mask, char *err, size_t errlen)
+{
+    cudaError_t e;
+    int rc;
+    if ((flags & AVO_GPU_GEN_INPUTS) && (rc = generate_inputs(g, dev, bytes, n, poison_mask, err, errlen)))
+        return rc;
     if (flags & (AVO_GPU_COPY_IN | AVO_GPU_COPY_INPUTS))
         for (int i = 0; i < n; i++) {
             if (!(flags & AVO_GPU_COPY_IN) && ((poison_mask >> i) & 1))
@@ -678,9 +689,54 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     /* Everything before the start mark is finished before it is taken. */
     if ((e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
         return fail(e, "preparing the call", err, errlen);
-    if (flags & AVO_GPU_PREPARE)
-        return 0;
+    return 0;
+}
 
+/* AVO_GPU_GATED: the gate queued before the start mark. Returns whether the
+ * call is gated; *t_ready: when the gate's blocks were resident (host clock). */
+static int hold_gate(avo_gpu *g, avo_gpu_times *t, double *t_ready)
+{
+    /* A mark before the gate: the GPU takes it as soon as it runs this
+     * context, so mark -> start is the gate's time on the GPU, which
+     * is the host's hold plus whatever kept the gate's blocks from
+     * their SMs. */
+    cudaEventRecord(g->before, g->stream);
+    const double t_hold = avo_timing_now();
+    double wait = 0;
+    const int gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS, &wait) == 0;
+    if (!gated)
+        t->notes |= AVO_GPU_NOTE_UNGATED;
+    else if (wait < 0)
+        t->notes |= AVO_GPU_NOTE_GATE_BUSY;
+    *t_ready = t_hold + (wait >= 0 ? wait : AVO_GATE_WAIT_MAX_S);
+    return gated;
+}
+
+/* The device's times of a call that ended well, from its marks; held_s: the
+ * host's hold of the gate (resident -> opened). */
+static void read_call_times(avo_gpu *g, int gated, double held_s, avo_gpu_times *t)
+{
+    if (gated && avo_gate_timed_out(g->gate))
+        t->notes |= AVO_GPU_NOTE_GATE_TIMEOUT;
+    float ms = 0, tail_ms = 0;
+    cudaEventElapsedTime(&ms, g->start, g->end);
+    cudaEventElapsedTime(&tail_ms, g->stream_end, g->end);
+    t->seconds = ms * 1e-3;
+    t->tail_s = tail_ms * 1e-3;
+    if (gated) {
+        /* Less the host's hold (gate resident -> opened): the GPU time
+         * before the start mark that the host did not account for. */
+        float pre_ms = 0;
+        cudaEventElapsedTime(&pre_ms, g->before, g->start);
+        t->gate_wait_s = fmax(0, pre_ms * 1e-3 - held_s);
+    }
+}
+
+/* The call itself between its marks (or, calibrating, the smallest piece of
+ * device work), *ret its return. */
+static int timed_call(avo_gpu *g, avo_gpu_fn fn, const int64_t *sizes, unsigned flags, int *ret, avo_gpu_times *t,
+                      char *err, size_t errlen)
+{
     void *ptrs[AVO_PROBLEM_MAX_TENSORS];
     int64_t sz[AVO_PROBLEM_MAX_SIZES];
     memcpy(ptrs, g->dev, sizeof ptrs);
@@ -688,21 +744,8 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     int gated = 0;
     double t_ready = 0;
     const double t_call = avo_timing_now();
-    if (flags & AVO_GPU_GATED) {
-        /* A mark before the gate: the GPU takes it as soon as it runs this
-         * context, so mark -> start is the gate's time on the GPU, which
-         * is the host's hold plus whatever kept the gate's blocks from
-         * their SMs. */
-        cudaEventRecord(g->before, g->stream);
-        const double t_hold = avo_timing_now();
-        double wait = 0;
-        gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS, &wait) == 0;
-        if (!gated)
-            t->notes |= AVO_GPU_NOTE_UNGATED;
-        else if (wait < 0)
-            t->notes |= AVO_GPU_NOTE_GATE_BUSY;
-        t_ready = t_hold + (wait >= 0 ? wait : AVO_GATE_WAIT_MAX_S);
-    }
+    if (flags & AVO_GPU_GATED)
+        gated = hold_gate(g, t, &t_ready);
     cudaEventRecord(g->start, g->stream);
     if (flags & AVO_GPU_EMPTY) {
         /* Calibration: the smallest piece of device work (a 4-byte memset)
@@ -723,7 +766,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
         avo_gate_release(g->gate);
     /* Device-wide: work the candidate queued on any other stream ends
      * before the end mark, so it cannot escape the timed region. */
-    e = cudaDeviceSynchronize();
+    cudaError_t e = cudaDeviceSynchronize();
     cudaEventRecord(g->end, g->stream);
     cudaError_t e2 = cudaEventSynchronize(g->end);
     if (e == cudaSuccess)
@@ -732,20 +775,31 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
         e = cudaGetLastError();
     if (e != cudaSuccess)
         return fail(e, "running the kernel", err, errlen) == AVO_GPU_ESTICKY ? AVO_GPU_ESTICKY : AVO_GPU_ELAUNCH;
-    if (gated && avo_gate_timed_out(g->gate))
-        t->notes |= AVO_GPU_NOTE_GATE_TIMEOUT;
-    float ms = 0, tail_ms = 0;
-    cudaEventElapsedTime(&ms, g->start, g->end);
-    cudaEventElapsedTime(&tail_ms, g->stream_end, g->end);
-    t->seconds = ms * 1e-3;
-    t->tail_s = tail_ms * 1e-3;
-    if (gated) {
-        /* Less the host's hold (gate resident -> opened): the GPU time
-         * before the start mark that the host did not account for. */
-        float pre_ms = 0;
-        cudaEventElapsedTime(&pre_ms, g->before, g->start);
-        t->gate_wait_s = fmax(0, pre_ms * 1e-3 - (t_release - t_ready));
-    }
+    read_call_times(g, gated, t_release - t_ready, t);
+    return 0;
+}
+
+int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
+                unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen)
+{
+    int rc;
+    *ret = 0;
+    memset(t, 0, sizeof *t);
+    void *const *dev;
+    if ((rc = call_tensors(g, bytes, n, flags, &dev, err, errlen)))
+        return rc;
+    /* The fetch on a stream of its own, outputs first: a kernel the
+     * candidate launches after the call's end mark (from a thread of its
+     * own, on the call's stream) neither delays the copies nor has the
+     * outputs to itself before they are read. */
+    if (flags & AVO_GPU_FETCH)
+        return copy_back(dev, g->fetch, host, bytes, n, poison_mask, err, errlen);
+    if ((rc = prepare_call(g, dev, host, bytes, n, flags, poison_mask, err, errlen)))
+        return rc;
+    if (flags & AVO_GPU_PREPARE)
+        return 0;
+    if ((rc = timed_call(g, fn, sizes, flags, ret, t, err, errlen)))
+        return rc;
     if (*ret != 0) {
         snprintf(err, errlen, "the entry point returned %d", *ret);
         return AVO_GPU_ELAUNCH;

@@ -52,20 +52,11 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Checker and runner share one CPU (the runner inherits the mask): the call
+ * and the cache flush then happen on the same core, and neither migrates
+ * mid-measurement (docs/benchmarks.md has the figures). */
+static void pin_cpu(void)
 {
-    if (argc >= 2 && strcmp(argv[1], "--runner") == 0)
-        avo_runner_main(argc, argv);
-    /* A runner that died leaves a closed pipe: the write reports EPIPE and
-     * the runner is reaped as dead, instead of SIGPIPE ending the checker. */
-    signal(SIGPIPE, SIG_IGN);
-    /* Not dumpable: a process of the same uid (the runner, when the checker
-     * is not root) can neither ptrace this one nor open its /proc fds or
-     * memory. */
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    /* Checker and runner share one CPU (the runner inherits the mask): the
-     * call and the cache flush then happen on the same core, and neither
-     * migrates mid-measurement (docs/benchmarks.md has the figures). */
     /* The highest CPU allowed: CPU 0 usually takes more of the host's
      * interrupts and housekeeping. AVO_HARNESS_CPU picks one explicitly (a
      * worker per CPU), AVO_NO_PIN leaves the scheduler alone. */
@@ -90,152 +81,202 @@ int main(int argc, char **argv)
             sched_setaffinity(0, sizeof set, &set);
         }
     }
+}
+
+/* The command line, parsed. */
+typedef struct {
     const char *pos[3];
-    int npos = 0;
-    unsigned long long seed = 1, job_seed = 0;
-    double deadline = 0;
-    const char *baseline = NULL, *against = NULL;
-    double confidence = 0.95;
-    int confidence_given = 0;
-    avo_harness_opts ho = {0};
+    int npos;
+    unsigned long long seed, job_seed;
+    double deadline;
+    const char *baseline, *against;
+    double confidence;
+    int confidence_given;
+    avo_harness_opts ho;
+} harness_args;
+
+/* --seed-stdin: how the worker passes it: a seed on the command line can be
+ * read by any process that sees this one in /proc. The job's seed (the
+ * warm-up calls' sets) may follow it on the line. Returns 0, or -1 (said). */
+static int parse_seed_stdin(harness_args *a)
+{
+    char line[64] = "", *end, *end2;
+    ssize_t n = read(0, line, sizeof line - 1);
+    line[n > 0 ? n : 0] = 0;
+    errno = 0;
+    a->seed = strtoull(line, &end, 10);
+    int bad = n <= 0 || end == line || errno || a->seed > (unsigned long long)INT64_MAX;
+    if (!bad && *end == ' ') {
+        a->job_seed = strtoull(end + 1, &end2, 10);
+        bad = end2 == end + 1 || errno || a->job_seed == 0 || a->job_seed > (unsigned long long)INT64_MAX;
+        end = end2;
+    }
+    if (bad || (*end && *end != '\n')) {
+        fprintf(stderr, "avo-harness: --seed-stdin wants an integer in [0, 2^63) on stdin, optionally "
+                        "followed by a space and the job's seed, an integer in [1, 2^63)\n");
+        return -1;
+    }
+    memset(line, 0, sizeof line);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    return 0;
+}
+
+/* The options whose value is a number to check. Returns 1 when `opt` is one
+ * (its value v taken), 0 when it is not, -1 when v is bad (said on stderr). */
+static int parse_number_option(harness_args *a, const char *opt, const char *v)
+{
+    char *end;
+    if (strcmp(opt, "--seed") == 0) {
+        errno = 0;
+        a->seed = strtoull(v, &end, 10);
+        if (errno || *end || a->seed > (unsigned long long)INT64_MAX) {
+            fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
+            return -1;
+        }
+    } else if (strcmp(opt, "--ref-cache-fd") == 0) {
+        /* The worker's reference cache directory, an inherited descriptor
+         * (its path is hidden from this sandbox). Close on exec, and the
+         * runner closes every descriptor not its own. */
+        long fd = strtol(v, &end, 10);
+        struct stat st;
+        if (*end || end == v || fd < 3 || fd > 1023 || fstat((int)fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
+            fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+            fprintf(stderr, "avo-harness: --ref-cache-fd wants an open directory descriptor, got '%s'\n", v);
+            return -1;
+        }
+        a->ho.ref_cache_fd = (int)fd;
+    } else if (strcmp(opt, "--ref-cache-max") == 0) {
+        errno = 0;
+        unsigned long long b = strtoull(v, &end, 10);
+        if (*end || end == v || errno || b == 0) {
+            fprintf(stderr, "avo-harness: --ref-cache-max wants a number of bytes > 0, got '%s'\n", v);
+            return -1;
+        }
+        a->ho.ref_cache_max = b;
+    } else if (strcmp(opt, "--confidence") == 0) {
+        a->confidence = strtod(v, &end);
+        a->confidence_given = 1;
+        if (*end || end == v || !(a->confidence > 0 && a->confidence < 1)) {
+            fprintf(stderr, "avo-harness: --confidence wants a number in (0, 1), got '%s'\n", v);
+            return -1;
+        }
+    } else if (strcmp(opt, "--deadline") == 0) {
+        a->deadline = strtod(v, &end);
+        if (*end || !(a->deadline > 0)) {
+            fprintf(stderr, "avo-harness: --deadline wants seconds > 0\n");
+            return -1;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The options whose value is a string: 1 when `opt` is one, else 0. */
+static int parse_string_option(harness_args *a, const char *opt, const char *v)
+{
+    if (strcmp(opt, "--config") == 0)
+        a->ho.config = v;
+    else if (strcmp(opt, "--baseline") == 0)
+        a->baseline = v;
+    else if (strcmp(opt, "--against") == 0)
+        a->against = v;
+    else
+        return 0;
+    return 1;
+}
+
+/* Returns 0, or -1 when the command line is wrong (said on stderr). */
+static int parse_args(int argc, char **argv, harness_args *a)
+{
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            char *end;
-            errno = 0;
-            seed = strtoull(argv[++i], &end, 10);
-            if (errno || *end || seed > (unsigned long long)INT64_MAX) {
-                fprintf(stderr, "avo-harness: --seed wants an integer in [0, 2^63)\n");
-                return 2;
+        /* An option missing its value falls through to "unexpected". */
+        if (i + 1 < argc) {
+            int r = parse_number_option(a, argv[i], argv[i + 1]);
+            if (r < 0)
+                return -1;
+            if (r || parse_string_option(a, argv[i], argv[i + 1])) {
+                i++;
+                continue;
             }
-        } else if (strcmp(argv[i], "--seed-stdin") == 0) {
-            /* How the worker passes it: a seed on the command line can be
-             * read by any process that sees this one in /proc. The job's
-             * seed (the warm-up calls' sets) may follow it on the line. */
-            char line[64] = "", *end, *end2;
-            ssize_t n = read(0, line, sizeof line - 1);
-            line[n > 0 ? n : 0] = 0;
-            errno = 0;
-            seed = strtoull(line, &end, 10);
-            int bad = n <= 0 || end == line || errno || seed > (unsigned long long)INT64_MAX;
-            if (!bad && *end == ' ') {
-                job_seed = strtoull(end + 1, &end2, 10);
-                bad = end2 == end + 1 || errno || job_seed == 0 || job_seed > (unsigned long long)INT64_MAX;
-                end = end2;
-            }
-            if (bad || (*end && *end != '\n')) {
-                fprintf(stderr, "avo-harness: --seed-stdin wants an integer in [0, 2^63) on stdin, optionally "
-                                "followed by a space and the job's seed, an integer in [1, 2^63)\n");
-                return 2;
-            }
-            memset(line, 0, sizeof line);
-            int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            if (devnull >= 0) {
-                dup2(devnull, 0);
-                close(devnull);
-            }
-        } else if (strcmp(argv[i], "--ref-cache-fd") == 0 && i + 1 < argc) {
-            /* The worker's reference cache directory, an inherited
-             * descriptor (its path is hidden from this sandbox). Close on
-             * exec, and the runner closes every descriptor not its own. */
-            char *end;
-            long fd = strtol(argv[++i], &end, 10);
-            struct stat st;
-            if (*end || end == argv[i] || fd < 3 || fd > 1023 || fstat((int)fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
-                fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
-                fprintf(stderr, "avo-harness: --ref-cache-fd wants an open directory descriptor, got '%s'\n", argv[i]);
-                return 2;
-            }
-            ho.ref_cache_fd = (int)fd;
-        } else if (strcmp(argv[i], "--ref-cache-max") == 0 && i + 1 < argc) {
-            char *end;
-            errno = 0;
-            unsigned long long b = strtoull(argv[++i], &end, 10);
-            if (*end || end == argv[i] || errno || b == 0) {
-                fprintf(stderr, "avo-harness: --ref-cache-max wants a number of bytes > 0, got '%s'\n", argv[i]);
-                return 2;
-            }
-            ho.ref_cache_max = b;
+        }
+        if (strcmp(argv[i], "--seed-stdin") == 0) {
+            if (parse_seed_stdin(a) != 0)
+                return -1;
         } else if (strcmp(argv[i], "--screen") == 0) {
-            ho.screen = 1;
+            a->ho.screen = 1;
         } else if (strcmp(argv[i], "--counters") == 0) {
-            ho.counters = 1;
+            a->ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
-            ho.profile_only = 1;
-        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            ho.config = argv[++i];
-        } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
-            baseline = argv[++i];
-        } else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
-            against = argv[++i];
-        } else if (strcmp(argv[i], "--confidence") == 0 && i + 1 < argc) {
-            char *end;
-            confidence = strtod(argv[++i], &end);
-            confidence_given = 1;
-            if (*end || end == argv[i] || !(confidence > 0 && confidence < 1)) {
-                fprintf(stderr, "avo-harness: --confidence wants a number in (0, 1), got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
-            char *end;
-            deadline = strtod(argv[++i], &end);
-            if (*end || !(deadline > 0)) {
-                fprintf(stderr, "avo-harness: --deadline wants seconds > 0\n");
-                return 2;
-            }
-        } else if (argv[i][0] == '-' || npos == 3) {
+            a->ho.profile_only = 1;
+        } else if (argv[i][0] == '-' || a->npos == 3) {
             fprintf(stderr, "avo-harness: unexpected argument '%s'\n", argv[i]);
-            return 2;
+            return -1;
         } else {
-            pos[npos++] = argv[i];
+            a->pos[a->npos++] = argv[i];
         }
     }
-    if (npos != 3) {
+    return 0;
+}
+
+/* The options that need or exclude each other. Returns 0, or -1 (said). */
+static int check_args(const harness_args *a)
+{
+    const avo_harness_opts *ho = &a->ho;
+    if (a->npos != 3) {
         fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
                         "[--deadline S] [--baseline B.so] [--against A.so [--confidence C] [--screen]] "
                         "[--counters | --profile [--config NAME]]\n");
-        return 2;
+        return -1;
     }
-    if (ho.screen && !against) {
+    if (ho->screen && !a->against) {
         fprintf(stderr, "avo-harness: --screen times paired: it needs --against\n");
-        return 2;
+        return -1;
     }
-    if (ho.ref_cache_fd && !ho.ref_cache_max) {
+    if (ho->ref_cache_fd && !ho->ref_cache_max) {
         fprintf(stderr, "avo-harness: --ref-cache-fd needs --ref-cache-max\n");
-        return 2;
+        return -1;
     }
-    if (confidence_given && !against) {
+    if (a->confidence_given && !a->against) {
         fprintf(stderr, "avo-harness: --confidence is for a paired measurement: it needs --against\n");
-        return 2;
+        return -1;
     }
-    if ((ho.config && !ho.profile_only) || (ho.counters && ho.profile_only) || (against && ho.profile_only)) {
+    if ((ho->config && !ho->profile_only) || (ho->counters && ho->profile_only) || (a->against && ho->profile_only)) {
         fprintf(stderr, "avo-harness: %s\n",
-                ho.config && !ho.profile_only ? "--config goes with --profile"
-                : against                     ? "--against measures a run: not with --profile"
-                                              : "--counters and --profile exclude each other");
-        return 2;
+                ho->config && !ho->profile_only ? "--config goes with --profile"
+                : a->against                    ? "--against measures a run: not with --profile"
+                                                : "--counters and --profile exclude each other");
+        return -1;
     }
-    /* Decided before any candidate code runs; close-on-exec so the runner
-     * could not inherit it even if it were not closed explicitly. */
-    int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
+    return 0;
+}
 
+/* The evaluation and its result on `out`; never returns. */
+static _Noreturn void run_evaluation(harness_args *a, int out)
+{
     avo_problem p;
     char err[1024];
-    if (avo_problem_load(&p, pos[0], err, sizeof err)) {
+    if (avo_problem_load(&p, a->pos[0], err, sizeof err)) {
         fprintf(stderr, "avo-harness: %s\n", err);
-        return 2;
+        exit(2);
     }
-    if (ho.config && avo_problem_config_index(&p, ho.config, err, sizeof err) < 0) {
+    avo_harness_opts *ho = &a->ho;
+    if (ho->config && avo_problem_config_index(&p, ho->config, err, sizeof err) < 0) {
         fprintf(stderr, "avo-harness: --config: %s\n", err);
-        return 2;
+        exit(2);
     }
     json_t *result = NULL;
-    ho.seed = seed;
-    ho.job_seed = job_seed;
-    ho.deadline_s = deadline;
-    ho.base_so = baseline;
-    ho.against_so = against;
-    ho.confidence = confidence;
-    int rc = avo_harness_run(&p, pos[1], pos[2], &ho, &result, err, sizeof err);
+    ho->seed = a->seed;
+    ho->job_seed = a->job_seed;
+    ho->deadline_s = a->deadline;
+    ho->base_so = a->baseline;
+    ho->against_so = a->against;
+    ho->confidence = a->confidence;
+    int rc = avo_harness_run(&p, a->pos[1], a->pos[2], ho, &result, err, sizeof err);
     if (rc) {
         fprintf(stderr, "avo-harness: %s\n", err);
         fflush(stderr);
@@ -251,4 +292,25 @@ int main(int argc, char **argv)
     fflush(stderr);
     /* _exit: nothing runs after the result (the runner is already reaped). */
     _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--runner") == 0)
+        avo_runner_main(argc, argv);
+    /* A runner that died leaves a closed pipe: the write reports EPIPE and
+     * the runner is reaped as dead, instead of SIGPIPE ending the checker. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Not dumpable: a process of the same uid (the runner, when the checker
+     * is not root) can neither ptrace this one nor open its /proc fds or
+     * memory. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    pin_cpu();
+    harness_args a = {.seed = 1, .confidence = 0.95};
+    if (parse_args(argc, argv, &a) != 0 || check_args(&a) != 0)
+        return 2;
+    /* Decided before any candidate code runs; close-on-exec so the runner
+     * could not inherit it even if it were not closed explicitly. */
+    int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
+    run_evaluation(&a, out);
 }

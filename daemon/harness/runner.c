@@ -139,6 +139,213 @@ static void drop_capabilities(void)
     syscall(SYS_capset, &h, d);
 }
 
+/* The runner's state, shared by its phases: its arguments, the shared
+ * region, its GPU and, once loaded, the candidate's entry point. */
+typedef struct {
+    const char *entry;
+    int cuda;
+    /* --dev=N:BYTES,BYTES...: the checker's device tensors on fds FD_DEV0.. */
+    int ndev, devfd[AVO_PROBLEM_MAX_TENSORS];
+    size_t devbytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned char *base;
+    size_t bytes;
+    avo_gpu *gpu;
+    int gpu_failed;
+    char gerr[400];
+    char copies[200];
+    int (*fn)(void *const *, const int64_t *);
+} runner_state;
+
+/* --dev=N:BYTES,BYTES... (CUDA runners); a malformed one ends the runner. */
+static void runner_parse_dev(int argc, char **argv, runner_state *s)
+{
+    if (s->cuda && argc > 5 && strncmp(argv[5], "--dev=", 6) == 0) {
+        char *p = argv[5] + 6, *end;
+        s->ndev = (int)strtol(p, &end, 10);
+        if (*end != ':' || s->ndev < 1 || s->ndev > AVO_PROBLEM_MAX_TENSORS)
+            _exit(2);
+        for (int i = 0; i < s->ndev; i++) {
+            s->devbytes[i] = strtoull(end + 1, &end, 10);
+            if (*end != (i + 1 < s->ndev ? ',' : '\0'))
+                _exit(2);
+            s->devfd[i] = FD_DEV0 + i;
+        }
+    }
+}
+
+static void runner_map_shared(runner_state *s)
+{
+    struct stat st;
+    if (fstat(FD_MEM, &st) != 0 || st.st_size <= 0)
+        _exit(2);
+    s->bytes = (size_t)st.st_size;
+    s->base = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, FD_MEM, 0);
+    if (s->base == MAP_FAILED)
+        _exit(2);
+    /* Closed before any candidate code (constructors included) runs. */
+    close(FD_MEM);
+}
+
+/* The context exists before anything is timed, and before the candidate
+ * loads: its creation is in no call, and the checker calibrates both
+ * protocols (empty round trips, empty GPU calls) while no candidate code
+ * exists to disturb them. Its failure is the machine's, not the candidate's. */
+static void runner_open_gpu(runner_state *s)
+{
+    s->gpu_failed = avo_gpu_open(&s->gpu, s->gerr, sizeof s->gerr) != 0;
+    if (!s->gpu_failed && s->ndev) {
+        char ierr[300];
+        if (avo_gpu_import(s->gpu, s->ndev, s->devfd, s->devbytes, ierr, sizeof ierr) != 0) {
+            s->gpu_failed = 1;
+            snprintf(s->gerr, sizeof s->gerr, "cannot map the checker's device tensors: %s", ierr);
+        }
+    }
+    for (int i = 0; i < s->ndev; i++)
+        close(s->devfd[i]);
+    /* Page-locked, the shared region's copies to and from the device run at
+     * the link's speed (pageable ones go through the driver's staging
+     * buffers: most of an attention evaluation). Never unpinned (the
+     * process ends with _exit). */
+    if (!s->gpu_failed)
+        avo_gpu_pin(s->gpu, s->base, s->bytes, s->copies, sizeof s->copies);
+}
+
+/* OP_LOAD: the candidate loaded and confined, or the runner ends. */
+static void runner_load(runner_state *s, const cmd_msg *c)
+{
+    if (s->gpu_failed) {
+        reply(c->seq, ST_NOGPU, 0, 0, s->gerr);
+        _exit(0);
+    }
+    /* What 0-2 are, and on a GPU which descriptors are open (the
+     * runtime's), before any candidate code runs (below). */
+    struct stat std0[3];
+    for (int k = 0; k < 3; k++)
+        if (fstat(k, &std0[k]) != 0)
+            std0[k].st_ino = 0;
+    avo_fdset before;
+    if (s->cuda)
+        avo_syscalls_fdset_snapshot(&before);
+    void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
+    close(FD_OBJ);
+    if (!h) {
+        const char *e = dlerror();
+        reply(c->seq, ST_NOLOAD, 0, 0, e ? e : "dlopen failed");
+        _exit(0);
+    }
+    s->fn = (int (*)(void *const *, const int64_t *))(uintptr_t)dlsym(h, s->entry);
+    if (!s->fn) {
+        reply(c->seq, ST_NOSYM, 0, 0, s->entry);
+        _exit(0);
+    }
+    /* From here on its calls compute, nothing more (syscalls.h;
+     * tests/hostile/syscalls.c, tests/hostile/gpu/syscalls.cu). A
+     * failure leaves it unfiltered: the checker reads the kernel's
+     * word on it. 0-2 stay open under the filter: one the load
+     * replaced (a file of its own, read-write) would be a file its
+     * calls use after all (tests/hostile/std_fds.c). */
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int k = 0; k < 3 && nul >= 0; k++) {
+        struct stat now;
+        if (fstat(k, &now) != 0 || now.st_dev != std0[k].st_dev || now.st_ino != std0[k].st_ino)
+            dup2(nul, k);
+    }
+    if (nul >= 0)
+        close(nul);
+    char serr[160];
+    avo_syscalls_confine(FD_CMD, FD_REPLY, s->cuda ? &before : NULL, serr, sizeof serr);
+    reply(c->seq, ST_OK, 0, 0, s->cuda ? s->copies : NULL);
+}
+
+/* OP_PROFILE (CUDA runners): one profiled call, its report in the shared
+ * region at aux_off. */
+static void runner_profile(runner_state *s, const cmd_msg *c)
+{
+    void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
+    size_t tb[AVO_PROBLEM_MAX_TENSORS] = {0};
+    int64_t sizes[AVO_PROBLEM_MAX_SIZES];
+    int bad = 0;
+    memcpy(sizes, c->sizes, sizeof sizes);
+    for (int i = 0; i < c->ntensors; i++) {
+        if (c->off[i] >= s->bytes || c->bytes[i] > s->bytes - c->off[i])
+            bad = 1;
+        else
+            ptrs[i] = s->base + c->off[i], tb[i] = c->bytes[i];
+    }
+    if (bad) {
+        reply(c->seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
+        return;
+    }
+    int rc = avo_gpu_profile(s->gpu, (avo_gpu_fn)(uintptr_t)s->fn, ptrs, tb, c->ntensors, sizes,
+                             (char *)s->base + c->aux_off, c->aux_len, s->gerr, sizeof s->gerr);
+    if (rc == AVO_GPU_ESTICKY) {
+        reply(c->seq, ST_FAULT, 0, 0, s->gerr);
+        _exit(0);
+    }
+    reply(c->seq, ST_OK, rc, 0, rc ? s->gerr : NULL);
+}
+
+/* OP_RUN on a CUDA runner: the tensors' lengths checked, the call made
+ * through the GPU protocol (gpu.h). */
+static void runner_run_gpu(runner_state *s, const cmd_msg *c, void **ptrs, int64_t *sizes)
+{
+    size_t tb[AVO_PROBLEM_MAX_TENSORS] = {0};
+    int bad = 0;
+    for (int i = 0; i < c->ntensors; i++) {
+        tb[i] = c->bytes[i];
+        if (c->bytes[i] > s->bytes - c->off[i])
+            bad = 1;
+    }
+    if (bad) {
+        reply(c->seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
+        return;
+    }
+    int ret = 0;
+    avo_gpu_times t;
+    int rc = avo_gpu_run(s->gpu, (avo_gpu_fn)(uintptr_t)s->fn, ptrs, tb, c->ntensors, sizes, c->flags, c->poison_mask,
+                         &ret, &t, s->gerr, sizeof s->gerr);
+    if (rc == AVO_GPU_ESTICKY) {
+        /* The context is gone: say why and leave. */
+        reply(c->seq, ST_FAULT, 0, 0, s->gerr);
+        _exit(0);
+    }
+    if (rc == AVO_GPU_ELAUNCH)
+        reply_gpu(c->seq, ST_OK, ret ? ret : -1, &t, s->gerr);
+    else if (rc)
+        reply(c->seq, ST_NOGPU, 0, 0, s->gerr);
+    else
+        reply_gpu(c->seq, ST_OK, ret, &t, NULL);
+}
+
+/* OP_RUN: one call of the candidate (or, before the load on a GPU, of the
+ * protocol around none). */
+static void runner_run(runner_state *s, const cmd_msg *c)
+{
+    /* Fresh arrays on every call, as in the old in-process harness. */
+    void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
+    int64_t sizes[AVO_PROBLEM_MAX_SIZES];
+    memcpy(sizes, c->sizes, sizeof sizes);
+    int bad = 0;
+    for (int i = 0; i < c->ntensors; i++) {
+        if (c->off[i] >= s->bytes)
+            bad = 1;
+        else
+            ptrs[i] = s->base + c->off[i];
+    }
+    if (bad) {
+        reply(c->seq, ST_BADCMD, 0, 0, "tensor offset outside the shared region");
+        return;
+    }
+    if (s->cuda) {
+        runner_run_gpu(s, c, ptrs, sizes);
+        return;
+    }
+    const double t0 = avo_timing_now();
+    int ret = s->fn(ptrs, sizes);
+    const double t1 = avo_timing_now();
+    reply(c->seq, ST_OK, ret, t1 - t0, NULL);
+}
+
 _Noreturn void avo_runner_main(int argc, char **argv)
 {
     if (argc < 3)
@@ -149,195 +356,36 @@ _Noreturn void avo_runner_main(int argc, char **argv)
     if (geteuid() == 0)
         drop_capabilities();
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    const char *entry = argv[2];
-    const int cuda = argc > 4 && strcmp(argv[4], "--cuda") == 0;
-    /* --dev=N:BYTES,BYTES...: the checker's device tensors on fds FD_DEV0.. */
-    int ndev = 0, devfd[AVO_PROBLEM_MAX_TENSORS];
-    size_t devbytes[AVO_PROBLEM_MAX_TENSORS];
-    if (cuda && argc > 5 && strncmp(argv[5], "--dev=", 6) == 0) {
-        char *p = argv[5] + 6, *end;
-        ndev = (int)strtol(p, &end, 10);
-        if (*end != ':' || ndev < 1 || ndev > AVO_PROBLEM_MAX_TENSORS)
-            _exit(2);
-        for (int i = 0; i < ndev; i++) {
-            devbytes[i] = strtoull(end + 1, &end, 10);
-            if (*end != (i + 1 < ndev ? ',' : '\0'))
-                _exit(2);
-            devfd[i] = FD_DEV0 + i;
-        }
-    }
-    avo_gpu *gpu = NULL;
-    char gerr[400];
-    struct stat st;
-    if (fstat(FD_MEM, &st) != 0 || st.st_size <= 0)
-        _exit(2);
-    size_t bytes = (size_t)st.st_size;
-    unsigned char *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, FD_MEM, 0);
-    if (base == MAP_FAILED)
-        _exit(2);
-    /* Closed before any candidate code (constructors included) runs. */
-    close(FD_MEM);
-
-    /* The context exists before anything is timed, and before the
-     * candidate loads: its creation is in no call, and the checker
-     * calibrates both protocols (empty round trips, empty GPU calls) while
-     * no candidate code exists to disturb them. Its failure is the
-     * machine's, not the candidate's. */
-    int gpu_failed = 0;
-    char copies[200] = "";
-    if (cuda) {
-        gpu_failed = avo_gpu_open(&gpu, gerr, sizeof gerr) != 0;
-        if (!gpu_failed && ndev) {
-            char ierr[300];
-            if (avo_gpu_import(gpu, ndev, devfd, devbytes, ierr, sizeof ierr) != 0) {
-                gpu_failed = 1;
-                snprintf(gerr, sizeof gerr, "cannot map the checker's device tensors: %s", ierr);
-            }
-        }
-        for (int i = 0; i < ndev; i++)
-            close(devfd[i]);
-        /* Page-locked, the shared region's copies to and from the device
-         * run at the link's speed (pageable ones go through the driver's
-         * staging buffers: most of an attention evaluation). Never unpinned
-         * (the process ends with _exit). */
-        if (!gpu_failed)
-            avo_gpu_pin(gpu, base, bytes, copies, sizeof copies);
-    }
-    int (*fn)(void *const *, const int64_t *) = NULL;
+    runner_state s = {.entry = argv[2], .cuda = argc > 4 && strcmp(argv[4], "--cuda") == 0};
+    runner_parse_dev(argc, argv, &s);
+    runner_map_shared(&s);
+    if (s.cuda)
+        runner_open_gpu(&s);
     cmd_msg c;
     while (read_cmd(&c)) {
-        if (c.op == OP_LOAD && !fn) {
-            if (gpu_failed) {
-                reply(c.seq, ST_NOGPU, 0, 0, gerr);
-                _exit(0);
-            }
-            /* What 0-2 are, and on a GPU which descriptors are open (the
-             * runtime's), before any candidate code runs (below). */
-            struct stat std0[3];
-            for (int k = 0; k < 3; k++)
-                if (fstat(k, &std0[k]) != 0)
-                    std0[k].st_ino = 0;
-            avo_fdset before;
-            if (cuda)
-                avo_syscalls_fdset_snapshot(&before);
-            void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
-            close(FD_OBJ);
-            if (!h) {
-                const char *e = dlerror();
-                reply(c.seq, ST_NOLOAD, 0, 0, e ? e : "dlopen failed");
-                _exit(0);
-            }
-            fn = (int (*)(void *const *, const int64_t *))(uintptr_t)dlsym(h, entry);
-            if (!fn) {
-                reply(c.seq, ST_NOSYM, 0, 0, entry);
-                _exit(0);
-            }
-            /* From here on its calls compute, nothing more (syscalls.h;
-             * tests/hostile/syscalls.c, tests/hostile/gpu/syscalls.cu). A
-             * failure leaves it unfiltered: the checker reads the kernel's
-             * word on it. 0-2 stay open under the filter: one the load
-             * replaced (a file of its own, read-write) would be a file its
-             * calls use after all (tests/hostile/std_fds.c). */
-            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-            for (int k = 0; k < 3 && nul >= 0; k++) {
-                struct stat now;
-                if (fstat(k, &now) != 0 || now.st_dev != std0[k].st_dev || now.st_ino != std0[k].st_ino)
-                    dup2(nul, k);
-            }
-            if (nul >= 0)
-                close(nul);
-            char serr[160];
-            avo_syscalls_confine(FD_CMD, FD_REPLY, cuda ? &before : NULL, serr, sizeof serr);
-            reply(c.seq, ST_OK, 0, 0, cuda ? copies : NULL);
+        if (c.op == OP_LOAD && !s.fn) {
+            runner_load(&s, &c);
             continue;
         }
         /* A GPU that failed is the machine's failure: said, not a crash. */
-        if (c.op == OP_RUN && cuda && gpu_failed) {
-            reply(c.seq, ST_NOGPU, 0, 0, gerr);
+        if (c.op == OP_RUN && s.cuda && s.gpu_failed) {
+            reply(c.seq, ST_NOGPU, 0, 0, s.gerr);
             continue;
         }
         /* Before the load only the calibration's commands: pings, and on a
          * GPU the protocol around no call. */
-        if (!fn && !(c.op == OP_PING ||
-                     (c.op == OP_RUN && cuda && !gpu_failed && (c.flags & (AVO_GPU_EMPTY | AVO_GPU_PREPARE)))))
+        if (!s.fn && !(c.op == OP_PING ||
+                       (c.op == OP_RUN && s.cuda && !s.gpu_failed && (c.flags & (AVO_GPU_EMPTY | AVO_GPU_PREPARE)))))
             break;
-        if (c.op == OP_PING) {
+        if (c.op == OP_PING)
             reply(c.seq, ST_OK, 0, 0, NULL);
-        } else if (c.op == OP_PROFILE && cuda && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS &&
-                   c.aux_off < bytes && c.aux_len <= bytes - c.aux_off) {
-            void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
-            size_t tb[AVO_PROBLEM_MAX_TENSORS] = {0};
-            int64_t sizes[AVO_PROBLEM_MAX_SIZES];
-            int bad = 0;
-            memcpy(sizes, c.sizes, sizeof sizes);
-            for (int i = 0; i < c.ntensors; i++) {
-                if (c.off[i] >= bytes || c.bytes[i] > bytes - c.off[i])
-                    bad = 1;
-                else
-                    ptrs[i] = base + c.off[i], tb[i] = c.bytes[i];
-            }
-            if (bad) {
-                reply(c.seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
-                continue;
-            }
-            int rc = avo_gpu_profile(gpu, (avo_gpu_fn)(uintptr_t)fn, ptrs, tb, c.ntensors, sizes,
-                                     (char *)base + c.aux_off, c.aux_len, gerr, sizeof gerr);
-            if (rc == AVO_GPU_ESTICKY) {
-                reply(c.seq, ST_FAULT, 0, 0, gerr);
-                _exit(0);
-            }
-            reply(c.seq, ST_OK, rc, 0, rc ? gerr : NULL);
-        } else if (c.op == OP_RUN && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS) {
-            /* Fresh arrays on every call, as in the old in-process harness. */
-            void *ptrs[AVO_PROBLEM_MAX_TENSORS] = {0};
-            int64_t sizes[AVO_PROBLEM_MAX_SIZES];
-            memcpy(sizes, c.sizes, sizeof sizes);
-            int bad = 0;
-            for (int i = 0; i < c.ntensors; i++) {
-                if (c.off[i] >= bytes)
-                    bad = 1;
-                else
-                    ptrs[i] = base + c.off[i];
-            }
-            if (bad) {
-                reply(c.seq, ST_BADCMD, 0, 0, "tensor offset outside the shared region");
-                continue;
-            }
-            if (cuda) {
-                size_t tb[AVO_PROBLEM_MAX_TENSORS] = {0};
-                for (int i = 0; i < c.ntensors; i++) {
-                    tb[i] = c.bytes[i];
-                    if (c.bytes[i] > bytes - c.off[i])
-                        bad = 1;
-                }
-                if (bad) {
-                    reply(c.seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
-                    continue;
-                }
-                int ret = 0;
-                avo_gpu_times t;
-                int rc = avo_gpu_run(gpu, (avo_gpu_fn)(uintptr_t)fn, ptrs, tb, c.ntensors, sizes, c.flags,
-                                     c.poison_mask, &ret, &t, gerr, sizeof gerr);
-                if (rc == AVO_GPU_ESTICKY) {
-                    /* The context is gone: say why and leave. */
-                    reply(c.seq, ST_FAULT, 0, 0, gerr);
-                    _exit(0);
-                }
-                if (rc == AVO_GPU_ELAUNCH)
-                    reply_gpu(c.seq, ST_OK, ret ? ret : -1, &t, gerr);
-                else if (rc)
-                    reply(c.seq, ST_NOGPU, 0, 0, gerr);
-                else
-                    reply_gpu(c.seq, ST_OK, ret, &t, NULL);
-                continue;
-            }
-            const double t0 = avo_timing_now();
-            int ret = fn(ptrs, sizes);
-            const double t1 = avo_timing_now();
-            reply(c.seq, ST_OK, ret, t1 - t0, NULL);
-        } else {
+        else if (c.op == OP_PROFILE && s.cuda && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS &&
+                 c.aux_off < s.bytes && c.aux_len <= s.bytes - c.aux_off)
+            runner_profile(&s, &c);
+        else if (c.op == OP_RUN && c.ntensors >= 0 && c.ntensors <= AVO_PROBLEM_MAX_TENSORS)
+            runner_run(&s, &c);
+        else
             break; /* OP_QUIT or garbage */
-        }
     }
     /* _exit: no candidate destructor runs. */
     _exit(0);
@@ -641,66 +689,62 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
 
 static int runner_seq;
 
-int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
-                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
+/* The candidate object goes over as a sealed memfd copy: the runner, as
+ * nobody, may not be able to read the cache, and learns no path. *src and
+ * *obj stay the caller's to close. */
+static int copy_candidate(const char *cand_so, int *src, int *obj, char *why, size_t wl)
 {
-    memset(r, 0, sizeof *r);
-    avo_cgroup_clear(&r->cg);
-    r->cmd_w = r->reply_r = -1;
-    r->exit_code = -1;
-    r->cpu_s = -1;
-    int rc = 0, obj = -1, src = -1, exe = -1, p_cmd[2] = {-1, -1}, p_rep[2] = {-1, -1};
-
-    /* The candidate object goes over as a sealed memfd copy: the runner, as
-     * nobody, may not be able to read the cache, and learns no path. */
-    if ((src = open(cand_so, O_RDONLY | O_CLOEXEC)) < 0) {
-        rc = AVO_RUNNER_LOAD;
+    if ((*src = open(cand_so, O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(why, wl, "cannot open %s: %s", cand_so, strerror(errno));
-        goto cleanup;
+        return AVO_RUNNER_LOAD;
     }
-    if ((obj = memfd_create("avo-candidate", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0) {
-        rc = -errno;
+    if ((*obj = memfd_create("avo-candidate", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0) {
+        int rc = -errno;
         snprintf(why, wl, "memfd_create: %s", strerror(errno));
-        goto cleanup;
+        return rc;
     }
     char buf[65536];
     ssize_t n;
-    while ((n = read(src, buf, sizeof buf)) > 0)
-        if (write_full(obj, buf, (size_t)n)) {
-            rc = -EIO;
+    while ((n = read(*src, buf, sizeof buf)) > 0)
+        if (write_full(*obj, buf, (size_t)n)) {
             snprintf(why, wl, "cannot copy the candidate object");
-            goto cleanup;
+            return -EIO;
         }
-    fcntl(obj, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    if ((exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) < 0 || pipe2(p_cmd, O_CLOEXEC) || pipe2(p_rep, O_CLOEXEC)) {
-        rc = -errno;
-        snprintf(why, wl, "cannot set up the runner: %s", strerror(errno));
-        goto cleanup;
-    }
-    /* Its own group, inside the checker's (the evaluation's): frozen
-     * between calls, its CPU time counted. */
+    fcntl(*obj, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    return 0;
+}
+
+/* Its own group, inside the checker's (the evaluation's): frozen between
+ * calls, its CPU time counted. */
+static void create_runner_group(avo_runner *r)
+{
     char name[64];
     snprintf(name, sizeof name, "avo-runner-%d-%d", (int)getpid(), ++runner_seq);
     if (avo_cgroup_create(&r->cg, name, 0, r->isolation_note, sizeof r->isolation_note) != 0)
         avo_cgroup_clear(&r->cg);
     r->freezer = r->cg.freezer >= 0 ? avo_cgroup_freezer_name(&r->cg) : "SIGSTOP";
+}
 
-    /* The candidate's CPU time: the wall time left plus 5 s, as the worker
-     * gives a process (the harness's own limit is that times its CPUs, for
-     * its fill and compare threads, and must not pass on to the candidate). */
-    const double left = deadline - avo_timing_now();
-    const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
-    /* Built here: the child may only make async-signal-safe calls. */
-    char dev_arg[32 + 21 * AVO_PROBLEM_MAX_TENSORS] = "";
+/* --dev=N:BYTES,BYTES... for the runner's command line, or "" without
+ * device tensors. Built before the fork: the child may only make
+ * async-signal-safe calls. */
+static void format_dev_arg(const avo_runner_devmem *dev, char *dev_arg, size_t len)
+{
+    dev_arg[0] = 0;
     if (dev && dev->n > 0) {
-        size_t o = (size_t)snprintf(dev_arg, sizeof dev_arg, "--dev=%d:", dev->n);
-        for (int i = 0; i < dev->n && o < sizeof dev_arg; i++)
-            o += (size_t)snprintf(dev_arg + o, sizeof dev_arg - o, "%s%zu", i ? "," : "", dev->bytes[i]);
+        size_t o = (size_t)snprintf(dev_arg, len, "--dev=%d:", dev->n);
+        for (int i = 0; i < dev->n && o < len; i++)
+            o += (size_t)snprintf(dev_arg + o, len - o, "%s%zu", i ? "," : "", dev->bytes[i]);
     }
-    /* CPU runners also get IPC and network namespaces of their own (no
-     * SysV or abstract-socket channel to another runner of the evaluation);
-     * where the host refuses them, the PID and mount namespaces alone. CUDA
-     * runners keep the evaluation's (not yet run on a GPU host). */
+}
+
+/* CPU runners also get IPC and network namespaces of their own (no SysV or
+ * abstract-socket channel to another runner of the evaluation); where the
+ * host refuses them, the PID and mount namespaces alone. CUDA runners keep
+ * the evaluation's (not yet run on a GPU host). Without any, a plain fork,
+ * said in the isolation note. Returns the pid as fork does. */
+static pid_t clone_runner(avo_runner *r, int cuda)
+{
     pid_t pid = -1;
     if (!cuda)
         pid = (pid_t)syscall(SYS_clone,
@@ -715,6 +759,36 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
                  strerror(errno));
         pid = fork();
     }
+    return pid;
+}
+
+int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
+                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
+{
+    memset(r, 0, sizeof *r);
+    avo_cgroup_clear(&r->cg);
+    r->cmd_w = r->reply_r = -1;
+    r->exit_code = -1;
+    r->cpu_s = -1;
+    int rc = 0, obj = -1, src = -1, exe = -1, p_cmd[2] = {-1, -1}, p_rep[2] = {-1, -1};
+
+    if ((rc = copy_candidate(cand_so, &src, &obj, why, wl)) != 0)
+        goto cleanup;
+    if ((exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) < 0 || pipe2(p_cmd, O_CLOEXEC) || pipe2(p_rep, O_CLOEXEC)) {
+        rc = -errno;
+        snprintf(why, wl, "cannot set up the runner: %s", strerror(errno));
+        goto cleanup;
+    }
+    create_runner_group(r);
+
+    /* The candidate's CPU time: the wall time left plus 5 s, as the worker
+     * gives a process (the harness's own limit is that times its CPUs, for
+     * its fill and compare threads, and must not pass on to the candidate). */
+    const double left = deadline - avo_timing_now();
+    const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
+    char dev_arg[32 + 21 * AVO_PROBLEM_MAX_TENSORS];
+    format_dev_arg(dev, dev_arg, sizeof dev_arg);
+    pid_t pid = clone_runner(r, cuda);
     if (pid < 0) {
         rc = -errno;
         snprintf(why, wl, "fork: %s", strerror(errno));

@@ -288,12 +288,9 @@ static void test_compare_line(void **state)
     json_decref(h);
 }
 
-/* The campaign's re-validation: the option, which keys count as a change
- * for which target, which workers would claim the work, the plan, the
- * ratios filled in and the markdown. */
-static void test_reval(void **state)
+/* The campaign's re-validation option: its values, and "off" in a campaign file. */
+static void check_reval_option(void)
 {
-    (void)state;
     avoctl_campreval_mode m = AVOCTL_REVAL_OFF;
     assert_int_equal(avoctl_campreval_mode_parse("on_toolchain_change", &m), 0);
     assert_int_equal(m, AVOCTL_REVAL_ON_CHANGE);
@@ -304,11 +301,16 @@ static void test_reval(void **state)
     const char *name;
     double tol;
     json_t *jobs;
-    char err[256], d[512];
+    char err[256];
     json_t *ok = json_loads("{\"name\":\"a\",\"revalidate\":\"off\",\"jobs\":[{\"problem\":\"p\"}]}", 0, NULL);
     assert_int_equal(avoctl_campaign_parse(ok, &name, &tol, &jobs, err, sizeof err), 0);
     json_decref(ok);
+}
 
+/* Which keys count as a change for which target. */
+static void check_reval_diff(void)
+{
+    char d[512];
     json_t *old = json_loads("{\"cc\":\"12.2.0\",\"nvcc\":\"13.0.88\",\"driver\":\"580.95.05\",\"gpu\":\"NVIDIA H200\","
                              "\"gpu_uuid\":\"GPU-1\",\"cpu\":\"EPYC\",\"avo\":\"0.1.0\"}",
                              0, NULL);
@@ -325,6 +327,114 @@ static void test_reval(void **state)
     assert_int_equal(avoctl_campreval_diff(old, nvcc, "sm_90", d, sizeof d), 2);
     assert_string_equal(d, "nvcc 13.0.88 -> 13.1.20, driver 580.95.05 -> (none)");
     assert_int_equal(avoctl_campreval_diff(old, nvcc, "cpu", d, sizeof d), 0); /* nvcc does not build a CPU kernel */
+    json_decref(old);
+    json_decref(gpu_only);
+    json_decref(cpu_only);
+    json_decref(nvcc);
+}
+
+/* The plan on a change: which workers would claim the work, the plan's
+ * entries and the work it leaves to do. Returns the plan. */
+static json_t *check_reval_plan(json_t *prev, json_t *cands, json_t *tonight, json_t *workers)
+{
+    json_t *plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    assert_non_null(plan);
+    json_t *pp = json_object_get(plan, "problems");
+    assert_int_equal(json_object_size(pp), 4); /* "old" has no candidate */
+    json_t *e = json_object_get(pp, "cpu/sgemm");
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "revalidate");
+    assert_int_equal(json_integer_value(json_object_get(e, "worker")), 4);
+    assert_string_equal(json_string_value(json_object_get(e, "changes")), "cc 12.2.0 -> 14.1.0");
+    assert_int_equal(json_integer_value(json_object_get(e, "live_workers")), 2);
+    e = json_object_get(pp, "cpu/softmax"); /* no job tonight: its worker's target */
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "unchanged");
+    assert_string_equal(json_string_value(json_object_get(e, "target")), "cpu");
+    e = json_object_get(pp, "attention");
+    assert_string_equal(json_string_value(json_object_get(e, "action")), "skipped");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no toolchain record"));
+    e = json_object_get(pp, "gemm");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no candidate 8"));
+    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 1);
+    assert_int_equal(json_integer_value(json_object_get(plan, "unchanged")), 1);
+    assert_int_equal(json_integer_value(json_object_get(plan, "skipped")), 2);
+    json_t *todo = avoctl_campreval_todo(plan);
+    assert_int_equal(json_array_size(todo), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(todo, 0), "problem")), "cpu/sgemm");
+    json_decref(todo);
+    return plan;
+}
+
+/* The ratios filled in and the markdown; frees plan. */
+static void check_reval_finish(json_t *plan)
+{
+    json_t *pp = json_object_get(plan, "problems");
+    json_t *e;
+    json_t *revs = json_loads("{\"cpu/sgemm\":{\"id\":9,\"state\":\"done\",\"unit\":\"GFLOP/s\",\"entries\":[{"
+                              "\"candidate\":5,\"outcome\":\"ok\",\"aggregate\":9,\"ratio\":0.9,"
+                              "\"toolchain\":{\"cc\":\"14.1.0\"},\"recorded\":{\"aggregate\":10}}]}}",
+                              0, NULL);
+    assert_int_equal(avoctl_campreval_finish(plan, revs), 0);
+    e = json_object_get(pp, "cpu/sgemm");
+    assert_true(json_real_value(json_object_get(e, "ratio")) == 0.9);
+    assert_int_equal(json_integer_value(json_object_get(e, "revalidation")), 9);
+    assert_true(fabs(json_real_value(json_object_get(plan, "geomean_ratio")) - 0.9) < 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(plan, "measured")), 1);
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    avoctl_campreval_markdown(plan, f);
+    fclose(f);
+    assert_non_null(strstr(md, "## Re-validation (on_toolchain_change)"));
+    assert_non_null(
+        strstr(md, "| cpu/sgemm | 5 | 4 | 10 | 9 | x0.9000 | cc 14.1.0 | cc 12.2.0, EPYC | cc 12.2.0 -> 14.1.0 |"));
+    assert_non_null(strstr(md, "| attention | 7 | - | - | - | - | not re-validated:"));
+    assert_non_null(strstr(md, "Geometric mean of the ratios: x0.9000 over 1"));
+    free(md);
+    json_decref(plan);
+    json_decref(revs);
+}
+
+/* Nothing changed anywhere, "always", and no previous campaign. */
+static void check_reval_unchanged(json_t *prev, json_t *cands, json_t *tonight, json_t *workers)
+{
+    json_t *plan, *todo;
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f;
+    /* nothing changed anywhere: one line, no table */
+    json_object_del(json_object_get(prev, "problems"), "attention");
+    json_object_del(json_object_get(prev, "problems"), "gemm");
+    json_object_set_new(json_object_get(json_object_get(cands, "cpu/sgemm"), "toolchain"), "cc", json_string("14.1.0"));
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    assert_string_equal(json_string_value(json_object_get(plan, "message")),
+                        "toolchain unchanged since the previous campaign's bests (2 problems): nothing re-validated");
+    todo = avoctl_campreval_todo(plan);
+    assert_int_equal(json_array_size(todo), 0);
+    json_decref(todo);
+    f = open_memstream(&md, &len);
+    avoctl_campreval_markdown(plan, f);
+    fclose(f);
+    assert_null(strstr(md, "| problem |"));
+    free(md);
+    json_decref(plan);
+    /* "always" measures the unchanged ones too */
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ALWAYS, prev, cands, tonight, workers);
+    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 2);
+    json_decref(plan);
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
+    assert_string_equal(json_string_value(json_object_get(plan, "message")),
+                        "no previous campaign: nothing to re-validate");
+    json_decref(plan);
+}
+
+/* The campaign's re-validation: the option, which keys count as a change
+ * for which target, which workers would claim the work, the plan, the
+ * ratios filled in and the markdown. */
+static void test_reval(void **state)
+{
+    (void)state;
+    check_reval_option();
+    check_reval_diff();
 
     /* Previous night: sgemm's best 5 (cc 12), softmax's 6 (cc 14), attention's 7
      * unrecorded, gemm's 8 unreadable; tonight the sgemm job is on cpu. */
@@ -350,87 +460,12 @@ static void test_reval(void **state)
         "\"EPYC\"}}},"
         "{\"id\":5,\"state\":\"idle\",\"target\":\"cpu\",\"toolchain\":null}]",
         0, NULL);
-    json_t *plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
-    assert_non_null(plan);
-    json_t *pp = json_object_get(plan, "problems");
-    assert_int_equal(json_object_size(pp), 4); /* "old" has no candidate */
-    json_t *e = json_object_get(pp, "cpu/sgemm");
-    assert_string_equal(json_string_value(json_object_get(e, "action")), "revalidate");
-    assert_int_equal(json_integer_value(json_object_get(e, "worker")), 4);
-    assert_string_equal(json_string_value(json_object_get(e, "changes")), "cc 12.2.0 -> 14.1.0");
-    assert_int_equal(json_integer_value(json_object_get(e, "live_workers")), 2);
-    e = json_object_get(pp, "cpu/softmax"); /* no job tonight: its worker's target */
-    assert_string_equal(json_string_value(json_object_get(e, "action")), "unchanged");
-    assert_string_equal(json_string_value(json_object_get(e, "target")), "cpu");
-    e = json_object_get(pp, "attention");
-    assert_string_equal(json_string_value(json_object_get(e, "action")), "skipped");
-    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no toolchain record"));
-    e = json_object_get(pp, "gemm");
-    assert_non_null(strstr(json_string_value(json_object_get(e, "reason")), "no candidate 8"));
-    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 1);
-    assert_int_equal(json_integer_value(json_object_get(plan, "unchanged")), 1);
-    assert_int_equal(json_integer_value(json_object_get(plan, "skipped")), 2);
-    json_t *todo = avoctl_campreval_todo(plan);
-    assert_int_equal(json_array_size(todo), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(todo, 0), "problem")), "cpu/sgemm");
-    json_decref(todo);
-
-    json_t *revs = json_loads("{\"cpu/sgemm\":{\"id\":9,\"state\":\"done\",\"unit\":\"GFLOP/s\",\"entries\":[{"
-                              "\"candidate\":5,\"outcome\":\"ok\",\"aggregate\":9,\"ratio\":0.9,"
-                              "\"toolchain\":{\"cc\":\"14.1.0\"},\"recorded\":{\"aggregate\":10}}]}}",
-                              0, NULL);
-    assert_int_equal(avoctl_campreval_finish(plan, revs), 0);
-    e = json_object_get(pp, "cpu/sgemm");
-    assert_true(json_real_value(json_object_get(e, "ratio")) == 0.9);
-    assert_int_equal(json_integer_value(json_object_get(e, "revalidation")), 9);
-    assert_true(fabs(json_real_value(json_object_get(plan, "geomean_ratio")) - 0.9) < 1e-12);
-    assert_int_equal(json_integer_value(json_object_get(plan, "measured")), 1);
-    char *md = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&md, &len);
-    avoctl_campreval_markdown(plan, f);
-    fclose(f);
-    assert_non_null(strstr(md, "## Re-validation (on_toolchain_change)"));
-    assert_non_null(
-        strstr(md, "| cpu/sgemm | 5 | 4 | 10 | 9 | x0.9000 | cc 14.1.0 | cc 12.2.0, EPYC | cc 12.2.0 -> 14.1.0 |"));
-    assert_non_null(strstr(md, "| attention | 7 | - | - | - | - | not re-validated:"));
-    assert_non_null(strstr(md, "Geometric mean of the ratios: x0.9000 over 1"));
-    free(md);
-    json_decref(plan);
-
-    /* nothing changed anywhere: one line, no table */
-    json_object_del(json_object_get(prev, "problems"), "attention");
-    json_object_del(json_object_get(prev, "problems"), "gemm");
-    json_object_set_new(json_object_get(json_object_get(cands, "cpu/sgemm"), "toolchain"), "cc", json_string("14.1.0"));
-    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
-    assert_string_equal(json_string_value(json_object_get(plan, "message")),
-                        "toolchain unchanged since the previous campaign's bests (2 problems): nothing re-validated");
-    todo = avoctl_campreval_todo(plan);
-    assert_int_equal(json_array_size(todo), 0);
-    json_decref(todo);
-    f = open_memstream(&md, &len);
-    avoctl_campreval_markdown(plan, f);
-    fclose(f);
-    assert_null(strstr(md, "| problem |"));
-    free(md);
-    json_decref(plan);
-    /* "always" measures the unchanged ones too */
-    plan = avoctl_campreval_plan(AVOCTL_REVAL_ALWAYS, prev, cands, tonight, workers);
-    assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 2);
-    json_decref(plan);
-    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
-    assert_string_equal(json_string_value(json_object_get(plan, "message")),
-                        "no previous campaign: nothing to re-validate");
-    json_decref(plan);
-    json_decref(revs);
+    check_reval_finish(check_reval_plan(prev, cands, tonight, workers));
+    check_reval_unchanged(prev, cands, tonight, workers);
     json_decref(workers);
     json_decref(tonight);
     json_decref(cands);
     json_decref(prev);
-    json_decref(old);
-    json_decref(gpu_only);
-    json_decref(cpu_only);
-    json_decref(nvcc);
 }
 
 int main(void)
