@@ -271,7 +271,7 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
         free(buf);
         return -ENOMEM;
     }
-    int rc = avo_sha256_hex(buf, blen, key);
+    int rc = avo_hash_sha256_hex(buf, blen, key);
     free(buf);
     return rc;
 }
@@ -321,7 +321,7 @@ static int open_cache(compile_job *j, char *err, size_t errlen)
                  j->cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
-    if ((rc = avo_mkdir_p(j->o->cache_dir)) || !realpath(j->o->cache_dir, j->cache)) {
+    if ((rc = avo_file_mkdirs(j->o->cache_dir, 0700, NULL, 0)) || !realpath(j->o->cache_dir, j->cache)) {
         rc = rc ? rc : -errno;
         snprintf(err, errlen, "cannot create the compile cache %s: %s", j->o->cache_dir, strerror(-rc));
         return rc;
