@@ -259,81 +259,120 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
     return rc;
 }
 
-int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,
-                avo_compile_result *r, char *err, size_t errlen)
+/* One compile's state, shared by its phases: the compiler, the cache
+ * entry's paths (named by the key) and the scratch directory's files. */
+typedef struct {
+    const avo_compile_opts *o;
+    const avo_problem *p;
+    const char *name;
+    avo_compile_result *r;
+    int cuda;
+    const char *cc;
+    char gencode[128];
+    double start;
+    char ident[512], cache[4096], path[4300], logpath[4300], failpath[4300], tmp[4400], srcpath[4300];
+    char asmpath[4300], ptxpath[4300], outpath[4400];
+} compile_job;
+
+/* The object's name in the scratch directory. */
+static const char out_name[] = "avo-out.so";
+
+/* The compiler for the problem's backend and, for CUDA, its -gencode. */
+static int compile_target(compile_job *j, char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    const int cuda = strcmp(p->backend, "cuda") == 0;
-    const char *cc = cuda ? (o->nvcc ? o->nvcc : "nvcc") : o->cc ? o->cc : "cc";
-    char gencode[128] = "";
-    if (cuda) {
+    const avo_compile_opts *o = j->o;
+    j->cuda = strcmp(j->p->backend, "cuda") == 0;
+    j->cc = j->cuda ? (o->nvcc ? o->nvcc : "nvcc") : o->cc ? o->cc : "cc";
+    if (j->cuda) {
         /* "sm_90a" -> compute_90a / sm_90a: the arch-specific target keeps
          * wgmma and setmaxnreg available on Hopper. */
         if (!o->gpu_arch || strncmp(o->gpu_arch, "sm_", 3) != 0) {
             snprintf(err, errlen, "CUDA compile without a GPU architecture (sm_XX)");
             return -EINVAL;
         }
-        snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", o->gpu_arch + 3, o->gpu_arch);
+        snprintf(j->gencode, sizeof j->gencode, "-gencode=arch=compute_%s,code=%s", o->gpu_arch + 3, o->gpu_arch);
     }
-    const double start = now();
-    char ident[512], cache[4096], path[4300], logpath[4300], failpath[4300], tmp[4400], srcpath[4300];
-    char *argv[48];
-    int argc = 0, rc;
-    avo_sandbox_result sr = {0};
+    return 0;
+}
 
-    if ((rc = avo_compile_identity(cc, ident, sizeof ident))) {
-        snprintf(err, errlen, "cannot run '%s --version' (is %s installed?)", cc,
-                 cuda ? "the CUDA toolkit" : "a C compiler");
+/* The compiler's identity and the cache's object directory, as j->cache. */
+static int open_cache(compile_job *j, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = avo_compile_identity(j->cc, j->ident, sizeof j->ident))) {
+        snprintf(err, errlen, "cannot run '%s --version' (is %s installed?)", j->cc,
+                 j->cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
-    if ((rc = avo_file_mkdirs(o->cache_dir, 0700, NULL, 0)) || !realpath(o->cache_dir, cache)) {
+    if ((rc = avo_file_mkdirs(j->o->cache_dir, 0700, NULL, 0)) || !realpath(j->o->cache_dir, j->cache)) {
         rc = rc ? rc : -errno;
-        snprintf(err, errlen, "cannot create the compile cache %s: %s", o->cache_dir, strerror(-rc));
+        snprintf(err, errlen, "cannot create the compile cache %s: %s", j->o->cache_dir, strerror(-rc));
         return rc;
     }
     /* Objects live in <cache>/obj, mode 0700 whatever the cache root's mode:
      * the runner (uid nobody under a root worker) must not be able to find
      * and load the reference object, or any other cached candidate. */
-    size_t cl = strlen(cache);
-    if (cl + 5 >= sizeof cache) {
+    size_t cl = strlen(j->cache);
+    if (cl + 5 >= sizeof j->cache) {
         snprintf(err, errlen, "compile cache path too long");
         return -ENAMETOOLONG;
     }
-    memcpy(cache + cl, "/obj", 5);
-    if ((mkdir(cache, 0700) != 0 && errno != EEXIST) || chmod(cache, 0700) != 0) {
+    memcpy(j->cache + cl, "/obj", 5);
+    if ((mkdir(j->cache, 0700) != 0 && errno != EEXIST) || chmod(j->cache, 0700) != 0) {
         rc = -errno;
-        snprintf(err, errlen, "cannot create %s: %s", cache, strerror(errno));
+        snprintf(err, errlen, "cannot create %s: %s", j->cache, strerror(errno));
         return rc;
     }
-    if ((rc = cache_key(p, cuda ? o->gpu_arch : NULL, o->extra, ident, src, len, r->key))) {
+    return 0;
+}
+
+/* The key and the paths of its cache entry. */
+static int entry_paths(compile_job *j, const char *src, size_t len, char *err, size_t errlen)
+{
+    avo_compile_result *r = j->r;
+    int rc;
+    if ((rc = cache_key(j->p, j->cuda ? j->o->gpu_arch : NULL, j->o->extra, j->ident, src, len, r->key))) {
         snprintf(err, errlen, "cannot hash the source");
         return rc;
     }
-    snprintf(path, sizeof path, "%s/%s.so", cache, r->key);
-    snprintf(logpath, sizeof logpath, "%s/%s.log", cache, r->key);
-    snprintf(failpath, sizeof failpath, "%s/%s.fail", cache, r->key);
-    snprintf(r->so_path, sizeof r->so_path, "%s", path);
-    char asmpath[4300], ptxpath[4300];
-    snprintf(asmpath, sizeof asmpath, "%s/%s.s", cache, r->key);
-    snprintf(ptxpath, sizeof ptxpath, "%s/%s.ptx", cache, r->key);
+    snprintf(j->path, sizeof j->path, "%s/%s.so", j->cache, r->key);
+    snprintf(j->logpath, sizeof j->logpath, "%s/%s.log", j->cache, r->key);
+    snprintf(j->failpath, sizeof j->failpath, "%s/%s.fail", j->cache, r->key);
+    snprintf(r->so_path, sizeof r->so_path, "%s", j->path);
+    snprintf(j->asmpath, sizeof j->asmpath, "%s/%s.s", j->cache, r->key);
+    snprintf(j->ptxpath, sizeof j->ptxpath, "%s/%s.ptx", j->cache, r->key);
+    return 0;
+}
 
+/* A cache hit fills r: 1, or -ENOMEM; 0 on a miss. */
+static int cache_hit(compile_job *j)
+{
+    avo_compile_result *r = j->r;
     /* A hit needs what the policy checks read: an object whose kept files
      * are gone is compiled again. */
-    const int kept = access(asmpath, R_OK) == 0 && (!cuda || access(ptxpath, R_OK) == 0);
-    if ((access(path, R_OK) == 0 && kept) || access(failpath, R_OK) == 0) {
-        if (access(asmpath, R_OK) == 0)
-            snprintf(r->asm_path, sizeof r->asm_path, "%s", asmpath);
-        if (cuda && access(ptxpath, R_OK) == 0)
-            snprintf(r->ptx_path, sizeof r->ptx_path, "%s", ptxpath);
-        r->cached = 1;
-        r->ok = access(path, R_OK) == 0;
-        r->log = read_small(r->ok ? logpath : failpath, AVO_COMPILE_LOG_CAP);
-        if (!r->log)
-            r->log = strdup("");
-        r->seconds = now() - start;
-        return r->log ? 0 : -ENOMEM;
-    }
+    const int kept = access(j->asmpath, R_OK) == 0 && (!j->cuda || access(j->ptxpath, R_OK) == 0);
+    if (!((access(j->path, R_OK) == 0 && kept) || access(j->failpath, R_OK) == 0))
+        return 0;
+    if (access(j->asmpath, R_OK) == 0)
+        snprintf(r->asm_path, sizeof r->asm_path, "%s", j->asmpath);
+    if (j->cuda && access(j->ptxpath, R_OK) == 0)
+        snprintf(r->ptx_path, sizeof r->ptx_path, "%s", j->ptxpath);
+    r->cached = 1;
+    r->ok = access(j->path, R_OK) == 0;
+    r->log = read_small(r->ok ? j->logpath : j->failpath, AVO_COMPILE_LOG_CAP);
+    if (!r->log)
+        r->log = strdup("");
+    r->seconds = now() - j->start;
+    return r->log ? 1 : -ENOMEM;
+}
 
+/* The scratch directory for the compiler: given to the sandbox user, with
+ * the source written and no object or kept file of an earlier compile; and
+ * the temporary name the object is copied to in the cache. */
+static int prepare_work_dir(compile_job *j, const char *src, size_t len, char *err, size_t errlen)
+{
+    const avo_compile_opts *o = j->o;
+    int rc;
     /* The compiler runs as nobody (under a root worker) in the sandbox: it
      * reads the source and writes the object in the scratch dir, nothing
      * else of the host's (an #include or .incbin of a host file fails), and
@@ -343,55 +382,138 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         snprintf(err, errlen, "cannot hand %s to the sandbox user: %s", o->work_dir, strerror(errno));
         return rc;
     }
-    snprintf(srcpath, sizeof srcpath, "%s/%s", o->work_dir, name);
-    if ((rc = write_file(srcpath, src, len, 0644))) {
-        snprintf(err, errlen, "cannot write %s: %s", srcpath, strerror(-rc));
+    snprintf(j->srcpath, sizeof j->srcpath, "%s/%s", o->work_dir, j->name);
+    if ((rc = write_file(j->srcpath, src, len, 0644))) {
+        snprintf(err, errlen, "cannot write %s: %s", j->srcpath, strerror(-rc));
         return rc;
     }
-    static const char out_name[] = "avo-out.so";
-    char outpath[4400];
-    snprintf(outpath, sizeof outpath, "%s/%s", o->work_dir, out_name);
-    unlink(outpath);
+    snprintf(j->outpath, sizeof j->outpath, "%s/%s", o->work_dir, out_name);
+    unlink(j->outpath);
     /* An earlier compile's kept files in this directory (the against is
      * compiled under the candidate's name) must not pass for this one's. */
     char stale[4400];
     static const char *const kept_ext[] = {".s", ".ptx", NULL};
     for (const char *const *e = kept_ext; *e; e++)
         for (int k = 0; k < 2; k++) { /* the two names kept_file tries */
-            kept_file(o->work_dir, out_name, name, *e, stale, sizeof stale);
+            kept_file(o->work_dir, out_name, j->name, *e, stale, sizeof stale);
             if (!stale[0] || unlink(stale) != 0)
                 break;
         }
     /* Copied beside its final place and renamed: readers never see a
      * half-written object, and concurrent compiles of one key both succeed. */
     static unsigned counter;
-    snprintf(tmp, sizeof tmp, "%s/.%s.%d.%u.tmp", cache, r->key, (int)getpid(),
+    snprintf(j->tmp, sizeof j->tmp, "%s/.%s.%d.%u.tmp", j->cache, j->r->key, (int)getpid(),
              __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-    argv[argc++] = (char *)cc;
+    return 0;
+}
+
+/* The compiler's command line (argv holds 48). */
+static void compiler_argv(const compile_job *j, char **argv)
+{
+    const avo_problem *p = j->p;
+    const avo_compile_opts *o = j->o;
+    int argc = 0;
+    argv[argc++] = (char *)j->cc;
     for (int i = 0; i < p->ncflags; i++)
         argv[argc++] = p->cflags[i];
-    if (cuda) {
-        argv[argc++] = gencode;
+    if (j->cuda) {
+        argv[argc++] = (char *)j->gencode;
         argv[argc++] = "-Xptxas=-v";
         argv[argc++] = "-cudart=shared";
         argv[argc++] = "-Xcompiler=-fPIC";
     }
-    for (const char *const *k = cuda ? keep_cuda : keep_c; *k; k++)
+    for (const char *const *k = j->cuda ? keep_cuda : keep_c; *k; k++)
         argv[argc++] = (char *)*k;
     argv[argc++] = "-shared";
-    if (!cuda)
+    if (!j->cuda)
         argv[argc++] = "-fPIC";
     for (int i = 0; o->extra && o->extra[i] && argc < 40; i++)
         argv[argc++] = (char *)o->extra[i];
     argv[argc++] = "-o";
     argv[argc++] = (char *)out_name;
-    argv[argc++] = (char *)name;
+    argv[argc++] = (char *)j->name;
     argv[argc] = NULL;
-    const char *hide[] = {cache, o->hide_dir, NULL};
+}
+
+/* r->log from what the compiler printed, and how it ended. */
+static int compile_log(avo_compile_result *r, const avo_sandbox_result *sr, double timeout_s)
+{
+    /* Compilers write diagnostics to stderr; keep stdout too, in case. */
+    size_t loglen = sr->err_len + sr->out_len;
+    if (loglen > AVO_COMPILE_LOG_CAP)
+        loglen = AVO_COMPILE_LOG_CAP;
+    r->log = malloc(loglen + 128);
+    if (!r->log)
+        return -ENOMEM;
+    size_t n = (size_t)snprintf(r->log, loglen + 1, "%s%s", sr->err, sr->out);
+    if (n > loglen)
+        n = loglen;
+    if (sr->timed_out)
+        snprintf(r->log + n, 128, "%scompiler timed out after %.0f s", n ? "\n" : "", timeout_s);
+    else if (sr->signal)
+        snprintf(r->log + n, 128, "%scompiler killed by signal %d", n ? "\n" : "", sr->signal);
+    /* Candidate-controlled bytes (its own #error text): JSON needs UTF-8. */
+    avo_utf8_scrub(r->log);
+    return 0;
+}
+
+/* The compile's outcome into the cache: its kept files, then the object
+ * and its log, or a clean failure's log. */
+static int store_compile(compile_job *j, const avo_sandbox_result *sr, char *err, size_t errlen)
+{
+    avo_compile_result *r = j->r;
+    int rc;
+    /* What the compile kept goes into the cache first, also after a clean
+     * failure: an assembler that stopped at `.incbin` of an unreadable file
+     * left its input, and the policy check names the line. */
+    if (sr->exited && !sr->timed_out && !sr->cancelled &&
+        (rc = store_kept(j->o->work_dir, out_name, j->name, j->cuda, j->asmpath, j->ptxpath, j->tmp, r))) {
+        snprintf(err, errlen, "cannot store the compile's kept files in %s: %s", j->cache, strerror(-rc));
+        return rc;
+    }
+    if (sr->exited && sr->exit_code == 0 && access(j->outpath, R_OK) == 0) {
+        if ((rc = copy_file(j->outpath, j->tmp)) || rename(j->tmp, j->path) != 0) {
+            rc = rc ? rc : -errno;
+            snprintf(err, errlen, "cannot store %s: %s", j->path, strerror(-rc));
+            unlink(j->tmp);
+            return rc;
+        }
+        r->ok = 1;
+        write_file(j->logpath, r->log, strlen(r->log), 0600);
+    } else {
+        /* Only a clean compiler verdict is cached; timeouts and signals may
+         * be the machine's fault, not the source's. */
+        if (sr->exited && sr->exit_code != 0 && !sr->timed_out && !sr->cancelled &&
+            avo_compile_failure_cacheable(r->log))
+            write_file(j->failpath, r->log, strlen(r->log), 0600);
+    }
+    return 0;
+}
+
+int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src, size_t len, const char *name,
+                avo_compile_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    compile_job j = {.o = o, .p = p, .name = name, .r = r};
+    char *argv[48];
+    int rc;
+    avo_sandbox_result sr = {0};
+
+    if ((rc = compile_target(&j, err, errlen)))
+        return rc;
+    j.start = now();
+    if ((rc = open_cache(&j, err, errlen)) || (rc = entry_paths(&j, src, len, err, errlen)))
+        return rc;
+    if ((rc = cache_hit(&j)))
+        return rc > 0 ? 0 : rc;
+    if ((rc = prepare_work_dir(&j, src, len, err, errlen)))
+        return rc;
+    compiler_argv(&j, argv);
+    const char *hide[] = {j.cache, o->hide_dir, NULL};
     avo_sandbox_opts so = {.argv = argv,
                            .cwd = o->work_dir,
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : 120,
-                           .no_as_limit = cuda,
+                           .no_as_limit = j.cuda,
                            .nproc = 0,
                            .out_cap = AVO_COMPILE_LOG_CAP,
                            .keep_head = 1,
@@ -400,54 +522,12 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
     avo_sandbox_confine(&so, hide);
     if ((rc = avo_sandbox_run(&so, &sr, err, errlen)))
         return rc;
-    r->seconds = now() - start;
+    r->seconds = now() - j.start;
     r->timed_out = sr.timed_out;
     r->cancelled = sr.cancelled;
-    /* Compilers write diagnostics to stderr; keep stdout too, in case. */
-    size_t loglen = sr.err_len + sr.out_len;
-    if (loglen > AVO_COMPILE_LOG_CAP)
-        loglen = AVO_COMPILE_LOG_CAP;
-    r->log = malloc(loglen + 128);
-    if (!r->log) {
-        avo_sandbox_result_free(&sr);
-        unlink(outpath);
-        return -ENOMEM;
-    }
-    size_t n = (size_t)snprintf(r->log, loglen + 1, "%s%s", sr.err, sr.out);
-    if (n > loglen)
-        n = loglen;
-    if (sr.timed_out)
-        snprintf(r->log + n, 128, "%scompiler timed out after %.0f s", n ? "\n" : "", so.timeout_s);
-    else if (sr.signal)
-        snprintf(r->log + n, 128, "%scompiler killed by signal %d", n ? "\n" : "", sr.signal);
-    /* Candidate-controlled bytes (its own #error text): JSON needs UTF-8. */
-    avo_utf8_scrub(r->log);
-
-    /* What the compile kept goes into the cache first, also after a clean
-     * failure: an assembler that stopped at `.incbin` of an unreadable file
-     * left its input, and the policy check names the line. */
-    if (sr.exited && !sr.timed_out && !sr.cancelled &&
-        (rc = store_kept(o->work_dir, out_name, name, cuda, asmpath, ptxpath, tmp, r))) {
-        snprintf(err, errlen, "cannot store the compile's kept files in %s: %s", cache, strerror(-rc));
-        goto cleanup;
-    }
-    if (sr.exited && sr.exit_code == 0 && access(outpath, R_OK) == 0) {
-        if ((rc = copy_file(outpath, tmp)) || rename(tmp, path) != 0) {
-            rc = rc ? rc : -errno;
-            snprintf(err, errlen, "cannot store %s: %s", path, strerror(-rc));
-            unlink(tmp);
-            goto cleanup;
-        }
-        r->ok = 1;
-        write_file(logpath, r->log, strlen(r->log), 0600);
-    } else {
-        /* Only a clean compiler verdict is cached; timeouts and signals may
-         * be the machine's fault, not the source's. */
-        if (sr.exited && sr.exit_code != 0 && !sr.timed_out && !sr.cancelled && avo_compile_failure_cacheable(r->log))
-            write_file(failpath, r->log, strlen(r->log), 0600);
-    }
-cleanup:
-    unlink(outpath);
+    if ((rc = compile_log(r, &sr, so.timeout_s)) == 0)
+        rc = store_compile(&j, &sr, err, errlen);
+    unlink(j.outpath);
     avo_sandbox_result_free(&sr);
     return rc;
 }

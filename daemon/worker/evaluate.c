@@ -537,25 +537,60 @@ static json_t *policy_result(const avo_problem *p, const avo_policy_violation *v
     return res;
 }
 
-int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
-                           json_t **result, char *err, size_t errlen)
-{
+/* One evaluation's state, shared by its phases; avo_evaluate_candidate owns
+ * what it holds and frees it. */
+typedef struct {
+    const avo_evaluate_opts *o;
+    const avo_problem *p;
+    int cuda;
+    double timeout;
+    const char *src;
+    size_t len;
+    char *err;
+    size_t errlen;
+    uint64_t seed, job_seed;
     /* Where the evaluation's wall time goes (result "phases"). */
-    const double t_start = avo_phases_now();
-    double t = t_start;
-    avo_phases ph = {0};
-    int rc = 0;
-    char scratch[4200] = "", srcdir[4300], rundir[4300], harness[PATH_MAX];
-    avo_compile_result ref = {0}, cand = {0}, base = {0}, against = {0};
-    char *base_src = NULL;
-    avo_sandbox_result sr = {0};
-    char *ref_src = NULL;
-    json_t *res = NULL;
-    int refcache_fd = -1, gpu_lock = -1;
-    *result = NULL;
-    const double load_start = load1();
+    avo_phases ph;
+    double t_start, t;
+    char scratch[4200], srcdir[4300], rundir[4300], harness[PATH_MAX], arch[32];
+    const char *cand_name;
+    avo_policy_findings pf;
+    avo_compile_opts co;
+    avo_compile_result ref, cand, base, against;
+    char *ref_src, *base_src;
+    char base_note[600], against_note[700], cache_note[300];
+    /* The harness's command line, the descriptors it is given (pass; slot:
+     * each object's place among them) and its sandbox. */
+    char deadarg[32], seedline[48], confarg[32], fdname[4][32], cachefd[16], cachemax[32];
+    char *argv[24];
+    int pass[5], npass, slot[4], refcache_fd;
+    const char *hidebuf[4];
+    char links[PACKAGE_LINKS_MAX][PATH_MAX];
+    const char *expose[PACKAGE_LINKS_MAX + 2];
+    avo_sandbox_opts so;
+    int gpu_lock;
+    char lock_key[128];
+    double lock_waited, lock_from, lock_to;
+    long long e0, e1;
+    avo_sandbox_result sr;
+    json_t *res;
+} cand_eval;
 
-    const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
+/* What a phase of the evaluation returns besides a negative int (an error,
+ * with e->err): go on, or the result is made (e->res; NULL when out of
+ * memory). */
+enum { EVAL_NEXT = 0, EVAL_DONE = 1 };
+
+static int eval_done(cand_eval *e, json_t *res)
+{
+    e->res = res;
+    return EVAL_DONE;
+}
+
+/* The evaluation's seed, and the job's seed for its warm-up input sets. */
+static void eval_seeds(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
     uint64_t seed = o->rng_seed;
     if (!seed) {
         if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
@@ -571,188 +606,253 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
     uint64_t job_seed = o->job_seed & INT64_MAX;
     if (!job_seed && (getrandom(&job_seed, sizeof job_seed, 0) != (ssize_t)sizeof job_seed || !(job_seed &= INT64_MAX)))
         job_seed = seed ^ 0x5bd1e995u;
+    e->seed = seed;
+    e->job_seed = job_seed;
+}
 
-    /* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
-    const int cuda = strcmp(p->backend, "cuda") == 0;
+/* A CUDA problem runs in avo-harness-cuda beside the plain harness. */
+static int find_harness(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
     char hpath[PATH_MAX + 8];
-    snprintf(hpath, sizeof hpath, "%s%s", o->harness_path ? o->harness_path : "", cuda ? "-cuda" : "");
-    if (!o->harness_path || !realpath(hpath, harness) || access(harness, X_OK) != 0) {
-        snprintf(err, errlen, "harness not found or not executable: %s (build it with `make all`%s, or pass --harness)",
-                 hpath, cuda ? " on a machine with nvcc" : "");
+    snprintf(hpath, sizeof hpath, "%s%s", o->harness_path ? o->harness_path : "", e->cuda ? "-cuda" : "");
+    if (!o->harness_path || !realpath(hpath, e->harness) || access(e->harness, X_OK) != 0) {
+        snprintf(e->err, e->errlen,
+                 "harness not found or not executable: %s (build it with `make all`%s, or pass --harness)", hpath,
+                 e->cuda ? " on a machine with nvcc" : "");
         return -ENOENT;
     }
-    char arch[32] = "";
-    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
+    return 0;
+}
+
+/* The scratch directory's src (the compiles') and run (the harness's). */
+static int make_scratch_dirs(cand_eval *e)
+{
+    snprintf(e->srcdir, sizeof e->srcdir, "%s/src", e->scratch);
+    snprintf(e->rundir, sizeof e->rundir, "%s/run", e->scratch);
+    if (avo_file_mkdirs(e->srcdir, 0700, NULL, 0) || avo_file_mkdirs(e->rundir, 0700, NULL, 0)) {
+        int rc = -errno;
+        snprintf(e->err, e->errlen, "cannot create scratch dirs in %s", e->scratch);
         return rc;
-    snprintf(srcdir, sizeof srcdir, "%s/src", scratch);
-    snprintf(rundir, sizeof rundir, "%s/run", scratch);
-    if (avo_file_mkdirs(srcdir, 0700, NULL, 0) || avo_file_mkdirs(rundir, 0700, NULL, 0)) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot create scratch dirs in %s", scratch);
-        goto cleanup;
     }
-    avo_phases_lap(&ph, "setup", &t);
+    return 0;
+}
 
-    /* The policy on the source first: a candidate that names a host file
-     * or a loader is refused before any compiler reads it. */
-    const char *cand_name = cuda ? "cand.cu" : "cand.c";
-    avo_policy_findings pf = {0};
-    if ((rc = avo_policy_scan_source(src, len, cand_name, cuda, &pf))) {
-        snprintf(err, errlen, "cannot check the candidate's source: %s", strerror(-rc));
-        goto cleanup;
+/* The policy on the source first: a candidate that names a host file or a
+ * loader is refused before any compiler reads it. */
+static int check_source_policy(cand_eval *e)
+{
+    int rc;
+    if ((rc = avo_policy_scan_source(e->src, e->len, e->cand_name, e->cuda, &e->pf))) {
+        snprintf(e->err, e->errlen, "cannot check the candidate's source: %s", strerror(-rc));
+        return rc;
     }
-    const avo_policy_violation *pv = avo_policy_first(&pf, p->policy_relax);
-    avo_phases_lap(&ph, "policy_source", &t);
-    if (pv) {
-        res = policy_result(p, pv, seed);
-        goto done;
-    }
+    const avo_policy_violation *pv = avo_policy_first(&e->pf, e->p->policy_relax);
+    avo_phases_lap(&e->ph, "policy_source", &e->t);
+    return pv ? eval_done(e, policy_result(e->p, pv, e->seed)) : EVAL_NEXT;
+}
 
-    avo_compile_opts co = {.cc = o->cc,
-                           .nvcc = o->nvcc,
-                           .gpu_arch = cuda ? arch : NULL,
-                           .cache_dir = o->cache_dir,
-                           .work_dir = srcdir,
-                           .timeout_s = timeout,
-                           .hide_dir = state_dir(o),
-                           .should_cancel = o->should_cancel,
-                           .cancel_arg = o->cancel_arg};
+/* The reference, trusted: linked with the vendor library. One that does
+ * not compile is the package's fault, an error rather than a result. */
+static int compile_reference(cand_eval *e)
+{
+    const avo_problem *p = e->p;
     char refpath[4400];
     size_t ref_len = 0;
+    int rc;
     snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
-    if (!(ref_src = avo_file_read(refpath, &ref_len))) {
+    if (!(e->ref_src = avo_file_read(refpath, &ref_len))) {
         rc = -errno ? -errno : -EIO;
-        snprintf(err, errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
-        goto cleanup;
+        snprintf(e->err, e->errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
+        return rc;
     }
-    avo_compile_opts ro = co;
-    ro.extra = trusted_libs(cuda);
-    rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
-    avo_phases_lap(&ph, "compile_reference", &t);
+    avo_compile_opts ro = e->co;
+    ro.extra = trusted_libs(e->cuda);
+    rc = avo_compile(&ro, p, e->ref_src, ref_len, p->reference, &e->ref, e->err, e->errlen);
+    avo_phases_lap(&e->ph, "compile_reference", &e->t);
     if (rc)
-        goto cleanup;
-    if (!ref.ok) {
-        if (ref.cancelled) {
-            res = base_result(p, "cancelled", "cancelled while compiling the reference", seed);
-            goto done;
-        }
-        char line[512];
-        first_error(ref.log, line, sizeof line);
-        snprintf(err, errlen, "the reference %s does not compile: %s", refpath, line);
-        rc = -EINVAL;
-        goto cleanup;
+        return rc;
+    if (e->ref.ok)
+        return EVAL_NEXT;
+    if (e->ref.cancelled)
+        return eval_done(e, base_result(p, "cancelled", "cancelled while compiling the reference", e->seed));
+    char line[512];
+    first_error(e->ref.log, line, sizeof line);
+    snprintf(e->err, e->errlen, "the reference %s does not compile: %s", refpath, line);
+    return -EINVAL;
+}
+
+/* The result of a candidate that did not compile: cancelled, past the
+ * timeout, or the compiler's first error. */
+static json_t *compile_failure_result(const cand_eval *e)
+{
+    char line[600];
+    json_t *res;
+    if (e->cand.cancelled) {
+        res = base_result(e->p, "cancelled", "cancelled while compiling", e->seed);
+    } else if (e->cand.timed_out) {
+        snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", e->timeout);
+        res = base_result(e->p, "timeout", line, e->seed);
+    } else {
+        first_error(e->cand.log, line, sizeof line);
+        res = base_result(e->p, "compile_error", line, e->seed);
     }
-    rc = avo_compile(&co, p, src, len, cand_name, &cand, err, errlen);
-    avo_phases_lap(&ph, "compile_candidate", &t);
+    if (res)
+        json_object_set_new(res, "compile", compile_json(&e->cand, e->cuda));
+    return res;
+}
+
+static int compile_candidate(cand_eval *e)
+{
+    int rc = avo_compile(&e->co, e->p, e->src, e->len, e->cand_name, &e->cand, e->err, e->errlen);
+    avo_phases_lap(&e->ph, "compile_candidate", &e->t);
     if (rc)
-        goto cleanup;
+        return rc;
     /* Then what the compile kept and built, also when it failed: a PTX
      * instruction ptxas refuses, or an assembler stopped at `.incbin`, is
      * named as the policy names it, with its line. */
-    if (!cand.timed_out && !cand.cancelled) {
-        if ((rc = policy_after_compile(&cand, src, len, cand_name, &pf, err, errlen)))
-            goto cleanup;
-        avo_phases_lap(&ph, "policy_build", &t);
-        if ((pv = avo_policy_first(&pf, p->policy_relax))) {
-            res = policy_result(p, pv, seed);
+    if (!e->cand.timed_out && !e->cand.cancelled) {
+        if ((rc = policy_after_compile(&e->cand, e->src, e->len, e->cand_name, &e->pf, e->err, e->errlen)))
+            return rc;
+        avo_phases_lap(&e->ph, "policy_build", &e->t);
+        const avo_policy_violation *pv = avo_policy_first(&e->pf, e->p->policy_relax);
+        if (pv) {
+            json_t *res = policy_result(e->p, pv, e->seed);
             if (res)
-                json_object_set_new(res, "compile", compile_json(&cand, cuda));
-            goto done;
+                json_object_set_new(res, "compile", compile_json(&e->cand, e->cuda));
+            return eval_done(e, res);
         }
     }
-    if (!cand.ok) {
+    return e->cand.ok ? EVAL_NEXT : eval_done(e, compile_failure_result(e));
+}
+
+/* The vendor baseline (cuBLAS for gemm): compiled like the reference,
+ * linked with its library, timed by the harness in a runner of its own.
+ * A baseline that does not build costs the comparison, not the result. */
+static int compile_baseline(cand_eval *e)
+{
+    const avo_problem *p = e->p;
+    if (!p->baseline[0] || e->o->profile)
+        return EVAL_NEXT;
+    avo_compile_opts bo = e->co;
+    bo.extra = trusted_libs(e->cuda);
+    char bpath[4400];
+    size_t blen = 0;
+    snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
+    if (!(e->base_src = avo_file_read(bpath, &blen)))
+        snprintf(e->base_note, sizeof e->base_note, "cannot read %.560s", bpath);
+    else if (avo_compile(&bo, p, e->base_src, blen, p->baseline, &e->base, e->err, e->errlen) < 0)
+        snprintf(e->base_note, sizeof e->base_note, "cannot compile: %s", e->err);
+    else if (!e->base.ok)
+        first_error(e->base.log, e->base_note, sizeof e->base_note);
+    avo_phases_lap(&e->ph, "compile_baseline", &e->t);
+    return EVAL_NEXT;
+}
+
+/* The against (paired measurement): compiled exactly as the candidate,
+ * so usually a cache hit. Its failure is not the candidate's: the
+ * candidate is evaluated unpaired and paired.error says why. */
+static int compile_against(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
+    if (!o->against_src)
+        return EVAL_NEXT;
+    if (avo_compile(&e->co, e->p, o->against_src, o->against_len, e->cand_name, &e->against, e->err, e->errlen) < 0) {
+        snprintf(e->against_note, sizeof e->against_note, "the against cannot be compiled: %.600s", e->err);
+    } else if (!e->against.ok) {
         char line[600];
-        if (cand.cancelled) {
-            res = base_result(p, "cancelled", "cancelled while compiling", seed);
-        } else if (cand.timed_out) {
-            snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
-            res = base_result(p, "timeout", line, seed);
-        } else {
-            first_error(cand.log, line, sizeof line);
-            res = base_result(p, "compile_error", line, seed);
-        }
-        if (res)
-            json_object_set_new(res, "compile", compile_json(&cand, cuda));
-        goto done;
+        if (e->against.timed_out)
+            snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", e->timeout);
+        else
+            first_error(e->against.log, line, sizeof line);
+        snprintf(e->against_note, sizeof e->against_note, "the against does not compile: %s", line);
     }
+    avo_phases_lap(&e->ph, "compile_against", &e->t);
+    return EVAL_NEXT;
+}
 
-    /* The vendor baseline (cuBLAS for gemm): compiled like the reference,
-     * linked with its library, timed by the harness in a runner of its own.
-     * A baseline that does not build costs the comparison, not the result. */
-    char base_note[600] = "";
-    if (p->baseline[0] && !o->profile) {
-        avo_compile_opts bo = co;
-        bo.extra = trusted_libs(cuda);
-        char bpath[4400];
-        size_t blen = 0;
-        snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
-        if (!(base_src = avo_file_read(bpath, &blen)))
-            snprintf(base_note, sizeof base_note, "cannot read %.560s", bpath);
-        else if (avo_compile(&bo, p, base_src, blen, p->baseline, &base, err, errlen) < 0)
-            snprintf(base_note, sizeof base_note, "cannot compile: %s", err);
-        else if (!base.ok)
-            first_error(base.log, base_note, sizeof base_note);
-        avo_phases_lap(&ph, "compile_baseline", &t);
-    }
-
-    /* The against (paired measurement): compiled exactly as the candidate,
-     * so usually a cache hit. Its failure is not the candidate's: the
-     * candidate is evaluated unpaired and paired.error says why. */
-    char against_note[700] = "";
-    if (o->against_src) {
-        if (avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err, errlen) <
-            0) {
-            snprintf(against_note, sizeof against_note, "the against cannot be compiled: %.600s", err);
-        } else if (!against.ok) {
-            char line[600];
-            if (against.timed_out)
-                snprintf(line, sizeof line, "the compiler ran past the %.0f s timeout", timeout);
-            else
-                first_error(against.log, line, sizeof line);
-            snprintf(against_note, sizeof against_note, "the against does not compile: %s", line);
-        }
-        avo_phases_lap(&ph, "compile_against", &t);
-    }
-
-    /* The objects go to the harness as descriptors (fds 5, 6, then the
-     * baseline's and the against's where they exist): the cache stays out
-     * of its sight. The seed goes on its stdin: nothing the runner could
-     * read (argv, environment, files) holds it. */
-    char deadarg[32], seedline[48], confarg[32], fdname[4][32], cachefd[16], cachemax[32];
-    const char *objs[4] = {cand.so_path, ref.so_path, base.ok ? base.so_path : NULL,
-                           against.ok ? against.so_path : NULL};
-    int pass[5] = {-1, -1, -1, -1, -1}, npass = 0, slot[4] = {-1, -1, -1, -1};
+/* The objects go to the harness as descriptors (fds 5, 6, then the
+ * baseline's and the against's where they exist): the cache stays out
+ * of its sight. */
+static int pass_objects(cand_eval *e)
+{
+    const char *objs[4] = {e->cand.so_path, e->ref.so_path, e->base.ok ? e->base.so_path : NULL,
+                           e->against.ok ? e->against.so_path : NULL};
     for (int i = 0; i < 4; i++) {
         if (!objs[i])
             continue;
-        if ((pass[npass] = open(objs[i], O_RDONLY | O_CLOEXEC)) < 0) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot open the compiled objects: %s", strerror(errno));
-            for (int k = 0; k < npass; k++)
-                close(pass[k]);
-            goto cleanup;
+        if ((e->pass[e->npass] = open(objs[i], O_RDONLY | O_CLOEXEC)) < 0) {
+            int rc = -errno;
+            snprintf(e->err, e->errlen, "cannot open the compiled objects: %s", strerror(errno));
+            return rc;
         }
-        snprintf(fdname[i], sizeof fdname[i], "/proc/self/fd/%d", 5 + npass);
-        slot[i] = npass++;
+        snprintf(e->fdname[i], sizeof e->fdname[i], "/proc/self/fd/%d", 5 + e->npass);
+        e->slot[i] = e->npass++;
     }
-    snprintf(seedline, sizeof seedline, "%llu %llu\n", (unsigned long long)seed, (unsigned long long)job_seed);
-    snprintf(confarg, sizeof confarg, "%.17g", o->confidence > 0 ? o->confidence : 0.95);
+    return 0;
+}
+
+/* The passed descriptors closed (once: the harness has its own). */
+static void close_passed(cand_eval *e)
+{
+    for (int i = 0; i < e->npass; i++)
+        close(e->pass[i]);
+    e->npass = 0;
+}
+
+/* The reference cache (daemon/worker/refstore.h): the job's, so only
+ * with its seed; a descriptor after the objects', never a path. Its
+ * arguments at argv[argc]; the new argc. */
+static int pass_ref_cache(cand_eval *e, int argc)
+{
+    const avo_evaluate_opts *o = e->o;
+    if (!(o->ref_cache_bytes && o->job_seed && o->cache_dir && !o->profile))
+        return argc;
+    int cfd = avo_refstore_open(o->cache_dir, e->cache_note, sizeof e->cache_note);
+    if (cfd < 0)
+        return argc;
+    e->pass[e->npass] = e->refcache_fd = cfd;
+    snprintf(e->cachefd, sizeof e->cachefd, "%d", 5 + e->npass++);
+    snprintf(e->cachemax, sizeof e->cachemax, "%llu", (unsigned long long)o->ref_cache_bytes);
+    e->argv[argc++] = "--ref-cache-fd";
+    e->argv[argc++] = e->cachefd;
+    e->argv[argc++] = "--ref-cache-max";
+    e->argv[argc++] = e->cachemax;
+    return argc;
+}
+
+/* The harness's command line. The seed goes on its stdin: nothing the
+ * runner could read (argv, environment, files) holds it. */
+static void harness_argv(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
+    snprintf(e->seedline, sizeof e->seedline, "%llu %llu\n", (unsigned long long)e->seed,
+             (unsigned long long)e->job_seed);
+    snprintf(e->confarg, sizeof e->confarg, "%.17g", o->confidence > 0 ? o->confidence : 0.95);
     /* The harness's own deadline comes a little before ours, so a hung
      * candidate is reported by the checker (which kills the runner) with
      * the evidence; our group kill stays the backstop. */
+    const double timeout = e->timeout;
     double margin = timeout * 0.1 < 0.25 ? 0.25 : timeout * 0.1 > 2 ? 2 : timeout * 0.1;
-    snprintf(deadarg, sizeof deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
-    char *argv[24] = {harness, (char *)p->dir, fdname[0], fdname[1], "--seed-stdin", "--deadline", deadarg};
-    int argc = 7;
-    if (slot[2] >= 0) {
+    snprintf(e->deadarg, sizeof e->deadarg, "%.3f", timeout - margin > 0.1 ? timeout - margin : 0.1);
+    char **argv = e->argv;
+    int argc = 0;
+    argv[argc++] = e->harness;
+    argv[argc++] = (char *)e->p->dir;
+    argv[argc++] = e->fdname[0];
+    argv[argc++] = e->fdname[1];
+    argv[argc++] = "--seed-stdin";
+    argv[argc++] = "--deadline";
+    argv[argc++] = e->deadarg;
+    if (e->slot[2] >= 0) {
         argv[argc++] = "--baseline";
-        argv[argc++] = fdname[2];
+        argv[argc++] = e->fdname[2];
     }
-    if (slot[3] >= 0) {
+    if (e->slot[3] >= 0) {
         argv[argc++] = "--against";
-        argv[argc++] = fdname[3];
+        argv[argc++] = e->fdname[3];
         argv[argc++] = "--confidence";
-        argv[argc++] = confarg;
+        argv[argc++] = e->confarg;
         if (o->screen)
             argv[argc++] = "--screen";
     }
@@ -765,196 +865,279 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
     } else if (o->counters) {
         argv[argc++] = "--counters";
     }
-    /* The reference cache (daemon/worker/refstore.h): the job's, so only
-     * with its seed; a descriptor after the objects', never a path. */
-    char cache_note[300] = "";
-    if (o->ref_cache_bytes && o->job_seed && o->cache_dir && !o->profile) {
-        int cfd = avo_refstore_open(o->cache_dir, cache_note, sizeof cache_note);
-        if (cfd >= 0) {
-            pass[npass] = refcache_fd = cfd;
-            snprintf(cachefd, sizeof cachefd, "%d", 5 + npass++);
-            snprintf(cachemax, sizeof cachemax, "%llu", (unsigned long long)o->ref_cache_bytes);
-            argv[argc++] = "--ref-cache-fd";
-            argv[argc++] = cachefd;
-            argv[argc++] = "--ref-cache-max";
-            argv[argc++] = cachemax;
-        }
-    }
+    argc = pass_ref_cache(e, argc);
     argv[argc] = NULL;
-    const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
+}
+
+/* The harness's sandbox: confined, its descriptors passed, the package in
+ * view. */
+static void harness_sandbox(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
+    const avo_problem *p = e->p;
+    const char *const *hide = hidden_dirs(o, e->hidebuf);
     /* The package's files may be links out of its directory (the test
      * fixtures link to kernels/ and to each other): their targets are
      * exposed too. */
-    char links[PACKAGE_LINKS_MAX][PATH_MAX];
-    const char *expose[PACKAGE_LINKS_MAX + 2] = {p->dir};
-    const int nlinks = package_links(p->dir, links);
+    e->expose[0] = p->dir;
+    const int nlinks = package_links(p->dir, e->links);
     for (int i = 0; i < nlinks; i++)
-        expose[i + 1] = links[i];
-    avo_sandbox_opts so = {.argv = argv,
-                           .cwd = rundir,
-                           .timeout_s = timeout,
-                           .cpu_s = harness_cpu_s(timeout),
-                           .as_bytes = harness_as(p),
-                           .fsize_bytes = harness_fsize(p),
-                           .no_as_limit = cuda,
-                           .nproc = 64,
-                           /* The checker holds its own GPU context (many
-                            * device fds) while it starts the baseline's
-                            * runner; the runner sets the candidate's own
-                            * limit back to 64. */
-                           .nofile = 1024,
-                           .result_fd = 1,
-                           .stdin_data = seedline,
-                           .pass_fds = pass,
-                           .npass = npass,
-                           .expose = expose,
-                           .cgroup_rw = 1,
-                           .pids_max = AVO_EVAL_PIDS_MAX,
-                           .should_cancel = o->should_cancel,
-                           .cancel_arg = o->cancel_arg};
-    avo_sandbox_confine(&so, hide);
+        e->expose[i + 1] = e->links[i];
+    e->so = (avo_sandbox_opts){.argv = e->argv,
+                               .cwd = e->rundir,
+                               .timeout_s = e->timeout,
+                               .cpu_s = harness_cpu_s(e->timeout),
+                               .as_bytes = harness_as(p),
+                               .fsize_bytes = harness_fsize(p),
+                               .no_as_limit = e->cuda,
+                               .nproc = 64,
+                               /* The checker holds its own GPU context (many
+                                * device fds) while it starts the baseline's
+                                * runner; the runner sets the candidate's own
+                                * limit back to 64. */
+                               .nofile = 1024,
+                               .result_fd = 1,
+                               .stdin_data = e->seedline,
+                               .pass_fds = e->pass,
+                               .npass = e->npass,
+                               .expose = e->expose,
+                               .cgroup_rw = 1,
+                               .pids_max = AVO_EVAL_PIDS_MAX,
+                               .should_cancel = o->should_cancel,
+                               .cancel_arg = o->cancel_arg};
+    avo_sandbox_confine(&e->so, hide);
     /* The checker stays root (it freezes its runner through the control
      * group and starts it in namespaces of its own); the runner drops to
      * nobody itself. */
-    so.drop_uid = 0;
-    avo_phases_lap(&ph, "setup", &t);
-    /* The GPU is this harness's alone while it runs (gpulock.h): a second
-     * worker on the same GPU waits here, its lease renewed by
-     * should_cancel, instead of timing beside this one. */
-    char lock_key[128] = "";
-    double lock_waited = 0, lock_from = 0;
-    if (cuda) {
-        avo_gpulock_key(o->gpu_index, lock_key, sizeof lock_key);
-        gpu_lock = avo_gpulock_take(gpu_lock_dir(o), lock_key, o->should_cancel, o->cancel_arg, &lock_waited, err,
-                                    errlen);
-        avo_phases_lap(&ph, "gpu_lock_wait", &t);
-        if (gpu_lock == -ECANCELED) {
-            for (int i = 0; i < npass; i++)
-                close(pass[i]);
-            res = base_result(p, "cancelled", err, seed);
-            goto done;
-        }
-        if (gpu_lock < 0) {
-            rc = gpu_lock;
-            for (int i = 0; i < npass; i++)
-                close(pass[i]);
-            goto cleanup;
-        }
-        lock_from = wall_now();
-    }
-    long long e0 = cuda ? energy_mj(o->gpu_index) : -1;
-    if (cuda)
-        avo_phases_lap(&ph, "energy", &t);
-    rc = avo_sandbox_run(&so, &sr, err, errlen);
-    explicit_bzero(seedline, sizeof seedline);
-    job_seed = 0;
-    avo_phases_lap(&ph, "harness_process", &t);
-    const double lock_to = gpu_lock >= 0 ? wall_now() : 0;
-    avo_gpulock_release(gpu_lock);
-    gpu_lock = -1;
-    /* The cache's budget, least recently used first, while no harness of
-     * this worker's runs (another worker on the same cache may be reading:
-     * it has its files open, or finds one gone and recomputes). */
-    if (refcache_fd >= 0) {
-        uint64_t freed = 0, kept = 0;
-        int ev = avo_refstore_evict(refcache_fd, o->ref_cache_bytes, &freed, &kept);
-        if (ev > 0)
-            avo_info("worker", "reference cache: %d file(s) evicted (%.1f MB), %.1f MB kept", ev, freed / 1e6,
-                     kept / 1e6);
-        else if (ev < 0)
-            avo_warn("worker", "reference cache: eviction failed: %s", strerror(-ev));
-    }
-    for (int i = 0; i < npass; i++)
-        close(pass[i]);
-    if (rc)
-        goto cleanup;
-    long long e1 = cuda ? energy_mj(o->gpu_index) : -1;
-    if (cuda)
-        avo_phases_lap(&ph, "energy", &t);
+    e->so.drop_uid = 0;
+}
 
+static int prepare_harness(cand_eval *e)
+{
+    int rc;
+    if ((rc = pass_objects(e)))
+        return rc;
+    harness_argv(e);
+    harness_sandbox(e);
+    avo_phases_lap(&e->ph, "setup", &e->t);
+    return EVAL_NEXT;
+}
+
+/* The GPU is this harness's alone while it runs (gpulock.h): a second
+ * worker on the same GPU waits here, its lease renewed by should_cancel,
+ * instead of timing beside this one. */
+static int take_gpu_lock(cand_eval *e)
+{
+    if (!e->cuda)
+        return EVAL_NEXT;
+    const avo_evaluate_opts *o = e->o;
+    avo_gpulock_key(o->gpu_index, e->lock_key, sizeof e->lock_key);
+    e->gpu_lock = avo_gpulock_take(gpu_lock_dir(o), e->lock_key, o->should_cancel, o->cancel_arg, &e->lock_waited,
+                                   e->err, e->errlen);
+    avo_phases_lap(&e->ph, "gpu_lock_wait", &e->t);
+    if (e->gpu_lock == -ECANCELED)
+        return eval_done(e, base_result(e->p, "cancelled", e->err, e->seed));
+    if (e->gpu_lock < 0)
+        return e->gpu_lock;
+    e->lock_from = wall_now();
+    return EVAL_NEXT;
+}
+
+/* The cache's budget, least recently used first, while no harness of
+ * this worker's runs (another worker on the same cache may be reading:
+ * it has its files open, or finds one gone and recomputes). */
+static void evict_ref_cache(const cand_eval *e)
+{
+    if (e->refcache_fd < 0)
+        return;
+    uint64_t freed = 0, kept = 0;
+    int ev = avo_refstore_evict(e->refcache_fd, e->o->ref_cache_bytes, &freed, &kept);
+    if (ev > 0)
+        avo_info("worker", "reference cache: %d file(s) evicted (%.1f MB), %.1f MB kept", ev, freed / 1e6, kept / 1e6);
+    else if (ev < 0)
+        avo_warn("worker", "reference cache: eviction failed: %s", strerror(-ev));
+}
+
+/* The harness run in its sandbox, with the GPU's energy counter read
+ * around it; the GPU lock and the descriptors are given back after. */
+static int run_harness(cand_eval *e)
+{
+    const int gpu = e->o->gpu_index;
+    e->e0 = e->cuda ? energy_mj(gpu) : -1;
+    if (e->cuda)
+        avo_phases_lap(&e->ph, "energy", &e->t);
+    int rc = avo_sandbox_run(&e->so, &e->sr, e->err, e->errlen);
+    explicit_bzero(e->seedline, sizeof e->seedline);
+    e->job_seed = 0;
+    avo_phases_lap(&e->ph, "harness_process", &e->t);
+    e->lock_to = e->gpu_lock >= 0 ? wall_now() : 0;
+    avo_gpulock_release(e->gpu_lock);
+    e->gpu_lock = -1;
+    evict_ref_cache(e);
+    close_passed(e);
+    if (rc)
+        return rc;
+    e->e1 = e->cuda ? energy_mj(gpu) : -1;
+    if (e->cuda)
+        avo_phases_lap(&e->ph, "energy", &e->t);
+    return EVAL_NEXT;
+}
+
+/* The verdict on the harness's run: cancelled, past the timeout, killed,
+ * its own result, or a crash that says why it gave none. */
+static json_t *harness_verdict(const cand_eval *e)
+{
+    const avo_problem *p = e->p;
+    const avo_sandbox_result *sr = &e->sr;
     char why[512], tail[512], detail[1200];
-    if (sr.cancelled) {
-        snprintf(detail, sizeof detail, "cancelled after %.1f s", sr.wall_s);
-        res = base_result(p, "cancelled", detail, seed);
-    } else if (sr.timed_out) {
-        snprintf(detail, sizeof detail, "no result within the %.0f s wall-clock limit; process group killed", timeout);
-        res = base_result(p, "timeout", detail, seed);
-    } else if (sr.signal) {
-        const char *ab = sigabbrev_np(sr.signal);
-        last_line(sr.err, tail, sizeof tail);
-        snprintf(detail, sizeof detail, "harness killed by SIG%s (%s)%s%s", ab ? ab : "?", strsignal(sr.signal),
+    json_t *res;
+    if (sr->cancelled) {
+        snprintf(detail, sizeof detail, "cancelled after %.1f s", sr->wall_s);
+        return base_result(p, "cancelled", detail, e->seed);
+    }
+    if (sr->timed_out) {
+        snprintf(detail, sizeof detail, "no result within the %.0f s wall-clock limit; process group killed",
+                 e->timeout);
+        return base_result(p, "timeout", detail, e->seed);
+    }
+    if (sr->signal) {
+        const char *ab = sigabbrev_np(sr->signal);
+        last_line(sr->err, tail, sizeof tail);
+        snprintf(detail, sizeof detail, "harness killed by SIG%s (%s)%s%s", ab ? ab : "?", strsignal(sr->signal),
                  tail[0] ? ": " : "", tail);
-        res = base_result(p, "crash", detail, seed);
-    } else if (sr.exited && sr.exit_code == 0 && (res = parse_harness_result(p, &sr, o->profile, why, sizeof why))) {
-        /* the harness's own verdict */
-    } else if (sr.exited && sr.exit_code == AVO_HARNESS_EXIT_REFERENCE) {
+        return base_result(p, "crash", detail, e->seed);
+    }
+    if (sr->exited && sr->exit_code == 0 && (res = parse_harness_result(p, sr, e->o->profile, why, sizeof why)))
+        return res; /* the harness's own verdict */
+    last_line(sr->err, tail, sizeof tail);
+    if (sr->exited && sr->exit_code == AVO_HARNESS_EXIT_REFERENCE) {
         /* Not the candidate's fault, but never a score: crash, with the
          * reason first so the daemon and a reader can tell. */
-        last_line(sr.err, tail, sizeof tail);
         const char *r = strstr(tail, "reference invalid: ");
         snprintf(detail, sizeof detail, "%s", r ? r : "reference invalid: (no message)");
-        res = base_result(p, "crash", detail, seed);
+    } else if (sr->exited && sr->exit_code == 0) {
+        snprintf(detail, sizeof detail, "harness exited 0 with %s", why);
     } else {
-        last_line(sr.err, tail, sizeof tail);
-        if (sr.exited && sr.exit_code == 0)
-            snprintf(detail, sizeof detail, "harness exited 0 with %s", why);
-        else
-            snprintf(detail, sizeof detail, "harness exited with code %d without a result%s%s", sr.exit_code,
-                     tail[0] ? ": " : "", tail);
-        res = base_result(p, "crash", detail, seed);
+        snprintf(detail, sizeof detail, "harness exited with code %d without a result%s%s", sr->exit_code,
+                 tail[0] ? ": " : "", tail);
     }
-    if (res) {
-        /* Energy of the whole evaluation (checks, timing, the reference) on
-         * this GPU, from NVML's total-energy counter. */
-        if (p->baseline[0] && !base.ok && !o->profile)
-            json_object_set_new(res, "baseline_error", json_string(base_note[0] ? base_note : "baseline not built"));
-        json_object_set_new(res, "energy_mj", e0 >= 0 && e1 >= e0 ? json_integer(e1 - e0) : json_null());
-        if (cuda)
-            json_object_set_new(res, "gpu_arch", json_string(arch));
-        json_object_set_new(res, "rng_seed", json_integer((json_int_t)seed));
-        json_object_set_new(res, "compile", compile_json(&cand, cuda));
-        json_object_set_new(res, "sandbox", sandbox_json(&sr));
-        if (cache_note[0])
-            json_object_set_new(res, "reference_cache_error", json_string(cache_note));
-        if (lock_key[0])
-            json_object_set_new(res, "gpu_lock",
-                                json_pack("{s:s,s:f,s:f,s:f}", "gpu", lock_key, "waited_s", lock_waited, "held_from",
-                                          lock_from, "held_to", lock_to));
-        paired_result(res, o, against_note);
-    }
+    return base_result(p, "crash", detail, e->seed);
+}
 
-done:
-    if (!res) {
+/* What the result says besides the verdict: the baseline's failure, the
+ * energy, the target, the seed, the compile, the sandbox, the reference
+ * cache, the GPU lock and the pairing. */
+static void annotate_result(cand_eval *e, json_t *res)
+{
+    const avo_evaluate_opts *o = e->o;
+    if (e->p->baseline[0] && !e->base.ok && !o->profile)
+        json_object_set_new(res, "baseline_error", json_string(e->base_note[0] ? e->base_note : "baseline not built"));
+    /* Energy of the whole evaluation (checks, timing, the reference) on
+     * this GPU, from NVML's total-energy counter. */
+    json_object_set_new(res, "energy_mj", e->e0 >= 0 && e->e1 >= e->e0 ? json_integer(e->e1 - e->e0) : json_null());
+    if (e->cuda)
+        json_object_set_new(res, "gpu_arch", json_string(e->arch));
+    json_object_set_new(res, "rng_seed", json_integer((json_int_t)e->seed));
+    json_object_set_new(res, "compile", compile_json(&e->cand, e->cuda));
+    json_object_set_new(res, "sandbox", sandbox_json(&e->sr));
+    if (e->cache_note[0])
+        json_object_set_new(res, "reference_cache_error", json_string(e->cache_note));
+    if (e->lock_key[0])
+        json_object_set_new(res, "gpu_lock",
+                            json_pack("{s:s,s:f,s:f,s:f}", "gpu", e->lock_key, "waited_s", e->lock_waited, "held_from",
+                                      e->lock_from, "held_to", e->lock_to));
+    paired_result(res, o, e->against_note);
+}
+
+static int classify_result(cand_eval *e)
+{
+    json_t *res = harness_verdict(e);
+    if (res)
+        annotate_result(e, res);
+    return eval_done(e, res);
+}
+
+/* The evaluation after its setup, phase by phase, until one makes the
+ * result or fails. */
+static int (*const eval_phases[])(cand_eval *) = {
+    check_source_policy, compile_reference, compile_candidate, compile_baseline, compile_against,
+    prepare_harness,     take_gpu_lock,     run_harness,       classify_result,
+};
+
+int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                           json_t **result, char *err, size_t errlen)
+{
+    const int cuda = strcmp(p->backend, "cuda") == 0;
+    cand_eval e = {.o = o,
+                   .p = p,
+                   .src = src,
+                   .len = len,
+                   .err = err,
+                   .errlen = errlen,
+                   .cuda = cuda,
+                   .timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S,
+                   .cand_name = cuda ? "cand.cu" : "cand.c",
+                   .pass = {-1, -1, -1, -1, -1},
+                   .slot = {-1, -1, -1, -1},
+                   .refcache_fd = -1,
+                   .gpu_lock = -1};
+    e.t_start = e.t = avo_phases_now();
+    int rc = 0;
+    *result = NULL;
+    const double load_start = load1();
+    eval_seeds(&e);
+    if ((rc = find_harness(&e)) ||
+        (rc = compile_setup(o, cuda, e.arch, sizeof e.arch, e.scratch, sizeof e.scratch, err, errlen)))
+        return rc;
+    if ((rc = make_scratch_dirs(&e)))
+        goto cleanup;
+    avo_phases_lap(&e.ph, "setup", &e.t);
+    e.co = (avo_compile_opts){.cc = o->cc,
+                              .nvcc = o->nvcc,
+                              .gpu_arch = cuda ? e.arch : NULL,
+                              .cache_dir = o->cache_dir,
+                              .work_dir = e.srcdir,
+                              .timeout_s = e.timeout,
+                              .hide_dir = state_dir(o),
+                              .should_cancel = o->should_cancel,
+                              .cancel_arg = o->cancel_arg};
+    for (size_t i = 0; i < sizeof eval_phases / sizeof *eval_phases && rc == EVAL_NEXT; i++)
+        rc = eval_phases[i](&e);
+    if (rc < 0)
+        goto cleanup;
+    rc = 0;
+    if (!e.res) {
         snprintf(err, errlen, "out of memory building the result");
         rc = -ENOMEM;
         goto cleanup;
     }
-    if (!json_object_get(res, "compile"))
-        json_object_set_new(res, "compile", json_null());
-    if (!json_object_get(res, "sandbox"))
-        json_object_set_new(res, "sandbox", json_null());
-    json_object_set_new(res, "load", load_json(load_start, load1()));
-    *result = res;
-    res = NULL;
-    avo_phases_lap(&ph, "result", &t);
+    if (!json_object_get(e.res, "compile"))
+        json_object_set_new(e.res, "compile", json_null());
+    if (!json_object_get(e.res, "sandbox"))
+        json_object_set_new(e.res, "sandbox", json_null());
+    json_object_set_new(e.res, "load", load_json(load_start, load1()));
+    *result = e.res;
+    e.res = NULL;
+    avo_phases_lap(&e.ph, "result", &e.t);
 
 cleanup:
-    avo_gpulock_release(gpu_lock);
-    json_decref(res);
-    free(ref_src);
-    avo_sandbox_result_free(&sr);
-    if (scratch[0])
-        avo_sandbox_rmtree(scratch);
+    avo_gpulock_release(e.gpu_lock);
+    close_passed(&e);
+    json_decref(e.res);
+    free(e.ref_src);
+    avo_sandbox_result_free(&e.sr);
+    if (e.scratch[0])
+        avo_sandbox_rmtree(e.scratch);
     if (*result) {
-        avo_phases_lap(&ph, "cleanup", &t);
-        attach_phases(*result, &ph, t_start, &ref, &cand, p->baseline[0] ? &base : NULL,
-                      o->against_src ? &against : NULL);
+        avo_phases_lap(&e.ph, "cleanup", &e.t);
+        attach_phases(*result, &e.ph, e.t_start, &e.ref, &e.cand, p->baseline[0] ? &e.base : NULL,
+                      o->against_src ? &e.against : NULL);
     }
-    avo_compile_result_free(&ref);
-    avo_compile_result_free(&cand);
-    avo_compile_result_free(&base);
-    avo_compile_result_free(&against);
-    free(base_src);
+    avo_compile_result_free(&e.ref);
+    avo_compile_result_free(&e.cand);
+    avo_compile_result_free(&e.base);
+    avo_compile_result_free(&e.against);
+    free(e.base_src);
     return rc;
 }
 
@@ -1148,27 +1331,26 @@ cleanup:
     return rc;
 }
 
-int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const char *src, size_t len, json_t **result,
-                         char *err, size_t errlen)
+/* The program's source as prog.c or prog.cu in the scratch directory. */
+static int write_program(const char *scratch, int cuda, const char *src, size_t len, char *err, size_t errlen)
 {
-    const int cuda = strcmp(language, "cuda") == 0;
-    char scratch[4200] = "", arch[32] = "", gencode[128] = "", file[4300];
-    avo_sandbox_result cr = {0}, rr = {0};
-    int rc;
-    *result = NULL;
-    if (!cuda && strcmp(language, "c") != 0) {
-        snprintf(err, errlen, "language must be c or cuda, not %s", language);
-        return -EINVAL;
-    }
-    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
-        return rc;
+    char file[4300];
     snprintf(file, sizeof file, "%s/%s", scratch, cuda ? "prog.cu" : "prog.c");
     FILE *f = fopen(file, "w");
     if (!f || fwrite(src, 1, len, f) != len || fclose(f) != 0) {
-        rc = -EIO;
         snprintf(err, errlen, "cannot write %s", file);
-        goto cleanup;
+        return -EIO;
     }
+    return 0;
+}
+
+/* The program compiled in the scratch directory, as a candidate is: by
+ * nobody, confined. cr holds the compiler's run; a compile that failed is
+ * its *result. */
+static int compile_program(const avo_evaluate_opts *o, int cuda, const char *arch, const char *scratch,
+                           avo_sandbox_result *cr, json_t **result, char *err, size_t errlen)
+{
+    char gencode[128] = "";
     if (cuda)
         snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
     char *const cc_argv[] = {(char *)(o->cc ? o->cc : "cc"),
@@ -1184,11 +1366,12 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
     char *const nvcc_argv[] = {
         (char *)(o->nvcc ? o->nvcc : "nvcc"), "-O3", "-std=c++17", gencode, "-o", "prog", "prog.cu", NULL};
     const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
+    int rc;
     /* The compiler, as for candidates: nobody, in a scratch dir given to it. */
     if (geteuid() == 0 && chown(scratch, AVO_SANDBOX_UID, AVO_SANDBOX_UID) != 0) {
         rc = -errno;
         snprintf(err, errlen, "cannot hand the scratch dir to the sandbox user: %s", strerror(errno));
-        goto cleanup;
+        return rc;
     }
     avo_sandbox_opts co = {.argv = cuda ? nvcc_argv : cc_argv,
                            .cwd = scratch,
@@ -1197,17 +1380,24 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
                            .out_cap = AVO_COMPILE_LOG_CAP,
                            .keep_head = 1};
     avo_sandbox_confine(&co, hide);
-    if ((rc = avo_sandbox_run(&co, &cr, err, errlen)))
-        goto cleanup;
-    if (cr.err)
-        avo_utf8_scrub(cr.err);
-    if (cr.out)
-        avo_utf8_scrub(cr.out);
-    if (!cr.exited || cr.exit_code != 0) {
-        *result = json_pack("{s:s,s:s++}", "outcome", cr.timed_out ? "timeout" : "compile_error", "compile_log",
-                            cr.err ? cr.err : "", cr.out ? cr.out : "", cr.timed_out ? "\n(compiler timed out)" : "");
-        goto done;
-    }
+    if ((rc = avo_sandbox_run(&co, cr, err, errlen)))
+        return rc;
+    if (cr->err)
+        avo_utf8_scrub(cr->err);
+    if (cr->out)
+        avo_utf8_scrub(cr->out);
+    if (!cr->exited || cr->exit_code != 0)
+        *result = json_pack("{s:s,s:s++}", "outcome", cr->timed_out ? "timeout" : "compile_error", "compile_log",
+                            cr->err ? cr->err : "", cr->out ? cr->out : "",
+                            cr->timed_out ? "\n(compiler timed out)" : "");
+    return 0;
+}
+
+/* The compiled program run, fully isolated; its run (or a refusal, or a
+ * cancel while it waited for the GPU) is *result. */
+static int run_program(const avo_evaluate_opts *o, int cuda, const char *scratch, const avo_sandbox_result *cr,
+                       avo_sandbox_result *rr, json_t **result, char *err, size_t errlen)
+{
     /* Code an agent wrote runs only fully isolated: as nobody (the worker
      * must be root to switch to it) and in a network namespace of its own.
      * Without either, it is not run at all. */
@@ -1215,8 +1405,9 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
         *result = json_pack("{s:s,s:s}", "outcome", "refused", "detail",
                             "microbenchmarks run only on workers started as root (they run each program as nobody "
                             "without network); this worker cannot drop privileges");
-        goto done;
+        return 0;
     }
+    const char *hidebuf[4], *const *hide = hidden_dirs(o, hidebuf);
     /* The program runs confined too, in a PID namespace and control group
      * of its own: nothing it starts outlives it. */
     char *const run_argv[] = {"./prog", NULL};
@@ -1233,7 +1424,7 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
     avo_sandbox_confine(&ro, hide);
     /* A CUDA program runs on the GPU that the host's workers time on:
      * alone there, as an evaluation's harness (gpulock.h). */
-    int gpu_lock = -1;
+    int gpu_lock = -1, rc;
     if (cuda) {
         char key[128];
         double waited;
@@ -1241,24 +1432,51 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
         gpu_lock = avo_gpulock_take(gpu_lock_dir(o), key, o->should_cancel, o->cancel_arg, &waited, err, errlen);
         if (gpu_lock == -ECANCELED) {
             *result = json_pack("{s:s,s:s}", "outcome", "cancelled", "detail", err);
-            goto done;
+            return 0;
         }
         if ((rc = gpu_lock) < 0)
-            goto cleanup;
+            return rc;
     }
-    rc = avo_sandbox_run(&ro, &rr, err, errlen);
+    rc = avo_sandbox_run(&ro, rr, err, errlen);
     avo_gpulock_release(gpu_lock);
     if (rc)
-        goto cleanup;
-    const char *outcome = rr.timed_out ? "timeout" : rr.signal ? "crash" : "ran";
+        return rc;
+    const char *outcome = rr->timed_out ? "timeout" : rr->signal ? "crash" : "ran";
     /* Its output is untrusted bytes; JSON needs UTF-8. */
-    if (rr.out)
-        avo_utf8_scrub(rr.out);
-    if (rr.err)
-        avo_utf8_scrub(rr.err);
-    *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code", rr.exited ? rr.exit_code : -1,
-                        "signal", rr.signal, "stdout", rr.out ? rr.out : "", "stderr", rr.err ? rr.err : "", "wall_s",
-                        rr.wall_s, "compile_log", cr.err ? cr.err : "");
+    if (rr->out)
+        avo_utf8_scrub(rr->out);
+    if (rr->err)
+        avo_utf8_scrub(rr->err);
+    *result = json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:s}", "outcome", outcome, "exit_code",
+                        rr->exited ? rr->exit_code : -1, "signal", rr->signal, "stdout", rr->out ? rr->out : "",
+                        "stderr", rr->err ? rr->err : "", "wall_s", rr->wall_s, "compile_log", cr->err ? cr->err : "");
+    return 0;
+}
+
+int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const char *src, size_t len, json_t **result,
+                         char *err, size_t errlen)
+{
+    const int cuda = strcmp(language, "cuda") == 0;
+    char scratch[4200] = "", arch[32] = "";
+    avo_sandbox_result cr = {0}, rr = {0};
+    int rc;
+    *result = NULL;
+    if (!cuda && strcmp(language, "c") != 0) {
+        snprintf(err, errlen, "language must be c or cuda, not %s", language);
+        return -EINVAL;
+    }
+    if ((rc = compile_setup(o, cuda, arch, sizeof arch, scratch, sizeof scratch, err, errlen)))
+        return rc;
+    if ((rc = write_program(scratch, cuda, src, len, err, errlen)))
+        goto cleanup;
+    /* A compile that failed, a refusal or a cancel is the result; a
+     * program that ran is too. */
+    if ((rc = compile_program(o, cuda, arch, scratch, &cr, result, err, errlen)))
+        goto cleanup;
+    if (!(cr.exited && cr.exit_code == 0))
+        goto done;
+    if ((rc = run_program(o, cuda, scratch, &cr, &rr, result, err, errlen)))
+        goto cleanup;
 done:
     if (!*result) {
         rc = -ENOMEM;

@@ -456,201 +456,315 @@ static int next_eval_id(void)
     return __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
 }
 
-int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen)
+/* The child's environment: fixed, so it sees no secret of the worker's
+ * (DSN, API keys). envp points into the struct. */
+typedef struct {
+    char home[4200], tmp[4200], cvd[256], ldp[4200], acg[64];
+    char *envp[10];
+} child_env;
+
+static void make_env(const avo_sandbox_opts *o, child_env *e)
 {
-    memset(r, 0, sizeof *r);
-    int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_res[2] = {-1, -1}, p_st[2] = {-1, -1}, p_in[2] = {-1, -1};
-    int rc = 0;
-    size_t out_cap = o->out_cap ? o->out_cap : 4096;
-    capture cout = {malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
-    capture cerr = {malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
-    size_t res_cap = o->result_cap ? o->result_cap : (1u << 20);
-    capture cres = {o->result_fd ? malloc(res_cap + 1) : NULL, 0, res_cap, 1, 0};
-    mount_plan *plan = o->isolate ? calloc(1, sizeof *plan) : NULL;
-    avo_cgroup cg;
-    avo_cgroup_clear(&cg);
-    /* The child sees no secrets of the worker (DSN, API keys): a fixed env. */
-    char home[4200];
-    snprintf(home, sizeof home, "HOME=%s", o->cwd ? o->cwd : "/tmp");
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
+    snprintf(e->home, sizeof e->home, "HOME=%s", o->cwd ? o->cwd : "/tmp");
+    snprintf(e->tmp, sizeof e->tmp, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
     /* Besides: which GPU (CUDA_VISIBLE_DEVICES) and where carried libraries
      * are (LD_LIBRARY_PATH, on bare GPU hosts); neither is a secret. */
-    char cvd[256] = "", ldp[4200] = "", acg[64] = "";
+    e->cvd[0] = e->ldp[0] = e->acg[0] = 0;
     const char *v;
     if ((v = getenv("CUDA_VISIBLE_DEVICES")))
-        snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
+        snprintf(e->cvd, sizeof e->cvd, "CUDA_VISIBLE_DEVICES=%s", v);
     /* How control groups are used (avo_cgroup.h; tests): the harness makes
      * its runner's group with the same choice. */
     if ((v = getenv("AVO_CGROUP")))
-        snprintf(acg, sizeof acg, "AVO_CGROUP=%.40s", v);
+        snprintf(e->acg, sizeof e->acg, "AVO_CGROUP=%.40s", v);
     if ((v = getenv("LD_LIBRARY_PATH")))
-        snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s", v);
+        snprintf(e->ldp, sizeof e->ldp, "LD_LIBRARY_PATH=%s", v);
     /* OpenMP runtimes spin between parallel regions by default; in a frozen
      * group that is harmless, but an idle runner must use no CPU. */
-    char *envp[10] = {"PATH=" SANDBOX_PATH, "LC_ALL=C", "OMP_WAIT_POLICY=passive", home, tmp, NULL};
-    int ne = 5;
-    if (cvd[0])
-        envp[ne++] = cvd;
-    if (acg[0])
-        envp[ne++] = acg;
-    if (ldp[0])
-        envp[ne++] = ldp;
-    envp[ne] = NULL;
+    int ne = 0;
+    e->envp[ne++] = "PATH=" SANDBOX_PATH;
+    e->envp[ne++] = "LC_ALL=C";
+    e->envp[ne++] = "OMP_WAIT_POLICY=passive";
+    e->envp[ne++] = e->home;
+    e->envp[ne++] = e->tmp;
+    if (e->cvd[0])
+        e->envp[ne++] = e->cvd;
+    if (e->acg[0])
+        e->envp[ne++] = e->acg;
+    if (e->ldp[0])
+        e->envp[ne++] = e->ldp;
+    e->envp[ne] = NULL;
+}
 
+/* The child's argv: o->argv with its program resolved in the sandbox's
+ * PATH (into exe); NULL when out of memory. */
+static char **child_argv(const avo_sandbox_opts *o, char *exe, size_t exelen)
+{
     size_t argc = 0;
     while (o->argv[argc])
         argc++;
-    char exe[4200];
-    resolve(o->argv[0], exe, sizeof exe);
+    resolve(o->argv[0], exe, exelen);
     char **argv = calloc(argc + 1, sizeof *argv);
     if (argv) {
         memcpy(argv, o->argv, argc * sizeof *argv);
         argv[0] = exe;
     }
-    if (!argv || !cout.buf || !cerr.buf || (o->result_fd && !cres.buf) || (o->isolate && !plan)) {
-        snprintf(err, errlen, "out of memory");
-        rc = -ENOMEM;
-        goto cleanup;
-    }
-    if (pipe2(p_out, O_CLOEXEC) || pipe2(p_err, O_CLOEXEC) || pipe2(p_st, O_CLOEXEC) ||
-        (o->result_fd && pipe2(p_res, O_CLOEXEC)) || (o->stdin_data && pipe2(p_in, O_CLOEXEC))) {
-        rc = -errno;
+    return argv;
+}
+
+/* One run's state, shared by its phases: the pipes (parent's and child's
+ * ends), what they captured, the mount plan, the control group, the child. */
+typedef struct {
+    const avo_sandbox_opts *o;
+    avo_sandbox_result *r;
+    int p_out[2], p_err[2], p_res[2], p_st[2], p_in[2];
+    capture cout, cerr, cres;
+    mount_plan *plan;
+    avo_cgroup cg;
+    pid_t pid;
+    double start;
+    int status;
+    child_status st_exec;
+} sandbox_run;
+
+/* The pipes to the child, with its stdin written already. */
+static int open_pipes(sandbox_run *s, char *err, size_t errlen)
+{
+    const avo_sandbox_opts *o = s->o;
+    if (pipe2(s->p_out, O_CLOEXEC) || pipe2(s->p_err, O_CLOEXEC) || pipe2(s->p_st, O_CLOEXEC) ||
+        (o->result_fd && pipe2(s->p_res, O_CLOEXEC)) || (o->stdin_data && pipe2(s->p_in, O_CLOEXEC))) {
+        int rc = -errno;
         snprintf(err, errlen, "pipe: %s", strerror(errno));
-        goto cleanup;
+        return rc;
     }
     if (o->stdin_data) {
         /* Small (a seed): fits the pipe, so it is written before the child exists. */
         size_t n = strlen(o->stdin_data);
-        if (n >= PIPE_BUF || write(p_in[1], o->stdin_data, n) != (ssize_t)n) {
-            rc = -EIO;
+        if (n >= PIPE_BUF || write(s->p_in[1], o->stdin_data, n) != (ssize_t)n) {
             snprintf(err, errlen, "cannot pass %zu bytes on the child's stdin", n);
-            goto cleanup;
+            return -EIO;
         }
-        close_fd(&p_in[1]);
+        close_fd(&s->p_in[1]);
     }
-    if (plan)
-        plan_mounts(o, exe, plan);
+    return 0;
+}
+
+/* The child's control group where o->cgroup asks; what it gives (freezer,
+ * pids limit), or why there is none, goes into the result. */
+static void make_cgroup(sandbox_run *s)
+{
+    const avo_sandbox_opts *o = s->o;
+    avo_sandbox_result *r = s->r;
     long pids_limit = o->pids_max > 0 ? o->pids_max : 1024;
-    if (o->cgroup) {
-        char name[64], why[300];
-        snprintf(name, sizeof name, "avo-%d-%d", (int)getpid(), next_eval_id());
-        if (avo_cgroup_create(&cg, name, pids_limit, why, sizeof why) == 0) {
-            snprintf(r->cgroup_kind, sizeof r->cgroup_kind, "%s", avo_cgroup_freezer_name(&cg));
-            r->pids_limit = cg.pids >= 0 ? pids_limit : 0;
-        } else {
-            snprintf(r->cgroup_note, sizeof r->cgroup_note, "%.230s", why);
-        }
+    if (!o->cgroup)
+        return;
+    char name[64], why[300];
+    snprintf(name, sizeof name, "avo-%d-%d", (int)getpid(), next_eval_id());
+    if (avo_cgroup_create(&s->cg, name, pids_limit, why, sizeof why) == 0) {
+        snprintf(r->cgroup_kind, sizeof r->cgroup_kind, "%s", avo_cgroup_freezer_name(&s->cg));
+        r->pids_limit = s->cg.pids >= 0 ? pids_limit : 0;
+    } else {
+        snprintf(r->cgroup_note, sizeof r->cgroup_note, "%.230s", why);
     }
-    rlim_t cpu = (rlim_t)(o->cpu_s > 0 ? o->cpu_s : (o->timeout_s > 0 ? o->timeout_s + 5 : 600));
+}
+
+/* The child's resource limits. */
+static void child_limits(const avo_sandbox_opts *o, const avo_sandbox_result *r, child_args *ca)
+{
+    ca->cpu = (rlim_t)(o->cpu_s > 0 ? o->cpu_s : (o->timeout_s > 0 ? o->timeout_s + 5 : 600));
     /* CUDA reserves address space far beyond what it touches: no AS limit
      * for it (memory is still bounded by the device and the wall clock). */
-    rlim_t as = o->no_as_limit ? RLIM_INFINITY : o->as_bytes ? o->as_bytes : (4ull << 30);
-    rlim_t fsize = o->fsize_bytes ? o->fsize_bytes : (64ull << 20);
-    rlim_t nofile = o->nofile ? (rlim_t)o->nofile : 64;
+    ca->as = o->no_as_limit ? RLIM_INFINITY : o->as_bytes ? o->as_bytes : (4ull << 30);
+    ca->fsize = o->fsize_bytes ? o->fsize_bytes : (64ull << 20);
+    ca->nofile = o->nofile ? (rlim_t)o->nofile : 64;
     /* RLIMIT_NPROC counts every process of the uid on the host (nobody is
      * shared by every evaluation): where the group counts them per
      * evaluation, the group is the limit. */
-    rlim_t nproc = r->pids_limit ? RLIM_INFINITY : o->nproc ? (rlim_t)o->nproc : 256;
+    ca->nproc = r->pids_limit ? RLIM_INFINITY : o->nproc ? (rlim_t)o->nproc : 256;
+}
 
-    child_args ca = {.o = o,
-                     .argv = argv,
-                     .envp = envp,
-                     .out_w = p_out[1],
-                     .err_w = p_err[1],
-                     .res_w = p_res[1],
-                     .in_r = p_in[0],
-                     .st_w = p_st[1],
-                     .cpu = cpu,
-                     .as = as,
-                     .fsize = fsize,
-                     .nofile = nofile,
-                     .nproc = nproc,
-                     .m = plan,
-                     .cg = cg.freezer >= 0 ? &cg : NULL};
-    const double start = now();
+/* The child in new namespaces: as root; as another user inside a user
+ * namespace of its own; without the network namespace if that alone
+ * fails. Its pid, or -1 with the first failure's errno in *first_errno. */
+static pid_t spawn_isolated(const avo_sandbox_opts *o, child_args *ca, int *first_errno)
+{
+    const unsigned long base = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
+    const unsigned long tries[] = {base | (o->netns ? CLONE_NEWNET : 0),
+                                   base | CLONE_NEWUSER | (o->netns ? CLONE_NEWNET : 0), base, base | CLONE_NEWUSER};
+    pid_t pid = -1;
+    *first_errno = 0;
+    for (size_t i = 0; i < sizeof tries / sizeof *tries && pid < 0; i++) {
+        if ((tries[i] & CLONE_NEWUSER) && geteuid() == 0)
+            continue;
+        ca->ns = tries[i];
+        pid = spawn(ca->ns);
+        if (pid == 0)
+            child(ca);
+        if (pid < 0 && !*first_errno)
+            *first_errno = errno;
+    }
+    return pid;
+}
+
+/* The child started (isolated where o->isolate asks, else forked), in a
+ * process group of its own; the parent keeps only its ends of the pipes. */
+static int start_child(sandbox_run *s, child_args *ca, char *err, size_t errlen)
+{
+    const avo_sandbox_opts *o = s->o;
+    avo_sandbox_result *r = s->r;
+    s->start = now();
     pid_t pid = -1;
     if (o->isolate) {
-        /* The namespaces, as root; as another user inside a user namespace
-         * of its own; without the network namespace if that alone fails. */
-        const unsigned long base = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
-        const unsigned long tries[] = {base | (o->netns ? CLONE_NEWNET : 0),
-                                       base | CLONE_NEWUSER | (o->netns ? CLONE_NEWNET : 0), base,
-                                       base | CLONE_NEWUSER};
-        int first_errno = 0;
-        for (size_t i = 0; i < sizeof tries / sizeof *tries && pid < 0; i++) {
-            if ((tries[i] & CLONE_NEWUSER) && geteuid() == 0)
-                continue;
-            ca.ns = tries[i];
-            pid = spawn(ca.ns);
-            if (pid == 0)
-                child(&ca);
-            if (pid < 0 && !first_errno)
-                first_errno = errno;
-        }
+        int first_errno;
+        pid = spawn_isolated(o, ca, &first_errno);
         if (pid < 0) {
             if (o->isolate_required) {
-                rc = -first_errno;
                 snprintf(err, errlen, "cannot isolate %s (PID, mount and IPC namespaces): %s", o->argv[0],
                          strerror(first_errno));
-                goto cleanup;
+                return -first_errno;
             }
             snprintf(r->isolate_note, sizeof r->isolate_note, "no namespaces: %s", strerror(first_errno));
-            ca.ns = 0;
+            ca->ns = 0;
         }
     }
     if (pid < 0) {
         pid = spawn(0);
         if (pid == 0)
-            child(&ca);
+            child(ca);
     }
     if (pid < 0) {
-        rc = -errno;
+        int rc = -errno;
         snprintf(err, errlen, "fork: %s", strerror(errno));
-        goto cleanup;
+        return rc;
     }
-    r->pidns = (ca.ns & CLONE_NEWPID) != 0;
-    r->mountns = (ca.ns & CLONE_NEWNS) != 0;
-    r->userns = (ca.ns & CLONE_NEWUSER) != 0;
+    s->pid = pid;
+    r->pidns = (ca->ns & CLONE_NEWPID) != 0;
+    r->mountns = (ca->ns & CLONE_NEWNS) != 0;
+    r->userns = (ca->ns & CLONE_NEWUSER) != 0;
     /* setsid in the child may not have run yet when a kill comes; also call
      * setpgid from here so -pid is a valid group as early as possible. */
     setpgid(pid, pid);
-    close_fd(&p_out[1]);
-    close_fd(&p_err[1]);
-    close_fd(&p_res[1]);
-    close_fd(&p_st[1]);
-    close_fd(&p_in[0]);
-
+    close_fd(&s->p_out[1]);
+    close_fd(&s->p_err[1]);
+    close_fd(&s->p_res[1]);
+    close_fd(&s->p_st[1]);
+    close_fd(&s->p_in[0]);
     r->netns = o->netns;
-    int status = 0, reaped = 0, killed = 0;
-    double reaped_at = 0;
-    child_status st_exec = {0, 0, 0, 0};
+    return 0;
+}
+
+/* The pipes still open, to poll: each one's fd, and where its bytes go
+ * (NULL: the status pipe). How many. */
+static int poll_set(sandbox_run *s, struct pollfd *pf, capture **caps, int **fds)
+{
+    int *pipes[4] = {&s->p_out[0], &s->p_err[0], &s->p_res[0], &s->p_st[0]};
+    capture *to[4] = {&s->cout, &s->cerr, &s->cres, NULL};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (*pipes[i] < 0)
+            continue;
+        pf[n] = (struct pollfd){*pipes[i], POLLIN, 0};
+        caps[n] = to[i];
+        fds[n++] = pipes[i];
+    }
+    return n;
+}
+
+/* The child's status messages: notes into the result, a failed setup or
+ * exec into s->st_exec. */
+static void read_status(sandbox_run *s, const char *buf, ssize_t got)
+{
+    avo_sandbox_result *r = s->r;
+    /* Status messages are small, written atomically. */
+    for (ssize_t off = 0; off + (ssize_t)sizeof(child_status) <= got; off += sizeof(child_status)) {
+        child_status cs;
+        memcpy(&cs, buf + off, sizeof cs);
+        if (cs.stage == ST_NETNS) {
+            r->netns = 0;
+            snprintf(r->netns_note, sizeof r->netns_note, "unshare(CLONE_NEWNET): %s", strerror(cs.err));
+        } else if (cs.stage == ST_ISOLATE) {
+            add_note(r, s->plan, &cs);
+            if (cs.step == IS_CGJOIN) {
+                r->cgroup_kind[0] = 0;
+                r->pids_limit = 0;
+            }
+        } else {
+            s->st_exec = cs;
+        }
+    }
+}
+
+/* What the ready pipes hold; a pipe at its end is closed. */
+static void drain_pipes(sandbox_run *s, const struct pollfd *pf, capture **caps, int **fds, int n)
+{
     char buf[65536];
+    for (int i = 0; i < n; i++) {
+        if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t got = read(*fds[i], buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            close_fd(fds[i]);
+            continue;
+        }
+        if (caps[i])
+            capture_add(caps[i], buf, (size_t)got);
+        else
+            read_status(s, buf, got);
+    }
+}
+
+/* 1 when the child has exited and is reaped, with what it left behind in
+ * its group killed. */
+static int reap_child(sandbox_run *s)
+{
+    /* WNOWAIT first: while the child is an unreaped zombie its pid
+     * cannot be reused, so killing -pid cannot hit a stranger. */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != s->pid)
+        return 0;
+    /* Anything the child left behind in its group goes too (in
+     * its own PID namespace the kernel has done it already). */
+    kill(-s->pid, SIGKILL);
+    if (s->cg.freezer >= 0)
+        avo_cgroup_kill(&s->cg);
+    waitpid(s->pid, &s->status, 0);
+    return 1;
+}
+
+/* 1 when the child ran past its timeout or was cancelled, and is killed. */
+static int stop_child(sandbox_run *s)
+{
+    const avo_sandbox_opts *o = s->o;
+    int stop = 0;
+    if (o->timeout_s > 0 && now() - s->start > o->timeout_s)
+        stop = s->r->timed_out = 1;
+    else if (o->should_cancel && o->should_cancel(o->cancel_arg))
+        stop = s->r->cancelled = 1;
+    if (stop) {
+        /* The child is the first process of its PID namespace: its
+         * death takes every other process in it along. */
+        kill(-s->pid, SIGKILL);
+        kill(s->pid, SIGKILL);
+        if (s->cg.freezer >= 0)
+            avo_cgroup_kill(&s->cg);
+    }
+    return stop;
+}
+
+/* Captures the child's output until it is reaped, killing it past its
+ * timeout or on a cancel. */
+static void supervise(sandbox_run *s)
+{
+    int reaped = 0, killed = 0;
+    double reaped_at = 0;
     while (1) {
         struct pollfd pf[4];
         capture *caps[4];
         int *fds[4];
-        int n = 0;
-        if (p_out[0] >= 0) {
-            pf[n] = (struct pollfd){p_out[0], POLLIN, 0};
-            caps[n] = &cout;
-            fds[n++] = &p_out[0];
-        }
-        if (p_err[0] >= 0) {
-            pf[n] = (struct pollfd){p_err[0], POLLIN, 0};
-            caps[n] = &cerr;
-            fds[n++] = &p_err[0];
-        }
-        if (p_res[0] >= 0) {
-            pf[n] = (struct pollfd){p_res[0], POLLIN, 0};
-            caps[n] = &cres;
-            fds[n++] = &p_res[0];
-        }
-        if (p_st[0] >= 0) {
-            pf[n] = (struct pollfd){p_st[0], POLLIN, 0};
-            caps[n] = NULL;
-            fds[n++] = &p_st[0];
-        }
+        int n = poll_set(s, pf, caps, fds);
         /* Done when the child is reaped and the pipes are drained, or 200 ms
          * after reaping: a grandchild that escaped the group may hold a
          * pipe open forever and must not hang the worker. */
@@ -658,114 +772,119 @@ int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err,
             break;
         int pr = n ? poll(pf, (nfds_t)n, 100) : (usleep(20000), 0);
         if (pr < 0 && errno != EINTR) {
-            kill(-pid, SIGKILL);
+            kill(-s->pid, SIGKILL);
             killed = 1;
         }
-        for (int i = 0; pr > 0 && i < n; i++) {
-            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t got = read(*fds[i], buf, sizeof buf);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0) {
-                close_fd(fds[i]);
-                continue;
-            }
-            if (caps[i]) {
-                capture_add(caps[i], buf, (size_t)got);
-            } else {
-                /* Status messages are small, written atomically. */
-                for (ssize_t off = 0; off + (ssize_t)sizeof(child_status) <= got; off += sizeof(child_status)) {
-                    child_status cs;
-                    memcpy(&cs, buf + off, sizeof cs);
-                    if (cs.stage == ST_NETNS) {
-                        r->netns = 0;
-                        snprintf(r->netns_note, sizeof r->netns_note, "unshare(CLONE_NEWNET): %s", strerror(cs.err));
-                    } else if (cs.stage == ST_ISOLATE) {
-                        add_note(r, plan, &cs);
-                        if (cs.step == IS_CGJOIN) {
-                            r->cgroup_kind[0] = 0;
-                            r->pids_limit = 0;
-                        }
-                    } else {
-                        st_exec = cs;
-                    }
-                }
-            }
-        }
-        if (!reaped) {
-            /* WNOWAIT first: while the child is an unreaped zombie its pid
-             * cannot be reused, so killing -pid cannot hit a stranger. */
-            siginfo_t si;
-            memset(&si, 0, sizeof si);
-            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) {
-                /* Anything the child left behind in its group goes too (in
-                 * its own PID namespace the kernel has done it already). */
-                kill(-pid, SIGKILL);
-                if (cg.freezer >= 0)
-                    avo_cgroup_kill(&cg);
-                waitpid(pid, &status, 0);
-                reaped = 1;
-                reaped_at = now();
-            }
-        }
-        if (!reaped && !killed) {
-            int stop = 0;
-            if (o->timeout_s > 0 && now() - start > o->timeout_s)
-                stop = r->timed_out = 1;
-            else if (o->should_cancel && o->should_cancel(o->cancel_arg))
-                stop = r->cancelled = 1;
-            if (stop) {
-                /* The child is the first process of its PID namespace: its
-                 * death takes every other process in it along. */
-                kill(-pid, SIGKILL);
-                kill(pid, SIGKILL);
-                if (cg.freezer >= 0)
-                    avo_cgroup_kill(&cg);
-                killed = 1;
-            }
-        }
+        if (pr > 0)
+            drain_pipes(s, pf, caps, fds, n);
+        if (!reaped && (reaped = reap_child(s)))
+            reaped_at = now();
+        if (!reaped && !killed)
+            killed = stop_child(s);
     }
-    r->wall_s = now() - start;
-    if (WIFEXITED(status)) {
+}
+
+/* How the child ended, into the result; a failed setup or exec is an error. */
+static int end_result(sandbox_run *s, char *err, size_t errlen)
+{
+    avo_sandbox_result *r = s->r;
+    r->wall_s = now() - s->start;
+    if (WIFEXITED(s->status)) {
         r->exited = 1;
-        r->exit_code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-        r->signal = WTERMSIG(status);
+        r->exit_code = WEXITSTATUS(s->status);
+    } else if (WIFSIGNALED(s->status)) {
+        r->signal = WTERMSIG(s->status);
     }
-    if (st_exec.stage) {
-        rc = st_exec.stage == ST_EXEC ? -st_exec.err : -EIO;
-        snprintf(err, errlen, "%s %s: %s", st_exec.stage == ST_EXEC ? "cannot execute" : "cannot set up", o->argv[0],
-                 strerror(st_exec.err));
+    if (!s->st_exec.stage)
+        return 0;
+    snprintf(err, errlen, "%s %s: %s", s->st_exec.stage == ST_EXEC ? "cannot execute" : "cannot set up", s->o->argv[0],
+             strerror(s->st_exec.err));
+    return s->st_exec.stage == ST_EXEC ? -s->st_exec.err : -EIO;
+}
+
+/* The captures, NUL-terminated, into the result (which owns them now). */
+static void hand_over(sandbox_run *s)
+{
+    avo_sandbox_result *r = s->r;
+    if (s->cout.buf)
+        s->cout.buf[s->cout.len] = 0;
+    if (s->cerr.buf)
+        s->cerr.buf[s->cerr.len] = 0;
+    if (s->cres.buf)
+        s->cres.buf[s->cres.len] = 0;
+    r->out = s->cout.buf;
+    r->out_len = s->cout.len;
+    r->err = s->cerr.buf;
+    r->err_len = s->cerr.len;
+    r->result = s->cres.buf;
+    r->result_len = s->cres.len;
+    r->result_truncated = s->cres.truncated;
+}
+
+static void close_pipes(sandbox_run *s)
+{
+    int *p[] = {s->p_out, s->p_err, s->p_res, s->p_st, s->p_in};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) {
+        close_fd(&p[i][0]);
+        close_fd(&p[i][1]);
     }
+}
+
+int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    sandbox_run s = {.o = o,
+                     .r = r,
+                     .p_out = {-1, -1},
+                     .p_err = {-1, -1},
+                     .p_res = {-1, -1},
+                     .p_st = {-1, -1},
+                     .p_in = {-1, -1},
+                     .pid = -1};
+    int rc = 0;
+    size_t out_cap = o->out_cap ? o->out_cap : 4096;
+    s.cout = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
+    s.cerr = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
+    size_t res_cap = o->result_cap ? o->result_cap : (1u << 20);
+    s.cres = (capture){o->result_fd ? malloc(res_cap + 1) : NULL, 0, res_cap, 1, 0};
+    s.plan = o->isolate ? calloc(1, sizeof *s.plan) : NULL;
+    avo_cgroup_clear(&s.cg);
+    child_env env;
+    make_env(o, &env);
+    char exe[4200];
+    char **argv = child_argv(o, exe, sizeof exe);
+    if (!argv || !s.cout.buf || !s.cerr.buf || (o->result_fd && !s.cres.buf) || (o->isolate && !s.plan)) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    if ((rc = open_pipes(&s, err, errlen)))
+        goto cleanup;
+    if (s.plan)
+        plan_mounts(o, exe, s.plan);
+    make_cgroup(&s);
+    child_args ca = {.o = o,
+                     .argv = argv,
+                     .envp = env.envp,
+                     .out_w = s.p_out[1],
+                     .err_w = s.p_err[1],
+                     .res_w = s.p_res[1],
+                     .in_r = s.p_in[0],
+                     .st_w = s.p_st[1],
+                     .m = s.plan,
+                     .cg = s.cg.freezer >= 0 ? &s.cg : NULL};
+    child_limits(o, r, &ca);
+    if ((rc = start_child(&s, &ca, err, errlen)))
+        goto cleanup;
+    supervise(&s);
+    rc = end_result(&s, err, errlen);
 
 cleanup:
-    avo_cgroup_destroy(&cg);
-    free(plan);
+    avo_cgroup_destroy(&s.cg);
+    free(s.plan);
     free(argv);
-    close_fd(&p_out[0]);
-    close_fd(&p_out[1]);
-    close_fd(&p_err[0]);
-    close_fd(&p_err[1]);
-    close_fd(&p_res[0]);
-    close_fd(&p_res[1]);
-    close_fd(&p_st[0]);
-    close_fd(&p_st[1]);
-    close_fd(&p_in[0]);
-    close_fd(&p_in[1]);
-    if (cout.buf)
-        cout.buf[cout.len] = 0;
-    if (cerr.buf)
-        cerr.buf[cerr.len] = 0;
-    if (cres.buf)
-        cres.buf[cres.len] = 0;
-    r->out = cout.buf;
-    r->out_len = cout.len;
-    r->err = cerr.buf;
-    r->err_len = cerr.len;
-    r->result = cres.buf;
-    r->result_len = cres.len;
-    r->result_truncated = cres.truncated;
+    close_pipes(&s);
+    hand_over(&s);
     if (rc)
         avo_sandbox_result_free(r);
     return rc;
