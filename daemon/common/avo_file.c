@@ -81,27 +81,47 @@ int avo_file_mkdirs(const char *path, mode_t mode, char *failed, size_t failedle
     return make_one(buf, mode, failed, failedlen);
 }
 
-int avo_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+/* A temporary name beside path no other writer uses: the pid for other
+ * processes, a counter for other threads of this one (the worker's compile
+ * thread and its main thread may store into the same cache). */
+static int temp_beside(char *tmp, size_t len, const char *path)
 {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    const char *p = data;
-    int rc = 0;
-    while (len && !rc) {
+    static unsigned counter;
+    unsigned k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    /* hidden (.name.tmp.pid.k): a listing or a glob of the directory never
+     * takes one left by a crash for a finished file */
+    const char *slash = strrchr(path, '/');
+    const int dirlen = slash ? (int)(slash - path + 1) : 0;
+    int n = snprintf(tmp, len, "%.*s.%s.tmp.%ld.%u", dirlen, path, path + dirlen, (long)getpid(), k);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
         ssize_t w = write(fd, p, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            rc = w < 0 ? -errno : -EIO;
-        else {
-            p += w;
-            len -= (size_t)w;
-        }
+            return w < 0 ? -errno : -EIO;
+        p += w;
+        len -= (size_t)w;
     }
+    return 0;
+}
+
+/* The file at tmp, written by fill (0 or a negative errno) from arg, flushed
+ * and renamed over path; on any failure nothing is left at tmp. */
+static int publish(const char *path, mode_t mode, int (*fill)(int fd, void *arg), void *arg)
+{
+    char tmp[PATH_MAX];
+    int rc = temp_beside(tmp, sizeof tmp, path);
+    if (rc)
+        return rc;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    rc = fill(fd, arg);
     if (!rc && fsync(fd) != 0)
         rc = -errno;
     if (close(fd) != 0 && !rc)
@@ -110,5 +130,53 @@ int avo_file_write_atomic(const char *path, const void *data, size_t len, mode_t
         rc = -errno;
     if (rc)
         unlink(tmp);
+    return rc;
+}
+
+typedef struct {
+    const void *data;
+    size_t len;
+} bytes;
+
+static int fill_bytes(int fd, void *arg)
+{
+    const bytes *b = arg;
+    return write_all(fd, b->data, b->len);
+}
+
+int avo_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    bytes b = {data, len};
+    return publish(path, mode, fill_bytes, &b);
+}
+
+static int fill_copy(int fd, void *arg)
+{
+    int in = *(int *)arg;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return 0;
+        int rc = write_all(fd, buf, (size_t)n);
+        if (rc)
+            return rc;
+    }
+}
+
+int avo_file_copy_atomic(const char *from, const char *to, mode_t mode)
+{
+    struct stat st;
+    int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (in < 0)
+        return -errno;
+    int rc = fstat(in, &st) != 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+    if (!rc)
+        rc = publish(to, mode, fill_copy, &in);
+    close(in);
     return rc;
 }

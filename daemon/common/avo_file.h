@@ -20,10 +20,13 @@ char *avo_file_read(const char *path, size_t *len);
  * names the part that could not be made. */
 AVO_MUSTCHECK int avo_file_mkdirs(const char *path, mode_t mode, char *failed, size_t failedlen);
 
-/* len bytes of data as the whole of path: written to path.tmp.<pid> with
+/* len bytes of data as the whole of path: written to a hidden temporary file beside it with
  * mode, flushed, then renamed over path, so a reader (or a crash) sees the
  * old file or the new one, never a part. Returns 0 or a negative errno
  * (the temporary file is removed). */
 AVO_MUSTCHECK int avo_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* The same for a copy of the regular file from (not followed if it is a
+ * symbolic link: -ELOOP; not a regular file: -EINVAL). */
+AVO_MUSTCHECK int avo_file_copy_atomic(const char *from, const char *to, mode_t mode);
 
 #endif

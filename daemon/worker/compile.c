@@ -2,6 +2,7 @@
 #include "compile.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "avo_file.h"
 #include "avo_hash.h"
+#include "avo_log.h"
 #include "avo_utf8.h"
 #include "sandbox.h"
 
@@ -22,58 +24,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int write_file(const char *path, const char *data, size_t len, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    while (len) {
-        ssize_t w = write(fd, data, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = errno ? errno : EIO;
-            close(fd);
-            return -e;
-        }
-        data += w;
-        len -= (size_t)w;
-    }
-    return close(fd) ? -errno : 0;
-}
-
-/* The compiled object into the cache (a fresh file of ours: the compiler's
- * output belongs to the sandbox user). Objects are 0644 in a 0700 dir: only
- * the worker reaches them, and a disassembler it exposes one to can read it. */
-static int copy_file(const char *from, const char *to)
-{
-    int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (in < 0)
-        return -errno;
-    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int e = errno;
-        close(in);
-        return -e;
-    }
-    char buf[65536];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
-            break;
-        }
-    if (n < 0)
-        rc = -errno;
-    close(in);
-    if (close(out) != 0 && !rc)
-        rc = -errno;
-    if (rc)
-        unlink(to);
-    return rc;
 }
 
 static char *read_small(const char *path, size_t cap)
@@ -193,35 +143,39 @@ static void kept_file(const char *work, const char *out_name, const char *name, 
         out[0] = 0;
 }
 
+/* The compiler's log beside its object in the cache. Losing it costs a
+ * message on a later cache hit, not a result: warned, not failed. */
+static void keep_log(const char *path, const char *log)
+{
+    int rc = avo_file_write_atomic(path, log, strlen(log), 0600);
+    if (rc)
+        avo_warn("compile", "cannot keep the compile log %s: %s", path, strerror(-rc));
+}
+
 /* The kept file `from` into the cache as `to` (its path into r_path), or
  * nothing when the compile kept none. */
-static int keep_in_cache(const char *from, const char *to, const char *tmp, char *r_path, size_t r_len)
+static int keep_in_cache(const char *from, const char *to, char *r_path, size_t r_len)
 {
     r_path[0] = 0;
     if (!from[0])
         return 0;
-    int rc = copy_file(from, tmp);
-    if (!rc && rename(tmp, to) != 0)
-        rc = -errno;
-    if (rc) {
-        unlink(tmp);
+    int rc = avo_file_copy_atomic(from, to, 0644);
+    if (rc)
         return rc;
-    }
     snprintf(r_path, r_len, "%s", to);
     return 0;
 }
 
 /* The compile's kept .s (and .ptx) into the cache at asmpath (ptxpath). */
 static int store_kept(const char *work, const char *out_name, const char *name, int cuda, const char *asmpath,
-                      const char *ptxpath, const char *tmp, avo_compile_result *r)
+                      const char *ptxpath, avo_compile_result *r)
 {
-    char from[4400], to_tmp[4500];
-    snprintf(to_tmp, sizeof to_tmp, "%s.k", tmp);
+    char from[PATH_MAX];
     kept_file(work, out_name, name, ".s", from, sizeof from);
-    int rc = keep_in_cache(from, asmpath, to_tmp, r->asm_path, sizeof r->asm_path);
+    int rc = keep_in_cache(from, asmpath, r->asm_path, sizeof r->asm_path);
     if (!rc && cuda) {
         kept_file(work, out_name, name, ".ptx", from, sizeof from);
-        rc = keep_in_cache(from, ptxpath, to_tmp, r->ptx_path, sizeof r->ptx_path);
+        rc = keep_in_cache(from, ptxpath, r->ptx_path, sizeof r->ptx_path);
     }
     return rc;
 }
@@ -270,8 +224,11 @@ typedef struct {
     const char *cc;
     char gencode[128];
     double start;
-    char ident[512], cache[4096], path[4300], logpath[4300], failpath[4300], tmp[4400], srcpath[4300];
-    char asmpath[4300], ptxpath[4300], outpath[4400];
+    char ident[512];
+    /* The object goes in by avo_file_copy_atomic: readers never see a
+     * half-written one, and concurrent compiles of one key both succeed. */
+    char cache[PATH_MAX], path[PATH_MAX], logpath[PATH_MAX], failpath[PATH_MAX], srcpath[PATH_MAX];
+    char asmpath[PATH_MAX], ptxpath[PATH_MAX], outpath[PATH_MAX];
 } compile_job;
 
 /* The object's name in the scratch directory. */
@@ -383,7 +340,7 @@ static int prepare_work_dir(compile_job *j, const char *src, size_t len, char *e
         return rc;
     }
     snprintf(j->srcpath, sizeof j->srcpath, "%s/%s", o->work_dir, j->name);
-    if ((rc = write_file(j->srcpath, src, len, 0644))) {
+    if ((rc = avo_file_write_atomic(j->srcpath, src, len, 0644))) {
         snprintf(err, errlen, "cannot write %s: %s", j->srcpath, strerror(-rc));
         return rc;
     }
@@ -399,11 +356,6 @@ static int prepare_work_dir(compile_job *j, const char *src, size_t len, char *e
             if (!stale[0] || unlink(stale) != 0)
                 break;
         }
-    /* Copied beside its final place and renamed: readers never see a
-     * half-written object, and concurrent compiles of one key both succeed. */
-    static unsigned counter;
-    snprintf(j->tmp, sizeof j->tmp, "%s/.%s.%d.%u.tmp", j->cache, j->r->key, (int)getpid(),
-             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
     return 0;
 }
 
@@ -467,25 +419,26 @@ static int store_compile(compile_job *j, const avo_sandbox_result *sr, char *err
      * failure: an assembler that stopped at `.incbin` of an unreadable file
      * left its input, and the policy check names the line. */
     if (sr->exited && !sr->timed_out && !sr->cancelled &&
-        (rc = store_kept(j->o->work_dir, out_name, j->name, j->cuda, j->asmpath, j->ptxpath, j->tmp, r))) {
+        (rc = store_kept(j->o->work_dir, out_name, j->name, j->cuda, j->asmpath, j->ptxpath, r))) {
         snprintf(err, errlen, "cannot store the compile's kept files in %s: %s", j->cache, strerror(-rc));
         return rc;
     }
     if (sr->exited && sr->exit_code == 0 && access(j->outpath, R_OK) == 0) {
-        if ((rc = copy_file(j->outpath, j->tmp)) || rename(j->tmp, j->path) != 0) {
-            rc = rc ? rc : -errno;
+        /* A fresh file of ours (the compiler's output belongs to the sandbox
+         * user). Objects are 0644 in a 0700 dir: only the worker reaches
+         * them, and a disassembler it exposes one to can read it. */
+        if ((rc = avo_file_copy_atomic(j->outpath, j->path, 0644))) {
             snprintf(err, errlen, "cannot store %s: %s", j->path, strerror(-rc));
-            unlink(j->tmp);
             return rc;
         }
         r->ok = 1;
-        write_file(j->logpath, r->log, strlen(r->log), 0600);
+        keep_log(j->logpath, r->log);
     } else {
         /* Only a clean compiler verdict is cached; timeouts and signals may
          * be the machine's fault, not the source's. */
         if (sr->exited && sr->exit_code != 0 && !sr->timed_out && !sr->cancelled &&
             avo_compile_failure_cacheable(r->log))
-            write_file(j->failpath, r->log, strlen(r->log), 0600);
+            keep_log(j->failpath, r->log);
     }
     return 0;
 }

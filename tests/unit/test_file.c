@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -33,6 +34,20 @@ static int teardown(void **state)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Temporary files of ours left in a directory (".NAME.tmp.PID.K"). */
+static int leftovers(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    if (!d)
+        return -1;
+    while ((de = readdir(d)))
+        n += strstr(de->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return n;
 }
 
 static int is_dir(const char *p)
@@ -105,13 +120,47 @@ static void test_write_atomic(void **state)
     assert_int_equal(stat(p, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0640 & ~0022 & 0777);
     /* no temporary file left behind */
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", p, (long)getpid());
-    assert_int_not_equal(access(tmp, F_OK), 0);
+    assert_int_equal(leftovers(root), 0);
+    /* the rename fails (a directory is there): the cause, and the
+     * temporary file goes */
+    snprintf(p, sizeof p, "%s/a", root);
+    assert_int_equal(avo_file_write_atomic(p, "x", 1, 0600), -EISDIR);
+    assert_int_equal(leftovers(root), 0);
     /* a directory that does not exist: the cause, and nothing made */
     snprintf(p, sizeof p, "%s/missing/summary.json", root);
     assert_int_equal(avo_file_write_atomic(p, "x", 1, 0600), -ENOENT);
     assert_int_not_equal(access(p, F_OK), 0);
+}
+
+static void test_copy_atomic(void **state)
+{
+    (void)state;
+    char from[PATH_MAX], to[PATH_MAX], link[PATH_MAX], dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/copies", root);
+    assert_int_equal(avo_file_mkdirs(dir, 0700, NULL, 0), 0);
+    assert_int_equal(avo_paths_join(from, sizeof from, dir, "from.so"), 0);
+    assert_int_equal(avo_paths_join(to, sizeof to, dir, "to.so"), 0);
+    /* larger than one read buffer, with NUL bytes */
+    size_t n = 200000;
+    char *data = malloc(n);
+    assert_non_null(data);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (char)(i * 7);
+    assert_int_equal(avo_file_write_atomic(from, data, n, 0600), 0);
+    assert_int_equal(avo_file_copy_atomic(from, to, 0644), 0);
+    size_t len = 0;
+    char *back = avo_file_read(to, &len);
+    assert_non_null(back);
+    assert_int_equal(len, n);
+    assert_memory_equal(back, data, n);
+    free(back);
+    free(data);
+    /* a symbolic link is not followed, a directory is no file */
+    assert_int_equal(avo_paths_join(link, sizeof link, dir, "link.so"), 0);
+    assert_int_equal(symlink(from, link), 0);
+    assert_int_equal(avo_file_copy_atomic(link, to, 0644), -ELOOP);
+    assert_int_equal(avo_file_copy_atomic(dir, to, 0644), -EINVAL);
+    assert_int_equal(leftovers(dir), 0);
 }
 
 static void test_join(void **state)
@@ -136,10 +185,8 @@ int main(void)
 {
     umask(0022);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mkdirs),
-        cmocka_unit_test(test_mkdirs_refuses),
-        cmocka_unit_test(test_write_atomic),
-        cmocka_unit_test(test_join),
+        cmocka_unit_test(test_mkdirs),      cmocka_unit_test(test_mkdirs_refuses), cmocka_unit_test(test_write_atomic),
+        cmocka_unit_test(test_copy_atomic), cmocka_unit_test(test_join),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
