@@ -29,7 +29,7 @@ static const char *take_value(const char *inline_val, int i, int argc, char *con
     return argv[i + 1];
 }
 
-int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *err, size_t errlen)
+int avoctl_args_globals(int argc, char *const *argv, avoctl_globals *g, char *err, size_t errlen)
 {
     /* The global options that take a value, and where it goes. */
     const struct {
@@ -211,7 +211,7 @@ const char *avoctl_args_get(const avoctl_args *a, const char *name)
     return k < 0 || k >= AVOCTL_MAX_OPTS ? NULL : a->val[k];
 }
 
-int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen)
+int avoctl_args_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
@@ -228,7 +228,7 @@ int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, 
     return 0;
 }
 
-int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen)
+int avoctl_args_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen)
 {
     char *end;
     errno = 0;

@@ -42,7 +42,7 @@ typedef struct {
 
 /* Parse the flags before the command. Returns the index of the command in
  * argv (argc when there is none) or -EINVAL with a message in err. */
-int avoctl_globals_parse(int argc, char *const *argv, avoctl_globals *g, char *err, size_t errlen);
+int avoctl_args_globals(int argc, char *const *argv, avoctl_globals *g, char *err, size_t errlen);
 
 /* Parse a command's arguments (argv[0] is the first one after the command).
  * opts may be NULL. "--" ends options; "-" is a positional (stdin). Returns 0
@@ -54,7 +54,7 @@ int avoctl_args_parse(const avoctl_opt *opts, int max_pos, int argc, char *const
 const char *avoctl_args_get(const avoctl_args *a, const char *name);
 
 /* Strict number parsing; what names the argument in the error message. */
-int avoctl_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
-int avoctl_parse_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen);
+int avoctl_args_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
+int avoctl_args_double(const char *what, const char *s, double min, double max, double *out, char *err, size_t errlen);
 
 #endif

@@ -126,8 +126,8 @@ static int unreachable(const avoctl_ctx *c, const char *why)
 static int daemon_error(const avoctl_response *r)
 {
     const json_t *e = json_object_get(r->body, "error");
-    const char *msg = avoctl_str(e, "message");
-    const char *code = avoctl_str(e, "code");
+    const char *msg = avoctl_fmt_str(e, "message");
+    const char *code = avoctl_fmt_str(e, "code");
     if (msg)
         errorf("%s (%s)", msg, code ? code : "error");
     else
@@ -189,7 +189,7 @@ static int call_full(avoctl_ctx *c, avo_route_id route, int64_t id, const char *
     }
     if (status)
         *status = r.status;
-    avoctl_response_free(&r);
+    avoctl_http_response_free(&r);
     return ex;
 }
 
@@ -207,7 +207,7 @@ static int call(avoctl_ctx *c, avo_route_id route, int64_t id, const char *query
 static int job_arg(const avoctl_ctx *c, const avoctl_args *a, int64_t *job)
 {
     char err[256];
-    if (avoctl_parse_i64("JOB", a->pos[0], 1, INT64_MAX, job, err, sizeof err) < 0)
+    if (avoctl_args_i64("JOB", a->pos[0], 1, INT64_MAX, job, err, sizeof err) < 0)
         return usage_error(c, err);
     return EXIT_OK;
 }
@@ -278,18 +278,18 @@ static void lift_lines(watch_state *w)
 /* Failures in red, new bests in green (when colour is on). */
 static const char *event_color(const json_t *ev)
 {
-    const char *kind = avoctl_str(ev, "kind");
+    const char *kind = avoctl_fmt_str(ev, "kind");
     const json_t *d = json_object_get(ev, "data");
-    const char *outcome = avoctl_str(d, "outcome"), *state = avoctl_str(d, "state");
+    const char *outcome = avoctl_fmt_str(d, "outcome"), *state = avoctl_fmt_str(d, "state");
     if (!kind)
         return "";
     if (!strcmp(kind, "new_best"))
-        return avoctl_color_good();
+        return avoctl_fmt_color_good();
     if ((!strcmp(kind, "candidate_evaluated") || !strcmp(kind, "evaluation_finished")) && outcome &&
         strcmp(outcome, "ok") != 0)
-        return avoctl_color_fail();
+        return avoctl_fmt_color_fail();
     if (!strcmp(kind, "job_finished") && state)
-        return strcmp(state, "succeeded") ? avoctl_color_fail() : avoctl_color_good();
+        return strcmp(state, "succeeded") ? avoctl_fmt_color_fail() : avoctl_fmt_color_good();
     return "";
 }
 
@@ -320,7 +320,7 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
         fprintf(stderr, "avoctl: skipping event %s: data is not JSON: %s\n", ev->id, je.text);
     } else {
         const json_t *d = json_object_get(obj, "data");
-        const char *unit = avoctl_str(d, "unit");
+        const char *unit = avoctl_fmt_str(d, "unit");
         if (unit)
             snprintf(w->unit, sizeof w->unit, "%s", unit);
         if (w->c->json) {
@@ -336,17 +336,17 @@ static int on_event(const avoctl_sse_event *ev, void *arg)
             /* The event scrolls above; the island lines stay at the bottom. */
             if (w->drawn)
                 printf("\033[%dA\033[J", w->drawn);
-            printf("%s%s%s\n", event_color(obj), line, *event_color(obj) ? avoctl_color_off() : "");
+            printf("%s%s%s\n", event_color(obj), line, *event_color(obj) ? avoctl_fmt_color_off() : "");
             w->view.elapsed = w->elapsed0 + (now_s() - w->t0);
             if (w->live)
-                w->drawn = avoctl_islands_print(&w->view, avoctl_term_width(stdout), stdout);
+                w->drawn = avoctl_islands_print(&w->view, avoctl_table_term_width(stdout), stdout);
         }
         fflush(stdout);
-        const char *kind = avoctl_str(obj, "kind");
+        const char *kind = avoctl_fmt_str(obj, "kind");
         if (!kind)
             kind = ev->event;
         if (strcmp(kind, "job_finished") == 0) {
-            const char *state = avoctl_str(d, "state");
+            const char *state = avoctl_fmt_str(d, "state");
             snprintf(w->state, sizeof w->state, "%s", state ? state : "");
             w->finished = 1;
         }
@@ -376,22 +376,22 @@ static int check_finished(avoctl_ctx *c, int64_t job)
     int ex = -1;
 
     if (avoctl_http_call(c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 && r.status == 200 &&
-        is_final(avoctl_str(r.body, "state"))) {
-        const char *state = avoctl_str(r.body, "state");
+        is_final(avoctl_fmt_str(r.body, "state"))) {
+        const char *state = avoctl_fmt_str(r.body, "state");
         if (!c->json) {
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:O?, s:O?, s:O?, s:O?}}", "kind", "job_finished", "job",
                                    (json_int_t)job, "data", "state", state, "reason", json_object_get(r.body, "reason"),
                                    "best", json_object_get(r.body, "best"), "seed", json_object_get(r.body, "seed"),
                                    "speedup", json_object_get(r.body, "speedup"));
             char line[1024];
-            avoctl_fmt_event(ev, avoctl_str(r.body, "unit"), line, sizeof line);
-            printf("%s%s%s\n", event_color(ev), line, *event_color(ev) ? avoctl_color_off() : "");
-            avoctl_job_summary(r.body, stdout);
+            avoctl_fmt_event(ev, avoctl_fmt_str(r.body, "unit"), line, sizeof line);
+            printf("%s%s%s\n", event_color(ev), line, *event_color(ev) ? avoctl_fmt_color_off() : "");
+            avoctl_islands_job_summary(r.body, stdout);
             json_decref(ev);
         }
         ex = exit_for_state(state);
     }
-    avoctl_response_free(&r);
+    avoctl_http_response_free(&r);
     return ex;
 }
 
@@ -404,10 +404,10 @@ static int watch_end(watch_state *w, int64_t job, int ex)
         return ex;
     if (avoctl_http_call(w->c->http, AVO_ROUTE_JOB_GET, job, NULL, NULL, &r) == 0 && r.status == 200 &&
         json_is_object(r.body))
-        avoctl_job_summary(r.body, stdout);
+        avoctl_islands_job_summary(r.body, stdout);
     else
         avoctl_islands_summary(&w->view, stdout);
-    avoctl_response_free(&r);
+    avoctl_http_response_free(&r);
     return ex;
 }
 
@@ -439,12 +439,12 @@ static int stream_error(int rc, int error, avoctl_response *r)
 {
     if (error) {
         errorf("cannot read the event stream: %s", strerror(-error));
-        avoctl_response_free(r);
+        avoctl_http_response_free(r);
         return EXIT_FAIL;
     }
     if (rc == 0 && r->status != 200 && r->status != 503) {
         int ex = daemon_error(r);
-        avoctl_response_free(r);
+        avoctl_http_response_free(r);
         return ex;
     }
     return -1;
@@ -470,14 +470,14 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
             spec = json_object_get(r.body, "spec");
             islands = (int)json_integer_value(json_object_get(spec, "islands"));
             budget = (int)json_integer_value(json_object_get(json_object_get(spec, "budget"), "evaluations"));
-            unit = avoctl_str(r.body, "unit");
+            unit = avoctl_fmt_str(r.body, "unit");
         }
         avoctl_islands_init(&w.view, islands, budget, unit);
         w.view.wall_budget = json_number_value(json_object_get(json_object_get(spec, "budget"), "wall_seconds"));
         /* a queued job's clock starts about now */
-        w.elapsed0 = r.status == 200 && avoctl_job_elapsed(r.body) > 0 ? avoctl_job_elapsed(r.body) : 0;
+        w.elapsed0 = r.status == 200 && avoctl_fmt_job_elapsed(r.body) > 0 ? avoctl_fmt_job_elapsed(r.body) : 0;
         w.t0 = now_s();
-        avoctl_response_free(&r);
+        avoctl_http_response_free(&r);
         w.live = !c->json && isatty(STDOUT_FILENO);
     }
     struct sigaction sa = {.sa_handler = on_sigint};
@@ -494,11 +494,11 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
         avoctl_sse_free(&w.sse);
 
         if (w.finished) {
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return watch_end(&w, job, exit_for_state(w.state));
         }
         if (interrupted) {
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return watch_interrupted(&w, job);
         }
         const int fail = stream_error(rc, w.error, &r);
@@ -516,18 +516,18 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
         if (rc == 0 && r.status == 200) {
             int ex = check_finished(c, job);
             if (ex >= 0) {
-                avoctl_response_free(&r);
+                avoctl_http_response_free(&r);
                 return ex;
             }
         }
         if (!connected_before) {
             int ex = unreachable(c, r.error[0] ? r.error : "connection failed");
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return ex;
         }
         if (now_s() - last_ok > 60) {
             int ex = unreachable(c, r.error[0] ? r.error : "no answer for 60 s");
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return ex;
         }
         /* A clean close of a live job (avod shutting down) is not news; the
@@ -538,7 +538,7 @@ static int watch_job(avoctl_ctx *c, int64_t job, int64_t after, int connected_be
                     r.error[0] ? r.error : "avod unavailable", (long long)w.last_id);
             outage = 1;
         }
-        avoctl_response_free(&r);
+        avoctl_http_response_free(&r);
         if (w.events)
             delay = 0.2;
         sleep_s(delay);
@@ -554,7 +554,7 @@ static int cmd_watch(avoctl_ctx *c, const avoctl_args *a)
     if (ex)
         return ex;
     const char *s = avoctl_args_get(a, "after");
-    if (s && avoctl_parse_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
+    if (s && avoctl_args_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
         return usage_error(c, err);
     return watch_job(c, job, after, 0);
 }
@@ -588,11 +588,11 @@ static int on_any_event(const avoctl_sse_event *ev, void *arg)
     } else {
         char line[1024], job[32];
         snprintf(job, sizeof job, "%lld", (long long)json_integer_value(json_object_get(obj, "job")));
-        const char *unit = avoctl_str(json_object_get(obj, "data"), "unit");
+        const char *unit = avoctl_fmt_str(json_object_get(obj, "data"), "unit");
         if (unit && w->units)
             json_object_set_new(w->units, job, json_string(unit));
         avoctl_fmt_event(obj, json_string_value(json_object_get(w->units, job)), line, sizeof line);
-        printf("job %s %s%s%s\n", job, event_color(obj), line, *event_color(obj) ? avoctl_color_off() : "");
+        printf("job %s %s%s%s\n", job, event_color(obj), line, *event_color(obj) ? avoctl_fmt_color_off() : "");
     }
     fflush(stdout);
     json_decref(obj);
@@ -622,10 +622,10 @@ static int cmd_events(avoctl_ctx *c, const avoctl_args *a)
     char err[256];
     const int follow = avoctl_args_get(a, "follow") != NULL;
     const char *s = avoctl_args_get(a, "after");
-    if (s && avoctl_parse_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
+    if (s && avoctl_args_i64("--after", s, 0, INT64_MAX, &after, err, sizeof err) < 0)
         return usage_error(c, err);
     s = avoctl_args_get(a, "last");
-    if (s && avoctl_parse_i64("--last", s, 1, 10000, &last, err, sizeof err) < 0)
+    if (s && avoctl_args_i64("--last", s, 1, 10000, &last, err, sizeof err) < 0)
         return usage_error(c, err);
     if (after >= 0 && avoctl_args_get(a, "last"))
         return usage_error(c, "--after and --last: give one of them");
@@ -657,7 +657,7 @@ static int events_loop(avoctl_ctx *c, events_state *wp, int follow, int use_last
         int rc = avoctl_http_stream(c->http, AVO_ROUTE_EVENTS, 0, query, on_any_stream, &w, &r);
         avoctl_sse_free(&w.sse);
         if (interrupted) {
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return follow ? EXIT_OK : 130;
         }
         const int fail = stream_error(rc, w.error, &r);
@@ -667,10 +667,10 @@ static int events_loop(avoctl_ctx *c, events_state *wp, int follow, int use_last
             last_ok = now_s();
         if (!follow || (first && r.status == 0) || now_s() - last_ok > 60) {
             int ex = rc == 0 && r.status == 200 ? EXIT_OK : unreachable(c, r.error[0] ? r.error : "connection failed");
-            avoctl_response_free(&r);
+            avoctl_http_response_free(&r);
             return ex;
         }
-        avoctl_response_free(&r);
+        avoctl_http_response_free(&r);
         if (w.events)
             delay = 0.2;
         sleep_s(delay);
@@ -757,18 +757,19 @@ static int submit_spec(avoctl_ctx *c, const json_t *spec, int watch)
         /* With --watch the events follow, one per line, so keep this compact. */
         print_json(job, watch ? JSON_COMPACT : JSON_INDENT(2));
     } else {
-        const char *op = avoctl_str(job, "operator");
+        const char *op = avoctl_fmt_str(job, "operator");
         const json_t *seed = json_object_get(spec, "seed");
         char from[300] = "";
         if (!op)
-            op = avoctl_str(spec, "operator");
+            op = avoctl_fmt_str(spec, "operator");
         if (json_is_integer(json_object_get(seed, "candidate")))
             snprintf(from, sizeof from, "; seed: cand %lld",
                      (long long)json_integer_value(json_object_get(seed, "candidate")));
-        else if (avoctl_str(seed, "file"))
-            snprintf(from, sizeof from, "; seed: %.250s", avoctl_str(seed, "file"));
+        else if (avoctl_fmt_str(seed, "file"))
+            snprintf(from, sizeof from, "; seed: %.250s", avoctl_fmt_str(seed, "file"));
         printf("job %lld submitted (%s, %s%s)\n", (long long)id,
-               avoctl_str(job, "problem") ? avoctl_str(job, "problem") : "?", op ? op : "default operator", from);
+               avoctl_fmt_str(job, "problem") ? avoctl_fmt_str(job, "problem") : "?", op ? op : "default operator",
+               from);
     }
     /* e.g. a toolchain no live worker has (sql/018): accepted, but it waits */
     size_t wi;
@@ -821,7 +822,7 @@ cleanup:
 static int candidate_arg(const avoctl_ctx *c, const char *s, const char *what, int64_t *id)
 {
     char err[256];
-    if (avoctl_parse_i64(what, s, 1, INT64_MAX, id, err, sizeof err) < 0)
+    if (avoctl_args_i64(what, s, 1, INT64_MAX, id, err, sizeof err) < 0)
         return usage_error(c, err);
     return EXIT_OK;
 }
@@ -834,8 +835,8 @@ static int problem_of(avoctl_ctx *c, int64_t cand, char *buf, size_t len)
     if (ex == EXIT_OK)
         ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(json_object_get(cj, "job")), NULL, NULL, &job);
     if (ex == EXIT_OK) {
-        if (avoctl_str(job, "problem")) {
-            snprintf(buf, len, "%s", avoctl_str(job, "problem"));
+        if (avoctl_fmt_str(job, "problem")) {
+            snprintf(buf, len, "%s", avoctl_fmt_str(job, "problem"));
         } else {
             errorf("avod named no problem for the job of candidate %lld; give --problem", (long long)cand);
             ex = EXIT_FAIL;
@@ -898,7 +899,7 @@ static void aggregate_cell(const json_t *score, char *buf, size_t len)
 /* "alice/ml", "alice" (no team), "-" (from before owners) */
 static void owner_cell(const json_t *job, char *out, size_t outlen)
 {
-    const char *o = avoctl_str(job, "owner"), *t = avoctl_str(job, "team");
+    const char *o = avoctl_fmt_str(job, "owner"), *t = avoctl_fmt_str(job, "team");
     snprintf(out, outlen, "%s%s%s", o ? o : "-", o && t ? "/" : "", o && t ? t : "");
 }
 
@@ -912,7 +913,7 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
 
     const char *s = avoctl_args_get(a, "limit");
     if (s) {
-        if (avoctl_parse_i64("--limit", s, 1, AVO_JOB_LIST_LIMIT_MAX, &limit, err, sizeof err) < 0)
+        if (avoctl_args_i64("--limit", s, 1, AVO_JOB_LIST_LIMIT_MAX, &limit, err, sizeof err) < 0)
             return usage_error(c, err);
         snprintf(query, sizeof query, "limit=%lld", (long long)limit);
     }
@@ -954,19 +955,19 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
         evals_cell(job, evals, sizeof evals);
         aggregate_cell(json_object_get(job, "best"), best, sizeof best);
         avoctl_fmt_speedup(json_object_get(job, "speedup"), sp, sizeof sp);
-        avoctl_fmt_time(avoctl_str(job, "created_at"), 1, created, sizeof created);
+        avoctl_fmt_time(avoctl_fmt_str(job, "created_at"), 1, created, sizeof created);
         owner_cell(job, owner, sizeof owner);
         const char *row[] = {id,
-                             avoctl_str(job, "state"),
-                             avoctl_str(job, "problem"),
-                             avoctl_str(job, "operator"),
+                             avoctl_fmt_str(job, "state"),
+                             avoctl_fmt_str(job, "problem"),
+                             avoctl_fmt_str(job, "operator"),
                              evals,
                              best,
-                             avoctl_str(job, "unit"),
+                             avoctl_fmt_str(job, "unit"),
                              sp,
                              created,
                              owner,
-                             avoctl_str(job, "name") ? avoctl_str(job, "name") : "-"};
+                             avoctl_fmt_str(job, "name") ? avoctl_fmt_str(job, "name") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -977,8 +978,8 @@ static int cmd_list(avoctl_ctx *c, const avoctl_args *a)
     } else {
         avoctl_table_print(t, stdout);
         /* what each unfinished job waits for, under the table so its columns stay narrow */
-        json_array_foreach(json_object_get(body, "jobs"), i, job) if (avoctl_str(job, "detail")) printf(
-            "job %lld: %s\n", (long long)json_integer_value(json_object_get(job, "id")), avoctl_str(job, "detail"));
+        json_array_foreach(json_object_get(body, "jobs"), i, job) if (avoctl_fmt_str(job, "detail")) printf(
+            "job %lld: %s\n", (long long)json_integer_value(json_object_get(job, "id")), avoctl_fmt_str(job, "detail"));
     }
 cleanup:
     avoctl_table_free(t);
@@ -993,17 +994,18 @@ static void kv(const char *key, const char *val)
 
 static void print_job(const json_t *job)
 {
-    const char *unit = avoctl_str(job, "unit");
+    const char *unit = avoctl_fmt_str(job, "unit");
     const json_t *e = json_object_get(job, "evaluations");
     char buf[256], n[4][32];
 
     avoctl_fmt_field(json_object_get(job, "id"), buf, sizeof buf);
     kv("job", buf);
-    if (avoctl_str(job, "name"))
-        kv("name", avoctl_str(job, "name"));
-    kv("problem", avoctl_str(job, "problem"));
-    kv("owner", avoctl_str(job, "owner") ? avoctl_str(job, "owner") : "none (submitted before jobs had owners)");
-    kv("team", avoctl_str(job, "team"));
+    if (avoctl_fmt_str(job, "name"))
+        kv("name", avoctl_fmt_str(job, "name"));
+    kv("problem", avoctl_fmt_str(job, "problem"));
+    kv("owner",
+       avoctl_fmt_str(job, "owner") ? avoctl_fmt_str(job, "owner") : "none (submitted before jobs had owners)");
+    kv("team", avoctl_fmt_str(job, "team"));
     const json_t *labels = json_object_get(job, "labels");
     if (json_object_size(labels)) {
         const char *k;
@@ -1020,9 +1022,9 @@ static void print_job(const json_t *job)
         kv("labels", buf);
     }
     /* the package version it runs, whatever the disk holds now (docs/jobs.md) */
-    const char *pkg = avoctl_str(job, "problem_hash");
+    const char *pkg = avoctl_fmt_str(job, "problem_hash");
     kv("package", pkg ? pkg : "not pinned (submitted before jobs pinned their package)");
-    kv("operator", avoctl_str(job, "operator"));
+    kv("operator", avoctl_fmt_str(job, "operator"));
     /* the commit rule that applies (resolved at submission) */
     const json_t *cm = json_object_get(json_object_get(job, "spec"), "commit");
     if (json_is_number(json_object_get(cm, "min_gain")) && json_is_number(json_object_get(cm, "confidence"))) {
@@ -1031,17 +1033,17 @@ static void print_job(const json_t *job)
                  100 * json_number_value(json_object_get(cm, "confidence")));
         kv("commit", buf);
     }
-    kv("state", avoctl_str(job, "state"));
-    if (avoctl_str(job, "reason"))
-        kv("reason", avoctl_str(job, "reason"));
+    kv("state", avoctl_fmt_str(job, "state"));
+    if (avoctl_fmt_str(job, "reason"))
+        kv("reason", avoctl_fmt_str(job, "reason"));
     /* what it waits for or does right now (sql/023_why.sql) */
-    if (avoctl_str(job, "detail"))
-        kv("detail", avoctl_str(job, "detail"));
-    avoctl_fmt_time(avoctl_str(job, "created_at"), 1, buf, sizeof buf);
+    if (avoctl_fmt_str(job, "detail"))
+        kv("detail", avoctl_fmt_str(job, "detail"));
+    avoctl_fmt_time(avoctl_fmt_str(job, "created_at"), 1, buf, sizeof buf);
     kv("created", buf);
-    avoctl_fmt_time(avoctl_str(job, "started_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_fmt_str(job, "started_at"), 1, buf, sizeof buf);
     kv("started", buf);
-    avoctl_fmt_time(avoctl_str(job, "finished_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_fmt_str(job, "finished_at"), 1, buf, sizeof buf);
     kv("finished", buf);
     static const char *const keys[] = {"done", "running", "queued", "budget"};
     for (int i = 0; i < 4; i++)
@@ -1049,11 +1051,11 @@ static void print_job(const json_t *job)
     snprintf(buf, sizeof buf, "%s done, %s running, %s queued (budget %s)", n[0], n[1], n[2], n[3]);
     kv("evaluations", buf);
     /* how long it has run, and how long the budget leaves at this rate */
-    const double el = avoctl_job_elapsed(job);
+    const double el = avoctl_fmt_job_elapsed(job);
     if (el >= 0) {
         char d[64], eta[96];
         avoctl_fmt_duration(el, d, sizeof d);
-        if (is_final(avoctl_str(job, "state"))) {
+        if (is_final(avoctl_fmt_str(job, "state"))) {
             kv("elapsed", d);
         } else {
             const json_t *b = json_object_get(json_object_get(job, "spec"), "budget");
@@ -1100,7 +1102,7 @@ static int cmd_cancel(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        const char *state = avoctl_str(body, "state");
+        const char *state = avoctl_fmt_str(body, "state");
         if (state && strcmp(state, "cancelled") == 0)
             printf("job %lld cancelled\n", (long long)job);
         else /* running evaluations finish first */
@@ -1116,7 +1118,7 @@ static const json_t *score_for(const json_t *cand, const char *config)
     json_t *s;
     json_array_foreach(json_object_get(cand, "scores"), i, s)
     {
-        const char *name = avoctl_str(s, "config");
+        const char *name = avoctl_fmt_str(s, "config");
         if (name && strcmp(name, config) == 0)
             return json_object_get(s, "score");
     }
@@ -1127,7 +1129,7 @@ static int print_best(const json_t *body, int64_t job)
 {
     const json_t *best = json_object_get(body, "best");
     const json_t *seed = json_object_get(body, "seed");
-    const char *unit = avoctl_str(best, "unit");
+    const char *unit = avoctl_fmt_str(best, "unit");
     char b[128], s[128], sp[32], n1[32], n2[32];
     avoctl_table *t = NULL;
     int ex = EXIT_OK;
@@ -1146,8 +1148,8 @@ static int print_best(const json_t *body, int64_t job)
     avoctl_fmt_field(json_object_get(best, "parent"), n1, sizeof n1);
     avoctl_fmt_field(json_object_get(best, "operator"), n2, sizeof n2);
     printf("parent %s, operator %s, outcome %s, sha256 %s\n", n1, n2,
-           avoctl_str(best, "outcome") ? avoctl_str(best, "outcome") : "-",
-           avoctl_str(best, "sha256") ? avoctl_str(best, "sha256") : "-");
+           avoctl_fmt_str(best, "outcome") ? avoctl_fmt_str(best, "outcome") : "-",
+           avoctl_fmt_str(best, "sha256") ? avoctl_fmt_str(best, "sha256") : "-");
 
     const json_t *knobs = json_object_get(best, "knobs");
     if (json_is_object(knobs) && json_object_size(knobs)) {
@@ -1169,7 +1171,7 @@ static int print_best(const json_t *body, int64_t job)
     json_t *row;
     json_array_foreach(json_object_get(best, "scores"), i, row)
     {
-        const char *config = avoctl_str(row, "config");
+        const char *config = avoctl_fmt_str(row, "config");
         const json_t *bs = json_object_get(row, "score");
         const json_t *ss = config ? score_for(seed, config) : NULL;
         char cb[32], cs[32], csp[32] = "-";
@@ -1255,7 +1257,7 @@ static int cmd_best(avoctl_ctx *c, const avoctl_args *a)
     if (ex || (ex = call(c, AVO_ROUTE_JOB_BEST, job, NULL, NULL, &body)) != EXIT_OK)
         return ex;
     const json_t *best = json_object_get(body, "best");
-    const char *src = avoctl_str(best, "source");
+    const char *src = avoctl_fmt_str(best, "source");
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     if (!json_is_object(best)) {
@@ -1307,8 +1309,9 @@ static int cmd_lineage(avoctl_ctx *c, const avoctl_args *a)
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     else
-        ex = rendered(avoctl_lineage_print(body, avoctl_args_get(a, "all") != NULL, avoctl_term_width(stdout), stdout),
-                      "lineage");
+        ex = rendered(
+            avoctl_lineage_print(body, avoctl_args_get(a, "all") != NULL, avoctl_table_term_width(stdout), stdout),
+            "lineage");
     json_decref(body);
     return ex;
 }
@@ -1333,7 +1336,7 @@ static int cmd_diff(avoctl_ctx *c, const avoctl_args *a)
                     (long long)from, (long long)from);
         return ex;
     }
-    const char *diff = avoctl_str(body, "diff");
+    const char *diff = avoctl_fmt_str(body, "diff");
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else if (!diff) {
@@ -1355,7 +1358,7 @@ static int problem_diff(avoctl_ctx *c, const avoctl_args *a)
     json_t *body = NULL;
     char err[256];
     int ex;
-    if (avoctl_parse_i64("JOB", a->pos[1], 1, INT64_MAX, &job, err, sizeof err) < 0)
+    if (avoctl_args_i64("JOB", a->pos[1], 1, INT64_MAX, &job, err, sizeof err) < 0)
         return usage_error(c, err);
     if ((ex = call(c, AVO_ROUTE_JOB_PROBLEM_DIFF, job, NULL, NULL, &body)) != EXIT_OK)
         return ex;
@@ -1381,8 +1384,8 @@ static int problem_view(avoctl_ctx *c, const avoctl_args *a, int show)
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     else
-        ex = rendered(show ? avoctl_problem_print(body, stdout)
-                           : avoctl_problems_print(body, avoctl_term_width(stdout), stdout),
+        ex = rendered(show ? avoctl_problemview_print(body, stdout)
+                           : avoctl_problemview_list(body, avoctl_table_term_width(stdout), stdout),
                       "problem");
     json_decref(body);
     return ex;
@@ -1403,7 +1406,7 @@ static int problem_check(avoctl_ctx *c, const avoctl_args *a)
         const char *k = avoctl_args_get(a, "kernels") ? avoctl_args_get(a, "kernels") : getenv("AVO_KERNELS");
         if (k && *k)
             snprintf(root, sizeof root, "%s", k);
-        else if (avo_path_data("kernels", root, sizeof root) < 0)
+        else if (avo_paths_data("kernels", root, sizeof root) < 0)
             root[0] = 0;
         if (!root[0] || avo_problem_resolve(root, arg, dir, sizeof dir, err, sizeof err) < 0 || stat(dir, &st) != 0 ||
             !S_ISDIR(st.st_mode)) {
@@ -1416,7 +1419,7 @@ static int problem_check(avoctl_ctx *c, const avoctl_args *a)
     const char *w = getenv("AVO_WORKER");
     if (w && *w)
         snprintf(worker, sizeof worker, "%s", w);
-    else if (avo_path_exe_dir(root, sizeof root) == 0)
+    else if (avo_paths_exe_dir(root, sizeof root) == 0)
         snprintf(worker, sizeof worker, "%s/avo-worker", root);
     else
         snprintf(worker, sizeof worker, "avo-worker");
@@ -1536,16 +1539,16 @@ static int cmd_show(avoctl_ctx *c, const avoctl_args *a)
         ex = print_json(body, JSON_INDENT(2));
         goto cleanup;
     }
-    if (!source && !avoctl_str(body, "diff") && json_is_integer(json_object_get(body, "parent"))) {
+    if (!source && !avoctl_fmt_str(body, "diff") && json_is_integer(json_object_get(body, "parent"))) {
         /* No stored diff (older candidates): avod computes one. Showing the
          * rest matters more than this, so a failure here is not an error. */
         avoctl_response r;
         if (avoctl_http_call(c->http, AVO_ROUTE_CANDIDATE_DIFF, cand, NULL, NULL, &r) == 0 && r.status == 200 &&
-            avoctl_str(r.body, "diff"))
+            avoctl_fmt_str(r.body, "diff"))
             json_object_set(body, "diff", json_object_get(r.body, "diff"));
-        avoctl_response_free(&r);
+        avoctl_http_response_free(&r);
     }
-    ex = rendered(avoctl_show_print(body, source, avoctl_term_width(stdout), stdout), "candidate");
+    ex = rendered(avoctl_show_print(body, source, avoctl_table_term_width(stdout), stdout), "candidate");
 cleanup:
     json_decref(body);
     return ex;
@@ -1572,7 +1575,7 @@ static int cmd_profile(avoctl_ctx *c, const avoctl_args *a)
     const int64_t id = json_integer_value(json_object_get(body, "id"));
     if (avoctl_args_get(a, "wait")) {
         const char *state;
-        while ((state = avoctl_str(body, "state")) && (!strcmp(state, "queued") || !strcmp(state, "running"))) {
+        while ((state = avoctl_fmt_str(body, "state")) && (!strcmp(state, "queued") || !strcmp(state, "running"))) {
             sleep_s(0.5);
             json_decref(body);
             if ((ex = call(c, AVO_ROUTE_PROFILE, id, NULL, NULL, &body)) != EXIT_OK)
@@ -1584,7 +1587,7 @@ static int cmd_profile(avoctl_ctx *c, const avoctl_args *a)
         int pe = print_json(body, JSON_INDENT(2));
         ex = ex != EXIT_OK ? ex : pe;
     } else {
-        int re = rendered(avoctl_profile_print(body, avoctl_term_width(stdout), stdout), "profile");
+        int re = rendered(avoctl_show_profile(body, avoctl_table_term_width(stdout), stdout), "profile");
         ex = ex != EXIT_OK ? ex : re;
     }
 cleanup:
@@ -1638,7 +1641,7 @@ static int cmd_compare(avoctl_ctx *c, const avoctl_args *a)
     if ((ex = candidate_arg(c, a->pos[0], "A", &ca)) != EXIT_OK ||
         (ex = candidate_arg(c, a->pos[1], "B", &cb)) != EXIT_OK)
         return ex;
-    if (cs && (avoctl_parse_double("--confidence", cs, 0, 1, &conf, err, sizeof err) < 0 || !(conf > 0 && conf < 1)))
+    if (cs && (avoctl_args_double("--confidence", cs, 0, 1, &conf, err, sizeof err) < 0 || !(conf > 0 && conf < 1)))
         return usage_error(c, "--confidence: a number in (0, 1), e.g. 0.95");
     if ((ex = compare_request(c, ca, cb, conf, &cmp)) != EXIT_OK)
         return ex;
@@ -1693,7 +1696,7 @@ static int cmd_revalidate(avoctl_ctx *c, const avoctl_args *a)
         goto cleanup;
     if (avoctl_args_get(a, "wait")) {
         const int64_t rid = json_integer_value(json_object_get(rv, "id"));
-        while (!avoctl_revalidation_over(rv)) {
+        while (!avoctl_toolchain_revalidation_over(rv)) {
             sleep_s(0.5);
             json_t *next = NULL;
             if ((ex = call(c, AVO_ROUTE_REVALIDATION, rid, NULL, NULL, &next)) != EXIT_OK)
@@ -1705,7 +1708,7 @@ static int cmd_revalidate(avoctl_ctx *c, const avoctl_args *a)
     if (c->json)
         ex = print_json(rv, JSON_INDENT(2));
     else
-        ex = rendered(avoctl_revalidation_print(rv, avoctl_term_width(stdout), stdout), "revalidation");
+        ex = rendered(avoctl_toolchain_revalidation_print(rv, avoctl_table_term_width(stdout), stdout), "revalidation");
 cleanup:
     json_decref(req);
     json_decref(rv);
@@ -1749,7 +1752,7 @@ static int cmd_report(avoctl_ctx *c, const avoctl_args *a)
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     else
-        ex = rendered(avoctl_report_print(body, avoctl_term_width(stdout), stdout), "report");
+        ex = rendered(avoctl_report_print(body, avoctl_table_term_width(stdout), stdout), "report");
     if (ex == EXIT_OK && md && (ex = write_markdown(body, md)) == EXIT_OK && !c->json)
         printf("\nwrote the report of job %lld to %s\n", (long long)job, md);
 cleanup:
@@ -1767,7 +1770,7 @@ static int cmd_transcript(avoctl_ctx *c, const avoctl_args *a)
     if (ex)
         return ex;
     if (st) {
-        if (avoctl_parse_i64("--step", st, 1, 1000000, &step, err, sizeof err) < 0)
+        if (avoctl_args_i64("--step", st, 1, 1000000, &step, err, sizeof err) < 0)
             return usage_error(c, err);
         snprintf(query, sizeof query, "step=%lld", (long long)step);
     }
@@ -1806,19 +1809,27 @@ static int cmd_workers(avoctl_ctx *c, const avoctl_args *a)
         char id[32], pid[32], seen[32];
         avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
         avoctl_fmt_field(json_object_get(w, "pid"), pid, sizeof pid);
-        avoctl_fmt_time(avoctl_str(w, "last_seen"), 1, seen, sizeof seen);
+        avoctl_fmt_time(avoctl_fmt_str(w, "last_seen"), 1, seen, sizeof seen);
         /* what it runs now (sql/023_why.sql's avo_worker_current), "-" when idle */
         const json_t *cur = json_object_get(w, "current");
         char job[32] = "-", cand[32] = "-", work[64] = "-", el[64] = "-";
         if (json_is_object(cur)) {
             avoctl_fmt_field(json_object_get(cur, "job"), job, sizeof job);
             avoctl_fmt_field(json_object_get(cur, "candidate"), cand, sizeof cand);
-            snprintf(work, sizeof work, "%s %lld", avoctl_str(cur, "kind") ? avoctl_str(cur, "kind") : "?",
+            snprintf(work, sizeof work, "%s %lld", avoctl_fmt_str(cur, "kind") ? avoctl_fmt_str(cur, "kind") : "?",
                      (long long)json_integer_value(json_object_get(cur, "id")));
             avoctl_fmt_duration(json_number_value(json_object_get(cur, "elapsed_s")), el, sizeof el);
         }
-        const char *row[] = {
-            id, avoctl_str(w, "host"), pid, avoctl_str(w, "target"), avoctl_str(w, "state"), seen, job, cand, work, el};
+        const char *row[] = {id,
+                             avoctl_fmt_str(w, "host"),
+                             pid,
+                             avoctl_fmt_str(w, "target"),
+                             avoctl_fmt_str(w, "state"),
+                             seen,
+                             job,
+                             cand,
+                             work,
+                             el};
         if (avoctl_table_add(t, row) < 0) {
             ex = EXIT_FAIL;
             goto cleanup;
@@ -1860,7 +1871,7 @@ static int kb_add(avoctl_ctx *c, const avoctl_args *a)
         char err[600];
         json_t *text = NULL, *res = NULL;
         /* the daemon's own limit; checked here so the message names the file */
-        int rc = avoctl_read_text("kb add", a->pos[i], 512u * 1024u, &text, err, sizeof err);
+        int rc = avoctl_buf_read_text("kb add", a->pos[i], 512u * 1024u, &text, err, sizeof err);
         if (rc < 0) {
             errorf("%s", err);
             ex = EXIT_FAIL;
@@ -1885,7 +1896,7 @@ static int kb_add(avoctl_ctx *c, const avoctl_args *a)
                    json_integer_value(json_object_get(res, "chunks")) == 1 ? "" : "s");
         else
             printf("%s: already in the knowledge base as document %lld (%s, %lld chunk%s)\n", a->pos[i],
-                   (long long)json_integer_value(json_object_get(res, "id")), avoctl_str(res, "name"),
+                   (long long)json_integer_value(json_object_get(res, "id")), avoctl_fmt_str(res, "name"),
                    (long long)json_integer_value(json_object_get(res, "chunks")),
                    json_integer_value(json_object_get(res, "chunks")) == 1 ? "" : "s");
         json_decref(res);
@@ -1905,7 +1916,7 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
     int64_t limit = AVO_KB_SEARCH_LIMIT_DEFAULT;
     const char *l = avoctl_args_get(a, "limit");
     char err[256];
-    if (l && avoctl_parse_i64("--limit", l, 1, AVO_KB_SEARCH_LIMIT_MAX, &limit, err, sizeof err) < 0) {
+    if (l && avoctl_args_i64("--limit", l, 1, AVO_KB_SEARCH_LIMIT_MAX, &limit, err, sizeof err) < 0) {
         avoctl_buf_free(&words);
         return usage_error(c, err);
     }
@@ -1928,13 +1939,13 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
         json_t *h;
         json_array_foreach(json_object_get(res, "hits"), i, h)
         {
-            const int doc = !strcmp(avoctl_str(h, "kind") ? avoctl_str(h, "kind") : "", "document");
-            const char *title = avoctl_str(h, "title");
+            const int doc = !strcmp(avoctl_fmt_str(h, "kind") ? avoctl_fmt_str(h, "kind") : "", "document");
+            const char *title = avoctl_fmt_str(h, "title");
             printf("%s[%s %lld] %s%s%s (rank %.3g)\n", i ? "\n" : "", doc ? "chunk" : "case",
-                   (long long)json_integer_value(json_object_get(h, "id")), doc ? avoctl_str(h, "source") : title,
+                   (long long)json_integer_value(json_object_get(h, "id")), doc ? avoctl_fmt_str(h, "source") : title,
                    doc && title && *title ? " - " : "", doc && title ? title : "",
                    json_number_value(json_object_get(h, "rank")));
-            const char *snip = avoctl_str(h, "snippet");
+            const char *snip = avoctl_fmt_str(h, "snippet");
             for (const char *p = snip ? snip : ""; *p;) {
                 size_t n = strcspn(p, "\n");
                 printf("    %.*s\n", (int)n, p);
@@ -1942,7 +1953,7 @@ static int kb_search(avoctl_ctx *c, const avoctl_args *a)
             }
         }
         if (!json_array_size(json_object_get(res, "hits")))
-            printf("no hits for '%s'\n", avoctl_str(res, "query"));
+            printf("no hits for '%s'\n", avoctl_fmt_str(res, "query"));
         ex = EXIT_OK;
     }
     json_decref(res);
@@ -1961,17 +1972,17 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
     if (!strcmp(verb, "show")) {
         int64_t id;
         char err[256];
-        if (a->npos != 2 || avoctl_parse_i64("ID", a->pos[1], 1, INT64_MAX, &id, err, sizeof err) < 0)
+        if (a->npos != 2 || avoctl_args_i64("ID", a->pos[1], 1, INT64_MAX, &id, err, sizeof err) < 0)
             return usage_error(c, a->npos != 2 ? "kb show: give one chunk ID (from kb search)" : err);
         if ((ex = call(c, AVO_ROUTE_KB_CHUNK, id, NULL, NULL, &res)))
             return ex;
         if (c->json)
             ex = print_json(res, JSON_INDENT(2));
         else
-            printf("chunk %lld of %s (%lld of %lld)%s%s\n\n%s\n", (long long)id, avoctl_str(res, "source"),
+            printf("chunk %lld of %s (%lld of %lld)%s%s\n\n%s\n", (long long)id, avoctl_fmt_str(res, "source"),
                    (long long)json_integer_value(json_object_get(res, "seq")) + 1,
-                   (long long)json_integer_value(json_object_get(res, "of")), *avoctl_str(res, "title") ? ": " : "",
-                   avoctl_str(res, "title"), avoctl_str(res, "body"));
+                   (long long)json_integer_value(json_object_get(res, "of")), *avoctl_fmt_str(res, "title") ? ": " : "",
+                   avoctl_fmt_str(res, "title"), avoctl_fmt_str(res, "body"));
         json_decref(res);
         return ex;
     }
@@ -1994,8 +2005,8 @@ static int cmd_kb(avoctl_ctx *c, const avoctl_args *a)
                 avoctl_fmt_field(json_object_get(d, "id"), id, sizeof id);
                 avoctl_fmt_field(json_object_get(d, "bytes"), bytes, sizeof bytes);
                 avoctl_fmt_field(json_object_get(d, "chunks"), chunks, sizeof chunks);
-                avoctl_fmt_time(avoctl_str(d, "added_at"), 1, added, sizeof added);
-                const char *row[] = {id, avoctl_str(d, "name"), avoctl_str(d, "kind"), bytes, chunks, added};
+                avoctl_fmt_time(avoctl_fmt_str(d, "added_at"), 1, added, sizeof added);
+                const char *row[] = {id, avoctl_fmt_str(d, "name"), avoctl_fmt_str(d, "kind"), bytes, chunks, added};
                 if (!ex && avoctl_table_add(t, row) < 0)
                     ex = EXIT_FAIL;
             }
@@ -2076,7 +2087,7 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
     }
     json_array_foreach(todo, i, t)
     {
-        const char *problem = avoctl_str(t, "problem");
+        const char *problem = avoctl_fmt_str(t, "problem");
         const json_int_t a = json_integer_value(json_object_get(t, "candidate"));
         const json_int_t b = json_integer_value(json_object_get(t, "against"));
         json_t *req = json_pack("{s:I,s:I}", "candidate", a, "against", b);
@@ -2088,7 +2099,7 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
             snprintf(why, sizeof why, "avod could not be asked for a paired compare: %s",
                      r.error[0] ? r.error : "no answer");
         } else if (r.status != 202 || !json_is_integer(json_object_get(r.body, "id"))) {
-            const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
+            const char *msg = avoctl_fmt_str(json_object_get(r.body, "error"), "message");
             snprintf(why, sizeof why, "avod refused the paired compare: %s", msg ? msg : "unexpected answer");
         } else {
             why[0] = 0;
@@ -2105,7 +2116,7 @@ static json_t *campaign_compares(avoctl_ctx *c, const char *name, const json_t *
                 printf("campaign %s: %s: %s\n", name, problem, why);
         }
         json_decref(req);
-        avoctl_response_free(&r);
+        avoctl_http_response_free(&r);
     }
     fflush(stdout);
     const char *problem;
@@ -2136,13 +2147,13 @@ static int ask_quietly(avoctl_ctx *c, avo_route_id route, int64_t id, const json
     if (open_http(c) < 0 || avoctl_http_call(c->http, route, id, NULL, body, &r) < 0) {
         snprintf(why, whylen, "avod could not be asked: %s", r.error[0] ? r.error : "no answer");
     } else if (r.status < 200 || r.status >= 300 || !r.body) {
-        const char *msg = avoctl_str(json_object_get(r.body, "error"), "message");
+        const char *msg = avoctl_fmt_str(json_object_get(r.body, "error"), "message");
         snprintf(why, whylen, "avod refused: %s", msg ? msg : "unexpected answer");
     } else {
         *out = json_incref(r.body);
         rc = 0;
     }
-    avoctl_response_free(&r);
+    avoctl_http_response_free(&r);
     return rc;
 }
 
@@ -2153,7 +2164,7 @@ static int ask_quietly(avoctl_ctx *c, avo_route_id route, int64_t id, const json
  * per problem queued, or the one line that nothing changed. *plan: the
  * summary's section; *revs: {problem: re-validation or {"error"}}.
  * EXIT_OK, or EXIT_FAIL when out of memory. */
-static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mode mode, const json_t *prev,
+static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_campreval_mode mode, const json_t *prev,
                                 const json_t *jobs, json_t **plan, json_t **revs)
 {
     json_t *cands = json_object(), *workers = NULL, *wl = NULL, *todo = NULL;
@@ -2178,15 +2189,15 @@ static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mo
     if (ask_quietly(c, AVO_ROUTE_WORKERS, 0, NULL, &wl, why, sizeof why) < 0 && !c->json)
         printf("campaign %s: the workers could not be listed (%s): no toolchain to compare with\n", name, why);
     workers = json_object_get(wl, "workers");
-    if (!(*plan = avoctl_reval_plan(mode, prev, cands, jobs, workers)) || !(todo = avoctl_reval_todo(*plan)))
+    if (!(*plan = avoctl_campreval_plan(mode, prev, cands, jobs, workers)) || !(todo = avoctl_campreval_todo(*plan)))
         goto oom;
     if (!c->json)
-        printf("campaign %s: %s\n", name, avoctl_str(*plan, "message"));
+        printf("campaign %s: %s\n", name, avoctl_fmt_str(*plan, "message"));
     size_t i;
     json_t *t;
     json_array_foreach(todo, i, t)
     {
-        const char *problem = avoctl_str(t, "problem");
+        const char *problem = avoctl_fmt_str(t, "problem");
         const json_t *e = json_object_get(json_object_get(*plan, "problems"), problem);
         json_t *req = json_pack("{s:O,s:O,s:s}", "candidate", json_object_get(t, "candidate"), "on_worker",
                                 json_object_get(t, "worker"), "why", "campaign");
@@ -2206,8 +2217,9 @@ static int campaign_reval_queue(avoctl_ctx *c, const char *name, avoctl_reval_mo
         else
             printf("campaign %s: %s: %s%s%son worker %lld: re-validating the previous best (candidate %lld), "
                    "revalidation %lld\n",
-                   name, problem, avoctl_str(e, "changes") ? "toolchain changed (" : "",
-                   avoctl_str(e, "changes") ? avoctl_str(e, "changes") : "", avoctl_str(e, "changes") ? ") " : "",
+                   name, problem, avoctl_fmt_str(e, "changes") ? "toolchain changed (" : "",
+                   avoctl_fmt_str(e, "changes") ? avoctl_fmt_str(e, "changes") : "",
+                   avoctl_fmt_str(e, "changes") ? ") " : "",
                    (long long)json_integer_value(json_object_get(t, "worker")),
                    (long long)json_integer_value(json_object_get(t, "candidate")),
                    (long long)json_integer_value(json_object_get(rv, "id")));
@@ -2235,7 +2247,7 @@ static void campaign_reval_wait(avoctl_ctx *c, json_t *revs, double deadline)
         const json_int_t id = json_integer_value(json_object_get(rv, "id"));
         json_t *now = json_incref(rv);
         char why[700];
-        while (id && !avoctl_revalidation_over(now) && now_s() < deadline) {
+        while (id && !avoctl_toolchain_revalidation_over(now) && now_s() < deadline) {
             sleep_s(0.5);
             json_t *next = NULL;
             if (ask_quietly(c, AVO_ROUTE_REVALIDATION, id, NULL, &next, why, sizeof why) < 0)
@@ -2254,7 +2266,7 @@ typedef struct {
     double tol;
     int64_t timeout;
     double until; /* when --timeout ends (0: none) */
-    avoctl_reval_mode mode;
+    avoctl_campreval_mode mode;
     json_t *doc, *specs, *prev, *ids, *jobs, *summary, *compares, *rplan, *revs;
     char started[32], path[4200]; /* path: the NAME-latest.json summary */
 } campaign_run;
@@ -2269,11 +2281,11 @@ static int campaign_options(avoctl_ctx *c, const avoctl_args *a, campaign_run *r
     r->file = a->pos[1];
     r->out_dir = avoctl_args_get(a, "out") ? avoctl_args_get(a, "out") : ".";
     const char *timeout_s = avoctl_args_get(a, "timeout");
-    if (timeout_s && avoctl_parse_i64("--timeout", timeout_s, 1, 30 * 86400, &r->timeout, err, sizeof err) < 0)
+    if (timeout_s && avoctl_args_i64("--timeout", timeout_s, 1, 30 * 86400, &r->timeout, err, sizeof err) < 0)
         return usage_error(c, err);
     r->mode = AVOCTL_REVAL_OFF;
     r->mode_s = avoctl_args_get(a, "revalidate");
-    if (r->mode_s && avoctl_reval_mode_parse(r->mode_s, &r->mode) < 0)
+    if (r->mode_s && avoctl_campreval_mode_parse(r->mode_s, &r->mode) < 0)
         return usage_error(c, "--revalidate: one of off, on_toolchain_change, always");
     return EXIT_OK;
 }
@@ -2296,7 +2308,7 @@ static int campaign_load(const avoctl_args *a, campaign_run *r)
     }
     /* the file's option (checked by avoctl_campaign_parse), unless the flag said */
     if (!r->mode_s)
-        avoctl_reval_mode_parse(json_string_value(json_object_get(r->doc, "revalidate")), &r->mode);
+        avoctl_campreval_mode_parse(json_string_value(json_object_get(r->doc, "revalidate")), &r->mode);
     /* A new directory is made (with its parents, as mkdir -p) */
     if (mkdir_p(r->out_dir, err, sizeof err) < 0) {
         errorf("--out %s", err);
@@ -2325,7 +2337,7 @@ static int campaign_submit(avoctl_ctx *c, campaign_run *r)
         int ex = call(c, AVO_ROUTE_JOB_SUBMIT, 0, NULL, spec, &job);
         if (ex != EXIT_OK) {
             errorf("campaign %s: job %zu (%s) was not accepted; cancelling the %zu submitted before it", r->name, i + 1,
-                   avoctl_str(spec, "problem"), json_array_size(r->ids));
+                   avoctl_fmt_str(spec, "problem"), json_array_size(r->ids));
             size_t k;
             json_t *id;
             json_array_foreach(r->ids, k, id) cancel_quietly(c, json_integer_value(id));
@@ -2334,7 +2346,7 @@ static int campaign_submit(avoctl_ctx *c, campaign_run *r)
         json_array_append_new(r->ids, json_integer(json_integer_value(json_object_get(job, "id"))));
         if (!c->json)
             printf("campaign %s: job %lld submitted (%s)\n", r->name,
-                   (long long)json_integer_value(json_object_get(job, "id")), avoctl_str(spec, "problem"));
+                   (long long)json_integer_value(json_object_get(job, "id")), avoctl_fmt_str(spec, "problem"));
         json_decref(job);
     }
     fflush(stdout);
@@ -2354,7 +2366,7 @@ static int campaign_poll(avoctl_ctx *c, campaign_run *r, size_t *done)
         int ex = call(c, AVO_ROUTE_JOB_GET, json_integer_value(id), NULL, NULL, &job);
         if (ex != EXIT_OK)
             return ex;
-        *done += is_final(avoctl_str(job, "state"));
+        *done += is_final(avoctl_fmt_str(job, "state"));
         json_array_append_new(r->jobs, job);
     }
     return EXIT_OK;
@@ -2420,7 +2432,7 @@ static int campaign_measure(avoctl_ctx *c, campaign_run *r)
     }
     if (r->rplan) {
         campaign_reval_wait(c, r->revs, deadline);
-        if (avoctl_reval_finish(r->rplan, r->revs) < 0) {
+        if (avoctl_campreval_finish(r->rplan, r->revs) < 0) {
             errorf("out of memory");
             return EXIT_FAIL;
         }
@@ -2495,10 +2507,11 @@ static int cmd_whoami(avoctl_ctx *c, const avoctl_args *a)
     if (c->json)
         ex = print_json(body, JSON_INDENT(2));
     else
-        printf("%s (%s%s), %s, via %s\n", avoctl_str(body, "name") ? avoctl_str(body, "name") : "?",
-               avoctl_str(body, "team") ? "team " : "no team", avoctl_str(body, "team") ? avoctl_str(body, "team") : "",
+        printf("%s (%s%s), %s, via %s\n", avoctl_fmt_str(body, "name") ? avoctl_fmt_str(body, "name") : "?",
+               avoctl_fmt_str(body, "team") ? "team " : "no team",
+               avoctl_fmt_str(body, "team") ? avoctl_fmt_str(body, "team") : "",
                json_is_true(json_object_get(body, "admin")) ? "admin" : "not an admin",
-               avoctl_str(body, "via") ? avoctl_str(body, "via") : "?");
+               avoctl_fmt_str(body, "via") ? avoctl_fmt_str(body, "via") : "?");
     json_decref(body);
     return ex;
 }
@@ -2513,13 +2526,14 @@ static int cmd_health(avoctl_ctx *c, const avoctl_args *a)
     if (c->json) {
         ex = print_json(body, JSON_INDENT(2));
     } else {
-        printf("avod %s at %s: %s, database %s%s%s\n", avoctl_str(body, "version") ? avoctl_str(body, "version") : "?",
-               c->socket,
-               avoctl_str(body, "status")                  ? avoctl_str(body, "status")
+        printf("avod %s at %s: %s, database %s%s%s\n",
+               avoctl_fmt_str(body, "version") ? avoctl_fmt_str(body, "version") : "?", c->socket,
+               avoctl_fmt_str(body, "status")              ? avoctl_fmt_str(body, "status")
                : json_is_true(json_object_get(body, "ok")) ? "ok"
                                                            : "not ok",
-               avoctl_str(body, "db") ? avoctl_str(body, "db") : "?", avoctl_str(body, "reason") ? ": " : "",
-               avoctl_str(body, "reason") ? avoctl_str(body, "reason") : "");
+               avoctl_fmt_str(body, "db") ? avoctl_fmt_str(body, "db") : "?",
+               avoctl_fmt_str(body, "reason") ? ": " : "",
+               avoctl_fmt_str(body, "reason") ? avoctl_fmt_str(body, "reason") : "");
     }
     if (!json_is_true(json_object_get(body, "ok")))
         ex = EXIT_FAIL;
@@ -2735,7 +2749,7 @@ static const avoctl_command commands[] = {
 };
 
 /* The options before the command: for help, completion and the man page
- * (avoctl_globals_parse reads them). */
+ * (avoctl_args_globals reads them). */
 static const avoctl_opt global_opts[] = {
     {"json", 0, 0, NULL, "machine-readable JSON output (also after the command)"},
     {"socket", 0, 1, "PATH", "avod's socket (default $AVO_HOME/" AVO_SOCKET_NAME ")"},
@@ -3081,11 +3095,11 @@ static int cmd_man(avoctl_ctx *c, const avoctl_args *a)
 static int parse_command_line(avoctl_ctx *c, int argc, char **argv, avoctl_args *a)
 {
     char err[256];
-    int ci = avoctl_globals_parse(argc, argv, &c->g, err, sizeof err);
+    int ci = avoctl_args_globals(argc, argv, &c->g, err, sizeof err);
     if (ci < 0)
         return usage_error(c, err);
     c->json = c->g.json;
-    avoctl_color_init(c->g.no_color);
+    avoctl_fmt_color_init(c->g.no_color);
     if (c->g.version) {
         printf("avoctl %s\n", AVO_VERSION);
         return EXIT_OK;

@@ -45,7 +45,7 @@ void avoctl_buf_free(avoctl_buf *b)
  * known (avod only sees the text and could not name the file): readable,
  * not empty, at most limit bytes, no NUL, UTF-8. Messages start with
  * "WHAT PATH: " (e.g. "--seed mine.c: the file is empty"). */
-int avoctl_read_text(const char *what, const char *path, size_t limit, json_t **out, char *err, size_t errlen)
+int avoctl_buf_read_text(const char *what, const char *path, size_t limit, json_t **out, char *err, size_t errlen)
 {
     avoctl_buf b = {0};
     char chunk[65536];

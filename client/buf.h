@@ -21,6 +21,6 @@ void avoctl_buf_free(avoctl_buf *b);
 /* A text file's contents as a JSON string, checked where the path is known:
  * readable, not empty, at most limit bytes, no NUL, UTF-8. Returns 0 or a
  * negative errno with "WHAT PATH: reason" in err (WHAT: "--seed", ...). */
-int avoctl_read_text(const char *what, const char *path, size_t limit, json_t **out, char *err, size_t errlen);
+int avoctl_buf_read_text(const char *what, const char *path, size_t limit, json_t **out, char *err, size_t errlen);
 
 #endif

@@ -43,8 +43,8 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
         }
     }
     json_t *rv = json_object_get(doc, "revalidate");
-    avoctl_reval_mode mode;
-    if (rv && avoctl_reval_mode_parse(json_string_value(rv), &mode) < 0) {
+    avoctl_campreval_mode mode;
+    if (rv && avoctl_campreval_mode_parse(json_string_value(rv), &mode) < 0) {
         snprintf(err, errlen, "revalidate: one of \"off\", \"on_toolchain_change\", \"always\"");
         return -EINVAL;
     }
@@ -98,7 +98,7 @@ static const char *paired_or_why(json_int_t cand, json_int_t prev_cand, const js
         return NULL;
     case AVOCTL_COMPARE_PENDING:
         snprintf(why, whylen, "compare %lld was still %s when the campaign stopped waiting", (long long)*cmp_id,
-                 avoctl_str(cmp, "state"));
+                 avoctl_fmt_str(cmp, "state"));
         return why;
     default:
         return why;
@@ -165,21 +165,21 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
     json_t *j;
     json_array_foreach((json_t *)jobs, i, j)
     {
-        const char *problem = avoctl_str(j, "problem"), *state = avoctl_str(j, "state");
-        const char *unit = avoctl_str(j, "unit");
+        const char *problem = avoctl_fmt_str(j, "problem"), *state = avoctl_fmt_str(j, "state");
+        const char *unit = avoctl_fmt_str(j, "unit");
         json_t *best = json_object_get(json_object_get(j, "best"), "aggregate");
         json_t *seed = json_object_get(json_object_get(j, "seed"), "aggregate");
         const json_int_t best_cand = cand_of(json_object_get(json_object_get(j, "best"), "candidate"));
         const int ok = state && !strcmp(state, "succeeded");
         failed += !ok;
-        json_array_append_new(list,
-                              json_pack("{s:I,s:s,s:s,s:o,s:o,s:O,s:O,s:O}", "id",
-                                        (json_int_t)json_integer_value(json_object_get(j, "id")), "problem",
-                                        problem ? problem : "?", "state", state ? state : "unknown", "reason",
-                                        avoctl_str(j, "reason") ? json_string(avoctl_str(j, "reason")) : json_null(),
-                                        "unit", unit ? json_string(unit) : json_null(), "seed",
-                                        seed ? seed : json_null(), "best", best ? best : json_null(), "speedup",
-                                        json_object_get(j, "speedup") ? json_object_get(j, "speedup") : json_null()));
+        json_array_append_new(
+            list, json_pack("{s:I,s:s,s:s,s:o,s:o,s:O,s:O,s:O}", "id",
+                            (json_int_t)json_integer_value(json_object_get(j, "id")), "problem",
+                            problem ? problem : "?", "state", state ? state : "unknown", "reason",
+                            avoctl_fmt_str(j, "reason") ? json_string(avoctl_fmt_str(j, "reason")) : json_null(),
+                            "unit", unit ? json_string(unit) : json_null(), "seed", seed ? seed : json_null(), "best",
+                            best ? best : json_null(), "speedup",
+                            json_object_get(j, "speedup") ? json_object_get(j, "speedup") : json_null()));
         /* the final measurement's interval, where the job made one */
         if (json_is_object(json_object_get(j, "speedup_detail")))
             json_object_set(json_array_get(list, json_array_size(list) - 1), "speedup_detail",
@@ -253,10 +253,10 @@ static void cell_num(FILE *f, const json_t *v, const char *fmt)
 
 int avoctl_campaign_markdown(const json_t *s, FILE *out)
 {
-    fprintf(out, "# Campaign %s\n\n", avoctl_str(s, "campaign") ? avoctl_str(s, "campaign") : "?");
+    fprintf(out, "# Campaign %s\n\n", avoctl_fmt_str(s, "campaign") ? avoctl_fmt_str(s, "campaign") : "?");
     fprintf(out, "%s to %s. **%s**: %lld job(s) failed, %lld problem(s) regressed (tolerance %.1f%%).\n\n",
-            avoctl_str(s, "started_at") ? avoctl_str(s, "started_at") : "?",
-            avoctl_str(s, "finished_at") ? avoctl_str(s, "finished_at") : "?",
+            avoctl_fmt_str(s, "started_at") ? avoctl_fmt_str(s, "started_at") : "?",
+            avoctl_fmt_str(s, "finished_at") ? avoctl_fmt_str(s, "finished_at") : "?",
             json_is_true(json_object_get(s, "ok")) ? "OK" : "FAILED",
             (long long)json_integer_value(json_object_get(s, "failed")),
             (long long)json_integer_value(json_object_get(s, "regressions")),
@@ -269,7 +269,7 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
     {
         fprintf(out, "| %s | ", name);
         cell_num(out, json_object_get(p, "best"), "%.6g");
-        fprintf(out, " | %s | ", avoctl_str(p, "unit") ? avoctl_str(p, "unit") : "");
+        fprintf(out, " | %s | ", avoctl_fmt_str(p, "unit") ? avoctl_fmt_str(p, "unit") : "");
         cell_num(out, json_object_get(p, "job"), "%.0f");
         fputs(" | ", out);
         cell_num(out, json_object_get(p, "candidate"), "%.0f");
@@ -278,7 +278,7 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
         fputs(" | ", out);
         json_t *ch = json_object_get(p, "change");
         const json_t *cmp = json_object_get(p, "comparison");
-        const char *measured = avoctl_str(cmp, "measured");
+        const char *measured = avoctl_fmt_str(cmp, "measured");
         if (!json_is_number(json_object_get(p, "best")))
             fputs("no successful job (baseline kept)", out);
         else if (json_is_number(ch))
@@ -297,7 +297,7 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
                     (long long)json_integer_value(json_object_get(cmp, "against")));
         } else if (measured) {
             fprintf(out, "absolute (no paired measurement: %s)",
-                    avoctl_str(cmp, "reason") ? avoctl_str(cmp, "reason") : "no reason given");
+                    avoctl_fmt_str(cmp, "reason") ? avoctl_fmt_str(cmp, "reason") : "no reason given");
         }
         fprintf(out, " | %s |\n", json_is_true(json_object_get(p, "regressed")) ? "**regressed**" : "");
     }
@@ -308,16 +308,16 @@ int avoctl_campaign_markdown(const json_t *s, FILE *out)
     json_array_foreach(json_object_get(s, "jobs"), i, j)
     {
         fprintf(out, "| %lld | %s | %s | ", (long long)json_integer_value(json_object_get(j, "id")),
-                avoctl_str(j, "problem"), avoctl_str(j, "state"));
+                avoctl_fmt_str(j, "problem"), avoctl_fmt_str(j, "state"));
         cell_num(out, json_object_get(j, "seed"), "%.6g");
         fputs(" | ", out);
         cell_num(out, json_object_get(j, "best"), "%.6g");
         fputs(" | ", out);
         char sp[512];
         avoctl_fmt_job_speedup(j, sp, sizeof sp);
-        fprintf(out, "%s | %s |\n", sp, avoctl_str(j, "reason") ? avoctl_str(j, "reason") : "");
+        fprintf(out, "%s | %s |\n", sp, avoctl_fmt_str(j, "reason") ? avoctl_fmt_str(j, "reason") : "");
     }
     if (json_is_object(json_object_get(s, "revalidation")))
-        avoctl_reval_markdown(json_object_get(s, "revalidation"), out);
+        avoctl_campreval_markdown(json_object_get(s, "revalidation"), out);
     return ferror(out) ? -EIO : 0;
 }

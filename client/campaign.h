@@ -18,7 +18,7 @@
 
 /* Check a campaign document: a name of letters, digits, '-', '_' (it names
  * the files), jobs a non-empty array of objects that name a problem,
- * revalidate (when present) one of avoctl_reval_mode_parse's names,
+ * revalidate (when present) one of avoctl_campreval_mode_parse's names,
  * tolerance in [0, 1) (default 0.02: a best more than 2% under the previous
  * campaign's is a regression). *jobs is borrowed from doc. 0, or -EINVAL
  * with the field in err. */

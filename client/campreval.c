@@ -11,17 +11,17 @@
 
 static const char *const mode_names[] = {"off", "on_toolchain_change", "always"};
 
-int avoctl_reval_mode_parse(const char *text, avoctl_reval_mode *mode)
+int avoctl_campreval_mode_parse(const char *text, avoctl_campreval_mode *mode)
 {
     for (size_t i = 0; text && i < sizeof mode_names / sizeof mode_names[0]; i++)
         if (!strcmp(text, mode_names[i])) {
-            *mode = (avoctl_reval_mode)i;
+            *mode = (avoctl_campreval_mode)i;
             return 0;
         }
     return -EINVAL;
 }
 
-const char *avoctl_reval_mode_name(avoctl_reval_mode mode)
+const char *avoctl_campreval_mode_name(avoctl_campreval_mode mode)
 {
     return (unsigned)mode < sizeof mode_names / sizeof mode_names[0] ? mode_names[mode] : "?";
 }
@@ -33,14 +33,14 @@ const char *avoctl_reval_mode_name(avoctl_reval_mode mode)
 static const char *const gpu_keys[] = {"nvcc", "cc", "driver", "cuda_driver", "cuda_runtime", "gpu", "avo", NULL};
 static const char *const cpu_keys[] = {"cc", "cpu", "avo", NULL};
 
-size_t avoctl_reval_diff(const json_t *recorded, const json_t *current, const char *target, char *buf, size_t len)
+size_t avoctl_campreval_diff(const json_t *recorded, const json_t *current, const char *target, char *buf, size_t len)
 {
     const char *const *keys = target && !strcmp(target, "cpu") ? cpu_keys : gpu_keys;
     size_t n = 0, used = 0;
     if (len)
         buf[0] = 0;
     for (size_t i = 0; keys[i]; i++) {
-        const char *was = avoctl_str(recorded, keys[i]), *now = avoctl_str(current, keys[i]);
+        const char *was = avoctl_fmt_str(recorded, keys[i]), *now = avoctl_fmt_str(current, keys[i]);
         if (was == now || (was && now && !strcmp(was, now)))
             continue;
         n++;
@@ -58,7 +58,7 @@ size_t avoctl_reval_diff(const json_t *recorded, const json_t *current, const ch
  * applied here (docs/jobs.md says so). */
 static int would_claim(const json_t *w, const char *target, const char *gpu)
 {
-    const char *st = avoctl_str(w, "state"), *t = avoctl_str(w, "target");
+    const char *st = avoctl_fmt_str(w, "state"), *t = avoctl_fmt_str(w, "target");
     if (!st || (strcmp(st, "idle") && strcmp(st, "busy")) || !t || !target || strcmp(t, target))
         return 0;
     if (!gpu)
@@ -67,7 +67,7 @@ static int would_claim(const json_t *w, const char *target, const char *gpu)
     json_t *d;
     json_array_foreach(json_object_get(w, "devices"), i, d)
     {
-        const char *kind = avoctl_str(d, "kind"), *name = avoctl_str(d, "name");
+        const char *kind = avoctl_fmt_str(d, "kind"), *name = avoctl_fmt_str(d, "name");
         if (kind && !strcmp(kind, "gpu") && name && strcasestr(name, gpu))
             return 1;
     }
@@ -81,7 +81,7 @@ static const json_t *job_of(const json_t *jobs, const char *problem)
     json_t *j;
     json_array_foreach((json_t *)jobs, i, j)
     {
-        const char *p = avoctl_str(j, "problem");
+        const char *p = avoctl_fmt_str(j, "problem");
         if (p && !strcmp(p, problem))
             return j;
     }
@@ -101,13 +101,13 @@ static void skip(json_t *e, const char *why)
 }
 
 /* One problem's entry: e has "candidate" set; cand is the candidate. */
-static void plan_one(json_t *e, avoctl_reval_mode mode, const char *problem, const json_t *cand, const json_t *jobs,
+static void plan_one(json_t *e, avoctl_campreval_mode mode, const char *problem, const json_t *cand, const json_t *jobs,
                      const json_t *workers)
 {
     char why[700], diff[1024];
     if (!cand || json_is_string(json_object_get(cand, "error"))) {
         snprintf(why, sizeof why, "its previous best could not be read: %s",
-                 cand ? avoctl_str(cand, "error") : "not asked");
+                 cand ? avoctl_fmt_str(cand, "error") : "not asked");
         skip(e, why);
         return;
     }
@@ -115,8 +115,9 @@ static void plan_one(json_t *e, avoctl_reval_mode mode, const char *problem, con
     const json_t *recorded = json_object_get(cand, "toolchain");
     json_object_set(e, "recorded", or_null(recorded));
     const json_t *job = job_of(jobs, problem);
-    const char *target = job ? avoctl_str(job, "target") : avoctl_str(json_object_get(cand, "worker"), "target");
-    const char *gpu = job ? avoctl_str(json_object_get(job, "spec"), "gpu") : NULL;
+    const char *target = job ? avoctl_fmt_str(job, "target")
+                             : avoctl_fmt_str(json_object_get(cand, "worker"), "target");
+    const char *gpu = job ? avoctl_fmt_str(json_object_get(job, "spec"), "gpu") : NULL;
     json_object_set_new(e, "target", target ? json_string(target) : json_null());
     if (!json_is_object(recorded)) {
         skip(e, "its previous best's result has no toolchain record (evaluated before sql/018)");
@@ -142,7 +143,7 @@ static void plan_one(json_t *e, avoctl_reval_mode mode, const char *problem, con
             continue;
         if (!first)
             first = w;
-        if (avoctl_reval_diff(recorded, v, target, d, sizeof d) > 0) {
+        if (avoctl_campreval_diff(recorded, v, target, d, sizeof d) > 0) {
             if (!nchanged++) {
                 changed = w;
                 snprintf(diff, sizeof diff, "%s", d);
@@ -164,10 +165,10 @@ static void plan_one(json_t *e, avoctl_reval_mode mode, const char *problem, con
     json_object_set_new(e, "action", json_string(changed || mode == AVOCTL_REVAL_ALWAYS ? "revalidate" : "unchanged"));
 }
 
-json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const json_t *cands, const json_t *jobs,
-                          const json_t *workers)
+json_t *avoctl_campreval_plan(avoctl_campreval_mode mode, const json_t *previous, const json_t *cands,
+                              const json_t *jobs, const json_t *workers)
 {
-    json_t *out = json_pack("{s:s,s:{}}", "mode", avoctl_reval_mode_name(mode), "problems");
+    json_t *out = json_pack("{s:s,s:{}}", "mode", avoctl_campreval_mode_name(mode), "problems");
     if (!out)
         return NULL;
     json_t *probs = json_object_get(out, "problems");
@@ -185,7 +186,7 @@ json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const 
             return NULL;
         }
         plan_one(e, mode, pname, json_object_get(cands, pname), jobs, workers);
-        const char *a = avoctl_str(e, "action");
+        const char *a = avoctl_fmt_str(e, "action");
         n[!strcmp(a, "revalidate") ? 0 : !strcmp(a, "unchanged") ? 1 : 2]++;
     }
     json_object_set_new(out, "revalidate", json_integer((json_int_t)n[0]));
@@ -214,14 +215,14 @@ json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const 
     return out;
 }
 
-json_t *avoctl_reval_todo(const json_t *plan)
+json_t *avoctl_campreval_todo(const json_t *plan)
 {
     json_t *out = json_array();
     const char *pname;
     json_t *e;
     json_object_foreach(json_object_get(plan, "problems"), pname, e)
     {
-        const char *a = avoctl_str(e, "action");
+        const char *a = avoctl_fmt_str(e, "action");
         if (out && a && !strcmp(a, "revalidate"))
             json_array_append_new(out,
                                   json_pack("{s:s,s:O,s:O}", "problem", pname, "candidate",
@@ -230,7 +231,7 @@ json_t *avoctl_reval_todo(const json_t *plan)
     return out;
 }
 
-int avoctl_reval_finish(json_t *plan, const json_t *revs)
+int avoctl_campreval_finish(json_t *plan, const json_t *revs)
 {
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     size_t measured = 0;
@@ -292,10 +293,10 @@ static void md_num(FILE *out, const json_t *v)
         fputs("-", out);
 }
 
-void avoctl_reval_markdown(const json_t *plan, FILE *out)
+void avoctl_campreval_markdown(const json_t *plan, FILE *out)
 {
-    fprintf(out, "\n## Re-validation (%s)\n\n%s.\n", avoctl_str(plan, "mode") ? avoctl_str(plan, "mode") : "?",
-            avoctl_str(plan, "message") ? avoctl_str(plan, "message") : "?");
+    fprintf(out, "\n## Re-validation (%s)\n\n%s.\n", avoctl_fmt_str(plan, "mode") ? avoctl_fmt_str(plan, "mode") : "?",
+            avoctl_fmt_str(plan, "message") ? avoctl_fmt_str(plan, "message") : "?");
     if (!json_integer_value(json_object_get(plan, "revalidate")) &&
         !json_integer_value(json_object_get(plan, "skipped")))
         return;
@@ -307,7 +308,7 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
     json_t *e;
     json_object_foreach(json_object_get(plan, "problems"), pname, e)
     {
-        const char *a = avoctl_str(e, "action");
+        const char *a = avoctl_fmt_str(e, "action");
         char now[512], was[512];
         md_label(json_object_get(e, "toolchain") ? json_object_get(e, "toolchain") : json_object_get(e, "current"), now,
                  sizeof now);
@@ -317,7 +318,7 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
         fputs(" | ", out);
         if (a && !strcmp(a, "skipped")) {
             fprintf(out, "- | - | - | not re-validated: %s | %s | |\n",
-                    avoctl_str(e, "reason") ? avoctl_str(e, "reason") : "?", was);
+                    avoctl_fmt_str(e, "reason") ? avoctl_fmt_str(e, "reason") : "?", was);
             continue;
         }
         if (a && !strcmp(a, "unchanged")) {
@@ -326,9 +327,9 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
         }
         md_num(out, json_object_get(e, "recorded_aggregate"));
         fputs(" | ", out);
-        const char *oc = avoctl_str(e, "outcome"), *st = avoctl_str(e, "state");
-        if (avoctl_str(e, "error"))
-            fprintf(out, "not measured: %s", avoctl_str(e, "error"));
+        const char *oc = avoctl_fmt_str(e, "outcome"), *st = avoctl_fmt_str(e, "state");
+        if (avoctl_fmt_str(e, "error"))
+            fprintf(out, "not measured: %s", avoctl_fmt_str(e, "error"));
         else if (oc && strcmp(oc, "ok"))
             fprintf(out, "%s", oc);
         else if (json_is_number(json_object_get(e, "aggregate")))
@@ -340,7 +341,8 @@ void avoctl_reval_markdown(const json_t *plan, FILE *out)
             fprintf(out, "x%.4f", json_number_value(json_object_get(e, "ratio")));
         else
             fputs("-", out);
-        fprintf(out, " | %s | %s | %s |\n", now, was, avoctl_str(e, "changes") ? avoctl_str(e, "changes") : "(none)");
+        fprintf(out, " | %s | %s | %s |\n", now, was,
+                avoctl_fmt_str(e, "changes") ? avoctl_fmt_str(e, "changes") : "(none)");
     }
     if (json_is_number(json_object_get(plan, "geomean_ratio")))
         fprintf(out, "\nGeometric mean of the ratios: x%.4f over %lld (min x%.4f, max x%.4f).\n",

@@ -22,17 +22,17 @@ typedef enum {
     AVOCTL_REVAL_OFF = 0,       /* the default: nothing checked */
     AVOCTL_REVAL_ON_CHANGE = 1, /* "on_toolchain_change" */
     AVOCTL_REVAL_ALWAYS = 2,    /* every night, changed or not (drift) */
-} avoctl_reval_mode;
+} avoctl_campreval_mode;
 
 /* "off", "on_toolchain_change" or "always" into *mode: 0, or -EINVAL
  * (text NULL included). */
-int avoctl_reval_mode_parse(const char *text, avoctl_reval_mode *mode);
-const char *avoctl_reval_mode_name(avoctl_reval_mode mode);
+int avoctl_campreval_mode_parse(const char *text, avoctl_campreval_mode *mode);
+const char *avoctl_campreval_mode_name(avoctl_campreval_mode mode);
 
 /* How the versions current differ from recorded on the keys that matter
  * for target ("cpu" or a GPU architecture): "cc 12.2.0 -> 14.1.0, nvcc
  * (none) -> 13.0.88" in buf; returns how many keys differ. */
-size_t avoctl_reval_diff(const json_t *recorded, const json_t *current, const char *target, char *buf, size_t len);
+size_t avoctl_campreval_diff(const json_t *recorded, const json_t *current, const char *target, char *buf, size_t len);
 
 /* What to do for each problem of previous (the last summary, or NULL)
  * that has a baseline candidate. cands maps a problem to that candidate
@@ -49,11 +49,11 @@ size_t avoctl_reval_diff(const json_t *recorded, const json_t *current, const ch
  * "worker" is the live worker to measure on: the lowest id whose
  * toolchain differs (or, for "always", the lowest id). NULL when out of
  * memory. */
-json_t *avoctl_reval_plan(avoctl_reval_mode mode, const json_t *previous, const json_t *cands, const json_t *jobs,
-                          const json_t *workers);
+json_t *avoctl_campreval_plan(avoctl_campreval_mode mode, const json_t *previous, const json_t *cands,
+                              const json_t *jobs, const json_t *workers);
 
 /* The problems a plan re-validates: [{"problem", "candidate", "worker"}]. */
-json_t *avoctl_reval_todo(const json_t *plan);
+json_t *avoctl_campreval_todo(const json_t *plan);
 
 /* Fill a plan in with what was measured: revs maps a problem to its
  * re-validation (GET /v1/revalidations/{id}) or {"error": why}. Adds per
@@ -61,9 +61,9 @@ json_t *avoctl_reval_todo(const json_t *plan);
  * "aggregate", "ratio", "toolchain" (the new result's versions), "error";
  * and "measured", "geomean_ratio", "min_ratio", "max_ratio" over the
  * problems' ratios. 0 or -ENOMEM. */
-int avoctl_reval_finish(json_t *plan, const json_t *revs);
+int avoctl_campreval_finish(json_t *plan, const json_t *revs);
 
 /* The section as markdown ("## Re-validation"). */
-void avoctl_reval_markdown(const json_t *plan, FILE *out);
+void avoctl_campreval_markdown(const json_t *plan, FILE *out);
 
 #endif

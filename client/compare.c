@@ -9,9 +9,9 @@
 
 int avoctl_compare_read(const json_t *cmp, avoctl_paired_ratio *out, char *why, size_t whylen)
 {
-    const char *state = avoctl_str(cmp, "state");
-    const char *outcome = avoctl_str(cmp, "outcome");
-    const char *detail = avoctl_str(cmp, "detail");
+    const char *state = avoctl_fmt_str(cmp, "state");
+    const char *outcome = avoctl_fmt_str(cmp, "outcome");
+    const char *detail = avoctl_fmt_str(cmp, "detail");
     const json_t *p = json_object_get(cmp, "paired");
     const json_t *ci = json_object_get(p, "ci");
     if (!state) {
@@ -35,7 +35,7 @@ int avoctl_compare_read(const json_t *cmp, avoctl_paired_ratio *out, char *why, 
     }
     if (json_object_get(p, "error")) {
         snprintf(why, whylen, "the paired measurement failed: %s",
-                 avoctl_str(p, "error") ? avoctl_str(p, "error") : "no reason given");
+                 avoctl_fmt_str(p, "error") ? avoctl_fmt_str(p, "error") : "no reason given");
         return AVOCTL_COMPARE_FAILED;
     }
     const double r = json_number_value(json_object_get(p, "ratio"));
@@ -63,7 +63,7 @@ void avoctl_compare_line(const json_t *cmp, char *buf, size_t len)
                  pr.lo, pr.hi);
         break;
     case AVOCTL_COMPARE_PENDING:
-        snprintf(buf, len, "candidate %lld vs %lld: %s (compare %lld)", a, b, avoctl_str(cmp, "state"),
+        snprintf(buf, len, "candidate %lld vs %lld: %s (compare %lld)", a, b, avoctl_fmt_str(cmp, "state"),
                  (long long)json_integer_value(json_object_get(cmp, "id")));
         break;
     default:

@@ -124,7 +124,7 @@ void avoctl_fmt_duration(double s, char *buf, size_t len)
         snprintf(buf, len, "%lld d %lld h", t / 86400, t % 86400 / 3600);
 }
 
-int avoctl_eta(double elapsed, long long done, long long budget, double wall_budget, double *left)
+int avoctl_fmt_eta_seconds(double elapsed, long long done, long long budget, double wall_budget, double *left)
 {
     int have = 0;
     double best = 0;
@@ -148,7 +148,7 @@ void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wal
 {
     double left;
     char d[64];
-    if (avoctl_eta(elapsed, done, budget, wall_budget, &left) < 0) {
+    if (avoctl_fmt_eta_seconds(elapsed, done, budget, wall_budget, &left) < 0) {
         snprintf(buf, len, "ETA unknown");
         return;
     }
@@ -156,7 +156,7 @@ void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wal
     snprintf(buf, len, "ETA %s", d);
 }
 
-double avoctl_job_elapsed(const json_t *job)
+double avoctl_fmt_job_elapsed(const json_t *job)
 {
     const json_t *w = json_object_get(json_object_get(job, "accounting"), "wall_seconds");
     const char *started = json_string_value(json_object_get(job, "started_at"));
@@ -167,33 +167,33 @@ double avoctl_job_elapsed(const json_t *job)
 
 static int color_on;
 
-void avoctl_color_init(int force_off)
+void avoctl_fmt_color_init(int force_off)
 {
     const char *nc = getenv("NO_COLOR");
     color_on = !force_off && !(nc && *nc) && isatty(STDOUT_FILENO);
 }
 
-void avoctl_color_set(int on)
+void avoctl_fmt_color_set(int on)
 {
     color_on = on;
 }
 
-const char *avoctl_color_fail(void)
+const char *avoctl_fmt_color_fail(void)
 {
     return color_on ? "\033[31m" : "";
 }
 
-const char *avoctl_color_good(void)
+const char *avoctl_fmt_color_good(void)
 {
     return color_on ? "\033[32m" : "";
 }
 
-const char *avoctl_color_off(void)
+const char *avoctl_fmt_color_off(void)
 {
     return color_on ? "\033[0m" : "";
 }
 
-size_t avoctl_term_width(FILE *out)
+size_t avoctl_table_term_width(FILE *out)
 {
     struct winsize ws;
     if (!isatty(fileno(out)) || ioctl(fileno(out), TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
@@ -261,7 +261,7 @@ void avoctl_table_free(avoctl_table *t)
     free(t);
 }
 
-const char *avoctl_str(const json_t *obj, const char *key)
+const char *avoctl_fmt_str(const json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(obj, key));
 }

@@ -27,7 +27,7 @@ void avoctl_table_free(avoctl_table *t);
 
 /* A figure with about four significant digits: 9.81, 123.5, 0.0012, 12346. */
 /* obj[key] as a string, or NULL when absent or not a string. */
-const char *avoctl_str(const json_t *obj, const char *key);
+const char *avoctl_fmt_str(const json_t *obj, const char *key);
 void avoctl_fmt_num(double v, char *buf, size_t len);
 /* An ISO-8601 timestamp cut down for humans: "2024-05-01 12:03" (with_date)
  * or "12:03:04". Anything unparseable (or NULL) gives "-". */
@@ -65,24 +65,24 @@ void avoctl_fmt_duration(double seconds, char *buf, size_t len);
  * of budget evaluations) and, when there is one (> 0), the wall budget,
  * whichever ends first. Returns 0 and *left, or -1 when neither can say
  * (nothing done yet, no budget). */
-int avoctl_eta(double elapsed, long long done, long long budget, double wall_budget, double *left);
-/* "ETA 3 min 12 s" or "ETA unknown", from avoctl_eta. */
+int avoctl_fmt_eta_seconds(double elapsed, long long done, long long budget, double wall_budget, double *left);
+/* "ETA 3 min 12 s" or "ETA unknown", from avoctl_fmt_eta_seconds. */
 void avoctl_fmt_eta(double elapsed, long long done, long long budget, double wall_budget, char *buf, size_t len);
 /* A job's elapsed running time in seconds from its JSON (accounting's
  * wall_seconds), or -1 when it has not started. */
-double avoctl_job_elapsed(const json_t *job);
+double avoctl_fmt_job_elapsed(const json_t *job);
 
-/* Colour on stdout: decided once (avoctl_color_init: off when stdout is not
+/* Colour on stdout: decided once (avoctl_fmt_color_init: off when stdout is not
  * a terminal, NO_COLOR is set and not empty, or --no-color), then each
  * avoctl_color_* returns the escape or "" */
-void avoctl_color_init(int force_off);
-void avoctl_color_set(int on);       /* for the unit tests */
-const char *avoctl_color_fail(void); /* red */
-const char *avoctl_color_good(void); /* green: a new best */
-const char *avoctl_color_off(void);
+void avoctl_fmt_color_init(int force_off);
+void avoctl_fmt_color_set(int on);       /* for the unit tests */
+const char *avoctl_fmt_color_fail(void); /* red */
+const char *avoctl_fmt_color_good(void); /* green: a new best */
+const char *avoctl_fmt_color_off(void);
 
 /* The terminal's width when out is one, else 0 (no limit). */
-size_t avoctl_term_width(FILE *out);
+size_t avoctl_table_term_width(FILE *out);
 
 /* One human line (no newline) for an event object as carried in the stream's
  * data: {"id","job","kind","at","data":{...}}. fallback_unit may be NULL. */

@@ -33,7 +33,7 @@ typedef struct {
     int too_large;
 } transfer;
 
-void avoctl_response_free(avoctl_response *r)
+void avoctl_http_response_free(avoctl_response *r)
 {
     json_decref(r->body);
     r->body = NULL;
@@ -83,7 +83,7 @@ void avoctl_http_close(avoctl_http *h)
     curl_global_cleanup();
 }
 
-int avoctl_route_path(avo_route_id route, int64_t id, const char *query, char *out, size_t len)
+int avoctl_http_route_path(avo_route_id route, int64_t id, const char *query, char *out, size_t len)
 {
     const char *pat = avo_routes[route].pattern;
     const char *slot = strstr(pat, "{id}");
@@ -98,7 +98,7 @@ int avoctl_route_path(avo_route_id route, int64_t id, const char *query, char *o
     return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
-int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size_t len)
+int avoctl_http_route_path_name(avo_route_id route, const char *name, char *out, size_t len)
 {
     const char *pat = avo_routes[route].pattern;
     const char *slot = strstr(pat, "{name}");
@@ -166,8 +166,8 @@ static int perform(avoctl_http *h, avo_route_id route, int64_t id, const char *n
 
     memset(r, 0, sizeof *r);
     snprintf(url, sizeof url, "%s", h->base);
-    if ((name ? avoctl_route_path_name(route, name, url + strlen(url), sizeof url - strlen(url))
-              : avoctl_route_path(route, id, query, url + strlen(url), sizeof url - strlen(url))) < 0) {
+    if ((name ? avoctl_http_route_path_name(route, name, url + strlen(url), sizeof url - strlen(url))
+              : avoctl_http_route_path(route, id, query, url + strlen(url), sizeof url - strlen(url))) < 0) {
         snprintf(r->error, sizeof r->error, "request path too long");
         return -ENAMETOOLONG;
     }

@@ -19,7 +19,7 @@ typedef struct {
     char error[256]; /* transport failure or why the body is not JSON */
 } avoctl_response;
 
-void avoctl_response_free(avoctl_response *r);
+void avoctl_http_response_free(avoctl_response *r);
 
 /* Return 0 to continue, 1 to end the transfer early (not an error), or a
  * negative int to abort it; that value is returned by avoctl_http_stream(). */
@@ -36,11 +36,11 @@ void avoctl_http_set_stop(avoctl_http *h, volatile sig_atomic_t *stop);
 
 /* "/v1/jobs/7/events?after=3" from a route, its {id} and an optional query
  * (without '?'). Returns 0 or -ENAMETOOLONG. */
-int avoctl_route_path(avo_route_id route, int64_t id, const char *query, char *out, size_t len);
+int avoctl_http_route_path(avo_route_id route, int64_t id, const char *query, char *out, size_t len);
 
 /* The same for a route ending in "{name}" (/v1/problems/{name}): name is
  * percent-encoded except for its slashes, which the route keeps. */
-int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size_t len);
+int avoctl_http_route_path_name(avo_route_id route, const char *name, char *out, size_t len);
 
 /* One request with the route's method; body may be NULL. Returns 0 when an
  * HTTP answer arrived (whatever its status; see r->status, r->body), or
@@ -49,7 +49,7 @@ int avoctl_route_path_name(avo_route_id route, const char *name, char *out, size
 int avoctl_http_call(avoctl_http *h, avo_route_id route, int64_t id, const char *query, const json_t *body,
                      avoctl_response *r);
 
-/* A GET of a "{name}" route (avoctl_route_path_name), as avoctl_http_call. */
+/* A GET of a "{name}" route (avoctl_http_route_path_name), as avoctl_http_call. */
 int avoctl_http_get_name(avoctl_http *h, avo_route_id route, const char *name, avoctl_response *r);
 
 /* A GET whose 2xx body is handed to cb as it arrives (no overall timeout).

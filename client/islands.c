@@ -38,18 +38,18 @@ static void push_best(avoctl_island *s, double best)
 
 void avoctl_islands_event(avoctl_islands *v, const json_t *ev)
 {
-    const char *kind = avoctl_str(ev, "kind");
+    const char *kind = avoctl_fmt_str(ev, "kind");
     const json_t *d = json_object_get(ev, "data");
     if (!kind)
         return;
-    const char *unit = avoctl_str(d, "unit");
+    const char *unit = avoctl_fmt_str(d, "unit");
     if (unit && !v->unit[0])
         snprintf(v->unit, sizeof v->unit, "%s", unit);
     if (!strcmp(kind, "candidate_evaluated") || !strcmp(kind, "evaluation_finished")) {
         avoctl_island *s = island_of(v, d);
         if (s) {
             s->evaluations++;
-            const char *o = avoctl_str(d, "outcome");
+            const char *o = avoctl_fmt_str(d, "outcome");
             s->failed += o && strcmp(o, "ok") != 0;
         }
     } else if (!strcmp(kind, "committed") || !strcmp(kind, "island_migrated")) {
@@ -63,8 +63,8 @@ void avoctl_islands_event(avoctl_islands *v, const json_t *ev)
         }
     } else if (!strcmp(kind, "job_finished")) {
         v->finished = 1;
-        snprintf(v->state, sizeof v->state, "%s", avoctl_str(d, "state") ? avoctl_str(d, "state") : "");
-        snprintf(v->reason, sizeof v->reason, "%s", avoctl_str(d, "reason") ? avoctl_str(d, "reason") : "");
+        snprintf(v->state, sizeof v->state, "%s", avoctl_fmt_str(d, "state") ? avoctl_fmt_str(d, "state") : "");
+        snprintf(v->reason, sizeof v->reason, "%s", avoctl_fmt_str(d, "reason") ? avoctl_fmt_str(d, "reason") : "");
         json_t *sp = json_object_get(d, "speedup");
         v->speedup = json_is_number(sp) ? json_number_value(sp) : 0;
         if (json_is_object(json_object_get(d, "speedup_detail")))
@@ -113,8 +113,8 @@ int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
             n = snprintf(line, sizeof line, "island %-2d %4d %s  best %-18s %-7s %s", i, s->evaluations,
                          s->evaluations == 1 ? "eval " : "evals", best, speed, spark);
         if (s->failed)
-            n += snprintf(line + n, sizeof line - (size_t)n, "  %s(%d failed)%s", avoctl_color_fail(), s->failed,
-                          avoctl_color_off());
+            n += snprintf(line + n, sizeof line - (size_t)n, "  %s(%d failed)%s", avoctl_fmt_color_fail(), s->failed,
+                          avoctl_fmt_color_off());
         /* Cut at the terminal's width, counting a multi-byte bar as one column. */
         size_t cols = 0, cut = strlen(line);
         for (size_t b = 0; line[b]; b++) {
@@ -125,7 +125,7 @@ int avoctl_islands_print(const avoctl_islands *v, size_t width, FILE *out)
                 break;
             }
         }
-        fprintf(out, "%.*s%s\n", (int)cut, line, cut < strlen(line) ? avoctl_color_off() : "");
+        fprintf(out, "%.*s%s\n", (int)cut, line, cut < strlen(line) ? avoctl_fmt_color_off() : "");
     }
     if (v->elapsed < 0)
         return v->nislands;
@@ -158,14 +158,14 @@ void avoctl_islands_summary(const avoctl_islands *v, FILE *out)
             v->nislands == 1 ? "" : "s");
 }
 
-void avoctl_job_summary(const json_t *job, FILE *out)
+void avoctl_islands_job_summary(const json_t *job, FILE *out)
 {
-    const char *state = avoctl_str(job, "state"), *reason = avoctl_str(job, "reason");
-    const char *unit = avoctl_str(job, "unit");
+    const char *state = avoctl_fmt_str(job, "state"), *reason = avoctl_fmt_str(job, "reason");
+    const char *unit = avoctl_fmt_str(job, "unit");
     const json_t *best = json_object_get(json_object_get(job, "best"), "aggregate");
     const json_t *seed = json_object_get(job, "seed");
     const json_t *seed_agg = json_object_get(seed, "aggregate");
-    const char *seed_outcome = avoctl_str(seed, "outcome");
+    const char *seed_outcome = avoctl_fmt_str(seed, "outcome");
     const json_t *done = json_object_get(json_object_get(job, "evaluations"), "done");
     long long n = json_is_integer(done) ? (long long)json_integer_value(done) : 0;
     size_t nisl = json_array_size(json_object_get(job, "islands"));

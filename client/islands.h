@@ -49,6 +49,6 @@ void avoctl_islands_summary(const avoctl_islands *v, FILE *out);
  * prints at the end, right even when it saw only part of the events
  * (--after N). "seed failed (OUTCOME)" / "no valid evaluation yet" rather
  * than a zero score. */
-void avoctl_job_summary(const json_t *job, FILE *out);
+void avoctl_islands_job_summary(const json_t *job, FILE *out);
 
 #endif

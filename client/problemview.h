@@ -10,11 +10,11 @@
 /* One row per package: name, backend, knobs, configurations, unit,
  * description (cut to width when width is nonzero); a package that does
  * not load shows its error instead. 0 or a negative int. */
-int avoctl_problems_print(const json_t *list, size_t width, FILE *out);
+int avoctl_problemview_list(const json_t *list, size_t width, FILE *out);
 
 /* One package: what it computes, its tensors, configurations, knobs with
  * their values and defaults, constraints, seeds with their knob spaces,
  * files and package hash. 0 or a negative int. */
-int avoctl_problem_print(const json_t *problem, FILE *out);
+int avoctl_problemview_print(const json_t *problem, FILE *out);
 
 #endif

@@ -122,7 +122,7 @@ static size_t totals(const json_t *r, total *t)
     const json_t *job = json_object_get(r, "job");
     const json_t *acc = json_object_get(job, "accounting");
     const json_t *budget = json_object_get(json_object_get(job, "spec"), "budget");
-    const char *unit = avoctl_str(job, "unit");
+    const char *unit = avoctl_fmt_str(job, "unit");
     size_t n = 0;
 
     t[n].key = "seed";
@@ -175,7 +175,7 @@ static void config_row(const json_t *r, size_t i, char cells[4][128])
     const json_t *configs = json_object_get(r, "configs");
     if (i < json_array_size(configs)) {
         const json_t *c = json_array_get(configs, i);
-        snprintf(cells[0], 128, "%s", avoctl_str(c, "config") ? avoctl_str(c, "config") : "?");
+        snprintf(cells[0], 128, "%s", avoctl_fmt_str(c, "config") ? avoctl_fmt_str(c, "config") : "?");
         num_cell(json_object_get(c, "seed"), cells[1], 128);
         num_cell(json_object_get(c, "best"), cells[2], 128);
         noisy_mark(c, "seed_noisy", "seed_rse", cells[1]);
@@ -204,9 +204,9 @@ static const char *const island_hdr[] = {"ISLAND", "BEST", "CANDIDATE", "COMMITS
 
 static void title(const json_t *job, const char *word, char *buf, size_t len)
 {
-    const char *reason = avoctl_str(job, "reason");
-    const char *problem = avoctl_str(job, "problem"), *op = avoctl_str(job, "operator");
-    const char *target = avoctl_str(job, "target"), *state = avoctl_str(job, "state");
+    const char *reason = avoctl_fmt_str(job, "reason");
+    const char *problem = avoctl_fmt_str(job, "problem"), *op = avoctl_fmt_str(job, "operator");
+    const char *target = avoctl_fmt_str(job, "target"), *state = avoctl_fmt_str(job, "state");
     snprintf(buf, len, "%s %lld: %s (%s, %s), %s%s%s", word, (long long)json_integer_value(json_object_get(job, "id")),
              problem ? problem : "?", op ? op : "?", target ? target : "?", state ? state : "?", reason ? ": " : "",
              reason ? reason : "");
@@ -215,7 +215,7 @@ static void title(const json_t *job, const char *word, char *buf, size_t len)
 int avoctl_report_print(const json_t *r, size_t width, FILE *out)
 {
     const json_t *job = json_object_get(r, "job");
-    const char *unit = avoctl_str(job, "unit");
+    const char *unit = avoctl_fmt_str(job, "unit");
     avoctl_table *t = NULL;
     total tot[NTOTALS];
     char line[1024], seedh[64], besth[64];
@@ -292,7 +292,7 @@ static void md_cell(FILE *out, const char *s)
 int avoctl_report_markdown(const json_t *r, FILE *out)
 {
     const json_t *job = json_object_get(r, "job");
-    const char *unit = avoctl_str(job, "unit");
+    const char *unit = avoctl_fmt_str(job, "unit");
     total tot[NTOTALS];
     char line[1024];
 

@@ -67,21 +67,23 @@ static void worker_line(const json_t *w, char *buf, size_t len)
         return;
     }
     avoctl_fmt_field(json_object_get(w, "id"), id, sizeof id);
-    snprintf(buf, len, "%s on %s (%s)", id, avoctl_str(w, "host") ? avoctl_str(w, "host") : "?",
-             avoctl_str(w, "target") ? avoctl_str(w, "target") : "?");
+    snprintf(buf, len, "%s on %s (%s)", id, avoctl_fmt_str(w, "host") ? avoctl_fmt_str(w, "host") : "?",
+             avoctl_fmt_str(w, "target") ? avoctl_fmt_str(w, "target") : "?");
     int first = 1;
     json_array_foreach(json_object_get(w, "devices"), i, d)
     {
-        const char *kind = avoctl_str(d, "kind");
+        const char *kind = avoctl_fmt_str(d, "kind");
         if (kind && strcmp(kind, "cpu") == 0) {
             char cores[32];
             avoctl_fmt_field(json_object_get(d, "cores"), cores, sizeof cores);
-            snprintf(part, sizeof part, "%s, %s cores", avoctl_str(d, "model") ? avoctl_str(d, "model") : "CPU", cores);
+            snprintf(part, sizeof part, "%s, %s cores", avoctl_fmt_str(d, "model") ? avoctl_fmt_str(d, "model") : "CPU",
+                     cores);
         } else if (kind && strcmp(kind, "gpu") == 0) {
             char idx[32];
             avoctl_fmt_field(json_object_get(d, "index"), idx, sizeof idx);
-            snprintf(part, sizeof part, "GPU %s %s (%s)", idx, avoctl_str(d, "name") ? avoctl_str(d, "name") : "?",
-                     avoctl_str(d, "arch") ? avoctl_str(d, "arch") : "?");
+            snprintf(part, sizeof part, "GPU %s %s (%s)", idx,
+                     avoctl_fmt_str(d, "name") ? avoctl_fmt_str(d, "name") : "?",
+                     avoctl_fmt_str(d, "arch") ? avoctl_fmt_str(d, "arch") : "?");
         } else {
             continue; /* probes that found nothing */
         }
@@ -108,7 +110,7 @@ static void header(const json_t *c, FILE *out)
 {
     char buf[2048], a[64], b[64];
     const json_t *parents = json_object_get(c, "parents");
-    const char *outcome = avoctl_str(c, "outcome");
+    const char *outcome = avoctl_fmt_str(c, "outcome");
 
     avoctl_fmt_field(json_object_get(c, "id"), a, sizeof a);
     avoctl_fmt_field(json_object_get(c, "job"), b, sizeof b);
@@ -127,7 +129,7 @@ static void header(const json_t *c, FILE *out)
         ids_line(parents, buf, sizeof buf);
         kv(out, "derived from", buf);
     }
-    kv(out, "operator", avoctl_str(c, "operator"));
+    kv(out, "operator", avoctl_fmt_str(c, "operator"));
     const json_t *screen = json_object_get(c, "screen");
     snprintf(buf, sizeof buf, "%s%s%s", outcome ? outcome : "pending",
              json_is_true(json_object_get(screen, "screened_out")) ? ", screened out" : "",
@@ -135,14 +137,14 @@ static void header(const json_t *c, FILE *out)
              : outcome                                     ? ", not committed"
                                                            : "");
     kv(out, "outcome", buf);
-    if (outcome && strcmp(outcome, "ok") != 0 && avoctl_str(c, "detail"))
-        kv(out, "detail", avoctl_str(c, "detail"));
+    if (outcome && strcmp(outcome, "ok") != 0 && avoctl_fmt_str(c, "detail"))
+        kv(out, "detail", avoctl_fmt_str(c, "detail"));
     snprintf(buf, sizeof buf, "-");
     if (json_is_number(json_object_get(c, "aggregate"))) {
         avoctl_fmt_num(json_number_value(json_object_get(c, "aggregate")), buf, sizeof buf);
-        if (avoctl_str(c, "unit")) {
+        if (avoctl_fmt_str(c, "unit")) {
             cat(buf, sizeof buf, " ");
-            cat(buf, sizeof buf, avoctl_str(c, "unit"));
+            cat(buf, sizeof buf, avoctl_fmt_str(c, "unit"));
         }
     }
     kv(out, "aggregate", buf);
@@ -154,7 +156,7 @@ static void header(const json_t *c, FILE *out)
         if (json_is_number(json_object_get(screen, "aggregate"))) {
             avoctl_fmt_num(json_number_value(json_object_get(screen, "aggregate")), num, sizeof num);
             snprintf(part, sizeof part, "; partial aggregate %s%s%s over the screen's configurations", num,
-                     avoctl_str(c, "unit") ? " " : "", avoctl_str(c, "unit") ? avoctl_str(c, "unit") : "");
+                     avoctl_fmt_str(c, "unit") ? " " : "", avoctl_fmt_str(c, "unit") ? avoctl_fmt_str(c, "unit") : "");
             cat(buf, sizeof buf, part);
         }
         kv(out, "screen", buf);
@@ -163,8 +165,8 @@ static void header(const json_t *c, FILE *out)
                  json_number_value(json_object_get(screen, "ratio")),
                  json_array_size(json_object_get(screen, "configs")));
         kv(out, "screen", buf);
-    } else if (avoctl_str(screen, "error")) {
-        snprintf(buf, sizeof buf, "not decided (%s), timed on every configuration", avoctl_str(screen, "error"));
+    } else if (avoctl_fmt_str(screen, "error")) {
+        snprintf(buf, sizeof buf, "not decided (%s), timed on every configuration", avoctl_fmt_str(screen, "error"));
         kv(out, "screen", buf);
     }
     avoctl_fmt_knobs(json_object_get(c, "knobs"), buf, sizeof buf);
@@ -180,10 +182,10 @@ static void header(const json_t *c, FILE *out)
     }
     cost_line(json_object_get(c, "cost"), buf, sizeof buf);
     kv(out, "cost", buf);
-    avoctl_fmt_time(avoctl_str(c, "created_at"), 1, buf, sizeof buf);
+    avoctl_fmt_time(avoctl_fmt_str(c, "created_at"), 1, buf, sizeof buf);
     kv(out, "created", buf);
-    if (avoctl_str(c, "notes"))
-        kv(out, "notes", avoctl_str(c, "notes"));
+    if (avoctl_fmt_str(c, "notes"))
+        kv(out, "notes", avoctl_fmt_str(c, "notes"));
 }
 
 /* Per configuration: the score and how steady its timing was. Falls back
@@ -191,7 +193,7 @@ static void header(const json_t *c, FILE *out)
 static int scores_table(const json_t *c, size_t width, FILE *out)
 {
     const json_t *configs = json_object_get(c, "configs");
-    const char *unit = avoctl_str(c, "unit");
+    const char *unit = avoctl_fmt_str(c, "unit");
     avoctl_table *t = NULL;
     char sh[64];
     size_t i;
@@ -215,7 +217,7 @@ static int scores_table(const json_t *c, size_t width, FILE *out)
     json_array_foreach(configs, i, row)
     {
         char score[64], med[64], runs[32], rse[32] = "-", vs[32];
-        const char *name = avoctl_str(row, "name") ? avoctl_str(row, "name") : avoctl_str(row, "config");
+        const char *name = avoctl_fmt_str(row, "name") ? avoctl_fmt_str(row, "name") : avoctl_fmt_str(row, "config");
         avoctl_fmt_field(json_object_get(row, "score"), score, sizeof score);
         fmt_seconds(json_object_get(row, "median_s"), med, sizeof med);
         avoctl_fmt_field(json_object_get(row, "runs"), runs, sizeof runs);
@@ -257,7 +259,7 @@ static void compile_report(const json_t *c, FILE *out)
         avoctl_fmt_field(json_object_get(k, "smem_bytes"), smem, sizeof smem);
         /* The (mangled, long) name last, so the figures line up. */
         snprintf(buf, sizeof buf, "%s registers, spills %s B stored / %s B loaded, %s B smem: %s", regs, st, ld, smem,
-                 avoctl_str(k, "kernel") ? avoctl_str(k, "kernel") : "?");
+                 avoctl_fmt_str(k, "kernel") ? avoctl_fmt_str(k, "kernel") : "?");
         kv(out, "ptxas", buf);
     }
 }
@@ -265,8 +267,8 @@ static void compile_report(const json_t *c, FILE *out)
 /* The compiler's output, when it is why the candidate failed. */
 static void compile_log(const json_t *c, FILE *out)
 {
-    const char *outcome = avoctl_str(c, "outcome");
-    const char *log = avoctl_str(json_object_get(c, "compile"), "log");
+    const char *outcome = avoctl_fmt_str(c, "outcome");
+    const char *log = avoctl_fmt_str(json_object_get(c, "compile"), "log");
     if (outcome && strcmp(outcome, "compile_error") == 0 && log && *log)
         fprintf(out, "\ncompiler output:\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
 }
@@ -310,7 +312,7 @@ static void counters_line(const json_t *c, FILE *out)
 {
     const json_t *top = json_object_get(c, "counters");
     char buf[1024];
-    const char *reason = avoctl_str(top, "reason");
+    const char *reason = avoctl_fmt_str(top, "reason");
     size_t i;
     json_t *row;
 
@@ -321,7 +323,7 @@ static void counters_line(const json_t *c, FILE *out)
         const json_t *ctr = json_object_get(row, "counters");
         if (json_is_array(json_object_get(ctr, "kernels"))) {
             snprintf(buf, sizeof buf, "%s, per configuration and kernel (below)",
-                     avoctl_str(ctr, "source") ? avoctl_str(ctr, "source") : "CUPTI");
+                     avoctl_fmt_str(ctr, "source") ? avoctl_fmt_str(ctr, "source") : "CUPTI");
             kv(out, "counters", buf);
             return;
         }
@@ -389,9 +391,11 @@ static int counters_table(const json_t *c, size_t width, FILE *out)
             const json_t *kj = json_array_get(kernels, j);
             const json_t *m = gpu ? json_object_get(kj, "metrics") : ctr;
             size_t n = 0;
-            snprintf(cells[n++], sizeof cells[0], "%s", avoctl_str(row, "name") ? avoctl_str(row, "name") : "?");
+            snprintf(cells[n++], sizeof cells[0], "%s",
+                     avoctl_fmt_str(row, "name") ? avoctl_fmt_str(row, "name") : "?");
             if (gpu)
-                snprintf(cells[n++], sizeof cells[0], "%s", avoctl_str(kj, "range") ? avoctl_str(kj, "range") : "?");
+                snprintf(cells[n++], sizeof cells[0], "%s",
+                         avoctl_fmt_str(kj, "range") ? avoctl_fmt_str(kj, "range") : "?");
             for (k = 0; k < (gpu ? NGPU : NCPU); k++) {
                 if (!used[k])
                     continue;
@@ -442,10 +446,10 @@ static void noise_lines(const json_t *c, FILE *out)
         if (!json_is_true(json_object_get(row, "noisy")))
             continue;
         avoctl_fmt_noisy(row, 1, mark, sizeof mark);
-        const char *stop = avoctl_str(row, "stopped_by");
+        const char *stop = avoctl_fmt_str(row, "stopped_by");
         char part[256];
         snprintf(part, sizeof part, "%s%s (%s, stopped by %s)", n++ ? "; " : "",
-                 avoctl_str(row, "name") ? avoctl_str(row, "name") : "?", mark, stop ? stop : "?");
+                 avoctl_fmt_str(row, "name") ? avoctl_fmt_str(row, "name") : "?", mark, stop ? stop : "?");
         cat(list, sizeof list, part);
     }
     if (n) {
@@ -461,8 +465,8 @@ static void noise_lines(const json_t *c, FILE *out)
         kv(out, "host load", buf);
     }
     if (json_is_object(gap)) {
-        if (avoctl_str(gap, "note")) {
-            kv(out, "off CPU", avoctl_str(gap, "note"));
+        if (avoctl_fmt_str(gap, "note")) {
+            kv(out, "off CPU", avoctl_fmt_str(gap, "note"));
         } else {
             fmt_seconds(json_object_get(gap, "wall_s"), a, sizeof a);
             fmt_seconds(json_object_get(gap, "task_clock_s"), b, sizeof b);
@@ -473,7 +477,7 @@ static void noise_lines(const json_t *c, FILE *out)
     }
 }
 
-int avoctl_profile_print(const json_t *prof, size_t width, FILE *out)
+int avoctl_show_profile(const json_t *prof, size_t width, FILE *out)
 {
     char buf[1400];
     const json_t *res = json_object_get(prof, "result");
@@ -481,16 +485,16 @@ int avoctl_profile_print(const json_t *prof, size_t width, FILE *out)
         return -EINVAL;
     snprintf(buf, sizeof buf, "%lld (%s, %s, attempt %lld), %s%s",
              (long long)json_integer_value(json_object_get(prof, "id")),
-             avoctl_str(prof, "why") ? avoctl_str(prof, "why") : "?",
-             avoctl_str(prof, "state") ? avoctl_str(prof, "state") : "?",
+             avoctl_fmt_str(prof, "why") ? avoctl_fmt_str(prof, "why") : "?",
+             avoctl_fmt_str(prof, "state") ? avoctl_fmt_str(prof, "state") : "?",
              (long long)json_integer_value(json_object_get(prof, "attempts")),
-             avoctl_str(prof, "config") ? "configuration " : "the configurations counters.configs lists",
-             avoctl_str(prof, "config") ? avoctl_str(prof, "config") : "");
+             avoctl_fmt_str(prof, "config") ? "configuration " : "the configurations counters.configs lists",
+             avoctl_fmt_str(prof, "config") ? avoctl_fmt_str(prof, "config") : "");
     kv(out, "profile", buf);
     if (!json_is_object(res))
         return ferror(out) ? -EIO : 0;
-    snprintf(buf, sizeof buf, "%s: %s", avoctl_str(res, "outcome") ? avoctl_str(res, "outcome") : "?",
-             avoctl_str(res, "detail") ? avoctl_str(res, "detail") : "");
+    snprintf(buf, sizeof buf, "%s: %s", avoctl_fmt_str(res, "outcome") ? avoctl_fmt_str(res, "outcome") : "?",
+             avoctl_fmt_str(res, "detail") ? avoctl_fmt_str(res, "detail") : "");
     kv(out, "outcome", buf);
     counters_line(res, out);
     int rc = counters_table(res, width, out);
@@ -518,13 +522,13 @@ int avoctl_show_print(const json_t *c, int with_source, size_t width, FILE *out)
     if (json_is_object(json_object_get(c, "profile"))) {
         /* Counters are a task of their own now: its latest one. */
         fputc('\n', out);
-        if ((rc = avoctl_profile_print(json_object_get(c, "profile"), width, out)) < 0)
+        if ((rc = avoctl_show_profile(json_object_get(c, "profile"), width, out)) < 0)
             return rc;
     }
     compile_log(c, out);
 
     fputc('\n', out);
-    const char *text = avoctl_str(c, with_source ? "source" : "diff");
+    const char *text = avoctl_fmt_str(c, with_source ? "source" : "diff");
     if (text) {
         fputs(text, out);
         if (*text && text[strlen(text) - 1] != '\n')

@@ -19,6 +19,6 @@ int avoctl_show_print(const json_t *cand, int with_source, size_t width, FILE *o
  * and in which state, then, once it ran, its outcome and its counters in
  * the same lines and table as a candidate's. Returns 0, -EINVAL when prof is
  * not an object, -ENOMEM or -EIO. */
-int avoctl_profile_print(const json_t *prof, size_t width, FILE *out);
+int avoctl_show_profile(const json_t *prof, size_t width, FILE *out);
 
 #endif

@@ -104,14 +104,14 @@ static int parse_flags(const avoctl_spec_flags *f, parsed *p, char *err, size_t 
     }
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         const char *s = *(const char *const *)((const char *)f + ints[i].off);
-        if (s && avoctl_parse_i64(ints[i].name, s, ints[i].min, ints[i].max, (int64_t *)((char *)p + ints[i].dst), err,
-                                  errlen) < 0)
+        if (s && avoctl_args_i64(ints[i].name, s, ints[i].min, ints[i].max, (int64_t *)((char *)p + ints[i].dst), err,
+                                 errlen) < 0)
             return -EINVAL;
     }
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         const char *s = *(const char *const *)((const char *)f + nums[i].off);
-        if (s && avoctl_parse_double(nums[i].name, s, nums[i].min, nums[i].max, (double *)((char *)p + nums[i].dst),
-                                     err, errlen) < 0)
+        if (s && avoctl_args_double(nums[i].name, s, nums[i].min, nums[i].max, (double *)((char *)p + nums[i].dst), err,
+                                    errlen) < 0)
             return -EINVAL;
     }
     /* Open ends the table's closed ranges cannot say. */
@@ -173,7 +173,7 @@ static int read_flags(const avoctl_spec_flags *f, parsed *p, json_t **labels, js
     if (f->labels && (rc = parse_labels(f->labels, labels, err, errlen)) < 0)
         return rc;
     if (f->seed_file &&
-        (rc = avoctl_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, source, err, errlen)) < 0) {
+        (rc = avoctl_buf_read_text("--seed", f->seed_file, AVOCTL_SEED_FILE_LIMIT, source, err, errlen)) < 0) {
         json_decref(*labels);
         *labels = NULL;
         return rc;

@@ -45,11 +45,11 @@ int avoctl_teams_print(const json_t *body, FILE *out)
     int rc = 0;
     json_array_foreach(json_object_get(body, "teams"), i, tm)
     {
-        const char *name = avoctl_str(tm, "team");
+        const char *name = avoctl_fmt_str(tm, "team");
         const json_t *q = json_object_get(tm, "quota");
         char limits[160], share[32], today[48], week[48], running[32], jobs[48], load[48];
         fmt_limits(q, limits, sizeof limits);
-        const char *line = avoctl_str(tm, "quota_line");
+        const char *line = avoctl_fmt_str(tm, "quota_line");
         if (line && !strcmp(line, "*")) {
             size_t used = strlen(limits);
             snprintf(limits + used, sizeof limits - used, " (*)");
@@ -71,7 +71,7 @@ int avoctl_teams_print(const json_t *body, FILE *out)
                              running,
                              jobs,
                              load,
-                             avoctl_str(tm, "blocked") ? avoctl_str(tm, "blocked") : "-"};
+                             avoctl_fmt_str(tm, "blocked") ? avoctl_fmt_str(tm, "blocked") : "-"};
         if (avoctl_table_add(t, row) < 0) {
             rc = -ENOMEM;
             goto cleanup;

@@ -19,9 +19,9 @@ void avoctl_toolchain_label(const json_t *v, char *buf, size_t len)
         if (n < len)                                                                                                   \
             n += (size_t)snprintf(buf + n, len - n, "%s" fmt, n ? ", " : "", __VA_ARGS__);                             \
     } while (0)
-    const char *cc = avoctl_str(v, "cc"), *nvcc = avoctl_str(v, "nvcc"), *dr = avoctl_str(v, "driver");
-    const char *cd = avoctl_str(v, "cuda_driver"), *rt = avoctl_str(v, "cuda_runtime");
-    const char *gpu = avoctl_str(v, "gpu"), *cpu = avoctl_str(v, "cpu"), *avo = avoctl_str(v, "avo");
+    const char *cc = avoctl_fmt_str(v, "cc"), *nvcc = avoctl_fmt_str(v, "nvcc"), *dr = avoctl_fmt_str(v, "driver");
+    const char *cd = avoctl_fmt_str(v, "cuda_driver"), *rt = avoctl_fmt_str(v, "cuda_runtime");
+    const char *gpu = avoctl_fmt_str(v, "gpu"), *cpu = avoctl_fmt_str(v, "cpu"), *avo = avoctl_fmt_str(v, "avo");
     if (cc)
         PART("cc %s", cc);
     if (nvcc)
@@ -116,18 +116,18 @@ void avoctl_toolchain_groups_markdown(const json_t *groups, FILE *out)
     }
 }
 
-int avoctl_revalidation_over(const json_t *rv)
+int avoctl_toolchain_revalidation_over(const json_t *rv)
 {
-    const char *st = avoctl_str(rv, "state");
+    const char *st = avoctl_fmt_str(rv, "state");
     return st && !strcmp(st, "done");
 }
 
-int avoctl_revalidation_print(const json_t *rv, size_t width, FILE *out)
+int avoctl_toolchain_revalidation_print(const json_t *rv, size_t width, FILE *out)
 {
     static const char *const hdr[] = {"CANDIDATE", "RECORDED", "NEW", "RATIO", "TOOLCHAIN"};
     avoctl_table *t = NULL;
     const json_t *entries = json_object_get(rv, "entries");
-    const char *unit = avoctl_str(rv, "unit");
+    const char *unit = avoctl_fmt_str(rv, "unit");
     size_t i;
     json_t *e;
     int rc;
@@ -140,7 +140,7 @@ int avoctl_revalidation_print(const json_t *rv, size_t width, FILE *out)
                                               ? json_object_get(rv, "candidate")
                                               : json_object_get(rv, "job")),
             json_array_size(entries), json_array_size(entries) == 1 ? "" : "s", unit ? ", " : "", unit ? unit : "",
-            avoctl_str(rv, "state") ? avoctl_str(rv, "state") : "?");
+            avoctl_fmt_str(rv, "state") ? avoctl_fmt_str(rv, "state") : "?");
     if ((rc = avoctl_table_new(&t, 5, hdr, 1u << 1 | 1u << 2 | 1u << 3)) < 0)
         return rc;
     avoctl_table_fit(t, width, 4, 24);
@@ -148,7 +148,7 @@ int avoctl_revalidation_print(const json_t *rv, size_t width, FILE *out)
     {
         char cand[32], rec[64], now[128], ratio[64], tc[1100], rtc[512];
         const json_t *r = json_object_get(e, "recorded");
-        const char *st = avoctl_str(e, "state"), *oc = avoctl_str(e, "outcome");
+        const char *st = avoctl_fmt_str(e, "state"), *oc = avoctl_fmt_str(e, "outcome");
         snprintf(cand, sizeof cand, "%lld", (long long)json_integer_value(json_object_get(e, "candidate")));
         num(json_object_get(r, "aggregate"), rec, sizeof rec);
         if (st && (!strcmp(st, "queued") || !strcmp(st, "running")))

@@ -25,9 +25,9 @@ void avoctl_toolchain_groups_markdown(const json_t *groups, FILE *out);
  * unchanged, and the recorded one under it when it differs), then the
  * summary line (geometric mean, min, max of the ratios). Returns 0 or a
  * negative int. */
-int avoctl_revalidation_print(const json_t *rv, size_t width, FILE *out);
+int avoctl_toolchain_revalidation_print(const json_t *rv, size_t width, FILE *out);
 
 /* Whether every entry is over (1) or some are queued or running (0). */
-int avoctl_revalidation_over(const json_t *rv);
+int avoctl_toolchain_revalidation_over(const json_t *rv);
 
 #endif

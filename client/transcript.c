@@ -32,8 +32,8 @@ static void text_block(FILE *out, const char *indent, const char *text, int full
 
 static void message(FILE *out, const json_t *m, int full)
 {
-    const char *role = avoctl_str(m, "role");
-    const char *text = avoctl_str(m, "text");
+    const char *role = avoctl_fmt_str(m, "role");
+    const char *text = avoctl_fmt_str(m, "text");
     if (role && !strcmp(role, "tool")) {
         fprintf(out, "    tool result%s:\n", json_is_true(json_object_get(m, "is_error")) ? " (error)" : "");
         text_block(out, "      | ", text, full);
@@ -49,9 +49,9 @@ static void message(FILE *out, const json_t *m, int full)
         json_array_foreach(json_object_get(m, "tool_calls"), i, c)
         {
             char *args = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
-            const char *bad = avoctl_str(c, "arguments_error");
+            const char *bad = avoctl_fmt_str(c, "arguments_error");
             size_t n = args ? strlen(args) : 0;
-            fprintf(out, "    -> %s %.*s%s%s%s\n", avoctl_str(c, "name") ? avoctl_str(c, "name") : "?",
+            fprintf(out, "    -> %s %.*s%s%s%s\n", avoctl_fmt_str(c, "name") ? avoctl_fmt_str(c, "name") : "?",
                     (int)(!full && n > CUT_WIDTH ? CUT_WIDTH : n), args ? args : "",
                     !full && n > CUT_WIDTH ? " ..." : "", bad ? " (arguments not JSON: " : "", bad ? bad : "");
             if (bad)
@@ -83,17 +83,17 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
                 "out), $%.4f\n  %s\n",
                 i ? "\n" : "", (long long)json_integer_value(json_object_get(s, "step")),
                 (long long)json_integer_value(json_object_get(s, "island")),
-                avoctl_str(s, "state") ? avoctl_str(s, "state") : "?", turns, evals, in + outt, in, outt,
+                avoctl_fmt_str(s, "state") ? avoctl_fmt_str(s, "state") : "?", turns, evals, in + outt, in, outt,
                 json_number_value(json_object_get(s, "cost_usd")),
-                avoctl_str(s, "reason") ? avoctl_str(s, "reason") : "(running)");
+                avoctl_fmt_str(s, "reason") ? avoctl_fmt_str(s, "reason") : "(running)");
         size_t k;
         json_t *c;
         json_array_foreach(json_object_get(s, "calls"), k, c)
         {
             fprintf(out, "  turn %lld: %s/%s, %lld + %lld tokens%s, %.2f s",
                     (long long)json_integer_value(json_object_get(c, "turn")),
-                    avoctl_str(c, "provider") ? avoctl_str(c, "provider") : "?",
-                    avoctl_str(c, "model") ? avoctl_str(c, "model") : "?",
+                    avoctl_fmt_str(c, "provider") ? avoctl_fmt_str(c, "provider") : "?",
+                    avoctl_fmt_str(c, "model") ? avoctl_fmt_str(c, "model") : "?",
                     (long long)json_integer_value(json_object_get(c, "in_tokens")),
                     (long long)json_integer_value(json_object_get(c, "out_tokens")),
                     json_integer_value(json_object_get(c, "cached_tokens")) > 0 ? " (some cached)" : "",
@@ -107,11 +107,11 @@ int avoctl_transcript_print(const json_t *t, int full, FILE *out)
             size_t m;
             json_t *msg;
             json_array_foreach(json_object_get(c, "request"), m, msg) message(out, msg, full);
-            if (avoctl_str(c, "error"))
-                fprintf(out, "    provider error: %s\n", avoctl_str(c, "error"));
+            if (avoctl_fmt_str(c, "error"))
+                fprintf(out, "    provider error: %s\n", avoctl_fmt_str(c, "error"));
             if (json_is_object(json_object_get(c, "response")))
                 message(out, json_object_get(c, "response"), full);
-            const char *stop = avoctl_str(c, "stop");
+            const char *stop = avoctl_fmt_str(c, "stop");
             if (stop && strcmp(stop, "tool_use") != 0 && strcmp(stop, "end") != 0)
                 fprintf(out, "    (stopped: %s)\n", stop);
         }

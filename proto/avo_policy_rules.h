@@ -23,7 +23,7 @@ enum avo_policy_rule { AVO_POLICY_RULES(AVO_POLICY_ENUM_) AVO_POLICY_NRULES };
 #undef AVO_POLICY_ENUM_
 
 /* The rule's name, or NULL out of range. */
-static inline const char *avo_policy_rule_name(int rule)
+static inline const char *avo_policy_rules_name(int rule)
 {
 #define AVO_POLICY_NAME_(e, name, what) name,
     static const char *const names[] = {AVO_POLICY_RULES(AVO_POLICY_NAME_)};
@@ -32,7 +32,7 @@ static inline const char *avo_policy_rule_name(int rule)
 }
 
 /* What the rule refuses, in words, or NULL. */
-static inline const char *avo_policy_rule_what(int rule)
+static inline const char *avo_policy_rules_what(int rule)
 {
 #define AVO_POLICY_WHAT_(e, name, what) what,
     static const char *const what[] = {AVO_POLICY_RULES(AVO_POLICY_WHAT_)};
@@ -41,10 +41,10 @@ static inline const char *avo_policy_rule_what(int rule)
 }
 
 /* The rule called name, or -1. */
-static inline int avo_policy_rule_lookup(const char *name)
+static inline int avo_policy_rules_lookup(const char *name)
 {
     for (int r = 0; r < AVO_POLICY_NRULES; r++)
-        if (strcmp(avo_policy_rule_name(r), name) == 0)
+        if (strcmp(avo_policy_rules_name(r), name) == 0)
             return r;
     return -1;
 }

@@ -33,12 +33,12 @@ static const struct {
 /* A tensor larger than this is a spec mistake, not a workload for one box. */
 #define MAX_TENSOR_BYTES (4LL << 30)
 
-const char *avo_dtype_name(avo_dtype d)
+const char *avo_problem_dtype_name(avo_dtype d)
 {
     return (int)d >= 0 && (int)d < NDTYPES ? dtypes[d].name : "?";
 }
 
-size_t avo_dtype_size(avo_dtype d)
+size_t avo_problem_dtype_size(avo_dtype d)
 {
     return (int)d >= 0 && (int)d < NDTYPES ? dtypes[d].size : 0;
 }
@@ -391,7 +391,7 @@ int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int t
         }
         total *= d;
     }
-    if (total * (double)avo_dtype_size(ts->dtype) > (double)MAX_TENSOR_BYTES) {
+    if (total * (double)avo_problem_dtype_size(ts->dtype) > (double)MAX_TENSOR_BYTES) {
         if (err && errlen)
             snprintf(err, errlen, "%.0f elements exceed the %lld-byte cap", total, MAX_TENSOR_BYTES);
         return -E2BIG;
@@ -771,12 +771,12 @@ static int parse_policy(ctx *c, avo_problem *p, json_t *v)
     json_t *why;
     json_object_foreach(relax, key, why)
     {
-        const int r = avo_policy_rule_lookup(key);
+        const int r = avo_policy_rules_lookup(key);
         if (r < 0) {
             char names[256] = "";
             size_t n = 0;
             for (int i = 0; i < AVO_POLICY_NRULES && n < sizeof names; i++)
-                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", avo_policy_rule_name(i));
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", avo_policy_rules_name(i));
             char field[160];
             snprintf(field, sizeof field, "policy.relax.%.120s", key);
             return errf(c, field, "unknown rule '%s' (%s)", key, names);

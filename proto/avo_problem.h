@@ -154,7 +154,7 @@ int avo_problem_tensor_elems_at(const avo_problem *p, const int64_t *size, int t
 /* Element count of tensor `tensor` in configuration `config`. */
 int avo_problem_tensor_elems(const avo_problem *p, int config, int tensor, int64_t *elems, char *err, size_t errlen);
 
-const char *avo_dtype_name(avo_dtype d);
-size_t avo_dtype_size(avo_dtype d);
+const char *avo_problem_dtype_name(avo_dtype d);
+size_t avo_problem_dtype_size(avo_dtype d);
 
 #endif

@@ -40,7 +40,7 @@ static int path_matches(const char *pat, const char *path, int64_t *id_arg)
     return *pat == 0 && *path == 0;
 }
 
-int avo_route_match(const char *method, const char *path, int64_t *id_arg)
+int avo_routes_match(const char *method, const char *path, int64_t *id_arg)
 {
     int path_seen = 0;
     for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
@@ -57,7 +57,7 @@ int avo_route_match(const char *method, const char *path, int64_t *id_arg)
     return path_seen ? -405 : -404;
 }
 
-void avo_route_allow(const char *path, char *out, size_t outlen)
+void avo_routes_allow(const char *path, char *out, size_t outlen)
 {
     size_t n = 0;
     if (outlen)

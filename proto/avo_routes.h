@@ -67,10 +67,10 @@ extern const avo_route avo_routes[AVO_ROUTE_COUNT];
 /* Match a method and path (no query string). Returns the route id and sets
  * *id_arg for "{id}" routes; -404 when no path matches, -405 when the path
  * matches under another method. */
-int avo_route_match(const char *method, const char *path, int64_t *id_arg);
+int avo_routes_match(const char *method, const char *path, int64_t *id_arg);
 
 /* The methods path is served under, "GET, POST" (a 405's Allow header,
  * RFC 9110 15.5.6); "" when no route has the path. */
-void avo_route_allow(const char *path, char *out, size_t outlen);
+void avo_routes_allow(const char *path, char *out, size_t outlen);
 
 #endif

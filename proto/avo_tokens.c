@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int avo_principal_name_ok(const char *s)
+int avo_tokens_principal_name_ok(const char *s)
 {
     size_t n = strlen(s);
     if (n < 1 || n > AVO_PRINCIPAL_MAX || !isalnum((unsigned char)s[0]))
@@ -45,7 +45,7 @@ static int parse_attrs(char *t, avo_token *tok, const char *path, int lineno, ch
                      val == tok->team ? "team=" : "principal=");
             return -EINVAL;
         }
-        if (!avo_principal_name_ok(w)) {
+        if (!avo_tokens_principal_name_ok(w)) {
             snprintf(err, errlen,
                      "token file %s line %d: %s: a name is 1 to %d characters A-Z a-z 0-9 . _ - starting with a "
                      "letter or digit",

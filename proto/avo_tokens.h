@@ -37,6 +37,6 @@ typedef struct {
 int avo_tokens_load(const char *path, avo_token *tokens, int require_owner, char *err, size_t errlen);
 
 /* 1 when s is a valid principal or team name (see above), else 0. */
-int avo_principal_name_ok(const char *s);
+int avo_tokens_principal_name_ok(const char *s);
 
 #endif

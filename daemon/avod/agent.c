@@ -232,7 +232,7 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
     a->kick = kick;
     a->kick_arg = kick_arg;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
-    avo_path_compile_check(home, a->compile_cache, sizeof a->compile_cache, a->worker_bin, sizeof a->worker_bin);
+    avo_paths_compile_check(home, a->compile_cache, sizeof a->compile_cache, a->worker_bin, sizeof a->worker_bin);
     if (nproviders > 0) {
         if (!(a->prov = calloc((size_t)nproviders, sizeof *a->prov))) {
             free(a);
@@ -241,7 +241,7 @@ int avo_agent_start(avo_agent **out, uv_loop_t *loop, avo_db *db, const char *ke
         memcpy(a->prov, providers, (size_t)nproviders * sizeof *a->prov);
         a->nprov = nproviders;
     }
-    int rc = avo_llmhttp_init(&a->http, loop);
+    int rc = avo_llmhttp_open(&a->http, loop);
     if (rc < 0) {
         free(a->prov);
         free(a);

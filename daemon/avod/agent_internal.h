@@ -118,7 +118,7 @@ struct avo_agent_step {
     long cmp_prompt;                            /* the prompt size that called for it */
     char stop[16];                              /* why the last answer stopped */
     char head_score[32];
-    avo_agent_ws ws;
+    avo_agenttools_ws ws;
     json_t *conv, *tools;
     size_t sent;                /* conversation length already stored in the transcript */
     const avo_llm_provider *pv; /* &pvc: the step's own copy, so a reload cannot pull it away */
@@ -224,7 +224,7 @@ void agent_run_next_tool(step *s);
 /* The tools' handlers, named in agenttools.c's table beside each tool's
  * declaration: each answers through tool_result, now or from a
  * callback, or ends the step (commit, give_up). */
-avo_agent_tool_fn agent_tool_problem, agent_tool_write_source, agent_tool_edit_source, agent_tool_read_candidate,
+avo_agenttools_fn agent_tool_problem, agent_tool_write_source, agent_tool_edit_source, agent_tool_read_candidate,
     agent_tool_lineage, agent_tool_search_knowledge, agent_tool_read_knowledge, agent_tool_evaluate, agent_tool_compile,
     agent_tool_disassemble, agent_tool_profile, agent_tool_microbenchmark, agent_tool_diff, agent_tool_commit,
     agent_tool_give_up;

@@ -119,8 +119,9 @@ static void on_eval_row(void *arg, PGresult *res, const char *err)
     s->wait_eval = 0;
     json_t *r = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
     int failed = 1;
-    char *buf = avo_agent_eval_text(&s->cp, r, state, strtoll(PQgetvalue(res, 0, 3), NULL, 10),
-                                    atof(PQgetvalue(res, 0, 2)), strtoll(PQgetvalue(res, 0, 4), NULL, 10), &failed);
+    char *buf = avo_agenttools_eval_text(&s->cp, r, state, strtoll(PQgetvalue(res, 0, 3), NULL, 10),
+                                         atof(PQgetvalue(res, 0, 2)), strtoll(PQgetvalue(res, 0, 4), NULL, 10),
+                                         &failed);
     json_decref(r);
     if (!buf) {
         tool_errorf(s, "out of memory");
@@ -188,7 +189,7 @@ void agent_tool_evaluate(step *s, json_t *args)
     }
     char sha[AVO_SHA256_HEX], job[32], isl[16], head[32];
     char *diff = NULL;
-    if (avo_sha256_hex(s->ws.src, strlen(s->ws.src), sha) < 0) {
+    if (avo_hash_sha256_hex(s->ws.src, strlen(s->ws.src), sha) < 0) {
         tool_errorf(s, "out of memory");
         return;
     }
@@ -319,8 +320,8 @@ static void on_disassembled(void *arg, int compiled, const char *detail, const c
     }
     json_t *args = json_object_get(json_array_get(s->calls, s->next_call - 1), "arguments");
     char *out = NULL, err[600];
-    if (avo_agent_disasm_filter(text, json_string_value(json_object_get(args, "pattern")),
-                                json_string_value(json_object_get(args, "kernel")), &out, err, sizeof err) < 0) {
+    if (avo_agenttools_disasm_filter(text, json_string_value(json_object_get(args, "pattern")),
+                                     json_string_value(json_object_get(args, "kernel")), &out, err, sizeof err) < 0) {
         tool_result(s, err, 1);
         return;
     }
@@ -473,8 +474,8 @@ static void on_profile_row(void *arg, PGresult *res, const char *err)
     char *out = NULL, why[900];
     if (!r)
         tool_errorf(s, "profile: its result could not be read; try again");
-    else if (avo_agent_profile_text(r, atoll(PQgetvalue(res, 0, 2)), json_string_value(json_object_get(args, "config")),
-                                    &out, why, sizeof why) < 0)
+    else if (avo_agenttools_profile_text(r, atoll(PQgetvalue(res, 0, 2)),
+                                         json_string_value(json_object_get(args, "config")), &out, why, sizeof why) < 0)
         tool_result(s, why, 1);
     else
         tool_result(s, out, 0);
@@ -559,7 +560,7 @@ static void on_diff_sources(void *arg, PGresult *res, const char *err)
 void agent_tool_problem(step *s, json_t *args)
 {
     (void)args;
-    char *t = avo_agent_problem_text(&s->prob);
+    char *t = avo_agenttools_problem_text(&s->prob);
     if (!t) {
         tool_errorf(s, "out of memory");
         return;
@@ -571,15 +572,15 @@ void agent_tool_problem(step *s, json_t *args)
 void agent_tool_write_source(step *s, json_t *args)
 {
     char msg[512];
-    const int rc = avo_agent_ws_write(&s->ws, json_string_value(json_object_get(args, "source")), msg, sizeof msg);
+    const int rc = avo_agenttools_ws_write(&s->ws, json_string_value(json_object_get(args, "source")), msg, sizeof msg);
     tool_result(s, msg, rc < 0);
 }
 
 void agent_tool_edit_source(step *s, json_t *args)
 {
     char msg[512];
-    const int rc = avo_agent_ws_edit(&s->ws, json_string_value(json_object_get(args, "search")),
-                                     json_string_value(json_object_get(args, "replace")), msg, sizeof msg);
+    const int rc = avo_agenttools_ws_edit(&s->ws, json_string_value(json_object_get(args, "search")),
+                                          json_string_value(json_object_get(args, "replace")), msg, sizeof msg);
     tool_result(s, msg, rc < 0);
 }
 
@@ -670,11 +671,11 @@ static void run_tool(step *s, json_t *call)
                     aerr);
         return;
     }
-    if (avo_agent_tool_check(name, args, err, sizeof err) < 0) {
+    if (avo_agenttools_check(name, args, err, sizeof err) < 0) {
         tool_result(s, err, 1);
         return;
     }
-    avo_agent_tool_fn *run = avo_agent_tool_handler(name);
+    avo_agenttools_fn *run = avo_agenttools_handler(name);
     if (!run) {
         tool_errorf(s, "%s is declared but this avod does not run it; use the other tools", name);
         return;

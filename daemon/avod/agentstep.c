@@ -96,7 +96,7 @@ static void step_free(step *s)
     free(s->directions);
     json_decref(s->sup_conv);
     json_decref(s->cmp_conv);
-    avo_agent_ws_free(&s->ws);
+    avo_agenttools_ws_free(&s->ws);
     json_decref(s->conv);
     json_decref(s->tools);
     json_decref(s->calls);
@@ -321,7 +321,7 @@ static void on_head(void *arg, PGresult *res, const char *err)
     }
     s->head_src = strdup(PQgetvalue(res, 0, 0));
     char msg[128];
-    if (!s->head_src || avo_agent_ws_write(&s->ws, s->head_src, msg, sizeof msg) < 0) {
+    if (!s->head_src || avo_agenttools_ws_write(&s->ws, s->head_src, msg, sizeof msg) < 0) {
         agent_end_step(s, "ended", "out of memory");
         return;
     }
@@ -410,7 +410,7 @@ static void setup(step *s, json_t *snap, const char *problem_json)
         snprintf(s->setup_error, sizeof s->setup_error, "%s", err);
         return;
     }
-    if (!(s->conv = json_array()) || !(s->tools = avo_agent_tools()))
+    if (!(s->conv = json_array()) || !(s->tools = avo_agenttools_schema()))
         snprintf(s->setup_error, sizeof s->setup_error, "out of memory");
 }
 

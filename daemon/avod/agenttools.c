@@ -23,7 +23,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    avo_agent_tool_fn *run; /* agentexec.c */
+    avo_agenttools_fn *run; /* agentexec.c */
     const char *desc;
     arg_spec args[4];
 } tool_spec;
@@ -148,7 +148,7 @@ static json_t *arg_schema(const arg_spec *a)
     return o;
 }
 
-json_t *avo_agent_tools(void)
+json_t *avo_agenttools_schema(void)
 {
     json_t *out = json_array();
     for (size_t i = 0; out && i < NTOOLS; i++) {
@@ -178,7 +178,7 @@ static const tool_spec *tool_find(const char *name)
     return NULL;
 }
 
-avo_agent_tool_fn *avo_agent_tool_handler(const char *name)
+avo_agenttools_fn *avo_agenttools_handler(const char *name)
 {
     const tool_spec *t = tool_find(name);
     return t ? t->run : NULL;
@@ -196,7 +196,7 @@ static void arg_list(const tool_spec *t, char *out, size_t outlen)
         snprintf(out, outlen, "none");
 }
 
-int avo_agent_tool_check(const char *name, json_t *args, char *err, size_t errlen)
+int avo_agenttools_check(const char *name, json_t *args, char *err, size_t errlen)
 {
     const tool_spec *t = tool_find(name);
     if (!t) {
@@ -290,7 +290,7 @@ static int lines_in(const char *s)
     return n + (s[-1] != '\n');
 }
 
-int avo_agent_ws_write(avo_agent_ws *w, const char *text, char *msg, size_t msglen)
+int avo_agenttools_ws_write(avo_agenttools_ws *w, const char *text, char *msg, size_t msglen)
 {
     if (!text || !*text) {
         snprintf(msg, msglen, "write_source: the source is empty; nothing changed");
@@ -309,7 +309,7 @@ int avo_agent_ws_write(avo_agent_ws *w, const char *text, char *msg, size_t msgl
     return 0;
 }
 
-int avo_agent_ws_edit(avo_agent_ws *w, const char *search, const char *replace, char *msg, size_t msglen)
+int avo_agenttools_ws_edit(avo_agenttools_ws *w, const char *search, const char *replace, char *msg, size_t msglen)
 {
     if (!w->src) {
         snprintf(msg, msglen, "edit_source: there is no working copy yet; write_source first");
@@ -364,7 +364,7 @@ int avo_agent_ws_edit(avo_agent_ws *w, const char *search, const char *replace, 
     return 0;
 }
 
-void avo_agent_ws_free(avo_agent_ws *w)
+void avo_agenttools_ws_free(avo_agenttools_ws *w)
 {
     free(w->src);
     w->src = NULL;
@@ -378,7 +378,7 @@ static const char *role_name(avo_role r)
     return r == AVO_ROLE_INPUT ? "input" : r == AVO_ROLE_OUTPUT ? "output" : "input and output";
 }
 
-char *avo_agent_problem_text(const avo_problem *p)
+char *avo_agenttools_problem_text(const avo_problem *p)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -404,7 +404,8 @@ char *avo_agent_problem_text(const avo_problem *p)
     fprintf(f, "\nTensors (row-major):\n");
     for (int t = 0; t < p->ntensors; t++) {
         const avo_tensor_spec *ts = &p->tensors[t];
-        fprintf(f, "    tensors[%d] %s: %s, %s, shape [", t, ts->name, avo_dtype_name(ts->dtype), role_name(ts->role));
+        fprintf(f, "    tensors[%d] %s: %s, %s, shape [", t, ts->name, avo_problem_dtype_name(ts->dtype),
+                role_name(ts->role));
         for (int k = 0; k < ts->rank; k++)
             fprintf(f, "%s%s", k ? ", " : "", ts->shape[k]);
         fprintf(f, "]\n");
@@ -428,7 +429,8 @@ char *avo_agent_problem_text(const avo_problem *p)
         avo_dtype d = p->tensors[t].dtype;
         if (p->tensors[t].role != AVO_ROLE_INPUT && !shown[d]) {
             shown[d] = 1;
-            fprintf(f, " %s rel_l2 <= %g, max_abs <= %g;", avo_dtype_name(d), p->tol[d].rel_l2, p->tol[d].max_abs);
+            fprintf(f, " %s rel_l2 <= %g, max_abs <= %g;", avo_problem_dtype_name(d), p->tol[d].rel_l2,
+                    p->tol[d].max_abs);
         }
     }
     fprintf(f, "\nSeed: %s%s%s%s.\n", p->seed, p->seed_name[0] ? " (the package's seed '" : "", p->seed_name,
@@ -509,8 +511,8 @@ static const char *instruction(char *line)
     return NULL;
 }
 
-int avo_agent_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
-                            size_t errlen)
+int avo_agenttools_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
+                                 size_t errlen)
 {
     regex_t re;
     int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
@@ -600,8 +602,8 @@ static void print_metrics(FILE *f, json_t *m, const char *indent)
     }
 }
 
-int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
-                           size_t errlen)
+int avo_agenttools_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
+                                size_t errlen)
 {
     json_t *configs = json_object_get(result, "configs"), *c = NULL, *x;
     size_t i;
@@ -693,8 +695,8 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
     return 0;
 }
 
-char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
-                          double best, long long best_cand, int *failed)
+char *avo_agenttools_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
+                               double best, long long best_cand, int *failed)
 {
     json_t *r = (json_t *)result;
     const char *outcome = json_string_value(json_object_get(r, "outcome"));

@@ -20,10 +20,10 @@
 struct avo_agent_step;
 /* A tool's handler: runs one checked call for the step and answers it
  * (agent_internal.h). */
-typedef void avo_agent_tool_fn(struct avo_agent_step *s, json_t *args);
+typedef void avo_agenttools_fn(struct avo_agent_step *s, json_t *args);
 
 /* The handler of a declared tool; NULL for a name that is not one. */
-avo_agent_tool_fn *avo_agent_tool_handler(const char *name);
+avo_agenttools_fn *avo_agenttools_handler(const char *name);
 
 /* Largest string argument (a whole source file fits; a runaway answer does
  * not). */
@@ -31,35 +31,35 @@ avo_agent_tool_fn *avo_agent_tool_handler(const char *name);
 
 /* [{"name", "description", "schema"}] in llm.h's neutral form; a new
  * reference, NULL when out of memory. */
-json_t *avo_agent_tools(void);
+json_t *avo_agenttools_schema(void);
 
 /* A tool call's arguments against the tool's schema: a known tool, an
  * object, required arguments present, each of its declared type, strings
  * non-empty where required and at most AVO_AGENT_MAX_ARG bytes, integers
  * within their range, no unknown arguments. Returns 0, or -EINVAL (-ENOENT
  * for an unknown tool) with the message for the model in err. */
-int avo_agent_tool_check(const char *name, json_t *args, char *err, size_t errlen);
+int avo_agenttools_check(const char *name, json_t *args, char *err, size_t errlen);
 
 /* The working copy: the source the agent edits during a step. version
  * counts the changes (0: as the step began). */
 typedef struct {
     char *src;
     int version;
-} avo_agent_ws;
+} avo_agenttools_ws;
 
 /* Replace the whole text. Returns 0 with a short confirmation in msg, or a
  * negative int with the reason. */
-int avo_agent_ws_write(avo_agent_ws *w, const char *text, char *msg, size_t msglen);
+int avo_agenttools_ws_write(avo_agenttools_ws *w, const char *text, char *msg, size_t msglen);
 /* Replace the one exact occurrence of search. No occurrence, or more than
  * one, is an error that says which and where (line numbers), and the copy
  * is left as it was. */
-int avo_agent_ws_edit(avo_agent_ws *w, const char *search, const char *replace, char *msg, size_t msglen);
-void avo_agent_ws_free(avo_agent_ws *w);
+int avo_agenttools_ws_edit(avo_agenttools_ws *w, const char *search, const char *replace, char *msg, size_t msglen);
+void avo_agenttools_ws_free(avo_agenttools_ws *w);
 
 /* The problem as text for the `problem` tool: what the entry point must
  * compute and export, sizes, tensors, configurations, score, tolerances,
  * the seed's knobs and constraints. Caller frees; NULL when out of memory. */
-char *avo_agent_problem_text(const avo_problem *p);
+char *avo_agenttools_problem_text(const avo_problem *p);
 
 /* Most lines the disassemble tool returns. */
 #define AVO_AGENT_DISASM_LINES 400
@@ -70,8 +70,8 @@ char *avo_agent_problem_text(const avo_problem *p);
  * contains `kernel` (NULL: all), at most AVO_AGENT_DISASM_LINES of them,
  * with counts. Returns 0 with *out (caller frees), or -EINVAL with the
  * reason in err (a bad pattern, no such function). */
-int avo_agent_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
-                            size_t errlen);
+int avo_agenttools_disasm_filter(const char *text, const char *pattern, const char *kernel, char **out, char *err,
+                                 size_t errlen);
 
 /* The profile tool's answer from a profile task's result (or an
  * evaluation's: the per-configuration counters have one shape;
@@ -81,8 +81,8 @@ int avo_agent_disasm_filter(const char *text, const char *pattern, const char *k
  * frees), or -EINVAL with the reason in err (no such configuration: the
  * names are listed; a candidate that failed its checked calls: the
  * outcome). */
-int avo_agent_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
-                           size_t errlen);
+int avo_agenttools_profile_text(const json_t *result, long long candidate, const char *config, char **out, char *err,
+                                size_t errlen);
 
 /* The evaluate tool's answer from a finished evaluation's result (its
  * state when the result says no outcome): the outcome, the aggregate with
@@ -92,7 +92,7 @@ int avo_agent_profile_text(const json_t *result, long long candidate, const char
  * configuration the score and median (or that it was not timed: screened
  * out), and the compiler's output when it failed. *failed: not ok. NULL
  * when out of memory; caller frees. */
-char *avo_agent_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
-                          double best, long long best_cand, int *failed);
+char *avo_agenttools_eval_text(const avo_commit_params *cp, const json_t *result, const char *state, long long cand,
+                               double best, long long best_cand, int *failed);
 
 #endif

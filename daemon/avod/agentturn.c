@@ -485,7 +485,7 @@ void agent_turn(step *s)
 void agent_begin(step *s)
 {
     agent_say(s, "system", system_prompt);
-    char *problem = avo_agent_problem_text(&s->prob), *first = NULL;
+    char *problem = avo_agenttools_problem_text(&s->prob), *first = NULL;
     if (!problem ||
         asprintf(&first,
                  "%s\nThe lineage so far (newest first: committed versions with their notes, and failed attempts):\n"

@@ -227,7 +227,7 @@ static int problems_compatible(const avo_problem *from, const avo_problem *to, c
         const avo_tensor_spec *a = &from->tensors[i], *b = &to->tensors[i];
         if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->role != b->role || a->rank != b->rank) {
             snprintf(why, whylen, "tensor %d is '%s' (%s, rank %d) there and '%s' (%s, rank %d) here", i + 1, a->name,
-                     avo_dtype_name(a->dtype), a->rank, b->name, avo_dtype_name(b->dtype), b->rank);
+                     avo_problem_dtype_name(a->dtype), a->rank, b->name, avo_problem_dtype_name(b->dtype), b->rank);
             return 0;
         }
     }
@@ -500,7 +500,7 @@ static int submit_record_seed(submission *sub, const avo_problem *p)
     }
     if (s->seed_source) {
         char sha[AVO_SHA256_HEX];
-        if (avo_sha256_hex(s->seed_source, strlen(s->seed_source), sha) < 0) {
+        if (avo_hash_sha256_hex(s->seed_source, strlen(s->seed_source), sha) < 0) {
             avo_http_reply_error(sub->req, 500, "internal", "cannot hash the seed");
             return -EIO;
         }
@@ -1460,7 +1460,7 @@ static void h_kb_add(avo_api *a, avo_http_req *req)
         avo_http_reply_error(req, 400, "bad_request", "%s", err);
         goto done;
     }
-    if (avo_sha256_hex(json_string_value(text), json_string_length(text), sha) < 0 ||
+    if (avo_hash_sha256_hex(json_string_value(text), json_string_length(text), sha) < 0 ||
         !(cj = json_dumps(chunks, JSON_COMPACT))) {
         avo_http_reply_error(req, 500, "internal", "out of memory");
         goto done;
@@ -1652,7 +1652,7 @@ void avo_api_handle(void *arg, avo_http_req *req)
 {
     avo_api *a = arg;
     int64_t id = 0;
-    int route = avo_route_match(avo_http_method(req), avo_http_path(req), &id);
+    int route = avo_routes_match(avo_http_method(req), avo_http_path(req), &id);
     avo_principal who;
     avo_debug("api", "%s %s", avo_http_method(req), avo_http_path(req));
     if (route >= 0 && guarded(a, req, route, id))
@@ -2016,7 +2016,7 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
         avo_http_reply_error(req, 404, "no_route", "no route %s %s (proto/openapi.yaml lists them)", method, path);
     } else if (route == -405) {
         char allow[64];
-        avo_route_allow(path, allow, sizeof allow);
+        avo_routes_allow(path, allow, sizeof allow);
         avo_http_reply_error(req, 405, "method_not_allowed", "%s is not allowed on %s (it takes %s)", method, path,
                              allow);
         avo_http_reply_header(req, "Allow", allow);
@@ -2028,8 +2028,8 @@ static void dispatch(avo_api *a, avo_http_req *req, int route, int64_t id, const
     }
 }
 
-int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir,
-                 const char *home)
+int avo_api_start(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir,
+                  const char *home)
 {
     avo_api *a = calloc(1, sizeof *a);
     if (!a)
@@ -2038,7 +2038,7 @@ int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine,
     a->db = db;
     a->engine = engine;
     snprintf(a->kernels_dir, sizeof a->kernels_dir, "%s", kernels_dir);
-    avo_path_compile_check(home, a->check_cache, sizeof a->check_cache, a->worker_bin, sizeof a->worker_bin);
+    avo_paths_compile_check(home, a->check_cache, sizeof a->check_cache, a->worker_bin, sizeof a->worker_bin);
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     uv_timer_start(&a->timer, on_timer, 2000, 2000);

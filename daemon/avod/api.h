@@ -16,8 +16,8 @@
 typedef struct avo_api avo_api;
 
 /* home: the state directory (the seed compile check caches there). */
-int avo_api_init(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir,
-                 const char *home);
+int avo_api_start(avo_api **out, uv_loop_t *loop, avo_db *db, avo_engine *engine, const char *kernels_dir,
+                  const char *home);
 /* Agent jobs are refused at submission unless their provider is configured. */
 struct avo_agent;
 void avo_api_set_agent(avo_api *a, struct avo_agent *agent);

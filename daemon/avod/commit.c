@@ -56,7 +56,7 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
          * slack, which lets slightly slower versions in) applies here only:
          * a paired measurement says what is faster, and slack would undo it. */
         v->threshold = best * (1.0 + p->min_gain - p->epsilon);
-        v->commit = avo_commit_rule(aggregate, best, p->epsilon - p->min_gain);
+        v->commit = avo_evolve_commit_rule(aggregate, best, p->epsilon - p->min_gain);
         snprintf(v->reason, sizeof v->reason, "%s", why);
         return;
     }

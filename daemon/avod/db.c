@@ -273,7 +273,7 @@ static void db_pump(avo_db *db)
     db_watch(db, r == 1 ? (UV_READABLE | UV_WRITABLE) : UV_READABLE);
 }
 
-int avo_db_init(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *name)
+int avo_db_open(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *name)
 {
     memset(db, 0, sizeof *db);
     db->loop = loop;

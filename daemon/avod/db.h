@@ -45,7 +45,7 @@ struct avo_db {
     void (*on_closed)(avo_db *);
 };
 
-int avo_db_init(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *name);
+int avo_db_open(avo_db *db, uv_loop_t *loop, const char *conninfo, const char *name);
 void avo_db_set_callbacks(avo_db *db, avo_db_notify_cb on_notify, avo_db_state_cb on_state, void *arg);
 /* Start connecting; progress is reported through on_state. */
 int avo_db_connect(avo_db *db);

@@ -41,7 +41,7 @@ static void on_rows(void *arg, PGresult *res, const char *err)
             const avo_log_ctx ctx = {atoll(PQgetvalue(res, i, 1)), json_is_integer(cand) ? json_integer_value(cand) : 0,
                                      0, 0};
             const char *text = PQgetvalue(res, i, 3);
-            avo_logx(AVO_LOG_INFO, "job", &ctx, "job %lld: %s %.300s", ctx.job, PQgetvalue(res, i, 2), text);
+            avo_log_fields(AVO_LOG_INFO, "job", &ctx, "job %lld: %s %.300s", ctx.job, PQgetvalue(res, i, 2), text);
             json_decref(data);
             if (id > l->last)
                 l->last = id;

@@ -15,7 +15,7 @@
 
 #define MAX_ISLANDS AVO_JOBSPEC_MAX_ISLANDS
 
-int avo_commit_rule(double aggregate, double best, double epsilon)
+int avo_evolve_commit_rule(double aggregate, double best, double epsilon)
 {
     return isfinite(aggregate) && aggregate > 0 && aggregate >= best * (1.0 - epsilon);
 }
@@ -108,7 +108,7 @@ static int propose(step *s, const int64_t *v, int isl, json_int_t parent, json_t
     char sha[AVO_SHA256_HEX];
     if (avo_problem_render(s->p, v, s->base_src, s->base_name, &src) < 0)
         return -ENOMEM;
-    if (avo_sha256_hex(src, strlen(src), sha) < 0) {
+    if (avo_hash_sha256_hex(src, strlen(src), sha) < 0) {
         free(src);
         return -EIO;
     }

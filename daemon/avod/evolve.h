@@ -12,7 +12,7 @@
 
 /* The absolute rule: a correct child commits when aggregate >= best * (1 - slack).
  * commit.c's unpaired fallback asks it with slack = epsilon - min_gain. */
-int avo_commit_rule(double aggregate, double best, double epsilon);
+int avo_evolve_commit_rule(double aggregate, double best, double epsilon);
 
 /* Returns a new decision object for avo_job_apply, or NULL with err set. */
 json_t *avo_evolve_decide(json_t *snapshot, const avo_problem *p, const char *seed_src, char *err, size_t errlen);

@@ -42,7 +42,7 @@ int avo_ident_new(avo_ident **out, const char *teams, const char *admin_group, c
     char list[1024], *save = NULL;
     snprintf(list, sizeof list, "%s", teams ? teams : "");
     for (char *w = strtok_r(list, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save)) {
-        if (!avo_principal_name_ok(w)) {
+        if (!avo_tokens_principal_name_ok(w)) {
             snprintf(err, errlen, "teams: '%s' is not a team name (1 to %d characters A-Z a-z 0-9 . _ -)", w,
                      AVO_PRINCIPAL_MAX);
             goto fail;

@@ -292,7 +292,7 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *userp, void
     return 0;
 }
 
-int avo_llmhttp_init(avo_llmhttp **out, uv_loop_t *loop)
+int avo_llmhttp_open(avo_llmhttp **out, uv_loop_t *loop)
 {
     /* curl_global_init is not thread-safe; avod creates clients on the main thread */
     static int curl_ready;

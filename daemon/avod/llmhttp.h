@@ -14,7 +14,7 @@ typedef struct avo_llmhttp_req avo_llmhttp_req; /* one request, valid until its 
 
 /* Returns 0 or a negative int. The first call also runs curl_global_init,
  * which is not thread-safe: make it from the main thread. */
-int avo_llmhttp_init(avo_llmhttp **out, uv_loop_t *loop);
+int avo_llmhttp_open(avo_llmhttp **out, uv_loop_t *loop);
 
 /* Aborts pending requests (their callbacks run first, with status -ECANCELED,
  * and their connections are closed),

@@ -583,11 +583,11 @@ static int resolve_paths(avod_settings *s)
         }
         strcat(strcat(strcpy(s->socket, s->home), "/"), AVO_SOCKET_NAME);
     }
-    if (!*s->kernels && avo_path_data("kernels", s->kernels, sizeof s->kernels) < 0) {
+    if (!*s->kernels && avo_paths_data("kernels", s->kernels, sizeof s->kernels) < 0) {
         fprintf(stderr, "avod: no problem packages at %s; pass --kernels DIR\n", s->kernels);
         return 1;
     }
-    if (!*s->sql_dir && avo_path_data("sql", s->sql_dir, sizeof s->sql_dir) < 0) {
+    if (!*s->sql_dir && avo_paths_data("sql", s->sql_dir, sizeof s->sql_dir) < 0) {
         fprintf(stderr, "avod: no schema migrations at %s; pass --sql-dir DIR\n", s->sql_dir);
         return 1;
     }
@@ -661,10 +661,10 @@ static int avod_start(avod_boot *b)
     avod_settings *s = &b->s;
     d->loop = uv_default_loop();
     b->loop_ready = 1;
-    if (avo_db_init(&d->db, d->loop, b->dsn, "main") < 0)
+    if (avo_db_open(&d->db, d->loop, b->dsn, "main") < 0)
         return -ENOMEM;
     d->dbs_open = 1;
-    if (avo_db_init(&d->listen, d->loop, b->dsn, "listen") < 0)
+    if (avo_db_open(&d->listen, d->loop, b->dsn, "listen") < 0)
         return -ENOMEM;
     d->dbs_open = 2;
     avo_db_set_callbacks(&d->db, NULL, on_db_state, d);
@@ -677,7 +677,7 @@ static int avod_start(avod_boot *b)
     if (avo_engine_start(&d->engine, d->loop, &d->db, s->kernels, (unsigned)s->engine_interval_ms) < 0 ||
         avo_agent_start(&d->agent, d->loop, &d->db, s->kernels, s->home, b->providers, b->nproviders, kick_engine, d) <
             0 ||
-        avo_api_init(&d->api, d->loop, &d->db, d->engine, s->kernels, s->home) < 0 ||
+        avo_api_start(&d->api, d->loop, &d->db, d->engine, s->kernels, s->home) < 0 ||
         avo_rescuer_start(&d->rescuer, d->loop, &d->db, d->engine, (unsigned)s->rescue_interval_ms,
                           (int)s->max_attempts, s->retry_backoff) < 0)
         return -EIO;

@@ -33,7 +33,7 @@ static char *read_text(const char *dir, const char *name, char *err, size_t errl
 static int set_sha(json_t *files, const char *name, const char *text)
 {
     char sha[AVO_SHA256_HEX];
-    if (avo_sha256_hex(text, strlen(text), sha) < 0)
+    if (avo_hash_sha256_hex(text, strlen(text), sha) < 0)
         return -EIO;
     return json_object_set_new(files, name, json_string(sha)) ? -ENOMEM : 0;
 }

@@ -5,7 +5,7 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 
-int avo_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX])
+int avo_hash_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;

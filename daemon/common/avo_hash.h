@@ -6,6 +6,6 @@
 
 #define AVO_SHA256_HEX 65
 
-int avo_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX]);
+int avo_hash_sha256_hex(const void *data, size_t len, char out[AVO_SHA256_HEX]);
 
 #endif

@@ -101,7 +101,7 @@ void avo_log(avo_log_level lvl, const char *subsys, const char *fmt, ...)
     va_end(ap);
 }
 
-void avo_logx(avo_log_level lvl, const char *subsys, const avo_log_ctx *ctx, const char *fmt, ...)
+void avo_log_fields(avo_log_level lvl, const char *subsys, const avo_log_ctx *ctx, const char *fmt, ...)
 {
     if (lvl > log_level)
         return;

@@ -20,7 +20,7 @@ void avo_log(avo_log_level lvl, const char *subsys, const char *fmt, ...) __attr
 typedef struct {
     long long job, candidate, evaluation, worker;
 } avo_log_ctx;
-void avo_logx(avo_log_level lvl, const char *subsys, const avo_log_ctx *ctx, const char *fmt, ...)
+void avo_log_fields(avo_log_level lvl, const char *subsys, const avo_log_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* 1 when entries go to the journal (decided once, at the first entry). */
 int avo_log_to_journal(void);

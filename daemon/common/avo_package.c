@@ -47,7 +47,7 @@ static int file_sha(const char *path, char out[AVO_SHA256_HEX])
     char *data = avo_file_read(path, &len);
     if (!data)
         return -errno;
-    int rc = avo_sha256_hex(data, len, out);
+    int rc = avo_hash_sha256_hex(data, len, out);
     free(data);
     return rc < 0 ? -EIO : 0;
 }
@@ -121,7 +121,7 @@ int avo_package_hash(const json_t *files, char out[AVO_SHA256_HEX])
         const char *sha = json_string_value(json_object_get(files, names[i]));
         len += (size_t)snprintf(text + len, cap - len, "%s %s\n", names[i], sha ? sha : "-");
     }
-    int rc = avo_sha256_hex(text, len, out);
+    int rc = avo_hash_sha256_hex(text, len, out);
     free(text);
     return rc < 0 ? -EIO : 0;
 }

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int avo_path_exe_dir(char *out, size_t len)
+int avo_paths_exe_dir(char *out, size_t len)
 {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -23,11 +23,11 @@ int avo_path_exe_dir(char *out, size_t len)
     return 0;
 }
 
-void avo_path_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen)
+void avo_paths_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen)
 {
     char dir[PATH_MAX];
     snprintf(cache, cachelen, "%s/cache/seed-check", home);
-    if (avo_path_exe_dir(dir, sizeof dir) == 0)
+    if (avo_paths_exe_dir(dir, sizeof dir) == 0)
         snprintf(worker, workerlen, "%s/avo-worker", dir);
     else if (workerlen)
         worker[0] = 0;
@@ -39,10 +39,10 @@ static int is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int avo_path_data(const char *what, char *out, size_t len)
+int avo_paths_data(const char *what, char *out, size_t len)
 {
     char exe[PATH_MAX];
-    if (avo_path_exe_dir(exe, sizeof exe) < 0)
+    if (avo_paths_exe_dir(exe, sizeof exe) < 0)
         return -ENOENT;
     const char *const rel[] = {"../..", "../share/avo"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {

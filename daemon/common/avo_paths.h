@@ -7,13 +7,13 @@
 #include <stddef.h>
 
 /* Directory of /proc/self/exe. */
-int avo_path_exe_dir(char *out, size_t len);
+int avo_paths_exe_dir(char *out, size_t len);
 /* The compile cache and the avo-worker that avod runs for compile checks
  * (submission seed checks, the agent's compile tool): <home>/cache/seed-check
  * and avo-worker beside the running binary ("" when it cannot be found). */
-void avo_path_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen);
+void avo_paths_compile_check(const char *home, char *cache, size_t cachelen, char *worker, size_t workerlen);
 /* Find a data directory ("kernels", "sql"). Returns 0 or -2 if not found
  * (out then holds the installed location that was tried). */
-int avo_path_data(const char *what, char *out, size_t len);
+int avo_paths_data(const char *what, char *out, size_t len);
 
 #endif

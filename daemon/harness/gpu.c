@@ -532,7 +532,7 @@ static int compare_args(avo_gpu *g, int i, int64_t n, size_t es, const void **a,
 
 int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
 {
-    const size_t es = avo_dtype_size((avo_dtype)dtype);
+    const size_t es = avo_problem_dtype_size((avo_dtype)dtype);
     const void *got, *want;
     int rc = compare_args(g, i, n, es, &got, &want, err, errlen);
     if (rc)
@@ -588,7 +588,7 @@ int avo_gpu_set_inputs(avo_gpu *g, const unsigned char key[32], int n, const int
 int avo_gpu_fill_sample(avo_gpu *g, const unsigned char key[32], int dtype, float scale, uint32_t nonce0,
                         uint32_t nonce1, uint32_t nonce2, void *host, int64_t n, char *err, size_t errlen)
 {
-    const size_t bytes = (size_t)n * avo_dtype_size((avo_dtype)dtype);
+    const size_t bytes = (size_t)n * avo_problem_dtype_size((avo_dtype)dtype);
     void *d = NULL;
     cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
     if (e != cudaSuccess)
@@ -645,7 +645,7 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
         for (int i = 0; i < n; i++) {
             if ((poison_mask >> i) & 1)
                 continue;
-            const int64_t elems = (int64_t)(bytes[i] / avo_dtype_size((avo_dtype)g->gen.dtype[i]));
+            const int64_t elems = (int64_t)(bytes[i] / avo_problem_dtype_size((avo_dtype)g->gen.dtype[i]));
             rc = avo_fill_launch(dev[i], elems, g->gen.dtype[i], g->gen.scale[i], g->gen.key, g->gen.nonce0,
                                  g->gen.nonce1, (uint32_t)i + 1, g->stream);
             if (rc == -EIO)
@@ -687,14 +687,14 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
     memcpy(sz, sizes, sizeof sz);
     int gated = 0;
     double t_ready = 0;
-    const double t_call = avo_now();
+    const double t_call = avo_timing_now();
     if (flags & AVO_GPU_GATED) {
         /* A mark before the gate: the GPU takes it as soon as it runs this
          * context, so mark -> start is the gate's time on the GPU, which
          * is the host's hold plus whatever kept the gate's blocks from
          * their SMs. */
         cudaEventRecord(g->before, g->stream);
-        const double t_hold = avo_now();
+        const double t_hold = avo_timing_now();
         double wait = 0;
         gated = g->gate && avo_gate_hold(g->gate, g->stream, AVO_GPU_GATE_LIMIT_MS, &wait) == 0;
         if (!gated)
@@ -710,14 +710,14 @@ int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *byte
          * is part of what is subtracted. */
         *ret = cudaMemsetAsync(g->flush, 0, 4, g->stream) == cudaSuccess ? 0 : -1;
     } else {
-        const double t_entry = avo_now();
+        const double t_entry = avo_timing_now();
         *ret = fn(ptrs, sz, (void *)g->stream);
-        t->entry_s = avo_now() - t_entry;
+        t->entry_s = avo_timing_now() - t_entry;
     }
     /* Queued before the gate opens, so the GPU takes it as soon as the work
      * on this stream is done: no host latency in start -> stream end. */
     cudaEventRecord(g->stream_end, g->stream);
-    const double t_release = avo_now();
+    const double t_release = avo_timing_now();
     t->host_s = t_release - t_call;
     if (gated)
         avo_gate_release(g->gate);

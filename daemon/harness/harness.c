@@ -37,7 +37,7 @@
 enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHECK_FORGED, CHECK_FAULT, CHECK_IDLE };
 
 /* Checks of timed calls: each sampled call is checked afterwards with
- * probability q (avo_check_rate: about as much reference time as call time,
+ * probability q (avo_timing_check_rate: about as much reference time as call time,
  * never under CHECK_Q_MIN); a config's timing does not end before
  * CHECK_K_MIN such checks, and stops once CHECK_K_MAX were made where the
  * reference is expensive (q at its floor). */
@@ -228,7 +228,7 @@ typedef struct {
     int *warm_order;           /* the current config's warm-up calls' sets, a permutation of 0..nsets-1 drawn
                                   from the checker's secret generator for each config */
     char fill_note[300];       /* where the inputs are generated, and why not on the device */
-    double deadline;           /* absolute, avo_now() */
+    double deadline;           /* absolute, avo_timing_now() */
     avo_counters ctr;
     int ctr_open;
     int ref_validated;
@@ -260,7 +260,7 @@ typedef struct {
     char against_err[600];
     double confidence;              /* paired: of its interval */
     double cand_rt_max;             /* the candidate's slowest round trip so far (lane_deadline) */
-    double pair_cutoff;             /* paired: no call of the against's after this (avo_now()), so a
+    double pair_cutoff;             /* paired: no call of the against's after this (avo_timing_now()), so a
                                              slow against cannot spend the candidate's deadline */
     int pair_open;                  /* paired: inside a pair (run_config_paired) */
     double pair_draw;               /* paired: the candidate's check draw in this pair (NAN: not made
@@ -314,11 +314,11 @@ static void trace(const char *fmt, ...)
     if (on < 0) {
         const char *v = getenv("AVO_HARNESS_TRACE");
         on = v && *v && strcmp(v, "0") != 0;
-        last = avo_now();
+        last = avo_timing_now();
     }
     if (!on)
         return;
-    const double t = avo_now();
+    const double t = avo_timing_now();
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "trace %8.3f s  ", t - last);
@@ -353,7 +353,7 @@ static void draw_warm_order(run_ctx *r)
     for (int k = 0; k < r->nsets; k++)
         r->warm_order[k] = k;
     for (int k = r->nsets - 1; k > 0; k--) {
-        int j = (int)(avo_check_rng_next(&r->rng) * (k + 1));
+        int j = (int)(avo_timing_rng_next(&r->rng) * (k + 1));
         j = j > k ? k : j;
         const int t = r->warm_order[k];
         r->warm_order[k] = r->warm_order[j];
@@ -401,7 +401,8 @@ static int device_inputs_changed(run_ctx *r, const avo_tensors *x, int64_t *elem
             continue;
         int64_t first = -1;
         char err[300];
-        int rc = avo_gpu_equal(r->gpu, i, x->elems[i], avo_dtype_size(r->p->tensors[i].dtype), &first, err, sizeof err);
+        int rc = avo_gpu_equal(r->gpu, i, x->elems[i], avo_problem_dtype_size(r->p->tensors[i].dtype), &first, err,
+                               sizeof err);
         if (rc) {
             snprintf(why, wl, "the checker's input comparison: %s", err);
             return rc < -1 ? rc : -EIO;
@@ -470,7 +471,7 @@ static double lane_deadline(const run_ctx *r)
 {
     if (r->ln->slot != LANE_AGAINST)
         return r->deadline;
-    return fmin(r->pair_cutoff, avo_now() + fmax(AGAINST_LIMIT_MIN_S, AGAINST_LIMIT_FACTOR * r->cand_rt_max));
+    return fmin(r->pair_cutoff, avo_timing_now() + fmax(AGAINST_LIMIT_MIN_S, AGAINST_LIMIT_FACTOR * r->cand_rt_max));
 }
 
 /* One call of the entry point in the runner on the tensors of x (which live
@@ -742,7 +743,7 @@ static void cache_config(run_ctx *r, int c)
     for (int k = 0; k < r->p->ntensors; k++) {
         int64_t elems = 0;
         if (r->p->tensors[k].role != AVO_ROLE_INPUT && avo_problem_tensor_elems(r->p, c, k, &elems, NULL, 0) == 0)
-            need += (double)elems * (double)avo_dtype_size(r->p->tensors[k].dtype);
+            need += (double)elems * (double)avo_problem_dtype_size(r->p->tensors[k].dtype);
     }
     need *= r->nsets;
     if (need > (double)r->cache.max_bytes) {
@@ -1032,7 +1033,7 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
         avo_tensors_poison(x, p);
     avo_phases_lap(r->ph, "inputs", tp);
     if (!r->cuda) {
-        avo_flusher_run(&r->fl);
+        avo_timing_flusher_run(&r->fl);
         avo_phases_lap(r->ph, "flush", tp);
     }
 }
@@ -1125,7 +1126,7 @@ static double lane_draw(run_ctx *r, const lane_run *lr)
 {
     double draw = r->pair_open && lr->ln->slot == LANE_AGAINST ? r->pair_draw : NAN;
     if (isnan(draw)) {
-        draw = avo_check_rng_next(&r->rng);
+        draw = avo_timing_rng_next(&r->rng);
         if (r->pair_open && lr->ln->slot == LANE_CAND)
             r->pair_draw = draw;
     }
@@ -1187,8 +1188,8 @@ static int lane_gpu_sample(run_ctx *r, lane_run *lr, int c, const avo_tensors *x
         lr->give_up = ++lr->out.discarded >= MAX_DISCARDED && lr->n == 0;
         return CHECK_OK;
     }
-    m->sample = avo_gpu_sample(ev->seconds, ev->tail_s, r->ln->tm.stream_min, r->ln->tm.tail_allow, TAIL_SLACK,
-                               &m->excess);
+    m->sample = avo_timing_gpu_sample(ev->seconds, ev->tail_s, r->ln->tm.stream_min, r->ln->tm.tail_allow, TAIL_SLACK,
+                                      &m->excess);
     const gpu_preload *pre = &r->ln->pre[r->ln->tm.ungated];
     if (!r->ln->tm.ungated) {
         /* The GPU busy when the call began: with the candidate's
@@ -1288,7 +1289,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     const int counted = r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND;
     r->ln = lr->ln;
     lr->sampled = 0;
-    const double t_begin = avo_now();
+    const double t_begin = avo_timing_now();
     double tp = t_begin;
     lay_out_call(r, c, i, x, pristine, &tp);
     if (i == warm && counted)
@@ -1322,7 +1323,8 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
         return res;
     }
     if (!trusted && i + 1 >= warm)
-        out->q = avo_check_rate(lr->rt_sum / lr->rt_n, r->refs_timed ? r->ref_run_s / r->refs_timed : 0, CHECK_Q_MIN);
+        out->q = avo_timing_check_rate(lr->rt_sum / lr->rt_n, r->refs_timed ? r->ref_run_s / r->refs_timed : 0,
+                                       CHECK_Q_MIN);
     if (i < warm)
         return CHECK_OK;
     if (r->cuda) {
@@ -1330,7 +1332,7 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
         res = lane_gpu_sample(r, lr, c, x, &m, &keep, why, wl);
         if (!keep)
             return res;
-    } else if (avo_cpu_sample(m.rt, r->ln->overhead, &m.sample) != 0) {
+    } else if (avo_timing_cpu_sample(m.rt, r->ln->overhead, &m.sample) != 0) {
         out->fail_call = i;
         snprintf(why, wl,
                  "call %d came back in %.3g us, faster than an empty round trip (%.3g us, measured before the "
@@ -1353,7 +1355,7 @@ static int lane_checks_done(const lane_run *lr)
     if (lr->out.random_checks < CHECK_K_MIN)
         return 0;
     return lr->out.random_checks >= CHECK_K_JUDGE || !(lr->out.st.median > 0) ||
-           avo_checked_consistent(lr->tc, lr->nc, lr->out.st.median, CONSISTENCY_FACTOR) == 0;
+           avo_timing_checked_consistent(lr->tc, lr->nc, lr->out.st.median, CONSISTENCY_FACTOR) == 0;
 }
 
 /* After a sample: the stopping rule on the lane's samples, with spent the
@@ -1365,7 +1367,7 @@ static avo_timing_stop_t lane_stop(const run_ctx *r, lane_run *lr, double spent)
     const avo_problem *p = r->p;
     config_run *out = &lr->out;
     if (lr->n >= p->timing_min_runs)
-        avo_stats_compute(lr->t, lr->n, &out->st); /* reorders t; order does not matter */
+        avo_timing_stats_compute(lr->t, lr->n, &out->st); /* reorders t; order does not matter */
     const int checks_done = lane_checks_done(lr);
     const int at_floor = !lr->trusted && out->q <= CHECK_Q_MIN && out->random_checks >= CHECK_K_MAX;
     out->stop = avo_timing_stop(lr->n, p->timing_min_runs, checks_done, at_floor, out->st.rse, p->timing_rse, spent,
@@ -1411,11 +1413,11 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
 {
     const int n = lr->n;
     avo_stats ts, ps;
-    avo_stats_compute(lr->tails, n, &ts);
-    avo_stats_compute(lr->proto, n, &ps);
+    avo_timing_stats_compute(lr->tails, n, &ts);
+    avo_timing_stats_compute(lr->proto, n, &ps);
     avo_stats hs, es;
-    avo_stats_compute(lr->host, n, &hs);
-    avo_stats_compute(lr->entry, n, &es);
+    avo_timing_stats_compute(lr->host, n, &hs);
+    avo_timing_stats_compute(lr->entry, n, &es);
     const gpu_timing *tm = &r->ln->tm;
     const gpu_preload *pre = &r->ln->pre[tm->ungated];
     return json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
@@ -1492,13 +1494,13 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
     }
     if (res != CHECK_OK)
         goto out;
-    avo_stats_compute(lr->t, n, &out->st);
+    avo_timing_stats_compute(lr->t, n, &out->st);
     out->samples_checked = nc;
     if (nc) {
         avo_stats cs;
-        avo_stats_compute(lr->tc, nc, &cs);
+        avo_timing_stats_compute(lr->tc, nc, &cs);
         out->checked_median = cs.median;
-        if (!trusted && avo_checked_consistent(lr->tc, nc, out->st.median, CONSISTENCY_FACTOR) != 0) {
+        if (!trusted && avo_timing_checked_consistent(lr->tc, nc, out->st.median, CONSISTENCY_FACTOR) != 0) {
             out->fail_call = out->calls - 1;
             snprintf(why, wl,
                      "its %d checked calls (fastest %.4g s) were all over %.1fx slower than the median of its %d "
@@ -1509,7 +1511,7 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
         }
     }
     avo_stats ms;
-    avo_stats_compute(r->cuda ? lr->rts : lr->cl, n, &ms);
+    avo_timing_stats_compute(r->cuda ? lr->rts : lr->cl, n, &ms);
     out->claimed_median = ms.median;
     if (r->cuda) {
         /* The SM clock read after every timed run (NVML): its range, and how
@@ -1542,7 +1544,7 @@ out:
  * CUDA-event time from the start mark to the end of the call's own stream,
  * less the calibrated time of that protocol around no call, plus the part of
  * the tail (stream end -> the end mark after a device-wide synchronisation)
- * beyond the calibrated host latency (avo_gpu_sample); the runner reports
+ * beyond the calibrated host latency (avo_timing_gpu_sample); the runner reports
  * the times, so the checker bounds them by its own round trip. Samples
  * taken under MIN_CLOCK_FRACTION of the maximum SM clock are discarded and
  * counted.
@@ -1638,7 +1640,7 @@ typedef struct {
 static void pair_against_call(run_ctx *r, pair_run *pr, int c, int i, avo_tensors *x, avo_tensors *pristine,
                               avo_tensors *rx)
 {
-    if (avo_now() > r->pair_cutoff) {
+    if (avo_timing_now() > r->pair_cutoff) {
         snprintf(pr->bwhy, sizeof pr->bwhy,
                  "out of time: the against's calls stop at %.0f%% of the evaluation's deadline, to leave the "
                  "candidate its own",
@@ -1712,8 +1714,8 @@ static int pair_order_test(const pair_run *pr, char *why, size_t wl)
      * the against's run of those inputs reached it (a channel through
      * the shared region, the device tensors' slack, IPC). */
     avo_stats first, second;
-    avo_stats_compute(pr->by_place[0], pr->n_place[0], &first);
-    avo_stats_compute(pr->by_place[1], pr->n_place[1], &second);
+    avo_timing_stats_compute(pr->by_place[0], pr->n_place[0], &first);
+    avo_timing_stats_compute(pr->by_place[1], pr->n_place[1], &second);
     if (second.median < ORDER_FACTOR * first.median) {
         snprintf(why, wl,
                  "its calls right after the against's, on the same input sets, ran %.0f%% faster (median %.4g s "
@@ -1771,7 +1773,7 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     for (int i = 0; res == CHECK_OK && !a->give_up; i++) {
         /* Which goes first: neither runner can tell its place in the
          * pair, and drift and first-or-second effects cancel. */
-        const int b_first = avo_check_rng_next(&r->rng) < 0.5;
+        const int b_first = avo_timing_rng_next(&r->rng) < 0.5;
         r->pair_open = 1;
         r->pair_draw = NAN;
         for (int k = 0; k < 2 && res == CHECK_OK; k++) {
@@ -2354,7 +2356,7 @@ static void check_device_fill(run_ctx *r)
             return;
         }
         avo_tensors_fill_stream(host_buf, FILL_CHECK_ELEMS, d, scale, r->in_key, nonce);
-        if (memcmp(dev_buf, host_buf, FILL_CHECK_ELEMS * avo_dtype_size(d)) != 0) {
+        if (memcmp(dev_buf, host_buf, FILL_CHECK_ELEMS * avo_problem_dtype_size(d)) != 0) {
             snprintf(r->fill_note, sizeof r->fill_note,
                      "host: the device's stream differs from the host's for %s (dtype %d)", p->tensors[i].name, (int)d);
             return;
@@ -2393,7 +2395,7 @@ static void share_tensors(run_ctx *r)
         for (int i = 0; i < r->p->ntensors; i++) {
             int64_t elems = 0;
             if (avo_problem_tensor_elems(r->p, c, i, &elems, err, sizeof err) == 0) {
-                const size_t b = (size_t)elems * avo_dtype_size(r->p->tensors[i].dtype);
+                const size_t b = (size_t)elems * avo_problem_dtype_size(r->p->tensors[i].dtype);
                 most[i] = b > most[i] ? b : most[i];
             }
         }
@@ -3122,7 +3124,7 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
     }
     cpu_set_t mask;
     r->one_cpu = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
-    if (!r->cuda && (rc = avo_flusher_init(&r->fl))) {
+    if (!r->cuda && (rc = avo_timing_flusher_open(&r->fl))) {
         snprintf(err, errlen, "cannot allocate the cache-flush buffer");
         return rc;
     }
@@ -3147,7 +3149,7 @@ static int start_runners(run_ctx *r, harness_eval *ev, const char *cand_so, char
     avo_counters_open(&r->ctr, cand->run.pid);
     r->ctr_open = 1;
     if (o->against_so) {
-        const double now = avo_now();
+        const double now = avo_timing_now();
         r->pair_cutoff = now + PAIR_CUTOFF_SHARE * (r->deadline - now);
         start_against(r, o->against_so, AGAINST_SPAWN);
     }
@@ -3421,7 +3423,7 @@ static void harness_close(run_ctx *r, harness_eval *ev)
     }
     free(ev->pairs);
     free(r->warm_order);
-    avo_flusher_free(&r->fl);
+    avo_timing_flusher_close(&r->fl);
     free(r->area);
     free(r->ref_area);
     if (r->shm)
@@ -3460,10 +3462,10 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
         r.lanes[l].slot = l;
     }
     r.ln = &r.lanes[LANE_CAND];
-    r.deadline = avo_now() + (deadline_s > 0 ? deadline_s : 600);
+    r.deadline = avo_timing_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
         r.ctr.fd[i] = -1;
-    avo_check_rng_init(&r.rng);
+    avo_timing_rng_init(&r.rng);
     *result = NULL;
     r.warm_order = calloc((size_t)(r.nsets > 0 ? r.nsets : 1), sizeof *r.warm_order);
     if (!ev.configs || !ev.cph || !ev.pairs || !r.warm_order) {

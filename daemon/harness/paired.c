@@ -56,7 +56,7 @@ static void rank_values(const double *v, int n, double *sorted, int *order, int 
 }
 
 /* The median of a sample: the middle value, or the mean of the two middle
- * ones (as avo_stats_compute). count[k]: how often sorted[k] was drawn. */
+ * ones (as avo_timing_stats_compute). count[k]: how often sorted[k] was drawn. */
 static double median_of_counts(const double *sorted, const int *count, int n)
 {
     const int lo = (n - 1) / 2, hi = n / 2;

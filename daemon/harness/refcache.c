@@ -61,7 +61,7 @@ static int file_sha(const char *path, char out[AVO_SHA256_HEX], char *err, size_
         snprintf(err, errlen, "reference cache: cannot read %s: %s", path, strerror(e));
         return -e;
     }
-    int rc = avo_sha256_hex(data, len, out);
+    int rc = avo_hash_sha256_hex(data, len, out);
     free(data);
     if (rc) {
         snprintf(err, errlen, "reference cache: cannot hash %s", path);
@@ -85,7 +85,7 @@ int avo_refcache_init(avo_refcache *c, int dirfd, uint64_t max_bytes, uint64_t j
      * new key, so a stale file is never read. */
     int n = snprintf(material, sizeof material, "avo-ref-1\n%llu\n%s\n%s\n%s\n", (unsigned long long)job_seed, ref_sha,
                      spec_sha, device ? device : "");
-    if (n < 0 || (size_t)n >= sizeof material || avo_sha256_hex(material, (size_t)n, c->key)) {
+    if (n < 0 || (size_t)n >= sizeof material || avo_hash_sha256_hex(material, (size_t)n, c->key)) {
         snprintf(err, errlen, "reference cache: cannot make its key");
         return -EIO;
     }
@@ -99,7 +99,7 @@ void avo_refcache_name(const avo_refcache *c, const char *config, int set, char 
 {
     char material[400], hex[AVO_SHA256_HEX] = "";
     int n = snprintf(material, sizeof material, "%s\n%s\n%d\n", c->key, config, set);
-    if (n < 0 || (size_t)n >= sizeof material || avo_sha256_hex(material, (size_t)n, hex))
+    if (n < 0 || (size_t)n >= sizeof material || avo_hash_sha256_hex(material, (size_t)n, hex))
         hex[0] = 0;
     snprintf(name, AVO_REFCACHE_NAME, "%s%s", hex[0] ? hex : "invalid", AVO_REFCACHE_SUFFIX);
 }

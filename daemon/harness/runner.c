@@ -219,7 +219,7 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                     std0[k].st_ino = 0;
             avo_fdset before;
             if (cuda)
-                avo_fdset_snapshot(&before);
+                avo_syscalls_fdset_snapshot(&before);
             void *h = dlopen("/proc/self/fd/13", RTLD_NOW | RTLD_LOCAL);
             close(FD_OBJ);
             if (!h) {
@@ -331,9 +331,9 @@ _Noreturn void avo_runner_main(int argc, char **argv)
                     reply_gpu(c.seq, ST_OK, ret, &t, NULL);
                 continue;
             }
-            const double t0 = avo_now();
+            const double t0 = avo_timing_now();
             int ret = fn(ptrs, sizes);
-            const double t1 = avo_now();
+            const double t1 = avo_timing_now();
             reply(c.seq, ST_OK, ret, t1 - t0, NULL);
         } else {
             break; /* OP_QUIT or garbage */
@@ -431,7 +431,7 @@ static int wait_reply(avo_runner *r, double deadline, reply_msg *m, char *why, s
 {
     size_t got = 0;
     while (got < sizeof *m) {
-        double left = deadline - avo_now();
+        double left = deadline - avo_timing_now();
         if (left <= 0) {
             kill(r->pid, SIGKILL);
             reap(r, 1);
@@ -471,7 +471,7 @@ static int wait_reply(avo_runner *r, double deadline, reply_msg *m, char *why, s
 static int freeze(avo_runner *r, double deadline, char *why, size_t wl)
 {
     if (r->cg.freezer >= 0) {
-        double left = deadline - avo_now();
+        double left = deadline - avo_timing_now();
         int rc = avo_cgroup_freeze(&r->cg, 1, left > 0 ? left : 0.01);
         reap(r, 0);
         if (!r->pid) {
@@ -543,15 +543,15 @@ static int send_cmd(avo_runner *r, cmd_msg *c, char *why, size_t wl)
 static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, double *rt, char *why, size_t wl)
 {
     thaw(r);
-    const double t0 = avo_now();
+    const double t0 = avo_timing_now();
     int rc = send_cmd(r, c, why, wl);
     if (!rc)
         rc = wait_reply(r, deadline, m, why, wl);
-    r->reply_s = avo_now() - t0;
+    r->reply_s = avo_timing_now() - t0;
     if (!rc)
         rc = freeze(r, deadline, why, wl);
     if (rt)
-        *rt = avo_now() - t0;
+        *rt = avo_timing_now() - t0;
     return rc;
 }
 
@@ -688,7 +688,7 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
     /* The candidate's CPU time: the wall time left plus 5 s, as the worker
      * gives a process (the harness's own limit is that times its CPUs, for
      * its fill and compare threads, and must not pass on to the candidate). */
-    const double left = deadline - avo_now();
+    const double left = deadline - avo_timing_now();
     const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
     /* Built here: the child may only make async-signal-safe calls. */
     char dev_arg[32 + 21 * AVO_PROBLEM_MAX_TENSORS] = "";
@@ -824,7 +824,7 @@ int avo_runner_idle(avo_runner *r, double seconds, double *cpu_s, char *why, siz
     const double before = r->stopped ? r->cpu_s : -1;
     thaw(r);
     usleep((useconds_t)(seconds * 1e6));
-    int rc = freeze(r, avo_now() + 1.0, why, wl);
+    int rc = freeze(r, avo_timing_now() + 1.0, why, wl);
     if (rc)
         return rc;
     if (before >= 0 && r->cpu_s >= 0)

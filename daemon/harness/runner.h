@@ -100,7 +100,7 @@ int avo_runner_idle(avo_runner *r, double seconds, double *cpu_s, char *why, siz
  * CLOCK_MONOTONIC measurement from before the command to after the answer;
  * *claimed is what the runner reports (untrusted): seconds its own time of
  * the call, the rest only from CUDA runners. deadline is absolute
- * (avo_now()). */
+ * (avo_timing_now()). */
 int avo_runner_call(avo_runner *r, const int64_t *sizes, int nsizes, const uint64_t *offs, const uint64_t *bytes,
                     int ntensors, unsigned flags, unsigned poison_mask, double deadline, int *ret, double *round_trip_s,
                     avo_gpu_times *claimed, char *why, size_t wl);

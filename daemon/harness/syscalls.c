@@ -145,7 +145,7 @@ static void close_opened_since(const avo_fdset *before)
     close_range(AVO_FDSET_MAX, ~0u, 0);
 }
 
-void avo_fdset_snapshot(avo_fdset *s)
+void avo_syscalls_fdset_snapshot(avo_fdset *s)
 {
     memset(s, 0, sizeof *s);
     for (int fd = 0; fd < AVO_FDSET_MAX; fd++)

@@ -15,7 +15,7 @@ typedef struct {
     uint64_t open[AVO_FDSET_MAX / 64];
 } avo_fdset;
 
-void avo_fdset_snapshot(avo_fdset *s);
+void avo_syscalls_fdset_snapshot(avo_fdset *s);
 
 /* CPU runner (gpu_before NULL): closes every descriptor but 0-2 and
  * keep_lo..keep_hi (the protocol's pipes: what the candidate's load opened

@@ -81,7 +81,7 @@ int avo_tensors_alloc_at(avo_tensors *t, const avo_problem *p, const int64_t *si
             return rc;
         }
         avo_dtype d = dtype_override >= 0 ? (avo_dtype)dtype_override : p->tensors[i].dtype;
-        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(d);
+        t->bytes[i] = (size_t)t->elems[i] * avo_problem_dtype_size(d);
         /* 64-byte alignment: what a vectorised candidate may assume. */
         size_t alloc = (t->bytes[i] + 63) & ~(size_t)63;
         t->ptr[i] = aligned_alloc(64, alloc);
@@ -109,7 +109,7 @@ size_t avo_tensors_span(const avo_problem *p, int config)
     for (int i = 0; i < p->ntensors; i++) {
         int64_t n = 0;
         if (avo_problem_tensor_elems(p, config, i, &n, NULL, 0) == 0)
-            total += (((size_t)n * avo_dtype_size(p->tensors[i].dtype) + 63) & ~(size_t)63) + AVO_TENSOR_GUARD;
+            total += (((size_t)n * avo_problem_dtype_size(p->tensors[i].dtype) + 63) & ~(size_t)63) + AVO_TENSOR_GUARD;
     }
     return total;
 }
@@ -123,7 +123,7 @@ static int place(avo_tensors *t, const avo_problem *p, int config, void *base, s
         int rc = avo_problem_tensor_elems(p, config, i, &t->elems[i], err, errlen);
         if (rc)
             return rc;
-        t->bytes[i] = (size_t)t->elems[i] * avo_dtype_size(p->tensors[i].dtype);
+        t->bytes[i] = (size_t)t->elems[i] * avo_problem_dtype_size(p->tensors[i].dtype);
         size_t alloc = ((t->bytes[i] + 63) & ~(size_t)63) + AVO_TENSOR_GUARD;
         if (off + alloc > cap) {
             snprintf(err, errlen, "shared tensor region too small for config %s", p->configs[config].name);
@@ -392,7 +392,7 @@ int avo_tensors_inputs_changed(const avo_tensors *t, const avo_tensors *pristine
             continue;
         if (memcmp(t->ptr[i], pristine->ptr[i], t->bytes[i]) == 0)
             continue;
-        size_t es = avo_dtype_size(p->tensors[i].dtype);
+        size_t es = avo_problem_dtype_size(p->tensors[i].dtype);
         const unsigned char *a = t->ptr[i], *b = pristine->ptr[i];
         *elem = 0;
         for (int64_t e = 0; e < t->elems[i]; e++)

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double avo_now(void)
+double avo_timing_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -36,7 +36,7 @@ static size_t llc_bytes(void)
     return (size_t)v;
 }
 
-int avo_flusher_init(avo_flusher *f)
+int avo_timing_flusher_open(avo_flusher *f)
 {
     size_t llc = llc_bytes();
     f->bytes = llc ? 2 * llc : (64u << 20);
@@ -57,7 +57,7 @@ int avo_flusher_init(avo_flusher *f)
 
 static volatile unsigned char flush_sink;
 
-void avo_flusher_run(avo_flusher *f)
+void avo_timing_flusher_run(avo_flusher *f)
 {
     /* Read-modify-write of every cache line evicts the candidate's data from
      * every level; the volatile sink keeps the compiler from dropping it. */
@@ -69,7 +69,7 @@ void avo_flusher_run(avo_flusher *f)
     flush_sink = acc;
 }
 
-void avo_flusher_free(avo_flusher *f)
+void avo_timing_flusher_close(avo_flusher *f)
 {
     if (f->buf)
         munmap(f->buf, f->bytes);
@@ -82,7 +82,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void avo_stats_compute(double *t, int n, avo_stats *s)
+void avo_timing_stats_compute(double *t, int n, avo_stats *s)
 {
     memset(s, 0, sizeof *s);
     if (n < 1)
@@ -138,8 +138,8 @@ int avo_timing_noisy(double rse, double target)
     return !(rse <= target);
 }
 
-double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
-                      double *charged)
+double avo_timing_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
+                             double *charged)
 {
     const double stream = seconds - tail_s;
     const double extra = fmax(tail_s - tail_allow_s - slack * fmax(stream, 0), 0);
@@ -148,13 +148,13 @@ double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double t
     return fmax(fmax(stream - overhead_s, 0) + extra, 1e-9);
 }
 
-int avo_cpu_sample(double round_trip_s, double overhead_s, double *sample)
+int avo_timing_cpu_sample(double round_trip_s, double overhead_s, double *sample)
 {
     *sample = round_trip_s - overhead_s;
     return *sample > 0 ? 0 : -1;
 }
 
-void avo_check_rng_init(avo_check_rng *g)
+void avo_timing_rng_init(avo_check_rng *g)
 {
     if (getrandom(&g->state, sizeof g->state, 0) != (ssize_t)sizeof g->state) {
         struct timespec ts;
@@ -163,7 +163,7 @@ void avo_check_rng_init(avo_check_rng *g)
     }
 }
 
-double avo_check_rng_next(avo_check_rng *g)
+double avo_timing_rng_next(avo_check_rng *g)
 {
     /* splitmix64 */
     uint64_t z = (g->state += 0x9e3779b97f4a7c15ULL);
@@ -173,7 +173,7 @@ double avo_check_rng_next(avo_check_rng *g)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
-double avo_check_rate(double call_s, double ref_s, double q_min)
+double avo_timing_check_rate(double call_s, double ref_s, double q_min)
 {
     if (!(ref_s > 0) || !(call_s > 0))
         return 1.0;
@@ -181,7 +181,7 @@ double avo_check_rate(double call_s, double ref_s, double q_min)
     return q < q_min ? q_min : q > 1 ? 1 : q;
 }
 
-int avo_checked_consistent(const double *checked, int nchecked, double median, double factor)
+int avo_timing_checked_consistent(const double *checked, int nchecked, double median, double factor)
 {
     if (nchecked < 2)
         return 0;

@@ -17,16 +17,16 @@ typedef struct {
     double median, min, max, mean, stddev, rse;
 } avo_stats;
 
-double avo_now(void);
+double avo_timing_now(void);
 
 /* Size: twice the LLC of cpu0 (sysfs), or 64 MiB when sysfs does not say. */
-int avo_flusher_init(avo_flusher *f);
-void avo_flusher_run(avo_flusher *f);
-void avo_flusher_free(avo_flusher *f);
+int avo_timing_flusher_open(avo_flusher *f);
+void avo_timing_flusher_run(avo_flusher *f);
+void avo_timing_flusher_close(avo_flusher *f);
 
 /* Summarise n >= 1 samples (t is reordered). rse is the relative standard
  * error of the mean: stddev / sqrt(n) / mean. */
-void avo_stats_compute(double *t, int n, avo_stats *s);
+void avo_timing_stats_compute(double *t, int n, avo_stats *s);
 
 /* Why a config's timing loop stops after its latest sample. It needs
  * min_runs samples and its random checks done (checks_done); then it stops
@@ -62,14 +62,14 @@ int avo_timing_noisy(double rse, double target);
  * counted: the host is left out, work on other streams beyond that bound is
  * not. Never below 1 ns. *charged (may be NULL) gets the part of the tail
  * counted (0 when it is all the host's). */
-double avo_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
-                      double *charged);
+double avo_timing_gpu_sample(double seconds, double tail_s, double overhead_s, double tail_allow_s, double slack,
+                             double *charged);
 
 /* A CPU sample: the checker's round trip less its calibrated empty round
  * trip. 0 with *sample set, or -1 when the call came back faster than an
  * empty round trip (nothing honest does: the overhead was moved, or the
  * work was not inside the call). */
-int avo_cpu_sample(double round_trip_s, double overhead_s, double *sample);
+int avo_timing_cpu_sample(double round_trip_s, double overhead_s, double *sample);
 
 /* Which timed calls get checked. The decision is made after a call, from a
  * generator seeded from the kernel's entropy (never the recorded input
@@ -79,19 +79,19 @@ typedef struct {
     uint64_t state;
 } avo_check_rng;
 
-void avo_check_rng_init(avo_check_rng *g);
+void avo_timing_rng_init(avo_check_rng *g);
 /* Uniform in [0, 1). */
-double avo_check_rng_next(avo_check_rng *g);
+double avo_timing_rng_next(avo_check_rng *g);
 
 /* The probability a sampled call is checked: reference time spent at about
  * the calls' own time (call_s / ref_s), never under q_min, at most 1. A
  * cheap reference checks every call; an expensive one q_min of them. */
-double avo_check_rate(double call_s, double ref_s, double q_min);
+double avo_timing_check_rate(double call_s, double ref_s, double q_min);
 
 /* The checked samples are a random subset of all the samples: 0 when they
  * look like it, -1 when there are at least two and even the fastest of them
  * is more than factor x the median of all (the unchecked calls ran faster:
  * work skipped where no check landed). */
-int avo_checked_consistent(const double *checked, int nchecked, double median, double factor);
+int avo_timing_checked_consistent(const double *checked, int nchecked, double median, double factor);
 
 #endif

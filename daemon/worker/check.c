@@ -194,15 +194,15 @@ static void knob_verdicts(report *r, const avo_problem *p, const int64_t *pts, c
     }
 }
 
-static int compile_step(report *r, const avo_eval_opts *base, const avo_problem *p, const char *file, int trusted,
+static int compile_step(report *r, const avo_evaluate_opts *base, const avo_problem *p, const char *file, int trusted,
                         const char *src, size_t len, const char *label)
 {
-    avo_eval_opts o = *base;
+    avo_evaluate_opts o = *base;
     json_t *res = NULL;
     char err[1024];
     o.trusted = trusted;
     o.src_name = file;
-    if (avo_eval_compile_only(&o, p, src, len, &res, err, sizeof err) < 0) {
+    if (avo_evaluate_compile_only(&o, p, src, len, &res, err, sizeof err) < 0) {
         step(r, "FAIL", "compile", "%s%s%s: could not be compiled here: %s", file, *label ? " " : "", label, err);
         return 0;
     }
@@ -217,7 +217,7 @@ static int compile_step(report *r, const avo_eval_opts *base, const avo_problem 
     return ok;
 }
 
-static int compile_file(report *r, const avo_eval_opts *o, const avo_problem *p, const char *file, int trusted)
+static int compile_file(report *r, const avo_evaluate_opts *o, const avo_problem *p, const char *file, int trusted)
 {
     char path[4400];
     size_t len = 0;
@@ -234,7 +234,7 @@ static int compile_file(report *r, const avo_eval_opts *o, const avo_problem *p,
 
 /* One seed: every chosen knob setting compiled, then one evaluation at
  * its defaults (skipped, and said so, where there is no GPU to run it). */
-static void check_seed(report *r, const avo_eval_opts *o, const avo_problem *p, long max, uint64_t sample_seed,
+static void check_seed(report *r, const avo_evaluate_opts *o, const avo_problem *p, long max, uint64_t sample_seed,
                        const char *no_gpu)
 {
     char path[4400];
@@ -287,7 +287,7 @@ static void check_seed(report *r, const avo_eval_opts *o, const avo_problem *p, 
     }
     json_t *res = NULL;
     char err[1024];
-    if (avo_eval_candidate(o, p, rendered, strlen(rendered), &res, err, sizeof err) < 0) {
+    if (avo_evaluate_candidate(o, p, rendered, strlen(rendered), &res, err, sizeof err) < 0) {
         step(r, "FAIL", "evaluate", "%s (defaults): could not be evaluated: %s", p->seed, err);
         goto done;
     }
@@ -343,7 +343,7 @@ typedef struct {
     long max;
     uint64_t sample_seed;
     int no_eval;
-    avo_eval_opts o;
+    avo_evaluate_opts o;
     char cache[4096], harness[4096];
 } check_args;
 
@@ -419,18 +419,18 @@ static int check_parse_args(int argc, char **argv, check_args *c, report *r)
 /* The defaults of what was not given. Returns 0, or 2 (said on stderr). */
 static int check_defaults(check_args *c)
 {
-    avo_eval_opts *o = &c->o;
+    avo_evaluate_opts *o = &c->o;
     if (!c->sample_seed && (getrandom(&c->sample_seed, sizeof c->sample_seed, 0) != (ssize_t)sizeof c->sample_seed ||
                             !(c->sample_seed &= INT64_MAX)))
         c->sample_seed = 0x9e3779b97f4a7c15ULL;
     if (!o->cache_dir) {
-        if (avo_eval_default_cache(c->cache, sizeof c->cache)) {
+        if (avo_evaluate_default_cache(c->cache, sizeof c->cache)) {
             fprintf(stderr, "avo-worker check: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");
             return 2;
         }
         o->cache_dir = c->cache;
     }
-    if (!o->harness_path && !avo_eval_default_harness(c->harness, sizeof c->harness))
+    if (!o->harness_path && !avo_evaluate_default_harness(c->harness, sizeof c->harness))
         o->harness_path = c->harness;
     const char *tmp = getenv("TMPDIR");
     o->scratch_root = tmp && *tmp ? tmp : "/tmp";
@@ -443,7 +443,7 @@ static int check_defaults(check_args *c)
  * then each seed. */
 static void check_package(check_args *c, report *r)
 {
-    avo_eval_opts *o = &c->o;
+    avo_evaluate_opts *o = &c->o;
     const char *dir = c->dir;
     char err[1024], nogpu[600];
     avo_problem p;

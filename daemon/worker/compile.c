@@ -271,7 +271,7 @@ static int cache_key(const avo_problem *p, const char *gpu_arch, const char *con
         free(buf);
         return -ENOMEM;
     }
-    int rc = avo_sha256_hex(buf, blen, key);
+    int rc = avo_hash_sha256_hex(buf, blen, key);
     free(buf);
     return rc;
 }
@@ -303,7 +303,7 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
                  cuda ? "the CUDA toolkit" : "a C compiler");
         return rc;
     }
-    if ((rc = avo_mkdir_p(o->cache_dir)) || !realpath(o->cache_dir, cache)) {
+    if ((rc = avo_file_mkdirs(o->cache_dir, 0700, NULL, 0)) || !realpath(o->cache_dir, cache)) {
         rc = rc ? rc : -errno;
         snprintf(err, errlen, "cannot create the compile cache %s: %s", o->cache_dir, strerror(-rc));
         return rc;

@@ -83,12 +83,12 @@ static int package_links(const char *dir, char out[][PATH_MAX])
     return n;
 }
 
-static const char *state_dir(const avo_eval_opts *o)
+static const char *state_dir(const avo_evaluate_opts *o)
 {
     return o->state_dir && *o->state_dir ? o->state_dir : getenv("AVO_HOME");
 }
 
-static const char *gpu_lock_dir(const avo_eval_opts *o)
+static const char *gpu_lock_dir(const avo_evaluate_opts *o)
 {
     return o->gpu_lock_dir && *o->gpu_lock_dir ? o->gpu_lock_dir : avo_gpulock_default_dir();
 }
@@ -100,7 +100,7 @@ static const char *gpu_lock_dir(const avo_eval_opts *o)
  * /run/lock is world-writable) plant before a worker makes them
  * (tests/hostile/gpu_lock.c). Unset entries are left out rather than
  * ending the list early. */
-static const char *const *hidden_dirs(const avo_eval_opts *o, const char *out[4])
+static const char *const *hidden_dirs(const avo_evaluate_opts *o, const char *out[4])
 {
     const char *all[] = {o->cache_dir, state_dir(o), gpu_lock_dir(o)};
     int n = 0;
@@ -367,7 +367,7 @@ static double config_bytes(const avo_problem *p, int c, double pad)
     for (int t = 0; t < p->ntensors; t++) {
         int64_t n = 0;
         if (avo_problem_tensor_elems(p, c, t, &n, NULL, 0) == 0)
-            cfg += (double)n * (double)avo_dtype_size(p->tensors[t].dtype) + pad;
+            cfg += (double)n * (double)avo_problem_dtype_size(p->tensors[t].dtype) + pad;
     }
     return cfg;
 }
@@ -425,8 +425,8 @@ static unsigned long long harness_fsize(const avo_problem *p)
 /* What every compile needs first: the target architecture for a CUDA
  * problem (given, or read from this worker's GPU), a cache, and a fresh
  * scratch directory. */
-static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t archlen, char *scratch, size_t scratchlen,
-                         char *err, size_t errlen)
+static int compile_setup(const avo_evaluate_opts *o, int cuda, char *arch, size_t archlen, char *scratch,
+                         size_t scratchlen, char *err, size_t errlen)
 {
     int rc;
     if (cuda) {
@@ -446,7 +446,7 @@ static int compile_setup(const avo_eval_opts *o, int cuda, char *arch, size_t ar
  * harness's, or {"error"} when the against did not compile; "against" the
  * against's candidate id where the worker has one. A candidate that failed
  * has none: nothing to compare. */
-static void paired_result(json_t *res, const avo_eval_opts *o, const char *against_note)
+static void paired_result(json_t *res, const avo_evaluate_opts *o, const char *against_note)
 {
     if (!o->against_src)
         return;
@@ -537,8 +537,8 @@ static json_t *policy_result(const avo_problem *p, const avo_policy_violation *v
     return res;
 }
 
-int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
-                       char *err, size_t errlen)
+int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                           json_t **result, char *err, size_t errlen)
 {
     /* Where the evaluation's wall time goes (result "phases"). */
     const double t_start = avo_phases_now();
@@ -586,7 +586,7 @@ int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char 
         return rc;
     snprintf(srcdir, sizeof srcdir, "%s/src", scratch);
     snprintf(rundir, sizeof rundir, "%s/run", scratch);
-    if (avo_mkdir_p(srcdir) || avo_mkdir_p(rundir)) {
+    if (avo_file_mkdirs(srcdir, 0700, NULL, 0) || avo_file_mkdirs(rundir, 0700, NULL, 0)) {
         rc = -errno;
         snprintf(err, errlen, "cannot create scratch dirs in %s", scratch);
         goto cleanup;
@@ -958,8 +958,8 @@ cleanup:
     return rc;
 }
 
-int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
-                        size_t errlen)
+int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
+                            size_t errlen)
 {
     int rc;
     char scratch[4200] = "", arch[32] = "";
@@ -980,7 +980,7 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
         return 0;
     if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
         return rc;
-    /* Exactly the options avo_eval_candidate compiles with, so its compiles
+    /* Exactly the options avo_evaluate_candidate compiles with, so its compiles
      * become cache hits. */
     avo_compile_opts co = {.cc = o->cc,
                            .nvcc = o->nvcc,
@@ -1015,7 +1015,7 @@ int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char
  * (SASS of every kernel) or objdump -d for a C object. Run in the sandbox
  * like the compiler (it parses an untrusted file). Returns a new object
  * {"tool", "text"} or {"tool", "error"}. */
-static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, const char *scratch, double timeout)
+static json_t *disassemble(const avo_evaluate_opts *o, int cuda, const char *obj, const char *scratch, double timeout)
 {
     /* cuobjdump writes temporary files (into TMPDIR, the sandbox's working
      * directory): one of its own, writable by the sandbox user. */
@@ -1065,8 +1065,8 @@ static json_t *disassemble(const avo_eval_opts *o, int cuda, const char *obj, co
     return r;
 }
 
-int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
-                          char *err, size_t errlen)
+int avo_evaluate_compile_only(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                              json_t **result, char *err, size_t errlen)
 {
     int rc;
     char scratch[4200] = "", arch[32] = "";
@@ -1148,8 +1148,8 @@ cleanup:
     return rc;
 }
 
-int avo_eval_program(const avo_eval_opts *o, const char *language, const char *src, size_t len, json_t **result,
-                     char *err, size_t errlen)
+int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const char *src, size_t len, json_t **result,
+                         char *err, size_t errlen)
 {
     const int cuda = strcmp(language, "cuda") == 0;
     char scratch[4200] = "", arch[32] = "", gencode[128] = "", file[4300];
@@ -1271,7 +1271,7 @@ cleanup:
     return rc;
 }
 
-int avo_eval_default_cache(char *out, size_t outlen)
+int avo_evaluate_default_cache(char *out, size_t outlen)
 {
     const char *h = getenv("AVO_HOME"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (h && *h)
@@ -1283,7 +1283,7 @@ int avo_eval_default_cache(char *out, size_t outlen)
     return -ENOENT;
 }
 
-int avo_eval_default_harness(char *out, size_t outlen)
+int avo_evaluate_default_harness(char *out, size_t outlen)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -1393,7 +1393,7 @@ typedef struct {
     const char *pos[2]; /* problem directory, candidate file */
     int npos, as_json, compile_only, ref_cache_given;
     const char *against_path;
-    avo_eval_opts o;
+    avo_evaluate_opts o;
     char cache[4096], harness[4096];
 } eval_args;
 
@@ -1401,7 +1401,7 @@ typedef struct {
  * (*i moved past its value), 0 when it is not. */
 static int eval_plain_option(eval_args *e, const char *a, const char *v, int *i)
 {
-    avo_eval_opts *o = &e->o;
+    avo_evaluate_opts *o = &e->o;
     const char **value = NULL;
     if (strcmp(a, "--json") == 0)
         e->as_json = 1;
@@ -1440,7 +1440,7 @@ static int eval_plain_option(eval_args *e, const char *a, const char *v, int *i)
 
 /* --job-seed-stdin: the job's seed (the warm-up calls' sets) as a job would
  * give it: on stdin, never on the command line. */
-static int eval_job_seed_stdin(avo_eval_opts *o)
+static int eval_job_seed_stdin(avo_evaluate_opts *o)
 {
     char line[64] = "", *end;
     ssize_t n = read(0, line, sizeof line - 1);
@@ -1460,7 +1460,7 @@ static int eval_job_seed_stdin(avo_eval_opts *o)
  * on stderr). */
 static int eval_number_option(eval_args *e, const char *a, const char *v, int *i)
 {
-    avo_eval_opts *o = &e->o;
+    avo_evaluate_opts *o = &e->o;
     char *end;
     if (strcmp(a, "--job-seed-stdin") == 0)
         return eval_job_seed_stdin(o);
@@ -1536,7 +1536,7 @@ static int eval_parse_args(int argc, char **argv, eval_args *e)
  * Returns 0, or 2 when they do not go together (said on stderr). */
 static int eval_check_args(eval_args *e)
 {
-    avo_eval_opts *o = &e->o;
+    avo_evaluate_opts *o = &e->o;
     /* The GPU the harness sees as CUDA device 0 (energy, arch, its lock). */
     const int gi = avo_devices_visible_index(getenv("CUDA_VISIBLE_DEVICES"));
     o->gpu_index = gi < 0 ? 0 : gi;
@@ -1567,14 +1567,14 @@ static int eval_check_args(eval_args *e)
         return 2;
     }
     if (!o->cache_dir) {
-        if (avo_eval_default_cache(e->cache, sizeof e->cache)) {
+        if (avo_evaluate_default_cache(e->cache, sizeof e->cache)) {
             fprintf(stderr, "avo-worker eval: no cache directory (set AVO_HOME or HOME, or pass --cache)\n");
             return 2;
         }
         o->cache_dir = e->cache;
     }
     if (!o->harness_path && !e->compile_only) {
-        if (avo_eval_default_harness(e->harness, sizeof e->harness)) {
+        if (avo_evaluate_default_harness(e->harness, sizeof e->harness)) {
             fprintf(stderr, "avo-worker eval: cannot locate avo-harness (pass --harness)\n");
             return 2;
         }
@@ -1589,7 +1589,7 @@ static int eval_check_args(eval_args *e)
  * status: 0 when the outcome is ok, 1 when not, 2 when it could not run. */
 static int eval_run(eval_args *e)
 {
-    avo_eval_opts *o = &e->o;
+    avo_evaluate_opts *o = &e->o;
     char err[1024];
     avo_problem p;
     int loaded = 0, rc = 2;
@@ -1612,8 +1612,8 @@ static int eval_run(eval_args *e)
         }
         o->against_src = against;
     }
-    if (e->compile_only ? avo_eval_compile_only(o, &p, src, len, &res, err, sizeof err)
-                        : avo_eval_candidate(o, &p, src, len, &res, err, sizeof err)) {
+    if (e->compile_only ? avo_evaluate_compile_only(o, &p, src, len, &res, err, sizeof err)
+                        : avo_evaluate_candidate(o, &p, src, len, &res, err, sizeof err)) {
         fprintf(stderr, "avo-worker eval: %s\n", err);
         goto cleanup;
     }
@@ -1634,7 +1634,7 @@ cleanup:
     return rc;
 }
 
-int avo_eval_cli(int argc, char **argv)
+int avo_evaluate_cli(int argc, char **argv)
 {
     eval_args e = {0};
     int rc = eval_parse_args(argc, argv, &e);

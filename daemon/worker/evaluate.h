@@ -58,7 +58,7 @@ typedef struct {
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);
     void *cancel_arg;
-} avo_eval_opts;
+} avo_evaluate_opts;
 
 /* Processes and threads one evaluation may have at once (the harness,
  * its runner, the candidate's threads and helpers), where the host's
@@ -69,29 +69,29 @@ typedef struct {
  * docs/evaluation.md), whatever the candidate's outcome. Returns a negative
  * int only when the evaluation itself could not be carried out (cannot fork,
  * harness missing), with a message in err. */
-int avo_eval_candidate(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
-                       char *err, size_t errlen);
+int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                           json_t **result, char *err, size_t errlen);
 
-/* Compile what avo_eval_candidate would (reference, candidate and, paired, the against) into the
+/* Compile what avo_evaluate_candidate would (reference, candidate and, paired, the against) into the
  * cache, nothing else: the worker does this for the next evaluation while
  * the current one holds the GPU, so compiling overlaps timing. A compile
  * error is not an error here (it is cached, and reported by the evaluation
  * itself), nor is a source the candidate policy refuses (never compiled).
  * Safe to call from another thread. */
-int avo_eval_precompile(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
-                        size_t errlen);
+int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
+                            size_t errlen);
 
 /* Disassembly kept per compile (the head: kernels come in file order). */
 #define AVO_DISASM_CAP (2u << 20)
 
 /* Compile the candidate only, in the sandbox and through the cache, as
- * avo_eval_candidate would: {"outcome": "ok"|"compile_error"|"timeout",
+ * avo_evaluate_candidate would: {"outcome": "ok"|"compile_error"|"timeout",
  * "detail", "compile"}. avod asks for this (`avo-worker eval --compile-only`)
  * to refuse a seed that does not compile at submission, and for the agent's
  * compile and disassemble tools (o->disassemble adds "disassembly":
  * {"tool", "text"|"error"}). Nothing of the candidate is run. */
-int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const char *src, size_t len, json_t **result,
-                          char *err, size_t errlen);
+int avo_evaluate_compile_only(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                              json_t **result, char *err, size_t errlen);
 
 /* A microbenchmark (the agent's microbenchmark tool): compile one
  * standalone program (language "c" or "cuda", for this worker's GPU) in the
@@ -102,17 +102,17 @@ int avo_eval_compile_only(const avo_eval_opts *o, const avo_problem *p, const ch
  * int only when it could not be attempted. */
 #define AVO_PROGRAM_TIMEOUT_S 60
 #define AVO_PROGRAM_OUT_CAP (64u << 10)
-int avo_eval_program(const avo_eval_opts *o, const char *language, const char *src, size_t len, json_t **result,
-                     char *err, size_t errlen);
+int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const char *src, size_t len, json_t **result,
+                         char *err, size_t errlen);
 
 /* Where `avo-worker eval` and `check` cache compiles by default
  * ($AVO_HOME/cache, $XDG_CACHE_HOME/avo, ~/.cache/avo) and find the
  * harness (beside the running binary). 0 or a negative int. */
-int avo_eval_default_cache(char *out, size_t outlen);
-int avo_eval_default_harness(char *out, size_t outlen);
+int avo_evaluate_default_cache(char *out, size_t outlen);
+int avo_evaluate_default_harness(char *out, size_t outlen);
 
 /* `avo-worker eval <problem-dir> <candidate-file> [--json] [...]`. Returns the
  * process exit code: 0 ok, 1 the candidate failed, 2 usage or input error. */
-int avo_eval_cli(int argc, char **argv);
+int avo_evaluate_cli(int argc, char **argv);
 
 #endif

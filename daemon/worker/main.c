@@ -111,7 +111,7 @@ static int run_subcommand(int argc, char **argv)
 {
     char err[1024];
     if (argc > 1 && !strcmp(argv[1], "eval"))
-        return avo_eval_cli(argc - 1, argv + 1);
+        return avo_evaluate_cli(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "check"))
         return avo_check_cli(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "devices")) {
@@ -248,13 +248,13 @@ static int resolve_database(worker_settings *s)
  * root. Returns 0, or the exit status (said on stderr). */
 static int resolve_paths(worker_settings *s)
 {
-    if (!*s->kernels && avo_path_data("kernels", s->kernels, sizeof s->kernels) < 0) {
+    if (!*s->kernels && avo_paths_data("kernels", s->kernels, sizeof s->kernels) < 0) {
         fprintf(stderr, "avo-worker: no problem packages at %s; pass --kernels DIR\n", s->kernels);
         return 1;
     }
     if (!*s->harness) {
         char dir[PATH_MAX];
-        if (avo_path_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s->harness) {
+        if (avo_paths_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s->harness) {
             fprintf(stderr, "avo-worker: cannot locate avo-harness; pass --harness\n");
             return 1;
         }
@@ -303,7 +303,7 @@ static int check_gpu_lock(const worker_settings *s)
 /* Claim and evaluate until stopped. Returns the exit status. */
 static int run_worker(worker_settings *s)
 {
-    avo_worker_opts o = {
+    avo_queue_opts o = {
         .dsn = s->db,
         .kernels = s->kernels,
         .target = s->target,
@@ -323,7 +323,7 @@ static int run_worker(worker_settings *s)
         .stop = &stop_flag,
     };
     avo_info("worker", "avo-worker %s starting (target %s, kernels %s)", AVO_VERSION, s->target, s->kernels);
-    return avo_worker_run(&o) < 0 ? 1 : 0;
+    return avo_queue_run(&o) < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -80,7 +80,7 @@ void avo_policy_detail(const avo_policy_violation *v, char *out, size_t outlen)
         snprintf(where, sizeof where, "%s line %d", v->file, v->line);
     else
         snprintf(where, sizeof where, "%s", v->file);
-    snprintf(out, outlen, "%s: %s%s%s%s: %s", avo_policy_rule_name(v->rule), where, v->text[0] ? ": `" : "", v->text,
+    snprintf(out, outlen, "%s: %s%s%s%s: %s", avo_policy_rules_name(v->rule), where, v->text[0] ? ": `" : "", v->text,
              v->text[0] ? "`" : "", v->why);
 }
 
@@ -89,9 +89,9 @@ json_t *avo_policy_json(const avo_policy_violation *v, unsigned relax)
     json_t *relaxed = json_array();
     for (int r = 0; r < AVO_POLICY_NRULES; r++)
         if (relax & (1u << r))
-            json_array_append_new(relaxed, json_string(avo_policy_rule_name(r)));
-    return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:s}", "rule", avo_policy_rule_name(v->rule), "file", v->file,
-                     "line", v->line > 0 ? json_integer(v->line) : json_null(), "text", v->text, "why", v->why,
+            json_array_append_new(relaxed, json_string(avo_policy_rules_name(r)));
+    return json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:s}", "rule", avo_policy_rules_name(v->rule), "file",
+                     v->file, "line", v->line > 0 ? json_integer(v->line) : json_null(), "text", v->text, "why", v->why,
                      "relaxed", relaxed, "ptx_isa", AVO_PTX_ISA, "toolkit", AVO_PTX_TOOLKIT);
 }
 

@@ -26,7 +26,7 @@
 #include "toolchain.h"
 
 typedef struct {
-    const avo_worker_opts *o;
+    const avo_queue_opts *o;
     PGconn *conn;
     int connecting; /* conn is a PQconnectStart still in progress */
     PostgresPollingStatusType connect_wants;
@@ -61,7 +61,7 @@ typedef struct {
 static double now_s(void);
 
 typedef struct {
-    const avo_worker_opts *o;
+    const avo_queue_opts *o;
     atomic_int *done;
     int n;
     struct {
@@ -83,13 +83,13 @@ static void *warm_main(void *arg)
         if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
             avo_problem_load(&p, dir, err, sizeof err) != 0)
             continue;
-        avo_eval_opts eo = {.cache_dir = j->o->cache_dir,
-                            .state_dir = j->o->state_dir,
-                            .scratch_root = j->o->scratch_root,
-                            .timeout_s = j->o->timeout_s,
-                            .gpu_index = j->o->gpu_index};
+        avo_evaluate_opts eo = {.cache_dir = j->o->cache_dir,
+                                .state_dir = j->o->state_dir,
+                                .scratch_root = j->o->scratch_root,
+                                .timeout_s = j->o->timeout_s,
+                                .gpu_index = j->o->gpu_index};
         double t0 = now_s();
-        if (avo_eval_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
+        if (avo_evaluate_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
             avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->e[i].id,
                      now_s() - t0);
         else
@@ -644,8 +644,8 @@ static avo_log_ctx begin_evaluation(worker *w, const PGresult *claim)
     w->next_heartbeat = now_s() + 1;
     const avo_log_ctx lc = {strtoll(PQgetvalue(claim, 0, 1), NULL, 10), strtoll(PQgetvalue(claim, 0, 2), NULL, 10),
                             w->eval_id, w->worker_id};
-    avo_logx(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id,
-             PQgetvalue(claim, 0, 1), PQgetvalue(claim, 0, 2), PQgetvalue(claim, 0, 3));
+    avo_log_fields(AVO_LOG_INFO, "worker", &lc, "evaluation %lld: job %s, candidate %s, problem %s", w->eval_id,
+                   PQgetvalue(claim, 0, 1), PQgetvalue(claim, 0, 2), PQgetvalue(claim, 0, 3));
     set_state(w, "busy");
     prefetch(w);
     return lc;
@@ -659,7 +659,7 @@ static json_t *unrun_result(const char *outcome, const char *detail)
 
 /* What the claim asks of the evaluation beyond the candidate, read from
  * avo_claim's columns after the source. */
-static void claim_options(const PGresult *claim, avo_eval_opts *eo)
+static void claim_options(const PGresult *claim, avo_evaluate_opts *eo)
 {
     /* avo_claim's against (the island's best, or the seed for a job's
      * final measurement) and the job's commit confidence: the result's
@@ -693,10 +693,10 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
         return unrun_result("crash", err);
     }
     if (check_pinned(claim, &p, err, sizeof err) < 0) {
-        avo_logx(AVO_LOG_WARN, "worker", lc, "evaluation %lld refused: %s", w->eval_id, err);
+        avo_log_fields(AVO_LOG_WARN, "worker", lc, "evaluation %lld refused: %s", w->eval_id, err);
         result = unrun_result("package_mismatch", err);
     } else {
-        avo_eval_opts eo = {
+        avo_evaluate_opts eo = {
             .harness_path = w->o->harness,
             .cache_dir = w->o->cache_dir,
             .state_dir = w->o->state_dir,
@@ -709,9 +709,9 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
             .cancel_arg = w,
         };
         claim_options(claim, &eo);
-        if (avo_eval_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
-                               sizeof err) < 0) {
-            avo_logx(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
+        if (avo_evaluate_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
+                                   sizeof err) < 0) {
+            avo_log_fields(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = unrun_result("crash", err);
         }
     }
@@ -764,8 +764,8 @@ static void store_evaluation(worker *w, json_t *result, const avo_log_ctx *lc)
     snprintf(aggs, sizeof aggs, "%.17g", agg);
     const char *params[] = {eid, wid, outcome, aggs, text};
     const char *unit = json_string_value(json_object_get(result, "unit"));
-    avo_logx(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
-             unit ? unit : "");
+    avo_log_fields(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
+                   unit ? unit : "");
     /* The result must not be lost to a database blip. */
     if (store_until_answered(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params, 60) == 0)
         avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", w->eval_id);
@@ -850,17 +850,17 @@ static int run_program(worker *w)
     avo_info("worker", "program %s (%s): compiling and running it", id, PQgetvalue(r, 0, 1));
     set_state(w, "busy");
     w->next_heartbeat = now_s() + 1;
-    avo_eval_opts eo = {.cache_dir = w->o->cache_dir,
-                        .state_dir = w->o->state_dir,
-                        .scratch_root = w->o->scratch_root,
-                        .gpu_index = w->o->gpu_index,
-                        .gpu_lock_dir = w->o->gpu_lock_dir,
-                        .should_cancel = program_tick,
-                        .cancel_arg = w};
+    avo_evaluate_opts eo = {.cache_dir = w->o->cache_dir,
+                            .state_dir = w->o->state_dir,
+                            .scratch_root = w->o->scratch_root,
+                            .gpu_index = w->o->gpu_index,
+                            .gpu_lock_dir = w->o->gpu_lock_dir,
+                            .should_cancel = program_tick,
+                            .cancel_arg = w};
     json_t *res = NULL;
     char err[600];
-    if (avo_eval_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,
-                         sizeof err) < 0)
+    if (avo_evaluate_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,
+                             sizeof err) < 0)
         res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
     char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
     const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
@@ -928,8 +928,8 @@ static int run_profile(worker *w)
     w->next_heartbeat = w->next_profile_renew = now_s() + 1;
     const avo_log_ctx lc = {strtoll(PQgetvalue(r, 0, 1), NULL, 10), strtoll(PQgetvalue(r, 0, 2), NULL, 10), 0,
                             w->worker_id};
-    avo_logx(AVO_LOG_INFO, "worker", &lc, "profile %s: candidate %s, problem %s, config %s, attempt %s", id,
-             PQgetvalue(r, 0, 2), problem, config ? config : "(counters.configs)", PQgetvalue(r, 0, 6));
+    avo_log_fields(AVO_LOG_INFO, "worker", &lc, "profile %s: candidate %s, problem %s, config %s, attempt %s", id,
+                   PQgetvalue(r, 0, 2), problem, config ? config : "(counters.configs)", PQgetvalue(r, 0, 6));
     set_state(w, "busy");
     char dir[2048], err[1024];
     avo_problem p;
@@ -938,22 +938,23 @@ static int run_profile(worker *w)
         avo_problem_load(&p, dir, err, sizeof err) < 0) {
         res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
     } else if (check_pinned(r, &p, err, sizeof err) < 0) {
-        avo_logx(AVO_LOG_WARN, "worker", &lc, "profile %s refused: %s", id, err);
+        avo_log_fields(AVO_LOG_WARN, "worker", &lc, "profile %s refused: %s", id, err);
         res = json_pack("{s:s,s:s}", "outcome", "package_mismatch", "detail", err);
         avo_problem_free(&p);
     } else {
-        avo_eval_opts eo = {.harness_path = w->o->harness,
-                            .cache_dir = w->o->cache_dir,
-                            .state_dir = w->o->state_dir,
-                            .scratch_root = w->o->scratch_root,
-                            .timeout_s = w->o->timeout_s,
-                            .gpu_index = w->o->gpu_index,
-                            .gpu_lock_dir = w->o->gpu_lock_dir,
-                            .profile = 1,
-                            .profile_config = config,
-                            .should_cancel = profile_tick,
-                            .cancel_arg = w};
-        if (avo_eval_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err, sizeof err) < 0)
+        avo_evaluate_opts eo = {.harness_path = w->o->harness,
+                                .cache_dir = w->o->cache_dir,
+                                .state_dir = w->o->state_dir,
+                                .scratch_root = w->o->scratch_root,
+                                .timeout_s = w->o->timeout_s,
+                                .gpu_index = w->o->gpu_index,
+                                .gpu_lock_dir = w->o->gpu_lock_dir,
+                                .profile = 1,
+                                .profile_config = config,
+                                .should_cancel = profile_tick,
+                                .cancel_arg = w};
+        if (avo_evaluate_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err, sizeof err) <
+            0)
             res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
         avo_problem_free(&p);
     }
@@ -961,7 +962,7 @@ static int run_profile(worker *w)
     const char *outcome = json_string_value(json_object_get(res, "outcome"));
     if (!outcome)
         outcome = "crash";
-    avo_logx(AVO_LOG_INFO, "worker", &lc, "profile %s: %s", id, outcome);
+    avo_log_fields(AVO_LOG_INFO, "worker", &lc, "profile %s: %s", id, outcome);
     int suspect = gpu_suspect(w, outcome);
     char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
     const char *pc[] = {id, wid, text ? text : "{\"outcome\": \"crash\", \"detail\": \"out of memory\"}"};
@@ -1018,7 +1019,7 @@ static void wait_for_work(worker *w)
         read_notifies(w);
 }
 
-int avo_worker_run(const avo_worker_opts *o)
+int avo_queue_run(const avo_queue_opts *o)
 {
     worker w = {.o = o};
     char err[512];

@@ -28,12 +28,12 @@ typedef struct {
     const char *gpu_lock_dir;   /* the host's per-GPU timing locks (--gpu-lock-dir); NULL: the default */
     const char *toolchain_file; /* --toolchain-file: overrides of the probed toolchain (toolchain.h), or "" */
     volatile sig_atomic_t *stop;
-} avo_worker_opts;
+} avo_queue_opts;
 
 /* The most claims a worker keeps ahead of the one it runs (--prefetch N). */
 #define AVO_PREFETCH_MAX 8
 
 /* Runs until *stop is set; returns 0, or a negative int on a fatal error. */
-int avo_worker_run(const avo_worker_opts *o);
+int avo_queue_run(const avo_queue_opts *o);
 
 #endif

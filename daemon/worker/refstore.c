@@ -18,7 +18,7 @@ int avo_refstore_open(const char *cache_dir, char *err, size_t errlen)
 {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/ref", cache_dir);
-    int rc = avo_mkdir_p(dir);
+    int rc = avo_file_mkdirs(dir, 0700, NULL, 0);
     if (rc != 0) {
         int e = -rc;
         snprintf(err, errlen, "cannot create the reference cache %s: %s", dir, strerror(e));

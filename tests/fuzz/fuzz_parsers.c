@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sp) {
             *sp = 0;
             int64_t id = 0;
-            (void)avo_route_match(s, sp + 1, &id);
+            (void)avo_routes_match(s, sp + 1, &id);
         }
         free(s);
         break;

@@ -29,7 +29,7 @@ static json_t *tool_named(json_t *tools, const char *name)
 static void test_declarations(void **state)
 {
     (void)state;
-    json_t *tools = avo_agent_tools();
+    json_t *tools = avo_agenttools_schema();
     assert_non_null(tools);
     static const char *const names[] = {"problem",          "lineage",        "read_candidate", "diff",
                                         "search_knowledge", "read_knowledge", "write_source",   "edit_source",
@@ -44,10 +44,10 @@ static void test_declarations(void **state)
         assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
         assert_true(json_is_false(json_object_get(s, "additionalProperties")));
         /* the same row names what runs it */
-        assert_non_null(avo_agent_tool_handler(names[i]));
+        assert_non_null(avo_agenttools_handler(names[i]));
     }
-    assert_null(avo_agent_tool_handler("rm_rf"));
-    assert_null(avo_agent_tool_handler(NULL));
+    assert_null(avo_agenttools_handler("rm_rf"));
+    assert_null(avo_agenttools_handler(NULL));
     json_t *edit = json_object_get(tool_named(tools, "edit_source"), "schema");
     assert_int_equal(json_array_size(json_object_get(edit, "required")), 2);
     json_t *lang = json_object_get(
@@ -76,7 +76,7 @@ static void want_check(const char *tool, const char *args_json, int want_rc, con
 {
     char err[1024] = "";
     json_t *args = args_json ? json_loads(args_json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
-    int rc = avo_agent_tool_check(tool, args, err, sizeof err);
+    int rc = avo_agenttools_check(tool, args, err, sizeof err);
     json_decref(args);
     if (rc != want_rc)
         fail_msg("%s %s: rc %d, wanted %d (%s)", tool, args_json ? args_json : "(none)", rc, want_rc, err);
@@ -118,7 +118,7 @@ static void test_checks(void **state)
     big[n] = 0;
     json_t *args = json_pack("{s:s}", "source", big);
     char err[512];
-    assert_int_equal(avo_agent_tool_check("write_source", args, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_agenttools_check("write_source", args, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "write_source: 'source' is 1048577 bytes; it must be 1 to 1048576"));
     json_decref(args);
     free(big);
@@ -127,34 +127,35 @@ static void test_checks(void **state)
 static void test_working_copy(void **state)
 {
     (void)state;
-    avo_agent_ws w = {0};
+    avo_agenttools_ws w = {0};
     char msg[512];
-    assert_int_equal(avo_agent_ws_edit(&w, "a", "b", msg, sizeof msg), -EINVAL);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "a", "b", msg, sizeof msg), -EINVAL);
     assert_non_null(strstr(msg, "no working copy yet"));
-    assert_int_equal(avo_agent_ws_write(&w, "int f(void)\n{\n    return 1;\n}\n/* return 1; */\n", msg, sizeof msg), 0);
+    assert_int_equal(
+        avo_agenttools_ws_write(&w, "int f(void)\n{\n    return 1;\n}\n/* return 1; */\n", msg, sizeof msg), 0);
     assert_int_equal(w.version, 1);
     assert_string_equal(msg, "the working copy is now version 1 (5 lines, 46 bytes)");
 
     /* twice: refused, with where, and nothing changes */
-    assert_int_equal(avo_agent_ws_edit(&w, "return 1;", "return 2;", msg, sizeof msg), -EEXIST);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "return 1;", "return 2;", msg, sizeof msg), -EEXIST);
     assert_non_null(strstr(msg, "occurs 2 times (lines 3 and 5)"));
     assert_int_equal(w.version, 1);
     /* absent: refused */
-    assert_int_equal(avo_agent_ws_edit(&w, "return  1;", "return 2;", msg, sizeof msg), -ENOENT);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "return  1;", "return 2;", msg, sizeof msg), -ENOENT);
     assert_non_null(strstr(msg, "not in the working copy (version 1)"));
-    assert_int_equal(avo_agent_ws_edit(&w, "", "x", msg, sizeof msg), -EINVAL);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "", "x", msg, sizeof msg), -EINVAL);
     /* once, with context: done */
-    assert_int_equal(avo_agent_ws_edit(&w, "    return 1;\n}", "    return 2;\n}", msg, sizeof msg), 0);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "    return 1;\n}", "    return 2;\n}", msg, sizeof msg), 0);
     assert_string_equal(msg, "edited at line 3; the working copy is now version 2 (5 lines)");
     assert_string_equal(w.src, "int f(void)\n{\n    return 2;\n}\n/* return 1; */\n");
     /* a deletion, and overlapping matches count as two */
-    assert_int_equal(avo_agent_ws_edit(&w, "/* return 1; */\n", "", msg, sizeof msg), 0);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "/* return 1; */\n", "", msg, sizeof msg), 0);
     assert_string_equal(w.src, "int f(void)\n{\n    return 2;\n}\n");
-    assert_int_equal(avo_agent_ws_write(&w, "aaa", msg, sizeof msg), 0);
-    assert_int_equal(avo_agent_ws_edit(&w, "aa", "b", msg, sizeof msg), -EEXIST);
-    assert_int_equal(avo_agent_ws_write(&w, "", msg, sizeof msg), -EINVAL);
+    assert_int_equal(avo_agenttools_ws_write(&w, "aaa", msg, sizeof msg), 0);
+    assert_int_equal(avo_agenttools_ws_edit(&w, "aa", "b", msg, sizeof msg), -EEXIST);
+    assert_int_equal(avo_agenttools_ws_write(&w, "", msg, sizeof msg), -EINVAL);
     assert_string_equal(w.src, "aaa");
-    avo_agent_ws_free(&w);
+    avo_agenttools_ws_free(&w);
     assert_null(w.src);
 }
 
@@ -164,7 +165,7 @@ static void test_problem_text(void **state)
     avo_problem p;
     char err[512];
     assert_int_equal(avo_problem_load(&p, "kernels/cpu/sgemm", err, sizeof err), 0);
-    char *t = avo_agent_problem_text(&p);
+    char *t = avo_agenttools_problem_text(&p);
     assert_non_null(t);
     assert_non_null(strstr(t, "Problem cpu/sgemm (cpu backend)."));
     assert_non_null(strstr(t, "    int sgemm(void *const *tensors, const int64_t *sizes);\n"));
@@ -178,7 +179,7 @@ static void test_problem_text(void **state)
 
     assert_int_equal(avo_problem_load(&p, "kernels/gemm_bf16", err, sizeof err), 0);
     assert_int_equal(avo_problem_use_seed(&p, "sm90", err, sizeof err), 0);
-    t = avo_agent_problem_text(&p);
+    t = avo_agenttools_problem_text(&p);
     assert_non_null(strstr(t, "extern \"C\" int gemm_bf16(void *const *tensors, const int64_t *sizes, "
                               "cudaStream_t stream);"));
     assert_non_null(strstr(t, "    8192: M=8192 N=8192 K=8192\n"));
@@ -221,7 +222,7 @@ static void test_disasm_filter(void **state)
     (void)state;
     char *out = NULL, err[300];
     /* Matching lines, grouped by kernel, encodings cut off. */
-    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA|LDL|STL", NULL, &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_disasm_filter(sass, "HGMMA|LDL|STL", NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "4 instructions match"));
     assert_non_null(strstr(out, "== _Z8gemm_tmaPK13__nv_bfloat16\n"));
     assert_non_null(strstr(out, "== _Z5plainPf\n"));
@@ -230,25 +231,25 @@ static void test_disasm_filter(void **state)
     assert_null(strstr(out, "USETMAXREG"));
     free(out);
     /* One kernel by a substring of its name. */
-    assert_int_equal(avo_agent_disasm_filter(sass, "LDL|STL", "plain", &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_disasm_filter(sass, "LDL|STL", "plain", &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "1 instruction match"));
     assert_non_null(strstr(out, "LDL R2, [R1]"));
     assert_null(strstr(out, "STL.64"));
     free(out);
     /* No match says where it looked. */
-    assert_int_equal(avo_agent_disasm_filter(sass, "IMMA", "gemm", &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_disasm_filter(sass, "IMMA", "gemm", &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "no instruction matches /IMMA/ in _Z8gemm_tmaPK13__nv_bfloat16"));
     free(out);
     /* objdump's layout, C functions. */
-    assert_int_equal(avo_agent_disasm_filter(objdump_text, "vfmadd", "sgemm", &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_disasm_filter(objdump_text, "vfmadd", "sgemm", &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "== sgemm\n"));
     assert_non_null(strstr(out, "113a:\tvfmadd231ps"));
     assert_null(strstr(out, "1150"));
     free(out);
     /* Errors the model can act on. */
-    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA(", NULL, &out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_agenttools_disasm_filter(sass, "HGMMA(", NULL, &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "not an extended regular expression"));
-    assert_int_equal(avo_agent_disasm_filter(sass, "HGMMA", "flash", &out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_agenttools_disasm_filter(sass, "HGMMA", "flash", &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "no function name contains \"flash\" (2 functions"));
 }
 
@@ -262,7 +263,7 @@ static void test_disasm_cap(void **state)
     for (int i = 0; i < AVO_AGENT_DISASM_LINES + 50; i++)
         fprintf(f, "    %x:\tnop\n", 0x1000 + i);
     fclose(f);
-    assert_int_equal(avo_agent_disasm_filter(big, "nop", NULL, &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_disasm_filter(big, "nop", NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "450 instructions match"));
     assert_non_null(strstr(out, "more lines not shown"));
     int lines = 0;
@@ -290,16 +291,16 @@ static void test_profile_text(void **state)
     assert_non_null(gpu);
     char *out = NULL, err[300];
     /* Default: the longest configuration. */
-    assert_int_equal(avo_agent_profile_text(gpu, 7, NULL, &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_profile_text(gpu, 7, NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "candidate 7, configuration 8192"));
     assert_non_null(strstr(out, "kernel 1: gemm_tma"));
     assert_non_null(strstr(out, "sm__throughput.avg.pct_of_peak_sustained_elapsed = 88.25"));
     assert_non_null(strstr(out, "not supported on this GPU: [\"smsp__foo\"]"));
     free(out);
-    assert_int_equal(avo_agent_profile_text(gpu, 7, "1024", &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_profile_text(gpu, 7, "1024", &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "= 41.5"));
     free(out);
-    assert_int_equal(avo_agent_profile_text(gpu, 7, "4096", &out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_agenttools_profile_text(gpu, 7, "4096", &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "no configuration \"4096\" (it has: 1024, 8192)"));
     json_decref(gpu);
     /* A CPU without a PMU: no counters, and why. */
@@ -307,7 +308,7 @@ static void test_profile_text(void **state)
                              "\"counters\":{\"available\":false,\"reason\":\"perf_event_open(cycles): ENOENT\","
                              "\"events\":[\"task_clock\"]}}",
                              0, NULL);
-    assert_int_equal(avo_agent_profile_text(cpu, 3, NULL, &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_profile_text(cpu, 3, NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "no hardware counters: perf_event_open(cycles): ENOENT"));
     assert_non_null(strstr(out, "events the worker reads: [\"task_clock\"]"));
     free(out);
@@ -320,7 +321,7 @@ static void test_profile_text(void **state)
                               "{\"name\":\"512\",\"calls\":2,\"counters\":{\"available\":false,\"reason\":\"no "
                               "PMU\",\"task_clock_s\":0.25}}]}",
                               0, NULL);
-    assert_int_equal(avo_agent_profile_text(prof, 5, NULL, &out, err, sizeof err), 0);
+    assert_int_equal(avo_agenttools_profile_text(prof, 5, NULL, &out, err, sizeof err), 0);
     assert_non_null(strstr(out, "candidate 5, configuration 512 (profile run, 2 checked calls)"));
     assert_non_null(strstr(out, "no hardware counters: no PMU"));
     assert_non_null(strstr(out, "task_clock_s = 0.25"));
@@ -330,7 +331,7 @@ static void test_profile_text(void **state)
     json_t *bad = json_loads("{\"outcome\":\"wrong_result\",\"detail\":\"config 128, call 0: C[3] off\","
                              "\"configs\":[]}",
                              0, NULL);
-    assert_int_equal(avo_agent_profile_text(bad, 9, NULL, &out, err, sizeof err), -EINVAL);
+    assert_int_equal(avo_agenttools_profile_text(bad, 9, NULL, &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "candidate 9 did not pass its checked calls (outcome wrong_result): config 128"));
     json_decref(bad);
 }
@@ -354,7 +355,7 @@ static void test_eval_text(void **state)
         "{\"name\":\"c\",\"score\":null,\"timed\":false},{\"name\":\"b\",\"score\":3,\"median_s\":0.002}]}",
         0, NULL);
     assert_non_null(r);
-    char *out = avo_agent_eval_text(&cp, r, "done", 12, 5.0, 4, &failed);
+    char *out = avo_agenttools_eval_text(&cp, r, "done", 12, 5.0, 4, &failed);
     assert_non_null(out);
     assert_int_equal(failed, 0);
     assert_non_null(strstr(out, "candidate 12: outcome ok, screened out: aggregate 3.5 GB/s over the screen's 2 "
@@ -370,7 +371,7 @@ static void test_eval_text(void **state)
                    "\"screen\":{\"screened_out\":false,\"ratio\":1.2},"
                    "\"paired\":{\"against\":4,\"ratio\":1.2,\"low\":1.1,\"ci\":[1.08,1.3]},\"configs\":[]}",
                    0, NULL);
-    out = avo_agent_eval_text(&cp, r, "done", 13, 5.0, 4, &failed);
+    out = avo_agenttools_eval_text(&cp, r, "done", 13, 5.0, 4, &failed);
     assert_non_null(strstr(out, "aggregate 6 GB/s (the island's best is 5); it passed the screen and was timed on "
                                 "every configuration"));
     assert_non_null(strstr(out, "commit rule: a significant paired gain; a commit would be accepted"));

@@ -294,13 +294,13 @@ static void test_compare_line(void **state)
 static void test_reval(void **state)
 {
     (void)state;
-    avoctl_reval_mode m = AVOCTL_REVAL_OFF;
-    assert_int_equal(avoctl_reval_mode_parse("on_toolchain_change", &m), 0);
+    avoctl_campreval_mode m = AVOCTL_REVAL_OFF;
+    assert_int_equal(avoctl_campreval_mode_parse("on_toolchain_change", &m), 0);
     assert_int_equal(m, AVOCTL_REVAL_ON_CHANGE);
-    assert_int_equal(avoctl_reval_mode_parse("always", &m), 0);
+    assert_int_equal(avoctl_campreval_mode_parse("always", &m), 0);
     assert_int_equal(m, AVOCTL_REVAL_ALWAYS);
-    assert_int_equal(avoctl_reval_mode_parse("On_toolchain_change", &m), -EINVAL);
-    assert_int_equal(avoctl_reval_mode_parse(NULL, &m), -EINVAL);
+    assert_int_equal(avoctl_campreval_mode_parse("On_toolchain_change", &m), -EINVAL);
+    assert_int_equal(avoctl_campreval_mode_parse(NULL, &m), -EINVAL);
     const char *name;
     double tol;
     json_t *jobs;
@@ -317,14 +317,14 @@ static void test_reval(void **state)
     json_object_set_new(cpu_only, "cpu", json_string("Xeon"));
     json_object_set_new(nvcc, "nvcc", json_string("13.1.20"));
     json_object_del(nvcc, "driver");
-    assert_int_equal(avoctl_reval_diff(old, gpu_only, "sm_90", d, sizeof d), 0);
+    assert_int_equal(avoctl_campreval_diff(old, gpu_only, "sm_90", d, sizeof d), 0);
     assert_string_equal(d, "");
-    assert_int_equal(avoctl_reval_diff(old, cpu_only, "sm_90", d, sizeof d), 0); /* the host CPU of a GPU job */
-    assert_int_equal(avoctl_reval_diff(old, cpu_only, "cpu", d, sizeof d), 1);
+    assert_int_equal(avoctl_campreval_diff(old, cpu_only, "sm_90", d, sizeof d), 0); /* the host CPU of a GPU job */
+    assert_int_equal(avoctl_campreval_diff(old, cpu_only, "cpu", d, sizeof d), 1);
     assert_string_equal(d, "cpu EPYC -> Xeon");
-    assert_int_equal(avoctl_reval_diff(old, nvcc, "sm_90", d, sizeof d), 2);
+    assert_int_equal(avoctl_campreval_diff(old, nvcc, "sm_90", d, sizeof d), 2);
     assert_string_equal(d, "nvcc 13.0.88 -> 13.1.20, driver 580.95.05 -> (none)");
-    assert_int_equal(avoctl_reval_diff(old, nvcc, "cpu", d, sizeof d), 0); /* nvcc does not build a CPU kernel */
+    assert_int_equal(avoctl_campreval_diff(old, nvcc, "cpu", d, sizeof d), 0); /* nvcc does not build a CPU kernel */
 
     /* Previous night: sgemm's best 5 (cc 12), softmax's 6 (cc 14), attention's 7
      * unrecorded, gemm's 8 unreadable; tonight the sgemm job is on cpu. */
@@ -350,7 +350,7 @@ static void test_reval(void **state)
         "\"EPYC\"}}},"
         "{\"id\":5,\"state\":\"idle\",\"target\":\"cpu\",\"toolchain\":null}]",
         0, NULL);
-    json_t *plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    json_t *plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
     assert_non_null(plan);
     json_t *pp = json_object_get(plan, "problems");
     assert_int_equal(json_object_size(pp), 4); /* "old" has no candidate */
@@ -370,7 +370,7 @@ static void test_reval(void **state)
     assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 1);
     assert_int_equal(json_integer_value(json_object_get(plan, "unchanged")), 1);
     assert_int_equal(json_integer_value(json_object_get(plan, "skipped")), 2);
-    json_t *todo = avoctl_reval_todo(plan);
+    json_t *todo = avoctl_campreval_todo(plan);
     assert_int_equal(json_array_size(todo), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(todo, 0), "problem")), "cpu/sgemm");
     json_decref(todo);
@@ -379,7 +379,7 @@ static void test_reval(void **state)
                               "\"candidate\":5,\"outcome\":\"ok\",\"aggregate\":9,\"ratio\":0.9,"
                               "\"toolchain\":{\"cc\":\"14.1.0\"},\"recorded\":{\"aggregate\":10}}]}}",
                               0, NULL);
-    assert_int_equal(avoctl_reval_finish(plan, revs), 0);
+    assert_int_equal(avoctl_campreval_finish(plan, revs), 0);
     e = json_object_get(pp, "cpu/sgemm");
     assert_true(json_real_value(json_object_get(e, "ratio")) == 0.9);
     assert_int_equal(json_integer_value(json_object_get(e, "revalidation")), 9);
@@ -388,7 +388,7 @@ static void test_reval(void **state)
     char *md = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&md, &len);
-    avoctl_reval_markdown(plan, f);
+    avoctl_campreval_markdown(plan, f);
     fclose(f);
     assert_non_null(strstr(md, "## Re-validation (on_toolchain_change)"));
     assert_non_null(
@@ -402,23 +402,23 @@ static void test_reval(void **state)
     json_object_del(json_object_get(prev, "problems"), "attention");
     json_object_del(json_object_get(prev, "problems"), "gemm");
     json_object_set_new(json_object_get(json_object_get(cands, "cpu/sgemm"), "toolchain"), "cc", json_string("14.1.0"));
-    plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, prev, cands, tonight, workers);
     assert_string_equal(json_string_value(json_object_get(plan, "message")),
                         "toolchain unchanged since the previous campaign's bests (2 problems): nothing re-validated");
-    todo = avoctl_reval_todo(plan);
+    todo = avoctl_campreval_todo(plan);
     assert_int_equal(json_array_size(todo), 0);
     json_decref(todo);
     f = open_memstream(&md, &len);
-    avoctl_reval_markdown(plan, f);
+    avoctl_campreval_markdown(plan, f);
     fclose(f);
     assert_null(strstr(md, "| problem |"));
     free(md);
     json_decref(plan);
     /* "always" measures the unchanged ones too */
-    plan = avoctl_reval_plan(AVOCTL_REVAL_ALWAYS, prev, cands, tonight, workers);
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ALWAYS, prev, cands, tonight, workers);
     assert_int_equal(json_integer_value(json_object_get(plan, "revalidate")), 2);
     json_decref(plan);
-    plan = avoctl_reval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
+    plan = avoctl_campreval_plan(AVOCTL_REVAL_ON_CHANGE, NULL, cands, tonight, workers);
     assert_string_equal(json_string_value(json_object_get(plan, "message")),
                         "no previous campaign: nothing to re-validate");
     json_decref(plan);

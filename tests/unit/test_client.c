@@ -195,26 +195,26 @@ static void test_globals(void **state)
     avoctl_globals g;
     char err[256];
     char *v1[] = {"avoctl", "--json", "--socket", "/tmp/s", "list", "--limit", "3"};
-    assert_int_equal(avoctl_globals_parse(7, v1, &g, err, sizeof err), 4);
+    assert_int_equal(avoctl_args_globals(7, v1, &g, err, sizeof err), 4);
     assert_true(g.json);
     assert_string_equal(g.socket, "/tmp/s");
 
     char *v2[] = {"avoctl", "--socket=/x", "-h"};
-    assert_int_equal(avoctl_globals_parse(3, v2, &g, err, sizeof err), 3);
+    assert_int_equal(avoctl_args_globals(3, v2, &g, err, sizeof err), 3);
     assert_string_equal(g.socket, "/x");
     assert_true(g.help);
     assert_false(g.json);
 
     char *v3[] = {"avoctl", "--socket"};
-    assert_int_equal(avoctl_globals_parse(2, v3, &g, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_globals(2, v3, &g, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "--socket"));
 
     char *v4[] = {"avoctl", "--jsn", "list"};
-    assert_int_equal(avoctl_globals_parse(3, v4, &g, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_globals(3, v4, &g, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "'--jsn'"));
 
     char *v5[] = {"avoctl", "--version"};
-    assert_int_equal(avoctl_globals_parse(2, v5, &g, err, sizeof err), 2);
+    assert_int_equal(avoctl_args_globals(2, v5, &g, err, sizeof err), 2);
     assert_true(g.version);
 }
 
@@ -283,17 +283,17 @@ static void test_numbers(void **state)
     int64_t i;
     double d;
     char err[256];
-    assert_int_equal(avoctl_parse_i64("JOB", "42", 1, INT64_MAX, &i, err, sizeof err), 0);
+    assert_int_equal(avoctl_args_i64("JOB", "42", 1, INT64_MAX, &i, err, sizeof err), 0);
     assert_int_equal(i, 42);
-    assert_int_equal(avoctl_parse_i64("JOB", "0", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_i64("JOB", "0", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
     assert_string_equal(err, "JOB: expected an integer >= 1, got '0'");
-    assert_int_equal(avoctl_parse_i64("JOB", "7x", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
-    assert_int_equal(avoctl_parse_i64("JOB", "", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
-    assert_int_equal(avoctl_parse_i64("JOB", "99999999999999999999", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
-    assert_int_equal(avoctl_parse_double("--epsilon", "0.05", 0, 1, &d, err, sizeof err), 0);
+    assert_int_equal(avoctl_args_i64("JOB", "7x", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_i64("JOB", "", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_i64("JOB", "99999999999999999999", 1, INT64_MAX, &i, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_double("--epsilon", "0.05", 0, 1, &d, err, sizeof err), 0);
     assert_true(d == 0.05);
-    assert_int_equal(avoctl_parse_double("--epsilon", "2", 0, 1, &d, err, sizeof err), -EINVAL);
-    assert_int_equal(avoctl_parse_double("--epsilon", "nan", 0, 1, &d, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_double("--epsilon", "2", 0, 1, &d, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_double("--epsilon", "nan", 0, 1, &d, err, sizeof err), -EINVAL);
 }
 
 /* ---- formatting ------------------------------------------------------- */
@@ -1241,33 +1241,33 @@ static void test_route_path(void **state)
 {
     (void)state;
     char p[128];
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_EVENTS, 7, "after=12", p, sizeof p), 0);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_JOB_EVENTS, 7, "after=12", p, sizeof p), 0);
     assert_string_equal(p, "/v1/jobs/7/events?after=12");
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_LIST, 0, "", p, sizeof p), 0);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_JOB_LIST, 0, "", p, sizeof p), 0);
     assert_string_equal(p, "/v1/jobs");
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_CANCEL, 3, NULL, p, sizeof p), 0);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_JOB_CANCEL, 3, NULL, p, sizeof p), 0);
     assert_string_equal(p, "/v1/jobs/3/cancel");
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_CANCEL, 3, NULL, p, 8), -ENAMETOOLONG);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_JOB_CANCEL, 3, NULL, p, 8), -ENAMETOOLONG);
     /* What the client builds is what the daemon's matcher accepts. */
     int64_t id = 0;
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_JOB_BEST, 42, NULL, p, sizeof p), 0);
-    assert_int_equal(avo_route_match("GET", p, &id), AVO_ROUTE_JOB_BEST);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_JOB_BEST, 42, NULL, p, sizeof p), 0);
+    assert_int_equal(avo_routes_match("GET", p, &id), AVO_ROUTE_JOB_BEST);
     assert_int_equal(id, 42);
     /* A problem's name keeps its slashes; anything odd is escaped. */
-    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, sizeof p), 0);
+    assert_int_equal(avoctl_http_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, sizeof p), 0);
     assert_string_equal(p, "/v1/problems/cpu/sgemm");
-    assert_int_equal(avo_route_match("GET", p, &id), AVO_ROUTE_PROBLEM);
-    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "a b?", p, sizeof p), 0);
+    assert_int_equal(avo_routes_match("GET", p, &id), AVO_ROUTE_PROBLEM);
+    assert_int_equal(avoctl_http_route_path_name(AVO_ROUTE_PROBLEM, "a b?", p, sizeof p), 0);
     assert_string_equal(p, "/v1/problems/a%20b%3F");
-    assert_int_equal(avoctl_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, 16), -ENAMETOOLONG);
+    assert_int_equal(avoctl_http_route_path_name(AVO_ROUTE_PROBLEM, "cpu/sgemm", p, 16), -ENAMETOOLONG);
     /* The routes lineage, report, show and diff use. */
-    assert_int_equal(avoctl_route_path(AVO_ROUTE_CANDIDATE_DIFF, 5, "to=10", p, sizeof p), 0);
+    assert_int_equal(avoctl_http_route_path(AVO_ROUTE_CANDIDATE_DIFF, 5, "to=10", p, sizeof p), 0);
     assert_string_equal(p, "/v1/candidates/5/diff?to=10");
     static const avo_route_id ids[] = {AVO_ROUTE_JOB_LINEAGE, AVO_ROUTE_JOB_REPORT, AVO_ROUTE_CANDIDATE,
                                        AVO_ROUTE_CANDIDATE_DIFF};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        assert_int_equal(avoctl_route_path(ids[i], 9, NULL, p, sizeof p), 0);
-        assert_int_equal(avo_route_match("GET", p, &id), ids[i]);
+        assert_int_equal(avoctl_http_route_path(ids[i], 9, NULL, p, sizeof p), 0);
+        assert_int_equal(avo_routes_match("GET", p, &id), ids[i]);
         assert_int_equal(id, 9);
     }
 }
@@ -1289,7 +1289,7 @@ static void test_suggest(void **state)
     char *argv[] = {"avoctl", "--jsno", "list"};
     avoctl_globals g;
     char err[256];
-    assert_int_equal(avoctl_globals_parse(3, argv, &g, err, sizeof err), -EINVAL);
+    assert_int_equal(avoctl_args_globals(3, argv, &g, err, sizeof err), -EINVAL);
     assert_string_equal(err, "unknown global option '--jsno'; did you mean '--json'?");
 }
 
@@ -1311,13 +1311,13 @@ static void test_plural_duration_eta(void **state)
     assert_string_equal(buf, "2 h 05 min");
     double left;
     /* 4 of 16 in 60 s: 12 more at 15 s each */
-    assert_int_equal(avoctl_eta(60, 4, 16, 0, &left), 0);
+    assert_int_equal(avoctl_fmt_eta_seconds(60, 4, 16, 0, &left), 0);
     assert_true(left > 179.9 && left < 180.1);
     /* a wall budget that ends first wins */
-    assert_int_equal(avoctl_eta(60, 4, 16, 100, &left), 0);
+    assert_int_equal(avoctl_fmt_eta_seconds(60, 4, 16, 100, &left), 0);
     assert_true(left > 39.9 && left < 40.1);
     /* nothing done and no wall budget: no rate, no ETA */
-    assert_int_equal(avoctl_eta(60, 0, 16, 0, &left), -1);
+    assert_int_equal(avoctl_fmt_eta_seconds(60, 0, 16, 0, &left), -1);
     avoctl_fmt_eta(60, 0, 16, 0, buf, sizeof buf);
     assert_string_equal(buf, "ETA unknown");
     avoctl_fmt_eta(60, 4, 16, 0, buf, sizeof buf);
@@ -1337,11 +1337,11 @@ static void test_failed_score(void **state)
     avoctl_fmt_score(s, "GFLOP/s", buf, sizeof buf);
     assert_string_equal(buf, "9.5 GFLOP/s (cand 3)");
     json_decref(s);
-    avoctl_color_set(1);
-    assert_string_equal(avoctl_color_fail(), "\033[31m");
-    avoctl_color_set(0);
-    assert_string_equal(avoctl_color_fail(), "");
-    assert_string_equal(avoctl_color_off(), "");
+    avoctl_fmt_color_set(1);
+    assert_string_equal(avoctl_fmt_color_fail(), "\033[31m");
+    avoctl_fmt_color_set(0);
+    assert_string_equal(avoctl_fmt_color_fail(), "");
+    assert_string_equal(avoctl_fmt_color_off(), "");
 }
 
 static void write_cfg(const char *path, const char *text)

@@ -91,7 +91,7 @@ static void fx_init(fx *f, const char *dsn)
     memset(f, 0, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     f->l = &f->loop;
-    assert_int_equal(avo_db_init(&f->d.db, f->l, dsn, "test"), 0);
+    assert_int_equal(avo_db_open(&f->d.db, f->l, dsn, "test"), 0);
     avo_db_set_callbacks(&f->d.db, on_notify, on_state, f);
 }
 
@@ -100,7 +100,7 @@ static void fx_init_beside(fx *g, fx *f, const char *dsn)
 {
     memset(g, 0, sizeof *g);
     g->l = f->l;
-    assert_int_equal(avo_db_init(&g->d.db, g->l, dsn, "test2"), 0);
+    assert_int_equal(avo_db_open(&g->d.db, g->l, dsn, "test2"), 0);
     avo_db_set_callbacks(&g->d.db, on_notify, on_state, g);
 }
 

@@ -44,7 +44,7 @@ static void fx_start(fx *f)
     pgtest_need(&pgtest_server);
     memset(f, 0, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(avo_db_init(&f->d.db, &f->loop, pgtest_server.pg.dsn, "test"), 0);
+    assert_int_equal(avo_db_open(&f->d.db, &f->loop, pgtest_server.pg.dsn, "test"), 0);
     avo_db_set_callbacks(&f->d.db, NULL, on_state, f);
     assert_int_equal(avo_engine_start(&f->engine, &f->loop, &f->d.db, KERNELS, 600000), 0);
     assert_int_equal(avo_db_connect(&f->d.db), 0);

@@ -1,4 +1,4 @@
-/* avo_eval_candidate end to end: real compiler, real avo-harness in the
+/* avo_evaluate_candidate end to end: real compiler, real avo-harness in the
  * sandbox, the sgemm problem, and the hostile candidates of tests/hostile/.
  * Run from the repository root; AVO_HARNESS overrides the harness path. */
 #include <errno.h>
@@ -62,21 +62,21 @@ static char *slurp(const char *path, size_t *len)
 
 static json_t *eval_opts(const char *file, double timeout, int (*cancel)(void *), void *arg)
 {
-    avo_eval_opts o = {.harness_path = harness,
-                       .cache_dir = cache_dir,
-                       .scratch_root = "/tmp",
-                       .timeout_s = timeout,
-                       .rng_seed = 1234,
-                       .should_cancel = cancel,
-                       .cancel_arg = arg};
+    avo_evaluate_opts o = {.harness_path = harness,
+                           .cache_dir = cache_dir,
+                           .scratch_root = "/tmp",
+                           .timeout_s = timeout,
+                           .rng_seed = 1234,
+                           .should_cancel = cancel,
+                           .cancel_arg = arg};
     size_t len;
     char *src = slurp(file, &len);
     json_t *r = NULL;
     char err[512] = "";
-    int rc = avo_eval_candidate(&o, &problem, src, len, &r, err, sizeof err);
+    int rc = avo_evaluate_candidate(&o, &problem, src, len, &r, err, sizeof err);
     free(src);
     if (rc)
-        fail_msg("avo_eval_candidate(%s): %d %s", file, rc, err);
+        fail_msg("avo_evaluate_candidate(%s): %d %s", file, rc, err);
     assert_non_null(r);
     return r;
 }
@@ -342,12 +342,12 @@ static void test_reference_invalid(void **state)
                "int avo_reference_f64(void *const *t, const int64_t *s) { mm(t, s, 1, 1); return 0; }\n");
     avo_problem bad;
     assert_int_equal(avo_problem_load(&bad, dir, err, sizeof err), 0);
-    avo_eval_opts o = {
+    avo_evaluate_opts o = {
         .harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60, .rng_seed = 99};
     size_t len;
     char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
     json_t *r = NULL;
-    assert_int_equal(avo_eval_candidate(&o, &bad, src, len, &r, err, sizeof err), 0);
+    assert_int_equal(avo_evaluate_candidate(&o, &bad, src, len, &r, err, sizeof err), 0);
     free(src);
     expect(r, "crash", NULL);
     if (strncmp(detail(r), "reference invalid: ", 19) != 0 || !strstr(detail(r), "avo_reference_f64"))
@@ -375,12 +375,12 @@ static void test_roofline(void **state)
     json_decref(j);
     avo_problem rp;
     assert_int_equal(avo_problem_load(&rp, dir, err, sizeof err), 0);
-    avo_eval_opts o = {
+    avo_evaluate_opts o = {
         .harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60, .rng_seed = 7};
     size_t len;
     char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
     json_t *r = NULL;
-    assert_int_equal(avo_eval_candidate(&o, &rp, src, len, &r, err, sizeof err), 0);
+    assert_int_equal(avo_evaluate_candidate(&o, &rp, src, len, &r, err, sizeof err), 0);
     free(src);
     expect(r, "ok", NULL);
     size_t i;
@@ -406,12 +406,12 @@ static void test_roofline(void **state)
  * (microbenchmarks are refused otherwise: checked too). */
 static json_t *program(const char *src)
 {
-    avo_eval_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60};
+    avo_evaluate_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 60};
     json_t *r = NULL;
     char err[512] = "";
-    int rc = avo_eval_program(&o, "c", src, strlen(src), &r, err, sizeof err);
+    int rc = avo_evaluate_program(&o, "c", src, strlen(src), &r, err, sizeof err);
     if (rc)
-        fail_msg("avo_eval_program: %d %s", rc, err);
+        fail_msg("avo_evaluate_program: %d %s", rc, err);
     assert_non_null(r);
     return r;
 }
@@ -505,20 +505,20 @@ static void test_paired_against(void **state)
     /* A source no other test compiled: a miss unless precompiled. */
     char *against = malloc(len + 64);
     const int alen = snprintf(against, len + 64, "/* the against of test_paired_against */\n%s", src);
-    avo_eval_opts o = {.harness_path = harness,
-                       .cache_dir = cache_dir,
-                       .scratch_root = "/tmp",
-                       .timeout_s = 120,
-                       .rng_seed = 99,
-                       .against_src = against,
-                       .against_len = (size_t)alen,
-                       .against_id = 17,
-                       .confidence = 0.9};
+    avo_evaluate_opts o = {.harness_path = harness,
+                           .cache_dir = cache_dir,
+                           .scratch_root = "/tmp",
+                           .timeout_s = 120,
+                           .rng_seed = 99,
+                           .against_src = against,
+                           .against_len = (size_t)alen,
+                           .against_id = 17,
+                           .confidence = 0.9};
     char err[512] = "";
-    assert_int_equal(avo_eval_precompile(&o, &problem, src, len, err, sizeof err), 0);
+    assert_int_equal(avo_evaluate_precompile(&o, &problem, src, len, err, sizeof err), 0);
     json_t *r = NULL;
-    if (avo_eval_candidate(&o, &problem, src, len, &r, err, sizeof err))
-        fail_msg("avo_eval_candidate: %s", err);
+    if (avo_evaluate_candidate(&o, &problem, src, len, &r, err, sizeof err))
+        fail_msg("avo_evaluate_candidate: %s", err);
     expect(r, "ok", NULL);
     json_t *pj = json_object_get(r, "paired");
     assert_true(json_is_true(json_object_get(json_object_get(json_object_get(r, "phases"), "cache_hits"), "against")));
@@ -531,8 +531,8 @@ static void test_paired_against(void **state)
     o.against_src = "int sgemm(void) { return }";
     o.against_len = strlen(o.against_src);
     r = NULL;
-    if (avo_eval_candidate(&o, &problem, src, len, &r, err, sizeof err))
-        fail_msg("avo_eval_candidate: %s", err);
+    if (avo_evaluate_candidate(&o, &problem, src, len, &r, err, sizeof err))
+        fail_msg("avo_evaluate_candidate: %s", err);
     expect(r, "ok", NULL);
     pj = json_object_get(r, "paired");
     assert_int_equal(json_integer_value(json_object_get(pj, "against")), 17);
@@ -545,10 +545,10 @@ static void test_paired_against(void **state)
 static void test_missing_harness(void **state)
 {
     (void)state;
-    avo_eval_opts o = {.harness_path = "/nonexistent/avo-harness", .cache_dir = cache_dir};
+    avo_evaluate_opts o = {.harness_path = "/nonexistent/avo-harness", .cache_dir = cache_dir};
     json_t *r = NULL;
     char err[512];
-    assert_true(avo_eval_candidate(&o, &problem, "int x;", 6, &r, err, sizeof err) < 0);
+    assert_true(avo_evaluate_candidate(&o, &problem, "int x;", 6, &r, err, sizeof err) < 0);
     assert_null(r);
     assert_non_null(strstr(err, "harness not found"));
 }

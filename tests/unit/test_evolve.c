@@ -52,12 +52,12 @@ static json_t *decide(const char *text)
 static void test_commit_rule(void **state)
 {
     (void)state;
-    assert_true(avo_commit_rule(10.0, 10.0, 0.0)); /* ties commit (>=) */
-    assert_false(avo_commit_rule(9.99, 10.0, 0.0));
-    assert_true(avo_commit_rule(9.8, 10.0, 0.03)); /* within epsilon */
-    assert_false(avo_commit_rule(9.6, 10.0, 0.03));
-    assert_false(avo_commit_rule(0.0, 0.0, 0.0));       /* a zero score never commits */
-    assert_false(avo_commit_rule(0.0 / 0.0, 1.0, 0.0)); /* NaN never commits */
+    assert_true(avo_evolve_commit_rule(10.0, 10.0, 0.0)); /* ties commit (>=) */
+    assert_false(avo_evolve_commit_rule(9.99, 10.0, 0.0));
+    assert_true(avo_evolve_commit_rule(9.8, 10.0, 0.03)); /* within epsilon */
+    assert_false(avo_evolve_commit_rule(9.6, 10.0, 0.03));
+    assert_false(avo_evolve_commit_rule(0.0, 0.0, 0.0));       /* a zero score never commits */
+    assert_false(avo_evolve_commit_rule(0.0 / 0.0, 1.0, 0.0)); /* NaN never commits */
 }
 
 static void test_queued_job_starts_with_the_seed(void **state)

@@ -89,7 +89,7 @@ static char *job_summary(const char *json)
     json_t *job = json_loads(json, 0, NULL);
     assert_non_null(job);
     FILE *f = open_memstream(&buf, &len);
-    avoctl_job_summary(job, f);
+    avoctl_islands_job_summary(job, f);
     fclose(f);
     json_decref(job);
     return buf;

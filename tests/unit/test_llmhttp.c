@@ -109,7 +109,7 @@ static int setup(void **state)
         return -1;
     c->pid = -1;
     snprintf(c->dir, sizeof c->dir, "/tmp/avo-llmhttp-XXXXXX");
-    if (!mkdtemp(c->dir) || uv_loop_init(&c->loop) != 0 || avo_llmhttp_init(&c->h, &c->loop) != 0) {
+    if (!mkdtemp(c->dir) || uv_loop_init(&c->loop) != 0 || avo_llmhttp_open(&c->h, &c->loop) != 0) {
         free(c);
         return -1;
     }

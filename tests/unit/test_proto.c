@@ -255,35 +255,35 @@ static void test_routes(void **state)
 {
     (void)state;
     int64_t id = 0;
-    assert_int_equal(avo_route_match("GET", "/v1/health", &id), AVO_ROUTE_HEALTH);
-    assert_int_equal(avo_route_match("POST", "/v1/jobs", &id), AVO_ROUTE_JOB_SUBMIT);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs", &id), AVO_ROUTE_JOB_LIST);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/42", &id), AVO_ROUTE_JOB_GET);
+    assert_int_equal(avo_routes_match("GET", "/v1/health", &id), AVO_ROUTE_HEALTH);
+    assert_int_equal(avo_routes_match("POST", "/v1/jobs", &id), AVO_ROUTE_JOB_SUBMIT);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs", &id), AVO_ROUTE_JOB_LIST);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/42", &id), AVO_ROUTE_JOB_GET);
     assert_int_equal(id, 42);
-    assert_int_equal(avo_route_match("POST", "/v1/jobs/7/cancel", &id), AVO_ROUTE_JOB_CANCEL);
+    assert_int_equal(avo_routes_match("POST", "/v1/jobs/7/cancel", &id), AVO_ROUTE_JOB_CANCEL);
     assert_int_equal(id, 7);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events", &id), AVO_ROUTE_JOB_EVENTS);
-    assert_int_equal(avo_route_match("DELETE", "/v1/jobs/7", &id), -405);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/0", &id), -404);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/x", &id), -404);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/-1", &id), -404);
-    assert_int_equal(avo_route_match("GET", "/v1/jobs/7/events/x", &id), -404);
-    assert_int_equal(avo_route_match("GET", "/v2/health", &id), -404);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/7/events", &id), AVO_ROUTE_JOB_EVENTS);
+    assert_int_equal(avo_routes_match("DELETE", "/v1/jobs/7", &id), -405);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/0", &id), -404);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/x", &id), -404);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/-1", &id), -404);
+    assert_int_equal(avo_routes_match("GET", "/v1/jobs/7/events/x", &id), -404);
+    assert_int_equal(avo_routes_match("GET", "/v2/health", &id), -404);
     /* a 405's Allow header: every method the path is served under */
     char allow[64];
-    avo_route_allow("/v1/jobs/7", allow, sizeof allow);
+    avo_routes_allow("/v1/jobs/7", allow, sizeof allow);
     assert_string_equal(allow, "GET");
-    avo_route_allow("/v1/jobs", allow, sizeof allow);
+    avo_routes_allow("/v1/jobs", allow, sizeof allow);
     assert_string_equal(allow, "POST, GET");
-    avo_route_allow("/v1/kb/", allow, sizeof allow);
+    avo_routes_allow("/v1/kb/", allow, sizeof allow);
     assert_string_equal(allow, "POST, GET");
-    avo_route_allow("/v1/nowhere", allow, sizeof allow);
+    avo_routes_allow("/v1/nowhere", allow, sizeof allow);
     assert_string_equal(allow, "");
     /* a problem's name is the rest of the path, slashes and all */
-    assert_int_equal(avo_route_match("GET", "/v1/problems", &id), AVO_ROUTE_PROBLEMS);
-    assert_int_equal(avo_route_match("GET", "/v1/problems/", &id), AVO_ROUTE_PROBLEMS);
-    assert_int_equal(avo_route_match("GET", "/v1/problems/cpu/sgemm", &id), AVO_ROUTE_PROBLEM);
-    assert_int_equal(avo_route_match("POST", "/v1/problems/cpu/sgemm", &id), -405);
+    assert_int_equal(avo_routes_match("GET", "/v1/problems", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_routes_match("GET", "/v1/problems/", &id), AVO_ROUTE_PROBLEMS);
+    assert_int_equal(avo_routes_match("GET", "/v1/problems/cpu/sgemm", &id), AVO_ROUTE_PROBLEM);
+    assert_int_equal(avo_routes_match("POST", "/v1/problems/cpu/sgemm", &id), -405);
     /* every route in the table matches itself */
     for (int i = 0; i < AVO_ROUTE_COUNT; i++) {
         char path[128];
@@ -292,7 +292,7 @@ static void test_routes(void **state)
             snprintf(path, sizeof path, "%.*s5%s", (int)(b - p), p, b + 4);
         else
             snprintf(path, sizeof path, "%s", p);
-        assert_int_equal(avo_route_match(avo_routes[i].method, path, &id), (int)avo_routes[i].id);
+        assert_int_equal(avo_routes_match(avo_routes[i].method, path, &id), (int)avo_routes[i].id);
     }
 }
 

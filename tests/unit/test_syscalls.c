@@ -71,7 +71,7 @@ static int child_checks_gpu(int keep)
     char err[200];
     int dev = open("/dev/null", O_RDWR); /* the runtime's, before the load */
     avo_fdset before;
-    avo_fdset_snapshot(&before);
+    avo_syscalls_fdset_snapshot(&before);
     int file = open("/proc/self/status", O_RDONLY); /* the load's */
     int late_dev = open("/dev/zero", O_RDONLY);     /* a device node the load opened */
     char tmpl[] = "/tmp/avo-test-syscalls-XXXXXX";

@@ -18,14 +18,14 @@ static void test_stats_odd_and_even(void **state)
     (void)state;
     double t[] = {5, 1, 3, 2, 4};
     avo_stats s;
-    avo_stats_compute(t, 5, &s);
+    avo_timing_stats_compute(t, 5, &s);
     assert_int_equal(s.runs, 5);
     assert_true(s.median == 3 && s.min == 1 && s.max == 5 && s.mean == 3);
     /* sample standard deviation sqrt(2.5); rse = sd / sqrt(n) / mean */
     assert_true(fabs(s.stddev - sqrt(2.5)) < 1e-12);
     assert_true(fabs(s.rse - sqrt(2.5) / sqrt(5) / 3) < 1e-12);
     double u[] = {4, 1, 3, 2};
-    avo_stats_compute(u, 4, &s);
+    avo_timing_stats_compute(u, 4, &s);
     assert_true(s.median == 2.5);
 }
 
@@ -34,7 +34,7 @@ static void test_stats_one_sample(void **state)
     (void)state;
     double t[] = {7e-3};
     avo_stats s;
-    avo_stats_compute(t, 1, &s);
+    avo_timing_stats_compute(t, 1, &s);
     assert_true(s.median == 7e-3 && s.min == 7e-3 && s.max == 7e-3);
     /* One sample says nothing about its precision: rse 1, never "enough". */
     assert_true(s.stddev == 0 && s.rse == 1.0);
@@ -47,8 +47,8 @@ static void test_stats_one_sample(void **state)
 static void test_gpu_sample_leaves_out_host_latency(void **state)
 {
     (void)state;
-    const double a = avo_gpu_sample(209.5e-6, 7.5e-6, 2e-6, 8e-6, 0, NULL);
-    const double b = avo_gpu_sample(206.0e-6, 4.0e-6, 2e-6, 8e-6, 0, NULL);
+    const double a = avo_timing_gpu_sample(209.5e-6, 7.5e-6, 2e-6, 8e-6, 0, NULL);
+    const double b = avo_timing_gpu_sample(206.0e-6, 4.0e-6, 2e-6, 8e-6, 0, NULL);
     assert_true(fabs(a - 200e-6) < 1e-12);
     assert_true(fabs(b - 200e-6) < 1e-12);
 }
@@ -60,7 +60,7 @@ static void test_gpu_sample_counts_work_left_on_other_streams(void **state)
 {
     (void)state;
     const double host = 6e-6, allow = 8e-6, side = 100e-6;
-    const double s = avo_gpu_sample(202e-6 + side + host, side + host, 2e-6, allow, 0, NULL);
+    const double s = avo_timing_gpu_sample(202e-6 + side + host, side + host, 2e-6, allow, 0, NULL);
     assert_true(s >= 200e-6 + side - (allow - host) - 1e-12);
     assert_true(s <= 200e-6 + side + 1e-12);
 }
@@ -70,10 +70,10 @@ static void test_gpu_sample_counts_work_left_on_other_streams(void **state)
 static void test_gpu_sample_floor(void **state)
 {
     (void)state;
-    assert_true(avo_gpu_sample(5e-6, 4e-6, 2e-6, 8e-6, 0.01, NULL) > 0);
-    assert_true(avo_gpu_sample(0, 0, 2e-6, 8e-6, 0.01, NULL) > 0);
+    assert_true(avo_timing_gpu_sample(5e-6, 4e-6, 2e-6, 8e-6, 0.01, NULL) > 0);
+    assert_true(avo_timing_gpu_sample(0, 0, 2e-6, 8e-6, 0.01, NULL) > 0);
     /* An empty tail on a forged-short call: still the stream time less overhead. */
-    assert_true(fabs(avo_gpu_sample(50e-6, 0, 2e-6, 8e-6, 0.01, NULL) - 48e-6) < 1e-12);
+    assert_true(fabs(avo_timing_gpu_sample(50e-6, 0, 2e-6, 8e-6, 0.01, NULL) - 48e-6) < 1e-12);
 }
 
 /* The slack grows with the call: after a 1.5 ms call a tail 10 us over the
@@ -83,16 +83,16 @@ static void test_gpu_sample_slack_scales_with_the_call(void **state)
 {
     (void)state;
     const double stream = 1.5e-3, allow = 8e-6, slack = 0.01;
-    assert_true(fabs(avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (stream - 2e-6)) < 1e-12);
+    assert_true(fabs(avo_timing_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (stream - 2e-6)) < 1e-12);
     double charged = -1;
-    const double s = avo_gpu_sample(stream + 108e-6, 108e-6, 2e-6, allow, slack, &charged);
+    const double s = avo_timing_gpu_sample(stream + 108e-6, 108e-6, 2e-6, allow, slack, &charged);
     assert_true(fabs(s - (stream - 2e-6 + 108e-6 - allow - slack * stream)) < 1e-12);
     assert_true(fabs(charged - (108e-6 - allow - slack * stream)) < 1e-12);
-    avo_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, &charged);
+    avo_timing_gpu_sample(stream + 18e-6, 18e-6, 2e-6, allow, slack, &charged);
     assert_true(charged == 0);
     assert_true(s >= stream - 2e-6 + 100e-6 - allow - slack * stream - 1e-12);
     /* A 200 us call gets 2 us of slack: 10 us over the allowance is counted but for them. */
-    assert_true(fabs(avo_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (198e-6 + 8e-6)) < 1e-12);
+    assert_true(fabs(avo_timing_gpu_sample(200e-6 + 18e-6, 18e-6, 2e-6, allow, slack, NULL) - (198e-6 + 8e-6)) < 1e-12);
 }
 
 /* A CPU call faster than the empty round trip calibrated before the
@@ -102,10 +102,10 @@ static void test_cpu_sample_refuses_non_positive(void **state)
 {
     (void)state;
     double s = -1;
-    assert_int_equal(avo_cpu_sample(120e-6, 50e-6, &s), 0);
+    assert_int_equal(avo_timing_cpu_sample(120e-6, 50e-6, &s), 0);
     assert_true(fabs(s - 70e-6) < 1e-15);
-    assert_int_equal(avo_cpu_sample(50e-6, 50e-6, &s), -1);
-    assert_int_equal(avo_cpu_sample(10e-6, 50e-6, &s), -1);
+    assert_int_equal(avo_timing_cpu_sample(50e-6, 50e-6, &s), -1);
+    assert_int_equal(avo_timing_cpu_sample(10e-6, 50e-6, &s), -1);
     assert_true(s < 0);
 }
 
@@ -114,11 +114,11 @@ static void test_cpu_sample_refuses_non_positive(void **state)
 static void test_check_rate(void **state)
 {
     (void)state;
-    assert_true(fabs(avo_check_rate(1e-3, 2e-3, 0.25) - 0.5) < 1e-12);
-    assert_true(avo_check_rate(1e-3, 1e-1, 0.25) == 0.25);
-    assert_true(avo_check_rate(1e-3, 1e-4, 0.25) == 1.0);
-    assert_true(avo_check_rate(1e-3, 0, 0.25) == 1.0);
-    assert_true(avo_check_rate(0, 1e-3, 0.25) == 1.0);
+    assert_true(fabs(avo_timing_check_rate(1e-3, 2e-3, 0.25) - 0.5) < 1e-12);
+    assert_true(avo_timing_check_rate(1e-3, 1e-1, 0.25) == 0.25);
+    assert_true(avo_timing_check_rate(1e-3, 1e-4, 0.25) == 1.0);
+    assert_true(avo_timing_check_rate(1e-3, 0, 0.25) == 1.0);
+    assert_true(avo_timing_check_rate(0, 1e-3, 0.25) == 1.0);
 }
 
 /* The draw that decides a check: uniform in [0, 1), and two generators
@@ -127,12 +127,12 @@ static void test_check_rng(void **state)
 {
     (void)state;
     avo_check_rng a, b;
-    avo_check_rng_init(&a);
-    avo_check_rng_init(&b);
+    avo_timing_rng_init(&a);
+    avo_timing_rng_init(&b);
     int same = 0, below = 0;
     const int n = 100000;
     for (int i = 0; i < n; i++) {
-        double x = avo_check_rng_next(&a), y = avo_check_rng_next(&b);
+        double x = avo_timing_rng_next(&a), y = avo_timing_rng_next(&b);
         assert_true(x >= 0 && x < 1);
         same += x == y;
         below += x < 0.25;
@@ -149,16 +149,16 @@ static void test_checked_consistent(void **state)
 {
     (void)state;
     const double honest[] = {1.02e-3, 0.98e-3, 1.3e-3};
-    assert_int_equal(avo_checked_consistent(honest, 3, 1.0e-3, 1.5), 0);
+    assert_int_equal(avo_timing_checked_consistent(honest, 3, 1.0e-3, 1.5), 0);
     /* One outlier alone is not evidence; two checks are needed. */
     const double one[] = {5e-3};
-    assert_int_equal(avo_checked_consistent(one, 1, 1.0e-3, 1.5), 0);
+    assert_int_equal(avo_timing_checked_consistent(one, 1, 1.0e-3, 1.5), 0);
     /* Skipped work: the median sits among the fast (skipped) calls. */
     const double slow[] = {1.0e-3, 1.05e-3};
-    assert_int_equal(avo_checked_consistent(slow, 2, 0.05e-3, 1.5), -1);
+    assert_int_equal(avo_timing_checked_consistent(slow, 2, 0.05e-3, 1.5), -1);
     /* One fast checked call is enough to clear it. */
     const double mixed[] = {1.0e-3, 0.06e-3};
-    assert_int_equal(avo_checked_consistent(mixed, 2, 0.05e-3, 1.5), 0);
+    assert_int_equal(avo_timing_checked_consistent(mixed, 2, 0.05e-3, 1.5), 0);
 }
 
 /* The noisy flag: over the target is noisy, under it or at it is not (the
@@ -171,7 +171,7 @@ static void test_noisy_rule(void **state)
     assert_false(avo_timing_noisy(0.005, 0.005));
     assert_true(avo_timing_noisy(nextafter(0.005, 1), 0.005));
     assert_true(avo_timing_noisy(NAN, 0.005));
-    /* One sample's rse is 1 (avo_stats_compute): noisy under any target < 1. */
+    /* One sample's rse is 1 (avo_timing_stats_compute): noisy under any target < 1. */
     assert_true(avo_timing_noisy(1.0, 0.5));
 }
 
