@@ -769,6 +769,47 @@ static void config_begin(run_ctx *r, int c)
     cache_config(r, c);
 }
 
+/* Every output of a checked call against the reference's (rx, or the
+ * checker's device tensors), the worst errors kept for the config.
+ * CHECK_OK, CHECK_WRONG with the first failing element in why, or the
+ * device comparison's negative errno. */
+static int compare_outputs(run_ctx *r, const avo_tensors *x, const avo_tensors *rx, char *why, size_t whylen)
+{
+    const avo_problem *p = r->p;
+    int res = CHECK_OK;
+    for (int i = 0; i < p->ntensors && res == CHECK_OK; i++) {
+        if (p->tensors[i].role == AVO_ROLE_INPUT)
+            continue;
+        avo_dtype d = p->tensors[i].dtype;
+        avo_tolerance tol = p->tol[d];
+        avo_check ck;
+        if (r->dev_fill) {
+            int rc = device_compare(r, i, x->elems[i], d, tol, &ck, why, whylen);
+            if (rc)
+                return rc;
+        } else {
+            avo_tensors_compare(x->ptr[i], rx->ptr[i], x->elems[i], d, tol, &ck);
+        }
+        if (ck.rel_l2 > r->worst_rel_l2 || isnan(ck.rel_l2))
+            r->worst_rel_l2 = ck.rel_l2;
+        if (ck.max_abs > r->worst_max_abs || isnan(ck.max_abs))
+            r->worst_max_abs = ck.max_abs;
+        if (ck.pass)
+            continue;
+        if (ck.nonfinite)
+            snprintf(why, whylen, "%s[%lld] = %g vs %g: not finite (unwritten or overflowed output)",
+                     p->tensors[i].name, (long long)ck.worst, ck.got, ck.want);
+        else if (ck.rel_l2 > tol.rel_l2)
+            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, rel_l2 %.3g > %.3g", p->tensors[i].name,
+                     (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2);
+        else
+            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, max_abs %.3g > %.3g", p->tensors[i].name,
+                     (long long)ck.worst, ck.got, ck.want, ck.max_abs, tol.max_abs);
+        res = CHECK_WRONG;
+    }
+    return res;
+}
+
 /* A checked call (of config c, on input set `set`): its inputs in the
  * checker's pristine copy (made again from the seed for CUDA; the call's
  * own, in the shared region, are the candidate's to read, not to change),
@@ -847,37 +888,9 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         snprintf(why, whylen, "the reference returned %d", ret);
         return AVO_HARNESS_EREFERENCE;
     }
-    int res = CHECK_OK;
-    for (int i = 0; i < p->ntensors && res == CHECK_OK; i++) {
-        if (p->tensors[i].role == AVO_ROLE_INPUT)
-            continue;
-        avo_dtype d = p->tensors[i].dtype;
-        avo_tolerance tol = p->tol[d];
-        avo_check ck;
-        if (r->dev_fill) {
-            int rc = device_compare(r, i, x->elems[i], d, tol, &ck, why, whylen);
-            if (rc)
-                return rc;
-        } else {
-            avo_tensors_compare(x->ptr[i], rx->ptr[i], x->elems[i], d, tol, &ck);
-        }
-        if (ck.rel_l2 > r->worst_rel_l2 || isnan(ck.rel_l2))
-            r->worst_rel_l2 = ck.rel_l2;
-        if (ck.max_abs > r->worst_max_abs || isnan(ck.max_abs))
-            r->worst_max_abs = ck.max_abs;
-        if (ck.pass)
-            continue;
-        if (ck.nonfinite)
-            snprintf(why, whylen, "%s[%lld] = %g vs %g: not finite (unwritten or overflowed output)",
-                     p->tensors[i].name, (long long)ck.worst, ck.got, ck.want);
-        else if (ck.rel_l2 > tol.rel_l2)
-            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, rel_l2 %.3g > %.3g", p->tensors[i].name,
-                     (long long)ck.worst, ck.got, ck.want, ck.rel_l2, tol.rel_l2);
-        else
-            snprintf(why, whylen, "%s[%lld] = %.9g vs %.9g, max_abs %.3g > %.3g", p->tensors[i].name,
-                     (long long)ck.worst, ck.got, ck.want, ck.max_abs, tol.max_abs);
-        res = CHECK_WRONG;
-    }
+    const int res = compare_outputs(r, x, rx, why, whylen);
+    if (res < 0)
+        return res;
     avo_phases_lap(r->ph, "checks", &t);
     return res;
 }
@@ -1082,6 +1095,186 @@ static int lane_begin(run_ctx *r, lane_run *lr, lane *ln, int c, const avo_tenso
     return CHECK_OK;
 }
 
+/* What one call of a lane measured, and the sample made of it (lane_call's
+ * steps). */
+typedef struct {
+    int ret;
+    double rt, reply_s, cpu0; /* cpu0: the runner's CPU time before the call (CPU; -1 unknown) */
+    unsigned mhz;
+    avo_gpu_times ev;
+    double sample, excess, protocol;
+} call_meas;
+
+/* The call itself in the lane's runner, its times into m. */
+static int lane_issue(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, call_meas *m, char *sub, size_t sl)
+{
+    if (r->cuda)
+        return gpu_timed_call(r, c, i, x, GPU_STEPS, &m->ret, &m->rt, &m->reply_s, &m->mhz, &m->ev, &lr->busy, sub, sl);
+    /* Read at the freezes around the call, so it is the call's own. */
+    m->cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
+    return cand_call_flags(r, c, x, 0, &m->ret, &m->rt, &m->ev, sub, sl);
+}
+
+/* Whether the call is checked is decided now that it is over: the
+ * candidate cannot know. An against that runs second in its pair takes the
+ * candidate's draw (common random numbers), so both are checked on the same
+ * pairs wherever both would be and one reference run serves both. Never the
+ * other way: a candidate running second could see, in the time since its
+ * last call, whether a reference ran for the against just before it, and
+ * so predict its own check; its draw is always its own. */
+static double lane_draw(run_ctx *r, const lane_run *lr)
+{
+    double draw = r->pair_open && lr->ln->slot == LANE_AGAINST ? r->pair_draw : NAN;
+    if (isnan(draw)) {
+        draw = avo_timing_rng_next(&r->rng);
+        if (r->pair_open && lr->ln->slot == LANE_CAND)
+            r->pair_draw = draw;
+    }
+    return draw;
+}
+
+/* Call i's outputs checked (check_outputs), counted in the lane's checks. */
+static int lane_check(run_ctx *r, lane_run *lr, int c, int i, const avo_tensors *x, avo_tensors *pristine,
+                      avo_tensors *rx, char *sub, size_t sl)
+{
+    double ref_s = 0;
+    const int runs0 = r->refs_computed;
+    const int res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sl);
+    /* A check that reused the pair's reference run cost none: counted
+     * as free it would halve the measured cost of a reference, double
+     * q (call time over reference time) and spend the saving on more
+     * checks. q weighs a check by a reference run's own cost. */
+    if (r->refs_computed > runs0) {
+        r->ref_run_s += ref_s;
+        r->refs_timed++;
+    }
+    lr->out.checked++;
+    if (i >= r->nsets)
+        lr->out.random_checks++;
+    return res;
+}
+
+/* A timed CUDA call's sample from its events (m->sample, m->excess,
+ * m->protocol), with *keep. No sample (*keep 0) when it holds the gate's
+ * time limit (the rest is timed ungated: the recalibration's result is
+ * returned) or ran under the clock floor (CHECK_OK). */
+static int lane_gpu_sample(run_ctx *r, lane_run *lr, int c, const avo_tensors *x, call_meas *m, int *keep, char *why,
+                           size_t wl)
+{
+    const avo_gpu_times *ev = &m->ev;
+    const unsigned mhz = m->mhz;
+    char sub[400];
+    int res;
+    *keep = 0;
+    if (ev->notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
+        /* The sample holds the gate's time limit: drop it and time
+         * the rest of the evaluation from an ungated start. */
+        if ((res = go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
+                              sizeof sub)) != CHECK_OK &&
+            res > 0)
+            snprintf(why, wl, "recalibrating without the gate: %s", sub);
+        return res;
+    }
+    if ((ev->notes & AVO_GPU_NOTE_UNGATED) && !r->ln->tm.ungated)
+        snprintf(r->ln->tm.ungated_why, sizeof r->ln->tm.ungated_why, "the gate could not be set up in the runner");
+    if (mhz) {
+        lr->clk_min = lr->clk_min && lr->clk_min < mhz ? lr->clk_min : mhz;
+        lr->clk_max = lr->clk_max > mhz ? lr->clk_max : mhz;
+    }
+    if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
+        /* A GPU held under its clocks by the host is not the
+         * candidate's doing: give up (no usable sample) rather
+         * than run to the deadline. */
+        lr->give_up = ++lr->out.discarded >= MAX_DISCARDED && lr->n == 0;
+        return CHECK_OK;
+    }
+    m->sample = avo_timing_gpu_sample(ev->seconds, ev->tail_s, r->ln->tm.stream_min, r->ln->tm.tail_allow, TAIL_SLACK,
+                                      &m->excess);
+    const gpu_preload *pre = &r->ln->pre[r->ln->tm.ungated];
+    if (!r->ln->tm.ungated) {
+        /* The GPU busy when the call began: with the candidate's
+         * own work, launched before the start mark. */
+        const double over = ev->gate_wait_s - pre->gate_wait_max - GATE_WAIT_SLACK;
+        lr->gate_busy += (ev->notes & AVO_GPU_NOTE_GATE_BUSY) != 0;
+        if (over > 0) {
+            m->sample += over;
+            lr->gate_charged++;
+            lr->gate_charged_max = fmax(lr->gate_charged_max, over);
+        }
+    }
+    const double floor_s = (m->reply_s - pre->rt_over_max) / CLAIM_FACTOR;
+    m->protocol = m->reply_s - ev->seconds;
+    if (m->sample < floor_s) {
+        m->sample = floor_s;
+        lr->floored++;
+    }
+    *keep = 1;
+    return CHECK_OK;
+}
+
+/* CPU, one CPU shared: the runner's group's CPU time beyond the call's
+ * round trip charged to its sample. */
+static void lane_charge_outside(const run_ctx *r, config_run *out, call_meas *m)
+{
+    if (!(!r->cuda && r->one_cpu && m->cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0))
+        return;
+    /* The group was thawed just before the clock started, on the
+     * checker's own CPU: a thread of the candidate's that takes the CPU
+     * in that moment works outside the window (flush_thread.c, once it
+     * could no longer leave the CPU: 4-10x its twin). Its CPU time is
+     * not: what the group used beyond the round trip is charged to the
+     * call. The runner's threads share one CPU, so an honest call uses
+     * no more CPU than its wall time (the slack covers the accounting's
+     * granularity). Not where the runner may use several CPUs
+     * (AVO_NO_PIN): there CPU time beyond the wall is parallel work. */
+    const double outside = (r->ln->run.cpu_s - m->cpu0) - m->rt;
+    if (outside > CPU_OUTSIDE_SLACK_S) {
+        m->sample += outside;
+        out->outside_runs++;
+        out->outside_max_s = fmax(out->outside_max_s, outside);
+    }
+}
+
+/* The call's sample (checked or not) into the lane's buffers. 0, or
+ * -ENOMEM. */
+static int lane_record(const run_ctx *r, lane_run *lr, const call_meas *m, int check)
+{
+    config_run *out = &lr->out;
+    if (lr->n == lr->cap) {
+        lr->cap *= 2;
+        if (grow(&lr->t, lr->cap) || grow(&lr->rts, lr->cap) || grow(&lr->tails, lr->cap) || grow(&lr->tc, lr->cap) ||
+            grow(&lr->cl, lr->cap) || grow(&lr->proto, lr->cap) || grow(&lr->host, lr->cap) ||
+            grow(&lr->entry, lr->cap))
+            return -ENOMEM;
+    }
+    const int n = lr->n;
+    const double sample = m->sample;
+    lr->rts[n] = m->rt;
+    lr->proto[n] = m->protocol;
+    lr->host[n] = m->ev.host_s;
+    lr->entry[n] = m->ev.entry_s;
+    lr->tails[n] = m->ev.tail_s;
+    lr->cl[n] = m->ev.seconds;
+    if (check)
+        lr->tc[lr->nc++] = sample;
+    lr->t[lr->n++] = sample;
+    lr->sampled = 1;
+    lr->last = sample;
+    if (m->excess > 0) {
+        lr->charged++;
+        lr->charged_max = fmax(lr->charged_max, m->excess);
+    }
+    if (!r->cuda) {
+        /* Wall time the runner was not on a CPU shows a loaded host. */
+        out->wall_s += sample;
+        if (m->cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0)
+            out->cpu_s += r->ln->run.cpu_s - m->cpu0;
+        else
+            out->cpu_known = 0;
+    }
+    return 0;
+}
+
 /* Call i of config c in the lane's runner, on input set i of the config's
  * stream: laid out, poisoned and (CPU) flushed, timed, held to every rule.
  * CHECK_OK with lr->sampled when it gave a sample (warm-up calls, CUDA
@@ -1101,62 +1294,27 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
     lay_out_call(r, c, i, x, pristine, &tp);
     if (i == warm && counted)
         avo_counters_start(&r->ctr);
-    int ret = 0, res;
-    double rt = 0, reply_s = 0, cpu0 = -1;
-    unsigned mhz = 0;
-    avo_gpu_times ev;
+    call_meas m = {.cpu0 = -1};
     char sub[400];
-    if (r->cuda) {
-        res = gpu_timed_call(r, c, i, x, GPU_STEPS, &ret, &rt, &reply_s, &mhz, &ev, &lr->busy, sub, sizeof sub);
-    } else {
-        /* Read at the freezes around the call, so it is the call's own. */
-        cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
-        res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
-    }
+    int res = lane_issue(r, lr, c, i, x, &m, sub, sizeof sub);
     if (res == CHECK_OK)
-        res = check_basic(r, ret, x, sub, sizeof sub);
+        res = check_basic(r, m.ret, x, sub, sizeof sub);
     avo_phases_lap(r->ph, "calls", &tp);
     if (i >= warm)
         lr->spent += tp - t_begin;
     /* The GPU ran the entry's kernels for the call's own stream time
      * (a sample holding the gate's time limit says nothing of it). */
-    if (r->cuda && res == CHECK_OK && !(ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT)) {
-        r->gpu_s[lr->ln->slot] += ev.seconds - ev.tail_s;
+    if (r->cuda && res == CHECK_OK && !(m.ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT)) {
+        r->gpu_s[lr->ln->slot] += m.ev.seconds - m.ev.tail_s;
         r->gpu_calls[lr->ln->slot]++;
     }
-    lr->rt_sum += rt;
+    lr->rt_sum += m.rt;
     lr->rt_n++;
     out->calls = i + 1;
-    /* Decided now that the call is over: the candidate cannot know. An
-     * against that runs second in its pair takes the candidate's draw
-     * (common random numbers), so both are checked on the same pairs
-     * wherever both would be and one reference run serves both. Never the
-     * other way: a candidate running second could see, in the time since
-     * its last call, whether a reference ran for the against just before
-     * it, and so predict its own check; its draw is always its own. */
-    double draw = r->pair_open && lr->ln->slot == LANE_AGAINST ? r->pair_draw : NAN;
-    if (isnan(draw)) {
-        draw = avo_timing_rng_next(&r->rng);
-        if (r->pair_open && lr->ln->slot == LANE_CAND)
-            r->pair_draw = draw;
-    }
+    const double draw = lane_draw(r, lr);
     const int check = res == CHECK_OK && (i < warm || (!trusted && (lr->force || draw < out->q)));
-    if (check) {
-        double ref_s = 0;
-        const int runs0 = r->refs_computed;
-        res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
-        /* A check that reused the pair's reference run cost none: counted
-         * as free it would halve the measured cost of a reference, double
-         * q (call time over reference time) and spend the saving on more
-         * checks. q weighs a check by a reference run's own cost. */
-        if (r->refs_computed > runs0) {
-            r->ref_run_s += ref_s;
-            r->refs_timed++;
-        }
-        out->checked++;
-        if (i >= warm)
-            out->random_checks++;
-    }
+    if (check)
+        res = lane_check(r, lr, c, i, x, pristine, rx, sub, sizeof sub);
     trace("config %s lane %d call %d%s", p->configs[c].name, lr->ln->slot, i, check ? " (checked)" : "");
     if (res != CHECK_OK) {
         out->fail_call = i;
@@ -1169,106 +1327,22 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
                                        CHECK_Q_MIN);
     if (i < warm)
         return CHECK_OK;
-    double sample = 0, excess = 0, protocol = 0;
     if (r->cuda) {
-        if (ev.notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
-            /* The sample holds the gate's time limit: drop it and time
-             * the rest of the evaluation from an ungated start. */
-            if ((res = go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
-                                  sizeof sub)) != CHECK_OK &&
-                res > 0)
-                snprintf(why, wl, "recalibrating without the gate: %s", sub);
+        int keep;
+        res = lane_gpu_sample(r, lr, c, x, &m, &keep, why, wl);
+        if (!keep)
             return res;
-        }
-        if ((ev.notes & AVO_GPU_NOTE_UNGATED) && !r->ln->tm.ungated)
-            snprintf(r->ln->tm.ungated_why, sizeof r->ln->tm.ungated_why, "the gate could not be set up in the runner");
-        if (mhz) {
-            lr->clk_min = lr->clk_min && lr->clk_min < mhz ? lr->clk_min : mhz;
-            lr->clk_max = lr->clk_max > mhz ? lr->clk_max : mhz;
-        }
-        if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
-            /* A GPU held under its clocks by the host is not the
-             * candidate's doing: give up (no usable sample) rather
-             * than run to the deadline. */
-            lr->give_up = ++out->discarded >= MAX_DISCARDED && lr->n == 0;
-            return CHECK_OK;
-        }
-        sample = avo_timing_gpu_sample(ev.seconds, ev.tail_s, r->ln->tm.stream_min, r->ln->tm.tail_allow, TAIL_SLACK,
-                                       &excess);
-        const gpu_preload *pre = &r->ln->pre[r->ln->tm.ungated];
-        if (!r->ln->tm.ungated) {
-            /* The GPU busy when the call began: with the candidate's
-             * own work, launched before the start mark. */
-            const double over = ev.gate_wait_s - pre->gate_wait_max - GATE_WAIT_SLACK;
-            lr->gate_busy += (ev.notes & AVO_GPU_NOTE_GATE_BUSY) != 0;
-            if (over > 0) {
-                sample += over;
-                lr->gate_charged++;
-                lr->gate_charged_max = fmax(lr->gate_charged_max, over);
-            }
-        }
-        const double floor_s = (reply_s - pre->rt_over_max) / CLAIM_FACTOR;
-        protocol = reply_s - ev.seconds;
-        if (sample < floor_s) {
-            sample = floor_s;
-            lr->floored++;
-        }
-    } else if (avo_timing_cpu_sample(rt, r->ln->overhead, &sample) != 0) {
+    } else if (avo_timing_cpu_sample(m.rt, r->ln->overhead, &m.sample) != 0) {
         out->fail_call = i;
         snprintf(why, wl,
                  "call %d came back in %.3g us, faster than an empty round trip (%.3g us, measured before the "
                  "candidate loaded): the time was not the call's",
-                 i, rt * 1e6, r->ln->overhead * 1e6);
+                 i, m.rt * 1e6, r->ln->overhead * 1e6);
         return CHECK_FORGED;
     }
-    if (!r->cuda && r->one_cpu && cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0) {
-        /* The group was thawed just before the clock started, on the
-         * checker's own CPU: a thread of the candidate's that takes the CPU
-         * in that moment works outside the window (flush_thread.c, once it
-         * could no longer leave the CPU: 4-10x its twin). Its CPU time is
-         * not: what the group used beyond the round trip is charged to the
-         * call. The runner's threads share one CPU, so an honest call uses
-         * no more CPU than its wall time (the slack covers the accounting's
-         * granularity). Not where the runner may use several CPUs
-         * (AVO_NO_PIN): there CPU time beyond the wall is parallel work. */
-        const double outside = (r->ln->run.cpu_s - cpu0) - rt;
-        if (outside > CPU_OUTSIDE_SLACK_S) {
-            sample += outside;
-            out->outside_runs++;
-            out->outside_max_s = fmax(out->outside_max_s, outside);
-        }
-    }
-    if (lr->n == lr->cap) {
-        lr->cap *= 2;
-        if (grow(&lr->t, lr->cap) || grow(&lr->rts, lr->cap) || grow(&lr->tails, lr->cap) || grow(&lr->tc, lr->cap) ||
-            grow(&lr->cl, lr->cap) || grow(&lr->proto, lr->cap) || grow(&lr->host, lr->cap) ||
-            grow(&lr->entry, lr->cap))
-            return -ENOMEM;
-    }
-    const int n = lr->n;
-    lr->rts[n] = rt;
-    lr->proto[n] = protocol;
-    lr->host[n] = ev.host_s;
-    lr->entry[n] = ev.entry_s;
-    lr->tails[n] = ev.tail_s;
-    lr->cl[n] = ev.seconds;
-    if (check)
-        lr->tc[lr->nc++] = sample;
-    lr->t[lr->n++] = sample;
-    lr->sampled = 1;
-    lr->last = sample;
-    if (excess > 0) {
-        lr->charged++;
-        lr->charged_max = fmax(lr->charged_max, excess);
-    }
-    if (!r->cuda) {
-        /* Wall time the runner was not on a CPU shows a loaded host. */
-        out->wall_s += sample;
-        if (cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0)
-            out->cpu_s += r->ln->run.cpu_s - cpu0;
-        else
-            out->cpu_known = 0;
-    }
+    lane_charge_outside(r, out, &m);
+    if (lane_record(r, lr, &m, check))
+        return -ENOMEM;
     return CHECK_OK;
 }
 
@@ -1302,15 +1376,12 @@ static avo_timing_stop_t lane_stop(const run_ctx *r, lane_run *lr, double spent)
     return out->stop;
 }
 
-/* After the lane's last call (res: how its calls ended): the verdicts on
- * the calls as a whole (GPU work left running, checked samples slower than
- * the rest, the idle probe), its statistics and events. Frees the lane's
- * buffers whatever res is. */
-static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
+/* The verdicts on a lane's calls as a whole that its samples need not be
+ * computed for: GPU work left running after too many calls, the GPU busy
+ * when too many began, no usable sample. res unchanged when none applies. */
+static int lane_busy_verdicts(const run_ctx *r, const lane_run *lr, int res, char *why, size_t wl)
 {
-    config_run *out = &lr->out;
-    const int n = lr->n, nc = lr->nc, trusted = lr->trusted;
-    r->ln = lr->ln;
+    const int n = lr->n;
     if (res == CHECK_OK && lr->busy.over > GPU_BUSY_OVER_MIN && lr->busy.over > GPU_BUSY_OVER_SHARE * lr->busy.probes &&
         !getenv("AVO_HARNESS_BUSY_LOG")) {
         snprintf(why, wl,
@@ -1332,6 +1403,89 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
                  MIN_CLOCK_FRACTION * 100, r->max_mhz);
         res = -EAGAIN;
     }
+    return res;
+}
+
+/* A CUDA lane's "events": its calibrated protocol (and the one measured
+ * before its object loaded), its tails, what was charged to its samples,
+ * its busy probes and round trips. */
+static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
+{
+    const int n = lr->n;
+    avo_stats ts, ps;
+    avo_timing_stats_compute(lr->tails, n, &ts);
+    avo_timing_stats_compute(lr->proto, n, &ps);
+    avo_stats hs, es;
+    avo_timing_stats_compute(lr->host, n, &hs);
+    avo_timing_stats_compute(lr->entry, n, &es);
+    const gpu_timing *tm = &r->ln->tm;
+    const gpu_preload *pre = &r->ln->pre[tm->ungated];
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
+                     "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
+                     "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
+                     "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow),
+                     "tail_median_s", jreal(ts.median), "tail_charged_runs", lr->charged, "tail_charged_max_s",
+                     jreal(lr->charged_max), "before_load", "overhead_s", jreal(pre->stream_min), "tail_allowance_s",
+                     jreal(pre->tail_allow), "round_trip_over_s", jreal(pre->rt_over), "round_trip_over_max_s",
+                     jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max), "claim_floor_runs",
+                     lr->floored, "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s",
+                     jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over, "protocol_median_s", jreal(ps.median),
+                     "protocol_min_s", jreal(ps.min), "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
+                     jreal(tm->host_median), "runner_host_median_s", jreal(hs.median), "entry_host_median_s",
+                     jreal(es.median), "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
+                     jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+}
+
+/* Nothing of the runner's may go on working between calls: its group
+ * runs for a moment with no command and must stay idle. CHECK_OK, the
+ * CHECK_ code, or a negative int, with why. */
+static int lane_idle_probe(run_ctx *r, config_run *out, char *why, size_t wl)
+{
+    int res = CHECK_OK;
+    char sub[300];
+    double tp = avo_phases_now();
+    int rc = avo_runner_idle(&r->ln->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
+    avo_phases_lap(r->ph, "idle_probe", &tp);
+    if (rc == AVO_RUNNER_DIED) {
+        res = CHECK_CRASH;
+        snprintf(why, wl, "after its calls: %s", sub);
+    } else if (rc) {
+        res = rc < 0 ? rc : CHECK_TIMEOUT;
+        snprintf(why, wl, "after its calls: %s", sub);
+    } else if (out->idle_cpu_s > IDLE_CPU_MAX) {
+        res = CHECK_IDLE;
+        snprintf(why, wl,
+                 "work left running outside the calls: its processes used %.3g ms of CPU in a %.0f ms wait "
+                 "with no call",
+                 out->idle_cpu_s * 1e3, IDLE_PROBE_S * 1e3);
+    }
+    return res;
+}
+
+/* The lane's sample buffers freed. */
+static void lane_free(lane_run *lr)
+{
+    free(lr->t);
+    free(lr->rts);
+    free(lr->tails);
+    free(lr->tc);
+    free(lr->cl);
+    free(lr->proto);
+    free(lr->host);
+    free(lr->entry);
+    lr->t = lr->rts = lr->tails = lr->tc = lr->cl = lr->proto = lr->host = lr->entry = NULL;
+}
+
+/* After the lane's last call (res: how its calls ended): the verdicts on
+ * the calls as a whole (GPU work left running, checked samples slower than
+ * the rest, the idle probe), its statistics and events. Frees the lane's
+ * buffers whatever res is. */
+static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
+{
+    config_run *out = &lr->out;
+    const int n = lr->n, nc = lr->nc, trusted = lr->trusted;
+    r->ln = lr->ln;
+    res = lane_busy_verdicts(r, lr, res, why, wl);
     if (r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND && out->calls > r->nsets) {
         avo_counter_values cv;
         avo_counters_stop(&r->ctr, &cv);
@@ -1364,60 +1518,12 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
          * many samples fell under the floor and were dropped. */
         out->clock = json_pack("{s:i,s:i,s:i,s:i}", "min_mhz", (int)lr->clk_min, "max_mhz", (int)lr->clk_max,
                                "max_possible_mhz", (int)r->max_mhz, "discarded", out->discarded);
-        avo_stats ts, ps;
-        avo_timing_stats_compute(lr->tails, n, &ts);
-        avo_timing_stats_compute(lr->proto, n, &ps);
-        avo_stats hs, es;
-        avo_timing_stats_compute(lr->host, n, &hs);
-        avo_timing_stats_compute(lr->entry, n, &es);
-        const gpu_timing *tm = &r->ln->tm;
-        const gpu_preload *pre = &r->ln->pre[tm->ungated];
-        out->events = json_pack(
-            "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-            "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
-            "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
-            "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow),
-            "tail_median_s", jreal(ts.median), "tail_charged_runs", lr->charged, "tail_charged_max_s",
-            jreal(lr->charged_max), "before_load", "overhead_s", jreal(pre->stream_min), "tail_allowance_s",
-            jreal(pre->tail_allow), "round_trip_over_s", jreal(pre->rt_over), "round_trip_over_max_s",
-            jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max), "claim_floor_runs", lr->floored,
-            "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s", jreal(r->ln->busy_max),
-            "busy_probes_over", lr->busy.over, "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min),
-            "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s", jreal(tm->host_median),
-            "runner_host_median_s", jreal(hs.median), "entry_host_median_s", jreal(es.median), "gate_wait_charged_runs",
-            lr->gate_charged, "gate_wait_charged_max_s", jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+        out->events = lane_events_json(r, lr);
     }
-    if (!trusted) {
-        /* Nothing of the runner's may go on working between calls: its
-         * group runs for a moment with no command and must stay idle. */
-        char sub[300];
-        double tp = avo_phases_now();
-        int rc = avo_runner_idle(&r->ln->run, IDLE_PROBE_S, &out->idle_cpu_s, sub, sizeof sub);
-        avo_phases_lap(r->ph, "idle_probe", &tp);
-        if (rc == AVO_RUNNER_DIED) {
-            res = CHECK_CRASH;
-            snprintf(why, wl, "after its calls: %s", sub);
-        } else if (rc) {
-            res = rc < 0 ? rc : CHECK_TIMEOUT;
-            snprintf(why, wl, "after its calls: %s", sub);
-        } else if (out->idle_cpu_s > IDLE_CPU_MAX) {
-            res = CHECK_IDLE;
-            snprintf(why, wl,
-                     "work left running outside the calls: its processes used %.3g ms of CPU in a %.0f ms wait "
-                     "with no call",
-                     out->idle_cpu_s * 1e3, IDLE_PROBE_S * 1e3);
-        }
-    }
+    if (!trusted)
+        res = lane_idle_probe(r, out, why, wl);
 out:
-    free(lr->t);
-    free(lr->rts);
-    free(lr->tails);
-    free(lr->tc);
-    free(lr->cl);
-    free(lr->proto);
-    free(lr->host);
-    free(lr->entry);
-    lr->t = lr->rts = lr->tails = lr->tc = lr->cl = lr->proto = lr->host = lr->entry = NULL;
+    lane_free(lr);
     return res;
 }
 
@@ -1516,6 +1622,135 @@ static void against_failed(run_ctx *r, int c, int res, int call, const char *why
     avo_runner_stop(&r->lanes[LANE_AGAINST].run);
 }
 
+/* One config's paired loop (run_config_paired): both lanes, the against's
+ * result and its own table of phases, the candidate's samples by place. */
+typedef struct {
+    lane_run a, b; /* the candidate's, the against's */
+    int bres;      /* how the against's calls stand (its failure ends the pairing only) */
+    char bwhy[600];
+    avo_phases *ph, bph; /* the config's table, and the against's (merge_against) */
+    /* The candidate's samples by its place in the pair: [0] first, [1]
+     * right after the against on the same input set (the order test). */
+    double *by_place[2];
+    int n_place[2], cap_place;
+} pair_run;
+
+/* The against's call i of the pair, on the same input set as the
+ * candidate's; its failure lands in pr->bres and pr->bwhy. */
+static void pair_against_call(run_ctx *r, pair_run *pr, int c, int i, avo_tensors *x, avo_tensors *pristine,
+                              avo_tensors *rx)
+{
+    if (avo_timing_now() > r->pair_cutoff) {
+        snprintf(pr->bwhy, sizeof pr->bwhy,
+                 "out of time: the against's calls stop at %.0f%% of the evaluation's deadline, to leave the "
+                 "candidate its own",
+                 PAIR_CUTOFF_SHARE * 100);
+        pr->bres = -ETIME;
+        return;
+    }
+    /* Its checks say nothing of the candidate's errors. */
+    const double wr = r->worst_rel_l2, wm = r->worst_max_abs;
+    r->ph = &pr->bph;
+    pr->bres = lane_call(r, &pr->b, c, i, x, pristine, rx, pr->bwhy, sizeof pr->bwhy);
+    r->ph = pr->ph;
+    r->worst_rel_l2 = wr;
+    r->worst_max_abs = wm;
+    if (pr->bres == CHECK_OK && pr->b.give_up) {
+        snprintf(pr->bwhy, sizeof pr->bwhy, "every timed run ran under %.0f%% of the maximum SM clock",
+                 MIN_CLOCK_FRACTION * 100);
+        pr->bres = -EAGAIN;
+    }
+}
+
+/* A pair where both lanes gave a sample: into ps, and the candidate's
+ * sample by its place. 0, or -ENOMEM. */
+static int pair_record(pair_run *pr, pair_set *ps, int b_first)
+{
+    int res;
+    if ((res = pair_add(ps, pr->a.last, pr->b.last)) != 0)
+        return res;
+    if (pr->n_place[b_first] == pr->cap_place || pr->n_place[!b_first] == pr->cap_place) {
+        pr->cap_place = pr->cap_place ? 2 * pr->cap_place : 64;
+        if (grow(&pr->by_place[0], pr->cap_place) || grow(&pr->by_place[1], pr->cap_place))
+            return -ENOMEM;
+    }
+    pr->by_place[b_first][pr->n_place[b_first]++] = pr->a.last;
+    return 0;
+}
+
+/* After a pair in which the candidate gave a sample: both lanes' stopping
+ * rules on the time both used. 1 when the config's loop ends. */
+static int pair_stop(const run_ctx *r, pair_run *pr, const pair_set *ps)
+{
+    const double max_s = r->p->timing_max_seconds;
+    const double spent = pr->a.spent + pr->b.spent;
+    const avo_timing_stop_t stop = lane_stop(r, &pr->a, spent);
+    if (pr->bres == CHECK_OK)
+        lane_stop(r, &pr->b, spent);
+    /* Enough pairs for an interval come first: a slow config gets
+     * them past PAIRED_TIME_FACTOR (the against's cut-off still bounds
+     * the whole evaluation). */
+    const int enough = ps->n >= (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
+    if (r->screen_pairs > 0) {
+        /* The screen's timed stage: screen.runs pairs (fewer, but
+         * enough for an interval, when they would take longer than the
+         * paired time bound), both lanes' random checks done. */
+        const int checked = lane_checks_done(&pr->a) && lane_checks_done(&pr->b);
+        return pr->bres != CHECK_OK || stop == AVO_STOP_RUNS ||
+               (checked && (ps->n >= r->screen_pairs || (spent >= PAIRED_TIME_FACTOR * max_s && enough)));
+    }
+    if (stop == AVO_STOP_NONE)
+        return 0;
+    return pr->bres != CHECK_OK || stop == AVO_STOP_RUNS ||
+           (enough && (lane_checks_done(&pr->b) || spent >= PAIRED_TIME_FACTOR * max_s));
+}
+
+/* The order test: CHECK_FORGED (why) when the candidate's calls right
+ * after the against's ran far faster than those before it. */
+static int pair_order_test(const pair_run *pr, char *why, size_t wl)
+{
+    /* The same work on the same inputs, the caches flushed before each
+     * call: where the candidate went does not change its time, unless
+     * the against's run of those inputs reached it (a channel through
+     * the shared region, the device tensors' slack, IPC). */
+    avo_stats first, second;
+    avo_timing_stats_compute(pr->by_place[0], pr->n_place[0], &first);
+    avo_timing_stats_compute(pr->by_place[1], pr->n_place[1], &second);
+    if (second.median < ORDER_FACTOR * first.median) {
+        snprintf(why, wl,
+                 "its calls right after the against's, on the same input sets, ran %.0f%% faster (median %.4g s "
+                 "over %d) than those before it (%.4g s over %d): the against's work reached it",
+                 (1 - second.median / first.median) * 100, second.median, pr->n_place[1], first.median, pr->n_place[0]);
+        return CHECK_FORGED;
+    }
+    return CHECK_OK;
+}
+
+/* The against's lane ended after the candidate's: its verdicts, its phases
+ * into the config's table, its median into ps; a failure ends the pairing
+ * (against_failed). */
+static void pair_end_against(run_ctx *r, pair_run *pr, int c, pair_set *ps)
+{
+    lane_run *b = &pr->b;
+    if (pr->bres == CHECK_OK && !lane_checks_done(b)) {
+        snprintf(pr->bwhy, sizeof pr->bwhy,
+                 "only %d of its timed calls were checked within the time budget (%d needed)", b->out.random_checks,
+                 CHECK_K_MIN);
+        pr->bres = -ETIME;
+    }
+    r->ph = &pr->bph;
+    pr->bres = lane_end(r, b, pr->bres, pr->bwhy, sizeof pr->bwhy);
+    r->ph = pr->ph;
+    r->ln = &r->lanes[LANE_CAND];
+    merge_against(pr->ph, &pr->bph);
+    json_decref(b->out.counters);
+    json_decref(b->out.clock);
+    json_decref(b->out.events);
+    ps->against_median = b->out.st.median;
+    if (pr->bres != CHECK_OK)
+        against_failed(r, c, pr->bres, b->out.fail_call, pr->bwhy);
+}
+
 /* Config c timed paired: call i of the candidate and call i of the against
  * on the same input set (set i of the config's stream: each runner sees
  * each set once), in an order drawn from the checker's secret generator
@@ -1529,98 +1764,36 @@ static void against_failed(run_ctx *r, int c, int res, int call, const char *why
 static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, config_run *out,
                              pair_set *ps, char *why, size_t wl)
 {
-    lane_run a, b;
-    char bwhy[600] = "";
-    avo_phases *ph = r->ph, bph = {0};
-    const double max_s = r->p->timing_max_seconds;
-    /* The candidate's samples by its place in the pair: [0] first, [1]
-     * right after the against on the same input set (the order test). */
-    double *by_place[2] = {NULL, NULL};
-    int n_place[2] = {0, 0}, cap_place = 0;
-    int res = lane_begin(r, &a, &r->lanes[LANE_CAND], c, x, why, wl);
-    r->ph = &bph;
-    int bres = lane_begin(r, &b, &r->lanes[LANE_AGAINST], c, x, bwhy, sizeof bwhy);
-    r->ph = ph;
-    for (int i = 0; res == CHECK_OK && !a.give_up; i++) {
+    pair_run pr = {.ph = r->ph};
+    lane_run *a = &pr.a;
+    int res = lane_begin(r, a, &r->lanes[LANE_CAND], c, x, why, wl);
+    r->ph = &pr.bph;
+    pr.bres = lane_begin(r, &pr.b, &r->lanes[LANE_AGAINST], c, x, pr.bwhy, sizeof pr.bwhy);
+    r->ph = pr.ph;
+    for (int i = 0; res == CHECK_OK && !a->give_up; i++) {
         /* Which goes first: neither runner can tell its place in the
          * pair, and drift and first-or-second effects cancel. */
         const int b_first = avo_timing_rng_next(&r->rng) < 0.5;
         r->pair_open = 1;
         r->pair_draw = NAN;
         for (int k = 0; k < 2 && res == CHECK_OK; k++) {
-            if ((k == 0) != b_first) {
-                res = lane_call(r, &a, c, i, x, pristine, rx, why, wl);
-                continue;
-            }
-            if (bres != CHECK_OK)
-                continue;
-            if (avo_timing_now() > r->pair_cutoff) {
-                snprintf(bwhy, sizeof bwhy,
-                         "out of time: the against's calls stop at %.0f%% of the evaluation's deadline, to leave the "
-                         "candidate its own",
-                         PAIR_CUTOFF_SHARE * 100);
-                bres = -ETIME;
-                continue;
-            }
-            /* Its checks say nothing of the candidate's errors. */
-            const double wr = r->worst_rel_l2, wm = r->worst_max_abs;
-            r->ph = &bph;
-            bres = lane_call(r, &b, c, i, x, pristine, rx, bwhy, sizeof bwhy);
-            r->ph = ph;
-            r->worst_rel_l2 = wr;
-            r->worst_max_abs = wm;
-            if (bres == CHECK_OK && b.give_up) {
-                snprintf(bwhy, sizeof bwhy, "every timed run ran under %.0f%% of the maximum SM clock",
-                         MIN_CLOCK_FRACTION * 100);
-                bres = -EAGAIN;
-            }
+            if ((k == 0) != b_first)
+                res = lane_call(r, a, c, i, x, pristine, rx, why, wl);
+            else if (pr.bres == CHECK_OK)
+                pair_against_call(r, &pr, c, i, x, pristine, rx);
         }
         if (res != CHECK_OK)
             break;
-        if (bres == AVO_HARNESS_EREFERENCE) {
+        if (pr.bres == AVO_HARNESS_EREFERENCE) {
             /* The reference failed on the against's inputs: the whole
              * evaluation's, not the against's. */
-            res = bres;
-            snprintf(why, wl, "%s", bwhy);
+            res = pr.bres;
+            snprintf(why, wl, "%s", pr.bwhy);
             break;
         }
-        if (bres == CHECK_OK && a.sampled && b.sampled && (res = pair_add(ps, a.last, b.last)) != 0)
+        if (pr.bres == CHECK_OK && a->sampled && pr.b.sampled && (res = pair_record(&pr, ps, b_first)) != 0)
             break;
-        if (bres == CHECK_OK && a.sampled && b.sampled) {
-            if (n_place[b_first] == cap_place || n_place[!b_first] == cap_place) {
-                cap_place = cap_place ? 2 * cap_place : 64;
-                if (grow(&by_place[0], cap_place) || grow(&by_place[1], cap_place)) {
-                    res = -ENOMEM;
-                    break;
-                }
-            }
-            by_place[b_first][n_place[b_first]++] = a.last;
-        }
-        if (!a.sampled)
-            continue;
-        const double spent = a.spent + b.spent;
-        const avo_timing_stop_t stop = lane_stop(r, &a, spent);
-        if (bres == CHECK_OK)
-            lane_stop(r, &b, spent);
-        /* Enough pairs for an interval come first: a slow config gets
-         * them past PAIRED_TIME_FACTOR (the against's cut-off still bounds
-         * the whole evaluation). */
-        const int enough = ps->n >=
-                           (r->p->timing_min_runs > PAIRED_MIN_PAIRS ? r->p->timing_min_runs : PAIRED_MIN_PAIRS);
-        if (r->screen_pairs > 0) {
-            /* The screen's timed stage: screen.runs pairs (fewer, but
-             * enough for an interval, when they would take longer than the
-             * paired time bound), both lanes' random checks done. */
-            const int checked = lane_checks_done(&a) && lane_checks_done(&b);
-            if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-                (checked && (ps->n >= r->screen_pairs || (spent >= PAIRED_TIME_FACTOR * max_s && enough))))
-                break;
-            continue;
-        }
-        if (stop == AVO_STOP_NONE)
-            continue;
-        if (bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-            (enough && (lane_checks_done(&b) || spent >= PAIRED_TIME_FACTOR * max_s)))
+        if (a->sampled && pair_stop(r, &pr, ps))
             break;
     }
     r->pair_open = 0;
@@ -1629,43 +1802,14 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
      * follows (this test included) decides; with a screen's few pairs a
      * burst of load on a shared host would call an honest candidate a
      * cheat (test_screen.sh met one at 30 pairs, load 3 on 2 CPUs). */
-    if (res == CHECK_OK && r->screen_pairs == 0 && n_place[0] >= ORDER_MIN_PAIRS && n_place[1] >= ORDER_MIN_PAIRS) {
-        /* The same work on the same inputs, the caches flushed before each
-         * call: where the candidate went does not change its time, unless
-         * the against's run of those inputs reached it (a channel through
-         * the shared region, the device tensors' slack, IPC). */
-        avo_stats first, second;
-        avo_timing_stats_compute(by_place[0], n_place[0], &first);
-        avo_timing_stats_compute(by_place[1], n_place[1], &second);
-        if (second.median < ORDER_FACTOR * first.median) {
-            snprintf(why, wl,
-                     "its calls right after the against's, on the same input sets, ran %.0f%% faster (median %.4g s "
-                     "over %d) than those before it (%.4g s over %d): the against's work reached it",
-                     (1 - second.median / first.median) * 100, second.median, n_place[1], first.median, n_place[0]);
-            res = CHECK_FORGED;
-            a.out.fail_call = a.out.calls - 1;
-        }
-    }
-    free(by_place[0]);
-    free(by_place[1]);
-    res = lane_end(r, &a, res, why, wl);
-    *out = a.out;
-    if (bres == CHECK_OK && !lane_checks_done(&b)) {
-        snprintf(bwhy, sizeof bwhy, "only %d of its timed calls were checked within the time budget (%d needed)",
-                 b.out.random_checks, CHECK_K_MIN);
-        bres = -ETIME;
-    }
-    r->ph = &bph;
-    bres = lane_end(r, &b, bres, bwhy, sizeof bwhy);
-    r->ph = ph;
-    r->ln = &r->lanes[LANE_CAND];
-    merge_against(ph, &bph);
-    json_decref(b.out.counters);
-    json_decref(b.out.clock);
-    json_decref(b.out.events);
-    ps->against_median = b.out.st.median;
-    if (bres != CHECK_OK)
-        against_failed(r, c, bres, b.out.fail_call, bwhy);
+    if (res == CHECK_OK && r->screen_pairs == 0 && pr.n_place[0] >= ORDER_MIN_PAIRS &&
+        pr.n_place[1] >= ORDER_MIN_PAIRS && (res = pair_order_test(&pr, why, wl)) != CHECK_OK)
+        a->out.fail_call = a->out.calls - 1;
+    free(pr.by_place[0]);
+    free(pr.by_place[1]);
+    res = lane_end(r, a, res, why, wl);
+    *out = a->out;
+    pair_end_against(r, &pr, c, ps);
     return res;
 }
 
@@ -2574,6 +2718,74 @@ static json_t *phases_json(const run_ctx *r, const avo_phases *top, const avo_ph
     return j;
 }
 
+/* Config c's tensors laid out: the call's in the shared region, the
+ * checker's pristine copy and the reference's. With the inputs made and
+ * checked on the device, the host's copies only carry the sizes: laid out,
+ * never touched. */
+static int place_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx, char *err,
+                        size_t errlen)
+{
+    const avo_problem *p = r->p;
+    int rc;
+    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *,
+                     size_t) = r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
+    if ((rc = lay(x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
+        (rc = lay(pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
+        (rc = lay(rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+        return rc;
+    return 0;
+}
+
+/* The JSON a config's calls made, dropped (the config is not scored). */
+static void config_run_drop(config_run *cr)
+{
+    json_decref(cr->counters);
+    json_decref(cr->clock);
+    json_decref(cr->events);
+}
+
+/* The candidate failed config c's calls (res, a CHECK_ code): *outcome and
+ * detail say how. */
+static void config_failed(const run_ctx *r, int c, int res, const config_run *cr, const char *why, const char **outcome,
+                          char *detail, size_t dl)
+{
+    const avo_problem *p = r->p;
+    const int sampled = cr->fail_call >= r->nsets;
+    *outcome = outcome_of(res, sampled);
+    if ((res == CHECK_WRONG) && sampled)
+        snprintf(detail, dl,
+                 "config %s: correct on its first %d calls, wrong on call %d (a fresh input set, checked "
+                 "unannounced): %s",
+                 p->configs[c].name, r->nsets, cr->fail_call, why);
+    else if (res == CHECK_IDLE)
+        snprintf(detail, dl, "config %s: %s", p->configs[c].name, why);
+    else
+        snprintf(detail, dl, "config %s, call %d%s: %s", p->configs[c].name, cr->fail_call,
+                 sampled ? "" : " (checked before timing)", why);
+}
+
+/* A scored config's result entry: its figures, checks and noise, and on a
+ * GPU its events and clock (which it takes over). */
+static json_t *config_entry(const run_ctx *r, int c, config_run *cr, double score, double gflops, double gbps)
+{
+    const avo_problem *p = r->p;
+    json_t *cj = config_json(p, c, &cr->st, score, gflops, gbps, r->cuda ? NAN : cr->claimed_median, cr->counters, r);
+    json_object_set_new(cj, "checks", checks_json(cr));
+    noise_json(p, cr, r->cuda, cj);
+    if (r->cuda) {
+        json_object_set_new(cj, "timing_source", json_string("cuda_events"));
+        json_object_set_new(cj, "round_trip_median_s", jreal(cr->claimed_median));
+        json_object_set_new(cj, "clock_discarded", json_integer(cr->discarded));
+        json_object_set_new(cj, "sm_clock", cr->clock ? cr->clock : json_null());
+        json_object_set_new(cj, "events", cr->events ? cr->events : json_null());
+        json_object_set_new(cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
+    } else {
+        json_decref(cr->clock);
+        json_decref(cr->events);
+    }
+    return cj;
+}
+
 /* Config c timed (paired when the against is loaded, into ps) and scored,
  * held to every rule: its calls' checks, a finite score, the roofline bound,
  * and the against to the same bound. 0 with *cj (the config's result entry)
@@ -2590,13 +2802,7 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
     *cj = NULL;
     config_begin(r, c);
     double t = avo_phases_now();
-    /* With the inputs made and checked on the device, the host's copies
-     * only carry the sizes: laid out, never touched. */
-    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *,
-                     size_t) = r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
-    if ((rc = lay(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
-        (rc = lay(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
-        (rc = lay(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+    if ((rc = place_config(r, c, &x, &pristine, &rx, err, errlen)))
         goto out;
     avo_phases_lap(r->ph, "layout", &t);
     config_run cr;
@@ -2614,21 +2820,8 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
         goto out;
     }
     if (res != CHECK_OK) {
-        json_decref(cr.counters);
-        json_decref(cr.clock);
-        json_decref(cr.events);
-        const int sampled = cr.fail_call >= r->nsets;
-        *outcome = outcome_of(res, sampled);
-        if ((res == CHECK_WRONG) && sampled)
-            snprintf(detail, dl,
-                     "config %s: correct on its first %d calls, wrong on call %d (a fresh input set, checked "
-                     "unannounced): %s",
-                     p->configs[c].name, r->nsets, cr.fail_call, why);
-        else if (res == CHECK_IDLE)
-            snprintf(detail, dl, "config %s: %s", p->configs[c].name, why);
-        else
-            snprintf(detail, dl, "config %s, call %d%s: %s", p->configs[c].name, cr.fail_call,
-                     sampled ? "" : " (checked before timing)", why);
+        config_run_drop(&cr);
+        config_failed(r, c, res, &cr, why, outcome, detail, dl);
         goto out;
     }
     double flops = 0, bytes = 0;
@@ -2648,9 +2841,7 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
                         : r->cuda              ? 0
                                                : sysconf(_SC_NPROCESSORS_ONLN) * HOST_CORE_FLOPS * 1e-9;
     if (peak > 0 && p->flops && gflops > ROOFLINE_SLACK * peak) {
-        json_decref(cr.counters);
-        json_decref(cr.clock);
-        json_decref(cr.events);
+        config_run_drop(&cr);
         *outcome = "cheat_suspected";
         snprintf(detail, dl,
                  "config %s: %.4g GFLOP/s measured, beyond the %s arithmetic peak of %.4g GFLOP/s: the work "
@@ -2659,9 +2850,7 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
         goto out;
     }
     if (!(score > 0) || !isfinite(score)) {
-        json_decref(cr.counters);
-        json_decref(cr.clock);
-        json_decref(cr.events);
+        config_run_drop(&cr);
         *outcome = "wrong_result";
         snprintf(detail, dl, "config %s: median time %g s gives no finite score", p->configs[c].name, med);
         goto out;
@@ -2673,20 +2862,7 @@ static int time_config(run_ctx *r, int c, pair_set *ps, int with_baseline, json_
                  flops / ps->against_median * 1e-9, peak);
         against_failed(r, c, CHECK_FORGED, r->nsets, why);
     }
-    *cj = config_json(p, c, &cr.st, score, gflops, gbps, r->cuda ? NAN : cr.claimed_median, cr.counters, r);
-    json_object_set_new(*cj, "checks", checks_json(&cr));
-    noise_json(p, &cr, r->cuda, *cj);
-    if (r->cuda) {
-        json_object_set_new(*cj, "timing_source", json_string("cuda_events"));
-        json_object_set_new(*cj, "round_trip_median_s", jreal(cr.claimed_median));
-        json_object_set_new(*cj, "clock_discarded", json_integer(cr.discarded));
-        json_object_set_new(*cj, "sm_clock", cr.clock ? cr.clock : json_null());
-        json_object_set_new(*cj, "events", cr.events ? cr.events : json_null());
-        json_object_set_new(*cj, "tflops", p->flops ? jreal(gflops / 1000) : json_null());
-    } else {
-        json_decref(cr.clock);
-        json_decref(cr.events);
-    }
+    *cj = config_entry(r, c, &cr, score, gflops, gbps);
     avo_phases_lap(r->ph, "scoring", &t);
     if (with_baseline && r->base_so) {
         json_object_set_new(*cj, "baseline", time_baseline(r, c, &x, &pristine, &rx, med));
@@ -2700,6 +2876,77 @@ out:
     if (*cj)
         avo_phases_lap(r->ph, "scoring", &t);
     return rc;
+}
+
+/* Config c outside the screen: its checked calls, and its result entry
+ * (*entry: checked, not timed). A failed check: 0 with *failed, *outcome
+ * and detail; a negative int: err. */
+static int screen_check_config(run_ctx *r, int c, json_t **entry, int *failed, const char **outcome, char *detail,
+                               size_t dl, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    avo_tensors x = {0}, pristine = {0}, rx = {0};
+    char why[600] = "";
+    int fail = 0;
+    config_begin(r, c);
+    double t = avo_phases_now();
+    int res = place_config(r, c, &x, &pristine, &rx, err, errlen);
+    if (res == 0) {
+        avo_phases_lap(r->ph, "layout", &t);
+        res = checked_calls(r, c, &x, &pristine, &rx, NULL, &fail, why, sizeof why);
+    } else {
+        fail = -1; /* err says why */
+    }
+    avo_tensors_free(&x);
+    avo_tensors_free(&pristine);
+    avo_tensors_free(&rx);
+    if (fail < 0)
+        return res;
+    if (res == AVO_HARNESS_EREFERENCE || res < 0) {
+        snprintf(err, errlen, "%sconfig %s: %s", res == AVO_HARNESS_EREFERENCE ? "reference invalid: " : "",
+                 p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
+        return res;
+    }
+    if (res != CHECK_OK) {
+        *failed = 1;
+        *outcome = outcome_of(res, 0);
+        snprintf(detail, dl, "config %s, call %d (checked before timing): %s", p->configs[c].name, fail, why);
+        return 0;
+    }
+    *entry = json_pack("{s:s,s:n,s:b,s:i,s:{s:o,s:o},s:s}", "name", p->configs[c].name, "score", "timed", 0, "calls",
+                       r->nsets, "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs), "note",
+                       "checked, not timed: the candidate was screened out before the full run");
+    return 0;
+}
+
+/* The result's "screen" (*screen) from the screen's paired member pj, its
+ * configs' names, their aggregate and the wall time of its checks and its
+ * timed stage (lsum over nscreen: their log scores); *hi: the upper end of its interval. 1 when the candidate is
+ * screened out, 0 when not, -ENOMEM. */
+static int screen_json(const run_ctx *r, json_t *pj, json_t *names, double lsum, int nscreen, const double wall[2],
+                       json_t **screen, double *hi)
+{
+    const char *perr = json_string_value(json_object_get(pj, "error"));
+    if (!perr)
+        *hi = json_number_value(json_array_get(json_object_get(pj, "ci"), 1));
+    const int screened = !perr && *hi < 1;
+    *screen = json_pack("{s:b,s:O,s:i,s:f,s:{s:f,s:f}}", "screened_out", screened, "configs", names, "runs",
+                        r->p->screen_runs, "confidence", r->confidence, "wall_s", "checks", wall[0], "timed", wall[1]);
+    if (!*screen)
+        return -ENOMEM;
+    if (nscreen > 0)
+        json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen))); /* the screen's configs' only */
+    json_object_set_new(*screen, "rule",
+                        json_string("screened out when the upper end of the two-sided interval of the paired ratio "
+                                    "over the screen's configurations is under 1"));
+    if (perr) {
+        json_object_set_new(*screen, "error", json_string(perr));
+    } else {
+        json_object_set(*screen, "ratio", json_object_get(pj, "ratio"));
+        json_object_set(*screen, "low", json_object_get(pj, "low"));
+        json_object_set(*screen, "ci", json_object_get(pj, "ci"));
+    }
+    return screened;
 }
 
 /* Screening (docs/evaluation.md, "Screening"): each config outside the
@@ -2723,52 +2970,23 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
     json_t **entry = calloc((size_t)n, sizeof *entry);
     pair_set *sp = calloc((size_t)n, sizeof *sp);
     json_t *names = json_array(), *pj = NULL;
-    avo_tensors x = {0}, pristine = {0}, rx = {0};
     int rc = 0, nscreen = 0, nchecked = 0;
     double lsum = 0;
-    char why[600];
     const double t0 = avo_phases_now();
     if (!entry || !sp || !names) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
     }
-    int (*const lay)(avo_tensors *, const avo_problem *, int, void *, size_t, char *,
-                     size_t) = r->dev_fill ? avo_tensors_place_lazy : avo_tensors_place;
     r->set_base = SCREEN_CHECK_SET;
     for (int c = 0; c < n; c++) {
         if (p->configs[c].screen)
             continue;
         r->ph = &cph[c];
         *nstarted = *nstarted > c + 1 ? *nstarted : c + 1;
-        config_begin(r, c);
-        double t = avo_phases_now();
-        if ((rc = lay(&x, p, c, r->shm, r->shm_bytes - (r->cuda ? PROFILE_AREA : 0), err, errlen)) ||
-            (rc = lay(&pristine, p, c, r->area, r->area_bytes, err, errlen)) ||
-            (rc = lay(&rx, p, c, r->ref_area, r->area_bytes, err, errlen)))
+        int failed = 0;
+        if ((rc = screen_check_config(r, c, &entry[c], &failed, outcome, detail, dl, err, errlen)) || failed)
             goto cleanup;
-        avo_phases_lap(r->ph, "layout", &t);
-        int fail = 0;
-        why[0] = 0;
-        const int res = checked_calls(r, c, &x, &pristine, &rx, NULL, &fail, why, sizeof why);
-        avo_tensors_free(&x);
-        avo_tensors_free(&pristine);
-        avo_tensors_free(&rx);
-        if (res == AVO_HARNESS_EREFERENCE || res < 0) {
-            rc = res;
-            snprintf(err, errlen, "%sconfig %s: %s", res == AVO_HARNESS_EREFERENCE ? "reference invalid: " : "",
-                     p->configs[c].name, res == -ENOMEM ? "out of memory" : why);
-            goto cleanup;
-        }
-        if (res != CHECK_OK) {
-            *outcome = outcome_of(res, 0);
-            snprintf(detail, dl, "config %s, call %d (checked before timing): %s", p->configs[c].name, fail, why);
-            goto cleanup;
-        }
-        entry[c] = json_pack("{s:s,s:n,s:b,s:i,s:{s:o,s:o},s:s}", "name", p->configs[c].name, "score", "timed", 0,
-                             "calls", r->nsets, "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs",
-                             jreal(r->worst_max_abs), "note",
-                             "checked, not timed: the candidate was screened out before the full run");
         nchecked++;
     }
     const double t1 = avo_phases_now();
@@ -2786,33 +3004,16 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
         lsum += ls;
         nscreen++;
     }
-    const double t2 = avo_phases_now();
+    const double wall[2] = {t1 - t0, avo_phases_now() - t1};
     /* The screen decides only on a pairing it completed: an against that
      * failed on it leaves the full run (unpaired) to score the candidate. */
     pj = paired_json(r, sp, 1);
     double hi = NAN;
-    const char *perr = json_string_value(json_object_get(pj, "error"));
-    if (!perr)
-        hi = json_number_value(json_array_get(json_object_get(pj, "ci"), 1));
-    const int screened = !perr && hi < 1;
-    *screen = json_pack("{s:b,s:O,s:i,s:f,s:{s:f,s:f}}", "screened_out", screened, "configs", names, "runs",
-                        p->screen_runs, "confidence", r->confidence, "wall_s", "checks", t1 - t0, "timed", t2 - t1);
-    if (!*screen) {
+    const int screened = screen_json(r, pj, names, lsum, nscreen, wall, screen, &hi);
+    if (screened < 0) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
-    }
-    if (nscreen > 0)
-        json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen))); /* the screen's configs' only */
-    json_object_set_new(*screen, "rule",
-                        json_string("screened out when the upper end of the two-sided interval of the paired ratio "
-                                    "over the screen's configurations is under 1"));
-    if (perr) {
-        json_object_set_new(*screen, "error", json_string(perr));
-    } else {
-        json_object_set(*screen, "ratio", json_object_get(pj, "ratio"));
-        json_object_set(*screen, "low", json_object_get(pj, "low"));
-        json_object_set(*screen, "ci", json_object_get(pj, "ci"));
     }
     if (!screened)
         goto cleanup;
@@ -2838,9 +3039,6 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
 cleanup:
     r->set_base = 0;
     r->screen_pairs = 0;
-    avo_tensors_free(&x);
-    avo_tensors_free(&pristine);
-    avo_tensors_free(&rx);
     for (int c = 0; entry && c < n; c++)
         json_decref(entry[c]);
     for (int c = 0; sp && c < n; c++) {
@@ -2854,15 +3052,394 @@ cleanup:
     return rc;
 }
 
+/* What avo_harness_run carries from one phase to the next: the result's
+ * parts as they are made, and where its wall time goes. */
+typedef struct {
+    const avo_harness_opts *o;
+    const char *outcome;
+    char detail[1024];
+    double logsum;
+    int calibrated;
+    int nstarted, nscored;
+    json_t *configs;
+    json_t *screen, *screen_paired; /* screening: the result's "screen", and when screened out
+                                       its "paired" (the screen's) */
+    /* Where the harness's wall time goes (result "phases"): the steps
+     * around the configs in top, each config's own in cph[c]; large
+     * problems spend far more in the protocol than in the timed calls. */
+    double t_start, t;
+    avo_phases top;
+    avo_phases *cph;
+    pair_set *pairs;
+    int done; /* the outcome is known: the result follows (a phase's "goto done") */
+} harness_eval;
+
+/* The checker's two areas (the call's pristine inputs, the reference's run
+ * on them), each sized for the largest config. */
+static int alloc_areas(run_ctx *r, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    for (int c = 0; c < p->nconfigs; c++)
+        if (avo_tensors_span(p, c) > r->area_bytes)
+            r->area_bytes = avo_tensors_span(p, c);
+    r->area_bytes = (r->area_bytes + 4095) / 4096 * 4096;
+    if (!(r->area = aligned_alloc(4096, r->area_bytes)) || !(r->ref_area = aligned_alloc(4096, r->area_bytes))) {
+        snprintf(err, errlen, "cannot allocate %zu bytes for the checker's tensors", 2 * r->area_bytes);
+        return -ENOMEM;
+    }
+    /* Not inherited by the runners' forks (they exec at once and never
+     * touch them): fork copies page-locked (DMA-pinned) private pages
+     * eagerly, so a CUDA checker's pinned areas (pin_areas; attention's
+     * two are about 1 GiB) would make every runner's spawn a copy of them.
+     * Both areas are page-aligned and a whole number of pages. */
+    madvise(r->area, r->area_bytes, MADV_DONTFORK);
+    madvise(r->ref_area, r->area_bytes, MADV_DONTFORK);
+    return 0;
+}
+
+/* Everything of the checker's before a runner exists: its areas, the
+ * reference (loaded and validated), the shared region, the reference
+ * cache, the cache flush, the device tensors it shares. */
+static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char *err, size_t errlen)
+{
+    const avo_harness_opts *o = ev->o;
+    int rc;
+    if ((rc = alloc_areas(r, err, errlen)))
+        return rc;
+    trace("start");
+    avo_phases_lap(&ev->top, "setup", &ev->t);
+    rc = load_reference(r, ref_so, err, errlen);
+    ev->t = avo_phases_now();
+    if (rc || (rc = make_shm(r, err, errlen)))
+        return rc;
+    /* The reference cache is the job's: only with its seed. Its key holds
+     * the device too (a reference may round differently on another GPU). */
+    if (o->ref_cache_fd > 2 && o->job_seed) {
+        const char *dev = r->gpu_info ? json_string_value(json_object_get(r->gpu_info, "name")) : "";
+        char cerr[400];
+        if (avo_refcache_init(&r->cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, r->p->dir,
+                              dev ? dev : "", cerr, sizeof cerr) != 0)
+            fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
+        avo_phases_lap(&ev->top, "setup", &ev->t);
+    }
+    cpu_set_t mask;
+    r->one_cpu = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
+    if (!r->cuda && (rc = avo_timing_flusher_open(&r->fl))) {
+        snprintf(err, errlen, "cannot allocate the cache-flush buffer");
+        return rc;
+    }
+    if (r->cuda)
+        share_tensors(r);
+    avo_phases_lap(&ev->top, "setup", &ev->t);
+    return 0;
+}
+
+/* The candidate's runner spawned (and the against's beside it), both up,
+ * the candidate's empty round trip calibrated. 0, or the runner's code
+ * with why. */
+static int start_runners(run_ctx *r, harness_eval *ev, const char *cand_so, char *why, size_t wl)
+{
+    const avo_harness_opts *o = ev->o;
+    lane *cand = &r->lanes[LANE_CAND];
+    int rc = avo_runner_spawn(&cand->run, cand_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why, wl);
+    if (rc)
+        return rc;
+    /* Counters open on the runner before the candidate loads, so
+     * threads it starts are counted too. */
+    avo_counters_open(&r->ctr, cand->run.pid);
+    r->ctr_open = 1;
+    if (o->against_so) {
+        const double now = avo_timing_now();
+        r->pair_cutoff = now + PAIR_CUTOFF_SHARE * (r->deadline - now);
+        start_against(r, o->against_so, AGAINST_SPAWN);
+    }
+    avo_phases_lap(&ev->top, "runner_start", &ev->t);
+    /* Both runners up before either is calibrated: the against's
+     * start-up does not run beside the candidate's calibration. */
+    if (o->against_so) {
+        against_ready(r);
+        avo_phases_lap(&ev->top, "against_runner", &ev->t);
+    }
+    return calibrate(r, why, wl);
+}
+
+/* The runners started and calibrated (on a GPU the empty call's protocol
+ * too), then the candidate loaded. A negative int: err; the candidate's
+ * failure (it cannot be loaded, its runner died or hung): ev->done with
+ * the outcome. */
+static int load_candidate(run_ctx *r, harness_eval *ev, const char *cand_so, char *err, size_t errlen)
+{
+    const avo_harness_opts *o = ev->o;
+    char why[600];
+    int rc = start_runners(r, ev, cand_so, why, sizeof why);
+    if (rc == 0 && r->cuda) {
+        int res = calibrate_cuda_preload(r, why, sizeof why);
+        if (res < 0) {
+            snprintf(err, errlen, "runner, calibrating: %s", why);
+            return res;
+        }
+        if (res != CHECK_OK) {
+            ev->outcome = outcome_of(res, 0);
+            snprintf(ev->detail, sizeof ev->detail, "runner, calibrating before the candidate loaded: %s", why);
+            ev->done = 1;
+            return 0;
+        }
+    }
+    ev->calibrated = rc == 0;
+    avo_phases_lap(&ev->top, r->ctr_open ? "calibration" : "runner_start", &ev->t);
+    /* Both runners calibrated before either object exists. */
+    if (rc == 0 && o->against_so) {
+        start_against(r, o->against_so, AGAINST_CALIBRATE);
+        avo_phases_lap(&ev->top, "against_runner", &ev->t);
+    }
+    if (rc == 0) {
+        rc = avo_runner_load(&r->lanes[LANE_CAND].run, r->deadline, why, sizeof why);
+        avo_phases_lap(&ev->top, "runner_load", &ev->t);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s%s", rc == -ENODEV ? "" : "runner: ", why);
+        return rc;
+    }
+    if (rc) {
+        int res = rc == AVO_RUNNER_DIED ? CHECK_CRASH : rc == AVO_RUNNER_TIMEOUT ? CHECK_TIMEOUT : CHECK_FORGED;
+        ev->outcome = rc == AVO_RUNNER_LOAD ? "compile_error" : outcome_of(res, 0);
+        if (rc == AVO_RUNNER_LOAD)
+            snprintf(ev->detail, sizeof ev->detail, "%s", why);
+        else
+            snprintf(ev->detail, sizeof ev->detail, "runner, %s the candidate: %s",
+                     ev->calibrated ? "loading" : "before loading", why);
+        ev->done = 1;
+    }
+    return 0;
+}
+
+/* Screening: the screen's configs first, paired; a candidate slower than
+ * the against beyond noise stops there (ev->done), as does a failed check. */
+static int screen_phase(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
+{
+    int rc;
+    if (!(ev->o->screen && r->p->screen_runs > 0))
+        return 0;
+    if (r->against_state != 1) {
+        ev->screen = json_pack("{s:b,s:s}", "screened_out", 0, "error",
+                               r->against_state < 0 ? r->against_err : "no against to screen with");
+        return 0;
+    }
+    json_t *out = NULL;
+    if ((rc = screen_run(r, ev->cph, &ev->nstarted, &ev->screen, &ev->screen_paired, &out, &ev->logsum, &ev->nscored,
+                         &ev->outcome, ev->detail, sizeof ev->detail, err, errlen)))
+        return rc;
+    if (strcmp(ev->outcome, "ok") != 0) {
+        ev->done = 1;
+    } else if (out) {
+        json_decref(ev->configs);
+        ev->configs = out;
+        ev->done = 1;
+    }
+    return 0;
+}
+
+/* The full run: every config timed and scored in turn (the trusted
+ * baseline beside it). A failed config ends it (ev->done). */
+static int time_configs(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    int rc;
+    for (int c = 0; c < p->nconfigs; c++) {
+        r->ph = &ev->cph[c];
+        ev->nstarted = ev->nstarted > c + 1 ? ev->nstarted : c + 1;
+        json_t *cj = NULL;
+        double ls = 0;
+        if ((rc = time_config(r, c, &ev->pairs[c], 1, &cj, &ls, &ev->outcome, ev->detail, sizeof ev->detail, err,
+                              errlen)))
+            return rc;
+        if (!cj) {
+            ev->done = 1;
+            return 0;
+        }
+        ev->logsum += ls;
+        json_array_append_new(ev->configs, cj);
+    }
+    snprintf(ev->detail, sizeof ev->detail,
+             "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
+             "a random share of the timed ones checked, all within tolerance",
+             p->nconfigs, r->nsets);
+    return 0;
+}
+
+/* Counters in a separate pass, never during timing, and only when asked:
+ * a profile task (profile_run) is where they are read now.
+ * AVO_NO_COUNTERS (a run by hand) still turns an asked-for pass off. */
+static int counters_pass(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    const avo_harness_opts *o = ev->o;
+    avo_tensors x = {0}, pristine = {0};
+    int rc = 0;
+    if (r->cuda && !(o->counters && getenv("AVO_NO_COUNTERS") == NULL)) {
+        for (int c = 0; c < p->nconfigs; c++)
+            json_object_set_new(
+                json_array_get(ev->configs, (size_t)c), "counters",
+                json_pack("{s:b,s:s}", "available", 0, "reason",
+                          o->counters ? "not profiled: AVO_NO_COUNTERS is set" : AVO_HARNESS_NOT_PROFILED));
+    } else if (r->cuda) {
+        for (int c = 0; c < p->nconfigs; c++) {
+            if (!p->configs[c].profile) {
+                json_object_set_new(json_array_get(ev->configs, (size_t)c), "counters",
+                                    json_pack("{s:b,s:s}", "available", 0, "reason",
+                                              "not profiled: the problem's counters.configs does not list it"));
+                continue;
+            }
+            if ((rc = avo_tensors_place(&x, p, c, r->shm, r->shm_bytes - PROFILE_AREA, err, errlen)) ||
+                (rc = avo_tensors_place(&pristine, p, c, r->area, r->area_bytes, err, errlen)))
+                break;
+            ev->t = avo_phases_now();
+            json_t *ctr = profile_config(r, c, &x, &pristine);
+            avo_phases_lap(&ev->cph[c], "counters", &ev->t);
+            trace("counters %s: profile", p->configs[c].name);
+            json_object_set_new(json_array_get(ev->configs, (size_t)c), "counters", ctr);
+            avo_tensors_free(&x);
+            avo_tensors_free(&pristine);
+            if (!r->lanes[LANE_CAND].run.pid)
+                break; /* the runner died profiling: keep the timing results */
+        }
+    }
+    avo_tensors_free(&x);
+    avo_tensors_free(&pristine);
+    return rc;
+}
+
+/* The result's runner member, with on a GPU how its copies and timed calls
+ * went. */
+static json_t *result_runner_json(const run_ctx *r, int calibrated)
+{
+    const lane *cand = &r->lanes[LANE_CAND];
+    json_t *rj = runner_json(cand, calibrated);
+    if (r->cuda) {
+        json_object_set_new(rj, "reference_copies", json_string(r->ref_copies[0] ? r->ref_copies : "unknown"));
+        json_object_set_new(rj, "host_copies",
+                            json_string(cand->run.host_copies[0] ? cand->run.host_copies : "unknown"));
+        json_object_set_new(rj, "device_tensors", json_string(r->dev_note[0] ? r->dev_note : "runner"));
+        json_object_set_new(rj, "inputs", json_string(r->fill_note[0] ? r->fill_note : "host"));
+        json_object_set_new(rj, "timing_start", timing_start_json(cand->tm.ungated_why));
+    }
+    return rj;
+}
+
+/* What the result says beside its outcome and configs: the warm-up sets,
+ * the reference's validation, the runner, the GPU, the counters, the
+ * noise, paired and screening, and the phases. */
+static void annotate_result(run_ctx *r, harness_eval *ev, json_t *result)
+{
+    const avo_harness_opts *o = ev->o;
+    const int ok = strcmp(ev->outcome, "ok") == 0;
+    /* Where the warm-up calls' inputs came from; never the job's seed. */
+    json_object_set_new(result, "warm_up_sets",
+                        json_pack("{s:s,s:i,s:s}", "source", o->job_seed ? "job" : "evaluation", "per_config", r->nsets,
+                                  "order", "fresh random order in each evaluation, the same for every lane"));
+    json_object_set_new(result, "reference_validated", json_boolean(r->ref_validated));
+    json_object_set_new(result, "reference_validation", json_string(r->ref_note));
+    json_object_set_new(result, "runner", result_runner_json(r, ev->calibrated));
+    if (r->gpu_info) {
+        json_object_set_new(result, "gpu", r->gpu_info);
+        r->gpu_info = NULL;
+    }
+    json_object_set_new(result, "counters",
+                        r->ctr_open ? avo_counters_info_json(&r->ctr)
+                                    : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
+    if (o->profile_only)
+        json_object_set_new(result, "mode", json_string("profile"));
+    else
+        noise_totals(result, r->cuda);
+    /* A candidate that failed has nothing to compare. */
+    if (o->against_so && ok) {
+        json_object_set_new(result, "paired", ev->screen_paired ? ev->screen_paired : paired_json(r, ev->pairs, 0));
+        ev->screen_paired = NULL;
+    }
+    /* Screening said, and a screened-out result's partial figures said to
+     * be partial. */
+    if (ev->screen && ok) {
+        const int out = json_is_true(json_object_get(ev->screen, "screened_out"));
+        json_object_set_new(result, "screened_out", json_boolean(out));
+        json_object_set_new(result, "aggregate_scope", json_string(out ? "screen" : "all"));
+        json_object_set_new(result, "screen", ev->screen);
+        ev->screen = NULL;
+    }
+    avo_phases_lap(&ev->top, "result", &ev->t);
+    json_object_set_new(result, "phases", phases_json(r, &ev->top, ev->cph, ev->nstarted, ev->t_start));
+}
+
+/* The evaluation's end, whatever its outcome: the runners stopped, then
+ * the result object. */
+static int finish_result(run_ctx *r, harness_eval *ev, json_t **result, char *err, size_t errlen)
+{
+    const avo_harness_opts *o = ev->o;
+    /* The runner is gone before the result exists: nothing of the
+     * candidate runs while (or after) the checker writes it. */
+    ev->t = avo_phases_now();
+    for (int l = 0; l < LANES; l++)
+        avo_runner_stop(&r->lanes[l].run);
+    avo_phases_lap(&ev->top, "runner_stop", &ev->t);
+    if (strcmp(ev->outcome, "ok") != 0 && !o->profile_only)
+        zero_scores(ev->configs);
+    avo_utf8_scrub(ev->detail);
+    *result = result_json(r->p, ev->outcome, ev->detail,
+                          o->profile_only                  ? NAN
+                          : strcmp(ev->outcome, "ok") == 0 ? exp(ev->logsum / ev->nscored)
+                                                           : 0.0,
+                          ev->configs, r->seed);
+    ev->configs = NULL;
+    if (!*result) {
+        snprintf(err, errlen, "cannot build the result object");
+        return -ENOMEM;
+    }
+    annotate_result(r, ev, *result);
+    return 0;
+}
+
+/* Everything the evaluation held, released (one owner each). */
+static void harness_close(run_ctx *r, harness_eval *ev)
+{
+    for (int l = 0; l < LANES; l++)
+        avo_runner_stop(&r->lanes[l].run);
+    json_decref(ev->screen);
+    json_decref(ev->screen_paired);
+    json_decref(r->gpu_info);
+    unpin_areas(r);
+    for (int i = 0; i < r->dev.n; i++)
+        close(r->dev.fd[i]);
+    if (r->shm_pinned)
+        avo_gpu_unpin(r->gpu, r->shm);
+    avo_gpu_close(r->gpu);
+    if (r->ref_handle)
+        dlclose(r->ref_handle);
+    if (r->ctr_open)
+        avo_counters_close(&r->ctr);
+    json_decref(ev->configs);
+    free(ev->cph);
+    for (int c = 0; ev->pairs && c < r->p->nconfigs; c++) {
+        free(ev->pairs[c].a);
+        free(ev->pairs[c].b);
+    }
+    free(ev->pairs);
+    free(r->warm_order);
+    avo_timing_flusher_close(&r->fl);
+    free(r->area);
+    free(r->ref_area);
+    if (r->shm)
+        munmap(r->shm, r->shm_bytes);
+    if (r->shm_fd >= 0)
+        close(r->shm_fd);
+}
+
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
                     json_t **result, char *err, size_t errlen)
 {
     static const avo_harness_opts plain = {0};
     if (!o)
         o = &plain;
-    int rc = 0, calibrated = 0;
+    int rc = 0;
     const uint64_t seed = o->seed;
-    const char *base_so = o->base_so;
     const double deadline_s = o->deadline_s;
     run_ctx r = {.p = p,
                  .seed = seed,
@@ -2872,322 +3449,55 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                  .held_c = -1,
                  .cache = {.dirfd = -1},
                  .cuda = strcmp(p->backend, "cuda") == 0,
-                 .base_so = base_so,
+                 .base_so = o->base_so,
                  .confidence = o->confidence > 0 ? o->confidence : 0.95};
-    avo_tensors x = {0}, pristine = {0}, rx = {0};
-    json_t *configs = json_array();
-    const char *outcome = "ok";
-    char detail[1024] = "";
-    double logsum = 0;
-    /* Where the harness's wall time goes (result "phases"): the steps
-     * around the configs in top, each config's own in cph[c]; large
-     * problems spend far more in the protocol than in the timed calls. */
-    const double t_start = avo_phases_now();
-    double t = t_start;
-    avo_phases top = {0};
-    avo_phases *cph = calloc((size_t)p->nconfigs, sizeof *cph);
-    pair_set *pairs = calloc((size_t)p->nconfigs, sizeof *pairs);
-    int nstarted = 0, nscored = p->nconfigs;
-    json_t *screen = NULL, *screen_paired = NULL; /* screening: the result's "screen", and when screened out
-                                                       its "paired" (the screen's) */
-    r.ph = &top;
-
+    harness_eval ev = {.o = o, .outcome = "ok", .nscored = p->nconfigs, .configs = json_array()};
+    ev.t_start = ev.t = avo_phases_now();
+    ev.cph = calloc((size_t)p->nconfigs, sizeof *ev.cph);
+    ev.pairs = calloc((size_t)p->nconfigs, sizeof *ev.pairs);
+    r.ph = &ev.top;
     for (int l = 0; l < LANES; l++) {
         avo_cgroup_clear(&r.lanes[l].run.cg);
         r.lanes[l].run.cmd_w = r.lanes[l].run.reply_r = -1;
         r.lanes[l].slot = l;
     }
-    lane *cand = r.ln = &r.lanes[LANE_CAND];
+    r.ln = &r.lanes[LANE_CAND];
     r.deadline = avo_timing_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
         r.ctr.fd[i] = -1;
     avo_timing_rng_init(&r.rng);
     *result = NULL;
     r.warm_order = calloc((size_t)(r.nsets > 0 ? r.nsets : 1), sizeof *r.warm_order);
-    if (!configs || !cph || !pairs || !r.warm_order) {
+    if (!ev.configs || !ev.cph || !ev.pairs || !r.warm_order) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto cleanup;
     }
-    for (int c = 0; c < p->nconfigs; c++)
-        if (avo_tensors_span(p, c) > r.area_bytes)
-            r.area_bytes = avo_tensors_span(p, c);
-    r.area_bytes = (r.area_bytes + 4095) / 4096 * 4096;
-    if (!(r.area = aligned_alloc(4096, r.area_bytes)) || !(r.ref_area = aligned_alloc(4096, r.area_bytes))) {
-        snprintf(err, errlen, "cannot allocate %zu bytes for the checker's tensors", 2 * r.area_bytes);
-        rc = -ENOMEM;
+    if ((rc = setup_checker(&r, &ev, ref_so, err, errlen)) || (rc = load_candidate(&r, &ev, cand_so, err, errlen)))
         goto cleanup;
-    }
-    /* Not inherited by the runners' forks (they exec at once and never
-     * touch them): fork copies page-locked (DMA-pinned) private pages
-     * eagerly, so a CUDA checker's pinned areas (pin_areas; attention's
-     * two are about 1 GiB) would make every runner's spawn a copy of them.
-     * Both areas are page-aligned and a whole number of pages. */
-    madvise(r.area, r.area_bytes, MADV_DONTFORK);
-    madvise(r.ref_area, r.area_bytes, MADV_DONTFORK);
-    trace("start");
-    avo_phases_lap(&top, "setup", &t);
-    rc = load_reference(&r, ref_so, err, errlen);
-    t = avo_phases_now();
-    if (rc || (rc = make_shm(&r, err, errlen)))
-        goto cleanup;
-    /* The reference cache is the job's: only with its seed. Its key holds
-     * the device too (a reference may round differently on another GPU). */
-    if (o->ref_cache_fd > 2 && o->job_seed) {
-        const char *dev = r.gpu_info ? json_string_value(json_object_get(r.gpu_info, "name")) : "";
-        char cerr[400];
-        if (avo_refcache_init(&r.cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, p->dir, dev ? dev : "",
-                              cerr, sizeof cerr) != 0)
-            fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
-        avo_phases_lap(&top, "setup", &t);
-    }
-    cpu_set_t mask;
-    r.one_cpu = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
-    if (!r.cuda && (rc = avo_timing_flusher_open(&r.fl))) {
-        snprintf(err, errlen, "cannot allocate the cache-flush buffer");
-        goto cleanup;
-    }
-
-    char why[600];
-    if (r.cuda)
-        share_tensors(&r);
-    avo_phases_lap(&top, "setup", &t);
-    rc = avo_runner_spawn(&cand->run, cand_so, p->entry, r.cuda, r.shm_fd, &r.dev, r.deadline, why, sizeof why);
-    if (rc == 0) {
-        /* Counters open on the runner before the candidate loads, so
-         * threads it starts are counted too. */
-        avo_counters_open(&r.ctr, cand->run.pid);
-        r.ctr_open = 1;
-        if (o->against_so) {
-            const double now = avo_timing_now();
-            r.pair_cutoff = now + PAIR_CUTOFF_SHARE * (r.deadline - now);
-            start_against(&r, o->against_so, AGAINST_SPAWN);
-        }
-        avo_phases_lap(&top, "runner_start", &t);
-        /* Both runners up before either is calibrated: the against's
-         * start-up does not run beside the candidate's calibration. */
-        if (o->against_so) {
-            against_ready(&r);
-            avo_phases_lap(&top, "against_runner", &t);
-        }
-        rc = calibrate(&r, why, sizeof why);
-    }
-    if (rc == 0 && r.cuda) {
-        int res = calibrate_cuda_preload(&r, why, sizeof why);
-        if (res < 0) {
-            rc = res;
-            snprintf(err, errlen, "runner, calibrating: %s", why);
-            goto cleanup;
-        }
-        if (res != CHECK_OK) {
-            outcome = outcome_of(res, 0);
-            snprintf(detail, sizeof detail, "runner, calibrating before the candidate loaded: %s", why);
-            goto done;
-        }
-    }
-    calibrated = rc == 0;
-    avo_phases_lap(&top, r.ctr_open ? "calibration" : "runner_start", &t);
-    /* Both runners calibrated before either object exists. */
-    if (rc == 0 && o->against_so) {
-        start_against(&r, o->against_so, AGAINST_CALIBRATE);
-        avo_phases_lap(&top, "against_runner", &t);
-    }
-    if (rc == 0) {
-        rc = avo_runner_load(&cand->run, r.deadline, why, sizeof why);
-        avo_phases_lap(&top, "runner_load", &t);
-    }
-    if (rc < 0) {
-        snprintf(err, errlen, "%s%s", rc == -ENODEV ? "" : "runner: ", why);
-        goto cleanup;
-    }
-    if (rc) {
-        int res = rc == AVO_RUNNER_DIED ? CHECK_CRASH : rc == AVO_RUNNER_TIMEOUT ? CHECK_TIMEOUT : CHECK_FORGED;
-        outcome = rc == AVO_RUNNER_LOAD ? "compile_error" : outcome_of(res, 0);
-        if (rc == AVO_RUNNER_LOAD)
-            snprintf(detail, sizeof detail, "%s", why);
-        else
-            snprintf(detail, sizeof detail, "runner, %s the candidate: %s", calibrated ? "loading" : "before loading",
-                     why);
-        rc = 0;
+    if (ev.done)
         goto done;
-    }
-    trace("runner started (%s)", cand->run.host_copies[0] ? cand->run.host_copies : "cpu");
+    trace("runner started (%s)", r.lanes[LANE_CAND].run.host_copies[0] ? r.lanes[LANE_CAND].run.host_copies : "cpu");
     if (o->profile_only) {
-        if ((rc = profile_run(&r, o, configs, cph, &nstarted, &outcome, detail, sizeof detail, err, errlen)))
+        if ((rc = profile_run(&r, o, ev.configs, ev.cph, &ev.nstarted, &ev.outcome, ev.detail, sizeof ev.detail, err,
+                              errlen)))
             goto cleanup;
         goto done;
     }
     if (o->against_so) {
         start_against(&r, o->against_so, AGAINST_LOAD);
-        avo_phases_lap(&top, "against_runner", &t);
+        avo_phases_lap(&ev.top, "against_runner", &ev.t);
     }
-
-    /* Screening: the screen's configs first, paired; a candidate slower
-     * than the against beyond noise stops there. */
-    if (o->screen && p->screen_runs > 0) {
-        if (r.against_state != 1) {
-            screen = json_pack("{s:b,s:s}", "screened_out", 0, "error",
-                               r.against_state < 0 ? r.against_err : "no against to screen with");
-        } else {
-            json_t *out = NULL;
-            if ((rc = screen_run(&r, cph, &nstarted, &screen, &screen_paired, &out, &logsum, &nscored, &outcome, detail,
-                                 sizeof detail, err, errlen)))
-                goto cleanup;
-            if (strcmp(outcome, "ok") != 0)
-                goto done;
-            if (out) {
-                json_decref(configs);
-                configs = out;
-                goto done;
-            }
-        }
-    }
-    for (int c = 0; c < p->nconfigs; c++) {
-        r.ph = &cph[c];
-        nstarted = nstarted > c + 1 ? nstarted : c + 1;
-        json_t *cj = NULL;
-        double ls = 0;
-        if ((rc = time_config(&r, c, &pairs[c], 1, &cj, &ls, &outcome, detail, sizeof detail, err, errlen)))
-            goto cleanup;
-        if (!cj)
-            goto done;
-        logsum += ls;
-        json_array_append_new(configs, cj);
-    }
-    snprintf(detail, sizeof detail,
-             "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
-             "a random share of the timed ones checked, all within tolerance",
-             p->nconfigs, r.nsets);
-    /* Counters in a separate pass, never during timing, and only when asked:
-     * a profile task (profile_run) is where they are read now.
-     * AVO_NO_COUNTERS (a run by hand) still turns an asked-for pass off. */
-    if (r.cuda && !(o->counters && getenv("AVO_NO_COUNTERS") == NULL)) {
-        for (int c = 0; c < p->nconfigs; c++)
-            json_object_set_new(
-                json_array_get(configs, (size_t)c), "counters",
-                json_pack("{s:b,s:s}", "available", 0, "reason",
-                          o->counters ? "not profiled: AVO_NO_COUNTERS is set" : AVO_HARNESS_NOT_PROFILED));
-    } else if (r.cuda) {
-        for (int c = 0; c < p->nconfigs; c++) {
-            if (!p->configs[c].profile) {
-                json_object_set_new(json_array_get(configs, (size_t)c), "counters",
-                                    json_pack("{s:b,s:s}", "available", 0, "reason",
-                                              "not profiled: the problem's counters.configs does not list it"));
-                continue;
-            }
-            if ((rc = avo_tensors_place(&x, p, c, r.shm, r.shm_bytes - PROFILE_AREA, err, errlen)) ||
-                (rc = avo_tensors_place(&pristine, p, c, r.area, r.area_bytes, err, errlen)))
-                goto cleanup;
-            t = avo_phases_now();
-            json_t *ctr = profile_config(&r, c, &x, &pristine);
-            avo_phases_lap(&cph[c], "counters", &t);
-            trace("counters %s: profile", p->configs[c].name);
-            json_object_set_new(json_array_get(configs, (size_t)c), "counters", ctr);
-            avo_tensors_free(&x);
-            avo_tensors_free(&pristine);
-            if (!cand->run.pid)
-                break; /* the runner died profiling: keep the timing results */
-        }
-    }
-
-done:
-    /* The runner is gone before the result exists: nothing of the
-     * candidate runs while (or after) the checker writes it. */
-    t = avo_phases_now();
-    for (int l = 0; l < LANES; l++)
-        avo_runner_stop(&r.lanes[l].run);
-    avo_phases_lap(&top, "runner_stop", &t);
-    if (strcmp(outcome, "ok") != 0 && !o->profile_only)
-        zero_scores(configs);
-    avo_utf8_scrub(detail);
-    *result = result_json(p, outcome, detail,
-                          o->profile_only              ? NAN
-                          : strcmp(outcome, "ok") == 0 ? exp(logsum / nscored)
-                                                       : 0.0,
-                          configs, seed);
-    configs = NULL;
-    if (!*result) {
-        snprintf(err, errlen, "cannot build the result object");
-        rc = -ENOMEM;
+    rc = screen_phase(&r, &ev, err, errlen);
+    if (rc == 0 && !ev.done)
+        rc = time_configs(&r, &ev, err, errlen);
+    if (rc == 0 && !ev.done)
+        rc = counters_pass(&r, &ev, err, errlen);
+    if (rc)
         goto cleanup;
-    }
-    /* Where the warm-up calls' inputs came from; never the job's seed. */
-    json_object_set_new(*result, "warm_up_sets",
-                        json_pack("{s:s,s:i,s:s}", "source", o->job_seed ? "job" : "evaluation", "per_config", r.nsets,
-                                  "order", "fresh random order in each evaluation, the same for every lane"));
-    json_object_set_new(*result, "reference_validated", json_boolean(r.ref_validated));
-    json_object_set_new(*result, "reference_validation", json_string(r.ref_note));
-    json_object_set_new(*result, "runner", runner_json(cand, calibrated));
-    if (r.cuda) {
-        json_t *rj = json_object_get(*result, "runner");
-        json_object_set_new(rj, "reference_copies", json_string(r.ref_copies[0] ? r.ref_copies : "unknown"));
-        json_object_set_new(rj, "host_copies",
-                            json_string(cand->run.host_copies[0] ? cand->run.host_copies : "unknown"));
-        json_object_set_new(rj, "device_tensors", json_string(r.dev_note[0] ? r.dev_note : "runner"));
-        json_object_set_new(rj, "inputs", json_string(r.fill_note[0] ? r.fill_note : "host"));
-        json_object_set_new(rj, "timing_start", timing_start_json(cand->tm.ungated_why));
-    }
-    if (r.gpu_info) {
-        json_object_set_new(*result, "gpu", r.gpu_info);
-        r.gpu_info = NULL;
-    }
-    json_object_set_new(*result, "counters",
-                        r.ctr_open ? avo_counters_info_json(&r.ctr)
-                                   : json_pack("{s:b, s:s}", "available", 0, "reason", "runner not started"));
-    if (o->profile_only)
-        json_object_set_new(*result, "mode", json_string("profile"));
-    else
-        noise_totals(*result, r.cuda);
-    /* A candidate that failed has nothing to compare. */
-    if (o->against_so && strcmp(outcome, "ok") == 0) {
-        json_object_set_new(*result, "paired", screen_paired ? screen_paired : paired_json(&r, pairs, 0));
-        screen_paired = NULL;
-    }
-    /* Screening said, and a screened-out result's partial figures said to
-     * be partial. */
-    if (screen && strcmp(outcome, "ok") == 0) {
-        const int out = json_is_true(json_object_get(screen, "screened_out"));
-        json_object_set_new(*result, "screened_out", json_boolean(out));
-        json_object_set_new(*result, "aggregate_scope", json_string(out ? "screen" : "all"));
-        json_object_set_new(*result, "screen", screen);
-        screen = NULL;
-    }
-    avo_phases_lap(&top, "result", &t);
-    json_object_set_new(*result, "phases", phases_json(&r, &top, cph, nstarted, t_start));
-
+done:
+    rc = finish_result(&r, &ev, result, err, errlen);
 cleanup:
-    for (int l = 0; l < LANES; l++)
-        avo_runner_stop(&r.lanes[l].run);
-    json_decref(screen);
-    json_decref(screen_paired);
-    json_decref(r.gpu_info);
-    unpin_areas(&r);
-    for (int i = 0; i < r.dev.n; i++)
-        close(r.dev.fd[i]);
-    if (r.shm_pinned)
-        avo_gpu_unpin(r.gpu, r.shm);
-    avo_gpu_close(r.gpu);
-    if (r.ref_handle)
-        dlclose(r.ref_handle);
-    if (r.ctr_open)
-        avo_counters_close(&r.ctr);
-    json_decref(configs);
-    free(cph);
-    for (int c = 0; pairs && c < p->nconfigs; c++) {
-        free(pairs[c].a);
-        free(pairs[c].b);
-    }
-    free(pairs);
-    free(r.warm_order);
-    avo_tensors_free(&x);
-    avo_tensors_free(&pristine);
-    avo_tensors_free(&rx);
-    avo_timing_flusher_close(&r.fl);
-    free(r.area);
-    free(r.ref_area);
-    if (r.shm)
-        munmap(r.shm, r.shm_bytes);
-    if (r.shm_fd >= 0)
-        close(r.shm_fd);
+    harness_close(&r, &ev);
     return rc;
 }
