@@ -348,7 +348,7 @@ static int prepare_work_dir(compile_job *j, const char *src, size_t len, char *e
     unlink(j->outpath);
     /* An earlier compile's kept files in this directory (the against is
      * compiled under the candidate's name) must not pass for this one's. */
-    char stale[4400];
+    char stale[PATH_MAX];
     static const char *const kept_ext[] = {".s", ".ptx", NULL};
     for (const char *const *e = kept_ext; *e; e++)
         for (int k = 0; k < 2; k++) { /* the two names kept_file tries */

@@ -6,6 +6,7 @@
 #define AVO_COMPILE_H
 
 #include "avo_attr.h"
+#include <limits.h>
 #include <stddef.h>
 
 #include "avo_problem.h"
@@ -33,13 +34,13 @@ typedef struct {
     int cancelled;
     double seconds;
     char key[65];
-    char so_path[4400];
+    char so_path[PATH_MAX];
     /* What the compile kept for the policy checks (daemon/worker/policy.h),
      * copied into the cache beside the object; "" when it left none (a
      * compile that failed early): the assembler's input (.s) and, for CUDA,
      * the PTX nvcc emitted. */
-    char asm_path[4400];
-    char ptx_path[4400];
+    char asm_path[PATH_MAX];
+    char ptx_path[PATH_MAX];
     char *log; /* compiler messages (capped), owned, never NULL after success */
 } avo_compile_result;
 

@@ -4,6 +4,7 @@
 #include "avo_file.h"
 #include "avo_log.h"
 #include "avo_nvml.h"
+#include "avo_paths.h"
 #include "avo_phases.h"
 #include "devices.h"
 #include "gpulock.h"
@@ -552,7 +553,7 @@ typedef struct {
     /* Where the evaluation's wall time goes (result "phases"). */
     avo_phases ph;
     double t_start, t;
-    char scratch[4200], srcdir[4300], rundir[4300], harness[PATH_MAX], arch[32];
+    char scratch[PATH_MAX], srcdir[PATH_MAX], rundir[PATH_MAX], harness[PATH_MAX], arch[32];
     const char *cand_name;
     avo_policy_findings pf;
     avo_compile_opts co;
@@ -628,14 +629,12 @@ static int find_harness(cand_eval *e)
 /* The scratch directory's src (the compiles') and run (the harness's). */
 static int make_scratch_dirs(cand_eval *e)
 {
-    snprintf(e->srcdir, sizeof e->srcdir, "%s/src", e->scratch);
-    snprintf(e->rundir, sizeof e->rundir, "%s/run", e->scratch);
-    if (avo_file_mkdirs(e->srcdir, 0700, NULL, 0) || avo_file_mkdirs(e->rundir, 0700, NULL, 0)) {
-        int rc = -errno;
-        snprintf(e->err, e->errlen, "cannot create scratch dirs in %s", e->scratch);
-        return rc;
-    }
-    return 0;
+    int rc;
+    if ((rc = avo_paths_join(e->srcdir, sizeof e->srcdir, e->scratch, "src")) ||
+        (rc = avo_paths_join(e->rundir, sizeof e->rundir, e->scratch, "run")) ||
+        (rc = avo_file_mkdirs(e->srcdir, 0700, NULL, 0)) || (rc = avo_file_mkdirs(e->rundir, 0700, NULL, 0)))
+        snprintf(e->err, e->errlen, "cannot create scratch dirs in %s: %s", e->scratch, strerror(-rc));
+    return rc;
 }
 
 /* The policy on the source first: a candidate that names a host file or a
@@ -657,10 +656,13 @@ static int check_source_policy(cand_eval *e)
 static int compile_reference(cand_eval *e)
 {
     const avo_problem *p = e->p;
-    char refpath[4400];
+    char refpath[PATH_MAX];
     size_t ref_len = 0;
     int rc;
-    snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
+    if ((rc = avo_paths_join(refpath, sizeof refpath, p->dir, p->reference))) {
+        snprintf(e->err, e->errlen, "the reference's path is too long: %s/%s", p->dir, p->reference);
+        return rc;
+    }
     if (!(e->ref_src = avo_file_read(refpath, &ref_len))) {
         rc = -errno ? -errno : -EIO;
         snprintf(e->err, e->errlen, "cannot read the reference %s: %s", refpath, strerror(errno));
@@ -736,10 +738,11 @@ static int compile_baseline(cand_eval *e)
         return EVAL_NEXT;
     avo_compile_opts bo = e->co;
     bo.extra = trusted_libs(e->cuda);
-    char bpath[4400];
+    char bpath[PATH_MAX];
     size_t blen = 0;
-    snprintf(bpath, sizeof bpath, "%s/%s", p->dir, p->baseline);
-    if (!(e->base_src = avo_file_read(bpath, &blen)))
+    if (avo_paths_join(bpath, sizeof bpath, p->dir, p->baseline))
+        snprintf(e->base_note, sizeof e->base_note, "the baseline's path is too long");
+    else if (!(e->base_src = avo_file_read(bpath, &blen)))
         snprintf(e->base_note, sizeof e->base_note, "cannot read %.560s", bpath);
     else if (avo_compile(&bo, p, e->base_src, blen, p->baseline, &e->base, e->err, e->errlen) < 0)
         snprintf(e->base_note, sizeof e->base_note, "cannot compile: %s", e->err);
@@ -1145,7 +1148,7 @@ int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, co
                             size_t errlen)
 {
     int rc;
-    char scratch[4200] = "", arch[32] = "";
+    char scratch[PATH_MAX] = "", arch[32] = "";
     const int cuda = strcmp(p->backend, "cuda") == 0;
     avo_compile_result ref = {0}, cand = {0}, against = {0};
     char *ref_src = NULL;
@@ -1172,12 +1175,13 @@ int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, co
                            .work_dir = scratch,
                            .hide_dir = state_dir(o),
                            .timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S};
-    char refpath[4400];
+    char refpath[PATH_MAX];
     size_t ref_len = 0;
-    snprintf(refpath, sizeof refpath, "%s/%s", p->dir, p->reference);
+    if ((rc = avo_paths_join(refpath, sizeof refpath, p->dir, p->reference)))
+        snprintf(err, errlen, "the reference's path is too long: %s/%s", p->dir, p->reference);
     avo_compile_opts ro = co;
     ro.extra = trusted_libs(cuda);
-    if ((ref_src = avo_file_read(refpath, &ref_len)))
+    if (!rc && (ref_src = avo_file_read(refpath, &ref_len)))
         rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     if (rc == 0)
         rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
@@ -1252,7 +1256,7 @@ int avo_evaluate_compile_only(const avo_evaluate_opts *o, const avo_problem *p, 
                               json_t **result, char *err, size_t errlen)
 {
     int rc;
-    char scratch[4200] = "", arch[32] = "";
+    char scratch[PATH_MAX] = "", arch[32] = "";
     avo_compile_result cand = {0};
     const int cuda = strcmp(p->backend, "cuda") == 0;
     const double timeout = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
@@ -1334,14 +1338,13 @@ cleanup:
 /* The program's source as prog.c or prog.cu in the scratch directory. */
 static int write_program(const char *scratch, int cuda, const char *src, size_t len, char *err, size_t errlen)
 {
-    char file[4300];
-    snprintf(file, sizeof file, "%s/%s", scratch, cuda ? "prog.cu" : "prog.c");
-    FILE *f = fopen(file, "w");
-    if (!f || fwrite(src, 1, len, f) != len || fclose(f) != 0) {
-        snprintf(err, errlen, "cannot write %s", file);
-        return -EIO;
-    }
-    return 0;
+    char file[PATH_MAX];
+    int rc = avo_paths_join(file, sizeof file, scratch, cuda ? "prog.cu" : "prog.c");
+    if (!rc)
+        rc = avo_file_write_atomic(file, src, len, 0644);
+    if (rc)
+        snprintf(err, errlen, "cannot write %s in %s: %s", cuda ? "prog.cu" : "prog.c", scratch, strerror(-rc));
+    return rc;
 }
 
 /* The program compiled in the scratch directory, as a candidate is: by
@@ -1457,7 +1460,7 @@ int avo_evaluate_program(const avo_evaluate_opts *o, const char *language, const
                          char *err, size_t errlen)
 {
     const int cuda = strcmp(language, "cuda") == 0;
-    char scratch[4200] = "", arch[32] = "";
+    char scratch[PATH_MAX] = "", arch[32] = "";
     avo_sandbox_result cr = {0}, rr = {0};
     int rc;
     *result = NULL;

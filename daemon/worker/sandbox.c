@@ -459,7 +459,8 @@ static int next_eval_id(void)
 /* The child's environment: fixed, so it sees no secret of the worker's
  * (DSN, API keys). envp points into the struct. */
 typedef struct {
-    char home[4200], tmp[4200], cvd[256], ldp[4200], acg[64];
+    char home[sizeof "HOME=" + PATH_MAX], tmp[sizeof "TMPDIR=" + PATH_MAX], cvd[256], acg[64];
+    char ldp[sizeof "LD_LIBRARY_PATH=" + 4 * PATH_MAX]; /* a list of directories */
     char *envp[10];
 } child_env;
 
