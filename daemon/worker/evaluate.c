@@ -1507,14 +1507,8 @@ int avo_evaluate_default_cache(char *out, size_t outlen)
 int avo_evaluate_default_harness(char *out, size_t outlen)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -errno;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    return snprintf(out, outlen, "%s/avo-harness", exe) < (int)outlen ? 0 : -ENAMETOOLONG;
+    int rc = avo_paths_exe_dir(exe, sizeof exe);
+    return rc ? rc : avo_paths_join(out, outlen, exe, "avo-harness");
 }
 
 static void print_human(const json_t *r)
