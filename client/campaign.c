@@ -227,20 +227,33 @@ json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json
     return out;
 }
 
-json_t *avoctl_campaign_compare_list(const json_t *summary)
+json_t *avoctl_campaign_problem_list(const json_t *doc, json_t *(*pick)(const char *problem, const json_t *entry))
 {
     json_t *out = json_array();
     const char *pname;
-    json_t *p;
-    json_object_foreach(json_object_get(summary, "problems"), pname, p)
+    json_t *p, *item;
+    if (!out)
+        return NULL;
+    json_object_foreach(json_object_get(doc, "problems"), pname, p)
     {
-        const json_int_t cand = cand_of(json_object_get(p, "candidate"));
-        const json_int_t prev = cand_of(json_object_get(p, "previous_candidate"));
-        if (out && cand && prev)
-            json_array_append_new(out,
-                                  json_pack("{s:s,s:I,s:I}", "problem", pname, "candidate", cand, "against", prev));
+        if ((item = pick(pname, p)))
+            json_array_append_new(out, item);
     }
     return out;
+}
+
+static json_t *compare_pick(const char *problem, const json_t *p)
+{
+    const json_int_t cand = cand_of(json_object_get(p, "candidate"));
+    const json_int_t prev = cand_of(json_object_get(p, "previous_candidate"));
+    if (!cand || !prev)
+        return NULL;
+    return json_pack("{s:s,s:I,s:I}", "problem", problem, "candidate", cand, "against", prev);
+}
+
+json_t *avoctl_campaign_compare_list(const json_t *summary)
+{
+    return avoctl_campaign_problem_list(summary, compare_pick);
 }
 
 static void cell_num(FILE *f, const json_t *v, const char *fmt)

@@ -50,6 +50,12 @@ int avoctl_campaign_parse(const json_t *doc, const char **name, double *toleranc
 json_t *avoctl_campaign_summary(const char *name, const json_t *jobs, const json_t *previous, const json_t *compares,
                                 double tolerance, const char *started_at, const char *finished_at);
 
+/* [pick(P, entry)] over doc's "problems" object (a summary's, or its
+ * re-validation section's), leaving out the problems pick returns NULL for:
+ * the lists of work a campaign run does per problem. NULL when out of
+ * memory. */
+json_t *avoctl_campaign_problem_list(const json_t *doc, json_t *(*pick)(const char *problem, const json_t *entry));
+
 /* The paired compares a summary made without compares needs:
  * [{"problem", "candidate": this best, "against": the previous baseline's
  * candidate}] for each problem that has both. NULL when out of memory. */

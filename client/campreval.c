@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "campaign.h"
 #include "fmt.h"
 #include "toolchain.h"
 
@@ -215,20 +216,18 @@ json_t *avoctl_campreval_plan(avoctl_campreval_mode mode, const json_t *previous
     return out;
 }
 
+static json_t *todo_pick(const char *problem, const json_t *e)
+{
+    const char *a = avoctl_fmt_str(e, "action");
+    if (!a || strcmp(a, "revalidate"))
+        return NULL;
+    return json_pack("{s:s,s:O,s:O}", "problem", problem, "candidate", json_object_get(e, "candidate"), "worker",
+                     json_object_get(e, "worker"));
+}
+
 json_t *avoctl_campreval_todo(const json_t *plan)
 {
-    json_t *out = json_array();
-    const char *pname;
-    json_t *e;
-    json_object_foreach(json_object_get(plan, "problems"), pname, e)
-    {
-        const char *a = avoctl_fmt_str(e, "action");
-        if (out && a && !strcmp(a, "revalidate"))
-            json_array_append_new(out,
-                                  json_pack("{s:s,s:O,s:O}", "problem", pname, "candidate",
-                                            json_object_get(e, "candidate"), "worker", json_object_get(e, "worker")));
-    }
-    return out;
+    return avoctl_campaign_problem_list(plan, todo_pick);
 }
 
 int avoctl_campreval_finish(json_t *plan, const json_t *revs)

@@ -229,11 +229,8 @@ static int scores_table(const json_t *c, size_t width, FILE *out)
         if ((rc = avoctl_table_add(t, cells)) < 0)
             goto cleanup;
     }
-    fputc('\n', out);
-    rc = avoctl_table_print(t, out);
 cleanup:
-    avoctl_table_free(t);
-    return rc;
+    return avoctl_table_print_free(t, rc, out);
 }
 
 static void compile_report(const json_t *c, FILE *out)
@@ -410,11 +407,8 @@ static int counters_table(const json_t *c, size_t width, FILE *out)
                 goto cleanup;
         }
     }
-    fputc('\n', out);
-    rc = avoctl_table_print(t, out);
 cleanup:
-    avoctl_table_free(t);
-    return rc;
+    return avoctl_table_print_free(t, rc, out);
 }
 
 static void energy_line(const json_t *c, FILE *out)

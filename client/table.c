@@ -170,3 +170,13 @@ void avoctl_table_free(avoctl_table *t)
     free(t->cells);
     free(t);
 }
+
+int avoctl_table_print_free(avoctl_table *t, int rc, FILE *out)
+{
+    if (rc >= 0) {
+        fputc('\n', out);
+        rc = avoctl_table_print(t, out);
+    }
+    avoctl_table_free(t);
+    return rc;
+}

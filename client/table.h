@@ -22,6 +22,10 @@ void avoctl_table_fit(avoctl_table *t, size_t cols, size_t col, size_t min_col);
 /* Columns are separated by two spaces; the last column is not padded. */
 int avoctl_table_print(const avoctl_table *t, FILE *out);
 void avoctl_table_free(avoctl_table *t);
+/* The end of a table built row by row: when rc (what building it came to)
+ * is not negative, a blank line then the table; t is freed either way.
+ * Returns rc, or avoctl_table_print's result. */
+int avoctl_table_print_free(avoctl_table *t, int rc, FILE *out);
 
 /* The terminal's width when out is one, else 0 (no limit). */
 size_t avoctl_table_term_width(FILE *out);

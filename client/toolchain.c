@@ -87,11 +87,8 @@ int avoctl_toolchain_groups_print(const json_t *groups, size_t width, FILE *out)
         if ((rc = avoctl_table_add(t, row)) < 0)
             goto cleanup;
     }
-    fputc('\n', out);
-    rc = avoctl_table_print(t, out);
 cleanup:
-    avoctl_table_free(t);
-    return rc;
+    return avoctl_table_print_free(t, rc, out);
 }
 
 void avoctl_toolchain_groups_markdown(const json_t *groups, FILE *out)
