@@ -1210,11 +1210,8 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
             break;
         seg = e + 1;
     }
-    int n = snprintf(out, outlen, "%s/%s", kernels_root, name);
-    if (n < 0 || (size_t)n >= outlen) {
-        snprintf(err, errlen, "problem path too long");
+    if (join_path(out, outlen, kernels_root, name, err, errlen) < 0)
         return -ENAMETOOLONG;
-    }
     char file[PATH_MAX];
     if (join_path(file, sizeof file, out, "problem.json", err, errlen) < 0)
         return -ENAMETOOLONG;

@@ -88,7 +88,7 @@ static int pinned_load(avo_engine *e, pinned_problem *c, const char *name, const
     }
     char path[PATH_MAX];
     if (avo_paths_join(path, sizeof path, c->prob.dir, c->prob.seed) < 0) {
-        snprintf(err, errlen, "%.900s: seed path too long", c->prob.dir);
+        snprintf(err, errlen, "seed path too long: %.200s.../%s", c->prob.dir, c->prob.seed);
         avo_problem_free(&c->prob);
         return -ENAMETOOLONG;
     }

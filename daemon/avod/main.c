@@ -382,7 +382,7 @@ static int take_lock(const char *home, int *fd_out, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     if (avo_paths_join(path, sizeof path, home, "avod.lock") < 0) {
-        snprintf(err, errlen, "%s/avod.lock: path too long", home);
+        snprintf(err, errlen, "path too long: %.200s.../avod.lock", home);
         return -ENAMETOOLONG;
     }
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

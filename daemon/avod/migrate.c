@@ -133,7 +133,7 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
         return 0;
     char path[PATH_MAX];
     if (avo_paths_join(path, sizeof path, sql_dir, m->name) < 0) {
-        snprintf(err, errlen, "%.900s/%s: path too long", sql_dir, m->name);
+        snprintf(err, errlen, "path too long: %.200s.../%s", sql_dir, m->name);
         return -ENAMETOOLONG;
     }
     char *sql = avo_file_read(path, NULL);

@@ -4,9 +4,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <grp.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,7 +160,7 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
     if (n < 0 || (size_t)n >= sizeof dsn ||
         (n = snprintf(pg->dsn, sizeof pg->dsn, "host=%s dbname=avo user=avo", pg->rundir)) < 0 ||
         (size_t)n >= sizeof pg->dsn) {
-        snprintf(err, errlen, "%.900s: socket directory path too long for a connection string", pg->rundir);
+        snprintf(err, errlen, "socket directory path too long for a connection string: %.200s...", pg->rundir);
         return -ENAMETOOLONG;
     }
     PGconn *c = PQconnectdb(dsn);
@@ -194,7 +194,7 @@ static int write_server_conf(const avo_pgembed *pg, char *err, size_t errlen)
     char path[PATH_MAX], main_conf[PATH_MAX], line[1500];
     if (avo_paths_join(path, sizeof path, pg->datadir, "avo.conf") < 0 ||
         avo_paths_join(main_conf, sizeof main_conf, pg->datadir, "postgresql.conf") < 0) {
-        snprintf(err, errlen, "%.900s: data directory path too long", pg->datadir);
+        snprintf(err, errlen, "data directory path too long: %.200s...", pg->datadir);
         return -ENAMETOOLONG;
     }
     FILE *f = fopen(path, "w");
@@ -244,7 +244,7 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
         avo_paths_join(pg->datadir, sizeof pg->datadir, pg->home, "data") < 0 ||
         avo_paths_join(pg->rundir, sizeof pg->rundir, pg->home, "run") < 0 ||
         avo_paths_join(pg->logfile, sizeof pg->logfile, pg->home, "postgresql.log") < 0) {
-        snprintf(err, errlen, "%.900s: state directory path too long for the embedded PostgreSQL", home);
+        snprintf(err, errlen, "state directory path too long for the embedded PostgreSQL: %.200s...", home);
         return -ENAMETOOLONG;
     }
 
@@ -293,7 +293,8 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
     if (avo_paths_join(pgver, sizeof pgver, pg->datadir, "PG_VERSION") < 0 ||
         avo_paths_join(initdb, sizeof initdb, pg->bindir, "initdb") < 0 ||
         avo_paths_join(pg_ctl, sizeof pg_ctl, pg->bindir, "pg_ctl") < 0) {
-        snprintf(err, errlen, "%.900s: path too long for the embedded PostgreSQL", pg->home);
+        snprintf(err, errlen, "path too long for the embedded PostgreSQL: %.200s... or %.200s...", pg->datadir,
+                 pg->bindir);
         return -ENAMETOOLONG;
     }
 
@@ -380,7 +381,7 @@ int avo_pgembed_restart_begin(avo_pgembed *pg, char *err, size_t errlen)
         return rc;
     char pg_ctl[PATH_MAX];
     if (avo_paths_join(pg_ctl, sizeof pg_ctl, pg->bindir, "pg_ctl") < 0) {
-        snprintf(err, errlen, "%.900s/pg_ctl: path too long", pg->bindir);
+        snprintf(err, errlen, "path too long: %.200s.../pg_ctl", pg->bindir);
         return -ENAMETOOLONG;
     }
     /* -w: pg_ctl exits when the server accepts connections, after any

@@ -18,7 +18,7 @@ static char *read_text(const char *dir, const char *name, char *err, size_t errl
 {
     char path[PATH_MAX];
     if (avo_paths_join(path, sizeof path, dir, name) < 0) {
-        snprintf(err, errlen, "%.900s/%.100s: path too long", dir, name);
+        snprintf(err, errlen, "path too long: %.200s.../%.100s", dir, name);
         errno = ENAMETOOLONG;
         return NULL;
     }

@@ -64,7 +64,7 @@ int avo_package_manifest(const char *dir, const json_t *problem_json, int strict
     for (int i = 0; i < n && rc == 0; i++) {
         char path[PATH_MAX], sha[AVO_SHA256_HEX];
         if (avo_paths_join(path, sizeof path, dir, names[i]) < 0) {
-            snprintf(err, errlen, "%.900s/%.100s: path too long", dir, names[i]);
+            snprintf(err, errlen, "path too long: %.200s.../%.100s", dir, names[i]);
             rc = -ENAMETOOLONG;
             break;
         }

@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>

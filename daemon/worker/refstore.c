@@ -20,7 +20,7 @@ int avo_refstore_open(const char *cache_dir, char *err, size_t errlen)
 {
     char dir[PATH_MAX];
     if (avo_paths_join(dir, sizeof dir, cache_dir, "ref") < 0) {
-        snprintf(err, errlen, "the reference cache under %.900s: path too long", cache_dir);
+        snprintf(err, errlen, "the reference cache: path too long: %.200s.../ref", cache_dir);
         return -ENAMETOOLONG;
     }
     int rc = avo_file_mkdirs(dir, 0700, NULL, 0);
