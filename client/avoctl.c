@@ -1,6 +1,7 @@
 /* avoctl: the command-line client of avod (docs/cli.md). One table of
  * commands drives dispatch, `avoctl help` and per-command option parsing. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -57,7 +58,7 @@ typedef struct avoctl_command avoctl_command;
 typedef struct {
     avoctl_globals g;
     int json;                      /* --json before or after the command */
-    char socket[4096];             /* the socket path, or the TCP URL: where avod is, for messages */
+    char socket[PATH_MAX];         /* the socket path, or the TCP URL: where avod is, for messages */
     const char *url;               /* TCP: avod's listener */
     char token[AVO_TOKEN_MAX + 1]; /* TCP: the bearer token */
     avoctl_http *http;             /* opened on first use */
@@ -1381,16 +1382,20 @@ static int problem_view(avoctl_ctx *c, const avoctl_args *a, int show)
 static int problem_check(avoctl_ctx *c, const avoctl_args *a)
 {
     const char *arg = a->pos[1], *v;
-    char dir[4096], root[4096], worker[4200], err[600];
+    char dir[PATH_MAX], root[PATH_MAX], worker[PATH_MAX], err[600];
     struct stat st;
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(dir, sizeof dir, "%s", arg);
+        if (avo_paths_join(dir, sizeof dir, "", arg) < 0) {
+            errorf("problem check: '%.200s...': path too long", arg);
+            return EXIT_FAIL;
+        }
     } else {
         /* Not a directory here: a problem's name under the local kernels root. */
         const char *k = avoctl_args_get(a, "kernels") ? avoctl_args_get(a, "kernels") : getenv("AVO_KERNELS");
-        if (k && *k)
-            snprintf(root, sizeof root, "%s", k);
-        else if (avo_paths_data("kernels", root, sizeof root) < 0)
+        if (k && *k) {
+            if (avo_paths_join(root, sizeof root, "", k) < 0)
+                root[0] = 0;
+        } else if (avo_paths_data("kernels", root, sizeof root) < 0)
             root[0] = 0;
         if (!root[0] || avo_problem_resolve(root, arg, dir, sizeof dir, err, sizeof err) < 0 || stat(dir, &st) != 0 ||
             !S_ISDIR(st.st_mode)) {
@@ -1401,12 +1406,13 @@ static int problem_check(avoctl_ctx *c, const avoctl_args *a)
         }
     }
     const char *w = getenv("AVO_WORKER");
-    if (w && *w)
-        snprintf(worker, sizeof worker, "%s", w);
-    else if (avo_paths_exe_dir(root, sizeof root) == 0)
-        snprintf(worker, sizeof worker, "%s/avo-worker", root);
-    else
-        snprintf(worker, sizeof worker, "avo-worker");
+    int rc = w && *w                                     ? avo_paths_join(worker, sizeof worker, "", w)
+             : avo_paths_exe_dir(root, sizeof root) == 0 ? avo_paths_join(worker, sizeof worker, root, "avo-worker")
+                                                         : avo_paths_join(worker, sizeof worker, "", "avo-worker");
+    if (rc < 0) {
+        errorf("problem check: the path of avo-worker is too long (set AVO_WORKER to the avo-worker binary)");
+        return EXIT_FAIL;
+    }
     char *argv[16];
     int n = 0;
     argv[n++] = worker;
@@ -2255,7 +2261,7 @@ typedef struct {
     double until; /* when --timeout ends (0: none) */
     avoctl_campreval_mode mode;
     json_t *doc, *specs, *prev, *ids, *jobs, *summary, *compares, *rplan, *revs;
-    char started[32], path[4200]; /* path: the NAME-latest.json summary */
+    char started[32], path[PATH_MAX]; /* path: the NAME-latest.json summary */
 } campaign_run;
 
 /* The flags, checked before anything is read or sent. */
@@ -2275,6 +2281,17 @@ static int campaign_options(avoctl_ctx *c, const avoctl_args *a, campaign_run *r
     if (r->mode_s && avoctl_campreval_mode_parse(r->mode_s, &r->mode) < 0)
         return usage_error(c, "--revalidate: one of off, on_toolchain_change, always");
     return EXIT_OK;
+}
+
+/* DIR/NAME-TAG.EXT, a summary's path, into out (a PATH_MAX buffer): 0, or
+ * -ENAMETOOLONG (said on stderr) when it does not fit. */
+static int summary_path(char *out, size_t outlen, const char *dir, const char *name, const char *tag, const char *ext)
+{
+    int n = snprintf(out, outlen, "%s/%s-%s.%s", dir, name, tag, ext);
+    if (n >= 0 && (size_t)n < outlen)
+        return 0;
+    errorf("--out %.200s: the path of the summary %s-%s.%s is too long", dir, name, tag, ext);
+    return -ENAMETOOLONG;
 }
 
 /* The campaign file, the output directory and the previous summary. */
@@ -2303,7 +2320,8 @@ static int campaign_load(const avoctl_args *a, campaign_run *r)
     }
     /* The previous campaign of this name, to compare each problem's best. */
     r->prev_path = avoctl_args_get(a, "previous");
-    snprintf(r->path, sizeof r->path, "%s/%s-latest.json", r->out_dir, r->name);
+    if (summary_path(r->path, sizeof r->path, r->out_dir, r->name, "latest", "json") < 0)
+        return EXIT_USAGE;
     if (!r->prev_path && access(r->path, R_OK) == 0)
         r->prev_path = r->path;
     if (r->prev_path && !(r->prev = json_load_file(r->prev_path, 0, &je))) {
@@ -2431,7 +2449,7 @@ static int campaign_measure(avoctl_ctx *c, campaign_run *r)
  * NAME-latest.json, and shown. */
 static int campaign_report(avoctl_ctx *c, campaign_run *r)
 {
-    char finished[32], stamp[32], json_path[4200], md_path[4200];
+    char finished[32], stamp[32], json_path[PATH_MAX], md_path[PATH_MAX];
     int ex;
     json_decref(r->summary);
     utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
@@ -2445,8 +2463,9 @@ static int campaign_report(avoctl_ctx *c, campaign_run *r)
     json_object_set_new(summary, "previous_summary", r->prev_path ? json_string(r->prev_path) : json_null());
     if (r->rplan)
         json_object_set(summary, "revalidation", r->rplan);
-    snprintf(json_path, sizeof json_path, "%s/%s-%s.json", r->out_dir, r->name, stamp);
-    snprintf(md_path, sizeof md_path, "%s/%s-%s.md", r->out_dir, r->name, stamp);
+    if (summary_path(json_path, sizeof json_path, r->out_dir, r->name, stamp, "json") < 0 ||
+        summary_path(md_path, sizeof md_path, r->out_dir, r->name, stamp, "md") < 0)
+        return EXIT_FAIL;
     if ((ex = write_atomic(json_path, summary, 0)) != EXIT_OK || (ex = write_atomic(md_path, summary, 1)) != EXIT_OK ||
         (ex = write_atomic(r->path, summary, 0)) != EXIT_OK)
         return ex;
@@ -3187,7 +3206,8 @@ static int choose_daemon(avoctl_ctx *c, avoctl_context *ctx)
     if (c->url)
         return use_url(c, ctx, have_ctx);
     if (c->g.socket || ctx_socket) {
-        snprintf(c->socket, sizeof c->socket, "%s", c->g.socket ? c->g.socket : ctx_socket);
+        if (avo_paths_join(c->socket, sizeof c->socket, "", c->g.socket ? c->g.socket : ctx_socket) < 0)
+            return usage_error(c, "--socket: path too long");
     } else if (avo_home_path(AVO_SOCKET_NAME, c->socket, sizeof c->socket) < 0) {
         errorf("cannot determine AVO_HOME (no HOME); use --socket PATH");
         return EXIT_UNREACHABLE;

@@ -5,13 +5,14 @@
 #ifndef AVOCTL_CONFIG_H
 #define AVOCTL_CONFIG_H
 
+#include <limits.h>
 #include <stddef.h>
 
 typedef struct {
     char name[64];
     char url[512];
-    char socket[4096];
-    char token_file[4096];
+    char socket[PATH_MAX];
+    char token_file[PATH_MAX];
 } avoctl_context;
 
 /* The config file's path into out; -ENOENT when neither XDG_CONFIG_HOME

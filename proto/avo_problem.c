@@ -62,6 +62,21 @@ static int errf(ctx *c, const char *field, const char *fmt, ...)
     return -EINVAL;
 }
 
+/* dir/name into out, a PATH_MAX buffer: 0, or -ENAMETOOLONG with err (if
+ * any) naming the path, never a truncated path that names another file.
+ * avo_paths_join's rule, written here because proto/ links without
+ * daemon/common (the CUDA harness takes libavoproto alone). */
+static int join_path(char *out, size_t outlen, const char *dir, const char *name, char *err, size_t errlen)
+{
+    int n = snprintf(out, outlen, "%s/%s", dir, name);
+    if (n >= 0 && (size_t)n < outlen)
+        return 0;
+    out[0] = 0;
+    if (err && errlen)
+        snprintf(err, errlen, "path too long (%zu bytes or more): %.200s.../%.100s", outlen, dir, name);
+    return -ENAMETOOLONG;
+}
+
 static int is_ident(const char *s)
 {
     if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
@@ -825,8 +840,11 @@ static int parse_filename(ctx *c, const char *field, json_t *v, char *dst, size_
         return rc;
     if (strchr(dst, '/') || strcmp(dst, "..") == 0 || strcmp(dst, ".") == 0)
         return errf(c, field, "'%s' must be a file name inside the problem directory", dst);
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, dst);
+    char path[PATH_MAX];
+    if (join_path(path, sizeof path, dir, dst, NULL, 0) < 0) {
+        errf(c, field, "path too long: %.200s.../%s", dir, dst);
+        return -ENAMETOOLONG;
+    }
     if (access(path, R_OK) != 0)
         return errf(c, field, "cannot read %s: %s", path, strerror(errno));
     return 0;
@@ -951,8 +969,9 @@ int avo_problem_use_seed(avo_problem *p, const char *name, char *err, size_t err
                  names[0] ? "its named seeds: " : "it declares none besides its default seed", names);
         return -ENOENT;
     }
-    char file[4200], prefix[128];
-    snprintf(file, sizeof file, "%s/problem.json", p->dir);
+    char file[PATH_MAX], prefix[128];
+    if (join_path(file, sizeof file, p->dir, "problem.json", err, errlen) < 0)
+        return -ENAMETOOLONG;
     snprintf(prefix, sizeof prefix, "seeds.%s.", name);
     ctx c = {file, err, errlen, prefix};
     int rc = parse_seed(&c, p, v, "file");
@@ -1076,8 +1095,9 @@ static int parse_evaluation(ctx *c, avo_problem *p, const char *dir)
 static int problem_load(avo_problem *p, const char *dir, const char *text, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    char file[4200];
-    snprintf(file, sizeof file, "%s/problem.json", dir);
+    char file[PATH_MAX];
+    if (join_path(file, sizeof file, dir, "problem.json", err, errlen) < 0)
+        return -ENAMETOOLONG;
     ctx c = {file, err, errlen, NULL};
     int rc;
     if ((rc = read_problem_json(&c, p, dir, file, text)) || (rc = parse_identity(&c, p, dir)) ||
@@ -1144,9 +1164,10 @@ static void nearest_problem(const char *kernels_root, const char *name, char *ou
     int ok[2] = {0, 0};
     out[0] = 0;
     for (int i = 0; i < 2; i++) {
-        char pat[4400];
-        snprintf(pat, sizeof pat, pats[i], kernels_root);
-        ok[i] = glob(pat, 0, NULL, &g[i]) == 0;
+        char pat[PATH_MAX];
+        int len = snprintf(pat, sizeof pat, pats[i], kernels_root);
+        /* no suggestion from a pattern that does not fit */
+        ok[i] = len >= 0 && (size_t)len < sizeof pat && glob(pat, 0, NULL, &g[i]) == 0;
         for (size_t k = 0; ok[i] && k < g[i].gl_pathc && n < 256; k++) {
             char *path = g[i].gl_pathv[k];
             size_t len = strlen(path);
@@ -1189,13 +1210,11 @@ int avo_problem_resolve(const char *kernels_root, const char *name, char *out, s
             break;
         seg = e + 1;
     }
-    int n = snprintf(out, outlen, "%s/%s", kernels_root, name);
-    if (n < 0 || (size_t)n >= outlen) {
-        snprintf(err, errlen, "problem path too long");
+    if (join_path(out, outlen, kernels_root, name, err, errlen) < 0)
         return -ENAMETOOLONG;
-    }
-    char file[4400];
-    snprintf(file, sizeof file, "%s/problem.json", out);
+    char file[PATH_MAX];
+    if (join_path(file, sizeof file, out, "problem.json", err, errlen) < 0)
+        return -ENAMETOOLONG;
     if (access(file, R_OK) != 0) {
         char near[256];
         nearest_problem(kernels_root, name, near, sizeof near);

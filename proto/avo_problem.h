@@ -5,6 +5,7 @@
 #ifndef AVO_PROBLEM_H
 #define AVO_PROBLEM_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -50,10 +51,10 @@ typedef struct {
 } avo_tolerance;
 
 typedef struct avo_problem {
-    char name[128];   /* e.g. "cpu/sgemm" (path under kernels/) */
-    char dir[4096];   /* absolute directory it was loaded from */
-    char backend[16]; /* "cpu" (or "cuda") */
-    char entry[64];   /* symbol the candidate exports */
+    char name[128];     /* e.g. "cpu/sgemm" (path under kernels/) */
+    char dir[PATH_MAX]; /* absolute directory it was loaded from */
+    char backend[16];   /* "cpu" (or "cuda") */
+    char entry[64];     /* symbol the candidate exports */
     int nsizes;
     char sizes[AVO_PROBLEM_MAX_SIZES][32];
     int ntensors;

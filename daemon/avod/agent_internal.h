@@ -6,6 +6,7 @@
 #define AVO_AGENT_INTERNAL_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -83,9 +84,9 @@ typedef struct {
 struct avo_agent {
     uv_loop_t *loop;
     avo_db *db;
-    char kernels_dir[1024];
-    char worker_bin[2100]; /* avo-worker beside avod: the sandboxed compile of the compile tool */
-    char compile_cache[1200];
+    char kernels_dir[PATH_MAX];
+    char worker_bin[PATH_MAX]; /* avo-worker beside avod: the sandboxed compile of the compile tool */
+    char compile_cache[PATH_MAX];
     avo_llm_provider *prov;
     int nprov;
     avo_llmhttp *http;

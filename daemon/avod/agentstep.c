@@ -3,6 +3,7 @@
  * row, the head, the lineage, the supervisor), the end (its row, its held
  * attempts released, the failure rule) and the step's memory. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,7 +360,7 @@ static void setup(step *s, json_t *snap, const char *problem_json)
     const char *pname = json_string_value(json_object_get(ag, "provider"));
     const char *problem = json_string_value(json_object_get(snap, "problem"));
     const char *seed_name = json_string_value(json_object_get(json_object_get(spec, "seed"), "name"));
-    char dir[2048], err[512];
+    char dir[PATH_MAX], err[512];
     s->max_turns = (int)json_integer_value(json_object_get(ag, "max_turns"));
     s->max_tokens = json_integer_value(json_object_get(ag, "step_tokens"));
     if (s->max_turns <= 0)

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,9 @@ struct avo_api {
     avo_agent *agent;
     const avo_pgwatch *pgwatch;
     const avo_ident *ident; /* main's; replaced on reload */
-    char kernels_dir[1024];
-    char check_cache[1200]; /* seed compile checks */
-    char worker_bin[2100];  /* avo-worker beside avod, which runs them */
+    char kernels_dir[PATH_MAX];
+    char check_cache[PATH_MAX]; /* seed compile checks */
+    char worker_bin[PATH_MAX];  /* avo-worker beside avod, which runs them */
     uv_timer_t timer;
     unsigned ticks;
     avo_list streams; /* open event streams (stream) */
@@ -368,7 +369,7 @@ static void on_seed_checked(void *arg, int compiled, const char *detail, const c
 static int submit_load_problem(submission *sub, avo_problem *p)
 {
     avo_jobspec *s = &sub->s;
-    char dir[2048], err[1024];
+    char dir[PATH_MAX], err[1024];
     if (avo_problem_resolve(sub->api->kernels_dir, s->problem, dir, sizeof dir, err, sizeof err) < 0 ||
         avo_problem_load(p, dir, err, sizeof err) < 0) {
         avo_http_reply_error(sub->req, 400, "bad_request", "problem '%s': %s", s->problem, err);
@@ -429,7 +430,7 @@ static int submit_check_placement(submission *sub, const avo_problem *p)
  * compatible with this one. */
 static int submit_check_other_problem(submission *sub, const avo_problem *p, const char *from_problem)
 {
-    char fdir[2048], err[1024], why[512];
+    char fdir[PATH_MAX], err[1024], why[512];
     avo_problem from;
     if (avo_problem_resolve(sub->api->kernels_dir, from_problem, fdir, sizeof fdir, err, sizeof err) < 0 ||
         avo_problem_load(&from, fdir, err, sizeof err) < 0) {
@@ -1174,7 +1175,7 @@ static void on_profile_candidate(void *arg, PGresult *res, const char *err)
         goto done;
     }
     if (pr->has_config) {
-        char dir[2048], why[900];
+        char dir[PATH_MAX], why[900];
         avo_problem p;
         if (avo_problem_resolve(pr->api->kernels_dir, PQgetvalue(res, 0, 0), dir, sizeof dir, why, sizeof why) < 0 ||
             avo_problem_load(&p, dir, why, sizeof why) < 0) {

@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "avo_file.h"
 #include "avo_hash.h"
 #include "avo_log.h"
+#include "avo_paths.h"
 #include "evolve.h"
 #include "pin.h"
 
@@ -30,7 +32,7 @@ typedef struct {
 struct avo_engine {
     uv_loop_t *loop;
     avo_db *db;
-    char kernels_dir[1024];
+    char kernels_dir[PATH_MAX];
     uv_timer_t tick;
     uv_timer_t soon;
     unsigned interval_ms;
@@ -64,7 +66,7 @@ static void pinned_free(pinned_problem *c)
 static int pinned_load(avo_engine *e, pinned_problem *c, const char *name, const char *seed_name,
                        const char *problem_json, const char *seed_text, char *err, size_t errlen)
 {
-    char dir[2048];
+    char dir[PATH_MAX];
     memset(c, 0, sizeof *c);
     if (avo_problem_resolve(e->kernels_dir, name, dir, sizeof dir, err, errlen) < 0)
         return -EINVAL;
@@ -84,8 +86,12 @@ static int pinned_load(avo_engine *e, pinned_problem *c, const char *name, const
         avo_problem_free(&c->prob);
         return -EINVAL;
     }
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", c->prob.dir, c->prob.seed);
+    char path[PATH_MAX];
+    if (avo_paths_join(path, sizeof path, c->prob.dir, c->prob.seed) < 0) {
+        snprintf(err, errlen, "seed path too long: %.200s.../%s", c->prob.dir, c->prob.seed);
+        avo_problem_free(&c->prob);
+        return -ENAMETOOLONG;
+    }
     if (!(c->seed_src = avo_file_read(path, NULL))) {
         snprintf(err, errlen, "%.900s: cannot read the seed", path);
         avo_problem_free(&c->prob);

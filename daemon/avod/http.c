@@ -22,7 +22,7 @@ struct avo_http {
     uv_loop_t *loop;
     struct MHD_Daemon *mhd;
     int listen_fd;
-    char path[108];
+    char path[sizeof((struct sockaddr_un *)0)->sun_path]; /* checked against it in avo_http_start */
     uv_poll_t poll;
     uv_timer_t timer;
     avo_http_handler handler;

@@ -13,6 +13,7 @@
 #define AVO_LLM_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +25,7 @@ typedef struct {
     char base_url[512]; /* "https://api.openai.com/v1", "https://api.anthropic.com", "http://127.0.0.1:8000/v1" */
     char model[128];
     char key_env[128];          /* the key is read from this environment variable, */
-    char key_file[512];         /* or from this file (mode 0600 or stricter, owned by us) */
+    char key_file[PATH_MAX];    /* or from this file (mode 0600 or stricter, owned by us) */
     double temperature;         /* < 0: the provider's default */
     int max_tokens;             /* output tokens per response */
     double timeout_s;           /* per request */

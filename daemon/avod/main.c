@@ -380,11 +380,14 @@ static int load_providers(const char *path, avo_llm_provider **out, int *n, char
 
 static int take_lock(const char *home, int *fd_out, char *err, size_t errlen)
 {
-    char path[AVO_CFG_STRLEN + 32];
-    snprintf(path, sizeof path, "%s/avod.lock", home);
+    char path[PATH_MAX];
+    if (avo_paths_join(path, sizeof path, home, "avod.lock") < 0) {
+        snprintf(err, errlen, "path too long: %.200s.../avod.lock", home);
+        return -ENAMETOOLONG;
+    }
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open %.1500s: %s", path, strerror(errno));
         return -errno;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {

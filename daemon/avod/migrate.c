@@ -3,12 +3,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "avo_file.h"
 #include "avo_log.h"
+#include "avo_paths.h"
 
 /* An arbitrary constant shared by every avod: the migration lock. */
 #define AVO_MIGRATE_LOCK 7306142
@@ -129,8 +131,11 @@ static int apply_migration(PGconn *conn, const char *sql_dir, const migration *m
     PQclear(r);
     if (done)
         return 0;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", sql_dir, m->name);
+    char path[PATH_MAX];
+    if (avo_paths_join(path, sizeof path, sql_dir, m->name) < 0) {
+        snprintf(err, errlen, "path too long: %.200s.../%s", sql_dir, m->name);
+        return -ENAMETOOLONG;
+    }
     char *sql = avo_file_read(path, NULL);
     if (!sql) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));

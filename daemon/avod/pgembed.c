@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,12 +17,12 @@
 #include <unistd.h>
 
 #include "avo_log.h"
+#include "avo_paths.h"
 
 static int is_exec(const char *dir, const char *prog)
 {
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, prog);
-    return access(p, X_OK) == 0;
+    char p[PATH_MAX];
+    return avo_paths_join(p, sizeof p, dir, prog) == 0 && access(p, X_OK) == 0;
 }
 
 int avo_pgembed_find_bindir(char *out, size_t len)
@@ -34,9 +35,10 @@ int avo_pgembed_find_bindir(char *out, size_t len)
         while ((e = readdir(d))) {
             char *end;
             long v = strtol(e->d_name, &end, 10);
-            char dir[512];
-            snprintf(dir, sizeof dir, "/usr/lib/postgresql/%s/bin", e->d_name);
-            if (*end == 0 && v > best && is_exec(dir, "initdb") && is_exec(dir, "pg_ctl"))
+            char dir[PATH_MAX];
+            int n = snprintf(dir, sizeof dir, "/usr/lib/postgresql/%s/bin", e->d_name);
+            if (n > 0 && (size_t)n < sizeof dir && *end == 0 && v > best && is_exec(dir, "initdb") &&
+                is_exec(dir, "pg_ctl"))
                 best = (int)v;
         }
         closedir(d);
@@ -153,8 +155,14 @@ static int check_reachable(const avo_pgembed *pg, char *err, size_t errlen)
 
 static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
 {
-    char dsn[1400];
-    snprintf(dsn, sizeof dsn, "host=%s dbname=postgres user=avo connect_timeout=10", pg->rundir);
+    char dsn[sizeof pg->dsn];
+    int n = snprintf(dsn, sizeof dsn, "host=%s dbname=postgres user=avo connect_timeout=10", pg->rundir);
+    if (n < 0 || (size_t)n >= sizeof dsn ||
+        (n = snprintf(pg->dsn, sizeof pg->dsn, "host=%s dbname=avo user=avo", pg->rundir)) < 0 ||
+        (size_t)n >= sizeof pg->dsn) {
+        snprintf(err, errlen, "socket directory path too long for a connection string: %.200s...", pg->rundir);
+        return -ENAMETOOLONG;
+    }
     PGconn *c = PQconnectdb(dsn);
     if (PQstatus(c) != CONNECTION_OK) {
         snprintf(err, errlen, "cannot connect to the embedded PostgreSQL at %s: %s", pg->rundir, PQerrorMessage(c));
@@ -174,7 +182,6 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
         PQclear(r);
     }
     PQfinish(c);
-    snprintf(pg->dsn, sizeof pg->dsn, "host=%s dbname=avo user=avo", pg->rundir);
     return rc;
 }
 
@@ -184,9 +191,12 @@ static int ensure_database(avo_pgembed *pg, char *err, size_t errlen)
  * same socket directory and no TCP listener. Rewritten on every start. */
 static int write_server_conf(const avo_pgembed *pg, char *err, size_t errlen)
 {
-    char path[1300], main_conf[1300], line[1500];
-    snprintf(path, sizeof path, "%s/avo.conf", pg->datadir);
-    snprintf(main_conf, sizeof main_conf, "%s/postgresql.conf", pg->datadir);
+    char path[PATH_MAX], main_conf[PATH_MAX], line[1500];
+    if (avo_paths_join(path, sizeof path, pg->datadir, "avo.conf") < 0 ||
+        avo_paths_join(main_conf, sizeof main_conf, pg->datadir, "postgresql.conf") < 0) {
+        snprintf(err, errlen, "data directory path too long: %.200s...", pg->datadir);
+        return -ENAMETOOLONG;
+    }
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -230,10 +240,13 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
                       size_t errlen)
 {
     memset(pg, 0, sizeof *pg);
-    snprintf(pg->home, sizeof pg->home, "%s/pg", home);
-    snprintf(pg->datadir, sizeof pg->datadir, "%s/data", pg->home);
-    snprintf(pg->rundir, sizeof pg->rundir, "%s/run", pg->home);
-    snprintf(pg->logfile, sizeof pg->logfile, "%s/postgresql.log", pg->home);
+    if (avo_paths_join(pg->home, sizeof pg->home, home, "pg") < 0 ||
+        avo_paths_join(pg->datadir, sizeof pg->datadir, pg->home, "data") < 0 ||
+        avo_paths_join(pg->rundir, sizeof pg->rundir, pg->home, "run") < 0 ||
+        avo_paths_join(pg->logfile, sizeof pg->logfile, pg->home, "postgresql.log") < 0) {
+        snprintf(err, errlen, "state directory path too long for the embedded PostgreSQL: %.200s...", home);
+        return -ENAMETOOLONG;
+    }
 
     if (bindir && *bindir)
         snprintf(pg->bindir, sizeof pg->bindir, "%s", bindir);
@@ -276,11 +289,14 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
     if (geteuid() == 0 && (rc = check_reachable(pg, err, errlen)) < 0)
         return rc;
 
-    char pgver[1200];
-    snprintf(pgver, sizeof pgver, "%s/PG_VERSION", pg->datadir);
-    char initdb[1100], pg_ctl[1100];
-    snprintf(initdb, sizeof initdb, "%s/initdb", pg->bindir);
-    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+    char pgver[PATH_MAX], initdb[PATH_MAX], pg_ctl[PATH_MAX];
+    if (avo_paths_join(pgver, sizeof pgver, pg->datadir, "PG_VERSION") < 0 ||
+        avo_paths_join(initdb, sizeof initdb, pg->bindir, "initdb") < 0 ||
+        avo_paths_join(pg_ctl, sizeof pg_ctl, pg->bindir, "pg_ctl") < 0) {
+        snprintf(err, errlen, "path too long for the embedded PostgreSQL: %.200s... or %.200s...", pg->datadir,
+                 pg->bindir);
+        return -ENAMETOOLONG;
+    }
 
     if (access(pgver, F_OK) != 0) {
         avo_info("pg", "creating the embedded PostgreSQL cluster in %s (as %s)", pg->datadir, pg->os_user);
@@ -314,9 +330,11 @@ int avo_pgembed_start(avo_pgembed *pg, const char *home, const char *bindir, con
 
 int avo_pgembed_running(const avo_pgembed *pg, long *pid)
 {
-    char path[1200], line[64] = "";
-    snprintf(path, sizeof path, "%s/postmaster.pid", pg->datadir);
+    char path[PATH_MAX], line[64] = "";
     *pid = 0;
+    /* avo_pgembed_start joined datadir's files already: this one fits. */
+    if (avo_paths_join(path, sizeof path, pg->datadir, "postmaster.pid") < 0)
+        return 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return 0; /* no lock file: the server was shut down */
@@ -361,8 +379,11 @@ int avo_pgembed_restart_begin(avo_pgembed *pg, char *err, size_t errlen)
     int rc = write_server_conf(pg, err, errlen);
     if (rc < 0)
         return rc;
-    char pg_ctl[1100];
-    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+    char pg_ctl[PATH_MAX];
+    if (avo_paths_join(pg_ctl, sizeof pg_ctl, pg->bindir, "pg_ctl") < 0) {
+        snprintf(err, errlen, "path too long: %.200s.../pg_ctl", pg->bindir);
+        return -ENAMETOOLONG;
+    }
     /* -w: pg_ctl exits when the server accepts connections, after any
      * crash recovery; a recovery longer than -t leaves it running, which
      * the supervisor sees on its next look. */
@@ -400,8 +421,11 @@ int avo_pgembed_stop(avo_pgembed *pg)
     }
     if (!pg->started_by_us)
         return 0;
-    char pg_ctl[1100];
-    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", pg->bindir);
+    char pg_ctl[PATH_MAX];
+    if (avo_paths_join(pg_ctl, sizeof pg_ctl, pg->bindir, "pg_ctl") < 0) {
+        avo_warn("pg", "%s/pg_ctl: path too long; the embedded PostgreSQL is left running", pg->bindir);
+        return -ENAMETOOLONG;
+    }
     char *argv[] = {pg_ctl, "-D", pg->datadir, "-m", "fast", "-w", "-t", "60", "stop", NULL};
     int rc = run_tool(pg, argv, 1);
     if (rc < 0)

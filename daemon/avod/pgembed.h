@@ -7,15 +7,16 @@
 #ifndef AVO_PGEMBED_H
 #define AVO_PGEMBED_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 typedef struct {
-    char home[1024];
-    char datadir[1100];
-    char rundir[1100];
-    char logfile[1100];
-    char bindir[1024];
+    char home[PATH_MAX];
+    char datadir[PATH_MAX];
+    char rundir[PATH_MAX];
+    char logfile[PATH_MAX];
+    char bindir[PATH_MAX];
     char os_user[64]; /* server's OS user when avod runs as root */
     uid_t uid;
     gid_t gid;

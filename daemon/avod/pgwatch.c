@@ -135,7 +135,7 @@ static void check_start(avo_pgwatch *w)
     }
     char why[1300];
     if (rc <= -1000)
-        snprintf(why, sizeof why, "pg_ctl start exited with status %d; see %s", -rc - 1000, w->pg->logfile);
+        snprintf(why, sizeof why, "pg_ctl start exited with status %d; see %.900s", -rc - 1000, w->pg->logfile);
     else
         snprintf(why, sizeof why, "pg_ctl start: %s", strerror(-rc));
     retry_later(w, why);

@@ -2,6 +2,7 @@
 #include "pin.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,18 @@
 #include "avo_file.h"
 #include "avo_hash.h"
 #include "avo_package.h"
+#include "avo_paths.h"
 #include "srcdiff.h"
 
 /* A file of the package as text; NULL with err naming the path. */
 static char *read_text(const char *dir, const char *name, char *err, size_t errlen)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char path[PATH_MAX];
+    if (avo_paths_join(path, sizeof path, dir, name) < 0) {
+        snprintf(err, errlen, "path too long: %.200s.../%.100s", dir, name);
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
     size_t len = 0;
     char *t = avo_file_read(path, &len);
     if (!t)
@@ -99,7 +105,7 @@ json_t *avo_pin_diff(const char *kernels_dir, const json_t *pin, char *err, size
     const char *pj_text = json_string_value(json_object_get(pin, "problem_json"));
     const char *seed_text = json_string_value(json_object_get(pin, "seed_text"));
     const json_t *pinned = json_object_get(pin, "files");
-    char dir[2048] = "", why[1024] = "", hash[AVO_SHA256_HEX];
+    char dir[PATH_MAX] = "", why[1024] = "", hash[AVO_SHA256_HEX];
     avo_problem p;
     int loaded = 0;
     json_t *out = NULL, *disk = NULL, *pj = pj_text ? json_loads(pj_text, 0, NULL) : NULL;

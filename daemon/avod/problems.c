@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "avo_package.h"
+#include "avo_paths.h"
 #include "avo_problem.h"
 
 typedef struct {
@@ -57,9 +59,12 @@ static int is_dir(const char *path)
  * leaf); names avo_problem_resolve would refuse are skipped. */
 static int walk(const char *root, const char *rel, int depth, name_list *out)
 {
-    char dir[4096], path[4400];
-    snprintf(dir, sizeof dir, "%s%s%s", root, *rel ? "/" : "", rel);
-    snprintf(path, sizeof path, "%s/problem.json", dir);
+    char dir[PATH_MAX], path[PATH_MAX];
+    /* A directory whose path does not fit is skipped, as one whose name
+     * avo_problem_resolve would refuse. */
+    if (avo_paths_join(dir, sizeof dir, *rel ? root : "", *rel ? rel : root) < 0 ||
+        avo_paths_join(path, sizeof path, dir, "problem.json") < 0)
+        return 0;
     if (*rel && access(path, F_OK) == 0)
         return names_add(out, rel);
     if (depth >= AVO_PROBLEMS_MAX_DEPTH)
@@ -70,13 +75,14 @@ static int walk(const char *root, const char *rel, int depth, name_list *out)
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(d))) {
-        char sub[1024];
+        char sub[PATH_MAX];
         if (e->d_name[0] == '.' || strspn(e->d_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                      "0123456789_-.") != strlen(e->d_name))
             continue;
         if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub)
             continue;
-        snprintf(path, sizeof path, "%s/%s", root, sub);
+        if (avo_paths_join(path, sizeof path, root, sub) < 0)
+            continue;
         if (is_dir(path))
             rc = walk(root, sub, depth + 1, out);
     }
@@ -145,11 +151,12 @@ json_t *avo_problems_list(const char *kernels_dir)
         goto fail;
     qsort(l.names, l.n, sizeof *l.names, by_name);
     for (size_t i = 0; i < l.n; i++) {
-        char dir[4400], err[1024];
+        char dir[PATH_MAX], err[1024];
         avo_problem p;
-        snprintf(dir, sizeof dir, "%s/%s", kernels_dir, l.names[i]);
         json_t *row;
-        if (avo_problem_load(&p, dir, err, sizeof err) < 0) {
+        if (avo_paths_join(dir, sizeof dir, kernels_dir, l.names[i]) < 0) {
+            row = json_pack("{s:s,s:s}", "name", l.names[i], "error", "path too long");
+        } else if (avo_problem_load(&p, dir, err, sizeof err) < 0) {
             row = json_pack("{s:s,s:s}", "name", l.names[i], "error", err);
         } else {
             row = summary(&p, l.names[i]);
@@ -224,7 +231,7 @@ void avo_problems_suggest(const char *kernels_dir, const char *name, char *out, 
 
 int avo_problems_get(const char *kernels_dir, const char *name, json_t **out, char *err, size_t errlen)
 {
-    char dir[4400];
+    char dir[PATH_MAX];
     avo_problem p;
     json_t *files = NULL, *spaces = NULL;
     *out = NULL;

@@ -2,6 +2,7 @@
 #include "seedcheck.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "avo_list.h"
+#include "avo_paths.h"
 
 #define CHECK_TIMEOUT_MS (180 * 1000)
 /* A disassembly is capped at 2 MiB by the worker; JSON escaping adds to it. */
@@ -24,7 +26,7 @@ struct check {
     int open_handles;
     int exited, eof, timed_out;
     int64_t exit_status;
-    char path[4200];
+    char path[PATH_MAX];
     char *buf;
     size_t len;
     avo_seedcheck_cb cb;
@@ -131,7 +133,10 @@ int avo_seedcheck_start(uv_loop_t *loop, const char *worker_bin, const char *cac
     if (!c)
         return -ENOMEM;
     const char *tmp = getenv("TMPDIR");
-    snprintf(c->path, sizeof c->path, "%s/avo-seed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (avo_paths_join(c->path, sizeof c->path, tmp && *tmp ? tmp : "/tmp", "avo-seed-XXXXXX") < 0) {
+        free(c);
+        return -ENAMETOOLONG;
+    }
     int fd = mkstemp(c->path);
     if (fd < 0) {
         free(c);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -100,7 +101,7 @@ static int own_group(int h, char *out, size_t outlen)
 /* The directory of the calling process's group in hierarchy h. */
 static int own_dir(int h, char *out, size_t outlen)
 {
-    char mnt[1024], root[1024], grp[1024];
+    char mnt[PATH_MAX], root[PATH_MAX], grp[PATH_MAX];
     int rc;
     if ((rc = find_mount(h, mnt, sizeof mnt, root, sizeof root)) || (rc = own_group(h, grp, sizeof grp)))
         return rc;
@@ -147,6 +148,8 @@ static int exists_at(int dir, const char *file)
 /* Make the directory `path` a group of hierarchy h in cg. */
 static int add_dir(avo_cgroup *cg, int h, const char *path)
 {
+    if (strlen(path) >= sizeof cg->path[h])
+        return -ENAMETOOLONG; /* a group we could not name again to remove it */
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
         return -errno;
     int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -191,14 +194,15 @@ int avo_cgroup_create(avo_cgroup *cg, const char *name, long pids_max, char *why
     }
     char first_err[300] = "";
     for (int h = 0; h < AVO_CG_NHIER; h++) {
-        char parent[600], path[900];
+        char parent[PATH_MAX], path[PATH_MAX];
         int rc = own_dir(h, parent, sizeof parent);
         if (rc == 0) {
             /* pids under v2: only where our own group already hands the
              * controller to its children (we never move processes around
              * to make that possible). */
-            snprintf(path, sizeof path, "%s/%s", parent, name);
-            rc = add_dir(cg, h, path);
+            /* Not avo_paths_join: the CUDA harness links this file without avo_paths.c. */
+            int n = snprintf(path, sizeof path, "%s/%s", parent, name);
+            rc = n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : add_dir(cg, h, path);
         }
         if (rc && rc != -ENOENT && !first_err[0])
             snprintf(first_err, sizeof first_err, "%s hierarchy (%.200s): %s",
@@ -228,8 +232,9 @@ int avo_cgroup_create_child(const avo_cgroup *parent, const char *name, avo_cgro
         int h = want[i];
         if (parent->dir[h] < 0)
             continue;
-        char path[1100];
-        if (snprintf(path, sizeof path, "%s/%s", parent->path[h], name) >= (int)sizeof path) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof path, "%s/%s", parent->path[h], name);
+        if (n < 0 || (size_t)n >= sizeof path) {
             snprintf(why, wl, "group path too long");
             avo_cgroup_destroy(cg);
             return -ENAMETOOLONG;

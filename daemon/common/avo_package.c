@@ -2,12 +2,14 @@
 #include "avo_package.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "avo_file.h"
+#include "avo_paths.h"
 
 static int add_name(const char **names, int n, int max, const char *name)
 {
@@ -60,8 +62,12 @@ int avo_package_manifest(const char *dir, const json_t *problem_json, int strict
     json_t *m = json_object();
     int rc = m ? 0 : -ENOMEM;
     for (int i = 0; i < n && rc == 0; i++) {
-        char path[4400], sha[AVO_SHA256_HEX];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        char path[PATH_MAX], sha[AVO_SHA256_HEX];
+        if (avo_paths_join(path, sizeof path, dir, names[i]) < 0) {
+            snprintf(err, errlen, "path too long: %.200s.../%.100s", dir, names[i]);
+            rc = -ENAMETOOLONG;
+            break;
+        }
         int frc = file_sha(path, sha);
         if (frc == 0) {
             json_object_set_new(m, names[i], json_string(sha));

@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <jansson.h>
 
 #include "avo_file.h"
+#include "avo_paths.h"
 #include "avo_problem.h"
 #include "devices.h"
 #include "evaluate.h"
@@ -219,9 +221,12 @@ static int compile_step(report *r, const avo_evaluate_opts *base, const avo_prob
 
 static int compile_file(report *r, const avo_evaluate_opts *o, const avo_problem *p, const char *file, int trusted)
 {
-    char path[4400];
+    char path[PATH_MAX];
     size_t len = 0;
-    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    if (avo_paths_join(path, sizeof path, p->dir, file) < 0) {
+        step(r, "FAIL", "compile", "%s: path too long under %s", file, p->dir);
+        return 0;
+    }
     char *src = avo_file_read(path, &len);
     if (!src) {
         step(r, "FAIL", "compile", "%s: cannot read %s: %s", file, path, strerror(errno));
@@ -237,12 +242,15 @@ static int compile_file(report *r, const avo_evaluate_opts *o, const avo_problem
 static void check_seed(report *r, const avo_evaluate_opts *o, const avo_problem *p, long max, uint64_t sample_seed,
                        const char *no_gpu)
 {
-    char path[4400];
+    char path[PATH_MAX];
     size_t len = 0;
     int64_t *pts = NULL;
     long n = 0;
     char *ok = NULL, *src = NULL, *rendered = NULL;
-    snprintf(path, sizeof path, "%s/%s", p->dir, p->seed);
+    if (avo_paths_join(path, sizeof path, p->dir, p->seed) < 0) {
+        step(r, "FAIL", "compile", "%s: path too long under %s", p->seed, p->dir);
+        return;
+    }
     if (!(src = avo_file_read(path, &len))) {
         step(r, "FAIL", "compile", "%s: cannot read %s: %s", p->seed, path, strerror(errno));
         return;
@@ -344,7 +352,7 @@ typedef struct {
     uint64_t sample_seed;
     int no_eval;
     avo_evaluate_opts o;
-    char cache[4096], harness[4096];
+    char cache[PATH_MAX], harness[PATH_MAX];
 } check_args;
 
 /* The options whose value is a number to check. Returns 1 when `a` is one
@@ -447,8 +455,11 @@ static void check_package(check_args *c, report *r)
     const char *dir = c->dir;
     char err[1024], nogpu[600];
     avo_problem p;
-    char pj[4200];
-    snprintf(pj, sizeof pj, "%s/problem.json", dir);
+    char pj[PATH_MAX];
+    if (avo_paths_join(pj, sizeof pj, dir, "problem.json") < 0) {
+        step(r, "FAIL", "load", "%s: path too long", dir);
+        return;
+    }
     if (access(pj, F_OK) != 0) {
         step(r, "FAIL", "load",
              "%s is not a problem package: %s: %s (`avoctl problem new DIR --target cpu|cuda` "

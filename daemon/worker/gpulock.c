@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -88,7 +89,7 @@ static int open_lock(const char *dir, const char *key, char *path, size_t plen, 
 
 int avo_gpulock_check(const char *dir, const char *key, char *err, size_t errlen)
 {
-    char path[4096];
+    char path[PATH_MAX];
     int fd = open_lock(dir, key, path, sizeof path, err, errlen);
     if (fd < 0)
         return fd;
@@ -99,7 +100,7 @@ int avo_gpulock_check(const char *dir, const char *key, char *err, size_t errlen
 int avo_gpulock_take(const char *dir, const char *key, int (*should_cancel)(void *), void *arg, double *waited_s,
                      char *err, size_t errlen)
 {
-    char path[4096];
+    char path[PATH_MAX];
     *waited_s = 0;
     int fd = open_lock(dir, key, path, sizeof path, err, errlen);
     if (fd < 0)

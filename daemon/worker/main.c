@@ -94,8 +94,10 @@ static void on_stop(int sig)
 
 static int read_dsn(const char *home, char *out, size_t len)
 {
-    char path[AVO_CFG_STRLEN + 16];
-    snprintf(path, sizeof path, "%s/avod.dsn", home);
+    char path[PATH_MAX];
+    int rc = avo_paths_join(path, sizeof path, home, "avod.dsn");
+    if (rc < 0)
+        return rc;
     FILE *f = fopen(path, "r");
     if (!f)
         return -errno;
@@ -236,7 +238,12 @@ static int resolve_database(worker_settings *s)
                     s->home);
             return 1;
         }
-        if (read_dsn(s->home, s->db, sizeof s->db) < 0) {
+        int rc = read_dsn(s->home, s->db, sizeof s->db);
+        if (rc == -ENAMETOOLONG) {
+            fprintf(stderr, "avo-worker: %s/avod.dsn: path too long; pass --db\n", s->home);
+            return 1;
+        }
+        if (rc < 0) {
             fprintf(stderr, "avo-worker: %s/avod.dsn is missing: start avod first, or pass --db\n", s->home);
             return 1;
         }
@@ -254,11 +261,11 @@ static int resolve_paths(worker_settings *s)
     }
     if (!*s->harness) {
         char dir[PATH_MAX];
-        if (avo_paths_exe_dir(dir, sizeof dir) < 0 || strlen(dir) + 13 >= sizeof s->harness) {
+        if (avo_paths_exe_dir(dir, sizeof dir) < 0 ||
+            avo_paths_join(s->harness, sizeof s->harness, dir, "avo-harness") < 0) {
             fprintf(stderr, "avo-worker: cannot locate avo-harness; pass --harness\n");
             return 1;
         }
-        strcat(strcpy(s->harness, dir), "/avo-harness");
     }
     if (access(s->harness, X_OK) < 0) {
         fprintf(stderr, "avo-worker: harness %s is not executable: %s\n", s->harness, strerror(errno));

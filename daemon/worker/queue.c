@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -78,7 +79,7 @@ static void *warm_main(void *arg)
 {
     warm_job *j = arg;
     for (int i = 0; i < j->n; i++) {
-        char dir[2048], err[1024];
+        char dir[PATH_MAX], err[1024];
         avo_problem p;
         if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
             avo_problem_load(&p, dir, err, sizeof err) != 0)
@@ -115,7 +116,7 @@ static void reap_orphans(void)
     const pid_t self = getpid();
     struct dirent *e;
     while ((e = readdir(d))) {
-        char path[300], buf[512];
+        char path[PATH_MAX], buf[512];
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
         snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
@@ -470,10 +471,14 @@ static int heartbeat(void *arg)
 /* avo-canary (beside the harness) on this worker's GPU: 0 when healthy. */
 static int run_canary(worker *w)
 {
-    char path[4200], idx[16], err[256];
+    char path[PATH_MAX], idx[16], err[256];
     const char *slash = strrchr(w->o->harness, '/');
-    snprintf(path, sizeof path, "%.*s/avo-canary", slash ? (int)(slash - w->o->harness) : 1,
-             slash ? w->o->harness : ".");
+    int n = snprintf(path, sizeof path, "%.*s/avo-canary", slash ? (int)(slash - w->o->harness) : 1,
+                     slash ? w->o->harness : ".");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        avo_warn("worker", "canary on GPU %d: the path beside %s is too long", w->o->gpu_index, w->o->harness);
+        return -ENAMETOOLONG;
+    }
     snprintf(idx, sizeof idx, "0");
     char *argv[] = {path, idx, NULL};
     avo_sandbox_opts so = {.argv = argv, .cwd = "/", .timeout_s = 60, .no_as_limit = 1, .out_cap = 1024};
@@ -684,7 +689,7 @@ static void claim_options(const PGresult *claim, avo_evaluate_opts *eo)
  * lease meanwhile). Returns the result, a failed one when it could not run. */
 static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ctx *lc)
 {
-    char dir[2048], err[1024];
+    char dir[PATH_MAX], err[1024];
     avo_problem p;
     json_t *result = NULL;
     if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, sizeof err) != 0 ||
@@ -931,7 +936,7 @@ static int run_profile(worker *w)
     avo_log_fields(AVO_LOG_INFO, "worker", &lc, "profile %s: candidate %s, problem %s, config %s, attempt %s", id,
                    PQgetvalue(r, 0, 2), problem, config ? config : "(counters.configs)", PQgetvalue(r, 0, 6));
     set_state(w, "busy");
-    char dir[2048], err[1024];
+    char dir[PATH_MAX], err[1024];
     avo_problem p;
     json_t *res = NULL;
     if (avo_problem_resolve(w->o->kernels, problem, dir, sizeof dir, err, sizeof err) < 0 ||

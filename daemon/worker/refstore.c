@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,16 @@
 #include <unistd.h>
 
 #include "avo_file.h"
+#include "avo_paths.h"
 #include "daemon/harness/refcache.h"
 
 int avo_refstore_open(const char *cache_dir, char *err, size_t errlen)
 {
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/ref", cache_dir);
+    char dir[PATH_MAX];
+    if (avo_paths_join(dir, sizeof dir, cache_dir, "ref") < 0) {
+        snprintf(err, errlen, "the reference cache: path too long: %.200s.../ref", cache_dir);
+        return -ENAMETOOLONG;
+    }
     int rc = avo_file_mkdirs(dir, 0700, NULL, 0);
     if (rc != 0) {
         int e = -rc;

@@ -1,6 +1,7 @@
 /* A job's pinned package: the manifest and its hash (avo_package), the pin
  * made at submission and its diff against the disk (daemon/avod/pin). */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +153,24 @@ static void test_manifest(void **state)
     remove_dir(dir);
 }
 
+/* A package directory near PATH_MAX: its files' paths do not fit, and
+ * that is the error (strict or not), not a manifest of truncated paths. */
+static void test_manifest_long_path(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], err[600] = "";
+    memset(dir, 'd', sizeof dir - 8);
+    dir[0] = '/';
+    dir[sizeof dir - 8] = 0;
+    json_t *pj = json_pack("{s:s,s:s}", "reference", "reference.c", "seed", "seed.c"), *m = NULL;
+    for (int strict = 0; strict < 2; strict++) {
+        assert_int_equal(avo_package_manifest(dir, pj, strict, &m, err, sizeof err), -ENAMETOOLONG);
+        assert_null(m);
+        assert_non_null(strstr(err, "path too long"));
+    }
+    json_decref(pj);
+}
+
 static void test_pin_and_diff(void **state)
 {
     (void)state;
@@ -204,7 +223,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_files),    cmocka_unit_test(test_hash),         cmocka_unit_test(test_changes),
-        cmocka_unit_test(test_manifest), cmocka_unit_test(test_pin_and_diff),
+        cmocka_unit_test(test_manifest), cmocka_unit_test(test_pin_and_diff), cmocka_unit_test(test_manifest_long_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

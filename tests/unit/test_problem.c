@@ -2,6 +2,7 @@
  * "FILE: FIELD: reason"; knobs, rendering and name resolution. Run from the
  * repository root. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -595,6 +596,25 @@ static void test_resolve(void **state)
     assert_non_null(strstr(err, "unknown problem 'cpu/nope'"));
 }
 
+/* A directory name near PATH_MAX: the path of its problem.json does not
+ * fit, and that is the error, not a load of a truncated path. */
+static void test_long_paths(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], out[PATH_MAX], err[512];
+    memset(dir, 'd', sizeof dir - 6);
+    dir[0] = '/';
+    dir[sizeof dir - 6] = 0; /* dir + "/problem.json" is over PATH_MAX */
+    avo_problem p;
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), -ENAMETOOLONG);
+    assert_non_null(strstr(err, "path too long"));
+    assert_non_null(strstr(err, "/problem.json"));
+    /* resolve: the package directory fits, its problem.json does not */
+    dir[sizeof dir - 12] = 0;
+    assert_int_equal(avo_problem_resolve(dir, "cpu/x", out, sizeof out, err, sizeof err), -ENAMETOOLONG);
+    assert_non_null(strstr(err, "path too long"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,7 +623,7 @@ int main(void)
         cmocka_unit_test(test_knobs_and_render),  cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
         cmocka_unit_test(test_counters_configs),  cmocka_unit_test(test_screen),
-        cmocka_unit_test(test_config_index),
+        cmocka_unit_test(test_config_index),      cmocka_unit_test(test_long_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
