@@ -55,7 +55,8 @@ CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(B
 # (shared libcudart, as the candidates use, so one runtime serves both).
 HARNESS_CUDA_SRC := $(wildcard daemon/harness/*.c) daemon/common/avo_nvml.c daemon/common/avo_cgroup.c \
                     daemon/common/avo_phases.c \
-                    daemon/common/avo_utf8.c daemon/common/avo_hash.c daemon/common/avo_file.c
+                    daemon/common/avo_utf8.c daemon/common/avo_hash.c daemon/common/avo_file.c \
+                    daemon/common/avo_paths.c
 HARNESS_CUDA_OBJ := $(patsubst %.c,$(BUILD)/obj-cuda/%.o,$(HARNESS_CUDA_SRC)) $(BUILD)/obj-cuda/daemon/gpu/avo_cupti.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_gate.o $(BUILD)/obj-cuda/daemon/gpu/avo_fill.o \
                     $(BUILD)/obj-cuda/daemon/gpu/avo_compare.o
@@ -115,18 +116,19 @@ $(BUILD)/obj/empty.o:
 	@mkdir -p $(dir $@)
 	echo 'typedef int avo_empty_unit;' | $(CC) -x c -c - -o $@
 
-ALL_LIBS := $(LIB_AVOD) $(LIB_WORKER) $(LIB_HARNESS) $(LIB_CLIENT) $(LIB_COMMON) $(LIB_PROTO)
+# proto/ uses daemon/common (avo_paths_join), so libavoproto comes first.
+ALL_LIBS := $(LIB_AVOD) $(LIB_WORKER) $(LIB_HARNESS) $(LIB_CLIENT) $(LIB_PROTO) $(LIB_COMMON)
 $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
-$(BUILD)/bin/avod: $(BUILD)/obj/daemon/avod/main.o $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
+$(BUILD)/bin/avod: $(BUILD)/obj/daemon/avod/main.o $(LIB_AVOD) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_AVOD)
-$(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_COMMON) $(LIB_PROTO)
+$(BUILD)/bin/avo-worker: $(BUILD)/obj/daemon/worker/main.o $(LIB_WORKER) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_WORKER)
-$(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO)
+$(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_COMMON) $(LIB_PROTO) $(LIBS_AVOD)
+	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_PROTO) $(LIB_COMMON) $(LIBS_AVOD)
 # The harness is the only process that runs candidate code: libc, jansson
 # and libcrypto (ChaCha20 for the input streams; of libavocommon it takes
 # the control-group, phase-timing and UTF-8 objects).

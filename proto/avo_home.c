@@ -1,7 +1,10 @@
 /* Where avo keeps its state ($AVO_HOME), one rule for avod and avoctl (avo_home.h). */
 #include "avo_home.h"
 
+#include "avo_paths.h"
+
 #include <errno.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +48,7 @@ int avo_home_default(char *out, size_t len)
 
 int avo_home_path(const char *name, char *out, size_t len)
 {
-    char home[4096];
+    char home[PATH_MAX];
     int rc = avo_home_default(home, sizeof home);
-    if (rc < 0)
-        return rc;
-    int n = snprintf(out, len, "%s/%s", home, name);
-    if (n < 0)
-        return -EINVAL;
-    return (size_t)n < len ? 0 : -ENAMETOOLONG;
+    return rc < 0 ? rc : avo_paths_join(out, len, home, name);
 }

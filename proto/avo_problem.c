@@ -1,5 +1,7 @@
 /* Problem packages (problem.json): loading, validation, sizes, knobs, rendering (avo_problem.h). */
 #include "avo_problem.h"
+
+#include "avo_paths.h"
 #include "avo_policy_rules.h"
 
 #include <ctype.h>
@@ -62,19 +64,13 @@ static int errf(ctx *c, const char *field, const char *fmt, ...)
     return -EINVAL;
 }
 
-/* dir/name into out, a PATH_MAX buffer: 0, or -ENAMETOOLONG with err (if
- * any) naming the path, never a truncated path that names another file.
- * avo_paths_join's rule, written here because proto/ links without
- * daemon/common (the CUDA harness takes libavoproto alone). */
+/* avo_paths_join, with err (if any) naming the path that is too long. */
 static int join_path(char *out, size_t outlen, const char *dir, const char *name, char *err, size_t errlen)
 {
-    int n = snprintf(out, outlen, "%s/%s", dir, name);
-    if (n >= 0 && (size_t)n < outlen)
-        return 0;
-    out[0] = 0;
-    if (err && errlen)
+    int rc = avo_paths_join(out, outlen, dir, name);
+    if (rc && err && errlen)
         snprintf(err, errlen, "path too long (%zu bytes or more): %.200s.../%.100s", outlen, dir, name);
-    return -ENAMETOOLONG;
+    return rc;
 }
 
 static int is_ident(const char *s)
@@ -123,6 +119,39 @@ static int check_keys(ctx *c, const char *field, json_t *obj, const char *const 
             return errf(c, key, "unknown field '%s'", key);
         }
     }
+    return 0;
+}
+
+/* An optional object section ("timing", "policy", ...): 1 when absent, 0
+ * when it is an object with only the allowed keys, else the error (with
+ * not_object when it is no object). */
+static int open_section(ctx *c, const char *field, json_t *v, const char *const *keys, const char *not_object)
+{
+    if (!v)
+        return 1;
+    if (!json_is_object(v))
+        return errf(c, field, "%s", not_object);
+    return check_keys(c, field, v, keys);
+}
+
+/* what[i], one object of an array of named things (tensors, knobs): an
+ * object with only the allowed keys and a "name" that is an identifier,
+ * copied to name. field is left naming what[i].name for the caller's next
+ * message (a duplicate name). */
+static int named_item(ctx *c, const char *what, size_t i, json_t *item, const char *const *keys, char *name,
+                      size_t namelen, char *field, size_t fieldlen)
+{
+    snprintf(field, fieldlen, "%s[%zu]", what, i);
+    if (!json_is_object(item))
+        return errf(c, field, "must be an object");
+    int rc = check_keys(c, field, item, keys);
+    if (rc)
+        return rc;
+    snprintf(field, fieldlen, "%s[%zu].name", what, i);
+    if ((rc = copy_str(c, field, json_object_get(item, "name"), name, namelen, 1)))
+        return rc;
+    if (!is_ident(name))
+        return errf(c, field, "'%s' is not an identifier", name);
     return 0;
 }
 
@@ -229,17 +258,9 @@ static int parse_tensors(ctx *c, avo_problem *p, json_t *v)
         char field[96];
         avo_tensor_spec *ts = &p->tensors[i];
         p->ntensors = (int)i + 1;
-        snprintf(field, sizeof field, "tensors[%zu]", i);
-        if (!json_is_object(t))
-            return errf(c, field, "must be an object");
-        int rc = check_keys(c, field, t, keys);
+        int rc = named_item(c, "tensors", i, t, keys, ts->name, sizeof ts->name, field, sizeof field);
         if (rc)
             return rc;
-        snprintf(field, sizeof field, "tensors[%zu].name", i);
-        if ((rc = copy_str(c, field, json_object_get(t, "name"), ts->name, sizeof ts->name, 1)))
-            return rc;
-        if (!is_ident(ts->name))
-            return errf(c, field, "'%s' is not an identifier", ts->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(p->tensors[j].name, ts->name) == 0)
                 return errf(c, field, "duplicate tensor '%s'", ts->name);
@@ -528,17 +549,9 @@ static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
     {
         char field[96];
         avo_knob_spec *ks = &p->knobs[i];
-        snprintf(field, sizeof field, "knobs[%zu]", i);
-        if (!json_is_object(k))
-            return errf(c, field, "must be an object");
-        int rc = check_keys(c, field, k, keys);
+        int rc = named_item(c, "knobs", i, k, keys, ks->name, sizeof ks->name, field, sizeof field);
         if (rc)
             return rc;
-        snprintf(field, sizeof field, "knobs[%zu].name", i);
-        if ((rc = copy_str(c, field, json_object_get(k, "name"), ks->name, sizeof ks->name, 1)))
-            return rc;
-        if (!is_ident(ks->name))
-            return errf(c, field, "'%s' is not an identifier", ks->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(p->knobs[j].name, ks->name) == 0)
                 return errf(c, field, "duplicate knob '%s'", ks->name);
@@ -718,13 +731,9 @@ static int parse_screen(ctx *c, avo_problem *p, json_t *v)
 static int parse_validate(ctx *c, avo_problem *p, json_t *v)
 {
     static const char *const keys[] = {"sizes", NULL};
-    if (!v)
-        return 0;
-    if (!json_is_object(v))
-        return errf(c, "validate", "must be an object {\"sizes\": {...}}");
-    int rc = check_keys(c, "validate", v, keys);
+    int rc = open_section(c, "validate", v, keys, "must be an object {\"sizes\": {...}}");
     if (rc)
-        return rc;
+        return rc > 0 ? 0 : rc;
     json_t *sz = json_object_get(v, "sizes");
     if (!json_is_object(sz))
         return errf(c, "validate.sizes", sz ? "must be an object {\"NAME\": value}" : "missing");
@@ -761,8 +770,6 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
     return 0;
 }
 
-/* "roofline": {"gflops": X, "gbps": Y}: at least one, each > 0 and backed by
- * the matching formula, or the fraction could not be computed. */
 /* "policy": {"relax": {"RULE": "why", ...}}: the candidate-policy rules
  * (avo_policy_rules.h) this problem lifts, each with the reason written
  * down, so a relaxation is always documented where it is made. An unknown
@@ -770,13 +777,9 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
 static int parse_policy(ctx *c, avo_problem *p, json_t *v)
 {
     static const char *const keys[] = {"relax", NULL};
-    if (!v)
-        return 0;
-    if (!json_is_object(v))
-        return errf(c, "policy", "must be an object");
-    int rc = check_keys(c, "policy", v, keys);
+    int rc = open_section(c, "policy", v, keys, "must be an object");
     if (rc)
-        return rc;
+        return rc > 0 ? 0 : rc;
     json_t *relax = json_object_get(v, "relax");
     if (!relax)
         return 0;
@@ -806,16 +809,14 @@ static int parse_policy(ctx *c, avo_problem *p, json_t *v)
     return 0;
 }
 
+/* "roofline": {"gflops": X, "gbps": Y}: at least one, each > 0 and backed by
+ * the matching formula, or the fraction could not be computed. */
 static int parse_roofline(ctx *c, avo_problem *p, json_t *v)
 {
     static const char *const keys[] = {"gflops", "gbps", NULL};
-    if (!v)
-        return 0;
-    if (!json_is_object(v))
-        return errf(c, "roofline", "must be an object {\"gflops\": x, \"gbps\": y}");
-    int rc = check_keys(c, "roofline", v, keys);
+    int rc = open_section(c, "roofline", v, keys, "must be an object {\"gflops\": x, \"gbps\": y}");
     if (rc)
-        return rc;
+        return rc > 0 ? 0 : rc;
     json_t *g = json_object_get(v, "gflops"), *b = json_object_get(v, "gbps");
     if (!g && !b)
         return errf(c, "roofline", "needs \"gflops\" or \"gbps\"");

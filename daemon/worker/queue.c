@@ -61,6 +61,17 @@ typedef struct {
 
 static double now_s(void);
 
+/* What every evaluation of this worker shares: where it compiles, keeps
+ * state and scratch, and on which GPU; each caller adds its own. */
+static avo_evaluate_opts eval_opts(const avo_queue_opts *o, int with_harness)
+{
+    return (avo_evaluate_opts){.harness_path = with_harness ? o->harness : NULL,
+                               .cache_dir = o->cache_dir,
+                               .state_dir = o->state_dir,
+                               .scratch_root = o->scratch_root,
+                               .gpu_index = o->gpu_index};
+}
+
 typedef struct {
     const avo_queue_opts *o;
     atomic_int *done;
@@ -84,11 +95,8 @@ static void *warm_main(void *arg)
         if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
             avo_problem_load(&p, dir, err, sizeof err) != 0)
             continue;
-        avo_evaluate_opts eo = {.cache_dir = j->o->cache_dir,
-                                .state_dir = j->o->state_dir,
-                                .scratch_root = j->o->scratch_root,
-                                .timeout_s = j->o->timeout_s,
-                                .gpu_index = j->o->gpu_index};
+        avo_evaluate_opts eo = eval_opts(j->o, 0);
+        eo.timeout_s = j->o->timeout_s;
         double t0 = now_s();
         if (avo_evaluate_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
             avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->e[i].id,
@@ -701,18 +709,12 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
         avo_log_fields(AVO_LOG_WARN, "worker", lc, "evaluation %lld refused: %s", w->eval_id, err);
         result = unrun_result("package_mismatch", err);
     } else {
-        avo_evaluate_opts eo = {
-            .harness_path = w->o->harness,
-            .cache_dir = w->o->cache_dir,
-            .state_dir = w->o->state_dir,
-            .scratch_root = w->o->scratch_root,
-            .timeout_s = w->o->timeout_s,
-            .gpu_index = w->o->gpu_index,
-            .gpu_lock_dir = w->o->gpu_lock_dir,
-            .ref_cache_bytes = w->o->ref_cache_bytes,
-            .should_cancel = heartbeat,
-            .cancel_arg = w,
-        };
+        avo_evaluate_opts eo = eval_opts(w->o, 1);
+        eo.timeout_s = w->o->timeout_s;
+        eo.gpu_lock_dir = w->o->gpu_lock_dir;
+        eo.ref_cache_bytes = w->o->ref_cache_bytes;
+        eo.should_cancel = heartbeat;
+        eo.cancel_arg = w;
         claim_options(claim, &eo);
         if (avo_evaluate_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
                                    sizeof err) < 0) {
@@ -855,13 +857,10 @@ static int run_program(worker *w)
     avo_info("worker", "program %s (%s): compiling and running it", id, PQgetvalue(r, 0, 1));
     set_state(w, "busy");
     w->next_heartbeat = now_s() + 1;
-    avo_evaluate_opts eo = {.cache_dir = w->o->cache_dir,
-                            .state_dir = w->o->state_dir,
-                            .scratch_root = w->o->scratch_root,
-                            .gpu_index = w->o->gpu_index,
-                            .gpu_lock_dir = w->o->gpu_lock_dir,
-                            .should_cancel = program_tick,
-                            .cancel_arg = w};
+    avo_evaluate_opts eo = eval_opts(w->o, 0);
+    eo.gpu_lock_dir = w->o->gpu_lock_dir;
+    eo.should_cancel = program_tick;
+    eo.cancel_arg = w;
     json_t *res = NULL;
     char err[600];
     if (avo_evaluate_program(&eo, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &res, err,
@@ -947,17 +946,13 @@ static int run_profile(worker *w)
         res = json_pack("{s:s,s:s}", "outcome", "package_mismatch", "detail", err);
         avo_problem_free(&p);
     } else {
-        avo_evaluate_opts eo = {.harness_path = w->o->harness,
-                                .cache_dir = w->o->cache_dir,
-                                .state_dir = w->o->state_dir,
-                                .scratch_root = w->o->scratch_root,
-                                .timeout_s = w->o->timeout_s,
-                                .gpu_index = w->o->gpu_index,
-                                .gpu_lock_dir = w->o->gpu_lock_dir,
-                                .profile = 1,
-                                .profile_config = config,
-                                .should_cancel = profile_tick,
-                                .cancel_arg = w};
+        avo_evaluate_opts eo = eval_opts(w->o, 1);
+        eo.timeout_s = w->o->timeout_s;
+        eo.gpu_lock_dir = w->o->gpu_lock_dir;
+        eo.profile = 1;
+        eo.profile_config = config;
+        eo.should_cancel = profile_tick;
+        eo.cancel_arg = w;
         if (avo_evaluate_candidate(&eo, &p, PQgetvalue(r, 0, 5), (size_t)PQgetlength(r, 0, 5), &res, err, sizeof err) <
             0)
             res = json_pack("{s:s,s:s}", "outcome", "crash", "detail", err);
