@@ -19,7 +19,24 @@ ln -s "$ROOT/tests/fixtures/kernels/queue" "$K/queue"
 n_done() { psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $1 AND state = 'done'"; }
 job_state() { psql_avo "SELECT state FROM jobs WHERE id = $1"; }
 worker_state() { psql_avo "SELECT state FROM workers WHERE pid = $1"; }
-harness_running() { pgrep -f -- "avo-harness --runner" >/dev/null || pgrep -f -- "--deadline" >/dev/null; }
+# A harness (or its runner) among the processes this test's worker started:
+# other sessions on the machine may run harnesses of their own.
+under_worker() {  # PATTERN: a descendant of $W whose command line matches
+    ps -eo pid=,ppid=,args= | awk -v root="$W" -v pat="$1" '
+        { pid[NR] = $1; ppid[NR] = $2; $1 = ""; $2 = ""; args[NR] = $0 }
+        END {
+            mine[root] = 1
+            for (changed = 1; changed;) {
+                changed = 0
+                for (i = 1; i <= NR; i++)
+                    if ((ppid[i] in mine) && !(pid[i] in mine)) { mine[pid[i]] = 1; changed = 1 }
+            }
+            for (i = 1; i <= NR; i++)
+                if ((pid[i] in mine) && pid[i] != root && index(args[i], pat)) exit 0
+            exit 1
+        }'
+}
+harness_running() { under_worker "avo-harness --runner" || under_worker "--deadline"; }
 
 check "avod starts" start_avod --kernels "$K"
 
@@ -29,7 +46,7 @@ W=$WORKER_PID
 JOB=$(avoctl --json submit --problem queue/slow --evaluations 3 | jq -r .id)
 wait_for 60 'grep -q "evaluation [0-9]*: job $JOB," "$T/worker.log"'
 # Until the harness's runner is timing (a grandchild of the worker).
-wait_for 60 'pgrep -f -- "avo-harness --runner" >/dev/null'
+wait_for 60 'under_worker "avo-harness --runner"'
 sleep 1
 t0=$(date +%s.%N)
 check "avoctl cancel accepts the running job" avoctl cancel "$JOB"
@@ -56,7 +73,7 @@ check "the worker goes back to idle and stays registered" \
 # --- draining -----------------------------------------------------------------
 JOB=$(avoctl --json submit --problem cpu/sgemm --evaluations 4 | jq -r .id)
 wait_for 60 'grep -q "evaluation [0-9]*: job $JOB," "$T/worker.log"'
-wait_for 60 'pgrep -f -- "avo-harness --runner" >/dev/null'
+wait_for 60 'under_worker "avo-harness --runner"'
 kill -TERM "$W"
 check "after SIGTERM the registry shows the worker draining" \
     wait_for 10 '[ "$(worker_state $W)" = draining ]'
