@@ -22,269 +22,7 @@
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
-
-/* Empty round trips measured before the candidate is loaded; their minimum
- * is subtracted from every CPU sample. */
-#define PINGS 200
-/* What that calibration may set: well above the ~16 us measured on a busy
- * 2-core VM, far below any call worth timing. A host slower than this is
- * measured with this bound subtracted. */
-#define CPU_OVERHEAD_MAX 200e-6
-/* Largest problem validated against float64 without "validate" sizes. */
-#define VALIDATE_MAX_ELEMS (1 << 22)
-
-/* Why a check failed; decides the outcome. */
-enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHECK_FORGED, CHECK_FAULT, CHECK_IDLE };
-
-/* Checks of timed calls: each sampled call is checked afterwards with
- * probability q (avo_timing_check_rate: about as much reference time as call time,
- * never under CHECK_Q_MIN); a config's timing does not end before
- * CHECK_K_MIN such checks, and stops once CHECK_K_MAX were made where the
- * reference is expensive (q at its floor). */
-#define CHECK_Q_MIN 0.25
-#define CHECK_K_MIN 2
-#define CHECK_K_MAX 8
-/* The checked samples are a random subset of all: when even the fastest of
- * them is this much slower than the median of all, the calls that were not
- * checked ran faster than the ones that were (skipped work that the draw
- * happened to miss). An honest evaluation has each checked sample above
- * 1.5x its median only in a rare outlier, but on a loaded host a burst can
- * hold two of a few samples: a lane whose checked samples look so gets
- * checks until CHECK_K_JUDGE before it is judged (a skipping cheat meets a
- * skipped call in each further draw; a burst rarely covers four). */
-#define CONSISTENCY_FACTOR 1.5
-#define CHECK_K_JUDGE 4
-/* After a config's calls, the runner's group is let run this long with no
- * command; more CPU than IDLE_CPU_MAX in it is work left running outside a
- * call. */
-#define IDLE_PROBE_S 0.005
-#define IDLE_CPU_MAX 0.002
-/* Samples taken while the SM clock ran under this fraction of its maximum
- * (thermal or power throttling, a neighbour) are discarded and counted. */
-#define MIN_CLOCK_FRACTION 0.75
-#define MAX_DISCARDED 50
-/* Calls of the protocol around no call before each config's timed runs. */
-#define CALIBRATION_CALLS 32
-/* A timed run's tail (its stream's end -> the end mark after the
- * device-wide synchronisation) up to this percentile of the calibration's
- * tails, plus TAIL_SLACK of the call's own time (the host's latency grows
- * with the call's length), is the host's and left out of the sample; beyond
- * it, it is counted (work left on other streams). */
-#define TAIL_ALLOW_PERCENTILE 90
-#define TAIL_SLACK 0.01
-/* Caps on what a calibration may set (it runs in the candidate's process,
- * which could disturb it): the overhead subtracted (H200: about 2 us gated;
- * ungated it holds the host's launch gap, 8-19 us) and the tail allowance
- * (6-10 us). They bound what a candidate gains by skewing them. */
-#define OVERHEAD_MAX_GATED 5e-6
-#define OVERHEAD_MAX_UNGATED 25e-6
-#define TAIL_ALLOW_MAX 15e-6
-/* The same protocol is calibrated before the candidate loads (trusted);
- * what a later calibration in the candidate's process may set is capped at
- * that plus this drift (the host's latency moves a little over a minute). */
-#define CAL_DRIFT_ABS 1e-6
-#define CAL_DRIFT_REL 0.25
-/* The runner measures a call's GPU time in the candidate's own process,
- * which could report less than it ran: a sample is never less than the
- * checker's own measure of the call (its round trip less the longest of an
- * empty call's, before the candidate loaded) divided by this. The longest,
- * not the median: a real call's round trip holds 30-50 us more protocol
- * than an empty call's (H200; not the kernel: a kernel of ours in place of
- * the empty call's memset added 4-6 us, nor the prep), which the median
- * left in and which raised 30 us kernels by the floor. */
-#define CLAIM_FACTOR 2.0
-/* Work a thread of the candidate's launches when the runner thaws, before
- * the gate (tests/hostile/gpu/computes_in_prep.cu), holds the SMs the gate
- * needs, and the start mark waits behind the gate: the gate's wait beyond
- * the longest before the load (plus this) is added to the sample. */
-#define GATE_WAIT_SLACK 10e-6
-/* After each call (and after its fetch) the checker's own context launches
- * one tiny kernel and waits for it: the GPU time-slices between the two
- * processes, so the probe waits for the switch from the runner's context
- * (H200: 155-200 us, now and then 240; an immediate second probe takes
- * 10-15 us) and for any work the call left running there. Before the
- * candidate loads, the same probe after each of BUSY_PROBES empty calls
- * gives the switch alone (p90). A probe longer than GPU_BUSY_FACTOR x p90 +
- * GPU_BUSY_SLACK is over; work left running is more than GPU_BUSY_OVER_MIN
- * probes over and more than GPU_BUSY_OVER_SHARE of a config's, or one probe
- * over GPU_BUSY_HARD_FACTOR x p90 + GPU_BUSY_HARD_SLACK. */
-#define GPU_BUSY_FACTOR 1.5
-#define GPU_BUSY_SLACK 50e-6
-#define GPU_BUSY_OVER_MIN 3
-#define GPU_BUSY_OVER_SHARE 0.1
-#define GPU_BUSY_HARD_FACTOR 4.0
-#define GPU_BUSY_HARD_SLACK 1e-3
-#define BUSY_PROBES 16
-/* Room at the end of the shared region for a counters report. */
-#define PROFILE_AREA (256u << 10)
-/* A measurement this far above the declared roofline is impossible. */
-#define ROOFLINE_SLACK 1.05
-/* CPU problems without a declared roofline: no core does more than this
- * many float operations per second (5 GHz x 64, two AVX-512 FMA pipes on
- * single precision), so a faster median is not an optimisation. */
-#define HOST_CORE_FLOPS (5e9 * 64)
-/* Paired: a config's loop goes on after the candidate's stopping rule
- * until the pairs are enough, up to this many times timing.max_seconds. */
-#define PAIRED_TIME_FACTOR 3.0
-/* Paired: the pairs every config needs for its interval (the loop goes on
- * for them, past PAIRED_TIME_FACTOR, until the against's cut-off; fewer is
- * paired.error). */
-#define PAIRED_MIN_PAIRS 10
-/* Paired: the against's calls stop at this share of the time from its
- * start to the evaluation's deadline. */
-#define PAIR_CUTOFF_SHARE 0.6
-/* CPU: CPU time the runner's group used beyond a call's round trip that is
- * not charged to the call (cgroup accounting is in microseconds). */
-#define CPU_OUTSIDE_SLACK_S 20e-6
-/* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
- * the candidate's median right after the against must not be under
- * ORDER_FACTOR x its median before it. */
-#define ORDER_MIN_PAIRS 8
-#define ORDER_FACTOR 0.5
-/* Paired: what an against's call may take (lane_deadline). */
-#define AGAINST_LIMIT_MIN_S 5.0
-#define AGAINST_LIMIT_FACTOR 20.0
-/* The input set a config's counters pass profiles: none of its calls had it. */
-#define PROFILE_SET (1 << 30)
-/* The warm-up calls' input sets (the first check.input_sets calls of each
- * config: checked, never timed) are the job's: set JOB_SET_BASE + k (k <
- * K) of the config's stream under the job's seed, the same in every
- * evaluation of the job, in a fresh order each time (warm_order). Timed
- * calls keep sets of the evaluation's own seed (set i for call i). The
- * numbers never meet, so even a run by hand without a job seed (the
- * evaluation's seed stands in) gives no timed call a warm-up's inputs. */
-#define JOB_SET_BASE (1 << 29)
-/* Screening's input sets (docs/evaluation.md, "Screening"): the checked
- * calls of the configs the screen does not time, and the screen's own
- * timed calls; the full run that may follow starts at set 0, as without a
- * screen, so no runner sees a set twice. Below JOB_SET_BASE: every
- * stage's warm-up calls have the job's sets (call_set). */
-#define SCREEN_CHECK_SET (1 << 27)
-#define SCREEN_TIMED_SET (1 << 28)
-
-/* CUDA: the timing protocol around no call, calibrated in the runner about
- * to be timed (the host's latency differs from one process to the next)
- * before each config's timed runs. */
-typedef struct {
-    double stream_min, stream_median; /* start -> stream end of an empty call; the minimum is subtracted */
-    double tail_median, tail_allow;   /* stream end -> end mark; the allowance is left out of every sample */
-    double rt_over;                   /* median of (round trip - event time) of those calls: reported only
-                                          (measured in the candidate's process) */
-    double host_median;               /* their runner's host time to the release (avo_gpu_times.host_s) */
-    int ungated;                      /* timed calls start without the gate (gpu.h) */
-    char ungated_why[200];
-} gpu_timing;
-
-/* The empty GPU call as measured before the candidate loaded: trusted. */
-typedef struct {
-    double stream_min, tail_allow; /* as in gpu_timing */
-    double rt_over;                /* median of (round trip to the answer - event time): the protocol's own */
-    double rt_over_max;            /* and its largest */
-    double gate_wait_max;          /* the longest wait for the gate's SMs (gated) */
-} gpu_preload;
-
-/* What calibrate_calls measured of the checker's round trip beyond the
- * event time, and of the gate's wait. */
-typedef struct {
-    double median, max;
-    double gate_wait_max; /* over the calls whose gate was resident in time */
-    double host_median;   /* the runner's host time to the release (reported only) */
-} protocol_over;
-
-/* One runner the checker drives, a "lane": the candidate's, the against's
- * (paired measurement: code of the candidate's kind, so confined, checked
- * and bounded exactly as the candidate is) or the trusted baseline's. What
- * its calibrations measured before its object loaded is its own: its
- * process, its context, its latency. */
-enum { LANE_CAND = 0, LANE_BASE, LANE_AGAINST, LANES };
-typedef struct {
-    avo_runner run;
-    gpu_timing tm;              /* CUDA: its protocol, calibrated before each config's timed calls */
-    gpu_preload pre[2];         /* CUDA: [gated, ungated], before its object loaded */
-    double busy_max, busy_hard; /* CUDA: a busy probe over the first is over; over the second, fails */
-    double overhead, overhead_median, overhead_measured; /* CPU: empty round trip before the load: subtracted
-                                                             (capped), median, min */
-    int slot;                                            /* LANE_*: which one it is */
-} lane;
-
-typedef struct {
-    const avo_problem *p;
-    uint64_t seed;
-    int nsets;        /* calls of each config always checked, before its samples */
-    void *ref_handle; /* the reference object, loaded in this process only */
-    avo_kernel_fn ref;
-    lane *ln; /* the runner driven now: one of lanes[] */
-    lane lanes[LANES];
-    int shm_fd; /* the tensors the runner sees: memfd, mapped shared */
-    unsigned char *shm;
-    size_t shm_bytes;
-    int shm_pinned;            /* CUDA: the checker's mapping of it page-locked (its own copies) */
-    avo_runner_devmem dev;     /* CUDA: device tensors the checker shares with its runners (n 0: none) */
-    char dev_note[300];        /* who lays out the device tensors, and why not the checker */
-    int dev_fill;              /* CUDA: every call's inputs generated on the device (check_device_fill) */
-    unsigned char in_key[32];  /* the input stream's key (from seed): the device's generator needs it */
-    uint64_t job_seed;         /* the job's secret seed: the warm-up calls' input sets (JOB_SET_BASE) */
-    unsigned char job_key[32]; /* its stream's key */
-    int *warm_order;           /* the current config's warm-up calls' sets, a permutation of 0..nsets-1 drawn
-                                  from the checker's secret generator for each config */
-    char fill_note[300];       /* where the inputs are generated, and why not on the device */
-    double deadline;           /* absolute, avo_timing_now() */
-    avo_counters ctr;
-    int ctr_open;
-    int ref_validated;
-    char ref_note[512];
-    double worst_rel_l2, worst_max_abs; /* of the current config */
-    int cuda;                           /* backend "cuda": tensors mirrored on the GPU */
-    avo_gpu *gpu;                       /* the checker's own context, for the reference only */
-    unsigned max_mhz;                   /* the GPU's maximum SM clock (0 = unknown) */
-    json_t *gpu_info;
-    const char *base_so; /* the vendor baseline, or NULL */
-                         /* its own runner (lanes[LANE_BASE]) starts on first use */
-    int base_state;      /* 0 not started, 1 running, -1 failed */
-    char base_err[400];
-    unsigned char *area;     /* the checker's own tensors: the call's pristine inputs, */
-    unsigned char *ref_area; /* and the reference's run on them, */
-    size_t area_bytes;       /* each sized for the largest config and reused by every one */
-    int area_pinned;         /* page-locked (CUDA) */
-    char ref_copies[240];    /* CUDA: how the reference's copies ran */
-    avo_flusher fl;          /* CPU: the cache flush before every call */
-    int one_cpu;             /* CPU: checker and runner pinned to one CPU (main.c) */
-    avo_check_rng rng;       /* which calls get checked: secret, not from seed */
-    avo_phases *ph;          /* where the current config's wall time goes (a trusted baseline's
-                                             runs: a table of their own, so nothing counts twice) */
-    double gpu_s[LANES];     /* CUDA: the calls' own stream time by their events, summed, per
-                                             lane (result phases.gpu) */
-    int gpu_calls[LANES];
-    int against_state; /* paired: 0 none or not loaded yet, 1 loaded, -1 failed (against_err
-                                             says why) */
-    char against_err[600];
-    double confidence;              /* paired: of its interval */
-    double cand_rt_max;             /* the candidate's slowest round trip so far (lane_deadline) */
-    double pair_cutoff;             /* paired: no call of the against's after this (avo_timing_now()), so a
-                                             slow against cannot spend the candidate's deadline */
-    int pair_open;                  /* paired: inside a pair (run_config_paired) */
-    double pair_draw;               /* paired: the candidate's check draw in this pair (NAN: not made
-                                             yet), taken by the against when it runs second, so both are
-                                             checked on the same pairs and one reference run serves both */
-    int held_c, held_set;           /* the config and input set whose reference outputs the checker's
-                                             copies hold now (rx, or its own device tensors; held_c -1: none):
-                                             a check of the same set (the other lane of a pair) reuses them */
-    int refs_computed, refs_reused; /* the current config's reference runs, and checks that reused one */
-    double ref_run_s;               /* the current config's reference runs' time (runs only: not the
-                                             checks that reused one, not cache reads), over refs_timed of
-                                             them: a check probability weighs a check by a run's cost */
-    int refs_timed;
-    avo_refcache cache; /* the worker's reference cache (cache.dirfd -1: none): the job's
-                                             warm-up sets' reference outputs across its evaluations */
-    int cache_cfg;      /* the current config's warm-up references go through it */
-    int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
-    char cache_note[300]; /* why the current config is not cached (or what went wrong) */
-    int set_base;         /* call i of a config gets input set set_base + i: each stage of a
-                                             screened evaluation has its own sets, so no runner sees a set
-                                             twice (docs/evaluation.md, "Screening") */
-    int screen_pairs;     /* screening's timed stage: the pairs each config gets (0: the
-                                             stopping rule of a full run) */
-} run_ctx;
+#include "harness_internal.h"
 
 /* What one config's calls found. */
 typedef struct {
@@ -388,8 +126,6 @@ static int call_ref(run_ctx *r, avo_kernel_fn fn, const int64_t *size, avo_tenso
     return rc ? (ret ? ret : -1) : 0;
 }
 
-static void set_device_inputs(run_ctx *r, int c, int set);
-
 /* The inputs' check on the device: the first input tensor (role input)
  * whose shared copy differs from the checker's copy generated again, with
  * the element in *elem; -1 when none; < -1 (a negative errno) when the
@@ -452,7 +188,7 @@ static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
     for (int k = 0; k < rx->n; k++)
         if (r->p->tensors[k].role == AVO_ROLE_OUTPUT)
             outputs |= 1u << k;
-    set_device_inputs(r, c, set);
+    harness_set_device_inputs(r, c, set);
     int ret = 0;
     avo_gpu_times times;
     char err[400];
@@ -479,8 +215,8 @@ static double lane_deadline(const run_ctx *r)
  * in *ret and the checker's own round-trip time, a CHECK_ code for a runner
  * that died, hung or forged answers, or a negative int (the checker's
  * failure). */
-static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
-                           avo_gpu_times *claimed, char *why, size_t wl)
+int harness_cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
+                            avo_gpu_times *claimed, char *why, size_t wl)
 {
     uint64_t offs[AVO_PROBLEM_MAX_TENSORS], bytes[AVO_PROBLEM_MAX_TENSORS];
     unsigned outputs = 0;
@@ -510,26 +246,6 @@ static int cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned fla
     }
 }
 
-/* What a CUDA runner claims for a call, against what the checker saw: the
- * event time within the checker's own round trip rt (with 0.1 ms for clock
- * granularity), the tail within the event time. CHECK_FORGED otherwise. */
-static int check_claim(const avo_gpu_times *ev, double rt, char *why, size_t wl)
-{
-    if (!(ev->seconds > 0) || ev->seconds > rt + 1e-4) {
-        snprintf(why, wl, "the runner reported %.6g s for a call that took %.6g s end to end", ev->seconds, rt);
-        return CHECK_FORGED;
-    }
-    if (!(ev->gate_wait_s >= 0 && ev->gate_wait_s <= rt)) {
-        snprintf(why, wl, "the runner reported a gate wait of %.6g s in a call that took %.6g s", ev->gate_wait_s, rt);
-        return CHECK_FORGED;
-    }
-    if (!(ev->tail_s >= 0 && ev->tail_s <= ev->seconds)) {
-        snprintf(why, wl, "the runner reported a tail of %.6g s in a call of %.6g s", ev->tail_s, ev->seconds);
-        return CHECK_FORGED;
-    }
-    return CHECK_OK;
-}
-
 /* How timed calls started: "gated" (the stream held until the call had
  * queued its work) or "ungated" with the reason. */
 static json_t *timing_start_json(const char *ungated_why)
@@ -537,23 +253,6 @@ static json_t *timing_start_json(const char *ungated_why)
     return ungated_why[0] ? json_pack("{s:s,s:s}", "mode", "ungated", "reason", ungated_why)
                           : json_pack("{s:s}", "mode", "gated");
 }
-
-static int cmp_double(const void *a, const void *b);
-static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
-static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
-                    avo_gpu_times *ev, char *why, size_t wl);
-/* The busy probes of one config: how many ran, how many waited over the
- * soft bound, the longest wait. */
-typedef struct {
-    int probes, over;
-    double longest;
-} busy_stats;
-static int busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_stats *b, char *why, size_t wl);
-static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
-                          double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl);
-static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
-                      size_t wl);
-static int checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
 
 static json_t *jreal(double v)
 {
@@ -684,7 +383,7 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
         int ret = 0;
         avo_gpu_times times;
         char err[300];
-        set_device_inputs(r, c, set);
+        harness_set_device_inputs(r, c, set);
         if (avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, r->p->configs[c].size,
                         AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
                         sizeof err) != 0) {
@@ -1022,7 +721,7 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
      * timed 3-5% slower). CUDA: straight in (the device gets them), or
      * generated and poisoned on the device by the call's prep. */
     if (r->dev_fill) {
-        set_device_inputs(r, c, set);
+        harness_set_device_inputs(r, c, set);
     } else if (r->cuda) {
         avo_tensors_fill(x, p, set_seed(r, set), c, set);
     } else {
@@ -1086,7 +785,7 @@ static int lane_begin(run_ctx *r, lane_run *lr, lane *ln, int c, const avo_tenso
             return -ENOMEM;
     if (r->cuda) {
         double tp = avo_phases_now();
-        int res = calibrate_cuda(r, c, x, GPU_STEPS, why, wl);
+        int res = gputime_calibrate(r, c, x, GPU_STEPS, why, wl);
         avo_phases_lap(r->ph, "call_calibration", &tp);
         if (res != CHECK_OK)
             return res;
@@ -1109,10 +808,11 @@ typedef struct {
 static int lane_issue(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, call_meas *m, char *sub, size_t sl)
 {
     if (r->cuda)
-        return gpu_timed_call(r, c, i, x, GPU_STEPS, &m->ret, &m->rt, &m->reply_s, &m->mhz, &m->ev, &lr->busy, sub, sl);
+        return gputime_timed_call(r, c, i, x, GPU_STEPS, &m->ret, &m->rt, &m->reply_s, &m->mhz, &m->ev, &lr->busy, sub,
+                                  sl);
     /* Read at the freezes around the call, so it is the call's own. */
     m->cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
-    return cand_call_flags(r, c, x, 0, &m->ret, &m->rt, &m->ev, sub, sl);
+    return harness_cand_call_flags(r, c, x, 0, &m->ret, &m->rt, &m->ev, sub, sl);
 }
 
 /* Whether the call is checked is decided now that it is over: the
@@ -1169,8 +869,8 @@ static int lane_gpu_sample(run_ctx *r, lane_run *lr, int c, const avo_tensors *x
     if (ev->notes & AVO_GPU_NOTE_GATE_TIMEOUT) {
         /* The sample holds the gate's time limit: drop it and time
          * the rest of the evaluation from an ungated start. */
-        if ((res = go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
-                              sizeof sub)) != CHECK_OK &&
+        if ((res = gputime_go_ungated(r, c, x, GPU_STEPS, "the entry point waits on its own work before returning", sub,
+                                      sizeof sub)) != CHECK_OK &&
             res > 0)
             snprintf(why, wl, "recalibrating without the gate: %s", sub);
         return res;
@@ -1604,7 +1304,6 @@ static void merge_against(avo_phases *dst, const avo_phases *src)
 
 static const char *outcome_of(int res, int timed);
 static int calibrate(run_ctx *r, char *why, size_t wl);
-static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl);
 
 /* The against failed on config c (res: its CHECK_ code, or the checker's
  * negative int while driving it): the candidate's evaluation goes on
@@ -1838,7 +1537,7 @@ static void start_against(run_ctx *r, const char *against_so, int step)
     } else if (step == AGAINST_CALIBRATE) {
         rc = calibrate(r, why, sizeof why);
         if (rc == 0 && r->cuda)
-            rc = calibrate_cuda_preload(r, why, sizeof why);
+            rc = gputime_calibrate_preload(r, why, sizeof why);
     } else {
         rc = avo_runner_load(&ag->run, lane_deadline(r), why, sizeof why);
     }
@@ -1929,251 +1628,6 @@ cleanup:
     free(idx);
     json_decref(cj);
     return j ? j : json_pack("{s:s}", "error", err);
-}
-
-/* The timing protocol around no call, CALIBRATION_CALLS times in the runner
- * about to be timed (the host's latency differs from one process to the
- * next), with the steps (flags) the timed runs of config c take before it,
- * so the two differ only by the call. The minimum of start -> stream end is
- * subtracted from every sample, and the TAIL_ALLOW_PERCENTILE-th percentile
- * of the tails is the host latency a sample leaves out (TAIL_SLACK covers
- * its growth with the call's length). Both bounded, since the runner
- * reports them. */
-/* A busy probe's verdict (from the checker's context, after call i
- * "returned" or "had its outputs fetched"): CHECK_IDLE when it waited
- * beyond the hard bound; over the soft one it is counted (the config fails
- * on too many, run_config). */
-static int busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_stats *b, char *why, size_t wl)
-{
-    b->probes++;
-    b->longest = fmax(b->longest, busy);
-    if (busy > r->ln->busy_max)
-        b->over++;
-    if (busy > r->ln->busy_hard && !getenv("AVO_HARNESS_BUSY_LOG")) {
-        snprintf(why, wl, "the GPU was still busy %.0f us after call %d %s: work left running outside the call",
-                 busy * 1e6, i, when);
-        return CHECK_IDLE;
-    }
-    return CHECK_OK;
-}
-
-/* Call i of config c on a GPU, as every call goes (gpu_call: prep, then the
- * run), then, from the checker's own process, the SM clock (*mhz) and a
- * busy probe, then the fetch and a second probe. *reply_s: the run's round
- * trip up to its answer. */
-static int gpu_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
-                          double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl)
-{
-    const avo_problem *p = r->p;
-    int res = gpu_call(r, c, x, steps, r->ln->tm.ungated ? 0 : AVO_GPU_GATED, ret, rt, ev, why, wl);
-    *reply_s = r->ln->run.reply_s;
-    /* A failed call has no times to check: it is wrong as it is. */
-    if (res == CHECK_OK && *ret == 0)
-        res = check_claim(ev, *rt, why, wl);
-    if (res != CHECK_OK)
-        return res;
-    /* The clock, and whether the GPU still runs something the call left
-     * behind. */
-    *mhz = avo_gpu_sm_clock(r->gpu);
-    double busy = 0;
-    avo_gpu_busy_probe(r->gpu, &busy);
-    if (getenv("AVO_HARNESS_BUSY_LOG")) {
-        double again = 0;
-        avo_gpu_busy_probe(r->gpu, &again);
-        fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name, i,
-                busy * 1e6, again * 1e6, r->ln->busy_max * 1e6);
-    }
-    if ((res = busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
-        return res;
-    /* Checked on the device where they are: nothing to fetch. */
-    if (r->dev_fill)
-        return CHECK_OK;
-    /* The checker's own fetch, the runner frozen: nothing more to probe. */
-    if (r->dev.n)
-        return checker_copies(r, c, x, AVO_GPU_FETCH, why, wl);
-    int fret = 0;
-    double frt = 0;
-    avo_gpu_times fev;
-    if ((res = cand_call_flags(r, c, x, AVO_GPU_FETCH, &fret, &frt, &fev, why, wl)) != CHECK_OK)
-        return res;
-    /* Nor after the fetch: its thaw let the candidate's threads run again. */
-    busy = 0;
-    avo_gpu_busy_probe(r->gpu, &busy);
-    return busy_verdict(r, busy, i, "had its outputs fetched", b, why, wl);
-}
-
-/* The prep (flags with AVO_GPU_PREPARE) or the fetch (AVO_GPU_FETCH) of a
- * call on the device tensors the checker shares with the runner, by the
- * checker in its own context while the runner stays frozen. Its failure is
- * the checker's (a negative int). */
-static int checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
-{
-    unsigned outputs = 0;
-    for (int i = 0; i < x->n; i++)
-        if (r->p->tensors[i].role == AVO_ROLE_OUTPUT)
-            outputs |= 1u << i;
-    int ret = 0;
-    avo_gpu_times t;
-    char err[300];
-    int rc = avo_gpu_run(r->gpu, NULL, x->ptr, x->bytes, x->n, r->p->configs[c].size, flags | AVO_GPU_SHARED, outputs,
-                         &ret, &t, err, sizeof err);
-    if (rc) {
-        snprintf(why, wl, "the checker %s the call's tensors: %s", (flags & AVO_GPU_FETCH) ? "fetching" : "laying out",
-                 err);
-        return rc < 0 && rc != AVO_GPU_ESTICKY ? rc : -EIO;
-    }
-    return CHECK_OK;
-}
-
-/* One CUDA call as every call goes: its tensors laid out and the L2
- * flushed (prep, untimed: the checker's own copies where it shares the
- * device tensors, else a command of the runner's), then the call itself in
- * a command of its own (run), so the checker's round trip *rt covers the
- * call and the protocol around it, not the copies. */
-static int gpu_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, int *ret, double *rt,
-                    avo_gpu_times *ev, char *why, size_t wl)
-{
-    double prt;
-    avo_gpu_times pev;
-    int pret = 0;
-    int res = r->dev.n ? checker_copies(r, c, x, prep | AVO_GPU_PREPARE, why, wl)
-                       : cand_call_flags(r, c, x, prep | AVO_GPU_PREPARE, &pret, &prt, &pev, why, wl);
-    if (res != CHECK_OK)
-        return res;
-    return cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
-}
-
-/* CALIBRATION_CALLS calls of the protocol around no call (run: AVO_GPU_EMPTY,
- * with AVO_GPU_GATED when asked), each after the prep the timed calls have (prep flags): start -> stream end (sorted), the tails
- * (sorted), and in *o the round trip less event time and the gate's wait.
- * The inputs (generated or copied) are laid out by the first call's prep
- * alone: an empty call reads none of them, and the flush and the poison
- * that end every prep still run before each call, so what the call starts
- * on is what a timed call starts on. Laying them out 32 times cost
- * attention 1.2 s an evaluation (13 configs, 0.4 GB of inputs each). */
-static int calibrate_calls(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigned run, double *stream,
-                           double *tail, protocol_over *o, char *why, size_t wl)
-{
-    enum { CALLS = CALIBRATION_CALLS };
-    double over[CALLS], host[CALLS];
-    o->gate_wait_max = 0;
-    if (prep & AVO_GPU_GEN_INPUTS)
-        set_device_inputs(r, c, -1);
-    for (int i = 0; i < CALLS; i++) {
-        int ret = 0;
-        double rt = 0;
-        avo_gpu_times ev;
-        const unsigned inputs = i ? AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_INPUTS : 0;
-        int res = gpu_call(r, c, x, prep & ~inputs, AVO_GPU_EMPTY | run, &ret, &rt, &ev, why, wl);
-        if (res != CHECK_OK)
-            return res;
-        char sub[300];
-        if ((res = check_claim(&ev, rt, sub, sizeof sub)) != CHECK_OK) {
-            snprintf(why, wl, "calibration: %s", sub);
-            return res;
-        }
-        stream[i] = ev.seconds - ev.tail_s;
-        tail[i] = ev.tail_s;
-        over[i] = r->ln->run.reply_s - ev.seconds;
-        host[i] = ev.host_s;
-        if (!(ev.notes & AVO_GPU_NOTE_GATE_BUSY))
-            o->gate_wait_max = fmax(o->gate_wait_max, ev.gate_wait_s);
-    }
-    qsort(stream, CALLS, sizeof *stream, cmp_double);
-    qsort(tail, CALLS, sizeof *tail, cmp_double);
-    qsort(over, CALLS, sizeof *over, cmp_double);
-    o->median = over[CALLS / 2];
-    o->max = over[CALLS - 1];
-    qsort(host, CALLS, sizeof *host, cmp_double);
-    o->host_median = host[CALLS / 2];
-    return CHECK_OK;
-}
-
-/* Before the candidate loads (the runner has its context but no candidate
- * code): the empty call gated and ungated, with only the flush as prep.
- * What later calibrations in the candidate's process may set is capped by
- * these, and the floor on every sample uses their round trips. */
-static int calibrate_cuda_preload(run_ctx *r, char *why, size_t wl)
-{
-    enum { CALLS = CALIBRATION_CALLS };
-    double stream[CALLS], tail[CALLS];
-    avo_tensors none = {0};
-    for (int u = 0; u < 2; u++) {
-        const unsigned gate = u ? 0 : AVO_GPU_GATED;
-        gpu_preload *pre = &r->ln->pre[u];
-        protocol_over o;
-        int res = calibrate_calls(r, 0, &none, AVO_GPU_FLUSH, gate, stream, tail, &o, why, wl);
-        if (res != CHECK_OK)
-            return res;
-        pre->stream_min = stream[0];
-        pre->tail_allow = tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100];
-        pre->rt_over = o.median;
-        pre->rt_over_max = o.max;
-        pre->gate_wait_max = o.gate_wait_max;
-    }
-    /* The checker's probe right after an empty call of the runner's, as
-     * after every timed call: the context switch and nothing else. */
-    double probe[BUSY_PROBES];
-    for (int i = 0; i < BUSY_PROBES; i++) {
-        int ret = 0;
-        double rt = 0;
-        avo_gpu_times ev;
-        int res = gpu_call(r, 0, &none, AVO_GPU_FLUSH, AVO_GPU_EMPTY | AVO_GPU_GATED, &ret, &rt, &ev, why, wl);
-        if (res != CHECK_OK)
-            return res;
-        if (avo_gpu_busy_probe(r->gpu, &probe[i]) != 0)
-            probe[i] = 0;
-        if (getenv("AVO_HARNESS_BUSY_LOG"))
-            fprintf(stderr, "busy probe before the load: %.1f us\n", probe[i] * 1e6);
-    }
-    qsort(probe, BUSY_PROBES, sizeof *probe, cmp_double);
-    const double p90 = probe[(BUSY_PROBES - 1) * 9 / 10];
-    r->ln->busy_max = GPU_BUSY_FACTOR * p90 + GPU_BUSY_SLACK;
-    r->ln->busy_hard = GPU_BUSY_HARD_FACTOR * p90 + GPU_BUSY_HARD_SLACK;
-    return CHECK_OK;
-}
-
-/* The timing protocol around no call, CALIBRATION_CALLS times in the runner
- * about to be timed (the host's latency differs from one process to the
- * next), with the prep (flags) the timed calls of config c take, so the two
- * differ only by the call. The minimum of start -> stream end is subtracted
- * from every sample, and the TAIL_ALLOW_PERCENTILE-th percentile of the
- * tails is the host latency a sample leaves out (TAIL_SLACK covers its
- * growth with the call's length). Both are capped by what the same protocol
- * measured before the candidate loaded (plus a little drift) and by fixed
- * bounds, since the runner reports them from the candidate's process. */
-static int calibrate_cuda(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl)
-{
-    enum { CALLS = CALIBRATION_CALLS };
-    double stream[CALLS], tail[CALLS];
-    const int u = r->ln->tm.ungated;
-    protocol_over o;
-    int res = calibrate_calls(r, c, x, flags, u ? 0 : AVO_GPU_GATED, stream, tail, &o, why, wl);
-    if (res != CHECK_OK)
-        return res;
-    r->ln->tm.rt_over = o.median;
-    r->ln->tm.host_median = o.host_median;
-    const gpu_preload *pre = &r->ln->pre[u];
-    const double cap_stream = fmin(u ? OVERHEAD_MAX_UNGATED : OVERHEAD_MAX_GATED,
-                                   pre->stream_min + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->stream_min));
-    const double cap_tail = fmin(TAIL_ALLOW_MAX,
-                                 pre->tail_allow + fmax(CAL_DRIFT_ABS, CAL_DRIFT_REL * pre->tail_allow));
-    r->ln->tm.stream_min = fmin(stream[0], cap_stream);
-    r->ln->tm.stream_median = stream[CALLS / 2];
-    r->ln->tm.tail_median = tail[CALLS / 2];
-    r->ln->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], cap_tail);
-    return CHECK_OK;
-}
-
-/* From here on every timed call starts without the gate (why says what made
- * the gate unusable); the empty call is calibrated again, since its event
- * time now includes the launch gap. */
-static int go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
-                      size_t wl)
-{
-    r->ln->tm.ungated = 1;
-    snprintf(r->ln->tm.ungated_why, sizeof r->ln->tm.ungated_why, "%s", why_ungated);
-    return calibrate_cuda(r, c, x, flags, why, wl);
 }
 
 /* The vendor baseline (cuBLAS for gemm_bf16) on config c, measured by the
@@ -2282,7 +1736,7 @@ static void zero_scores(json_t *configs)
     json_array_foreach(configs, i, c) json_object_set_new(c, "score", json_real(0));
 }
 
-static int cmp_double(const void *a, const void *b)
+int harness_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -2374,7 +1828,7 @@ static void check_device_fill(run_ctx *r)
 
 /* The device's generator set to config c's input set `set` (-1: the
  * calibration's own, which no call gets). */
-static void set_device_inputs(run_ctx *r, int c, int set)
+void harness_set_device_inputs(run_ctx *r, int c, int set)
 {
     const avo_problem *p = r->p;
     int dtypes[AVO_PROBLEM_MAX_TENSORS];
@@ -2424,7 +1878,7 @@ static int calibrate(run_ctx *r, char *why, size_t wl)
         if (rc)
             return rc;
     }
-    qsort(t, PINGS, sizeof *t, cmp_double);
+    qsort(t, PINGS, sizeof *t, harness_cmp_double);
     r->ln->overhead_measured = t[0];
     r->ln->overhead = fmin(t[0], CPU_OVERHEAD_MAX);
     r->ln->overhead_median = t[PINGS / 2];
@@ -2525,14 +1979,14 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
         char sub[400] = "";
         lay_out_call(r, c, i, x, pristine, &tp);
         if (r->cuda) {
-            res = gpu_call(r, c, x, prep, 0, &ret, &rt, &ev, sub, sizeof sub);
+            res = gputime_call(r, c, x, prep, 0, &ret, &rt, &ev, sub, sizeof sub);
             /* The outputs back to the shared region for the check (unless
              * it runs on the device). */
             if (res == CHECK_OK && ret == 0 && !r->dev_fill)
-                res = r->dev.n ? checker_copies(r, c, x, AVO_GPU_FETCH, sub, sizeof sub)
-                               : cand_call_flags(r, c, x, AVO_GPU_FETCH, &ret, &rt, &ev, sub, sizeof sub);
+                res = r->dev.n ? gputime_checker_copies(r, c, x, AVO_GPU_FETCH, sub, sizeof sub)
+                               : harness_cand_call_flags(r, c, x, AVO_GPU_FETCH, &ret, &rt, &ev, sub, sizeof sub);
         } else {
-            res = cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
+            res = harness_cand_call_flags(r, c, x, 0, &ret, &rt, &ev, sub, sizeof sub);
         }
         if (res == CHECK_OK)
             res = check_basic(r, ret, x, sub, sizeof sub);
@@ -3173,7 +2627,7 @@ static int load_candidate(run_ctx *r, harness_eval *ev, const char *cand_so, cha
     char why[600];
     int rc = start_runners(r, ev, cand_so, why, sizeof why);
     if (rc == 0 && r->cuda) {
-        int res = calibrate_cuda_preload(r, why, sizeof why);
+        int res = gputime_calibrate_preload(r, why, sizeof why);
         if (res < 0) {
             snprintf(err, errlen, "runner, calibrating: %s", why);
             return res;
