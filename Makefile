@@ -131,7 +131,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_AVOD) $(LIB_PROTO) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -Idaemon/avod -o $@ $< $(LIB_AVOD) $(LIB_PROTO) $(LIB_COMMON) $(LIBS_AVOD)
 # The harness is the only process that runs candidate code: libc, jansson
 # and libcrypto (ChaCha20 for the input streams; of libavocommon it takes
-# the control-group, phase-timing and UTF-8 objects).
+# the control-group, phase-timing, UTF-8 and file objects).
 $(BUILD)/bin/avo-harness: $(BUILD)/obj/daemon/harness/main.o $(LIB_HARNESS) $(LIB_PROTO) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_HARN)

@@ -96,8 +96,9 @@ static int temp_beside(char *tmp, size_t len, const char *path)
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int avo_file_write_all(int fd, const void *buf, size_t len)
 {
+    const char *p = buf;
     while (len) {
         ssize_t w = write(fd, p, len);
         if (w < 0 && errno == EINTR)
@@ -141,7 +142,7 @@ typedef struct {
 static int fill_bytes(int fd, void *arg)
 {
     const bytes *b = arg;
-    return write_all(fd, b->data, b->len);
+    return avo_file_write_all(fd, b->data, b->len);
 }
 
 int avo_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
@@ -162,7 +163,7 @@ static int fill_copy(int fd, void *arg)
             return -errno;
         if (n == 0)
             return 0;
-        int rc = write_all(fd, buf, (size_t)n);
+        int rc = avo_file_write_all(fd, buf, (size_t)n);
         if (rc)
             return rc;
     }

@@ -13,6 +13,10 @@
  * pipes and /proc files too (no reliance on the file size). */
 char *avo_file_read(const char *path, size_t *len);
 
+/* All len bytes of buf to fd (a short write, or EINTR, goes on): 0, or a
+ * negative errno (-EIO when write made no progress). */
+int avo_file_write_all(int fd, const void *buf, size_t len);
+
 /* mkdir -p: path and its missing parents, each made with mode (less the
  * umask). Returns 0 (also when it all exists) or a negative errno:
  * -ENOTDIR when path, or a part of it, exists and is no directory;

@@ -34,23 +34,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "avo_file.h"
 #include "harness.h"
 #include "tensors.h"
 #include "runner.h"
-
-static int write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* Checker and runner share one CPU (the runner inherits the mask): the call
  * and the cache flush then happen on the same core, and neither migrates
@@ -283,7 +270,7 @@ static _Noreturn void run_evaluation(harness_args *a, int out)
         _exit(rc == AVO_HARNESS_EREFERENCE ? AVO_HARNESS_EXIT_REFERENCE : 2);
     }
     char *text = json_dumps(result, JSON_COMPACT);
-    if (!text || write_all(out, text, strlen(text)) || write_all(out, "\n", 1)) {
+    if (!text || avo_file_write_all(out, text, strlen(text)) || avo_file_write_all(out, "\n", 1)) {
         fprintf(stderr, "avo-harness: cannot write the result\n");
         fflush(stderr);
         _exit(2);

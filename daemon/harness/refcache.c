@@ -121,21 +121,6 @@ static int read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs, const size_t *bytes, int n)
 {
     if (c->dirfd < 0)
@@ -190,9 +175,9 @@ int avo_refcache_store(const avo_refcache *c, const char *name, const void *cons
     int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
-    int rc = write_full(fd, &h, sizeof h);
+    int rc = avo_file_write_all(fd, &h, sizeof h);
     for (int i = 0; i < n && !rc; i++)
-        rc = write_full(fd, bufs[i], bytes[i]);
+        rc = avo_file_write_all(fd, bufs[i], bytes[i]);
     if (close(fd) != 0 && !rc)
         rc = -errno;
     if (!rc && renameat(c->dirfd, tmp, c->dirfd, name) != 0)

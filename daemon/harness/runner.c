@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "avo_file.h"
 #include "avo_utf8.h"
 #include "gpu.h"
 #include "timing.h"
@@ -68,21 +69,6 @@ typedef struct {
 
 _Static_assert(sizeof(cmd_msg) < PIPE_BUF && sizeof(reply_msg) < PIPE_BUF, "messages must be atomic");
 
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* ---- runner side ---------------------------------------------------------- */
 
 /* Blocking read of one whole command; 0 on EOF or error. */
@@ -115,7 +101,7 @@ static void reply_gpu(uint32_t seq, int status, int ret, const avo_gpu_times *t,
     m.entry_s = t->entry_s;
     if (msg)
         snprintf(m.msg, sizeof m.msg, "%s", msg);
-    if (write_full(FD_REPLY, &m, sizeof m))
+    if (avo_file_write_all(FD_REPLY, &m, sizeof m))
         _exit(0);
 }
 
@@ -578,7 +564,7 @@ static int extra_bytes(avo_runner *r)
 static int send_cmd(avo_runner *r, cmd_msg *c, char *why, size_t wl)
 {
     c->seq = ++r->seq;
-    if (write_full(r->cmd_w, c, sizeof *c)) {
+    if (avo_file_write_all(r->cmd_w, c, sizeof *c)) {
         reap_after_eof(r);
         describe_end(r, why, wl);
         return AVO_RUNNER_DIED;
@@ -706,7 +692,7 @@ static int copy_candidate(const char *cand_so, int *src, int *obj, char *why, si
     char buf[65536];
     ssize_t n;
     while ((n = read(*src, buf, sizeof buf)) > 0)
-        if (write_full(*obj, buf, (size_t)n)) {
+        if (avo_file_write_all(*obj, buf, (size_t)n)) {
             snprintf(why, wl, "cannot copy the candidate object");
             return -EIO;
         }
