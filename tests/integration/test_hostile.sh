@@ -21,14 +21,19 @@
 # Two runs of the twin differ by up to ~25% on one config on the 2-core VM
 # (more when something else runs there), so the twin is evaluated TWIN_RUNS
 # times and its best score per config is the bar; a case above the bar gets
-# one more twin run, right then, before it fails. Cases that try to outlive
+# one more twin run, right then, and if it is still above, a paired
+# referee: the case evaluated again with the twin as its against, both
+# timed in one harness call by call in random order, so a loaded host
+# slows both alike (on a host running 4x its CPUs, unpaired scores of one
+# kernel differ by 10x). The case fails when a paired speed ratio is
+# above TWIN_MARGIN too; the attacks gain 5x or more in either form. Cases that try to outlive
 # their evaluation are followed at once by the honest threaded twin
 # (tests/hostile/twins/gemm_threads.c), which must be ok. include_secret and
 # incbin_secret are never compiled as committed (they name /etc/shadow): the
 # test plants a root-only 0600 file holding a random token and compiles
 # copies that name it instead (sed), in a 0700 directory.
 # HOSTILE_RESULTS_DIR=DIR keeps a copy of every result there (not the
-# secret cases').
+# secret cases'); HOSTILE_CASES="NAME ..." evaluates only those cases.
 source "$(dirname "$0")/lib.sh"
 
 PROBLEM="$ROOT/kernels/cpu/sgemm"
@@ -190,10 +195,10 @@ keep() {  # FILE
     return 0
 }
 
-eval_case() {  # FILE TIMEOUT OUTJSON -> worker exit code
+eval_case() {  # FILE TIMEOUT OUTJSON [avo-worker eval args] -> worker exit code
     local rc
     timeout -k 5 $(($2 + 60)) avo-worker eval "$PROBLEM" "$1" --json --timeout "$2" --seed "$SEED" \
-        --cache "$T/cache" >"$3" 2>"$3.err"
+        --cache "$T/cache" "${@:4}" >"$3" 2>"$3.err"
     rc=$?
     return $rc
 }
@@ -305,11 +310,28 @@ above_twin() {  # FILE
         end' "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
 }
 
+# The paired referee: FILE evaluated with the twin as its against. The
+# configs whose paired speed ratio (the twin's median time over the case's)
+# is above TWIN_MARGIN, or why there is no ratio; empty when the case is
+# caught (not ok) or within the margin everywhere.
+paired_above_twin() {  # FILE TIMEOUT OUTJSON
+    eval_case "$1" "$2" "$3" --against "$TWINS/gemm_ikj.c"
+    keep "$3"
+    jq -r --argjson m "$TWIN_MARGIN" '
+        if .outcome != "ok" then empty
+        elif (.paired.configs | type) != "array" then "no paired ratio (\(.paired.error // "none"))"
+        else .paired.configs[] | select(.ratio > $m) | "\(.config) x\(.ratio * 10 | floor / 10) paired" end' \
+        "$3" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
+}
+
 HOME_DIR=$(getent passwd "$(id -u)" | cut -d: -f6)
 touch "$T/start"
 
 for src in "$HOSTILE"/*.c; do
     name=$(basename "$src" .c)
+    if [ -n "${HOSTILE_CASES:-}" ] && [[ " $HOSTILE_CASES " != *" $name "* ]]; then
+        continue
+    fi
     to=${TIMEOUT[$name]:-$DEFAULT_TIMEOUT}
     out="$T/$name.json"
     rule=${NEW_RULE[$name]:-}
@@ -394,7 +416,14 @@ for src in "$HOSTILE"/*.c; do
             twin_eval
             over=$(above_twin "$out")
         fi
-        check "$name: no config above ${TWIN_MARGIN}x its honest twin (aggregate $agg, twin's best $TWIN_AGG)${over:+; above: $over}" \
+        referee=""
+        if [ -n "$over" ]; then
+            # Still above: the paired referee decides, and says so.
+            referee="; unpaired above: $over, paired within the margin"
+            over=$(paired_above_twin "$src" "$to" "$T/$name.paired.json")
+            [ -n "$over" ] && referee=""
+        fi
+        check "$name: no config above ${TWIN_MARGIN}x its honest twin (aggregate $agg, twin's best $TWIN_AGG)${over:+; above: $over}$referee" \
             test -z "$over"
         ;;
     secret)
