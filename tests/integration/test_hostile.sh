@@ -27,8 +27,9 @@
 # slows both alike (on a host running 4x its CPUs, unpaired scores of one
 # kernel differed by up to 50x, 2026-12-05). The case fails when a paired
 # speed ratio is above TWIN_MARGIN too; the attacks gain 5x or more in
-# either form. Cases that try to outlive their evaluation are followed at once by the honest threaded twin
-# (tests/hostile/twins/gemm_threads.c), which must be ok. include_secret and
+# either form. Cases that try to outlive their evaluation are followed at
+# once by the honest threaded twin (tests/hostile/twins/gemm_threads.c),
+# which must be ok. include_secret and
 # incbin_secret are never compiled as committed (they name /etc/shadow): the
 # test plants a root-only 0600 file holding a random token and compiles
 # copies that name it instead (sed), in a 0700 directory.
