@@ -24,6 +24,18 @@ jqt() {  # jqt FILTER FILE...: jq -e, quiet: true when the filter holds
     local out
     out=$(jq -e "$@" 2>/dev/null) && [ -n "$out" ]
 }
+# The paired referee's verdict on OUTJSON, a case evaluated with an honest
+# twin as its against (test_hostile.sh, test_nonroot.sh): the configs whose
+# paired speed ratio (the twin's median time over the case's) is above
+# MARGIN, or why there is no ratio; empty when the case was caught (not ok)
+# or is within the margin everywhere.
+paired_above() {  # OUTJSON MARGIN
+    jq -r --argjson m "$2" '
+        if .outcome != "ok" then empty
+        elif (.paired.configs | type) != "array" then "no paired ratio (\(.paired.error // "none"))"
+        else .paired.configs[] | select(.ratio > $m) | "\(.config) x\(.ratio * 10 | floor / 10) paired" end' \
+        "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
+}
 check() {  # check NAME CMD...: ok when CMD succeeds
     local name=$1; shift
     if "$@"; then ok "$name"; else notok "$name"; fi

@@ -29,10 +29,10 @@
 # speed ratio is above TWIN_MARGIN too; the attacks gain 5x or more in
 # either form. Cases that try to outlive their evaluation are followed at
 # once by the honest threaded twin (tests/hostile/twins/gemm_threads.c),
-# which must be ok. include_secret and
-# incbin_secret are never compiled as committed (they name /etc/shadow): the
-# test plants a root-only 0600 file holding a random token and compiles
-# copies that name it instead (sed), in a 0700 directory.
+# which must be ok. include_secret and incbin_secret are never compiled as
+# committed (they name /etc/shadow): the test plants a root-only 0600 file
+# holding a random token and compiles copies that name it instead (sed), in
+# a 0700 directory.
 # HOSTILE_RESULTS_DIR=DIR keeps a copy of every result there (not the
 # secret cases'); HOSTILE_CASES="NAME ..." evaluates only those cases.
 source "$(dirname "$0")/lib.sh"
@@ -311,18 +311,12 @@ above_twin() {  # FILE
         end' "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
 }
 
-# The paired referee: FILE evaluated with the twin as its against. The
-# configs whose paired speed ratio (the twin's median time over the case's)
-# is above TWIN_MARGIN, or why there is no ratio; empty when the case is
-# caught (not ok) or within the margin everywhere.
+# The paired referee: FILE evaluated with the twin as its against, judged
+# by lib.sh's paired_above.
 paired_above_twin() {  # FILE TIMEOUT OUTJSON
     eval_case "$1" "$2" "$3" --against "$TWINS/gemm_ikj.c"
     keep "$3"
-    jq -r --argjson m "$TWIN_MARGIN" '
-        if .outcome != "ok" then empty
-        elif (.paired.configs | type) != "array" then "no paired ratio (\(.paired.error // "none"))"
-        else .paired.configs[] | select(.ratio > $m) | "\(.config) x\(.ratio * 10 | floor / 10) paired" end' \
-        "$3" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
+    paired_above "$3" "$TWIN_MARGIN"
 }
 
 HOME_DIR=$(getent passwd "$(id -u)" | cut -d: -f6)

@@ -50,18 +50,18 @@ nobody_eval() {  # FILE OUT [timeout [PROBLEM_DIR [avo-worker eval args]]]
         "$NR/bin/avo-worker" eval "${4:-$NR/sgemm}" "$1" --json --timeout "${3:-60}" --cache "$NR/home/cache" \
         "${@:5}" >"$2" 2>"$2.err"
 }
-# Per-config scores within 1.3x of the twin's; where they are not, the
+# Per-config scores within TWIN_MARGIN x the twin's; where they are not, the
 # paired referee of test_hostile.sh: the case evaluated again with the twin
 # as its against, both timed in one harness in random order, so the host's
-# load falls on both alike; each paired speed ratio within 1.3.
+# load falls on both alike (lib.sh paired_above).
+TWIN_MARGIN=1.3
 score_ok() {  # OUT CASE
-    jq -e --slurpfile t "$T/twin.json" '
+    jq -e --slurpfile t "$T/twin.json" --argjson m "$TWIN_MARGIN" '
         if .outcome != "ok" then true else
-        [.configs, $t[0].configs] | transpose | all(.[0].score <= 1.3 * .[1].score) end' "$1" | grep -qx true &&
+        [.configs, $t[0].configs] | transpose | all(.[0].score <= $m * .[1].score) end' "$1" | grep -qx true &&
         return 0
     nobody_eval "$2" "$1.paired" 60 "$NR/sgemm" --against "$NR/cases/gemm_ikj.c"
-    jq -e 'if .outcome != "ok" then true else
-        (.paired.configs | type) == "array" and all(.paired.configs[]; .ratio <= 1.3) end' "$1.paired" | grep -qx true
+    [ -s "$1.paired" ] && [ -z "$(paired_above "$1.paired" "$TWIN_MARGIN")" ]
 }
 
 nobody_eval "$NR/cases/gemm_ikj.c" "$T/twin.json"
