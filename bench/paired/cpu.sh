@@ -5,9 +5,16 @@
 # against a copy of itself, N times; faster = REPS 17 (about 15% faster),
 # slower = REPS 21 (about 5% slower), each against base. Printed per run:
 # the aggregate ratio, its one-sided lower bound and 95% interval, whether
-# the CPU default rule (lower bound > 1 + 2%) would commit it; then the A/A
+# the CPU default rule (lower bound > 1 + 2%) would commit it, and where a
+# confirmation round ran (docs/evaluation.md) both rounds' lower bounds;
+# then the A/A
 # ratios' spread (max/min - 1) and the load average.
-#   [N=10] [OUT=dir] bash bench/paired/cpu.sh
+# COIN=M adds M A/A runs whose against is slower by 10% (2 of 20 passes)
+# for the whole of a runner process in about half of its processes (the
+# fixture's PROCESS_COIN): a stand-in for the bias of the process a lane
+# runs in, to show what the confirmation round does with it (the first
+# round alone commits about half of them, both rounds about a quarter).
+#   [N=10] [COIN=0] [OUT=dir] bash bench/paired/cpu.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,22 +27,32 @@ F=tests/fixtures/kernels/paired
 cp "$F/base.c" "$OUTDIR/copy.c"
 (echo '#define REPS 17'; cat "$F/base.c") >"$OUTDIR/faster.c"
 (echo '#define REPS 21'; cat "$F/base.c") >"$OUTDIR/slower.c"
-run() {  # run NAME CANDIDATE
-    avo-worker eval "$F" "$2" --json --cache "$OUTDIR/cache" --against "$F/base.c" >"$OUTDIR/$1.json" \
+(echo '#define PROCESS_COIN 2'; cat "$F/base.c") >"$OUTDIR/coin.c"
+run() {  # run NAME CANDIDATE [AGAINST]
+    avo-worker eval "$F" "$2" --json --cache "$OUTDIR/cache" --against "${3:-$F/base.c}" >"$OUTDIR/$1.json" \
         2>"$OUTDIR/$1.err"
     [ -s "$OUTDIR/$1.json" ] || { echo "$1: no result ($(tail -1 "$OUTDIR/$1.err"))"; return; }
     jq -r --arg n "$1" --argjson g "$MIN_GAIN" '
         if .paired == null then "\($n): no paired result (outcome \(.outcome): \(.detail))"
         elif .paired.error then "\($n): paired error: \(.paired.error)"
-        else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)"
+        else "\($n): ratio \(.paired.ratio) low \(.paired.low) ci \(.paired.ci) commit \(.paired.low > 1 + $g)\(
+            if .paired.confirmation.ran then " (confirmed: rounds \([.paired.confirmation.rounds[] | .low]), kept \(.paired.confirmation.kept))" else "" end)"
         end' "$OUTDIR/$1.json"
 }
 echo "# paired cpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/copy.c"; done
 run faster "$OUTDIR/faster.c"
 run slower "$OUTDIR/slower.c"
-jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r
+[ "$N" -gt 0 ] && jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r
     | ($r | map(.paired.ratio)) as $x
-    | "A/A: \($x | length) runs, ratios \($x | min) .. \($x | max), spread \((($x | max) / ($x | min) - 1) * 100)%, committed \($r | map(select(.paired.low > 1 + $g)) | length)"' \
+    | ($r | map(select(.paired.confirmation.ran))) as $c
+    | "A/A: \($x | length) runs, ratios \($x | min) .. \($x | max), spread \((($x | max) / ($x | min) - 1) * 100)%, committed \($r | map(select(.paired.low > 1 + $g)) | length); a confirmation round in \($c | length), where the first round alone would have committed \($c | map(select(.paired.confirmation.rounds[0].low > 1 + $g)) | length)"' \
     "$OUTDIR"/aa-*.json
+COIN=${COIN:-0}
+if [ "$COIN" -gt 0 ]; then
+    for i in $(seq 1 "$COIN"); do run "coin-$i" "$OUTDIR/copy.c" "$OUTDIR/coin.c"; done
+    jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r
+        | "process coin: \($r | length) runs; the first round would have committed \($r | map(select((.paired.confirmation.rounds[0].low // .paired.low) > 1 + $g)) | length), committed \($r | map(select(.paired.low > 1 + $g)) | length); no result or a paired error in \($COIN - ($r | length))"' \
+        --argjson COIN "$COIN" "$OUTDIR"/coin-*.json
+fi
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -129,6 +129,12 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: the against's calls stop at this share of the time from its
  * start to the evaluation's deadline. */
 #define PAIR_CUTOFF_SHARE 0.6
+/* CPU, paired: a first round that shows a gain is timed again in fresh
+ * runners (docs/evaluation.md, "The confirmation round") on input sets of
+ * its own, when the against's share of the time left holds this many times
+ * the first round's. */
+#define CONFIRM_SET ((1 << 27) + (1 << 28))
+#define CONFIRM_TIME_FACTOR 1.5
 /* CPU: CPU time the runner's group used beyond a call's round trip that is
  * not charged to the call (cgroup accounting is in microseconds). */
 #define CPU_OUTSIDE_SLACK_S 20e-6
