@@ -47,11 +47,14 @@ psql_avo "SELECT jsonb_pretty(jsonb_build_object('candidate', c.id, 'knobs', c.k
   FROM jobs j JOIN candidates c ON c.id = j.best_candidate
   JOIN evaluations e ON e.candidate_id = c.id AND e.state = 'done' WHERE j.id = $JOB" >"$T/best.json"
 cat "$T/best.json"
-[ -n "${OUT:-}" ] && cp "$T/best.json" "$OUT/tune-best.json" && cp "$T/watch.out" "$OUT/tune-watch.txt"
+if [ -n "${OUT:-}" ]; then cp "$T/best.json" "$OUT/tune-best.json" && cp "$T/watch.out" "$OUT/tune-watch.txt"; fi
 check "the best evaluation reports cuBLAS measured in the same run" grep -q cublas_tflops "$T/best.json"
 check "every evaluation was timed from a gated start" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND result->'runner'->'timing_start'->>'mode' IS DISTINCT FROM 'gated'")" = 0
 # Two islands keep two evaluations queued: the worker compiles the next one
 # while the GPU times the current one.
 check "the worker compiled an evaluation while the previous one ran" grep -q "precompiled in" "$T/worker.log"
-[ -n "${OUT:-}" ] && cp "$T/worker.log" "$OUT/tune-worker.log"
+if [ -n "${OUT:-}" ]; then cp "$T/worker.log" "$OUT/tune-worker.log"; fi
+# The script's status is its checks': run.sh counts a non-zero exit with
+# no "not ok" as a failure, so no copy for $OUT may decide it.
+[ "$FAILS" -eq 0 ]
