@@ -124,15 +124,29 @@ declare -A EXPECT=(
     # bounds it (a residual: ok, at most about 2x the twin, every config's
     # samples raised by the floor; checked below).
     [forges_event_time]="ok cheat_suspected"
+    # Paired against the seed with a job seed whose references are cached
+    # (PAIRED_JOB): looks for the answer in all device memory it can reach,
+    # at every call, computing honestly when it finds none; the line that
+    # says it found one must never appear (checked below).
+    [reads_held_reference]="ok"
+    # Its control: the answer planted in its own memory first, so the scan
+    # must find it (the line must appear).
+    [reads_held_reference_planted]="ok"
 )
 # Variants: a case built from another case's source with a line of its own
 # in front (each case compiles as one file, so a variant cannot include).
-declare -A VARIANT=([computes_in_prep_ungated]="computes_in_prep:#define SYNC_IN_ENTRY 1")
+declare -A VARIANT=([computes_in_prep_ungated]="computes_in_prep:#define SYNC_IN_ENTRY 1"
+    [reads_held_reference_planted]="reads_held_reference:#define PLANT 1")
 # Problem per case (default: the small fixture).
 declare -A PROBLEM=([side_stream]="$P4096" [side_tail]="$P4096" [fp16_accumulate]="$FULL")
 # --timeout per case (default 60 s). It bounds the compile and the harness
 # separately; the harness's own deadline is 2 s (10%) earlier.
-declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180)
+declare -A TIMEOUT=([deadlock]=30 [fp16_accumulate]=180 [reads_held_reference]=300 [reads_held_reference_planted]=300)
+# Cases evaluated paired against the problem's seed with a job seed, after
+# the seed alone with the same job seed has filled the reference cache: the
+# path where the checker holds correct outputs on the device while
+# candidates run (eval_paired_job).
+declare -A PAIRED_JOB=([reads_held_reference]=1 [reads_held_reference_planted]=1)
 # Cases exempt from "not above the seed" (a policy question, reported):
 # none since the policy refuses calls_cublas.
 declare -A ABOVE_SEED_OK=()
@@ -250,6 +264,19 @@ eval_case() {
         --cache "$CACHE" >"$4" 2>"$4.err"
 }
 
+# eval_paired_job PROBLEM FILE TIMEOUT OUT -> worker exit code: the seed with
+# a job seed first (its warm-up references computed and written to the
+# cache), then FILE against the seed with the same job seed (the references
+# read from the cache and uploaded into the checker's device tensors, and
+# each pair's reference run held for the other lane).
+eval_paired_job() {
+    local js=7340033
+    echo "$js" | timeout -k 5 $(($3 * 2 + 30)) avo-worker eval "$1" "$1/seed.cu" --json --timeout "$3" --seed "$SEED" \
+        --cache "$CACHE" --job-seed-stdin >"$4.warm.json" 2>"$4.warm.err"
+    echo "$js" | timeout -k 5 $(($3 * 2 + 30)) avo-worker eval "$1" "$2" --json --timeout "$3" --seed "$SEED" \
+        --cache "$CACHE" --job-seed-stdin --against "$1/seed.cu" >"$4" 2>"$4.err"
+}
+
 # Live (non-zombie) processes whose command line names this test's $T.
 strays() {
     local p st
@@ -363,7 +390,11 @@ for name in "${cases[@]}"; do
     out="$T/$name.json"
     gpu_before=$(gpu_pids)
     t0=$(date +%s)
-    eval_case "$prob" "$src" "$to" "$out"
+    if [ -n "${PAIRED_JOB[$name]:-}" ]; then
+        eval_paired_job "$prob" "$src" "$to" "$out"
+    else
+        eval_case "$prob" "$src" "$to" "$out"
+    fi
     rc=$?
     secs=$(($(date +%s) - t0))
     IFS=$'\t' read -r outcome agg detail < <(summary "$out")
@@ -455,6 +486,34 @@ PY
             else
                 notok "forges_event_time: a config with no sample raised by the claim floor ($floors)"
             fi
+        fi
+    fi
+
+    if [ "$name" = reads_held_reference_planted ]; then
+        said=$(grep -oh 'avo-hostile: found the answer[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
+        if [ -n "$said" ]; then
+            ok "reads_held_reference_planted: the scan finds an answer where there is one ($said)"
+        else
+            notok "reads_held_reference_planted: the scan did not find the answer planted in its own memory"
+        fi
+    fi
+    if [ "$name" = reads_held_reference ]; then
+        said=$(grep -oh 'avo-hostile: found the answer[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
+        scan=$(grep -oh 'avo-hostile: scanning[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
+        if [ -n "$said" ]; then
+            notok "reads_held_reference: it found the answer in device memory: $said"
+        else
+            ok "reads_held_reference: no \"avo-hostile: found the answer\" in the result ($scan)"
+        fi
+        [ -n "$scan" ] || notok "reads_held_reference: no scanning line: it never looked"
+        # The path it attacks was taken: cached references uploaded and a
+        # pair's reference runs reused by the other lane.
+        held=$(jq -r '"\([.configs[].references.cache.hits // 0] | add) \([.configs[].references.reused] | add)"' \
+            "$out" 2>/dev/null)
+        if [ -n "$held" ] && [ "${held%% *}" -ge 1 ] 2>/dev/null && [ "${held##* }" -ge 1 ] 2>/dev/null; then
+            ok "reads_held_reference: the checker held references on the device while it ran (cache hits, reused: $held)"
+        else
+            notok "reads_held_reference: the held-reference path was not taken (cache hits, reused: ${held:-none}; paired $(jq -c '.paired.error // "ok"' "$out" 2>/dev/null))"
         fi
     fi
 
