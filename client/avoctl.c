@@ -1127,25 +1127,36 @@ static const json_t *score_for(const json_t *cand, const char *config)
     return NULL;
 }
 
-static int print_best(const json_t *body, int64_t job)
+/* The best's speedup over the seed: the job's final paired measurement as
+ * `status` shows it where there is one, else the recorded aggregates'
+ * ratio, said to be that (they drift between evaluations). */
+static void best_speedup(const json_t *body, const json_t *jobj, char *sp, size_t len)
+{
+    const json_t *best = json_object_get(body, "best"), *seed = json_object_get(body, "seed");
+    snprintf(sp, len, "-");
+    if (json_is_object(json_object_get(jobj, "speedup_detail")) || json_is_number(json_object_get(jobj, "speedup")))
+        avoctl_fmt_job_speedup(jobj, sp, len);
+    else if (json_is_number(json_object_get(body, "speedup")))
+        avoctl_fmt_speedup(json_object_get(body, "speedup"), sp, len);
+    else if (json_is_number(json_object_get(best, "aggregate")) &&
+             json_number_value(json_object_get(seed, "aggregate")) > 0)
+        snprintf(sp, len, "x%.2f (of the recorded aggregates, unpaired)",
+                 json_number_value(json_object_get(best, "aggregate")) /
+                     json_number_value(json_object_get(seed, "aggregate")));
+}
+
+static int print_best(const json_t *body, const json_t *jobj, int64_t job)
 {
     const json_t *best = json_object_get(body, "best");
     const json_t *seed = json_object_get(body, "seed");
     const char *unit = avoctl_fmt_str(best, "unit");
-    char b[128], s[128], sp[32], n1[32], n2[32];
+    char b[128], s[128], sp[256], n1[32], n2[32];
     avoctl_table *t = NULL;
     int ex = EXIT_OK;
 
     avoctl_fmt_score(best, unit, b, sizeof b);
     avoctl_fmt_score(seed, unit, s, sizeof s);
-    snprintf(sp, sizeof sp, "-");
-    if (json_is_number(json_object_get(body, "speedup")))
-        avoctl_fmt_speedup(json_object_get(body, "speedup"), sp, sizeof sp);
-    else if (json_is_number(json_object_get(best, "aggregate")) &&
-             json_number_value(json_object_get(seed, "aggregate")) > 0)
-        snprintf(sp, sizeof sp, "x%.2f",
-                 json_number_value(json_object_get(best, "aggregate")) /
-                     json_number_value(json_object_get(seed, "aggregate")));
+    best_speedup(body, jobj, sp, sizeof sp);
     printf("job %lld: best %s, seed %s, speedup %s\n", (long long)job, b, s, sp);
     avoctl_fmt_field(json_object_get(best, "parent"), n1, sizeof n1);
     avoctl_fmt_field(json_object_get(best, "operator"), n2, sizeof n2);
@@ -1252,8 +1263,20 @@ static int cmd_best(avoctl_ctx *c, const avoctl_args *a)
         }
         goto cleanup;
     }
-    if (!c->json && (ex = print_best(body, job)) != EXIT_OK)
-        goto cleanup;
+    if (!c->json) {
+        /* The job's final measurement, for the speedup line; without it
+         * (an older avod, a failed request) the aggregates' ratio, so
+         * labelled. */
+        json_t *jobj = NULL;
+        if (call(c, AVO_ROUTE_JOB_GET, job, NULL, NULL, &jobj) != EXIT_OK) {
+            json_decref(jobj);
+            jobj = NULL;
+        }
+        ex = print_best(body, jobj, job);
+        json_decref(jobj);
+        if (ex != EXIT_OK)
+            goto cleanup;
+    }
     if (out) {
         if (!src) {
             errorf("avod sent no source for candidate %lld",

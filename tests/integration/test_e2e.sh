@@ -66,8 +66,14 @@ check "sources are stored once by content hash" \
 check "event ids are monotonic and end with job_finished" \
     test "$(psql_avo "SELECT kind FROM events WHERE job_id = $JOB ORDER BY id DESC LIMIT 1")" = job_finished
 
-avoctl best "$JOB" -o "$T/best.c" >/dev/null 2>&1
+avoctl best "$JOB" -o "$T/best.c" >"$T/best.out" 2>&1
 check "best -o writes the best source" grep -q '#define' "$T/best.c"
+# One speedup, the job's: best's line says what status says (the final
+# paired measurement), not an unlabelled ratio of the recorded aggregates.
+avoctl status "$JOB" >"$T/status.out" 2>&1
+check "best's speedup is the job's final measurement, as status shows it" \
+    bash -c 'sp=$(sed -n "s/^ *speedup  *//p" "$0" | head -1); [ -n "$sp" ] &&
+             head -1 "$1" | grep -qF "speedup $sp" && grep -q "paired\|unpaired" "$1"' "$T/status.out" "$T/best.out"
 check "the best source evaluates standalone (avo-worker eval)" \
     bash -c 'avo-worker eval "$0/kernels/cpu/sgemm" "$1" --json >"$2/eval.json" 2>&1 && grep -q "\"outcome\": *\"ok\"" "$2/eval.json"' "$ROOT" "$T/best.c" "$T"
 check "status --json reports the job" bash -c "avoctl --json status $JOB | grep -q '\"state\": *\"succeeded\"'"
