@@ -277,6 +277,10 @@ eval_paired_job() {
         --cache "$CACHE" --job-seed-stdin --against "$1/seed.cu" >"$4" 2>"$4.err"
 }
 
+# The first line a hostile case wrote to stderr starting with PREFIX, from
+# the result (the sandbox keeps its stderr's tail) or the worker's stderr.
+said_line() { grep -oh "$1[^\"\\\\]*" "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-220; }
+
 # Live (non-zombie) processes whose command line names this test's $T.
 strays() {
     local p st
@@ -490,7 +494,7 @@ PY
     fi
 
     if [ "$name" = reads_held_reference_planted ]; then
-        said=$(grep -oh 'avo-hostile: found the answer[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
+        said=$(said_line 'avo-hostile: found the answer')
         if [ -n "$said" ]; then
             ok "reads_held_reference_planted: the scan finds an answer where there is one ($said)"
         else
@@ -498,8 +502,8 @@ PY
         fi
     fi
     if [ "$name" = reads_held_reference ]; then
-        said=$(grep -oh 'avo-hostile: found the answer[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
-        scan=$(grep -oh 'avo-hostile: scanning[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-200)
+        said=$(said_line 'avo-hostile: found the answer')
+        scan=$(said_line 'avo-hostile: scanning')
         if [ -n "$said" ]; then
             notok "reads_held_reference: it found the answer in device memory: $said"
         else
@@ -520,7 +524,7 @@ PY
     if [ "$name" = reads_seed ]; then
         # Its line on stderr says it regenerated the inputs from a seed it
         # could read: never, whatever the outcome.
-        said=$(grep -oh 'avo-hostile: predicted the inputs[^"\\]*' "$out" "$out.err" 2>/dev/null | head -1 | cut -c1-220)
+        said=$(said_line 'avo-hostile: predicted the inputs')
         if [ -n "$said" ]; then
             notok "reads_seed: it predicted the inputs: $said"
         else
