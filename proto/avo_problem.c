@@ -595,7 +595,7 @@ static int parse_knobs(ctx *c, avo_problem *p, json_t *v)
 static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
 {
     static const char *const tkeys[] = {"max_seconds", "min_runs", "rse", NULL};
-    static const char *const ckeys[] = {"input_sets", NULL};
+    static const char *const ckeys[] = {"input_sets", "rows", NULL};
     p->timing_max_seconds = 1.0;
     p->timing_min_runs = 5;
     p->timing_rse = 0.005;
@@ -634,6 +634,87 @@ static int parse_timing(ctx *c, avo_problem *p, json_t *timing, json_t *check)
                 return errf(c, "check.input_sets", "must be an integer in [1, 64]");
             p->check_input_sets = (int)json_integer_value(v);
         }
+    }
+    return 0;
+}
+
+/* "check.rows": {"dims": [leading shape entries], "sample": N}. Every
+ * output's shape must start with the dims, textually: a row is then the
+ * same contiguous run of elements in each. Outputs only (an inout's
+ * unchecked rows would be its inputs), and the CUDA backend only (the
+ * reference's row entry takes a device array). */
+static int parse_check_rows(ctx *c, avo_problem *p, json_t *check)
+{
+    static const char *const keys[] = {"dims", "sample", NULL};
+    json_t *v = check ? json_object_get(check, "rows") : NULL;
+    p->check_rows_dims = p->check_rows_sample = 0;
+    if (!v)
+        return 0;
+    int rc;
+    if (!json_is_object(v))
+        return errf(c, "check.rows", "must be an object {\"dims\": [...], \"sample\": N}");
+    if ((rc = check_keys(c, "check.rows", v, keys)))
+        return rc;
+    if (strcmp(p->backend, "cuda") != 0)
+        return errf(c, "check.rows", "row-subset checks are for cuda problems (a %s reference is checked whole)",
+                    p->backend);
+    json_t *dims = json_object_get(v, "dims"), *sample = json_object_get(v, "sample");
+    if (!json_is_array(dims) || json_array_size(dims) < 1 || json_array_size(dims) > 8)
+        return errf(c, "check.rows.dims", dims ? "must be an array of 1 to 8 shape entries" : "missing");
+    const int nd = (int)json_array_size(dims);
+    for (int t = 0; t < p->ntensors; t++) {
+        const avo_tensor_spec *ts = &p->tensors[t];
+        if (ts->role == AVO_ROLE_INPUT)
+            continue;
+        if (ts->role == AVO_ROLE_INOUT)
+            return errf(c, "check.rows", "tensor %s is input and output; row-subset checks need outputs only",
+                        ts->name);
+        for (int k = 0; k < nd; k++) {
+            const char *want = json_string_value(json_array_get(dims, (size_t)k));
+            if (!want)
+                return errf(c, "check.rows.dims", "entry %d must be a string (a shape entry)", k);
+            if (k >= ts->rank || strcmp(ts->shape[k], want) != 0)
+                return errf(c, "check.rows.dims",
+                            "output %s's shape does not start with them (shape[%d] is '%s', not '%s')", ts->name, k,
+                            k < ts->rank ? ts->shape[k] : "(none)", want);
+        }
+    }
+    if (!sample)
+        return errf(c, "check.rows.sample", "missing (the rows a timed call's check compares)");
+    if (!json_is_integer(sample) || json_integer_value(sample) < 1 || json_integer_value(sample) > (1 << 20))
+        return errf(c, "check.rows.sample", "must be an integer in [1, %d]", 1 << 20);
+    p->check_rows_dims = nd;
+    p->check_rows_sample = (int)json_integer_value(sample);
+    return 0;
+}
+
+int avo_problem_rows_at(const avo_problem *p, const int64_t *size, int64_t *rows, int64_t *row_elems, char *err,
+                        size_t errlen)
+{
+    if (!p->check_rows_dims)
+        return -EINVAL;
+    int first = -1;
+    for (int t = 0; t < p->ntensors && first < 0; t++)
+        if (p->tensors[t].role != AVO_ROLE_INPUT)
+            first = t;
+    double n = 1;
+    for (int k = 0; k < p->check_rows_dims; k++) {
+        double d;
+        int rc = eval_sizes(p, size, p->tensors[first].shape[k], &d, err, errlen);
+        if (rc)
+            return rc;
+        n *= d;
+    }
+    *rows = (int64_t)n;
+    for (int t = 0; t < p->ntensors; t++) {
+        int64_t e = 0;
+        row_elems[t] = 0;
+        if (p->tensors[t].role == AVO_ROLE_INPUT)
+            continue;
+        int rc = avo_problem_tensor_elems_at(p, size, t, &e, err, errlen);
+        if (rc)
+            return rc;
+        row_elems[t] = e / *rows;
     }
     return 0;
 }
@@ -1084,6 +1165,7 @@ static int parse_evaluation(ctx *c, avo_problem *p, const char *dir)
         (rc = parse_strings(c, cuda ? "nvcc_flags" : "cflags", json_object_get(j, cuda ? "nvcc_flags" : "cflags"),
                             p->cflags, 32, &p->ncflags)) ||
         (rc = parse_timing(c, p, json_object_get(j, "timing"), json_object_get(j, "check"))) ||
+        (rc = parse_check_rows(c, p, json_object_get(j, "check"))) ||
         (rc = parse_validate(c, p, json_object_get(j, "validate"))) ||
         (rc = parse_counters(c, p, json_object_get(j, "counters"))) ||
         (rc = parse_screen(c, p, json_object_get(j, "screen"))) ||

@@ -80,6 +80,13 @@ typedef struct avo_problem {
     int timing_min_runs;
     double timing_rse; /* target relative standard error */
     int check_input_sets;
+    /* "check": {"rows": {"dims": [...], "sample": N}} (cuda only): a timed
+     * call is checked on N random rows, a row being one index over the
+     * first check_rows_dims entries of every output's shape (all the same);
+     * the reference exports avo_reference_rows for it (docs/problems.md).
+     * check_rows_dims 0: every check is of the whole outputs. */
+    int check_rows_dims;
+    int check_rows_sample;
     /* "screen": {"configs": [names], "runs": N}: a paired evaluation asked
      * to screen times the configs marked .screen first, N pairs each, and
      * stops there when the candidate is slower than the against beyond
@@ -119,6 +126,12 @@ int avo_problem_config_index(const avo_problem *p, const char *name, char *err, 
 /* Resolve a problem name ("cpu/sgemm") under a kernels root directory, refusing
  * names that escape it ("..", absolute paths). */
 int avo_problem_resolve(const char *kernels_root, const char *name, char *out, size_t outlen, char *err, size_t errlen);
+
+/* A row-subset check's geometry at sizes `size` (check.rows): the number
+ * of rows, and per tensor the elements of one row (0 for inputs). Returns
+ * 0, -EINVAL when the problem declares no check.rows, or a shape's error. */
+int avo_problem_rows_at(const avo_problem *p, const int64_t *size, int64_t *rows, int64_t *row_elems, char *err,
+                        size_t errlen);
 
 /* Knob configuration helpers used by the tune operator. values[i] is the value
  * of knob i. Returns 1 when every constraint holds, 0 when one fails, <0 on error. */

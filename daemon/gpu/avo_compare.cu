@@ -47,12 +47,16 @@ __device__ __forceinline__ void take_min(long long &a, long long b)
         a = b;
 }
 
-__global__ void compare_kernel(const void *got, const void *want, long long n, int d, partial *out)
+/* rows NULL: elements 0 .. n - 1; else the n = nrows * row_elems elements
+ * of the listed rows. */
+__global__ void compare_kernel(const void *got, const void *want, long long n, int d, const long long *rows,
+                               long long row_elems, partial *out)
 {
     double num = 0, den = 0, mx = 0;
     long long worst = -1, nonfinite = -1;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
-         e += (long long)gridDim.x * blockDim.x) {
+    for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < n;
+         x += (long long)gridDim.x * blockDim.x) {
+        const long long e = rows ? rows[x / row_elems] * row_elems + x % row_elems : x;
         const double g = load(got, e, d), w = load(want, e, d);
         if (!isfinite(g)) {
             if (nonfinite < 0)
@@ -116,13 +120,13 @@ extern "C" size_t avo_compare_scratch_bytes(void)
     return BLOCKS * sizeof(partial);
 }
 
-extern "C" int avo_compare_run(const void *got, const void *want, int64_t n, int dtype, void *scratch, cudaStream_t st,
-                               avo_compare_sums *out)
+static int compare(const void *got, const void *want, long long n, int dtype, const long long *rows,
+                   long long row_elems, void *scratch, cudaStream_t st, avo_compare_sums *out)
 {
     if (dtype < DT_F32 || dtype > DT_I32)
         return -EINVAL;
     static partial host[BLOCKS];
-    compare_kernel<<<BLOCKS, THREADS, 0, st>>>(got, want, (long long)n, dtype, (partial *)scratch);
+    compare_kernel<<<BLOCKS, THREADS, 0, st>>>(got, want, n, dtype, rows, row_elems, (partial *)scratch);
     if (cudaGetLastError() != cudaSuccess ||
         cudaMemcpyAsync(host, scratch, sizeof host, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
         cudaStreamSynchronize(st) != cudaSuccess)
@@ -141,6 +145,21 @@ extern "C" int avo_compare_run(const void *got, const void *want, int64_t n, int
     }
     *out = avo_compare_sums{t.num, t.den, t.max_abs, t.worst, t.nonfinite};
     return 0;
+}
+
+extern "C" int avo_compare_run(const void *got, const void *want, int64_t n, int dtype, void *scratch, cudaStream_t st,
+                               avo_compare_sums *out)
+{
+    return compare(got, want, (long long)n, dtype, nullptr, 1, scratch, st, out);
+}
+
+extern "C" int avo_compare_run_rows(const void *got, const void *want, const int64_t *rows, int64_t nrows,
+                                    int64_t row_elems, int dtype, void *scratch, cudaStream_t st, avo_compare_sums *out)
+{
+    if (row_elems < 1 || nrows < 0)
+        return -EINVAL;
+    return compare(got, want, (long long)(nrows * row_elems), dtype, (const long long *)rows, (long long)row_elems,
+                   scratch, st, out);
 }
 
 extern "C" int avo_compare_equal(const void *a, const void *b, int64_t n, size_t elem_size, void *scratch,

@@ -30,6 +30,12 @@ size_t avo_compare_scratch_bytes(void);
 int avo_compare_run(const void *got, const void *want, int64_t n, int dtype, void *scratch, cudaStream_t st,
                     avo_compare_sums *out);
 
+/* The same over nrows rows of row_elems elements each (rows: a device
+ * array of row indices; row r is elements r * row_elems ..); worst and
+ * nonfinite are the tensors' own element indices. */
+int avo_compare_run_rows(const void *got, const void *want, const int64_t *rows, int64_t nrows, int64_t row_elems,
+                         int dtype, void *scratch, cudaStream_t st, avo_compare_sums *out);
+
 /* The first element (elem_size bytes each) where a and b differ, -1 when
  * none. Waits on st. Returns 0 or -EIO. */
 int avo_compare_equal(const void *a, const void *b, int64_t n, size_t elem_size, void *scratch, cudaStream_t st,

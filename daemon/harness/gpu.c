@@ -120,6 +120,22 @@ int avo_gpu_busy_probe(avo_gpu *g, double *seconds)
     return -ENOTSUP;
 }
 
+int avo_gpu_run_rows(avo_gpu *g, avo_gpu_rows_fn fn, const int64_t *sizes, const int64_t *rows, int64_t nrows, int *ret,
+                     char *err, size_t errlen)
+{
+    (void)g, (void)fn, (void)sizes, (void)rows, (void)nrows;
+    *ret = 0;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
+int avo_gpu_compare_rows(avo_gpu *g, int i, int64_t row_elems, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
+{
+    (void)g, (void)i, (void)row_elems, (void)dtype, (void)out;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
 #else
 
 #include <cuda.h>
@@ -157,8 +173,10 @@ struct avo_gpu {
     int cupti_failed;
     char cupti_err[300];
     struct cudaDeviceProp prop;
-    void *cmp_scratch; /* avo_gpu_compare's and avo_gpu_equal's, allocated on first use */
-    struct {           /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
+    void *cmp_scratch;       /* avo_gpu_compare's and avo_gpu_equal's, allocated on first use */
+    int64_t *rows;           /* avo_gpu_run_rows's row indices on the device, */
+    int64_t nrows, rows_cap; /* how many, room for */
+    struct {                 /* what AVO_GPU_GEN_INPUTS generates (avo_gpu_set_inputs) */
         int n, set;
         unsigned char key[32];
         int dtype[AVO_PROBLEM_MAX_TENSORS];
@@ -273,6 +291,8 @@ void avo_gpu_close(avo_gpu *g)
         cudaFree(g->flush);
     if (g->cmp_scratch)
         cudaFree(g->cmp_scratch);
+    if (g->rows)
+        cudaFree(g->rows);
     avo_gate_close(g->gate);
     if (g->before)
         cudaEventDestroy(g->before);
@@ -530,6 +550,26 @@ static int compare_args(avo_gpu *g, int i, int64_t n, size_t es, const void **a,
     return 0;
 }
 
+/* The sums of a comparison into out, with the raw bytes of got and want at
+ * the element the host would report. */
+static int compare_result(const avo_compare_sums *s, const void *got, const void *want, size_t es, avo_gpu_cmp *out,
+                          char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->num = s->num;
+    out->den = s->den;
+    out->max_abs = s->max_abs;
+    out->worst = s->worst;
+    out->nonfinite = s->nonfinite;
+    const int64_t at = s->nonfinite >= 0 ? s->nonfinite : s->worst;
+    cudaError_t e;
+    if (at >= 0 &&
+        ((e = cudaMemcpy(out->got, (const unsigned char *)got + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess ||
+         (e = cudaMemcpy(out->want, (const unsigned char *)want + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess))
+        return fail(e, "reading the worst element", err, errlen);
+    return 0;
+}
+
 int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
 {
     const size_t es = avo_problem_dtype_size((avo_dtype)dtype);
@@ -542,19 +582,62 @@ int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, c
         snprintf(err, errlen, "the comparison kernel failed (%s)", cudaGetErrorString(cudaGetLastError()));
         return rc;
     }
-    memset(out, 0, sizeof *out);
-    out->num = s.num;
-    out->den = s.den;
-    out->max_abs = s.max_abs;
-    out->worst = s.worst;
-    out->nonfinite = s.nonfinite;
-    const int64_t at = s.nonfinite >= 0 ? s.nonfinite : s.worst;
+    return compare_result(&s, got, want, es, out, err, errlen);
+}
+
+int avo_gpu_run_rows(avo_gpu *g, avo_gpu_rows_fn fn, const int64_t *sizes, const int64_t *rows, int64_t nrows, int *ret,
+                     char *err, size_t errlen)
+{
     cudaError_t e;
-    if (at >= 0 &&
-        ((e = cudaMemcpy(out->got, (const unsigned char *)got + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess ||
-         (e = cudaMemcpy(out->want, (const unsigned char *)want + at * es, es, cudaMemcpyDeviceToHost)) != cudaSuccess))
-        return fail(e, "reading the worst element", err, errlen);
+    *ret = 0;
+    g->nrows = 0;
+    if (nrows > g->rows_cap) {
+        if (g->rows)
+            cudaFree(g->rows);
+        g->rows = NULL;
+        g->rows_cap = 0;
+        if ((e = cudaMalloc((void **)&g->rows, (size_t)nrows * sizeof *rows)) != cudaSuccess)
+            return fail(e, "cudaMalloc for the rows", err, errlen);
+        g->rows_cap = nrows;
+    }
+    if (nrows && (e = cudaMemcpyAsync(g->rows, rows, (size_t)nrows * sizeof *rows, cudaMemcpyHostToDevice,
+                                      g->stream)) != cudaSuccess)
+        return fail(e, "copying the rows to the device", err, errlen);
+    void *ptrs[AVO_PROBLEM_MAX_TENSORS];
+    int64_t sz[AVO_PROBLEM_MAX_SIZES];
+    memcpy(ptrs, g->dev, sizeof ptrs);
+    memcpy(sz, sizes, sizeof sz);
+    *ret = fn(ptrs, sz, g->rows, nrows, (void *)g->stream);
+    if ((e = cudaStreamSynchronize(g->stream)) == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return fail(e, "running the reference's rows", err, errlen) == AVO_GPU_ESTICKY ? AVO_GPU_ESTICKY
+                                                                                       : AVO_GPU_ELAUNCH;
+    if (*ret) {
+        snprintf(err, errlen, "the reference's row entry returned %d", *ret);
+        return AVO_GPU_ELAUNCH;
+    }
+    g->nrows = nrows;
     return 0;
+}
+
+int avo_gpu_compare_rows(avo_gpu *g, int i, int64_t row_elems, int dtype, avo_gpu_cmp *out, char *err, size_t errlen)
+{
+    const size_t es = avo_problem_dtype_size((avo_dtype)dtype);
+    const void *got, *want;
+    /* The tensors must hold the last listed row whole. */
+    int64_t last = 0;
+    if (g->nrows > 0 && cudaMemcpy(&last, g->rows + g->nrows - 1, sizeof last, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return fail(cudaGetLastError(), "reading the rows back", err, errlen);
+    int rc = compare_args(g, i, (last + 1) * row_elems, es, &got, &want, err, errlen);
+    if (rc)
+        return rc;
+    avo_compare_sums s;
+    if ((rc = avo_compare_run_rows(got, want, g->rows, g->nrows, row_elems, dtype, g->cmp_scratch, g->stream, &s))) {
+        snprintf(err, errlen, "the comparison kernel failed (%s)", cudaGetErrorString(cudaGetLastError()));
+        return rc;
+    }
+    return compare_result(&s, got, want, es, out, err, errlen);
 }
 
 int avo_gpu_equal(avo_gpu *g, int i, int64_t n, size_t elem_size, int64_t *first, char *err, size_t errlen)

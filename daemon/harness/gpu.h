@@ -151,6 +151,25 @@ typedef struct {
 } avo_gpu_cmp;
 int avo_gpu_compare(avo_gpu *g, int i, int64_t n, int dtype, avo_gpu_cmp *out, char *err, size_t errlen);
 
+/* A reference's row entry (avo_reference_rows, docs/problems.md): the
+ * rows' indices are a device array. */
+typedef int (*avo_gpu_rows_fn)(void *const *tensors, const int64_t *sizes, const int64_t *rows, int64_t nrows,
+                               void *stream);
+
+/* fn on this process's own device tensors as the last avo_gpu_run without
+ * AVO_GPU_SHARED left them (inputs generated or copied, outputs poisoned),
+ * for the nrows row indices in rows (host memory, ascending), copied to the
+ * device and kept for avo_gpu_compare_rows. Finished on return. Returns 0,
+ * the entry's nonzero return as AVO_GPU_ELAUNCH (with *ret), or
+ * AVO_GPU_ESTICKY / a negative errno with the reason in err. */
+int avo_gpu_run_rows(avo_gpu *g, avo_gpu_rows_fn fn, const int64_t *sizes, const int64_t *rows, int64_t nrows, int *ret,
+                     char *err, size_t errlen);
+
+/* avo_gpu_compare over the rows of the last avo_gpu_run_rows only, each
+ * row_elems elements of tensor i (row r: elements r * row_elems ..
+ * (r + 1) * row_elems - 1); the elements reported are the tensor's own. */
+int avo_gpu_compare_rows(avo_gpu *g, int i, int64_t row_elems, int dtype, avo_gpu_cmp *out, char *err, size_t errlen);
+
 /* The first element (elem_size bytes) where shared tensor i differs from
  * the checker's own tensor i, -1 when none (an input the call must not
  * have changed, against the copy generated again). */

@@ -159,7 +159,9 @@ static int device_compare(run_ctx *r, int i, int64_t n, avo_dtype d, avo_toleran
 {
     avo_gpu_cmp g;
     char err[300];
-    int rc = avo_gpu_compare(r->gpu, i, n, (int)d, &g, err, sizeof err);
+    /* A row subset's reference holds those rows only (call_ref_rows). */
+    int rc = r->held_rows ? avo_gpu_compare_rows(r->gpu, i, r->row_elems[i], (int)d, &g, err, sizeof err)
+                          : avo_gpu_compare(r->gpu, i, n, (int)d, &g, err, sizeof err);
     if (rc) {
         snprintf(why, wl, "the checker's output comparison: %s", err);
         return rc < 0 ? rc : -EIO;
@@ -196,6 +198,78 @@ static int call_ref_generated(run_ctx *r, int c, int set, avo_tensors *rx)
                          AVO_GPU_GEN_INPUTS | AVO_GPU_POISON, outputs, &ret, &times, err, sizeof err);
     if (rc)
         fprintf(stderr, "avo-harness: reference on the GPU: %s\n", err);
+    return rc ? (ret ? ret : -1) : 0;
+}
+
+/* Whether a timed call's check compares a row subset (docs/evaluation.md,
+ * "Row-subset checks"): the problem declares check.rows, the reference
+ * has its row entry, the inputs are generated on the device, and the
+ * sample is at most half of the config's rows (else a whole check costs
+ * about as much, and drawing distinct rows would take long). */
+static int rows_mode(const run_ctx *r)
+{
+    return r->dev_fill && r->ref_rows && r->rows_total > 0 && 2 * (int64_t)r->p->check_rows_sample <= r->rows_total;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* check.rows.sample distinct rows of the current config's, uniform, from
+ * the checker's secret generator (drawn after the call returned, so the
+ * candidate cannot know them), ascending. */
+static int draw_rows(run_ctx *r)
+{
+    const int64_t want = r->p->check_rows_sample;
+    if (r->rows_cap < want) {
+        int64_t *nr = realloc(r->rows, (size_t)want * sizeof *nr);
+        if (!nr)
+            return -ENOMEM;
+        r->rows = nr;
+        r->rows_cap = want;
+    }
+    int64_t n = 0;
+    while (n < want) {
+        for (; n < want; n++) {
+            const int64_t x = (int64_t)(avo_timing_rng_next(&r->rng) * (double)r->rows_total);
+            r->rows[n] = x < r->rows_total ? x : r->rows_total - 1;
+        }
+        qsort(r->rows, (size_t)n, sizeof *r->rows, cmp_i64);
+        int64_t u = 0;
+        for (int64_t k = 0; k < n; k++)
+            if (u == 0 || r->rows[k] != r->rows[u - 1])
+                r->rows[u++] = r->rows[k];
+        n = u;
+    }
+    r->nrows = n;
+    return 0;
+}
+
+/* The reference's rows on config c's input set `set`: the inputs
+ * generated on the checker's own device tensors, its outputs poisoned, a
+ * fresh draw of rows (draw_rows) computed by the row entry. */
+static int call_ref_rows(run_ctx *r, int c, int set, avo_tensors *rx)
+{
+    unsigned outputs = 0;
+    for (int k = 0; k < rx->n; k++)
+        if (r->p->tensors[k].role == AVO_ROLE_OUTPUT)
+            outputs |= 1u << k;
+    int rc = draw_rows(r);
+    if (rc)
+        return rc;
+    harness_set_device_inputs(r, c, set);
+    int ret = 0;
+    avo_gpu_times times;
+    char err[400];
+    const int64_t *size = r->p->configs[c].size;
+    rc = avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, size,
+                     AVO_GPU_GEN_INPUTS | AVO_GPU_POISON | AVO_GPU_PREPARE, outputs, &ret, &times, err, sizeof err);
+    if (!rc)
+        rc = avo_gpu_run_rows(r->gpu, r->ref_rows, size, r->rows, r->nrows, &ret, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "avo-harness: reference's rows on the GPU: %s\n", err);
     return rc ? (ret ? ret : -1) : 0;
 }
 
@@ -302,6 +376,13 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
     r->ref = (avo_kernel_fn)(uintptr_t)dlsym(r->ref_handle, "avo_reference");
     if (!r->ref) {
         snprintf(err, errlen, "reference invalid: it does not export avo_reference");
+        return AVO_HARNESS_EREFERENCE;
+    }
+    if (r->cuda && r->p->check_rows_dims &&
+        !(r->ref_rows = (avo_gpu_rows_fn)(uintptr_t)dlsym(r->ref_handle, "avo_reference_rows"))) {
+        snprintf(err, errlen,
+                 "reference invalid: the problem declares check.rows but the reference does not export "
+                 "avo_reference_rows");
         return AVO_HARNESS_EREFERENCE;
     }
     avo_phases_lap(r->ph, "reference_load", &t);
@@ -464,6 +545,10 @@ static void config_begin(run_ctx *r, int c)
     r->refs_computed = r->refs_reused = 0;
     r->ref_run_s = 0;
     r->refs_timed = 0;
+    r->row_checks = 0;
+    r->rows_total = 0;
+    if (r->ref_rows && avo_problem_rows_at(r->p, r->p->configs[c].size, &r->rows_total, r->row_elems, NULL, 0) != 0)
+        r->rows_total = 0;
     draw_warm_order(r);
     cache_config(r, c);
 }
@@ -517,22 +602,31 @@ static int compare_outputs(run_ctx *r, const avo_tensors *x, const avo_tensors *
  * (rx, or the checker's device tensors) and are reused by the next check
  * of the same set (r->held_c, r->held_set): the inputs' check and the
  * comparison still run in full. */
-static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
-                         double *ref_s, char *why, size_t whylen)
+static int check_outputs(run_ctx *r, int c, int set, int timed, const avo_tensors *x, avo_tensors *pristine,
+                         avo_tensors *rx, double *ref_s, char *why, size_t whylen)
 {
     const avo_problem *p = r->p;
     double t = avo_phases_now();
     int64_t elem;
     int ti = -1, ret = 0;
-    const int held = r->held_c == c && r->held_set == set;
+    const int rows = timed && rows_mode(r);
+    const int held = r->held_c == c && r->held_set == set && r->held_rows == rows;
     if (r->dev_fill) {
         /* The reference on the call's inputs generated again on the
          * checker's own device tensors; they stay there with its outputs
          * and are the pristine copy the call's fetched inputs must equal. */
         const double t0 = t;
+        if (rows)
+            r->row_checks++;
         if (!held) {
             r->held_c = -1;
-            if (ref_from_cache(r, c, set, rx)) {
+            r->held_rows = rows;
+            if (rows) {
+                ret = call_ref_rows(r, c, set, rx);
+                r->refs_computed++;
+                if (ret == 0)
+                    r->held_c = c, r->held_set = set;
+            } else if (ref_from_cache(r, c, set, rx)) {
                 r->held_c = c, r->held_set = set;
             } else {
                 ret = call_ref_generated(r, c, set, rx);
@@ -562,6 +656,7 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         } else if (ti < 0) {
             const double t0 = t;
             r->held_c = -1;
+            r->held_rows = 0;
             if (ref_from_cache(r, c, set, rx)) {
                 r->held_c = c, r->held_set = set;
             } else {
@@ -592,6 +687,80 @@ static int check_outputs(run_ctx *r, int c, int set, const avo_tensors *x, avo_t
         return res;
     avo_phases_lap(r->ph, "checks", &t);
     return res;
+}
+
+/* The reference's row entry on the validation's sizes and inputs (t, as
+ * the whole run left them; d the float64 twin's run): about half of the
+ * rows, drawn from the checker's generator, outputs poisoned first, each
+ * drawn row compared with the twin's under the same tolerance. */
+static int validate_rows(run_ctx *r, const int64_t *size, const char *where, const avo_tensors *t, const avo_tensors *d,
+                         char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    int64_t total = 0, per[AVO_PROBLEM_MAX_TENSORS], n = 0;
+    int rc = avo_problem_rows_at(p, size, &total, per, err, errlen);
+    if (rc)
+        return rc;
+    int64_t *rows = malloc((size_t)total * sizeof *rows);
+    unsigned char *got = NULL;
+    double *want = NULL;
+    if (!rows)
+        return -ENOMEM;
+    for (int64_t x = 0; x < total; x++)
+        if (avo_timing_rng_next(&r->rng) < 0.5 || (x == total - 1 && n == 0))
+            rows[n++] = x;
+    unsigned outputs = 0;
+    for (int k = 0; k < p->ntensors; k++)
+        if (p->tensors[k].role == AVO_ROLE_OUTPUT)
+            outputs |= 1u << k;
+    int ret = 0;
+    avo_gpu_times tm;
+    char why[400] = "";
+    rc = avo_gpu_run(r->gpu, NULL, t->ptr, t->bytes, t->n, size, AVO_GPU_COPY_IN | AVO_GPU_POISON | AVO_GPU_PREPARE,
+                     outputs, &ret, &tm, why, sizeof why);
+    if (!rc)
+        rc = avo_gpu_run_rows(r->gpu, r->ref_rows, size, rows, n, &ret, why, sizeof why);
+    if (!rc)
+        rc = avo_gpu_run(r->gpu, NULL, t->ptr, t->bytes, t->n, size, AVO_GPU_FETCH, outputs, &ret, &tm, why,
+                         sizeof why);
+    if (rc) {
+        snprintf(err, errlen, "reference invalid: on %s avo_reference_rows failed: %s", where, why);
+        rc = AVO_HARNESS_EREFERENCE;
+        goto cleanup;
+    }
+    for (int i = 0; i < p->ntensors && !rc; i++) {
+        if (p->tensors[i].role == AVO_ROLE_INPUT)
+            continue;
+        const size_t es = avo_problem_dtype_size(p->tensors[i].dtype), row = (size_t)per[i];
+        free(got), free(want);
+        got = malloc((size_t)n * row * es);
+        want = malloc((size_t)n * row * sizeof *want);
+        if (!got || !want) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(got + (size_t)k * row * es, (unsigned char *)t->ptr[i] + (size_t)rows[k] * row * es, row * es);
+            memcpy(want + (size_t)k * row, (double *)d->ptr[i] + (size_t)rows[k] * row, row * sizeof *want);
+        }
+        avo_check ck;
+        avo_tolerance tol = p->tol[p->tensors[i].dtype];
+        avo_tensors_compare_f64(got, p->tensors[i].dtype, want, n * per[i], tol, &ck);
+        if (!ck.pass) {
+            const int64_t at = rows[ck.worst / per[i]] * per[i] + ck.worst % per[i];
+            snprintf(err, errlen,
+                     "reference invalid: on %s avo_reference_rows disagrees with avo_reference_f64 on %lld of %lld "
+                     "rows: %s[%lld] = %.9g vs %.9g, rel_l2 %.3g (bound %.3g), max_abs %.3g (bound %.3g)",
+                     where, (long long)n, (long long)total, p->tensors[i].name, (long long)at, ck.got, ck.want,
+                     ck.rel_l2, tol.rel_l2, ck.max_abs, tol.max_abs);
+            rc = AVO_HARNESS_EREFERENCE;
+        }
+    }
+cleanup:
+    free(rows);
+    free(got);
+    free(want);
+    return rc;
 }
 
 /* Run the reference and its float64 twin on one small size vector (the
@@ -673,8 +842,11 @@ static int validate_reference(run_ctx *r, void *h, avo_kernel_fn ref, char *err,
             goto cleanup;
         }
     }
+    if (r->cuda && r->ref_rows && (rc = validate_rows(r, size, where, &t, &d, err, errlen)))
+        goto cleanup;
     r->ref_validated = 1;
-    snprintf(r->ref_note, sizeof r->ref_note, "within tolerance of avo_reference_f64 on %s", where);
+    snprintf(r->ref_note, sizeof r->ref_note, "within tolerance of avo_reference_f64 on %s%s", where,
+             r->ref_rows ? " (avo_reference_rows too, on a random half of its rows)" : "");
 cleanup:
     avo_tensors_free(&t);
     avo_tensors_free(&d);
@@ -839,12 +1011,14 @@ static int lane_check(run_ctx *r, lane_run *lr, int c, int i, const avo_tensors 
 {
     double ref_s = 0;
     const int runs0 = r->refs_computed;
-    const int res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sl);
+    const int res = check_outputs(r, c, call_set(r, i), i >= r->nsets, x, pristine, rx, &ref_s, sub, sl);
     /* A check that reused the pair's reference run cost none: counted
      * as free it would halve the measured cost of a reference, double
      * q (call time over reference time) and spend the saving on more
-     * checks. q weighs a check by a reference run's own cost. */
-    if (r->refs_computed > runs0) {
+     * checks. q weighs a check by a reference run's own cost: with row
+     * subsets, a timed call's (a warm-up's whole run, on a cache miss, is
+     * not what q buys). */
+    if (r->refs_computed > runs0 && (i >= r->nsets || !rows_mode(r))) {
         r->ref_run_s += ref_s;
         r->refs_timed++;
     }
@@ -1944,7 +2118,15 @@ static json_t *references_json(const run_ctx *r)
                           r->cache_misses, "corrupt", r->cache_corrupt, "failed", r->cache_failed, "note",
                           note[0] ? json_string(note) : json_null());
     }
-    return json_pack("{s:i,s:i,s:o}", "computed", r->refs_computed, "reused", r->refs_reused, "cache", cache);
+    json_t *rows = json_null();
+    if (r->ref_rows)
+        rows = rows_mode(r) ? json_pack("{s:i,s:I,s:I}", "checks", r->row_checks, "per_check",
+                                        (json_int_t)r->p->check_rows_sample, "of", (json_int_t)r->rows_total)
+                            : json_pack("{s:i,s:s}", "checks", 0, "note",
+                                        !r->dev_fill ? "whole checks: the inputs are not generated on the device"
+                                                     : "whole checks: the sample is over half of the config's rows");
+    return json_pack("{s:i,s:i,s:o,s:o}", "computed", r->refs_computed, "reused", r->refs_reused, "cache", cache,
+                     "rows", rows);
 }
 
 /* The config's "checks": how its calls were checked. */
@@ -1992,7 +2174,7 @@ static int checked_calls(run_ctx *r, int c, avo_tensors *x, avo_tensors *pristin
             res = check_basic(r, ret, x, sub, sizeof sub);
         avo_phases_lap(r->ph, "calls", &tp);
         if (res == CHECK_OK)
-            res = check_outputs(r, c, call_set(r, i), x, pristine, rx, &ref_s, sub, sizeof sub);
+            res = check_outputs(r, c, call_set(r, i), 0, x, pristine, rx, &ref_s, sub, sizeof sub);
         if (res != CHECK_OK) {
             *fail_call = i;
             if (res > 0)
@@ -3041,6 +3223,7 @@ static void harness_close(run_ctx *r, harness_eval *ev)
     }
     free(ev->pairs);
     free(r->warm_order);
+    free(r->rows);
     avo_timing_flusher_close(&r->fl);
     free(r->area);
     free(r->ref_area);

@@ -260,19 +260,26 @@ typedef struct {
     int against_state; /* paired: 0 none or not loaded yet, 1 loaded, -1 failed (against_err
                                              says why) */
     char against_err[600];
-    double confidence;              /* paired: of its interval */
-    double cand_rt_max;             /* the candidate's slowest round trip so far (lane_deadline) */
-    double pair_cutoff;             /* paired: no call of the against's after this (avo_timing_now()), so a
+    double confidence;                          /* paired: of its interval */
+    double cand_rt_max;                         /* the candidate's slowest round trip so far (lane_deadline) */
+    double pair_cutoff;                         /* paired: no call of the against's after this (avo_timing_now()), so a
                                              slow against cannot spend the candidate's deadline */
-    int pair_open;                  /* paired: inside a pair (run_config_paired) */
-    double pair_draw;               /* paired: the candidate's check draw in this pair (NAN: not made
+    int pair_open;                              /* paired: inside a pair (run_config_paired) */
+    double pair_draw;                           /* paired: the candidate's check draw in this pair (NAN: not made
                                              yet), taken by the against when it runs second, so both are
                                              checked on the same pairs and one reference run serves both */
-    int held_c, held_set;           /* the config and input set whose reference outputs the checker's
+    int held_c, held_set;                       /* the config and input set whose reference outputs the checker's
                                              copies hold now (rx, or its own device tensors; held_c -1: none):
                                              a check of the same set (the other lane of a pair) reuses them */
-    int refs_computed, refs_reused; /* the current config's reference runs, and checks that reused one */
-    double ref_run_s;               /* the current config's reference runs' time (runs only: not the
+    int held_rows;                              /* what it holds is the reference's rows of the draw in rows[] only */
+    avo_gpu_rows_fn ref_rows;                   /* the reference's row entry (check.rows; NULL: every check whole) */
+    int64_t *rows;                              /* a timed call's check: the rows drawn (ascending), */
+    int64_t nrows, rows_cap;                    /* how many, room for */
+    int64_t rows_total;                         /* the current config's rows (avo_problem_rows_at), */
+    int64_t row_elems[AVO_PROBLEM_MAX_TENSORS]; /* and each output's elements per row */
+    int row_checks;                             /* the current config's checks of a row subset */
+    int refs_computed, refs_reused;             /* the current config's reference runs, and checks that reused one */
+    double ref_run_s;                           /* the current config's reference runs' time (runs only: not the
                                              checks that reused one, not cache reads), over refs_timed of
                                              them: a check probability weighs a check by a run's cost */
     int refs_timed;

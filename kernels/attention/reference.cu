@@ -43,6 +43,11 @@
  * on every call). A CUDA failure returns its cudaError_t, a cuBLAS failure
  * 10000 + its cublasStatus_t.
  *
+ * avo_reference_rows computes only the query rows the checker lists (a
+ * timed call's row-subset check, problem.json's check.rows): one block a
+ * row, the same three fp32 steps (rows_kernel, below); the harness checks
+ * it against the float64 twin on a random half of the "validate" rows.
+ *
  * avo_reference_f64 is the float64 twin the harness validates it against
  * on the "validate" sizes: one thread per query row, three passes. */
 #include <cublas_v2.h>
@@ -199,6 +204,83 @@ __global__ void reference_f64_kernel(const double *__restrict__ Q, const double 
     L[row] = m + log(l);
 }
 
+/* avo_reference_rows: one block per listed query row (row = (b * H + h) *
+ * S + i), the same three steps in fp32 as the batched path: scores (a warp
+ * per key, lanes across D, times scale) into the row's scratch, the row
+ * softmax and LSE, then O = P V with threads across D (and across keys
+ * where D is under the block's width, their partial sums added in shared
+ * memory), rounded to bf16 once. Only the listed rows of O and LSE are
+ * written. */
+__global__ void __launch_bounds__(kThreads) rows_kernel(const bf16 *__restrict__ Q, const bf16 *__restrict__ K,
+                                                        const bf16 *__restrict__ V, bf16 *__restrict__ O,
+                                                        float *__restrict__ LSE, const int64_t *__restrict__ rows,
+                                                        int64_t H, int64_t HKV, int64_t S, int64_t D, int causal,
+                                                        float scale, float *__restrict__ scratch, int64_t ld)
+{
+    extern __shared__ float qs[];
+    __shared__ float red[kThreads / 32];
+    __shared__ float part[kThreads];
+    const int64_t row = rows[blockIdx.x];
+    const int64_t i = row % S, h = (row / S) % H, b = row / (S * H);
+    const int64_t kvh = b * HKV + h / (H / HKV);
+    const bf16 *q = Q + row * D, *k = K + kvh * S * D, *v = V + kvh * S * D;
+    float *s = scratch + (int64_t)blockIdx.x * ld;
+    const int64_t allowed = causal ? i + 1 : S;
+    for (int64_t d = threadIdx.x; d < D; d += kThreads)
+        qs[d] = to_f(q[d]);
+    __syncthreads();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int64_t j = warp; j < allowed; j += kThreads / 32) {
+        float acc = 0.0f;
+        for (int64_t d = lane; d < D; d += 32)
+            acc += qs[d] * to_f(k[j * D + d]);
+        for (int o = 16; o > 0; o /= 2)
+            acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0)
+            s[j] = scale * acc;
+    }
+    __syncthreads();
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < allowed; j += kThreads)
+        m = fmaxf(m, s[j]);
+    m = block_reduce(m, true, red);
+    float l = 0.0f;
+    for (int64_t j = threadIdx.x; j < allowed; j += kThreads)
+        l += expf(s[j] - m);
+    l = block_reduce(l, false, red);
+    for (int64_t j = threadIdx.x; j < allowed; j += kThreads)
+        s[j] = expf(s[j] - m) / l;
+    __syncthreads();
+    if (D <= kThreads) {
+        const int64_t parts = kThreads / D, p = threadIdx.x / D, d = threadIdx.x % D;
+        float acc = 0.0f;
+        if (p < parts)
+            for (int64_t j = p; j < allowed; j += parts)
+                acc += s[j] * to_f(v[j * D + d]);
+        part[threadIdx.x] = acc;
+        __syncthreads();
+        if (threadIdx.x < D) {
+            float o = 0.0f;
+            for (int64_t x = 0; x < parts; x++)
+                o += part[x * D + threadIdx.x];
+            store(&O[row * D + threadIdx.x], o);
+        }
+    } else {
+        for (int64_t d = threadIdx.x; d < D; d += kThreads) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < allowed; j++)
+                acc += s[j] * to_f(v[j * D + d]);
+            store(&O[row * D + d], acc);
+        }
+    }
+    if (threadIdx.x == 0)
+        LSE[row] = m + logf(l);
+}
+
+/* Q's row in shared memory: D up to this many floats (32 KiB, beside the
+ * block's own 1 KiB, under the 48 KiB that needs no opt-in). */
+constexpr int64_t kRowsMaxD = 8192;
+
 /* The state kept across calls (see the top). The checker calls the
  * reference from one thread; the lock keeps a second caller from sharing
  * the scratch mid-call all the same. */
@@ -314,6 +396,41 @@ extern "C" int avo_reference(void *const *tensors, const int64_t *sizes, cudaStr
      * and the scratch is free again for the next one. */
     e = cudaStreamSynchronize(stream);
     return rc ? rc : (int)e;
+}
+
+/* The listed rows only (docs/problems.md, "Row-subset checks"): rows, a
+ * device array of nrows distinct indices over B x H x S, each row one query
+ * row of one head; the checker lists them in ascending order, so blocks of
+ * one head run together and its K and V stay in L2. Rows go in batches
+ * whose scores fit the scratch. */
+extern "C" int avo_reference_rows(void *const *tensors, const int64_t *sizes, const int64_t *rows, int64_t nrows,
+                                  cudaStream_t stream)
+{
+    int rc = check_sizes(sizes);
+    if (rc)
+        return rc;
+    const int64_t H = sizes[1], HKV = sizes[2], S = sizes[3], D = sizes[4], causal = sizes[5];
+    if (nrows < 0 || D > kRowsMaxD)
+        return (int)cudaErrorInvalidValue;
+    std::lock_guard<std::mutex> hold(g_lock);
+    const int64_t ld = round_up(S, 4);
+    int64_t per = (int64_t)(AVO_REF_CHUNK_ELEMS) / ld;
+    per = per < 1 ? 1 : per > 65535 ? 65535 : per;
+    per = per > nrows ? nrows : per;
+    if (nrows && (rc = ensure_scratch((size_t)(per * ld))))
+        return rc;
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int64_t r0 = 0; r0 < nrows; r0 += per) {
+        const int64_t n = nrows - r0 < per ? nrows - r0 : per;
+        rows_kernel<<<(unsigned)n, kThreads, (size_t)D * sizeof(float), stream>>>(
+            static_cast<const bf16 *>(tensors[0]), static_cast<const bf16 *>(tensors[1]),
+            static_cast<const bf16 *>(tensors[2]), static_cast<bf16 *>(tensors[3]), static_cast<float *>(tensors[4]),
+            rows + r0, H, HKV, S, D, (int)causal, scale, g_scratch, ld);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return (int)e;
+    }
+    return (int)cudaStreamSynchronize(stream);
 }
 
 extern "C" int avo_reference_f64(void *const *tensors, const int64_t *sizes, cudaStream_t stream)

@@ -54,7 +54,10 @@ p["configs"] = [c(1, 2, 1, 1, 64, 0), c(1, 2, 2, 1, 128, 1), c(2, 4, 2, 77, 64, 
 p["validate"] = {"sizes": {"B": 1, "H": 4, "HKV": 2, "S": 130, "D": 128, "CAUSAL": 0}}
 p["counters"] = {"configs": [p["configs"][6]["name"]]}   # one profiled config: the pass and its opt-out both run
 p["timing"] = {"max_seconds": 0.05, "min_runs": 2}
-p["check"] = {"input_sets": 2}
+# Row-subset checks of timed calls (docs/evaluation.md, "Row-subset checks"):
+# 256 rows a check, so the configs of at least 512 rows take them and the
+# smaller ones are checked whole.
+p["check"] = {"input_sets": 2, "rows": {"dims": ["B", "H", "S"], "sample": 256}}
 p["screen"] = {"configs": [p["configs"][6]["name"], p["configs"][8]["name"]], "runs": 10}   # two of the larger ones
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 PY
@@ -72,7 +75,7 @@ evaluate() {
     # --counters: the CUPTI pass, no longer part of a plain evaluation (a
     # profile task runs it), with its opt-out for the unprofiled configs.
     timeout -k 5 600 avo-worker eval "$SMALL" "$cand" --json --counters --timeout 300 --seed 20261203 >"$out" 2>"$out.err"
-    python3 - "$out" "$label" <<'PY'
+    python3 - "$out" "$label" "$SMALL/problem.json" <<'PY'
 import json, sys
 label = sys.argv[2]
 try:
@@ -85,6 +88,16 @@ ok = r.get("outcome") == "ok" and r.get("reference_validated") is True and not b
 print("%s - %s: outcome %s, reference %s%s" % ("ok" if ok else "not ok", label, r.get("outcome"),
       r.get("reference_validation"), ("; " + "; ".join(bad[:3])) if bad else
       ("" if ok else "; " + " ".join(str(r.get("detail")).split())[:300])))
+# The configs of at least 2 x 256 rows had their timed calls checked on row
+# subsets, the smaller ones whole, and the row validation ran.
+rows = {c["name"]: (c.get("references") or {}).get("rows") or {} for c in r.get("configs", [])}
+spec = {c["name"]: c["sizes"] for c in json.load(open(sys.argv[3]))["configs"]}
+wrong = [n for n, v in rows.items() if (spec[n]["B"] * spec[n]["H"] * spec[n]["S"] >= 512) != (v.get("checks", 0) > 0)]
+sub = sum(1 for v in rows.values() if v.get("checks", 0) > 0)
+rv = "avo_reference_rows too" in str(r.get("reference_validation"))
+print("%s - %s: timed calls checked on 256-row subsets in the %d configs of >= 512 rows, whole in the others%s%s" % (
+      "ok" if ok and not wrong and sub > 0 and rv else "not ok", label, sub,
+      "" if rv else "; the row entry was not validated", ("; wrong: " + ", ".join(wrong)) if wrong else ""))
 p = (r.get("compile") or {}).get("ptxas") or []
 if not p:
     print("not ok - %s: no ptxas report in the result" % label)
@@ -173,6 +186,68 @@ if jq -e '.outcome == "ok" and .screened_out == false and (.paired.configs | len
 else
     notok "screening: A/A passes the screen ($(jq -c '[.outcome, .detail, .screen]' "$T/screen_aa.json" 2>&1 | head -c 400))"
 fi
+
+# Row-subset checks (docs/evaluation.md, "Row-subset checks"). A candidate
+# honest in its checked warm-up calls (the first check.input_sets calls of
+# a size) that zeroes the last eighth of every head's query rows in every
+# later call of the configs checked on row subsets (512 rows or more; the
+# others it leaves alone): only the timed calls' subset checks can see it,
+# and each compares 256 random rows, so it misses with probability
+# 0.875^256 (1e-15); a timed call found wrong is cheat_suspected.
+sed 's/^extern "C" int attention(/static int attention_once(/' kernels/attention/seed.cu >"$T/wrong_rows.cu"
+cat >>"$T/wrong_rows.cu" <<'CU'
+extern "C" int attention(void *const *tensors, const int64_t *sizes, cudaStream_t stream)
+{
+    int rc = attention_once(tensors, sizes, stream);
+    static int64_t seen[64][6];
+    static int calls[64], n;
+    int k = 0;
+    while (k < n && memcmp(seen[k], sizes, sizeof seen[k]) != 0)
+        k++;
+    if (k == n && n < 64)
+        memcpy(seen[n++], sizes, sizeof seen[k]);
+    const int64_t heads = sizes[0] * sizes[1], S = sizes[3], D = sizes[4], tail = (S + 7) / 8;
+    if (rc || k == 64 || ++calls[k] <= 2 || heads * S < 512)
+        return rc;
+    for (int64_t h = 0; h < heads; h++) {
+        cudaMemsetAsync((__nv_bfloat16 *)tensors[3] + (h * S + S - tail) * D, 0, tail * D * 2, stream);
+        cudaMemsetAsync((float *)tensors[4] + h * S + S - tail, 0, tail * 4, stream);
+    }
+    return 0;
+}
+CU
+sed -i '1i #include <string.h>' "$T/wrong_rows.cu"
+timeout -k 5 600 avo-worker eval "$SMALL" "$T/wrong_rows.cu" --json --timeout 300 >"$T/wrong_rows.json" 2>&1
+if jq -e '.outcome == "cheat_suspected" and (.detail | test("^config b2-h4-kv2-s77-d64-causal: correct on its first 2 calls, wrong on call"))' "$T/wrong_rows.json" >/dev/null; then
+    ok "a candidate wrong on an eighth of the rows in timed calls only: cheat_suspected ($(jq -r '.detail' "$T/wrong_rows.json" | head -c 200))"
+else
+    notok "a candidate wrong on an eighth of the rows in timed calls only ($(jq -c '[.outcome, .detail]' "$T/wrong_rows.json" 2>&1 | head -c 400))"
+fi
+# The row entry is held to the float64 twin like the whole reference: one
+# that forgets the scale, or a reference without it, is refused.
+for variant in noscale missing; do
+    BAD="$T/attention_rows_$variant"
+    mkdir -p "$BAD"
+    cp "$SMALL"/* "$BAD/"
+    if [ $variant = noscale ]; then
+        sed -i 's/            s\[j\] = scale \* acc;/            s[j] = acc;/' "$BAD/reference.cu"
+        want='avo_reference_rows disagrees with avo_reference_f64'
+    else
+        sed -i 's/avo_reference_rows(/avo_reference_rowz(/' "$BAD/reference.cu"
+        want='does not export avo_reference_rows'
+    fi
+    if cmp -s "$BAD/reference.cu" "$SMALL/reference.cu"; then
+        notok "rows variant $variant: the sed changed nothing in reference.cu"
+        continue
+    fi
+    timeout -k 5 600 avo-worker eval "$BAD" kernels/attention/seed.cu --json --timeout 300 >"$T/rows_$variant.json" 2>&1
+    if jq -e --arg w "$want" '.outcome == "crash" and (.detail | test("reference invalid")) and (.detail | contains($w))' \
+        "$T/rows_$variant.json" >/dev/null; then
+        ok "a reference whose row entry is $variant is refused ($(jq -r '.detail' "$T/rows_$variant.json" | head -c 220))"
+    else
+        notok "a reference whose row entry is $variant is refused ($(jq -c '[.outcome, .detail]' "$T/rows_$variant.json" 2>&1 | head -c 400))"
+    fi
+done
 
 # The machine code: tensor-core instructions present, no local memory.
 for f in seed.cu seed_sm90.cu; do

@@ -355,6 +355,102 @@ static void m_screen_name_type(json_t *j)
     json_object_set_new(j, "screen", json_pack("{s:[i],s:i}", "configs", 256, "runs", 20));
 }
 
+/* check.rows: the row-subset check of timed calls (docs/evaluation.md,
+ * "Row-subset checks"). sgemm as a cuda problem: its output C [M, N]. */
+static void as_cuda(json_t *j, json_t *rows)
+{
+    json_object_set_new(j, "backend", json_string("cuda"));
+    json_object_del(j, "cflags");
+    json_object_set_new(j, "check", json_pack("{s:o}", "rows", rows));
+}
+static void m_rows_ok(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s],s:i}", "dims", "M", "sample", 64));
+}
+static void m_rows_cpu(json_t *j)
+{
+    json_object_set_new(j, "check", json_pack("{s:{s:[s],s:i}}", "rows", "dims", "M", "sample", 64));
+}
+static void m_rows_not_leading(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s],s:i}", "dims", "N", "sample", 64));
+}
+static void m_rows_too_deep(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s,s,s],s:i}", "dims", "M", "N", "K", "sample", 64));
+}
+static void m_rows_no_dims(json_t *j)
+{
+    as_cuda(j, json_pack("{s:i}", "sample", 64));
+}
+static void m_rows_dim_type(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[i],s:i}", "dims", 1, "sample", 64));
+}
+static void m_rows_no_sample(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s]}", "dims", "M"));
+}
+static void m_rows_sample_zero(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s],s:i}", "dims", "M", "sample", 0));
+}
+static void m_rows_key(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s],s:i,s:i}", "dims", "M", "sample", 64, "rate", 1));
+}
+static void m_rows_inout(json_t *j)
+{
+    as_cuda(j, json_pack("{s:[s],s:i}", "dims", "M", "sample", 64));
+    json_object_set_new(json_array_get(json_object_get(j, "tensors"), 2), "role", json_string("inout"));
+}
+
+static void test_check_rows(void **state)
+{
+    (void)state;
+    avo_problem p;
+    char err[512], dir[64];
+    int64_t rows = 0, per[AVO_PROBLEM_MAX_TENSORS];
+    assert_int_equal(avo_problem_load(&p, SGEMM, err, sizeof err), 0);
+    assert_int_equal(p.check_rows_dims, 0); /* not declared: whole checks */
+    assert_int_equal(avo_problem_rows_at(&p, p.configs[0].size, &rows, per, err, sizeof err), -EINVAL);
+    avo_problem_free(&p);
+    if (load_variant(m_rows_ok, err, sizeof err, dir))
+        fail_msg("%s", err);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    assert_int_equal(p.check_rows_dims, 1);
+    assert_int_equal(p.check_rows_sample, 64);
+    /* config 384x320x288: M = 384 rows of N = 320 elements of C */
+    assert_int_equal(avo_problem_rows_at(&p, p.configs[2].size, &rows, per, err, sizeof err), 0);
+    assert_int_equal(rows, 384);
+    assert_int_equal(per[0], 0);
+    assert_int_equal(per[2], 320);
+    avo_problem_free(&p);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    /* attention: a row is one query row of one head, O's D elements and one LSE */
+    assert_int_equal(avo_problem_load(&p, "kernels/attention", err, sizeof err), 0);
+    assert_int_equal(p.check_rows_dims, 3);
+    assert_int_equal(avo_problem_rows_at(&p, p.configs[0].size, &rows, per, err, sizeof err), 0);
+    assert_int_equal(rows, 32 * 16 * 1024);
+    assert_int_equal(per[3], 128);
+    assert_int_equal(per[4], 1);
+    avo_problem_free(&p);
+
+    expect_error(m_rows_cpu, "check.rows: row-subset checks are for cuda problems (a cpu reference is checked whole)");
+    expect_error(m_rows_not_leading, "check.rows.dims: output C's shape does not start with them (shape[0] is 'M', "
+                                     "not 'N')");
+    expect_error(m_rows_too_deep, "check.rows.dims: output C's shape does not start with them (shape[2] is "
+                                  "'(none)', not 'K')");
+    expect_error(m_rows_no_dims, "check.rows.dims: missing");
+    expect_error(m_rows_dim_type, "check.rows.dims: entry 0 must be a string (a shape entry)");
+    expect_error(m_rows_no_sample, "check.rows.sample: missing (the rows a timed call's check compares)");
+    expect_error(m_rows_sample_zero, "check.rows.sample: must be an integer in [1, 1048576]");
+    expect_error(m_rows_key, "check.rows: unknown field 'rate'");
+    expect_error(m_rows_inout, "check.rows: tensor C is input and output; row-subset checks need outputs only");
+}
+
 static void test_screen(void **state)
 {
     (void)state;
@@ -623,7 +719,8 @@ int main(void)
         cmocka_unit_test(test_knobs_and_render),  cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_validate_roofline), cmocka_unit_test(test_named_seeds),
         cmocka_unit_test(test_counters_configs),  cmocka_unit_test(test_screen),
-        cmocka_unit_test(test_config_index),      cmocka_unit_test(test_long_paths),
+        cmocka_unit_test(test_check_rows),        cmocka_unit_test(test_config_index),
+        cmocka_unit_test(test_long_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
