@@ -396,7 +396,31 @@ static int load_reference(run_ctx *r, const char *ref_so, char *err, size_t errl
                                 "l2_bytes", l2, "max_sm_mhz", (int)r->max_mhz);
         avo_phases_lap(r->ph, "gpu_context", &t);
     }
-    rc = validate_reference(r, r->ref_handle, r->ref, err, errlen);
+    return 0;
+}
+
+/* The reference validated against its float64 twin (validate_reference),
+ * or its record read from the job's reference cache: the same reference
+ * object, spec, device and job seed validated in an earlier evaluation on
+ * this worker (the record is the worker's, out of every candidate's
+ * reach, as the cached outputs are). A validation that passed is recorded
+ * for the next evaluation. */
+static int validate_or_recall(run_ctx *r, char *err, size_t errlen)
+{
+    double t = avo_phases_now();
+    char note[sizeof r->ref_note];
+    int rc = 0;
+    if (avo_refcache_validated(&r->cache, note, sizeof note)) {
+        r->ref_validated = 1;
+        snprintf(r->ref_note, sizeof r->ref_note,
+                 "%.380s; recalled from the reference cache (validated in an earlier evaluation of this job on this "
+                 "worker)",
+                 note);
+    } else if ((rc = validate_reference(r, r->ref_handle, r->ref, err, errlen)) == 0 && r->ref_validated &&
+               r->cache.dirfd >= 0) {
+        /* A record not written costs the next evaluation a validation. */
+        (void)avo_refcache_mark_validated(&r->cache, r->ref_note);
+    }
     if (rc == 0)
         pin_areas(r);
     avo_phases_lap(r->ph, "reference_validation", &t);
@@ -2764,6 +2788,10 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
             fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
         avo_phases_lap(&ev->top, "setup", &ev->t);
     }
+    rc = validate_or_recall(r, err, errlen);
+    ev->t = avo_phases_now();
+    if (rc)
+        return rc;
     cpu_set_t mask;
     r->one_cpu = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
     if (!r->cuda && (rc = avo_timing_flusher_open(&r->fl))) {

@@ -186,3 +186,39 @@ int avo_refcache_store(const avo_refcache *c, const char *name, const void *cons
         unlinkat(c->dirfd, tmp, 0);
     return rc;
 }
+
+/* The record's payload: the note in a fixed-size buffer, NUL-padded. */
+#define VALID_NOTE_BYTES 512
+
+static void valid_name(const avo_refcache *c, char name[AVO_REFCACHE_NAME])
+{
+    avo_refcache_name(c, "(reference validation)", -1, name);
+    const size_t sl = strlen(AVO_REFCACHE_SUFFIX), len = strlen(name);
+    snprintf(name + len - sl, AVO_REFCACHE_NAME - (len - sl), "%s", AVO_REFCACHE_VALID_SUFFIX);
+}
+
+int avo_refcache_validated(const avo_refcache *c, char *note, size_t notelen)
+{
+    char name[AVO_REFCACHE_NAME], buf[VALID_NOTE_BYTES];
+    void *bufs[1] = {buf};
+    const size_t bytes[1] = {sizeof buf};
+    if (c->dirfd < 0)
+        return 0;
+    valid_name(c, name);
+    if (avo_refcache_load(c, name, bufs, bytes, 1) != 0 || memchr(buf, 0, sizeof buf) == NULL || !buf[0])
+        return 0;
+    snprintf(note, notelen, "%s", buf);
+    return 1;
+}
+
+int avo_refcache_mark_validated(const avo_refcache *c, const char *note)
+{
+    char name[AVO_REFCACHE_NAME], buf[VALID_NOTE_BYTES] = {0};
+    const void *bufs[1] = {buf};
+    const size_t bytes[1] = {sizeof buf};
+    if (c->dirfd < 0)
+        return -EBADF;
+    snprintf(buf, sizeof buf, "%s", note);
+    valid_name(c, name);
+    return avo_refcache_store(c, name, bufs, bytes, 1);
+}

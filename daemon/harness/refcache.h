@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #define AVO_REFCACHE_SUFFIX ".ref"
+#define AVO_REFCACHE_VALID_SUFFIX ".valid" /* a validation record (avo_refcache_validated) */
 #define AVO_REFCACHE_TMP "tmp."
 #define AVO_REFCACHE_NAME 72 /* 64 hex digits, the suffix, NUL */
 
@@ -51,6 +52,16 @@ int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs
 /* Write the n buffers as file `name` (a temporary file renamed into place).
  * Returns 0 or a negative errno. */
 int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes, int n);
+
+/* The reference's validation against its float64 twin (docs/evaluation.md,
+ * "Reference validation") kept for the key's later evaluations: a file
+ * named by the hash of the key (AVO_REFCACHE_VALID_SUFFIX, evicted with the
+ * outputs) holding the validation's note, in the format above.
+ * avo_refcache_validated: 1 with the note when the record is there and
+ * whole, else 0 (none, corrupt, unreadable: the caller validates again).
+ * avo_refcache_mark_validated: write it; 0 or a negative errno. */
+int avo_refcache_validated(const avo_refcache *c, char *note, size_t notelen);
+int avo_refcache_mark_validated(const avo_refcache *c, const char *note);
 
 /* The payload's checksum (64 bits, four interleaved multiply-xor lanes: it
  * finds a torn or flipped file at memory speed; the candidate cannot reach

@@ -83,7 +83,10 @@ int avo_refstore_evict(int dirfd, uint64_t budget, uint64_t *freed, uint64_t *ke
                 removed++, gone += (uint64_t)st.st_size;
             continue;
         }
-        if (len < sl || len >= AVO_REFCACHE_NAME || strcmp(de->d_name + len - sl, AVO_REFCACHE_SUFFIX) != 0)
+        const size_t vl = strlen(AVO_REFCACHE_VALID_SUFFIX);
+        const int ref = len >= sl && strcmp(de->d_name + len - sl, AVO_REFCACHE_SUFFIX) == 0;
+        const int valid = len >= vl && strcmp(de->d_name + len - vl, AVO_REFCACHE_VALID_SUFFIX) == 0;
+        if (len >= AVO_REFCACHE_NAME || !(ref || valid))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;

@@ -12,7 +12,9 @@
 #  (c) the reference cache (<cache>/ref, docs/operations.md): the first
 #      evaluation of a job seed computes and writes its four warm-up
 #      references, the next reads them (result references.cache hits 4),
-#      another seed misses; a corrupt file (a flipped byte, a truncation) is
+#      another seed misses; the reference's validation against its float64
+#      twin is recorded in the first and recalled in the next ones (a
+#      corrupt record: validated again); a corrupt file (a flipped byte, a truncation) is
 #      detected, recomputed and rewritten, with a note; a config whose
 #      warm-up outputs exceed the budget is not cached, with a note;
 #      --ref-cache-mb 0 turns it off; bad --ref-cache-mb values are refused
@@ -81,6 +83,15 @@ check "(c) the cache directory is the worker's alone (0700), files 0600" \
     bash -c "[ \"\$(stat -c %a '$T/cache/ref')\" = 700 ] && [ -z \"\$(find '$T/cache/ref' -type f ! -perm 600)\" ]"
 check "(c) eight cache files (four sets, two job seeds), named by hash only" \
     test "$(find "$T/cache/ref" -type f -name '*.ref' | grep -cE '/[0-9a-f]{64}\.ref$')" = 8
+# The reference's validation against its float64 twin, recorded beside the
+# outputs: run in a job's first evaluation on this cache, recalled after.
+recalled() { jq -e '.reference_validated == true and (.reference_validation | test("^within tolerance of avo_reference_f64.*recalled from the reference cache"))' "$T/$1.json" >/dev/null; }
+check "(c) a job's first evaluation validates its reference; the next four recall the record" \
+    bash -c "$(declare -f recalled); T='$T'; ! recalled a1 && jq -e '.reference_validated' '$T/a1.json' >/dev/null &&
+             recalled a2 && recalled a3 && recalled a4 && recalled a5"
+check "(c) another job seed: validated anew" bash -c "$(declare -f recalled); T='$T'; ! recalled b1"
+check "(c) one validation record per job seed (named by hash only)" \
+    test "$(find "$T/cache/ref" -type f -name '*.valid' | grep -cE '/[0-9a-f]{64}\.valid$')" = 2
 # Corrupt S1's files: one flipped byte, one truncated.
 mapfile -t s1files < <(ls -t "$T/cache/ref"/*.ref | tail -4)
 printf '\xff' | dd of="${s1files[0]}" bs=1 seek=100 conv=notrunc status=none
@@ -91,6 +102,12 @@ check "(c) two corrupt cache files: detected, recomputed, rewritten, noted; outc
          (.note | test("2 cache file.*checksum")))' "$T/c1.json"
 ev c2 "$S1"
 check "(c) ... and read again in the next evaluation" test "$(refs c2)" = '{"hits":4,"misses":0,"corrupt":0,"used":true}'
+for f in "$T/cache/ref"/*.valid; do printf '\xff' | dd of="$f" bs=1 seek=60 conv=notrunc status=none; done
+ev v1 "$S1"
+ev v2 "$S1"
+check "(c) a corrupt validation record: the reference validated again, ok; recalled in the next evaluation" \
+    bash -c "$(declare -f recalled); T='$T'; jq -e '.outcome == \"ok\" and .reference_validated' '$T/v1.json' >/dev/null &&
+             ! recalled v1 && recalled v2"
 ev off "$S1" --ref-cache-mb 0
 check "(c) --ref-cache-mb 0: no cache" jqt '.outcome == "ok" and .configs[0].references.cache == null' "$T/off.json"
 mkdir -p "$T/big"
