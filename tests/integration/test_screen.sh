@@ -104,13 +104,19 @@ check "fast only on the screen's sizes: passes the screen, the full run shows it
     jqt "$full and .screen.ratio > 1.3 and .paired.ratio < 1 and .paired.low < 1.02" "$T/sizes.json"
 ev count "$T/count.c" --against "$F/base.c" --screen
 show count
-# The figures go into the line: a CI log keeps the not-ok lines, not the JSON
-# (a fresh-clone CI of 2026-12-05 failed this check once; locally 4 of 4 passed
-# beside two busy loops, paired 0.67-0.69).
-check "fast for as many calls as the screen takes: passes it, the full run shows it slower overall $(jq -c \
-    '[.outcome, .screened_out, .screen.ratio, .paired.ratio, .paired.low, .paired.error, [.paired.configs[]?.ratio]]' \
-    "$T/count.json" 2>/dev/null | cut -c1-300)" \
-    jqt "$full and .screen.ratio > 1.3 and .paired.ratio < 1 and .paired.low < 1.02" "$T/count.json"
+# Its speed changes fourfold in the middle of the full run's first config
+# (fast for its first FAST_CALLS calls in the process, slow after), so the
+# order test (its calls right after the against's against those before)
+# sometimes sees the two halves split by order and calls it
+# cheat_suspected ("ran 61% faster ... the against's work reached it":
+# four fresh-clone runs of 2026-12-05 out of seven): also nothing a commit
+# could take. The figures go into the line: a CI log keeps the not-ok
+# lines, not the JSON.
+check "fast for as many calls as the screen takes: passes it, the full run shows it slower overall (or the order test calls it cheat_suspected) $(jq -c \
+    '[.outcome, .screened_out, .screen.ratio, .paired.ratio, .paired.low, .paired.error, (.detail // "" | .[0:160])]' \
+    "$T/count.json" 2>/dev/null | cut -c1-400)" \
+    jqt "($full and .screen.ratio > 1.3 and .paired.ratio < 1 and .paired.low < 1.02) or
+         (.outcome == \"cheat_suspected\" and (.detail | test(\"right after the against.s\")))" "$T/count.json"
 
 # --- 1d. checked on every configuration before the screen decides
 # 2x slower, and wrong on 64x64 (outside the screen) only
