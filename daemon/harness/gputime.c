@@ -74,6 +74,7 @@ int gputime_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned 
         fprintf(stderr, "busy probe: config %s call %d: %.1f us, again %.1f us (limit %.1f)\n", p->configs[c].name, i,
                 busy * 1e6, again * 1e6, r->ln->busy_max * 1e6);
     }
+    harness_trace("  clock and busy probe");
     if ((res = gputime_busy_verdict(r, busy, i, "returned", b, why, wl)) != CHECK_OK || *ret != 0)
         return res;
     /* Checked on the device where they are: nothing to fetch. */
@@ -129,9 +130,12 @@ int gputime_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigne
     int pret = 0;
     int res = r->dev.n ? gputime_checker_copies(r, c, x, prep | AVO_GPU_PREPARE, why, wl)
                        : harness_cand_call_flags(r, c, x, prep | AVO_GPU_PREPARE, &pret, &prt, &pev, why, wl);
+    harness_trace("  prep");
     if (res != CHECK_OK)
         return res;
-    return harness_cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
+    res = harness_cand_call_flags(r, c, x, run, ret, rt, ev, why, wl);
+    harness_trace("  run (round trip %.3f ms)", *rt * 1e3);
+    return res;
 }
 
 /* CALIBRATION_CALLS calls of the protocol around no call (run: AVO_GPU_EMPTY,

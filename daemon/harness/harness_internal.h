@@ -140,9 +140,13 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define CPU_OUTSIDE_SLACK_S 20e-6
 /* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
  * the candidate's median right after the against must not be under
- * ORDER_FACTOR x its median before it. */
+ * ORDER_FACTOR x its median before it with a one-sided rank test's p-value
+ * under ORDER_ALPHA (8 pairs each way wholly apart: p about 4e-4). An
+ * honest candidate is called a cheat at most ORDER_ALPHA of the time per
+ * configuration, whatever the load. */
 #define ORDER_MIN_PAIRS 8
 #define ORDER_FACTOR 0.5
+#define ORDER_ALPHA 1e-3
 /* Paired: what an against's call may take (lane_deadline). */
 #define AGAINST_LIMIT_MIN_S 5.0
 #define AGAINST_LIMIT_FACTOR 20.0
@@ -308,6 +312,8 @@ typedef struct {
 int harness_cand_call_flags(run_ctx *r, int c, const avo_tensors *x, unsigned flags, int *ret, double *rt,
                             avo_gpu_times *claimed, char *why, size_t wl);
 void harness_set_device_inputs(run_ctx *r, int c, int set);
+/* AVO_HARNESS_TRACE=1: a step's wall time since the last one on stderr. */
+void harness_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int harness_cmp_double(const void *a, const void *b);
 
 /* gputime.c: the CUDA timing protocol (each function's contract is at its

@@ -94,4 +94,13 @@ double avo_timing_check_rate(double call_s, double ref_s, double q_min);
  * work skipped where no check landed). */
 int avo_timing_checked_consistent(const double *checked, int nchecked, double median, double factor);
 
+/* The one-sided Mann-Whitney test that the b samples are drawn smaller than
+ * the a samples: its p-value under the hypothesis that a and b come from
+ * one distribution (the normal approximation of the rank-sum statistic,
+ * with the continuity and tie corrections). Exact whatever that
+ * distribution's shape, so a bimodal one (calls hit by bursts of load)
+ * does not make it cry wolf. 1 when a side is empty; -1 (not a p-value)
+ * when out of memory. */
+double avo_timing_rank_p_smaller(const double *a, int na, const double *b, int nb);
+
 #endif

@@ -29,6 +29,11 @@
 #      q stays what a reference run costs: counting the reused checks as
 #      free would have doubled it (0.52-0.59 measured).
 #  (e) a candidate that fails: no "paired".
+#  (i) an honest kernel whose calls take one of two times at random (as
+#      calls hit by bursts of load do), against a copy of itself, 4 times:
+#      never cheat_suspected. The order test on medians alone split such a
+#      sample in about a quarter of the configurations; with its rank test
+#      it needs a p-value under 1e-3.
 #  (h) the confirmation round: every A/A run and the 15% faster one whose
 #      first round's lower bound is above 1 were timed again in fresh
 #      runners and report the lower round; the slower one had none; the
@@ -161,6 +166,20 @@ show stash
 jq -r '.detail' "$T/stash.json" 2>/dev/null | sed 's/^/# /'
 check "a colluding pair through the shared tensor region: cheat_suspected by the order test" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash.json"
+
+# (i): bimodal honest calls, the place in the pair independent of them.
+(echo '#define BIMODAL 1'; cat "$F/base.c") >"$T/bimodal.c"
+cp "$T/bimodal.c" "$T/bimodal_copy.c"
+echo '/* the against */' >>"$T/bimodal_copy.c"
+for i in 1 2 3 4; do
+    ev "bimodal$i" "$T/bimodal.c" --against "$T/bimodal_copy.c"
+    jq -c '{outcome, ratio: .paired.ratio, low: .paired.low, spread: [.configs[] | .max_s / .min_s],
+            detail: (if .outcome != "ok" then .detail else null end)}' \
+        "$T/bimodal$i.json" 2>/dev/null | sed 's/^/# /'
+done
+check "an honest kernel of two speeds against itself: never cheat_suspected by the order test (4 evaluations)" \
+    jqt -s 'length == 4 and all(.[]; .outcome == "ok" and (.paired | has("ratio")) and
+            all(.configs[]; .max_s / .min_s > 3))' "$T"/bimodal[1-4].json
 
 # A slow against (every call about 600x the candidate's) must not spend the
 # candidate's deadline: its calls stop at 60% of it, the candidate is ok.

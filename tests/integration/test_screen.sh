@@ -109,9 +109,10 @@ show count
 # order test (its calls right after the against's against those before)
 # sometimes sees the two halves split by order and calls it
 # cheat_suspected ("ran 61% faster ... the against's work reached it":
-# four fresh-clone runs of 2026-12-05 out of seven): also nothing a commit
-# could take. The figures go into the line: a CI log keeps the not-ok
-# lines, not the JSON.
+# four fresh-clone runs of 2026-12-05 out of seven, when the test was on
+# medians alone; with its rank test, time and place being independent,
+# that should be rare): also nothing a commit could take. The figures go
+# into the line: a CI log keeps the not-ok lines, not the JSON.
 check "fast for as many calls as the screen takes: passes it, the full run shows it slower overall (or the order test calls it cheat_suspected) $(jq -c \
     '[.outcome, .screened_out, .screen.ratio, .paired.ratio, .paired.low, .paired.error, (.detail // "" | .[0:160])]' \
     "$T/count.json" 2>/dev/null | cut -c1-400)" \
