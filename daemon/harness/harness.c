@@ -1825,8 +1825,8 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
                                             jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n, "median_s",
                                             jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b)));
     j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
-                  "speed ratio: the against's median time over the candidate's, per config; aggregate: their "
-                  "geometric mean",
+                  "speed ratio: the median over the pairs of the against's time over the candidate's, per config; "
+                  "aggregate: their geometric mean",
                   "method", "bootstrap-percentile", "resamples", AVO_PAIRED_RESAMPLES, "confidence", r->confidence,
                   "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi), "order",
                   "random within each pair", "configs", cj ? cj : json_null());

@@ -97,6 +97,13 @@ static void interval(double *v, int n, double ratio, double confidence, avo_pair
     e->ci_hi = quantile(v, n, (1 + confidence) / 2);
 }
 
+/* The median of n values (v reordered: sorted). */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return median_sorted(v, n);
+}
+
 int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confidence, int resamples,
                          avo_paired_est *per_config, avo_paired_est *aggregate)
 {
@@ -115,13 +122,14 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
     }
     int rc = 0;
     /* Everything the resamples need, allocated once. */
-    double *sorted = malloc(2 * total * sizeof *sorted);
-    int *rank = malloc(2 * total * sizeof *rank);
-    int *count = malloc(2 * (size_t)maxn * sizeof *count);
+    double *sorted = malloc(total * sizeof *sorted);
+    int *rank = malloc(total * sizeof *rank);
+    int *count = malloc((size_t)maxn * sizeof *count);
+    double *scratch = malloc(2 * (size_t)maxn * sizeof *scratch);
     double *logr = malloc((size_t)resamples * (size_t)ncfg * sizeof *logr);
     double *agg = malloc((size_t)resamples * sizeof *agg);
     double *col = malloc((size_t)resamples * sizeof *col);
-    if (!sorted || !rank || !count || !logr || !agg || !col) {
+    if (!sorted || !rank || !count || !scratch || !logr || !agg || !col) {
         rc = -ENOMEM;
         goto cleanup;
     }
@@ -129,42 +137,44 @@ int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confiden
     size_t off = 0;
     for (int c = 0; c < ncfg; c++) {
         const int n = cfg[c].n;
-        int *order = count; /* scratch, reset before use */
-        rank_values(cfg[c].a, n, sorted + off, order, rank + off);
-        rank_values(cfg[c].b, n, sorted + total + off, order, rank + total + off);
-        per_config[c].median_a = median_sorted(sorted + off, n);
-        per_config[c].median_b = median_sorted(sorted + total + off, n);
-        const double r = per_config[c].median_b / per_config[c].median_a;
-        log_point += log(r);
+        double *l = scratch, *m = scratch + maxn;
+        for (int i = 0; i < n; i++)
+            l[i] = log(cfg[c].b[i] / cfg[c].a[i]);
+        rank_values(l, n, sorted + off, count, rank + off);
+        log_point += median_sorted(sorted + off, n);
+        for (int i = 0; i < n; i++)
+            m[i] = cfg[c].a[i];
+        per_config[c].median_a = median_of(m, n);
+        for (int i = 0; i < n; i++)
+            m[i] = cfg[c].b[i];
+        per_config[c].median_b = median_of(m, n);
         off += (size_t)n;
     }
     uint64_t state = 0x5eed0fa1b0075eedULL ^ (uint64_t)total;
-    int *ca = count, *cb = count + maxn;
     for (int s = 0; s < resamples; s++) {
         double lsum = 0;
         off = 0;
         for (int c = 0; c < ncfg; c++) {
             const int n = cfg[c].n;
-            const int *ra = rank + off, *rb = rank + total + off;
+            const int *rl = rank + off;
             for (int k = 0; k < n; k++)
-                ca[k] = cb[k] = 0;
-            for (int k = 0; k < n; k++) {
-                const int j = draw(&state, n);
-                ca[ra[j]]++;
-                cb[rb[j]]++;
-            }
-            const double l = log(median_of_counts(sorted + total + off, cb, n) / median_of_counts(sorted + off, ca, n));
+                count[k] = 0;
+            for (int k = 0; k < n; k++)
+                count[rl[draw(&state, n)]]++;
+            const double l = median_of_counts(sorted + off, count, n);
             logr[(size_t)c * (size_t)resamples + (size_t)s] = l;
             lsum += l;
             off += (size_t)n;
         }
         agg[s] = exp(lsum / ncfg);
     }
+    off = 0;
     for (int c = 0; c < ncfg; c++) {
         const double *l = logr + (size_t)c * (size_t)resamples;
         for (int s = 0; s < resamples; s++)
             col[s] = exp(l[s]);
-        interval(col, resamples, per_config[c].median_b / per_config[c].median_a, confidence, &per_config[c]);
+        interval(col, resamples, exp(median_sorted(sorted + off, cfg[c].n)), confidence, &per_config[c]);
+        off += (size_t)cfg[c].n;
     }
     interval(agg, resamples, exp(log_point / ncfg), confidence, aggregate);
     aggregate->median_a = aggregate->median_b = NAN;
@@ -172,6 +182,7 @@ cleanup:
     free(sorted);
     free(rank);
     free(count);
+    free(scratch);
     free(logr);
     free(agg);
     free(col);

@@ -16,25 +16,32 @@ typedef struct {
     int n;
 } avo_paired_config;
 
-/* A ratio (the against's median time over the candidate's: > 1, the
- * candidate is faster) with its one-sided lower bound and its two-sided
- * interval at the confidence asked for. */
+/* A ratio (the against's time over the candidate's: > 1, the candidate is
+ * faster) with its one-sided lower bound and its two-sided interval at the
+ * confidence asked for. */
 typedef struct {
     double ratio, low, ci_lo, ci_hi;
-    double median_a, median_b; /* per config: the medians the ratio is made of (aggregate: unset) */
+    double median_a, median_b; /* per config: each side's own median time (aggregate: unset) */
 } avo_paired_est;
 
-/* Per config (per_config[c], c < ncfg): median(b) / median(a); aggregate:
- * the geometric mean of those ratios (the same quantity as the ratio of the
- * aggregate scores, which are geometric means of per-config scores). The
- * interval: `resamples` times, every config's pairs resampled with
- * replacement (a pair stays a pair) and the ratios recomputed; low is the
- * (1 - confidence) quantile of the resampled values, ci the
- * (1 - confidence) / 2 and (1 + confidence) / 2 quantiles. The generator is
- * seeded from a fixed constant and the total pair count: deterministic.
- * Every buffer is allocated once, before the first resample.
- * 0, -EINVAL (ncfg < 1, a config without pairs, a time not finite or not
- * > 0, confidence outside (0, 1), resamples < 1), or -ENOMEM. */
+/* Per config (per_config[c], c < ncfg): the median of the pairs' ratios
+ * b[i] / a[i] (of their logarithms, so an even count takes the geometric
+ * mean of the middle two); aggregate: the geometric mean of those ratios.
+ * The pairs' own ratios, not the ratio of the two sides' medians: a burst
+ * of load that lands on one call of a pair moves that pair's ratio, up or
+ * down at random, and the median of the ratios barely, while the ratio of
+ * medians jumps whenever load pushes one side's median across a gap in
+ * its times (a config with calls hit by preemption and calls not: A/A
+ * ratios of medians 0.67-2.04, of pairs 0.99-1.02, on the same ten
+ * evaluations; docs/evaluation.md). The interval: `resamples` times,
+ * every config's pairs resampled with replacement (a pair stays a pair)
+ * and the ratios recomputed; low is the (1 - confidence) quantile of the
+ * resampled values, ci the (1 - confidence) / 2 and (1 + confidence) / 2
+ * quantiles. The generator is seeded from a fixed constant and the total
+ * pair count: deterministic. Every buffer is allocated once, before the
+ * first resample. 0, -EINVAL (ncfg < 1, a config without pairs, a time
+ * not finite or not > 0, confidence outside (0, 1), resamples < 1), or
+ * -ENOMEM. */
 int avo_paired_bootstrap(const avo_paired_config *cfg, int ncfg, double confidence, int resamples,
                          avo_paired_est *per_config, avo_paired_est *aggregate);
 

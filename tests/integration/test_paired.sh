@@ -60,7 +60,7 @@ shape='.outcome == "ok" and (.paired | .method == "bootstrap-percentile" and .re
        .confidence == 0.95 and .order == "random within each pair" and (.measure | type == "string") and
        (has("against") | not) and .low <= .ratio and .ci[0] <= .low and .ci[1] >= .ratio and
        (.configs | length == 3) and all(.configs[]; .runs >= 30 and .low <= .ratio and .ci[0] <= .ci[1] and
-       .median_s > 0 and .against_median_s > 0 and ((.against_median_s / .median_s) / .ratio - 1 | fabs) < 1e-9))'
+       .median_s > 0 and .against_median_s > 0))'
 for i in 1 2 3 4 5; do
     ev "aa$i" "$F/base.c" --against "$T/copy.c"
     show "aa$i"
