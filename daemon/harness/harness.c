@@ -1180,20 +1180,31 @@ static int lane_record(const run_ctx *r, lane_run *lr, const call_meas *m, int c
  * CHECK_OK with lr->sampled when it gave a sample (warm-up calls, CUDA
  * calls under the clock floor and a gate's time limit give none), else the
  * CHECK_ code or a negative int, with why. */
+/* The counters a lane's timed calls run under (CPU problems): the
+ * candidate's, read into its result, or the against's; NULL for others. */
+static avo_counters *lane_counters(run_ctx *r, const lane *ln)
+{
+    if (r->cuda)
+        return NULL;
+    if (ln->slot == LANE_CAND)
+        return r->ctr_open ? &r->ctr : NULL;
+    return ln->slot == LANE_AGAINST && r->actr_open ? &r->actr : NULL;
+}
+
 static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo_tensors *pristine, avo_tensors *rx,
                      char *why, size_t wl)
 {
     const avo_problem *p = r->p;
     config_run *out = &lr->out;
     const int warm = r->nsets, trusted = lr->trusted;
-    const int counted = r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND;
+    avo_counters *counted = lane_counters(r, lr->ln);
     r->ln = lr->ln;
     lr->sampled = 0;
     const double t_begin = avo_timing_now();
     double tp = t_begin;
     lay_out_call(r, c, i, x, pristine, &tp);
     if (i == warm && counted)
-        avo_counters_start(&r->ctr);
+        avo_counters_start(counted);
     call_meas m = {.cpu0 = -1};
     char sub[400];
     int res = lane_issue(r, lr, c, i, x, &m, sub, sizeof sub);
@@ -1386,11 +1397,12 @@ static int lane_end(run_ctx *r, lane_run *lr, int res, char *why, size_t wl)
     const int n = lr->n, nc = lr->nc, trusted = lr->trusted;
     r->ln = lr->ln;
     res = lane_busy_verdicts(r, lr, res, why, wl);
-    if (r->ctr_open && !r->cuda && lr->ln->slot == LANE_CAND && out->calls > r->nsets) {
+    avo_counters *ctr = lane_counters(r, lr->ln);
+    if (ctr && out->calls > r->nsets) {
         avo_counter_values cv;
-        avo_counters_stop(&r->ctr, &cv);
+        avo_counters_stop(ctr, &cv);
         if (res == CHECK_OK)
-            out->counters = avo_counters_values_json(&r->ctr, &cv, n);
+            out->counters = avo_counters_values_json(ctr, &cv, n);
     }
     if (res != CHECK_OK)
         goto out;
@@ -1475,6 +1487,7 @@ typedef struct {
     double *a, *b;
     int n, cap;
     double against_median;
+    json_t *against_counters; /* CPU: the against's counters over its timed calls (owned), or NULL */
 } pair_set;
 
 static int pair_add(pair_set *ps, double a, double b)
@@ -1653,7 +1666,8 @@ static void pair_end_against(run_ctx *r, pair_run *pr, int c, pair_set *ps)
     r->ph = pr->ph;
     r->ln = &r->lanes[LANE_CAND];
     merge_against(pr->ph, &pr->bph);
-    json_decref(b->out.counters);
+    json_decref(ps->against_counters);
+    ps->against_counters = b->out.counters;
     json_decref(b->out.clock);
     json_decref(b->out.events);
     ps->against_median = b->out.st.median;
@@ -1745,6 +1759,10 @@ static void start_against(run_ctx *r, const char *against_so, int step)
     if (step == AGAINST_SPAWN) {
         rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
                               sizeof why);
+        if (rc == 0 && r->ctr_open) {
+            avo_counters_open(&r->actr, ag->run.pid);
+            r->actr_open = 1;
+        }
     } else if (step == AGAINST_CALIBRATE) {
         rc = calibrate(r, why, sizeof why);
         if (rc == 0 && r->cuda)
@@ -1820,10 +1838,11 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
     }
     cj = json_array();
     for (int k = 0; cj && k < n; k++)
-        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o}", "config", p->configs[idx[k]].name,
+        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o,s:O?}", "config", p->configs[idx[k]].name,
                                             "ratio", jreal(est[k].ratio), "low", jreal(est[k].low), "ci",
                                             jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n, "median_s",
-                                            jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b)));
+                                            jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b),
+                                            "against_counters", ps[idx[k]].against_counters));
     j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
                   "speed ratio: the median over the pairs of the against's time over the candidate's, per config; "
                   "aggregate: their geometric mean",
@@ -2959,7 +2978,9 @@ static int restart_runners(run_ctx *r, harness_eval *ev, const char *cand_so, ch
     avo_runner_stop(&r->lanes[LANE_AGAINST].run);
     if (r->ctr_open)
         avo_counters_close(&r->ctr);
-    r->ctr_open = 0;
+    if (r->actr_open)
+        avo_counters_close(&r->actr);
+    r->ctr_open = r->actr_open = 0;
     r->against_state = 0;
     int rc = load_candidate(r, ev, cand_so, err, errlen);
     if (rc == 0 && !ev->done)
@@ -3055,6 +3076,7 @@ static int confirm_phase(run_ctx *r, harness_eval *ev, const char *cand_so, char
     for (int c = 0; c < r->p->nconfigs; c++) {
         free(ps[c].a);
         free(ps[c].b);
+        json_decref(ps[c].against_counters);
     }
     free(ps);
     return rc;
@@ -3256,11 +3278,14 @@ static void harness_close(run_ctx *r, harness_eval *ev)
         dlclose(r->ref_handle);
     if (r->ctr_open)
         avo_counters_close(&r->ctr);
+    if (r->actr_open)
+        avo_counters_close(&r->actr);
     json_decref(ev->configs);
     free(ev->cph);
     for (int c = 0; ev->pairs && c < r->p->nconfigs; c++) {
         free(ev->pairs[c].a);
         free(ev->pairs[c].b);
+        json_decref(ev->pairs[c].against_counters);
     }
     free(ev->pairs);
     free(r->warm_order);
@@ -3306,7 +3331,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
     r.ln = &r.lanes[LANE_CAND];
     r.deadline = avo_timing_now() + (deadline_s > 0 ? deadline_s : 600);
     for (int i = 0; i < AVO_CTR_N; i++)
-        r.ctr.fd[i] = -1;
+        r.ctr.fd[i] = r.actr.fd[i] = -1;
     avo_timing_rng_init(&r.rng);
     *result = NULL;
     r.warm_order = calloc((size_t)(r.nsets > 0 ? r.nsets : 1), sizeof *r.warm_order);

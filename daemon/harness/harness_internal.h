@@ -237,6 +237,11 @@ typedef struct {
     double deadline;           /* absolute, avo_timing_now() */
     avo_counters ctr;
     int ctr_open;
+    /* The same counters on the against's runner, read by no one: counting
+     * costs a runner time at every switch (about 0.2% of an A/A ratio on
+     * the CPU fixture, 2026-12-05), so both lanes pay it or neither. */
+    avo_counters actr;
+    int actr_open;
     int ref_validated;
     char ref_note[512];
     double worst_rel_l2, worst_max_abs; /* of the current config */

@@ -85,6 +85,15 @@ check "A/A: the against's compile was a cache hit, and its phases are there" \
     jqt '.phases.cache_hits.against == true and .phases.compile_against >= 0 and
          (.phases.harness | .against_calls > 0 and .against_checks >= 0 and .against_runner >= 0 and
           all(.configs[]; .against_calls > 0))' "$T/aa1.json"
+# Both lanes run under the same perf events (the against's read by no one
+# but this): counting only the candidate's cost it 0.3-0.6% of every A/A
+# ratio on the 2-core VM (docs/evaluation.md, "Residuals").
+both_counted='[.configs[].counters.task_clock_s] as $c | [.paired.configs[].against_counters.task_clock_s] as $a |
+    ($c | length) == 3 and ($a | length) == 3 and
+    all(range(0; 3); if $c[.] == null then $a[.] == null else $a[.] != null and ($a[.] / $c[.] - 1 | fabs) < 0.3 end)'
+check "A/A: both lanes counted alike (the against's task clock per call within 30% of the candidate's) $(jq -c \
+    '[[.configs[].counters.task_clock_s], [.paired.configs[].against_counters.task_clock_s]]' "$T/aa1.json" 2>/dev/null)" \
+    jqt "$both_counted" "$T/aa1.json"
 check "A/A: the harness's phases, the against's included, still add up to no more than its total" \
     jqt '.phases.harness | ([to_entries[] | select(.key != "total" and (.value | type) == "number") | .value] | add)
          <= .total' "$T/aa1.json"
