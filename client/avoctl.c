@@ -2284,6 +2284,7 @@ typedef struct {
     double until; /* when --timeout ends (0: none) */
     avoctl_campreval_mode mode;
     json_t *doc, *specs, *prev, *ids, *jobs, *summary, *compares, *rplan, *revs;
+    json_t *waits;                    /* job id -> the "no live worker" detail last said of it */
     char started[32], path[PATH_MAX]; /* path: the NAME-latest.json summary */
 } campaign_run;
 
@@ -2375,10 +2376,39 @@ static int campaign_submit(avoctl_ctx *c, campaign_run *r)
         if (!c->json)
             printf("campaign %s: job %lld submitted (%s)\n", r->name,
                    (long long)json_integer_value(json_object_get(job, "id")), avoctl_fmt_str(spec, "problem"));
+        /* as `avoctl submit` says them: a campaign that no worker can run
+         * must not wait in silence */
+        size_t wi;
+        json_t *w;
+        json_array_foreach(json_object_get(job, "warnings"), wi, w) if (json_is_string(w))
+            fprintf(stderr, "avoctl: warning: campaign %s, job %lld (%s): %s\n", r->name,
+                    (long long)json_integer_value(json_object_get(job, "id")), avoctl_fmt_str(spec, "problem"),
+                    json_string_value(w));
         json_decref(job);
     }
     fflush(stdout);
     return EXIT_OK;
+}
+
+/* A job that waits because no live worker would claim its work (avod's
+ * detail, docs/api.md "Job detail"): said on stderr when it starts or its
+ * reason changes, never again while it stays the same. */
+static void campaign_say_wait(campaign_run *r, const json_t *job)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+    const char *d = avoctl_fmt_str(job, "detail");
+    const int waits = !is_final(avoctl_fmt_str(job, "state")) && d && strstr(d, "no live worker");
+    const char *said = json_string_value(json_object_get(r->waits, key));
+    if (!waits) {
+        json_object_del(r->waits, key);
+        return;
+    }
+    if (said && !strcmp(said, d))
+        return;
+    fprintf(stderr, "avoctl: warning: campaign %s, job %s (%s): %s\n", r->name, key,
+            avoctl_fmt_str(job, "problem") ? avoctl_fmt_str(job, "problem") : "?", d);
+    json_object_set_new(r->waits, key, json_string(d));
 }
 
 /* Each job's state into r->jobs; *done: how many are final. */
@@ -2395,6 +2425,7 @@ static int campaign_poll(avoctl_ctx *c, campaign_run *r, size_t *done)
         if (ex != EXIT_OK)
             return ex;
         *done += is_final(avoctl_fmt_str(job, "state"));
+        campaign_say_wait(r, job);
         json_array_append_new(r->jobs, job);
     }
     return EXIT_OK;
@@ -2509,6 +2540,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
         return ex;
     r.ids = json_array();
     r.jobs = json_array();
+    r.waits = json_object();
     if ((ex = campaign_load(a, &r)) == EXIT_OK) {
         utc_now(r.started, sizeof r.started, "%Y-%m-%dT%H:%M:%SZ");
         if ((ex = campaign_submit(c, &r)) == EXIT_OK && (ex = campaign_wait(c, &r)) == EXIT_OK &&
@@ -2523,6 +2555,7 @@ static int cmd_campaign(avoctl_ctx *c, const avoctl_args *a)
     json_decref(r.compares);
     json_decref(r.rplan);
     json_decref(r.revs);
+    json_decref(r.waits);
     return ex;
 }
 

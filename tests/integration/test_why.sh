@@ -61,6 +61,16 @@ check "a GPU job pinned to H200 with no worker: the warning and the detail name 
     bash -c 'grep -q "^avoctl: warning: no live worker for sm_90 / H200; the job waits until one starts$" "$0" &&
              avoctl status "$1" | grep -Eq "^detail +queued: no live worker for sm_90 / H200$"' "$T/submit-gpu.err" "$JG"
 avoctl cancel "$JG" >/dev/null 2>&1
+# A campaign of such a job: avoctl campaign run says so at the submit and
+# once while it waits, not "0 of 1 jobs finished" alone until its timeout.
+echo '{"name": "nogpu", "jobs": [{"problem": "gemm_bf16", "islands": 1, "budget": {"evaluations": 1}, "gpu": "H200"}]}' \
+    >"$T/nogpu-campaign.json"
+timeout 120 avoctl campaign run "$T/nogpu-campaign.json" --out "$T/campout" --timeout 8 >"$T/nogpu.out" 2>"$T/nogpu.err"
+sed 's/^/# /' "$T/nogpu.err" | head -6
+check "a campaign whose job no live worker serves: the submit's warning, then the wait's reason once, on stderr" \
+    bash -c 'grep -Eq "^avoctl: warning: campaign nogpu, job [0-9]+ \(gemm_bf16\): no live worker for sm_90 / H200; the job waits until one starts$" "$0" &&
+             [ "$(grep -Ec "^avoctl: warning: campaign nogpu, job [0-9]+ \(gemm_bf16\): queued: no live worker for sm_90 / H200$" "$0")" = 1 ]' \
+    "$T/nogpu.err"
 
 # ---- a worker (a row of our own, claiming through avo_claim) ------------------
 wait_for 60 "[ \"\$(q \"SELECT count(*) FROM evaluations WHERE job_id = $J1 AND state = 'queued'\")\" -gt 0 ]"
