@@ -59,7 +59,7 @@ void harness_trace(const char *fmt, ...)
     const double t = avo_timing_now();
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "trace %8.3f s  ", t - last);
+    fprintf(stderr, "trace %10.6f s  ", t - last);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -698,6 +698,7 @@ static int check_outputs(run_ctx *r, int c, int set, int timed, const avo_tensor
             }
             avo_phases_lap(r->ph, "reference", &t);
             *ref_s = t - t0;
+            harness_trace("  check: reference (%s)", r->held_c == c ? "run" : "failed");
         }
     }
     if (ti >= 0) {
@@ -930,8 +931,10 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
         avo_tensors_poison(x, p);
     avo_phases_lap(r->ph, "inputs", tp);
     if (!r->cuda) {
+        harness_trace("  inputs");
         avo_timing_flusher_run(&r->fl);
         avo_phases_lap(r->ph, "flush", tp);
+        harness_trace("  flush");
     }
 }
 
@@ -1010,7 +1013,9 @@ static int lane_issue(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, ca
                                   sl);
     /* Read at the freezes around the call, so it is the call's own. */
     m->cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
-    return harness_cand_call_flags(r, c, x, 0, &m->ret, &m->rt, &m->ev, sub, sl);
+    const int res = harness_cand_call_flags(r, c, x, 0, &m->ret, &m->rt, &m->ev, sub, sl);
+    harness_trace("  run (round trip %.3f ms)", m->rt * 1e3);
+    return res;
 }
 
 /* Whether the call is checked is decided now that it is over: the

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Where a timed call's wall time goes, step by step: one paired evaluation
+# (the seed against itself) run by hand under AVO_HARNESS_TRACE=1, and its
+# trace summed per step. The calls phase of an attention evaluation was
+# 5-19 ms a call on an H100 for kernels of 0.3-8 ms (2026-12-05,
+# docs/benchmarks.md): this says which steps the rest is.
+#
+#   bench/call_trace.sh [PROBLEM-DIR]     (default kernels/attention)
+#
+# The steps (daemon/harness: harness_trace): on a GPU "prep" (the inputs
+# generated, the outputs poisoned, L2 flushed, on the checker's stream),
+# "run" (the round trip to the runner: thaw, the gated call, the answer,
+# the freeze), "clock and busy probe"; for a checked call "check:
+# reference" (whole, by rows, or held) and "check: inputs compared"; on
+# any problem the call's remainder up to its "config ... call" line. Per
+# step: count, median and total ms; then the calls' own round trips. The
+# objects come from a throwaway `avo-worker eval` cache (compiled once).
+# BUILD: the build directory (default build). KEEP=DIR keeps the trace.
+set -eu
+cd "$(dirname "$0")/.."
+DIR=${1:-kernels/attention}
+[ -f "$DIR/problem.json" ] || { echo "call_trace: $DIR has no problem.json" >&2; exit 2; }
+B=${BUILD:-build}/bin
+backend=$(jq -r '.backend' "$DIR/problem.json")
+HARNESS=$B/avo-harness
+[ "$backend" = cuda ] && HARNESS=$B/avo-harness-cuda
+[ -x "$HARNESS" ] && [ -x "$B/avo-worker" ] || { echo "call_trace: $HARNESS or $B/avo-worker missing (make)" >&2; exit 2; }
+if [ "$backend" = cuda ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "call_trace: $DIR is a CUDA problem and this host has no GPU (nvidia-smi lists none)" >&2
+    exit 2
+fi
+T=$(mktemp -d /tmp/avo-calltrace.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+seed="$DIR/$(jq -r '.seed' "$DIR/problem.json")"
+"$B/avo-worker" eval "$DIR" "$seed" --json --cache "$T/cache" >"$T/compile.json" 2>"$T/compile.err" || true
+REF= SEED=
+for so in "$T"/cache/obj/*.so; do
+    if nm -D --defined-only "$so" 2>/dev/null | grep -q ' avo_reference$'; then REF=$so; else SEED=$so; fi
+done
+[ -n "$REF" ] && [ -n "$SEED" ] || { echo "call_trace: no compiled objects ($(tail -1 "$T/compile.err"))" >&2; exit 1; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+echo "# call_trace: $DIR, $(date -u +%Y-%m-%dT%H:%MZ), ${gpu:+$gpu, }$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+AVO_HARNESS_TRACE=1 "$HARNESS" "$DIR" "$SEED" "$REF" --seed 12345 --against "$SEED" 3>"$T/result.json" 2>"$T/trace.txt" || true
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T/trace.txt" "$T/result.json" "$KEEP/"
+echo "# outcome: $(jq -r '.outcome' "$T/result.json" 2>/dev/null)"
+python3 - "$T/trace.txt" <<'PY'
+import re, statistics, sys
+steps, rts, calls = {}, [], 0
+pending = 0.0
+for line in open(sys.argv[1]):
+    m = re.match(r"trace\s+([0-9.]+) s  (.*)", line.rstrip("\n"))
+    if not m:
+        continue
+    dt, what = float(m.group(1)) * 1e3, m.group(2)
+    if re.match(r"config \S+ lane \d+ call \d+", what):
+        calls += 1
+        steps.setdefault("rest of the call (bookkeeping)", []).append(dt)
+        continue
+    if not what.startswith("  "):
+        continue
+    key = what.strip()
+    r = re.match(r"run \(round trip ([0-9.]+) ms\)", key)
+    if r:
+        rts.append(float(r.group(1)))
+        key = "run"
+    steps.setdefault(key, []).append(dt)
+print(f"{'step':38s} {'count':>6s} {'median ms':>10s} {'total ms':>10s}")
+for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1])):
+    print(f"{k:38s} {len(v):6d} {statistics.median(v):10.3f} {sum(v):10.1f}")
+if rts:
+    print(f"# round trips of the runs: median {statistics.median(rts):.3f} ms over {len(rts)}")
+print(f"# calls traced: {calls}")
+PY
