@@ -1493,6 +1493,7 @@ typedef struct {
     int n, cap;
     double against_median;
     json_t *against_counters; /* CPU: the against's counters over its timed calls (owned), or NULL */
+    json_t *order;            /* paired.configs[].order (pair_order_json; owned), or NULL */
 } pair_set;
 
 static int pair_add(pair_set *ps, double a, double b)
@@ -1550,6 +1551,10 @@ typedef struct {
      * right after the against on the same input set (the order test). */
     double *by_place[2];
     int n_place[2], cap_place;
+    /* The against's samples by its place: [0] first, [1] right after the
+     * candidate (reported in paired.configs[].order, not judged). */
+    double *ag_place[2];
+    int n_ag[2];
 } pair_run;
 
 /* The against's call i of the pair, on the same input set as the
@@ -1588,11 +1593,59 @@ static int pair_record(pair_run *pr, pair_set *ps, int b_first)
         return res;
     if (pr->n_place[b_first] == pr->cap_place || pr->n_place[!b_first] == pr->cap_place) {
         pr->cap_place = pr->cap_place ? 2 * pr->cap_place : 64;
-        if (grow(&pr->by_place[0], pr->cap_place) || grow(&pr->by_place[1], pr->cap_place))
+        if (grow(&pr->by_place[0], pr->cap_place) || grow(&pr->by_place[1], pr->cap_place) ||
+            grow(&pr->ag_place[0], pr->cap_place) || grow(&pr->ag_place[1], pr->cap_place))
             return -ENOMEM;
     }
     pr->by_place[b_first][pr->n_place[b_first]++] = pr->a.last;
+    pr->ag_place[!b_first][pr->n_ag[!b_first]++] = pr->b.last;
     return 0;
+}
+
+/* One lane's times by place: the median right after the other lane over
+ * the median before it, and the one-sided rank test's p-value in the
+ * direction asked (after smaller, or after larger); NULL with fewer than 2
+ * a side. Reorders the samples. */
+static json_t *place_json(double *before, int nb, double *after, int na, int after_smaller)
+{
+    if (nb < 2 || na < 2)
+        return NULL;
+    const double p = after_smaller ? avo_timing_rank_p_smaller(before, nb, after, na)
+                                   : avo_timing_rank_p_smaller(after, na, before, nb);
+    avo_stats sb, sa;
+    avo_timing_stats_compute(before, nb, &sb);
+    avo_timing_stats_compute(after, na, &sa);
+    return json_pack("{s:o,s:o,s:[i,i]}", "ratio", jreal(sa.median / sb.median), "p", jreal(p), "pairs", nb, na);
+}
+
+/* The order test turned round: CHECK_FORGED (why) when the against's
+ * calls right after the candidate's ran ORDER_AGAINST_FACTOR x slower than
+ * those before it, by the rank test too: the candidate's work reached the
+ * against (work left running, a signal to a colluding against), which
+ * inflates the ratio of the pairs it ran first in. */
+static int pair_against_order_test(const json_t *order, char *why, size_t wl)
+{
+    const json_t *ag = json_object_get(order, "against_after_candidate");
+    const double ratio = json_real_value(json_object_get(ag, "ratio"));
+    const double p = json_real_value(json_object_get(ag, "p"));
+    if (!ag || !(ratio > ORDER_AGAINST_FACTOR) || !(p < ORDER_ALPHA))
+        return CHECK_OK;
+    snprintf(why, wl,
+             "the against's calls right after the candidate's, on the same input sets, ran %.0f%% slower than those "
+             "before it (rank test p = %.2g): the candidate's work reached the against",
+             (ratio - 1) * 100, p);
+    return CHECK_FORGED;
+}
+
+/* paired.configs[].order: how each lane's time depends on its place in the
+ * pair. The candidate's right after the against's is what the order test
+ * judges (faster), and the against's right after the candidate's
+ * (slower, pair_against_order_test). */
+static json_t *pair_order_json(pair_run *pr)
+{
+    json_t *cand = place_json(pr->by_place[0], pr->n_place[0], pr->by_place[1], pr->n_place[1], 1);
+    json_t *ag = place_json(pr->ag_place[0], pr->n_ag[0], pr->ag_place[1], pr->n_ag[1], 0);
+    return json_pack("{s:o?,s:o?}", "candidate_after_against", cand, "against_after_candidate", ag);
 }
 
 /* After a pair in which the candidate gave a sample: both lanes' stopping
@@ -1734,8 +1787,15 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     if (res == CHECK_OK && r->screen_pairs == 0 && pr.n_place[0] >= ORDER_MIN_PAIRS &&
         pr.n_place[1] >= ORDER_MIN_PAIRS && (res = pair_order_test(&pr, why, wl)) != CHECK_OK)
         a->out.fail_call = a->out.calls - 1;
-    free(pr.by_place[0]);
-    free(pr.by_place[1]);
+    json_decref(ps->order);
+    ps->order = pair_order_json(&pr);
+    if (res == CHECK_OK && r->screen_pairs == 0 && pr.n_ag[0] >= ORDER_MIN_PAIRS && pr.n_ag[1] >= ORDER_MIN_PAIRS &&
+        (res = pair_against_order_test(ps->order, why, wl)) != CHECK_OK)
+        a->out.fail_call = a->out.calls - 1;
+    for (int k = 0; k < 2; k++) {
+        free(pr.by_place[k]);
+        free(pr.ag_place[k]);
+    }
     res = lane_end(r, a, res, why, wl);
     *out = a->out;
     pair_end_against(r, &pr, c, ps);
@@ -1843,11 +1903,12 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
     }
     cj = json_array();
     for (int k = 0; cj && k < n; k++)
-        json_array_append_new(cj, json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o,s:O?}", "config", p->configs[idx[k]].name,
-                                            "ratio", jreal(est[k].ratio), "low", jreal(est[k].low), "ci",
-                                            jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n, "median_s",
-                                            jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b),
-                                            "against_counters", ps[idx[k]].against_counters));
+        json_array_append_new(cj,
+                              json_pack("{s:s,s:o,s:o,s:[o,o],s:i,s:o,s:o,s:O?,s:O?}", "config",
+                                        p->configs[idx[k]].name, "ratio", jreal(est[k].ratio), "low", jreal(est[k].low),
+                                        "ci", jreal(est[k].ci_lo), jreal(est[k].ci_hi), "runs", ps[idx[k]].n,
+                                        "median_s", jreal(est[k].median_a), "against_median_s", jreal(est[k].median_b),
+                                        "against_counters", ps[idx[k]].against_counters, "order", ps[idx[k]].order));
     j = json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:[o,o],s:s,s:o}", "measure",
                   "speed ratio: the median over the pairs of the against's time over the candidate's, per config; "
                   "aggregate: their geometric mean",
@@ -3082,6 +3143,7 @@ static int confirm_phase(run_ctx *r, harness_eval *ev, const char *cand_so, char
         free(ps[c].a);
         free(ps[c].b);
         json_decref(ps[c].against_counters);
+        json_decref(ps[c].order);
     }
     free(ps);
     return rc;
@@ -3291,6 +3353,7 @@ static void harness_close(run_ctx *r, harness_eval *ev)
         free(ev->pairs[c].a);
         free(ev->pairs[c].b);
         json_decref(ev->pairs[c].against_counters);
+        json_decref(ev->pairs[c].order);
     }
     free(ev->pairs);
     free(r->warm_order);

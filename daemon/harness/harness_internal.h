@@ -147,6 +147,11 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define ORDER_MIN_PAIRS 8
 #define ORDER_FACTOR 0.5
 #define ORDER_ALPHA 1e-3
+/* ... and the against's median right after the candidate must not be over
+ * ORDER_AGAINST_FACTOR x its median before it, with the rank test's p under
+ * ORDER_ALPHA (a slowed against inflates the ratio; the anchor bounds what
+ * a commit can take of it). */
+#define ORDER_AGAINST_FACTOR 1.5
 /* Paired: what an against's call may take (lane_deadline). */
 #define AGAINST_LIMIT_MIN_S 5.0
 #define AGAINST_LIMIT_FACTOR 20.0

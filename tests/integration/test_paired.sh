@@ -175,6 +175,22 @@ show stash
 jq -r '.detail' "$T/stash.json" 2>/dev/null | sed 's/^/# /'
 check "a colluding pair through the shared tensor region: cheat_suspected by the order test" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash.json"
+# The roles turned: the against slows itself right after the candidate
+# (signalled through the same slack): the order test turned round calls it
+# cheat_suspected (the against 89% slower there, p 3e-24, on 2026-12-05;
+# the paired ratio of that config, unjudged, was 1.14). A/A shows neither
+# lane's time depending on its place.
+(echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; cat "$F/collude.c") >"$T/sab_cand.c"
+(echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; echo '#define PUBLISH 1'; cat "$F/collude.c") >"$T/sab_against.c"
+avo-worker eval "$T/stash" "$T/sab_cand.c" --json --cache "$T/cache" --against "$T/sab_against.c" \
+    >"$T/sabotage.json" 2>"$T/sabotage.err"
+jq -c '{outcome, detail}' "$T/sabotage.json" 2>/dev/null | sed 's/^/# /'
+check "an against slowed right after the candidate: cheat_suspected by the order test turned round" \
+    jqt '.outcome == "cheat_suspected" and (.detail | test("against.s calls right after the candidate.s"))' \
+    "$T/sabotage.json"
+check "A/A: neither lane's time depends on its place (order ratios within 25% of 1)" \
+    jqt 'all(.paired.configs[]; .order | (.candidate_after_against.ratio - 1 | fabs) < 0.25 and
+                                          (.against_after_candidate.ratio - 1 | fabs) < 0.25)' "$T/aa1.json"
 
 # (i): bimodal honest calls, the place in the pair independent of them.
 (echo '#define BIMODAL 1'; cat "$F/base.c") >"$T/bimodal.c"
