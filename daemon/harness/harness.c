@@ -1552,7 +1552,7 @@ typedef struct {
     double *by_place[2];
     int n_place[2], cap_place;
     /* The against's samples by its place: [0] first, [1] right after the
-     * candidate (reported in paired.configs[].order, not judged). */
+     * candidate (paired.configs[].order; pair_against_order_test). */
     double *ag_place[2];
     int n_ag[2];
 } pair_run;
@@ -1618,11 +1618,12 @@ static json_t *place_json(double *before, int nb, double *after, int na, int aft
     return json_pack("{s:o,s:o,s:[i,i]}", "ratio", jreal(sa.median / sb.median), "p", jreal(p), "pairs", nb, na);
 }
 
-/* The order test turned round: CHECK_FORGED (why) when the against's
- * calls right after the candidate's ran ORDER_AGAINST_FACTOR x slower than
- * those before it, by the rank test too: the candidate's work reached the
- * against (work left running, a signal to a colluding against), which
- * inflates the ratio of the pairs it ran first in. */
+/* The order test turned round: CHECK_FORGED (why), the against's, when
+ * its calls right after the candidate's ran ORDER_AGAINST_FACTOR x slower
+ * than those before it, by the rank test too: the candidate's work reached
+ * it (work left running, a signal to a colluding against), or it tells its
+ * place and slows itself there; either way the pairs' ratios are
+ * inflated. */
 static int pair_against_order_test(const json_t *order, char *why, size_t wl)
 {
     const json_t *ag = json_object_get(order, "against_after_candidate");
@@ -1631,8 +1632,9 @@ static int pair_against_order_test(const json_t *order, char *why, size_t wl)
     if (!ag || !(ratio > ORDER_AGAINST_FACTOR) || !(p < ORDER_ALPHA))
         return CHECK_OK;
     snprintf(why, wl,
-             "the against's calls right after the candidate's, on the same input sets, ran %.0f%% slower than those "
-             "before it (rank test p = %.2g): the candidate's work reached the against",
+             "its calls right after the candidate's, on the same input sets, ran %.0f%% slower than those before it "
+             "(rank test p = %.2g): its time depends on its place in the pair (the candidate's work reached it, or it "
+             "tells its place and slows itself), so the pairing is void",
              (ratio - 1) * 100, p);
     return CHECK_FORGED;
 }
@@ -1790,9 +1792,16 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     if (res == CHECK_OK && r->screen_pairs == 0 && pr.n_place[0] >= ORDER_MIN_PAIRS &&
         pr.n_place[1] >= ORDER_MIN_PAIRS && (res = pair_order_test(ps->order, why, wl)) != CHECK_OK)
         a->out.fail_call = a->out.calls - 1;
-    if (res == CHECK_OK && r->screen_pairs == 0 && pr.n_ag[0] >= ORDER_MIN_PAIRS && pr.n_ag[1] >= ORDER_MIN_PAIRS &&
-        (res = pair_against_order_test(ps->order, why, wl)) != CHECK_OK)
-        a->out.fail_call = a->out.calls - 1;
+    /* The against's failure, not the candidate's: a hostile against can
+     * tell its place from the time since its own previous call and slow
+     * itself there to frame an honest candidate (test_paired.sh (j)). The
+     * pairing is then worth nothing either way, and a result with a
+     * paired.error is never committed, so a colluding candidate gains
+     * nothing from it either. */
+    if (res == CHECK_OK && pr.bres == CHECK_OK && r->screen_pairs == 0 && pr.n_ag[0] >= ORDER_MIN_PAIRS &&
+        pr.n_ag[1] >= ORDER_MIN_PAIRS &&
+        (pr.bres = pair_against_order_test(ps->order, pr.bwhy, sizeof pr.bwhy)) != CHECK_OK)
+        pr.b.out.fail_call = pr.b.out.calls - 1;
     for (int k = 0; k < 2; k++) {
         free(pr.by_place[k]);
         free(pr.ag_place[k]);

@@ -176,21 +176,34 @@ jq -r '.detail' "$T/stash.json" 2>/dev/null | sed 's/^/# /'
 check "a colluding pair through the shared tensor region: cheat_suspected by the order test" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash.json"
 # The roles turned: the against slows itself right after the candidate
-# (signalled through the same slack): the order test turned round calls it
-# cheat_suspected (the against 89% slower there, p 3e-24, on 2026-12-05;
-# the paired ratio of that config, unjudged, was 1.14). A/A shows neither
-# lane's time depending on its place.
+# (signalled through the same slack): the order test turned round voids the
+# pairing, the against's failure (the against 89% slower there, p 3e-24, on
+# 2026-12-05; the paired ratio of that config, unjudged, was 1.14): a
+# paired.error, never committed. A/A shows neither lane's time depending on
+# its place.
 (echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; cat "$F/collude.c") >"$T/sab_cand.c"
 (echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; echo '#define PUBLISH 1'; cat "$F/collude.c") >"$T/sab_against.c"
 avo-worker eval "$T/stash" "$T/sab_cand.c" --json --cache "$T/cache" --against "$T/sab_against.c" \
     >"$T/sabotage.json" 2>"$T/sabotage.err"
 jq -c '{outcome, detail}' "$T/sabotage.json" 2>/dev/null | sed 's/^/# /'
-check "an against slowed right after the candidate: cheat_suspected by the order test turned round" \
-    jqt '.outcome == "cheat_suspected" and (.detail | test("against.s calls right after the candidate.s"))' \
+check "an against slowed right after the candidate: the pairing void by the order test turned round (paired.error)" \
+    jqt '.outcome == "ok" and (.paired.error | test("the against on config 16x256.*right after the candidate.s"))' \
     "$T/sabotage.json"
 check "A/A: neither lane's time depends on its place (order ratios within 25% of 1)" \
     jqt 'all(.paired.configs[]; .order | (.candidate_after_against.ratio - 1 | fabs) < 0.25 and
                                           (.against_after_candidate.ratio - 1 | fabs) < 0.25)' "$T/aa1.json"
+
+# (j): a hostile against frames an honest candidate: it guesses its place
+# from the time since its own previous call and triples its work when it
+# guesses it runs second. Before the order test turned round was the
+# against's failure, the candidate was called cheat_suspected (177-193%
+# slower, p 1e-19 to 6e-9, 2026-12-06). Now: the candidate ok, the pairing
+# void (paired.error), so nothing is committed on it either way.
+(echo '#define FRAME 1'; cat "$F/base.c") >"$T/frame.c"
+ev frame "$F/base.c" --against "$T/frame.c"
+jq -c '{outcome, error: .paired.error}' "$T/frame.json" 2>/dev/null | sed 's/^/# /'
+check "(j) an against that tells its place and slows itself there: the candidate ok, the pairing void" \
+    jqt '.outcome == "ok" and (.paired.error | test("its time depends on its place"))' "$T/frame.json"
 
 # (i): bimodal honest calls, the place in the pair independent of them.
 (echo '#define BIMODAL 1'; cat "$F/base.c") >"$T/bimodal.c"
@@ -198,7 +211,7 @@ cp "$T/bimodal.c" "$T/bimodal_copy.c"
 echo '/* the against */' >>"$T/bimodal_copy.c"
 for i in 1 2 3 4; do
     ev "bimodal$i" "$T/bimodal.c" --against "$T/bimodal_copy.c"
-    jq -c '{outcome, ratio: .paired.ratio, low: .paired.low, spread: [.configs[] | .max_s / .min_s],
+    jq -c '{outcome, ratio: .paired.ratio, low: .paired.low, error: .paired.error, spread: [.configs[] | .max_s / .min_s],
             detail: (if .outcome != "ok" then .detail else null end)}' \
         "$T/bimodal$i.json" 2>/dev/null | sed 's/^/# /'
 done
@@ -245,6 +258,9 @@ for c in 0 1 1.5 -0.1 abc ''; do
         bash -c "[ $rc -eq 2 ] && grep -q -- '--confidence' '$T/badconf.err'"
 done
 # (g): the reference made about 4x slower than the call, same results.
+# Shared draws reuse about one reference run in two; independent draws
+# would reuse about q / (2 - q) of them (0.14 at q 0.25). 0.40, not 0.45: two evaluations in a row gave 0.44 and
+# 0.45 on 2026-12-06 (a few checks a config, each pair's coin).
 mkdir -p "$T/slowref"
 cp "$F"/*.c "$F/problem.json" "$T/slowref/"
 sed 's/^int avo_reference(/static int reference_once(/' "$F/reference.c" >"$T/slowref/reference.c"
@@ -260,7 +276,7 @@ int avo_reference(void *const *tensors, const int64_t *sizes)
 }
 C
 shared='.outcome == "ok" and (.paired | has("ratio")) and all(.configs[]; .checks.random_checks >= 4) and
-        ([.configs[].references.reused] | add) >= 0.45 * ([.configs[].references.computed] | add)'
+        ([.configs[].references.reused] | add) >= 0.40 * ([.configs[].references.computed] | add)'
 # A statistical property over a few random checks per config (a config
 # that stopped at 3 checks with 2 shared missed it once, 2026-12-04): a
 # second evaluation may show it, as for the 15% faster case above.
