@@ -774,13 +774,72 @@ static int parse_counters(ctx *c, avo_problem *p, json_t *v)
     return mark_configs(c, p, "counters.configs", list, offsetof(avo_config_spec, profile));
 }
 
-/* "screen": {"configs": [names], "runs": N} (docs/evaluation.md,
- * "Screening"): the configurations a paired evaluation times first, and
- * how many pairs each gets there. Both required; parsed after "timing",
- * since runs must reach timing.min_runs. */
+/* One entry of a {"SIZE": value} object in section: the size's index,
+ * its value (an integer >= min, else `range` is the error) in *v; an
+ * error naming SECTION.SIZE for a size the problem does not declare. */
+static int size_value(ctx *c, const avo_problem *p, const char *section, const char *key, json_t *val, int64_t min,
+                      const char *range, int64_t *v)
+{
+    char field[96];
+    snprintf(field, sizeof field, "%s.%s", section, key);
+    for (int s = 0; s < p->nsizes; s++)
+        if (strcmp(p->sizes[s], key) == 0) {
+            if (!json_is_integer(val) || json_integer_value(val) < min)
+                return errf(c, field, "%s", range);
+            *v = json_integer_value(val);
+            return s;
+        }
+    return errf(c, field, "unknown size '%s'", key);
+}
+
+/* "screen.check_sizes": {SIZE: cap}: every config outside the screen is
+ * checked before the screen with each named size capped (a cheap stand-in,
+ * docs/evaluation.md, "Screening"); every tensor must still have a shape
+ * there. */
+static int parse_check_sizes(ctx *c, avo_problem *p, json_t *v)
+{
+    if (!json_is_object(v) || json_object_size(v) == 0)
+        return errf(c, "screen.check_sizes", "must be a non-empty object {\"SIZE\": cap}");
+    int64_t cap[AVO_PROBLEM_MAX_SIZES];
+    for (int s = 0; s < p->nsizes; s++)
+        cap[s] = INT64_MAX;
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val)
+    {
+        int64_t value;
+        const int s = size_value(c, p, "screen.check_sizes", key, val, 1,
+                                 "must be a positive integer (the most this size is when checked before the screen)",
+                                 &value);
+        if (s < 0)
+            return s;
+        cap[s] = value;
+    }
+    for (int k = 0; k < p->nconfigs; k++) {
+        avo_config_spec *cs = &p->configs[k];
+        if (cs->screen)
+            continue;
+        for (int s = 0; s < p->nsizes; s++) {
+            cs->check_size[s] = cs->size[s] < cap[s] ? cs->size[s] : cap[s];
+            cs->has_check_size |= cs->check_size[s] != cs->size[s];
+        }
+        for (int t = 0; t < p->ntensors && cs->has_check_size; t++) {
+            int64_t n = 0;
+            char why[256] = "no elements";
+            if (avo_problem_tensor_elems_at(p, cs->check_size, t, &n, why, sizeof why) || n < 1)
+                return errf(c, "screen.check_sizes", "config %s, tensor %s: %s", cs->name, p->tensors[t].name, why);
+        }
+    }
+    return 0;
+}
+
+/* "screen": {"configs": [names], "runs": N[, "check_sizes": {...}]}
+ * (docs/evaluation.md, "Screening"): the configurations a paired evaluation
+ * times first, and how many pairs each gets there. Both required; parsed
+ * after "timing", since runs must reach timing.min_runs. */
 static int parse_screen(ctx *c, avo_problem *p, json_t *v)
 {
-    static const char *const keys[] = {"configs", "runs", NULL};
+    static const char *const keys[] = {"configs", "runs", "check_sizes", NULL};
     p->screen_runs = 0;
     if (!v)
         return 0;
@@ -804,7 +863,8 @@ static int parse_screen(ctx *c, avo_problem *p, json_t *v)
                     "an interval needs)",
                     min, AVO_PROBLEM_SCREEN_MAX_RUNS, AVO_PROBLEM_SCREEN_MIN_RUNS);
     p->screen_runs = (int)json_integer_value(runs);
-    return 0;
+    json_t *caps = json_object_get(v, "check_sizes");
+    return caps ? parse_check_sizes(c, p, caps) : 0;
 }
 
 /* "validate": {"sizes": {...}}: one small size vector, every size given, on
@@ -824,17 +884,12 @@ static int parse_validate(ctx *c, avo_problem *p, json_t *v)
     int seen[AVO_PROBLEM_MAX_SIZES] = {0};
     json_object_foreach(sz, key, val)
     {
-        int found = -1;
-        for (int s = 0; s < p->nsizes; s++)
-            if (strcmp(p->sizes[s], key) == 0)
-                found = s;
-        snprintf(field, sizeof field, "validate.sizes.%s", key);
-        if (found < 0)
-            return errf(c, field, "unknown size '%s'", key);
-        if (!json_is_integer(val) || json_integer_value(val) < 0)
-            return errf(c, field, "must be a non-negative integer");
-        p->validate_size[found] = json_integer_value(val);
-        seen[found] = 1;
+        int64_t value;
+        const int s = size_value(c, p, "validate.sizes", key, val, 0, "must be a non-negative integer", &value);
+        if (s < 0)
+            return s;
+        p->validate_size[s] = value;
+        seen[s] = 1;
     }
     for (int s = 0; s < p->nsizes; s++)
         if (!seen[s]) {

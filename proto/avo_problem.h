@@ -36,6 +36,11 @@ typedef struct {
     int64_t size[AVO_PROBLEM_MAX_SIZES]; /* in the order of avo_problem.sizes */
     int profile;                         /* the counters pass profiles it ("counters.configs"; default every config) */
     int screen;                          /* timed in the screen ("screen.configs"; docs/evaluation.md, "Screening") */
+    /* "screen.check_sizes": the sizes this config (outside the screen) is
+     * checked at before the screen, each named size capped; has_check_size
+     * 0 when none of its sizes is over a cap (it is checked as it is). */
+    int has_check_size;
+    int64_t check_size[AVO_PROBLEM_MAX_SIZES];
 } avo_config_spec;
 
 typedef struct {
@@ -87,10 +92,11 @@ typedef struct avo_problem {
      * check_rows_dims 0: every check is of the whole outputs. */
     int check_rows_dims;
     int check_rows_sample;
-    /* "screen": {"configs": [names], "runs": N}: a paired evaluation asked
-     * to screen times the configs marked .screen first, N pairs each, and
-     * stops there when the candidate is slower than the against beyond
-     * noise. screen_runs 0: no screen declared. */
+    /* "screen": {"configs": [names], "runs": N[, "check_sizes": {SIZE:
+     * cap}]}: a paired evaluation asked to screen checks the other configs
+     * (at their check_size where capped), times the configs marked .screen
+     * first, N pairs each, and stops there when the candidate is slower
+     * than the against beyond noise. screen_runs 0: no screen declared. */
     int screen_runs;
     /* "validate": sizes on which the reference is checked against its own
      * float64 twin (avo_reference_f64); has_validate 0 = not declared. */

@@ -462,6 +462,15 @@ static int ref_outputs(const run_ctx *r, const avo_tensors *t, void **bufs, size
     return n;
 }
 
+/* Config c's cache file for a set: a stand-in's (screen.check_sizes) is
+ * another computation and gets a name of its own. */
+static void cache_name(const run_ctx *r, int c, int set, char name[AVO_REFCACHE_NAME])
+{
+    char config[80];
+    snprintf(config, sizeof config, "%s%s", r->p->configs[c].name, r->stand_in ? "@check_sizes" : "");
+    avo_refcache_name(&r->cache, config, set, name);
+}
+
 /* A warm-up set's reference outputs from the worker's cache (docs/evaluation.md,
  * "Reference cache"): into rx, and where the inputs live on the device into
  * the checker's device tensors beside the set's inputs generated again (what
@@ -476,7 +485,7 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
     unsigned mask;
     char name[AVO_REFCACHE_NAME];
     const int n = ref_outputs(r, rx, bufs, bytes, &mask);
-    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    cache_name(r, c, set, name);
     int rc = avo_refcache_load(&r->cache, name, bufs, bytes, n);
     if (rc == -EBADMSG)
         r->cache_corrupt++;
@@ -525,7 +534,7 @@ static void ref_to_cache(run_ctx *r, int c, int set, avo_tensors *rx)
             return;
         }
     }
-    avo_refcache_name(&r->cache, r->p->configs[c].name, set, name);
+    cache_name(r, c, set, name);
     int rc = avo_refcache_store(&r->cache, name, (const void *const *)bufs, bytes, n);
     if (rc) {
         snprintf(r->cache_note, sizeof r->cache_note, "writing a cache file: %s", strerror(-rc));
@@ -571,6 +580,9 @@ static void config_begin(run_ctx *r, int c)
     r->refs_timed = 0;
     r->row_checks = 0;
     r->rows_total = 0;
+    /* What the checker holds is another config's, or this one's at other
+     * sizes (a stand-in checked before the screen). */
+    r->held_c = -1;
     if (r->ref_rows && avo_problem_rows_at(r->p, r->p->configs[c].size, &r->rows_total, r->row_elems, NULL, 0) != 0)
         r->rows_total = 0;
     draw_warm_order(r);
@@ -1523,6 +1535,7 @@ static void merge_against(avo_phases *dst, const avo_phases *src)
 
 static const char *outcome_of(int res, int timed);
 static int calibrate(run_ctx *r, char *why, size_t wl);
+static void swap_check_sizes(const avo_problem *p, int c);
 
 /* The against failed on config c (res: its CHECK_ code, or the checker's
  * negative int while driving it): the candidate's evaluation goes on
@@ -2656,6 +2669,10 @@ static int screen_check_config(run_ctx *r, int c, json_t **entry, int *failed, c
     avo_tensors x = {0}, pristine = {0}, rx = {0};
     char why[600] = "";
     int fail = 0;
+    /* A stand-in: its sizes swapped in for the checked calls (every step
+     * of a call reads the config's sizes), and back after them. */
+    if ((r->stand_in = p->configs[c].has_check_size))
+        swap_check_sizes(p, c);
     config_begin(r, c);
     double t = avo_phases_now();
     int res = place_config(r, c, &x, &pristine, &rx, err, errlen);
@@ -2668,6 +2685,11 @@ static int screen_check_config(run_ctx *r, int c, json_t **entry, int *failed, c
     avo_tensors_free(&x);
     avo_tensors_free(&pristine);
     avo_tensors_free(&rx);
+    if (r->stand_in)
+        swap_check_sizes(p, c);
+    r->held_c = -1;
+    const int stand_in = r->stand_in;
+    r->stand_in = 0;
     if (fail < 0)
         return res;
     if (res == AVO_HARNESS_EREFERENCE || res < 0) {
@@ -2678,13 +2700,35 @@ static int screen_check_config(run_ctx *r, int c, json_t **entry, int *failed, c
     if (res != CHECK_OK) {
         *failed = 1;
         *outcome = outcome_of(res, 0);
-        snprintf(detail, dl, "config %s, call %d (checked before timing): %s", p->configs[c].name, fail, why);
+        snprintf(detail, dl, "config %s%s, call %d (checked before timing): %s", p->configs[c].name,
+                 stand_in ? " at its screen.check_sizes" : "", fail, why);
         return 0;
     }
     *entry = json_pack("{s:s,s:n,s:b,s:i,s:{s:o,s:o},s:s}", "name", p->configs[c].name, "score", "timed", 0, "calls",
                        r->nsets, "check", "rel_l2", jreal(r->worst_rel_l2), "max_abs", jreal(r->worst_max_abs), "note",
-                       "checked, not timed: the candidate was screened out before the full run");
+                       stand_in ? "checked at its screen.check_sizes, not timed: the candidate was screened out before "
+                                  "the full run"
+                                : "checked, not timed: the candidate was screened out before the full run");
+    if (*entry && stand_in) {
+        json_t *sizes = json_object();
+        for (int s = 0; s < p->nsizes; s++)
+            json_object_set_new(sizes, p->sizes[s], json_integer(p->configs[c].check_size[s]));
+        json_object_set_new(*entry, "check_sizes", sizes);
+    }
     return 0;
+}
+
+/* Config c's sizes and its stand-in's (screen.check_sizes) exchanged: the
+ * problem is this process's own copy, and every step of a call reads the
+ * config's sizes from it. */
+static void swap_check_sizes(const avo_problem *p, int c)
+{
+    avo_config_spec *cs = &p->configs[c];
+    for (int s = 0; s < p->nsizes; s++) {
+        const int64_t v = cs->size[s];
+        cs->size[s] = cs->check_size[s];
+        cs->check_size[s] = v;
+    }
 }
 
 /* The result's "screen" (*screen) from the screen's paired member pj, its

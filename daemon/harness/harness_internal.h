@@ -307,6 +307,8 @@ typedef struct {
                                              twice (docs/evaluation.md, "Screening") */
     int screen_pairs;     /* screening's timed stage: the pairs each config gets (0: the
                                              stopping rule of a full run) */
+    int stand_in;         /* the current config runs at its screen.check_sizes (its sizes swapped
+                                             in): its cached references are named apart */
 } run_ctx;
 
 /* The busy probes of one config: how many ran, how many waited over the

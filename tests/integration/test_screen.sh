@@ -17,7 +17,11 @@
 #     (d) a candidate wrong on a configuration outside the screen (and slow
 #         enough to be screened out): wrong_result, checked before timing;
 #     (e) bad input: --screen without --against, a screen naming an unknown
-#         configuration, too few runs: exit 2 naming the field.
+#         configuration, too few runs, an unknown size in check_sizes: exit
+#         2 naming the field;
+#     (f) screen.check_sizes: the configs outside the screen checked at
+#         their capped sizes (said in the result), and a candidate wrong
+#         only beyond the caps caught by the full run once it passes.
 #  2. A tune job through avod and a real worker (knob REPS 10/20/40 from the
 #     seed's 20, budget 3): the 2x (or 4x) slower version is screened out,
 #     not committed, its candidate has no aggregate; the screened_out event
@@ -138,6 +142,40 @@ check "wrong on a config outside the screen (and 2x slower): wrong_result, check
     jqt '.outcome == "wrong_result" and (.detail | test("^config 64x64, call 0 \\(checked before timing\\)")) and
          (has("screened_out") | not) and (has("paired") | not)' "$T/wrong64.json"
 
+# --- 1f. stand-in sizes (screen.check_sizes {"C": 128}): the configs
+# outside the screen are checked at C <= 128 before the screen (4x512 at
+# 4x128; 64x64 and 32x128 as they are); a survivor's full run checks every
+# config at its own sizes, so a candidate wrong only beyond the caps and fast
+# enough to pass the screen is wrong_result there.
+mkdir -p "$T/caps"
+cp "$F/base.c" "$F/reference.c" "$T/caps/"
+jq '.screen.check_sizes = {"C": 128}' "$F/problem.json" >"$T/caps/problem.json"
+PKG="$T/caps" ev caps_slower "$T/slower.c" --against "$F/base.c" --screen
+show caps_slower
+check "check_sizes: 2x slower screened out; 4x512 checked at 4x128 (said in its entry), 64x64 as it is" \
+    jqt '.outcome == "ok" and .screened_out == true and
+         (.configs[] | select(.name == "4x512") | .check_sizes == {"R": 4, "C": 128} and (.note | test("check_sizes"))) and
+         (.configs[] | select(.name == "64x64") | has("check_sizes") | not)' "$T/caps_slower.json"
+sed 's/^int softmax(void \*const \*tensors, const int64_t \*sizes)$/static int softmax_ok(void *const *tensors, const int64_t *sizes)/' \
+    "$T/faster.c" >"$T/wrong512.c"
+cat >>"$T/wrong512.c" <<'C'
+int softmax(void *const *tensors, const int64_t *sizes)
+{
+    int rc = softmax_ok(tensors, sizes);
+    if (sizes[1] == 512)
+        ((float *)tensors[1])[7] += 0.5f;
+    return rc;
+}
+C
+PKG="$T/caps" ev caps_wrong "$T/wrong512.c" --against "$F/base.c" --screen
+show caps_wrong
+jq -r '.detail' "$T/caps_wrong.json" 2>/dev/null | sed 's/^/# /'
+check "check_sizes: wrong only at C = 512 (beyond the cap) and 2x faster: passes the screen, wrong_result in the full run" \
+    jqt '.outcome == "wrong_result" and (.detail | test("^config 4x512, call 0")) and (.screened_out | not) and
+         .phases.harness.against_calls > 0' "$T/caps_wrong.json"
+# (the against's calls are the screen's: without the caps the same candidate
+# fails the check before the screen and the against never runs)
+
 # --- 1e. bad input
 ev noag "$F/base.c" --screen
 rc=$?
@@ -150,7 +188,8 @@ mkdir -p "$T/bad"
 cp "$F/base.c" "$F/reference.c" "$T/bad/"
 for v in 'unknown|{"configs": ["16x256", "2x2"], "runs": 30}|screen.configs[1]: no configuration is named '"'"'2x2'"'"'' \
          'runs|{"configs": ["16x256"], "runs": 5}|screen.runs: must be an integer in [20, 10000]' \
-         'key|{"configs": ["16x256"], "runs": 30, "subset": 2}|screen: unknown field '"'"'subset'"'"''; do
+         'key|{"configs": ["16x256"], "runs": 30, "subset": 2}|screen: unknown field '"'"'subset'"'"'' \
+         'caps|{"configs": ["16x256"], "runs": 30, "check_sizes": {"N": 4}}|screen.check_sizes.N: unknown size '"'"'N'"'"''; do
     IFS='|' read -r name screen want <<<"$v"
     jq --argjson s "$screen" '.screen = $s' "$F/problem.json" >"$T/bad/problem.json"
     PKG="$T/bad" ev "bad_$name" "$F/base.c" --against "$F/base.c" --screen

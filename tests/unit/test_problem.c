@@ -350,6 +350,37 @@ static void m_screen_type(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("[s]", "256"));
 }
+/* screen.check_sizes: the sizes the configs outside the screen are
+ * checked at before it, each named one capped. */
+static void m_check_sizes_ok(json_t *j)
+{
+    json_object_set_new(
+        j, "screen",
+        json_pack("{s:[s],s:i,s:{s:i,s:i}}", "configs", "512", "runs", 40, "check_sizes", "M", 200, "K", 300));
+}
+static void m_check_sizes_unknown(json_t *j)
+{
+    json_object_set_new(j, "screen",
+                        json_pack("{s:[s],s:i,s:{s:i}}", "configs", "512", "runs", 40, "check_sizes", "Z", 8));
+}
+static void m_check_sizes_zero(json_t *j)
+{
+    json_object_set_new(j, "screen",
+                        json_pack("{s:[s],s:i,s:{s:i}}", "configs", "512", "runs", 40, "check_sizes", "M", 0));
+}
+static void m_check_sizes_real(json_t *j)
+{
+    json_object_set_new(j, "screen",
+                        json_pack("{s:[s],s:i,s:{s:f}}", "configs", "512", "runs", 40, "check_sizes", "M", 64.5));
+}
+static void m_check_sizes_empty(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i,s:{}}", "configs", "512", "runs", 40, "check_sizes"));
+}
+static void m_check_sizes_type(json_t *j)
+{
+    json_object_set_new(j, "screen", json_pack("{s:[s],s:i,s:[i]}", "configs", "512", "runs", 40, "check_sizes", 64));
+}
 static void m_screen_name_type(json_t *j)
 {
     json_object_set_new(j, "screen", json_pack("{s:[i],s:i}", "configs", 256, "runs", 20));
@@ -490,6 +521,39 @@ static void test_screen(void **state)
     expect_error(m_screen_key, "screen: unknown field 'confidence'");
     expect_error(m_screen_type, "screen: must be an object");
     expect_error(m_screen_name_type, "screen.configs[0]: must be a configuration name");
+
+    /* check_sizes: caps on the configs outside the screen, none on it */
+    if (load_variant(m_check_sizes_ok, err, sizeof err, dir))
+        fail_msg("%s", err);
+    assert_int_equal(avo_problem_load(&p, dir, err, sizeof err), 0);
+    for (int i = 0; i < p.nconfigs; i++) {
+        const avo_config_spec *cs = &p.configs[i];
+        if (cs->screen) {
+            assert_string_equal(cs->name, "512");
+            assert_int_equal(cs->has_check_size, 0);
+            continue;
+        }
+        for (int s = 0; s < p.nsizes; s++) {
+            const int64_t cap = s == 0 ? 200 : s == 2 ? 300 : INT64_MAX;
+            assert_int_equal(cs->check_size[s], cs->size[s] < cap ? cs->size[s] : cap);
+        }
+        /* 128 and 256 are under both caps: checked as they are */
+        assert_int_equal(cs->has_check_size, cs->size[0] > 200 || cs->size[2] > 300);
+    }
+    assert_int_equal(p.configs[2].has_check_size, 1); /* 384x320x288: M 384 -> 200 */
+    assert_int_equal(p.configs[2].check_size[0], 200);
+    assert_int_equal(p.configs[2].check_size[1], 320);
+    assert_int_equal(p.configs[2].check_size[2], 288);
+    avo_problem_free(&p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    expect_error(m_check_sizes_unknown, "screen.check_sizes.Z: unknown size 'Z'");
+    expect_error(m_check_sizes_zero, "screen.check_sizes.M: must be a positive integer (the most this size is when "
+                                     "checked before the screen)");
+    expect_error(m_check_sizes_real, "screen.check_sizes.M: must be a positive integer (the most this size is when "
+                                     "checked before the screen)");
+    expect_error(m_check_sizes_empty, "screen.check_sizes: must be a non-empty object {\"SIZE\": cap}");
+    expect_error(m_check_sizes_type, "screen.check_sizes: must be a non-empty object {\"SIZE\": cap}");
 }
 
 static void test_validate_roofline(void **state)
