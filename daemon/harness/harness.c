@@ -913,6 +913,31 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
                      counters ? counters : json_null());
 }
 
+/* The shared region past config c's tensors and their guard zones (the
+ * room a larger config's take, and a CUDA region's counters report)
+ * cleared before every call: it is the one place both runners of a pair
+ * can write that no check reads, so an against could leave its outputs
+ * there, keyed by its inputs, for the candidate running right after it
+ * on the same set (test_paired.sh, collude.c SHM_STASH; the order test
+ * catches that only with 8 pairs each way, and a GPU config often has 5).
+ * Whole pages are punched out of the memfd (both mappings then read
+ * zeros; a range nobody wrote costs a system call), the rest of the last
+ * page is zeroed. */
+static void clear_slack(run_ctx *r, int c)
+{
+    if (r->keep_slack || r->shm_fd < 0 || !r->shm)
+        return;
+    const size_t end = avo_tensors_span(r->p, c);
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t whole = (end + page - 1) / page * page;
+    if (end >= r->shm_bytes)
+        return;
+    memset((unsigned char *)r->shm + end, 0, (whole < r->shm_bytes ? whole : r->shm_bytes) - end);
+    if (whole < r->shm_bytes &&
+        fallocate(r->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)whole, (off_t)(r->shm_bytes - whole)))
+        memset((unsigned char *)r->shm + whole, 0, r->shm_bytes - whole);
+}
+
 /* Call i of config c laid out the same way for every call: its input set
  * (call_set),
  * outputs poisoned, (CPU) the caches flushed; *tp lapped into r->ph.
@@ -925,6 +950,7 @@ static void lay_out_call(run_ctx *r, int c, int i, avo_tensors *x, avo_tensors *
 {
     const avo_problem *p = r->p;
     const int set = call_set(r, i);
+    clear_slack(r, c);
     /* CPU: filled in the checker's copy (on all its CPUs) and copied
      * in on the pinned CPU, as the flush expects: a fill straight into
      * the shared region left lines of the inputs dirty in other cores'
@@ -3436,6 +3462,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                  .nsets = p->check_input_sets,
                  .shm_fd = -1,
                  .held_c = -1,
+                 .keep_slack = getenv("AVO_HARNESS_KEEP_SLACK") != NULL,
                  .cache = {.dirfd = -1},
                  .cuda = strcmp(p->backend, "cuda") == 0,
                  .base_so = o->base_so,

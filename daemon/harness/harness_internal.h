@@ -309,6 +309,9 @@ typedef struct {
                                              stopping rule of a full run) */
     int stand_in;         /* the current config runs at its screen.check_sizes (its sizes swapped
                                              in): its cached references are named apart */
+    int keep_slack;       /* AVO_HARNESS_KEEP_SLACK: the region past a config's tensors is not
+                                             cleared before each call (tests of the order test, which
+                                             need a channel that still works) */
 } run_ctx;
 
 /* The busy probes of one config: how many ran, how many waited over the

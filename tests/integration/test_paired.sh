@@ -172,9 +172,26 @@ jq '.configs = [{"name": "16x256", "sizes": {"R": 16, "C": 256}}, {"name": "64x1
 avo-worker eval "$T/stash" "$T/stash_cand.c" --json --cache "$T/cache" --against "$T/stash_publish.c" \
     >"$T/stash.json" 2>"$T/stash.err"
 show stash
-jq -r '.detail' "$T/stash.json" 2>/dev/null | sed 's/^/# /'
-check "a colluding pair through the shared tensor region: cheat_suspected by the order test" \
-    jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash.json"
+# The region past a config's tensors is cleared before every call
+# (clear_slack): no channel. Before that (2026-12-05), cheat_suspected by
+# the order test, 91% faster right after the against, and with 10 pairs a
+# config (a GPU's) the order test could not run at all.
+check "a colluding pair through the shared tensor region's slack: no channel (cleared before every call), an honest ratio" \
+    jqt '.outcome == "ok" and .paired.ratio < 1.05' "$T/stash.json"
+# The order test still needs a channel to be tested: the harness run by
+# hand with AVO_HARNESS_KEEP_SLACK (the worker's sandbox passes no such
+# variable), the objects built as the worker builds them.
+harness_kept() {  # harness_kept OUT PKG CANDIDATE.c AGAINST.c
+    local out=$1 pkg=$2
+    cc -O2 -shared -fPIC -o "$T/$out-cand.so" "$3" -lm && cc -O2 -shared -fPIC -o "$T/$out-ag.so" "$4" -lm &&
+        cc -O2 -shared -fPIC -o "$T/$out-ref.so" "$pkg/reference.c" -lm &&
+        AVO_HARNESS_KEEP_SLACK=1 avo-harness "$pkg" "$T/$out-cand.so" "$T/$out-ref.so" --seed 20261206 \
+            --against "$T/$out-ag.so" >"$T/$out.json" 2>"$T/$out.err"
+}
+harness_kept stash_kept "$T/stash" "$T/stash_cand.c" "$T/stash_publish.c"
+jq -r '.detail' "$T/stash_kept.json" 2>/dev/null | sed 's/^/# /'
+check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by the order test" \
+    jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash_kept.json"
 # The roles turned: the against slows itself right after the candidate
 # (signalled through the same slack): the order test turned round voids the
 # pairing, the against's failure (the against 89% slower there, p 3e-24, on
@@ -183,8 +200,7 @@ check "a colluding pair through the shared tensor region: cheat_suspected by the
 # its place.
 (echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; cat "$F/collude.c") >"$T/sab_cand.c"
 (echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; echo '#define PUBLISH 1'; cat "$F/collude.c") >"$T/sab_against.c"
-avo-worker eval "$T/stash" "$T/sab_cand.c" --json --cache "$T/cache" --against "$T/sab_against.c" \
-    >"$T/sabotage.json" 2>"$T/sabotage.err"
+harness_kept sabotage "$T/stash" "$T/sab_cand.c" "$T/sab_against.c"
 jq -c '{outcome, detail}' "$T/sabotage.json" 2>/dev/null | sed 's/^/# /'
 check "an against slowed right after the candidate: the pairing void by the order test turned round (paired.error)" \
     jqt '.outcome == "ok" and (.paired.error | test("the against on config 16x256.*right after the candidate.s"))' \
