@@ -922,10 +922,13 @@ static json_t *config_json(const avo_problem *p, int c, const avo_stats *st, dou
  * catches that only with 8 pairs each way, and a GPU config often has 5).
  * Whole pages are punched out of the memfd (both mappings then read
  * zeros; a range nobody wrote costs a system call), the rest of the last
- * page is zeroed. */
+ * page is zeroed. Not on a GPU: there the region is page-locked for the
+ * device's copies (checker and runner), and a punched pinned page leaves
+ * the device reading a page neither process maps any more; zeroing it
+ * instead costs tens of MB a call (docs/evaluation.md, Residual risks). */
 static void clear_slack(run_ctx *r, int c)
 {
-    if (r->keep_slack || r->shm_fd < 0 || !r->shm)
+    if (r->cuda || r->keep_slack || r->shm_fd < 0 || !r->shm)
         return;
     const size_t end = avo_tensors_span(r->p, c);
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
