@@ -2716,7 +2716,6 @@ static int screen_check_config(run_ctx *r, int c, json_t **entry, int *failed, c
     avo_tensors_free(&rx);
     if (r->stand_in)
         swap_check_sizes(p, c);
-    r->held_c = -1;
     const int stand_in = r->stand_in;
     r->stand_in = 0;
     if (fail < 0)
