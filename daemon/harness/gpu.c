@@ -741,6 +741,23 @@ static int generate_inputs(avo_gpu *g, void *const *dev, const size_t *bytes, in
     return 0;
 }
 
+/* The shared tensors past this call's bytes (room a larger config's take,
+ * and the allocation granularity's) zeroed: every runner maps all of each
+ * allocation, and no check reads the slack, so an against's runner could
+ * leave its outputs there for the candidate's next call
+ * (tests/hostile/gpu/pairs/stash_pair.cu). A memset on the device, before
+ * the start mark: a few hundred microseconds for attention's largest. */
+static int clear_slack(avo_gpu *g, const size_t *bytes, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n && i < g->nshared; i++)
+        if (g->msize[i] > bytes[i]) {
+            cudaError_t e = cudaMemsetAsync((char *)g->sdev[i] + bytes[i], 0, g->msize[i] - bytes[i], g->stream);
+            if (e != cudaSuccess)
+                return fail(e, "clearing a shared tensor's slack", err, errlen);
+        }
+    return 0;
+}
+
 /* Everything the flags ask before the call: inputs generated or copied,
  * outputs copied or poisoned, L2 flushed; all finished on return. */
 static int prepare_call(avo_gpu *g, void *const *dev, void *const *host, const size_t *bytes, int n, unsigned flags,
@@ -767,6 +784,8 @@ static int prepare_call(avo_gpu *g, void *const *dev, void *const *host, const s
             if ((poison_mask >> i) & 1)
                 if ((e = cudaMemsetAsync(dev[i], 0xff, bytes[i], g->stream)) != cudaSuccess)
                     return fail(e, "poisoning an output on the device", err, errlen);
+    if ((flags & AVO_GPU_SHARED) && (rc = clear_slack(g, bytes, n, err, errlen)))
+        return rc;
     if ((flags & AVO_GPU_FLUSH) && (e = cudaMemsetAsync(g->flush, 0x5a, g->flush_bytes, g->stream)) != cudaSuccess)
         return fail(e, "flushing L2", err, errlen);
     /* Everything before the start mark is finished before it is taken. */
@@ -909,9 +928,10 @@ static int profiled_call(void *arg)
     profile_call *pc = arg;
     int ret = 0;
     avo_gpu_times t;
-    /* Copies are not kernels, so only the candidate's launches become ranges. */
-    pc->rc = avo_gpu_run(pc->g, pc->fn, pc->host, pc->bytes, pc->n, pc->sizes, AVO_GPU_COPY_IN, 0, &ret, &t, pc->err,
-                         sizeof pc->err);
+    /* Copies are not kernels, so only the candidate's launches become
+     * ranges. Without host tensors the checker laid the shared ones out. */
+    pc->rc = avo_gpu_run(pc->g, pc->fn, pc->host, pc->bytes, pc->n, pc->sizes, pc->host ? AVO_GPU_COPY_IN : 0, 0, &ret,
+                         &t, pc->err, sizeof pc->err);
     return pc->rc;
 }
 

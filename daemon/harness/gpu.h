@@ -177,7 +177,8 @@ int avo_gpu_equal(avo_gpu *g, int i, int64_t n, size_t elem_size, int64_t *first
 
 /* The counters pass (CUPTI range profiler, one range per kernel the call
  * launches, each replayed for every pass the metric set needs): copies the
- * tensors in, profiles one call, and writes a JSON document {"passes",
+ * tensors in (host NULL: they are on the device already, the imported
+ * shared ones laid out by the checker), profiles one call, and writes a JSON document {"passes",
  * "unsupported", "kernels": [{"range", "metrics"}]} into out (NUL-terminated,
  * at most cap bytes). Returns 0, or a negative int with the reason in err
  * (e.g. profiling not permitted for this user). Never during timing. */

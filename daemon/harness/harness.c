@@ -1854,6 +1854,39 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     return res;
 }
 
+/* The memfd a lane's runner maps: the shared region, or, for a CUDA runner
+ * on the checker's device tensors (which copies nothing), an area of its
+ * own for the counters report. The region would otherwise be memory both
+ * runners of a pair map and no check reads (pages locked for the device,
+ * so never punched out between calls): a channel from the against to the
+ * candidate (tests/hostile/gpu/pairs/stash_pair.cu). The descriptor, or a
+ * negative int with why. */
+static int lane_mem_fd(run_ctx *r, lane *ln, char *why, size_t wl)
+{
+    if (!r->cuda || !r->dev.n)
+        return r->shm_fd;
+    if (ln->report)
+        return ln->report_fd;
+    int fd = memfd_create("avo-runner-report", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, PROFILE_AREA) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int rc = -errno;
+        snprintf(why, wl, "the runner's report area: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    void *p = mmap(NULL, PROFILE_AREA, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int rc = -errno;
+        snprintf(why, wl, "mapping the runner's report area: %s", strerror(errno));
+        close(fd);
+        return rc;
+    }
+    ln->report_fd = fd;
+    ln->report = p;
+    return fd;
+}
 /* The against's runner as the candidate's: started and calibrated (its
  * empty round trip, and on a GPU its protocol and busy probe) before
  * either object is loaded (load 0), then loaded after the candidate
@@ -1874,8 +1907,10 @@ static void start_against(run_ctx *r, const char *against_so, int step)
         return;
     r->ln = ag;
     if (step == AGAINST_SPAWN) {
-        rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why,
-                              sizeof why);
+        rc = lane_mem_fd(r, ag, why, sizeof why);
+        if (rc >= 0)
+            rc = avo_runner_spawn(&ag->run, against_so, r->p->entry, r->cuda, rc, &r->dev, r->deadline, why,
+                                  sizeof why);
         if (rc == 0 && r->ctr_open) {
             avo_counters_open(&r->actr, ag->run.pid);
             r->actr_open = 1;
@@ -1997,7 +2032,9 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         memcpy(base->pre, cand->pre, sizeof base->pre);
         base->busy_max = cand->busy_max;
         base->busy_hard = cand->busy_hard;
-        int rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, r->shm_fd, &r->dev, r->deadline, why,
+        int rc = lane_mem_fd(r, base, why, sizeof why);
+        if (rc >= 0)
+            rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, rc, &r->dev, r->deadline, why,
                                   sizeof why);
         r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
         if (rc != AVO_RUNNER_OK)
@@ -2048,17 +2085,25 @@ static json_t *profile_config(run_ctx *r, int c, avo_tensors *x, avo_tensors *pr
         offs[i] = (uint64_t)((unsigned char *)x->ptr[i] - r->shm);
         bytes[i] = x->bytes[i];
     }
-    uint64_t aux = r->shm_bytes - PROFILE_AREA;
-    memset(r->shm + aux, 0, PROFILE_AREA);
+    /* On the checker's device tensors the runner has no host tensors: the
+     * checker lays them out, and the report comes in the runner's own
+     * area. */
+    unsigned char *report = r->dev.n ? r->ln->report : r->shm + r->shm_bytes - PROFILE_AREA;
+    const uint64_t aux = r->dev.n ? 0 : r->shm_bytes - PROFILE_AREA;
+    if (!report)
+        return json_pack("{s:b,s:s}", "available", 0, "reason", "the runner has no report area");
+    if (r->dev.n && gputime_checker_copies(r, c, x, AVO_GPU_COPY_IN | AVO_GPU_PREPARE, why, sizeof why) != CHECK_OK)
+        return json_pack("{s:b,s:s}", "available", 0, "reason", why);
+    memset(report, 0, PROFILE_AREA);
     int status = 0;
     int rc = avo_runner_profile(&r->ln->run, r->p->configs[c].size, r->p->nsizes, offs, bytes, x->n, aux, PROFILE_AREA,
                                 r->deadline, &status, why, sizeof why);
     if (rc != AVO_RUNNER_OK || status)
         return json_pack("{s:b,s:s}", "available", 0, "reason", why);
-    r->shm[aux + PROFILE_AREA - 1] = 0;
-    avo_utf8_scrub((char *)r->shm + aux);
+    report[PROFILE_AREA - 1] = 0;
+    avo_utf8_scrub((char *)report);
     json_error_t je;
-    json_t *doc = json_loads((const char *)r->shm + aux, 0, &je);
+    json_t *doc = json_loads((const char *)report, 0, &je);
     if (!json_is_object(doc)) {
         json_decref(doc);
         return json_pack("{s:b,s:s}", "available", 0, "reason", "unreadable counters report");
@@ -2991,7 +3036,9 @@ static int start_runners(run_ctx *r, harness_eval *ev, const char *cand_so, char
 {
     const avo_harness_opts *o = ev->o;
     lane *cand = &r->lanes[LANE_CAND];
-    int rc = avo_runner_spawn(&cand->run, cand_so, r->p->entry, r->cuda, r->shm_fd, &r->dev, r->deadline, why, wl);
+    int rc = lane_mem_fd(r, cand, why, wl);
+    if (rc >= 0)
+        rc = avo_runner_spawn(&cand->run, cand_so, r->p->entry, r->cuda, rc, &r->dev, r->deadline, why, wl);
     if (rc)
         return rc;
     /* Counters open on the runner before the candidate loads, so
@@ -3409,8 +3456,13 @@ static int finish_result(run_ctx *r, harness_eval *ev, json_t **result, char *er
 /* Everything the evaluation held, released (one owner each). */
 static void harness_close(run_ctx *r, harness_eval *ev)
 {
-    for (int l = 0; l < LANES; l++)
+    for (int l = 0; l < LANES; l++) {
         avo_runner_stop(&r->lanes[l].run);
+        if (r->lanes[l].report) {
+            munmap(r->lanes[l].report, PROFILE_AREA);
+            close(r->lanes[l].report_fd);
+        }
+    }
     json_decref(ev->screen);
     json_decref(ev->screen_paired);
     json_decref(ev->round[0]);

@@ -216,6 +216,11 @@ typedef struct {
     double overhead, overhead_median, overhead_measured; /* CPU: empty round trip before the load: subtracted
                                                              (capped), median, min */
     int slot;                                            /* LANE_*: which one it is */
+    /* CUDA runners on the checker's device tensors: the memfd they get
+     * instead of the shared region (lane_mem_fd), PROFILE_AREA bytes, and
+     * the checker's mapping of it (NULL: none). */
+    int report_fd;
+    unsigned char *report;
 } lane;
 
 typedef struct {

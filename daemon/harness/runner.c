@@ -39,6 +39,9 @@ enum { OP_LOAD = 1, OP_PING = 2, OP_RUN = 3, OP_QUIT = 4, OP_PROFILE = 5 };
 /* Runner status in a reply. */
 enum { ST_OK = 0, ST_NOLOAD = 1, ST_NOSYM = 2, ST_BADCMD = 3, ST_FAULT = 4, ST_NOGPU = 5 };
 
+/* The flags that move data between the host and the device. */
+#define RUNNER_COPIES (AVO_GPU_COPY_IN | AVO_GPU_COPY_OUT | AVO_GPU_COPY_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_FETCH)
+
 /* An unprivileged uid for the runner when the checker is root: it can then
  * neither ptrace the checker, nor open /proc/<checker>/fd/3 or its memory,
  * nor signal it. */
@@ -188,11 +191,15 @@ static void runner_open_gpu(runner_state *s)
     }
     for (int i = 0; i < s->ndev; i++)
         close(s->devfd[i]);
-    /* Page-locked, the shared region's copies to and from the device run at
-     * the link's speed (pageable ones go through the driver's staging
-     * buffers: most of an attention evaluation). Never unpinned (the
-     * process ends with _exit). */
-    if (!s->gpu_failed)
+    /* With the checker's device tensors the runner copies nothing: its
+     * memfd is a small area of its own (the profile report), not the
+     * region. Otherwise, page-locked, the region's copies to and from the
+     * device run at the link's speed (pageable ones go through the driver's
+     * staging buffers: most of an attention evaluation). Never unpinned
+     * (the process ends with _exit). */
+    if (s->ndev)
+        snprintf(s->copies, sizeof s->copies, "none: the checker's, on the device tensors it shares");
+    else if (!s->gpu_failed)
         avo_gpu_pin(s->gpu, s->base, s->bytes, s->copies, sizeof s->copies);
 }
 
@@ -253,16 +260,20 @@ static void runner_profile(runner_state *s, const cmd_msg *c)
     int bad = 0;
     memcpy(sizes, c->sizes, sizeof sizes);
     for (int i = 0; i < c->ntensors; i++) {
+        tb[i] = c->bytes[i];
+        /* On the checker's device tensors, laid out by the checker. */
+        if (s->ndev)
+            continue;
         if (c->off[i] >= s->bytes || c->bytes[i] > s->bytes - c->off[i])
             bad = 1;
         else
-            ptrs[i] = s->base + c->off[i], tb[i] = c->bytes[i];
+            ptrs[i] = s->base + c->off[i];
     }
     if (bad) {
         reply(c->seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
         return;
     }
-    int rc = avo_gpu_profile(s->gpu, (avo_gpu_fn)(uintptr_t)s->fn, ptrs, tb, c->ntensors, sizes,
+    int rc = avo_gpu_profile(s->gpu, (avo_gpu_fn)(uintptr_t)s->fn, s->ndev ? NULL : ptrs, tb, c->ntensors, sizes,
                              (char *)s->base + c->aux_off, c->aux_len, s->gerr, sizeof s->gerr);
     if (rc == AVO_GPU_ESTICKY) {
         reply(c->seq, ST_FAULT, 0, 0, s->gerr);
@@ -279,11 +290,16 @@ static void runner_run_gpu(runner_state *s, const cmd_msg *c, void **ptrs, int64
     int bad = 0;
     for (int i = 0; i < c->ntensors; i++) {
         tb[i] = c->bytes[i];
-        if (c->bytes[i] > s->bytes - c->off[i])
+        if (!s->ndev && c->bytes[i] > s->bytes - c->off[i])
             bad = 1;
     }
+    /* With the checker's device tensors every copy is the checker's. */
+    if (s->ndev && (c->flags & RUNNER_COPIES))
+        bad = 1;
     if (bad) {
-        reply(c->seq, ST_BADCMD, 0, 0, "tensor outside the shared region");
+        reply(c->seq, ST_BADCMD, 0, 0,
+              s->ndev ? "a copy asked of a runner on the checker's device tensors"
+                      : "tensor outside the shared region");
         return;
     }
     int ret = 0;
@@ -312,7 +328,8 @@ static void runner_run(runner_state *s, const cmd_msg *c)
     int64_t sizes[AVO_PROBLEM_MAX_SIZES];
     memcpy(sizes, c->sizes, sizeof sizes);
     int bad = 0;
-    for (int i = 0; i < c->ntensors; i++) {
+    /* A CUDA runner on the checker's device tensors has no host tensors. */
+    for (int i = 0; i < c->ntensors && !s->ndev; i++) {
         if (c->off[i] >= s->bytes)
             bad = 1;
         else
@@ -594,9 +611,23 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
  * itself, mounts private), its group, then nobody when the checker is root. */
 static const char *const runner_private_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
 
+/* The working directory (the evaluation's scratch directory, where TMPDIR
+ * and HOME point) read-only for the runner, and the runner in that view of
+ * it: a runner of the worker's own uid (a worker that is not root) could
+ * otherwise write there, a channel between a candidate and the against it
+ * is paired with (tests/fixtures/kernels/paired/collude.c). cwd: "" to
+ * leave it ("/", or unknown). */
+static void freeze_cwd(const char *cwd)
+{
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (cwd[0] && mount(cwd, cwd, NULL, MS_BIND | MS_REC, NULL) == 0 &&
+        syscall(SYS_mount_setattr, AT_FDCWD, cwd, AT_RECURSIVE, &ro, sizeof ro) == 0)
+        (void)!chdir(cwd);
+}
+
 static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, int rep_w, int mem_fd, int obj, int exe,
                                    const avo_runner_devmem *dev, rlim_t cpu_s, const char *entry, const char *cand_so,
-                                   int cuda, char *dev_arg)
+                                   int cuda, char *dev_arg, const char *cwd)
 {
     /* Its group first: the descriptors for joining close below. */
     if (r->cg.freezer >= 0 && avo_cgroup_join(&r->cg) != 0)
@@ -640,12 +671,12 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
         struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
         syscall(SYS_mount_setattr, AT_FDCWD, "/sys/fs/cgroup", AT_RECURSIVE, &ro, sizeof ro);
-        /* Scratch of its own (CPU runners): the evaluation's /tmp and
-         * /dev/shm are shared by every runner of it, a channel between a
-         * candidate and the against it is paired with. */
-        if (!cuda)
-            for (int i = 0; runner_private_dirs[i]; i++)
-                mount("tmpfs", runner_private_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777");
+        freeze_cwd(cwd);
+        /* Scratch of its own: the evaluation's /tmp and /dev/shm are
+         * shared by every runner of it, a channel between a candidate and
+         * the against it is paired with (tests/hostile/gpu/pairs). */
+        for (int i = 0; runner_private_dirs[i]; i++)
+            mount("tmpfs", runner_private_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777");
     }
     /* nobody, when it exists here (a user namespace of the checker's own
      * maps no other uid: the runner then keeps uid 0 there and gives up its
@@ -724,18 +755,16 @@ static void format_dev_arg(const avo_runner_devmem *dev, char *dev_arg, size_t l
     }
 }
 
-/* CPU runners also get IPC and network namespaces of their own (no SysV or
- * abstract-socket channel to another runner of the evaluation); where the
- * host refuses them, the PID and mount namespaces alone. CUDA runners keep
- * the evaluation's (not yet run on a GPU host). Without any, a plain fork,
- * said in the isolation note. Returns the pid as fork does. */
-static pid_t clone_runner(avo_runner *r, int cuda)
+/* Runners also get IPC and network namespaces of their own (no SysV or
+ * abstract-socket channel to another runner of the evaluation; a CUDA
+ * runner needs neither: its device tensors come as descriptors); where the
+ * host refuses them, the PID and mount namespaces alone. Without any, a
+ * plain fork, said in the isolation note. Returns the pid as fork does. */
+static pid_t clone_runner(avo_runner *r)
 {
-    pid_t pid = -1;
-    if (!cuda)
-        pid = (pid_t)syscall(SYS_clone,
-                             (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET, NULL,
-                             NULL, NULL, NULL);
+    pid_t pid = (pid_t)syscall(SYS_clone,
+                               (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET, NULL,
+                               NULL, NULL, NULL);
     if (pid < 0)
         pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL, NULL);
     r->pidns = pid >= 0;
@@ -774,14 +803,17 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
     const rlim_t cpu_s = (rlim_t)(left > 0 ? left : 0) + 5;
     char dev_arg[32 + 21 * AVO_PROBLEM_MAX_TENSORS];
     format_dev_arg(dev, dev_arg, sizeof dev_arg);
-    pid_t pid = clone_runner(r, cuda);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, "/") == 0)
+        cwd[0] = 0;
+    pid_t pid = clone_runner(r);
     if (pid < 0) {
         rc = -errno;
         snprintf(why, wl, "fork: %s", strerror(errno));
         goto cleanup;
     }
     if (pid == 0)
-        runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, dev, cpu_s, entry, cand_so, cuda, dev_arg);
+        runner_child(r->pidns, r, p_cmd[0], p_rep[1], mem_fd, obj, exe, dev, cpu_s, entry, cand_so, cuda, dev_arg, cwd);
     r->pid = pid;
     r->uid = geteuid() == 0 ? RUNNER_UID : (int)geteuid(); /* until the load reads it */
     r->cmd_w = p_cmd[1];

@@ -115,6 +115,20 @@ check "as nobody, the policy relaxed: #include of a file nobody may read is a co
 check "as nobody: the file's content is nowhere in the results" \
     bash -c "! grep -q '$(cat "$SECRET")' '$T/secret.json' '$T/secret-policy.json'"
 
+# A colluding pair as nobody (tests/fixtures/kernels/paired/stash_pair.c):
+# at load each role maps /dev/shm, $TMPDIR, the working directory (the
+# scratch directory, which a runner of the worker's own uid could write),
+# System V shm and the region's end; the candidate fails its call
+# (returns 10 + the channel) the moment it finds the against's record in
+# any of them.
+mkdir -p "$NR/paired"
+cp "$ROOT"/tests/fixtures/kernels/paired/*.c "$ROOT"/tests/fixtures/kernels/paired/problem.json "$NR/paired/"
+(echo '#define AGAINST 1'; cat "$NR/paired/stash_pair.c") >"$NR/cases/stash_against.c"
+chmod -R a+rX "$NR"
+nobody_eval "$NR/paired/stash_pair.c" "$T/stash.json" 90 "$NR/paired" --against "$NR/cases/stash_against.c"
+check "as nobody: a colluding pair finds no channel between its runners ($(jq -r '.outcome + " " + (.detail|.[0:120])' "$T/stash.json" 2>/dev/null))" \
+    jqt '.outcome == "ok" and (.paired.configs | length > 0)' "$T/stash.json"
+
 # A scratch root outside /tmp, /var/tmp and /dev/shm (the worker's
 # `scratch` setting): the sandbox's root is read-only there, so the
 # compile's own directory must be mounted writable (every compile failed,

@@ -161,6 +161,17 @@ ev collude "$T/collude_probe.c" --against "$T/publish.c"
 show collude
 check "a colluding pair through /tmp or /dev/shm: no channel (each runner has its own: the candidate never opens the against's file)" \
     jqt '(.outcome | IN("wrong_result", "crash") | not) and ((.detail // "") | test("returned 7") | not)' "$T/collude.json"
+# Its calls may not open files (the system-call filter), so the channels
+# that count are the ones opened at load: stash_pair.c maps /dev/shm,
+# $TMPDIR, the working directory, System V shm and the region's slack in a
+# constructor, and the candidate fails its call (returns 10 + the channel)
+# on finding the against's record in any (test_nonroot.sh runs it as a
+# worker that is not root, whose runners could write the working directory).
+(echo '#define AGAINST 1'; cat "$F/stash_pair.c") >"$T/stash_against.c"
+ev stash_pair "$F/stash_pair.c" --against "$T/stash_against.c"
+show stash_pair
+check "a colluding pair through what it maps at load: no channel between the runners" \
+    jqt '.outcome == "ok" and (.paired.configs | length > 0)' "$T/stash_pair.json"
 # The same through the shared tensor region (a package with a larger
 # config, so a small one leaves room): the order test.
 mkdir -p "$T/stash"
