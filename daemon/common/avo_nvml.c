@@ -32,6 +32,10 @@ static struct {
     nvml_ret (*vbios)(nvml_device, char *, unsigned);
     nvml_ret (*cuda_driver)(int *);
     const char *(*error_string)(nvml_ret);
+    /* Handles already looked up, by index (bit i of have): a lookup costs
+     * more than the clock reading a timed call makes (bench/gpu_probe). */
+    nvml_device dev[16];
+    unsigned have;
 } nv;
 
 /* Open and close may race (the worker's precompile thread reads the GPU's
@@ -137,13 +141,29 @@ int avo_nvml_energy_mj(int index, uint64_t *mj)
     return 0;
 }
 
+/* Device index's handle, looked up once. */
+static int cached_handle(int index, nvml_device *d)
+{
+    int rc = 0;
+    pthread_mutex_lock(&nv_lock);
+    if (index >= 0 && index < 16 && ((nv.have >> index) & 1))
+        *d = nv.dev[index];
+    else if (!nv.lib || nv.handle((unsigned)index, d) != NVML_OK)
+        rc = -ENODEV;
+    else if (index >= 0 && index < 16)
+        nv.dev[index] = *d, nv.have |= 1u << index;
+    pthread_mutex_unlock(&nv_lock);
+    return rc;
+}
+
 int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz)
 {
     nvml_device d;
     enum { NVML_CLOCK_SM = 1 };
-    if (!nv.lib || !nv.clock || !nv.max_clock || nv.handle((unsigned)index, &d) != NVML_OK)
+    if (!nv.lib || !nv.clock || !nv.max_clock || cached_handle(index, &d) != 0)
         return -ENODEV;
-    if (nv.clock(d, NVML_CLOCK_SM, current_mhz) != NVML_OK || nv.max_clock(d, NVML_CLOCK_SM, max_mhz) != NVML_OK)
+    if (nv.clock(d, NVML_CLOCK_SM, current_mhz) != NVML_OK ||
+        (max_mhz && nv.max_clock(d, NVML_CLOCK_SM, max_mhz) != NVML_OK))
         return -ENOTSUP;
     return 0;
 }

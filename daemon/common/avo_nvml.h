@@ -27,7 +27,8 @@ int avo_nvml_device(int index, avo_gpu_info *out);
 int avo_nvml_driver_version(char *out, size_t len);
 /* Energy used by the device since the driver loaded, millijoules. */
 int avo_nvml_energy_mj(int index, uint64_t *mj);
-/* Current and maximum SM clock, MHz. */
+/* Current and maximum SM clock, MHz (max_mhz NULL: the current alone, one
+ * NVML call on a handle looked up once). */
 int avo_nvml_sm_clock(int index, unsigned *current_mhz, unsigned *max_mhz);
 /* Application clocks (what the GPU runs work at unless boosted), MHz. */
 int avo_nvml_app_clocks(int index, unsigned *sm_mhz, unsigned *mem_mhz);

@@ -498,9 +498,9 @@ int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char
 
 unsigned avo_gpu_sm_clock(avo_gpu *g)
 {
-    unsigned cur = 0, max = 0;
+    unsigned cur = 0;
     if (g && g->nvml >= 0)
-        avo_nvml_sm_clock(g->nvml, &cur, &max);
+        avo_nvml_sm_clock(g->nvml, &cur, NULL);
     return cur;
 }
 
