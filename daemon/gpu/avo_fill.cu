@@ -14,7 +14,6 @@ struct fill_args {
     uint32_t key[8];
     uint32_t nonce[3];
     float scale;
-    int dtype;
 };
 
 __device__ __forceinline__ uint32_t rotl(uint32_t x, int r)
@@ -39,11 +38,54 @@ __device__ __forceinline__ uint16_t to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
+/* Element i of a block (value v) in dtype D's storage. */
+template <int D> struct elem;
+template <> struct elem<DT_F32> {
+    typedef float T;
+    __device__ static T of(float v)
+    {
+        return v;
+    }
+};
+template <> struct elem<DT_F64> {
+    typedef double T;
+    __device__ static T of(float v)
+    {
+        return (double)v;
+    }
+};
+template <> struct elem<DT_F16> {
+    typedef uint16_t T;
+    __device__ static T of(float v)
+    {
+        return __half_as_ushort(__float2half_rn(v));
+    }
+};
+template <> struct elem<DT_BF16> {
+    typedef uint16_t T;
+    __device__ static T of(float v)
+    {
+        return to_bf16(v);
+    }
+};
+template <> struct elem<DT_I32> {
+    typedef int32_t T;
+    __device__ static T of(float v)
+    {
+        return (int32_t)__fmul_rn(v, 100.0f);
+    }
+};
+
 /* One thread: one 64-byte ChaCha20 block (RFC 8439's layout, as OpenSSL's
  * EVP_chacha20 with a 16-byte IV: counter word, then the three nonce
- * words), i.e. 16 elements. */
-__global__ void fill_kernel(void *dst, int64_t n, fill_args a)
+ * words), i.e. 16 elements. A whole block at a 16-byte-aligned address is
+ * written with 16-byte stores (2-byte elements one by one left a 32-byte
+ * stride between a thread's stores and the next's: attention's 384 MiB of
+ * bf16 inputs, regenerated before every call, were the call's largest
+ * cost after the kernel); a partial or unaligned one element by element. */
+template <int D> __global__ void fill_kernel(void *dst, int64_t n, fill_args a)
 {
+    typedef typename elem<D>::T T;
     const int64_t blk = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t e0 = blk * 16;
     if (e0 >= n)
@@ -67,28 +109,22 @@ __global__ void fill_kernel(void *dst, int64_t n, fill_args a)
         QR(x[2], x[7], x[8], x[13]);
         QR(x[3], x[4], x[9], x[14]);
     }
-    const int m = n - e0 < 16 ? (int)(n - e0) : 16;
-    for (int i = 0; i < m; i++) {
-        const float v = __fmul_rn(unit(x[i] + s[i]), a.scale);
-        const int64_t e = e0 + i;
-        switch (a.dtype) {
-        case DT_F32:
-            ((float *)dst)[e] = v;
-            break;
-        case DT_F64:
-            ((double *)dst)[e] = (double)v;
-            break;
-        case DT_F16:
-            ((__half *)dst)[e] = __float2half_rn(v);
-            break;
-        case DT_BF16:
-            ((uint16_t *)dst)[e] = to_bf16(v);
-            break;
-        case DT_I32:
-            ((int32_t *)dst)[e] = (int32_t)__fmul_rn(v, 100.0f);
-            break;
-        }
+    T v[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+        v[i] = elem<D>::of(__fmul_rn(unit(x[i] + s[i]), a.scale));
+    T *out = (T *)dst + e0;
+    if (n - e0 >= 16 && ((uintptr_t)out & 15) == 0) {
+        uint4 w[sizeof v / 16];
+        memcpy(w, v, sizeof v);
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof v / 16); k++)
+            ((uint4 *)out)[k] = w[k];
+        return;
     }
+    const int m = n - e0 < 16 ? (int)(n - e0) : 16;
+    for (int i = 0; i < m; i++)
+        out[i] = v[i];
 }
 
 int avo_fill_launch(void *dst, int64_t n, int dtype, float scale, const unsigned char key[32], uint32_t nonce0,
@@ -106,9 +142,25 @@ int avo_fill_launch(void *dst, int64_t n, int dtype, float scale, const unsigned
     a.nonce[1] = nonce1;
     a.nonce[2] = nonce2;
     a.scale = scale;
-    a.dtype = dtype;
     const int64_t blocks = (n + 15) / 16;
     const int threads = 256;
-    fill_kernel<<<(unsigned)((blocks + threads - 1) / threads), threads, 0, st>>>(dst, n, a);
+    const unsigned grid = (unsigned)((blocks + threads - 1) / threads);
+    switch (dtype) {
+    case DT_F32:
+        fill_kernel<DT_F32><<<grid, threads, 0, st>>>(dst, n, a);
+        break;
+    case DT_F64:
+        fill_kernel<DT_F64><<<grid, threads, 0, st>>>(dst, n, a);
+        break;
+    case DT_F16:
+        fill_kernel<DT_F16><<<grid, threads, 0, st>>>(dst, n, a);
+        break;
+    case DT_BF16:
+        fill_kernel<DT_BF16><<<grid, threads, 0, st>>>(dst, n, a);
+        break;
+    default:
+        fill_kernel<DT_I32><<<grid, threads, 0, st>>>(dst, n, a);
+        break;
+    }
     return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
 }
