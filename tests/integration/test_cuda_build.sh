@@ -29,6 +29,15 @@ for seed in seed.cu seed_sm90.cu; do
     check "$seed: the ptxas report gives each kernel's registers and spills" \
         jqt '.compile.ptxas | length > 0 and all(.[]; .registers > 0 and has("spill_store_bytes"))' "$T/$seed.json"
 done
+# The GPU colluding pair (tests/gpu/test_collusion_gpu.sh runs it on a GPU
+# host): both roles build, so a GPU call is not spent on a compile error.
+PAIR="$ROOT/tests/hostile/gpu/pairs/stash_pair.cu"
+(echo '#define AGAINST 1'; cat "$PAIR") >"$T/stash_against.cu"
+for role in "$PAIR" "$T/stash_against.cu"; do
+    build "$role" "$T/pair.json"
+    check "the colluding pair's $(basename "$role") compiles for sm_90a ($(jq -r .detail "$T/pair.json" | head -c 200))" \
+        test "$(jq -r .outcome "$T/pair.json")" = ok
+done
 A="$ROOT/kernels/attention"
 for seed in seed.cu seed_sm90.cu; do
     avo-worker eval "$A" "$A/$seed" --compile-only --json --gpu-arch sm_90a --cache "$T/cache" \
