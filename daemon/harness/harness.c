@@ -1535,7 +1535,19 @@ typedef struct {
     double against_median;
     json_t *against_counters; /* CPU: the against's counters over its timed calls (owned), or NULL */
     json_t *order;            /* paired.configs[].order (pair_order_json; owned), or NULL */
+    double *place[2];         /* the candidate's samples by place (pair_run.by_place; owned): the pooled test */
+    int n_place[2];
 } pair_set;
+
+static void pair_set_free(pair_set *ps)
+{
+    free(ps->a);
+    free(ps->b);
+    free(ps->place[0]);
+    free(ps->place[1]);
+    json_decref(ps->against_counters);
+    json_decref(ps->order);
+}
 
 static int pair_add(pair_set *ps, double a, double b)
 {
@@ -1692,6 +1704,45 @@ static json_t *pair_order_json(pair_run *pr)
     return json_pack("{s:o?,s:o?}", "candidate_after_against", cand, "against_after_candidate", ag);
 }
 
+/* The order test pooled over the configs (paired.order_pooled): each
+ * config's candidate samples by place over that config's median of them
+ * all, so every config weighs by its pairs whatever its time; the place is
+ * still the checker's coin, so for an honest candidate the two groups are
+ * one sample split at random and the rank test's p-value holds. A paired
+ * GPU config often stops at 10 pairs, under the per-config test's 8 each
+ * way: pooled, a channel used on every config is judged anyway. NULL with
+ * fewer than 2 a side. */
+static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps)
+{
+    int n[2] = {0, 0}, total = 0, nconf = 0;
+    for (int c = 0; c < r->p->nconfigs; c++)
+        total += ps[c].n_place[0] + ps[c].n_place[1];
+    double *pool[2] = {malloc((size_t)(total + 1) * sizeof(double)), malloc((size_t)(total + 1) * sizeof(double))};
+    double *all = malloc((size_t)(total + 1) * sizeof(double));
+    json_t *j = NULL;
+    for (int c = 0; pool[0] && pool[1] && all && c < r->p->nconfigs; c++) {
+        const int m = ps[c].n_place[0] + ps[c].n_place[1];
+        if (ps[c].n_place[0] < 1 || ps[c].n_place[1] < 1)
+            continue;
+        memcpy(all, ps[c].place[0], (size_t)ps[c].n_place[0] * sizeof(double));
+        memcpy(all + ps[c].n_place[0], ps[c].place[1], (size_t)ps[c].n_place[1] * sizeof(double));
+        avo_stats st;
+        avo_timing_stats_compute(all, m, &st);
+        if (!(st.median > 0))
+            continue;
+        nconf++;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < ps[c].n_place[k]; i++)
+                pool[k][n[k]++] = ps[c].place[k][i] / st.median;
+    }
+    if (pool[0] && pool[1] && (j = place_json(pool[0], n[0], pool[1], n[1], 1)))
+        json_object_set_new(j, "configs", json_integer(nconf));
+    free(pool[0]);
+    free(pool[1]);
+    free(all);
+    return j;
+}
+
 /* After a pair in which the candidate gave a sample: both lanes' stopping
  * rules on the time both used. 1 when the config's loop ends. */
 static int pair_stop(const run_ctx *r, pair_run *pr, const pair_set *ps)
@@ -1845,7 +1896,9 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         (pr.bres = pair_against_order_test(ps->order, pr.bwhy, sizeof pr.bwhy)) != CHECK_OK)
         pr.b.out.fail_call = pr.b.out.calls - 1;
     for (int k = 0; k < 2; k++) {
-        free(pr.by_place[k]);
+        free(ps->place[k]);
+        ps->place[k] = pr.by_place[k];
+        ps->n_place[k] = pr.n_place[k];
         free(pr.ag_place[k]);
     }
     res = lane_end(r, a, res, why, wl);
@@ -2003,6 +2056,11 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
                   "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi), "order",
                   "random within each pair", "configs", cj ? cj : json_null());
     cj = NULL;
+    json_t *pooled = screen_only ? NULL : pooled_order_json(r, ps);
+    if (j && pooled)
+        json_object_set_new(j, "order_pooled", pooled);
+    else
+        json_decref(pooled);
     if (!j)
         snprintf(err, sizeof err, "out of memory");
 cleanup:
@@ -3136,6 +3194,32 @@ static int screen_phase(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
     return 0;
 }
 
+/* After the full run's configs, paired: the order test pooled over them
+ * (pooled_order_json), held to the per-config test's rule. 1 when it
+ * calls the candidate a cheat (ev->outcome, ev->detail, ev->done). */
+static int pooled_order_test(run_ctx *r, harness_eval *ev)
+{
+    if (r->against_state != 1)
+        return 0;
+    json_t *j = pooled_order_json(r, ev->pairs);
+    const json_t *pairs = json_object_get(j, "pairs");
+    const double ratio = json_real_value(json_object_get(j, "ratio")), p = json_real_value(json_object_get(j, "p"));
+    const int fired = j && json_integer_value(json_array_get(pairs, 0)) >= ORDER_MIN_PAIRS &&
+                      json_integer_value(json_array_get(pairs, 1)) >= ORDER_MIN_PAIRS && ratio < ORDER_FACTOR &&
+                      p < ORDER_ALPHA;
+    if (fired) {
+        ev->outcome = "cheat_suspected";
+        snprintf(ev->detail, sizeof ev->detail,
+                 "over every config, its calls right after the against's, on the same input sets, ran %.0f%% faster "
+                 "than those before it (each config's times over its own median; rank test p = %.2g): something "
+                 "of the against's reached it",
+                 (1 - ratio) * 100, p);
+        ev->done = 1;
+    }
+    json_decref(j);
+    return fired;
+}
+
 /* The full run: every config timed and scored in turn (the trusted
  * baseline beside it). A failed config ends it (ev->done). */
 static int time_configs(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
@@ -3157,6 +3241,8 @@ static int time_configs(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
         ev->logsum += ls;
         json_array_append_new(ev->configs, cj);
     }
+    if (pooled_order_test(r, ev))
+        return 0;
     snprintf(ev->detail, sizeof ev->detail,
              "%d configs, every call on an input set of its own: the first %d of each (the job's warm-up sets) and "
              "a random share of the timed ones checked, all within tolerance",
@@ -3269,10 +3355,7 @@ static int confirm_phase(run_ctx *r, harness_eval *ev, const char *cand_so, char
     ev->t = avo_phases_now();
     avo_phases_add(&ev->top, "confirmation", ev->t - t0);
     for (int c = 0; c < r->p->nconfigs; c++) {
-        free(ps[c].a);
-        free(ps[c].b);
-        json_decref(ps[c].against_counters);
-        json_decref(ps[c].order);
+        pair_set_free(&ps[c]);
     }
     free(ps);
     return rc;
@@ -3484,10 +3567,7 @@ static void harness_close(run_ctx *r, harness_eval *ev)
     json_decref(ev->configs);
     free(ev->cph);
     for (int c = 0; ev->pairs && c < r->p->nconfigs; c++) {
-        free(ev->pairs[c].a);
-        free(ev->pairs[c].b);
-        json_decref(ev->pairs[c].against_counters);
-        json_decref(ev->pairs[c].order);
+        pair_set_free(&ev->pairs[c]);
     }
     free(ev->pairs);
     free(r->warm_order);

@@ -38,6 +38,10 @@
 #      first round's lower bound is above 1 were timed again in fresh
 #      runners and report the lower round; the slower one had none; the
 #      faster one with no time left for it: paired.error, no gain shown.
+#  (k) the order test pooled over the configs: the SHM_STASH pair with the
+#      slack kept on four small configs of 10 pairs each (fewer than the
+#      per-config test needs): cheat_suspected "over every config"; through
+#      the worker (slack cleared) ok, paired.order_pooled near 1.
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"
@@ -203,6 +207,26 @@ harness_kept stash_kept "$T/stash" "$T/stash_cand.c" "$T/stash_publish.c"
 jq -r '.detail' "$T/stash_kept.json" 2>/dev/null | sed 's/^/# /'
 check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by the order test" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash_kept.json"
+# The order test pooled over the configs (paired.order_pooled): the same
+# channel on four small configs of about 10 pairs each, fewer than the 8
+# each way the per-config test needs; each config's times over its own
+# median, pooled, the rank test on them.
+mkdir -p "$T/pooled"
+cp "$F"/*.c "$T/pooled/"
+jq '.configs = ([16, 12, 8, 4] | map({"name": "\(.)x256", "sizes": {"R": ., "C": 256}})) +
+        [{"name": "64x1024", "sizes": {"R": 64, "C": 1024}}] | .timing = {"max_seconds": 0.002, "min_runs": 10}' \
+    "$F/problem.json" >"$T/pooled/problem.json"
+harness_kept pooled_kept "$T/pooled" "$T/stash_cand.c" "$T/stash_publish.c"
+jq -c '{outcome, detail, pooled: .paired.order_pooled, pairs: [.paired.configs[]?.runs]}' "$T/pooled_kept.json" 2>/dev/null |
+    sed 's/^/# /'
+check "the channel on small configs of few pairs each: cheat_suspected by the order test pooled over the configs" \
+    jqt '.outcome == "cheat_suspected" and (.detail | test("over every config"))' "$T/pooled_kept.json"
+# Through the worker on the fixture package (the slack cleared): the
+# pooled figures are there and call nothing.
+ev pooled_honest "$T/stash_cand.c" --against "$T/stash_publish.c"
+check "the same pair with the slack cleared: ok, paired.order_pooled reported and near 1" \
+    jqt '.outcome == "ok" and (.paired.order_pooled | .ratio > 0.7 and .ratio < 1.4 and (.pairs | length == 2))' \
+    "$T/pooled_honest.json"
 # The roles turned: the against slows itself right after the candidate
 # (signalled through the same slack): the order test turned round voids the
 # pairing, the against's failure (the against 89% slower there, p 3e-24, on
