@@ -25,7 +25,8 @@ T=$(mktemp -d /tmp/avo-attn.XXXXXX)
 chmod 755 "$T"
 export AVO_HOME="$T/home" TMPDIR="$T/tmp"
 mkdir -p "$AVO_HOME" "$TMPDIR"
-trap 'rm -rf "$T"' EXIT
+# ATTN_RESULTS_DIR=DIR keeps every result JSON (the evidence of a run).
+trap '[ -n "${ATTN_RESULTS_DIR:-}" ] && mkdir -p "$ATTN_RESULTS_DIR" && cp "$T"/*.json "$ATTN_RESULTS_DIR"/ 2>/dev/null; rm -rf "$T"' EXIT
 PASS=0
 FAIL=0
 ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
