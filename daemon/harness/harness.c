@@ -1704,42 +1704,51 @@ static json_t *pair_order_json(pair_run *pr)
     return json_pack("{s:o?,s:o?}", "candidate_after_against", cand, "against_after_candidate", ag);
 }
 
-/* The order test pooled over the configs (paired.order_pooled): each
- * config's candidate samples by place over that config's median of them
- * all, so every config weighs by its pairs whatever its time; the place is
- * still the checker's coin, so for an honest candidate the two groups are
- * one sample split at random and the rank test's p-value holds. A paired
- * GPU config often stops at 10 pairs, under the per-config test's 8 each
- * way: pooled, a channel used on every config is judged anyway. NULL with
- * fewer than 2 a side. */
+/* The order test pooled over the configs (paired.order_pooled): the
+ * candidate's samples by place, each config a stratum of van Elteren's
+ * rank test (ranks within a config, so every config counts whatever its
+ * time); the place is still the checker's coin, so for an honest
+ * candidate each config's two groups are one sample split at random and
+ * the p-value holds. The ratio: the configs' after-over-before median
+ * ratios, their geometric mean weighted by na nb / (na + nb). Over one
+ * pool's median instead, a config split 7 to 3 and one split 3 to 7 put
+ * both groups' medians near 1 and hid a channel the rank test saw (ratio
+ * 0.95 at p 1e-6, 2026-12-06). A paired GPU config often stops at 10
+ * pairs, under the per-config test's 8 each way: pooled, a channel used
+ * on every config is judged anyway. NULL with fewer than 2 a side. */
 static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps)
 {
-    int n[2] = {0, 0}, total = 0, nconf = 0;
-    for (int c = 0; c < r->p->nconfigs; c++)
-        total += ps[c].n_place[0] + ps[c].n_place[1];
-    double *pool[2] = {malloc((size_t)(total + 1) * sizeof(double)), malloc((size_t)(total + 1) * sizeof(double))};
-    double *all = malloc((size_t)(total + 1) * sizeof(double));
-    json_t *j = NULL;
-    for (int c = 0; pool[0] && pool[1] && all && c < r->p->nconfigs; c++) {
-        const int m = ps[c].n_place[0] + ps[c].n_place[1];
-        if (ps[c].n_place[0] < 1 || ps[c].n_place[1] < 1)
+    const int nc = r->p->nconfigs;
+    int n[2] = {0, 0}, nconf = 0, most = 1;
+    for (int c = 0; c < nc; c++)
+        most = ps[c].n_place[0] + ps[c].n_place[1] > most ? ps[c].n_place[0] + ps[c].n_place[1] : most;
+    avo_rank_stratum *st = calloc((size_t)nc + 1, sizeof *st);
+    double *tmp = malloc((size_t)most * sizeof(double));
+    double logsum = 0, wsum = 0, p = 1;
+    for (int c = 0; st && tmp && c < nc; c++) {
+        const int nb = ps[c].n_place[0], na = ps[c].n_place[1];
+        if (nb < 1 || na < 1)
             continue;
-        memcpy(all, ps[c].place[0], (size_t)ps[c].n_place[0] * sizeof(double));
-        memcpy(all + ps[c].n_place[0], ps[c].place[1], (size_t)ps[c].n_place[1] * sizeof(double));
-        avo_stats st;
-        avo_timing_stats_compute(all, m, &st);
-        if (!(st.median > 0))
+        avo_stats sb, sa;
+        memcpy(tmp, ps[c].place[0], (size_t)nb * sizeof(double));
+        avo_timing_stats_compute(tmp, nb, &sb);
+        memcpy(tmp, ps[c].place[1], (size_t)na * sizeof(double));
+        avo_timing_stats_compute(tmp, na, &sa);
+        if (!(sb.median > 0) || !(sa.median > 0))
             continue;
-        nconf++;
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < ps[c].n_place[k]; i++)
-                pool[k][n[k]++] = ps[c].place[k][i] / st.median;
+        st[nconf++] = (avo_rank_stratum){ps[c].place[0], nb, ps[c].place[1], na};
+        const double w = (double)na * nb / (na + nb);
+        logsum += w * log(sa.median / sb.median);
+        wsum += w;
+        n[0] += nb;
+        n[1] += na;
     }
-    if (pool[0] && pool[1] && (j = place_json(pool[0], n[0], pool[1], n[1], 1)))
-        json_object_set_new(j, "configs", json_integer(nconf));
-    free(pool[0]);
-    free(pool[1]);
-    free(all);
+    json_t *j = NULL;
+    if (st && tmp && n[0] >= 2 && n[1] >= 2 && (p = avo_timing_rank_p_smaller_strata(st, nconf)) >= 0)
+        j = json_pack("{s:o,s:o,s:[i,i],s:i,s:s}", "ratio", jreal(exp(logsum / wsum)), "p", jreal(p), "pairs", n[0],
+                      n[1], "configs", nconf, "method", "van Elteren stratified rank-sum test, one stratum a config");
+    free(st);
+    free(tmp);
     return j;
 }
 
@@ -3211,7 +3220,7 @@ static int pooled_order_test(run_ctx *r, harness_eval *ev)
         ev->outcome = "cheat_suspected";
         snprintf(ev->detail, sizeof ev->detail,
                  "over every config, its calls right after the against's, on the same input sets, ran %.0f%% faster "
-                 "than those before it (each config's times over its own median; rank test p = %.2g): something "
+                 "than those before it (the configs' median ratios pooled; stratified rank test p = %.2g): something "
                  "of the against's reached it",
                  (1 - ratio) * 100, p);
         ev->done = 1;

@@ -203,14 +203,16 @@ static int cmp_ranked(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-double avo_timing_rank_p_smaller(const double *a, int na, const double *b, int nb)
+/* The rank-sum comparison of a and b (na, nb >= 1): *dev, u's excess over
+ * its mean under one distribution, u being the pairs (a_i, b_j) with b_j
+ * below a_i (a tie counting half), and *var, its variance with the tie
+ * correction. 0, or -ENOMEM. */
+static int rank_u(const double *a, int na, const double *b, int nb, double *dev, double *var)
 {
-    if (na < 1 || nb < 1)
-        return 1;
     const int n = na + nb;
     ranked *s = malloc((size_t)n * sizeof *s);
     if (!s)
-        return -1;
+        return -ENOMEM;
     for (int i = 0; i < na; i++)
         s[i] = (ranked){a[i], 1};
     for (int i = 0; i < nb; i++)
@@ -231,11 +233,37 @@ double avo_timing_rank_p_smaller(const double *a, int na, const double *b, int n
         i = j;
     }
     free(s);
-    /* u: the pairs (a_i, b_j) with b_j below a_i, a tie counting half. */
-    const double u = rank_a - na * (na + 1.0) / 2, mean = na * (double)nb / 2;
-    const double var = na * (double)nb / 12 * ((n + 1) - ties / ((double)n * (n - 1)));
+    *dev = rank_a - na * (na + 1.0) / 2 - na * (double)nb / 2;
+    *var = n > 1 ? na * (double)nb / 12 * ((n + 1) - ties / ((double)n * (n - 1))) : 0;
+    return 0;
+}
+
+double avo_timing_rank_p_smaller(const double *a, int na, const double *b, int nb)
+{
+    const avo_rank_stratum one = {a, na, b, nb};
+    return avo_timing_rank_p_smaller_strata(&one, 1);
+}
+
+double avo_timing_rank_p_smaller_strata(const avo_rank_stratum *st, int ns)
+{
+    /* van Elteren's weights, 1 / (n + 1) a stratum: each stratum's
+     * statistic counts about alike whatever its size, and one stratum
+     * gives the plain test. The continuity correction is the largest
+     * weight's half step, the conservative side. */
+    double t = 0, var = 0, wmax = 0;
+    for (int k = 0; k < ns; k++) {
+        if (st[k].na < 1 || st[k].nb < 1)
+            continue;
+        double dev, v;
+        if (rank_u(st[k].a, st[k].na, st[k].b, st[k].nb, &dev, &v))
+            return -1;
+        const double w = 1.0 / (st[k].na + st[k].nb + 1);
+        t += w * dev;
+        var += w * w * v;
+        wmax = w > wmax ? w : wmax;
+    }
     if (!(var > 0))
-        return 1; /* every value equal: nothing says b is smaller */
-    const double z = (u - mean - 0.5) / sqrt(var);
+        return 1; /* no stratum, or every value of each equal: nothing says b is smaller */
+    const double z = (t - 0.5 * wmax) / sqrt(var);
     return 0.5 * erfc(z / sqrt(2));
 }

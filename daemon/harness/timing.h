@@ -103,4 +103,21 @@ int avo_timing_checked_consistent(const double *checked, int nchecked, double me
  * when out of memory. */
 double avo_timing_rank_p_smaller(const double *a, int na, const double *b, int nb);
 
+/* One stratum of the stratified test: its a and b samples. */
+typedef struct {
+    const double *a;
+    int na;
+    const double *b;
+    int nb;
+} avo_rank_stratum;
+
+/* The same test over strata whose samples may differ in scale (each
+ * configuration's times): van Elteren's stratified rank-sum test, each
+ * stratum's ranks taken within it and its statistic weighted 1 / (n + 1).
+ * Valid when a and b are one distribution within each stratum, whatever
+ * the strata's sizes and splits; one stratum gives
+ * avo_timing_rank_p_smaller. Strata with an empty side count for
+ * nothing; 1 when none is left; -1 when out of memory. */
+double avo_timing_rank_p_smaller_strata(const avo_rank_stratum *st, int ns);
+
 #endif

@@ -209,8 +209,10 @@ check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash_kept.json"
 # The order test pooled over the configs (paired.order_pooled): the same
 # channel on four small configs of about 10 pairs each, fewer than the 8
-# each way the per-config test needs; each config's times over its own
-# median, pooled, the rank test on them.
+# each way the per-config test needs; each config a stratum of van
+# Elteren's rank test, the ratio the configs' own ratios pooled. Pooled
+# over each config's median instead (4bf220c), splits of 7 to 3 and 3 to
+# 7 hid the channel in the ratio in 5 of 8 runs (a fresh-clone CI failed).
 mkdir -p "$T/pooled"
 cp "$F"/*.c "$T/pooled/"
 jq '.configs = ([16, 12, 8, 4] | map({"name": "\(.)x256", "sizes": {"R": ., "C": 256}})) +
@@ -225,7 +227,7 @@ check "the channel on small configs of few pairs each: cheat_suspected by the or
 # pooled figures are there and call nothing.
 ev pooled_honest "$T/stash_cand.c" --against "$T/stash_publish.c"
 check "the same pair with the slack cleared: ok, paired.order_pooled reported and near 1" \
-    jqt '.outcome == "ok" and (.paired.order_pooled | .ratio > 0.7 and .ratio < 1.4 and (.pairs | length == 2))' \
+    jqt '.outcome == "ok" and (.paired.order_pooled | .ratio > 0.7 and .ratio < 1.4 and (.pairs | length == 2) and (.method | test("van Elteren")))' \
     "$T/pooled_honest.json"
 # The roles turned: the against slows itself right after the candidate
 # (signalled through the same slack): the order test turned round voids the
