@@ -1609,6 +1609,7 @@ typedef struct {
      * candidate (paired.configs[].order; pair_against_order_test). */
     double *ag_place[2];
     int n_ag[2];
+    int extended_at; /* the pairs when order_suspect kept the loop going; 0: it did not */
 } pair_run;
 
 /* The against's call i of the pair, on the same input set as the
@@ -1701,7 +1702,10 @@ static json_t *pair_order_json(pair_run *pr)
 {
     json_t *cand = place_json(pr->by_place[0], pr->n_place[0], pr->by_place[1], pr->n_place[1], 1);
     json_t *ag = place_json(pr->ag_place[0], pr->n_ag[0], pr->ag_place[1], pr->n_ag[1], 0);
-    return json_pack("{s:o?,s:o?}", "candidate_after_against", cand, "against_after_candidate", ag);
+    json_t *j = json_pack("{s:o?,s:o?}", "candidate_after_against", cand, "against_after_candidate", ag);
+    if (j && pr->extended_at > 0)
+        json_object_set_new(j, "extended_at", json_integer(pr->extended_at));
+    return j;
 }
 
 /* The order test pooled over the configs (paired.order_pooled): the
@@ -1752,6 +1756,31 @@ static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps)
     return j;
 }
 
+/* Whether a config about to stop short of the order test's pairs looks
+ * like a channel (ORDER_SUSPECT_ALPHA): its loop goes on until the test
+ * can run. The extra pairs depend on the checker's coin alone, so the
+ * final test's p-value still holds; an honest candidate pays them only
+ * where its calls after the against already ran twice as fast (rare on a
+ * GPU; a burst of load on a shared host). Not in the screen's stage. */
+static int order_suspect(const run_ctx *r, const pair_run *pr, const pair_set *ps)
+{
+    const int nb = pr->n_place[0], na = pr->n_place[1];
+    if (r->screen_pairs > 0 || r->no_order_extend || ps->n >= ORDER_EXTEND_MAX ||
+        (nb >= ORDER_MIN_PAIRS && na >= ORDER_MIN_PAIRS) || nb < 2 || na < 2)
+        return 0;
+    double before[ORDER_EXTEND_MAX], after[ORDER_EXTEND_MAX];
+    memcpy(before, pr->by_place[0], (size_t)nb * sizeof(double));
+    memcpy(after, pr->by_place[1], (size_t)na * sizeof(double));
+    const double p = avo_timing_rank_p_smaller(before, nb, after, na);
+    avo_stats sb, sa;
+    avo_timing_stats_compute(before, nb, &sb);
+    avo_timing_stats_compute(after, na, &sa);
+    const int suspect = p >= 0 && p < ORDER_SUSPECT_ALPHA && sa.median < ORDER_FACTOR * sb.median;
+    if (suspect)
+        harness_trace("order suspect after %d pairs: ratio %.3g, p %.3g", ps->n, sa.median / sb.median, p);
+    return suspect;
+}
+
 /* After a pair in which the candidate gave a sample: both lanes' stopping
  * rules on the time both used. 1 when the config's loop ends. */
 static int pair_stop(const run_ctx *r, pair_run *pr, const pair_set *ps)
@@ -1775,8 +1804,15 @@ static int pair_stop(const run_ctx *r, pair_run *pr, const pair_set *ps)
     }
     if (stop == AVO_STOP_NONE)
         return 0;
-    return pr->bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-           (enough && (lane_checks_done(&pr->b) || spent >= PAIRED_TIME_FACTOR * max_s));
+    if (pr->bres != CHECK_OK || stop == AVO_STOP_RUNS)
+        return 1;
+    if (!(enough && (lane_checks_done(&pr->b) || spent >= PAIRED_TIME_FACTOR * max_s)))
+        return 0;
+    if (order_suspect(r, pr, ps)) {
+        pr->extended_at = pr->extended_at ? pr->extended_at : ps->n;
+        return 0;
+    }
+    return 1;
 }
 
 /* The order test: CHECK_FORGED (why) when the candidate's calls right
@@ -3606,6 +3642,7 @@ int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_s
                  .shm_fd = -1,
                  .held_c = -1,
                  .keep_slack = getenv("AVO_HARNESS_KEEP_SLACK") != NULL,
+                 .no_order_extend = getenv("AVO_HARNESS_NO_ORDER_EXTEND") != NULL,
                  .cache = {.dirfd = -1},
                  .cuda = strcmp(p->backend, "cuda") == 0,
                  .base_so = o->base_so,

@@ -152,6 +152,15 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * ORDER_ALPHA (a slowed against inflates the ratio; the anchor bounds what
  * a commit can take of it). */
 #define ORDER_AGAINST_FACTOR 1.5
+/* Paired, full run: a config whose loop would stop short of the order
+ * test's ORDER_MIN_PAIRS each way goes on until it has them when the
+ * candidate's calls right after the against already look ORDER_FACTOR x
+ * faster with a rank test's p under ORDER_SUSPECT_ALPHA, up to
+ * ORDER_EXTEND_MAX pairs: a channel used on one config of 10 pairs could
+ * never reach ORDER_ALPHA (5 each way: p at least 1/252), and pooled it is
+ * diluted by the others. */
+#define ORDER_SUSPECT_ALPHA 0.05
+#define ORDER_EXTEND_MAX 64
 /* Paired: what an against's call may take (lane_deadline). */
 #define AGAINST_LIMIT_MIN_S 5.0
 #define AGAINST_LIMIT_FACTOR 20.0
@@ -317,6 +326,9 @@ typedef struct {
     int keep_slack;       /* AVO_HARNESS_KEEP_SLACK: the region past a config's tensors is not
                                              cleared before each call (tests of the order test, which
                                              need a channel that still works) */
+    int no_order_extend;  /* AVO_HARNESS_NO_ORDER_EXTEND: no config goes on for the order test
+                                             (order_suspect; tests of the pooled test, which a config
+                                             extended would pre-empt) */
 } run_ctx;
 
 /* The busy probes of one config: how many ran, how many waited over the

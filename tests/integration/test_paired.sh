@@ -41,7 +41,9 @@
 #  (k) the order test pooled over the configs: the SHM_STASH pair with the
 #      slack kept on four small configs of 10 pairs each (fewer than the
 #      per-config test needs): cheat_suspected "over every config"; through
-#      the worker (slack cleared) ok, paired.order_pooled near 1.
+#      the worker (slack cleared) ok, paired.order_pooled near 1. The
+#      channel on one config alone: that config's loop goes on past its
+#      10 pairs (it looks like a channel) until the order test runs.
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"
@@ -213,16 +215,35 @@ check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by
 # Elteren's rank test, the ratio the configs' own ratios pooled. Pooled
 # over each config's median instead (4bf220c), splits of 7 to 3 and 3 to
 # 7 hid the channel in the ratio in 5 of 8 runs (a fresh-clone CI failed).
+# With AVO_HARNESS_NO_ORDER_EXTEND: each of these configs looks like a
+# channel at its 10 pairs, and would otherwise go on until the per-config
+# test catches it first (the next case).
 mkdir -p "$T/pooled"
 cp "$F"/*.c "$T/pooled/"
 jq '.configs = ([16, 12, 8, 4] | map({"name": "\(.)x256", "sizes": {"R": ., "C": 256}})) +
         [{"name": "64x1024", "sizes": {"R": 64, "C": 1024}}] | .timing = {"max_seconds": 0.002, "min_runs": 10}' \
     "$F/problem.json" >"$T/pooled/problem.json"
-harness_kept pooled_kept "$T/pooled" "$T/stash_cand.c" "$T/stash_publish.c"
+AVO_HARNESS_NO_ORDER_EXTEND=1 harness_kept pooled_kept "$T/pooled" "$T/stash_cand.c" "$T/stash_publish.c"
 jq -c '{outcome, detail, pooled: .paired.order_pooled, pairs: [.paired.configs[]?.runs]}' "$T/pooled_kept.json" 2>/dev/null |
     sed 's/^/# /'
 check "the channel on small configs of few pairs each: cheat_suspected by the order test pooled over the configs" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("over every config"))' "$T/pooled_kept.json"
+# A channel on one config alone: 16x256 is the only one the stash fits
+# (the others hold more than 16 x 256 floats), 10 pairs a config. Before
+# the loop went on for suspects (2026-12-06): ok 4 times in 4, that
+# config's ratio up to 5.5 and the pooled test diluted (p 0.12-0.41).
+# Now the config looks like a channel when it would stop (after twice as
+# fast, p under 0.05) and goes on until the order test can run.
+mkdir -p "$T/single"
+cp "$F"/*.c "$T/single/"
+jq '.configs = [{"name": "16x256", "sizes": {"R": 16, "C": 256}}, {"name": "8x1024", "sizes": {"R": 8, "C": 1024}},
+                {"name": "32x256", "sizes": {"R": 32, "C": 256}}, {"name": "64x1024", "sizes": {"R": 64, "C": 1024}}] |
+    .timing = {"max_seconds": 0.002, "min_runs": 10}' "$F/problem.json" >"$T/single/problem.json"
+harness_kept single_kept "$T/single" "$T/stash_cand.c" "$T/stash_publish.c"
+jq -c '{outcome, detail}' "$T/single_kept.json" 2>/dev/null | sed 's/^/# /'
+check "a channel on one config of few pairs: that config goes on until the order test runs, cheat_suspected" \
+    jqt '.outcome == "cheat_suspected" and (.detail | test("config 16x256, call [0-9]+: its calls right after the against"))' \
+    "$T/single_kept.json"
 # Through the worker on the fixture package (the slack cleared): the
 # pooled figures are there and call nothing.
 ev pooled_honest "$T/stash_cand.c" --against "$T/stash_publish.c"
