@@ -153,10 +153,10 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * a commit can take of it). */
 #define ORDER_AGAINST_FACTOR 1.5
 /* Paired, full run: a config whose loop would stop short of the order
- * test's ORDER_MIN_PAIRS each way goes on until it has them when the
- * candidate's calls right after the against already look ORDER_FACTOR x
- * faster with a rank test's p under ORDER_SUSPECT_ALPHA, up to
- * ORDER_EXTEND_MAX pairs: a channel used on one config of 10 pairs could
+ * test's ORDER_MIN_PAIRS each way goes on, while the candidate's calls
+ * right after the against look ORDER_FACTOR x faster with a rank test's p
+ * under ORDER_SUSPECT_ALPHA, until it has them, up to ORDER_EXTEND_MAX
+ * pairs (order_suspect): a channel used on one config of 10 pairs could
  * never reach ORDER_ALPHA (5 each way: p at least 1/252), and pooled it is
  * diluted by the others. */
 #define ORDER_SUSPECT_ALPHA 0.05

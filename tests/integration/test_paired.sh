@@ -39,7 +39,7 @@
 #      runners and report the lower round; the slower one had none; the
 #      faster one with no time left for it: paired.error, no gain shown.
 #  (k) the order test pooled over the configs: the SHM_STASH pair with the
-#      slack kept on four small configs of 10 pairs each (fewer than the
+#      slack kept on seven small configs of 10 pairs each (fewer than the
 #      per-config test needs): cheat_suspected "over every config"; through
 #      the worker (slack cleared) ok, paired.order_pooled near 1. The
 #      channel on one config alone: that config's loop goes on past its
@@ -193,8 +193,13 @@ show stash
 # (clear_slack): no channel. Before that (2026-12-05), cheat_suspected by
 # the order test, 91% faster right after the against, and with 10 pairs a
 # config (a GPU's) the order test could not run at all.
+# No channel shows as the candidate's calls right after the against no
+# faster than those before it (a working one made them 88-91% faster);
+# the ratio itself only within load's reach of 1 (1.059 once, with a
+# fresh-clone CI running beside it, 2026-12-06).
 check "a colluding pair through the shared tensor region's slack: no channel (cleared before every call), an honest ratio" \
-    jqt '.outcome == "ok" and .paired.ratio < 1.05' "$T/stash.json"
+    jqt '.outcome == "ok" and .paired.ratio < 1.25 and
+         all(.paired.configs[]; .order.candidate_after_against.ratio > 0.7)' "$T/stash.json"
 # The order test still needs a channel to be tested: the harness run by
 # hand with AVO_HARNESS_KEEP_SLACK (the worker's sandbox passes no such
 # variable), the objects built as the worker builds them.
@@ -210,7 +215,7 @@ jq -r '.detail' "$T/stash_kept.json" 2>/dev/null | sed 's/^/# /'
 check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by the order test" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("right after the against"))' "$T/stash_kept.json"
 # The order test pooled over the configs (paired.order_pooled): the same
-# channel on four small configs of about 10 pairs each, fewer than the 8
+# channel on seven small configs of about 10 pairs each, fewer than the 8
 # each way the per-config test needs; each config a stratum of van
 # Elteren's rank test, the ratio the configs' own ratios pooled. Pooled
 # over each config's median instead (4bf220c), splits of 7 to 3 and 3 to
@@ -220,7 +225,7 @@ check "the same with the slack kept (AVO_HARNESS_KEEP_SLACK): cheat_suspected by
 # test catches it first (the next case).
 mkdir -p "$T/pooled"
 cp "$F"/*.c "$T/pooled/"
-jq '.configs = ([16, 12, 8, 4] | map({"name": "\(.)x256", "sizes": {"R": ., "C": 256}})) +
+jq '.configs = ([16, 14, 12, 10, 8, 6, 4] | map({"name": "\(.)x256", "sizes": {"R": ., "C": 256}})) +
         [{"name": "64x1024", "sizes": {"R": 64, "C": 1024}}] | .timing = {"max_seconds": 0.002, "min_runs": 10}' \
     "$F/problem.json" >"$T/pooled/problem.json"
 AVO_HARNESS_NO_ORDER_EXTEND=1 harness_kept pooled_kept "$T/pooled" "$T/stash_cand.c" "$T/stash_publish.c"
