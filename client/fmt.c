@@ -446,6 +446,22 @@ static void fmt_job_finished(const json_t *ev, const json_t *d, const char *kind
         add(buf, len, "; best %s vs seed %s; speedup %s", best, seed, sp);
 }
 
+static void fmt_pairing_failed(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                               size_t len)
+{
+    (void)ev;
+    (void)kind;
+    (void)unit;
+    /* no gain shown: the pairing itself failed, and why */
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    add(buf, len, "pairing_failed cand %lld", int_of(d, "candidate"));
+    add_island(buf, len, d);
+    if (json_is_integer(json_object_get(d, "against")))
+        add(buf, len, " vs cand %lld", int_of(d, "against"));
+    if (reason && *reason)
+        add(buf, len, ": %s", reason);
+}
+
 static void fmt_not_significant(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
                                 size_t len)
 {
@@ -604,6 +620,7 @@ static const struct {
     {"budget_reached", fmt_budget_reached},
     {"job_finished", fmt_job_finished},
     {"not_significant", fmt_not_significant},
+    {"pairing_failed", fmt_pairing_failed},
     {"screened_out", fmt_screened_out},
     {"final_measurement", fmt_final_measurement},
     {"job_submitted", fmt_job_submitted_started},

@@ -47,6 +47,9 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
          * the against needs), so a failed pairing never falls back to the
          * absolute rule: no gain was shown. */
         v->threshold = INFINITY;
+        v->pair_failed = 1;
+        json_t *a = json_object_get(paired, "against");
+        v->against = json_is_integer(a) ? json_integer_value(a) : 0;
         snprintf(v->reason, sizeof v->reason, "the paired measurement failed (%s): no gain shown", why);
         return;
     }
@@ -124,6 +127,13 @@ json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_ver
         o, "ci", isfinite(v->ci_lo) && isfinite(v->ci_hi) ? json_pack("[f,f]", v->ci_lo, v->ci_hi) : json_null());
     if (!v->commit)
         json_object_set_new(o, "why", json_string(v->reason));
+    return o;
+}
+
+json_t *avo_commit_pairing_failed(const avo_commit_verdict *v, json_int_t cand, int island)
+{
+    json_t *o = json_pack("{s:I,s:i,s:s}", "candidate", cand, "island", island, "reason", v->reason);
+    json_object_set_new(o, "against", v->against > 0 ? json_integer(v->against) : json_null());
     return o;
 }
 

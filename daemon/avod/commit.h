@@ -22,6 +22,7 @@ typedef struct {
     int paired;         /* decided on a paired measurement */
     int screened;       /* ... which screened it out: the screen's ratio and interval, never a commit */
     int nconfigs;       /* screened: the configurations the screen timed */
+    int pair_failed;    /* a pairing was attempted and failed (paired.error): never a commit */
     json_int_t against; /* paired: what it was measured against */
     double ratio, low, ci_lo, ci_hi;
     double threshold; /* unpaired: the aggregate a commit needs */
@@ -50,6 +51,14 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
 
 /* The verdict as recorded with the result ("rule" of its consume entry). */
 json_t *avo_commit_verdict_json(const avo_commit_params *p, const avo_commit_verdict *v);
+
+/* The pairing_failed event's data: a pairing attempted and failed (the
+ * against crashed, hung, failed its checks or did not compile, or the
+ * candidate made it fail), so no gain was shown: {candidate, island,
+ * against (null when the result does not say), reason}. An island whose
+ * best keeps failing as the against commits nothing; the events make that
+ * stall visible. */
+json_t *avo_commit_pairing_failed(const avo_commit_verdict *v, json_int_t cand, int island);
 
 /* The not_significant event's data: a paired verdict that did not commit. */
 json_t *avo_commit_not_significant(const avo_commit_params *p, const avo_commit_verdict *v, json_int_t cand,

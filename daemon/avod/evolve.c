@@ -300,6 +300,8 @@ static int consume(step *s, json_t *f)
                 event(s, "screened_out", so);
             else if (judged && v.paired)
                 event(s, "not_significant", avo_commit_not_significant(&s->cp, &v, cand, k));
+            else if (judged && v.pair_failed)
+                event(s, "pairing_failed", avo_commit_pairing_failed(&v, cand, k));
             stagnate(s, k);
         }
     }

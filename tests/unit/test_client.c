@@ -479,6 +479,13 @@ static void test_fmt_events(void **state)
                NULL,
                "not_significant cand 12 island 0 x1.0030 vs cand 9 [0.9960, 1.0110], low 0.9960 needs > "
                "1.0050: not a significant gain");
+    /* a pairing that failed: no gain shown, the against named */
+    event_line("{\"kind\":\"pairing_failed\",\"data\":{\"candidate\":14,\"island\":1,\"against\":9,"
+               "\"reason\":\"the paired measurement failed (the against on config a, call 12: crash): no gain "
+               "shown\"}}",
+               NULL,
+               "pairing_failed cand 14 island 1 vs cand 9: the paired measurement failed (the against on config a, "
+               "call 12: crash): no gain shown");
     /* screening (sql/013_screen.sql): the event, and the evaluation with no full score */
     event_line("{\"kind\":\"screened_out\",\"data\":{\"candidate\":13,\"island\":1,\"against\":9,"
                "\"ratio\":0.93,\"low\":0.915,\"ci\":[0.91,0.95],\"confidence\":0.95,\"configs\":[\"a\",\"b\"]}}",

@@ -490,6 +490,15 @@ static void test_unpaired_fallback(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(c, "rule"), "why")),
                         "the paired measurement failed (the against did not compile): no gain shown");
     assert_true(json_is_null(json_object_get(json_object_get(c, "rule"), "threshold")));
+    /* ... and says so as an event of its own, naming the against (an
+     * island whose best keeps failing as the against stalls visibly) */
+    json_t *pf = event_of(c, "pairing_failed");
+    assert_non_null(pf);
+    assert_int_equal(json_integer_value(json_object_get(pf, "against")), 2);
+    assert_int_equal(json_integer_value(json_object_get(pf, "candidate")), 3);
+    assert_string_equal(json_string_value(json_object_get(pf, "reason")),
+                        "the paired measurement failed (the against did not compile): no gain shown");
+    assert_null(event_of(c, "not_significant"));
     json_decref(d);
     /* ... but never a paired one: a paired loss with the same slack stays out */
     d = consume_one("\"aggregate\":10.2,\"paired\":{\"against\":2,\"ratio\":0.99,\"low\":0.98,\"ci\":[0.98,1.0]}",
