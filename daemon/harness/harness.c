@@ -1537,6 +1537,8 @@ typedef struct {
     json_t *order;            /* paired.configs[].order (pair_order_json; owned), or NULL */
     double *place[2];         /* the candidate's samples by place (pair_run.by_place; owned): the pooled test */
     int n_place[2];
+    double *ag[2]; /* the against's by place (pair_run.ag_place; owned): the pooled test turned round */
+    int n_ag[2];
 } pair_set;
 
 static void pair_set_free(pair_set *ps)
@@ -1545,6 +1547,8 @@ static void pair_set_free(pair_set *ps)
     free(ps->b);
     free(ps->place[0]);
     free(ps->place[1]);
+    free(ps->ag[0]);
+    free(ps->ag[1]);
     json_decref(ps->against_counters);
     json_decref(ps->order);
 }
@@ -1720,7 +1724,7 @@ static json_t *pair_order_json(pair_run *pr)
  * 0.95 at p 1e-6, 2026-12-06). A paired GPU config often stops at 10
  * pairs, under the per-config test's 8 each way: pooled, a channel used
  * on every config is judged anyway. NULL with fewer than 2 a side. */
-static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps)
+static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps, int against)
 {
     const int nc = r->p->nconfigs;
     int n[2] = {0, 0}, nconf = 0, most = 1;
@@ -1730,17 +1734,22 @@ static json_t *pooled_order_json(const run_ctx *r, const pair_set *ps)
     double *tmp = malloc((size_t)most * sizeof(double));
     double logsum = 0, wsum = 0, p = 1;
     for (int c = 0; st && tmp && c < nc; c++) {
-        const int nb = ps[c].n_place[0], na = ps[c].n_place[1];
-        if (nb < 1 || na < 1)
+        /* [0] first in the pair, [1] right after the other lane */
+        double *const *pl = against ? ps[c].ag : ps[c].place;
+        const int *np = against ? ps[c].n_ag : ps[c].n_place;
+        const int nb = np[0], na = np[1];
+        if (nb < 1 || na < 1 || nb + na > most)
             continue;
         avo_stats sb, sa;
-        memcpy(tmp, ps[c].place[0], (size_t)nb * sizeof(double));
+        memcpy(tmp, pl[0], (size_t)nb * sizeof(double));
         avo_timing_stats_compute(tmp, nb, &sb);
-        memcpy(tmp, ps[c].place[1], (size_t)na * sizeof(double));
+        memcpy(tmp, pl[1], (size_t)na * sizeof(double));
         avo_timing_stats_compute(tmp, na, &sa);
         if (!(sb.median > 0) || !(sa.median > 0))
             continue;
-        st[nconf++] = (avo_rank_stratum){ps[c].place[0], nb, ps[c].place[1], na};
+        /* The candidate is judged on after smaller, the against on after
+         * larger. */
+        st[nconf++] = against ? (avo_rank_stratum){pl[1], na, pl[0], nb} : (avo_rank_stratum){pl[0], nb, pl[1], na};
         const double w = (double)na * nb / (na + nb);
         logsum += w * log(sa.median / sb.median);
         wsum += w;
@@ -1951,7 +1960,9 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         free(ps->place[k]);
         ps->place[k] = pr.by_place[k];
         ps->n_place[k] = pr.n_place[k];
-        free(pr.ag_place[k]);
+        free(ps->ag[k]);
+        ps->ag[k] = pr.ag_place[k];
+        ps->n_ag[k] = pr.n_ag[k];
     }
     res = lane_end(r, a, res, why, wl);
     *out = a->out;
@@ -2108,11 +2119,16 @@ static json_t *paired_json(const run_ctx *r, const pair_set *ps, int screen_only
                   "ratio", jreal(agg.ratio), "low", jreal(agg.low), "ci", jreal(agg.ci_lo), jreal(agg.ci_hi), "order",
                   "random within each pair", "configs", cj ? cj : json_null());
     cj = NULL;
-    json_t *pooled = screen_only ? NULL : pooled_order_json(r, ps);
+    json_t *pooled = screen_only ? NULL : pooled_order_json(r, ps, 0);
+    json_t *pooled_ag = screen_only ? NULL : pooled_order_json(r, ps, 1);
     if (j && pooled)
         json_object_set_new(j, "order_pooled", pooled);
     else
         json_decref(pooled);
+    if (j && pooled_ag)
+        json_object_set_new(j, "order_pooled_against", pooled_ag);
+    else
+        json_decref(pooled_ag);
     if (!j)
         snprintf(err, sizeof err, "out of memory");
 cleanup:
@@ -3246,20 +3262,35 @@ static int screen_phase(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether a pooled order figure (pooled_order_json) crosses the rule:
+ * ORDER_MIN_PAIRS each way, the ratio past factor (under it for the
+ * candidate, over it for the against), p under ORDER_ALPHA. */
+static int pooled_fires(const json_t *j, double factor, int against, double *ratio, double *p)
+{
+    const json_t *pairs = json_object_get(j, "pairs");
+    *ratio = json_real_value(json_object_get(j, "ratio"));
+    *p = json_real_value(json_object_get(j, "p"));
+    return j && json_integer_value(json_array_get(pairs, 0)) >= ORDER_MIN_PAIRS &&
+           json_integer_value(json_array_get(pairs, 1)) >= ORDER_MIN_PAIRS &&
+           (against ? *ratio > factor : *ratio < factor) && *p < ORDER_ALPHA;
+}
+
 /* After a round's configs, paired (the full run's, ps = ev->pairs, or the
  * confirmation round's): the order test pooled over them
- * (pooled_order_json), held to the per-config test's rule. 1 when it
- * calls the candidate a cheat (ev->outcome, ev->detail, ev->done). */
+ * (pooled_order_json), both ways, held to the per-config tests' rules.
+ * The candidate faster right after the against: 1, a cheat (ev->outcome,
+ * ev->detail, ev->done). The against slower right after the candidate
+ * (it tells its place and frames the candidate, on configs of too few
+ * pairs for its own test; test_paired.sh (j)): the pairing is void, the
+ * against's failure (paired.error), 0. */
 static int pooled_order_test(run_ctx *r, harness_eval *ev, const pair_set *ps)
 {
     if (r->against_state != 1)
         return 0;
-    json_t *j = pooled_order_json(r, ps);
-    const json_t *pairs = json_object_get(j, "pairs");
-    const double ratio = json_real_value(json_object_get(j, "ratio")), p = json_real_value(json_object_get(j, "p"));
-    const int fired = j && json_integer_value(json_array_get(pairs, 0)) >= ORDER_MIN_PAIRS &&
-                      json_integer_value(json_array_get(pairs, 1)) >= ORDER_MIN_PAIRS && ratio < ORDER_FACTOR &&
-                      p < ORDER_ALPHA;
+    double ratio, p;
+    json_t *j = pooled_order_json(r, ps, 0);
+    const int fired = pooled_fires(j, ORDER_FACTOR, 0, &ratio, &p);
+    json_decref(j);
     if (fired) {
         ev->outcome = "cheat_suspected";
         snprintf(ev->detail, sizeof ev->detail,
@@ -3268,9 +3299,20 @@ static int pooled_order_test(run_ctx *r, harness_eval *ev, const pair_set *ps)
                  "of the against's reached it",
                  (1 - ratio) * 100, p);
         ev->done = 1;
+        return 1;
+    }
+    j = pooled_order_json(r, ps, 1);
+    if (pooled_fires(j, ORDER_AGAINST_FACTOR, 1, &ratio, &p)) {
+        r->against_state = -1;
+        snprintf(r->against_err, sizeof r->against_err,
+                 "the against over every config: cheat_suspected: its calls right after the candidate's, on the same "
+                 "input sets, ran %.0f%% slower than those before it (the configs' median ratios pooled; stratified "
+                 "rank test p = %.2g): its time depends on its place in the pair, so the pairing is void",
+                 (ratio - 1) * 100, p);
+        avo_runner_stop(&r->lanes[LANE_AGAINST].run);
     }
     json_decref(j);
-    return fired;
+    return 0;
 }
 
 /* The full run: every config timed and scored in turn (the trusted

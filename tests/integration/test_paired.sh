@@ -43,7 +43,9 @@
 #      per-config test needs): cheat_suspected "over every config"; through
 #      the worker (slack cleared) ok, paired.order_pooled near 1. The
 #      channel on one config alone: that config's loop goes on past its
-#      10 pairs (it looks like a channel) until the order test runs.
+#      10 pairs (it looks like a channel) until the order test runs. The
+#      pooled test turned round: an against slowed right after the
+#      candidate on configs of 10 pairs voids the pairing.
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"
@@ -233,6 +235,19 @@ jq -c '{outcome, detail, pooled: .paired.order_pooled, pairs: [.paired.configs[]
     sed 's/^/# /'
 check "the channel on small configs of few pairs each: cheat_suspected by the order test pooled over the configs" \
     jqt '.outcome == "cheat_suspected" and (.detail | test("over every config"))' "$T/pooled_kept.json"
+# The pooled test turned round: the against slowed right after the
+# candidate (SABOTAGE, on every config the flag fits: SAB_ALL) on the same
+# seven small configs of 10 pairs, too few for its per-config test. Before
+# (2026-12-06, 8a657f3): ok, the same kernel shown 1.20-1.39x faster than
+# itself; now the pairing is void (paired.error), 7 runs of 7.
+(echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; echo '#define SAB_ALL 1'; cat "$F/collude.c") >"$T/saball_cand.c"
+(echo '#define SHM_STASH 1'; echo '#define SABOTAGE 1'; echo '#define SAB_ALL 1'; echo '#define PUBLISH 1'
+    cat "$F/collude.c") >"$T/saball_against.c"
+harness_kept saball "$T/pooled" "$T/saball_cand.c" "$T/saball_against.c"
+jq -c '{outcome, error: .paired.error}' "$T/saball.json" 2>/dev/null | sed 's/^/# /'
+check "an against slowed right after the candidate on configs of few pairs: the pooled test turned round voids the pairing" \
+    jqt '.outcome == "ok" and (.paired.error | test("the against over every config: cheat_suspected: its calls right after the candidate"))' \
+    "$T/saball.json"
 # A channel on one config alone: 16x256 is the only one the stash fits
 # (the others hold more than 16 x 256 floats), 10 pairs a config. Before
 # the loop went on for suspects (2026-12-06): ok 4 times in 4, that
