@@ -443,6 +443,14 @@ static void reap_after_eof(avo_runner *r)
     }
 }
 
+void avo_runner_kill(avo_runner *r)
+{
+    if (r->pid) {
+        kill(r->pid, SIGKILL);
+        avo_cgroup_kill(&r->cg);
+    }
+}
+
 void avo_runner_stop(avo_runner *r)
 {
     if (r->pid) {

@@ -120,6 +120,10 @@ int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *
 /* Kill and reap the runner (idempotent). */
 void avo_runner_stop(avo_runner *r);
 
+/* Kill the runner without reaping it, so that several runners' ends (each
+ * a GPU context torn down) overlap before avo_runner_stop reaps them. */
+void avo_runner_kill(avo_runner *r);
+
 /* The runner side: `avo-harness --runner ENTRY`. Never returns. */
 _Noreturn void avo_runner_main(int argc, char **argv);
 
