@@ -122,6 +122,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* Paired: a config's loop goes on after the candidate's stopping rule
  * until the pairs are enough, up to this many times timing.max_seconds. */
 #define PAIRED_TIME_FACTOR 3.0
+/* The vendor baseline's timing (a trusted lane, shown beside the score,
+ * never decided on) stops at this share of timing.max_seconds. */
+#define BASELINE_TIME_SHARE 0.25
 /* Paired: the pairs every config needs for its interval (the loop goes on
  * for them, past PAIRED_TIME_FACTOR, until the against's cut-off; fewer is
  * paired.error). */

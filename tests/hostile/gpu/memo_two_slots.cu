@@ -38,8 +38,8 @@
 #endif
 
 /* The small correct tiled gemm every case repeats (16 x 16 shared-memory
- * tiles, the reference's fp32 summation order, so its output matches the
- * reference bit for bit); here as a device function, so the memoising
+ * tiles, the summation order of the reference's tiled path, so its output is
+ * the reference's to a bf16 ulp); here as a device function, so the memoising
  * variant below can skip it on a hit. */
 __device__ __forceinline__ void tiled_gemm_body(const __nv_bfloat16 *__restrict__ A,
                                                 const __nv_bfloat16 *__restrict__ B, __nv_bfloat16 *__restrict__ C,

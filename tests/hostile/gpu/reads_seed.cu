@@ -90,8 +90,8 @@ __global__ void fill(uint16_t *dst, size_t n, uint64_t state0)
 /* ---- the product ---------------------------------------------------------- */
 
 /* The small correct tiled gemm every case repeats (16 x 16 shared-memory
- * tiles, the reference's fp32 summation order, so its output matches the
- * reference bit for bit); a device function, so a replayed call can skip it. */
+ * tiles, the summation order of the reference's tiled path, so its output is
+ * the reference's to a bf16 ulp); a device function, so a replayed call can skip it. */
 __device__ __forceinline__ void tiled_gemm_body(const __nv_bfloat16 *__restrict__ A,
                                                 const __nv_bfloat16 *__restrict__ B, __nv_bfloat16 *__restrict__ C,
                                                 int M, int N, int K)

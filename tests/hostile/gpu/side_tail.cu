@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 /* A plain correct gemm (the same 16 x 16 shared-memory tiling and fp32
- * summation order as reference.cu, so its output matches the reference's
- * bit for bit). Repeated in every case that needs a correct product: the
+ * summation order as reference.cu's tiled path, so its output is the
+ * reference's to a bf16 ulp). Repeated in every case that needs a correct product: the
  * worker compiles a candidate as one file, away from this directory, so
  * nothing here can be #included. */
 __global__ void tiled_gemm(const __nv_bfloat16 *__restrict__ A, const __nv_bfloat16 *__restrict__ B,
