@@ -68,6 +68,7 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
     v->against = json_is_integer(a) ? json_integer_value(a) : 0;
     v->ratio = num(paired, "ratio", NAN);
     v->low = num(paired, "low", NAN);
+    v->confidence = num(paired, "confidence", p->confidence);
     json_t *ci = json_object_get(paired, "ci");
     v->ci_lo = json_is_number(json_array_get(ci, 0)) ? json_number_value(json_array_get(ci, 0)) : NAN;
     v->ci_hi = json_is_number(json_array_get(ci, 1)) ? json_number_value(json_array_get(ci, 1)) : NAN;
@@ -170,7 +171,7 @@ void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v,
     if (v->screened) {
         char interval[96] = "";
         if (isfinite(v->ci_lo) && isfinite(v->ci_hi))
-            snprintf(interval, sizeof interval, " (%g%% interval %+.1f%% .. %+.1f%%)", p->confidence * 100,
+            snprintf(interval, sizeof interval, " (%g%% interval %+.1f%% .. %+.1f%%)", v->confidence * 100,
                      (v->ci_lo - 1) * 100, (v->ci_hi - 1) * 100);
         snprintf(out, outlen,
                  "candidate %lld was screened out: %.1f%% slower than the island's best on the screen's %d "

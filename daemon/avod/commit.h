@@ -25,8 +25,9 @@ typedef struct {
     int pair_failed;    /* a pairing was attempted and failed (paired.error): never a commit */
     json_int_t against; /* paired: what it was measured against */
     double ratio, low, ci_lo, ci_hi;
-    double threshold; /* unpaired: the aggregate a commit needs */
-    char reason[512]; /* not committed: why; unpaired: why unpaired */
+    double confidence; /* paired: of ci (a screen's look may take a higher one than commit.confidence) */
+    double threshold;  /* unpaired: the aggregate a commit needs */
+    char reason[512];  /* not committed: why; unpaired: why unpaired */
 } avo_commit_verdict;
 
 /* The anchor: a paired commit also needs the candidate's absolute score

@@ -1539,6 +1539,7 @@ typedef struct {
     int n_place[2];
     double *ag[2]; /* the against's by place (pair_run.ag_place; owned): the pooled test turned round */
     int n_ag[2];
+    double spent; /* the lanes' timed seconds in the screen's earlier stages on this config */
 } pair_set;
 
 static void pair_set_free(pair_set *ps)
@@ -1813,10 +1814,11 @@ static int pair_stop(const run_ctx *r, pair_run *pr, const pair_set *ps)
     if (r->screen_pairs > 0) {
         /* The screen's timed stage: screen.runs pairs (fewer, but
          * enough for an interval, when they would take longer than the
-         * paired time bound), both lanes' random checks done. */
+         * paired time bound, its earlier stages' time counted), both
+         * lanes' random checks done. */
         const int checked = lane_checks_done(&pr->a) && lane_checks_done(&pr->b);
         return pr->bres != CHECK_OK || stop == AVO_STOP_RUNS ||
-               (checked && (ps->n >= r->screen_pairs || (spent >= PAIRED_TIME_FACTOR * max_s && enough)));
+               (checked && (ps->n >= r->screen_pairs || (ps->spent + spent >= PAIRED_TIME_FACTOR * max_s && enough)));
     }
     if (stop == AVO_STOP_NONE)
         return 0;
@@ -1964,6 +1966,7 @@ static int run_config_paired(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
         ps->ag[k] = pr.ag_place[k];
         ps->n_ag[k] = pr.n_ag[k];
     }
+    ps->spent += a->spent + pr.b.spent;
     res = lane_end(r, a, res, why, wl);
     *out = a->out;
     pair_end_against(r, &pr, c, ps);
@@ -2955,15 +2958,19 @@ static int screen_json(const run_ctx *r, json_t *pj, json_t *names, double lsum,
     if (!perr)
         *hi = json_number_value(json_array_get(json_object_get(pj, "ci"), 1));
     const int screened = !perr && *hi < 1;
+    /* The interval's own (a look's, where the screen has two). */
+    const json_t *conf = json_object_get(pj, "confidence");
     *screen = json_pack("{s:b,s:O,s:i,s:f,s:{s:f,s:f}}", "screened_out", screened, "configs", names, "runs",
-                        r->p->screen_runs, "confidence", r->confidence, "wall_s", "checks", wall[0], "timed", wall[1]);
+                        r->p->screen_runs, "confidence", json_is_number(conf) ? json_number_value(conf) : r->confidence,
+                        "wall_s", "checks", wall[0], "timed", wall[1]);
     if (!*screen)
         return -ENOMEM;
     if (nscreen > 0)
         json_object_set_new(*screen, "aggregate", jreal(exp(lsum / nscreen))); /* the screen's configs' only */
     json_object_set_new(*screen, "rule",
-                        json_string("screened out when the upper end of the two-sided interval of the paired ratio "
-                                    "over the screen's configurations is under 1"));
+                        json_string("screened out when, at a look, the upper end of the two-sided interval (at "
+                                    "looks.confidence) of the paired ratio over the screen's configurations is "
+                                    "under 1"));
     if (perr) {
         json_object_set_new(*screen, "error", json_string(perr));
     } else {
@@ -2972,6 +2979,72 @@ static int screen_json(const run_ctx *r, json_t *pj, json_t *names, double lsum,
         json_object_set(*screen, "ci", json_object_get(pj, "ci"));
     }
     return screened;
+}
+
+/* Screening's looks (docs/evaluation.md, "Screening"): a screen whose
+ * screen.runs hold twice the pairs an interval needs is looked at after
+ * half of them too, and a candidate already slower beyond noise stops
+ * there. The pairs at which the first look is made, or 0 for one look. */
+static int screen_first_look(const avo_problem *p)
+{
+    const int need = p->timing_min_runs > PAIRED_MIN_PAIRS ? p->timing_min_runs : PAIRED_MIN_PAIRS;
+    return p->screen_runs >= 2 * need ? p->screen_runs / 2 : 0;
+}
+
+/* One stage of the screen's timing: each screen config paired until its
+ * pair set holds `pairs` (a later stage adds to the same sets, on input
+ * sets from set_base, none an earlier stage gave), entry[c] the stage's
+ * entry, names, *lsum and *nscreen the stage's. 0; 1 when the candidate
+ * failed a config (*outcome, detail); a negative int: err. */
+static int screen_stage(run_ctx *r, avo_phases *cph, int *nstarted, int pairs, int set_base, pair_set *sp,
+                        json_t **entry, json_t *names, double *lsum, int *nscreen, const char **outcome, char *detail,
+                        size_t dl, char *err, size_t errlen)
+{
+    const avo_problem *p = r->p;
+    r->set_base = set_base;
+    r->screen_pairs = pairs;
+    *lsum = 0;
+    *nscreen = 0;
+    json_array_clear(names);
+    for (int c = 0; c < p->nconfigs && r->against_state == 1; c++) {
+        if (!p->configs[c].screen)
+            continue;
+        r->ph = &cph[c];
+        *nstarted = *nstarted > c + 1 ? *nstarted : c + 1;
+        json_decref(entry[c]);
+        entry[c] = NULL;
+        double ls = 0;
+        int rc = time_config(r, c, &sp[c], 0, &entry[c], &ls, outcome, detail, dl, err, errlen);
+        if (rc || !entry[c])
+            return rc ? rc : 1;
+        json_array_append_new(names, json_string(p->configs[c].name));
+        *lsum += ls;
+        (*nscreen)++;
+    }
+    return 0;
+}
+
+/* The screen's paired member at one look: its interval at the look's
+ * confidence (with two looks each takes half the risk of calling a
+ * candidate that is not slower slower, so the two together take no more
+ * than one look did: Bonferroni). */
+static json_t *screen_look(run_ctx *r, const pair_set *sp, double look_conf)
+{
+    const double conf = r->confidence;
+    r->confidence = look_conf;
+    json_t *pj = paired_json(r, sp, 1);
+    r->confidence = conf;
+    return pj;
+}
+
+/* The result's screen.looks: how many were made, at how many pairs, and
+ * each one's confidence. */
+static void screen_looks_json(json_t *screen, const avo_problem *p, int first, int looks, double look_conf)
+{
+    json_t *at = first ? json_pack("[i,i]", first, p->screen_runs) : json_pack("[i]", p->screen_runs);
+    json_object_set_new(
+        screen, "looks",
+        json_pack("{s:i,s:o,s:f}", "made", looks, "pairs", at ? at : json_null(), "confidence", look_conf));
 }
 
 /* Screening (docs/evaluation.md, "Screening"): each config outside the
@@ -3015,26 +3088,30 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
         nchecked++;
     }
     const double t1 = avo_phases_now();
-    r->set_base = SCREEN_TIMED_SET;
-    r->screen_pairs = p->screen_runs;
-    for (int c = 0; c < n && r->against_state == 1; c++) {
-        if (!p->configs[c].screen)
-            continue;
-        r->ph = &cph[c];
-        *nstarted = *nstarted > c + 1 ? *nstarted : c + 1;
-        double ls = 0;
-        if ((rc = time_config(r, c, &sp[c], 0, &entry[c], &ls, outcome, detail, dl, err, errlen)) || !entry[c])
+    const int first = screen_first_look(p);
+    const double look_conf = first ? (1 + r->confidence) / 2 : r->confidence;
+    int looks = 0;
+    for (int look = first ? 0 : 1; look < 2; look++) {
+        if ((rc = screen_stage(r, cph, nstarted, look == 0 ? first : p->screen_runs,
+                               look == 0 || !first ? SCREEN_TIMED_SET : SCREEN_MORE_SET, sp, entry, names, &lsum,
+                               &nscreen, outcome, detail, dl, err, errlen))) {
+            rc = rc > 0 ? 0 : rc;
             goto cleanup;
-        json_array_append_new(names, json_string(p->configs[c].name));
-        lsum += ls;
-        nscreen++;
+        }
+        looks++;
+        json_decref(pj);
+        pj = screen_look(r, sp, look_conf);
+        /* The screen decides only on a pairing it completed: an against
+         * that failed on it leaves the full run (unpaired) to score the
+         * candidate. */
+        if (json_object_get(pj, "error") || json_number_value(json_array_get(json_object_get(pj, "ci"), 1)) < 1)
+            break;
     }
     const double wall[2] = {t1 - t0, avo_phases_now() - t1};
-    /* The screen decides only on a pairing it completed: an against that
-     * failed on it leaves the full run (unpaired) to score the candidate. */
-    pj = paired_json(r, sp, 1);
     double hi = NAN;
     const int screened = screen_json(r, pj, names, lsum, nscreen, wall, screen, &hi);
+    if (screened >= 0)
+        screen_looks_json(*screen, p, first, looks, look_conf);
     if (screened < 0) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
@@ -3056,10 +3133,11 @@ static int screen_run(run_ctx *r, avo_phases *cph, int *nstarted, json_t **scree
     *log_sum = lsum;
     *nscored = nscreen;
     snprintf(detail, dl,
-             "screened out: %.4g x the against's speed over the %d configs of the screen (%g%% interval [%.4g, "
-             "%.4g], under 1): slower beyond noise, so the other %d configs were checked (%d calls each, all within "
-             "tolerance) but not timed; scores and aggregate are the screen's configs' only",
-             json_number_value(json_object_get(*screen, "ratio")), nscreen, r->confidence * 100,
+             "screened out: %.4g x the against's speed over the %d configs of the screen after %d pairs each (%g%% "
+             "interval [%.4g, %.4g], under 1): slower beyond noise, so the other %d configs were checked (%d calls "
+             "each, all within tolerance) but not timed; scores and aggregate are the screen's configs' only",
+             json_number_value(json_object_get(*screen, "ratio")), nscreen,
+             looks == 1 && first ? first : p->screen_runs, look_conf * 100,
              json_number_value(json_array_get(json_object_get(*screen, "ci"), 0)), hi, nchecked, r->nsets);
 cleanup:
     r->set_base = 0;

@@ -184,6 +184,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * stage's warm-up calls have the job's sets (call_set). */
 #define SCREEN_CHECK_SET (1 << 27)
 #define SCREEN_TIMED_SET (1 << 28)
+/* The screen's second stage (after its first look) goes on from here: the
+ * first stage's calls never reach it, nor does it reach CONFIRM_SET. */
+#define SCREEN_MORE_SET ((1 << 28) + (1 << 26))
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)

@@ -176,6 +176,47 @@ check "check_sizes: wrong only at C = 512 (beyond the cap) and 2x faster: passes
 # (the against's calls are the screen's: without the caps the same candidate
 # fails the check before the screen and the against never runs)
 
+# --- 1g. two looks: a screen whose runs hold twice the pairs an interval
+# needs (40 here, timing.min_runs 20) is looked at after 20 pairs too, each
+# look at 97.5% (half the risk of the single 95% look: Bonferroni). 2x
+# slower stops at the first look; an A/A copy passes both; the 2x faster
+# version remembering every input it gets (REPEAT_PROBE) passes both and
+# never sees an input twice after the job's warm-up sets, through the
+# screen's two stages and the full run: the second stage has input sets of
+# its own (SCREEN_MORE_SET).
+mkdir -p "$T/looks"
+cp "$F/base.c" "$F/reference.c" "$T/looks/"
+jq '.screen.runs = 40' "$F/problem.json" >"$T/looks/problem.json"
+(echo '#define REPEAT_PROBE 1'; cat "$T/faster.c") >"$T/probe.c"
+PKG="$T/looks" ev looks_slower "$T/slower.c" --against "$F/base.c" --screen
+show looks_slower
+check "two looks: 2x slower screened out at the first (20 pairs each, 97.5% interval), the detail says after how many $(jq -c \
+    '[.screened_out, .screen.looks, .screen.confidence, [.paired.configs[]?.runs]]' "$T/looks_slower.json" 2>/dev/null)" \
+    jqt '.outcome == "ok" and .screened_out == true and
+         .screen.looks == {"made": 1, "pairs": [20, 40], "confidence": 0.975} and .screen.confidence == 0.975 and
+         .paired.confidence == 0.975 and .screen.ci[1] < 1 and
+         all(.paired.configs[]; .runs >= 20 and .runs < 40) and (.detail | test("after 20 pairs each \\(97.5% interval"))' \
+    "$T/looks_slower.json"
+PKG="$T/looks" ev looks_aa "$T/copy.c" --against "$F/base.c" --screen
+show looks_aa
+if ! jqt "$full" "$T/looks_aa.json"; then
+    echo "# A/A with two looks: screened out or not decided in the first run; once more"
+    PKG="$T/looks" ev looks_aa "$T/copy.c" --against "$F/base.c" --screen
+    show looks_aa
+fi
+check "two looks: an A/A copy passes both and is timed in full $(jq -c '.screen.looks' "$T/looks_aa.json" 2>/dev/null)" \
+    jqt "$full and .screen.looks.made == 2 and .screen.confidence == 0.975" "$T/looks_aa.json"
+# The probe costs a hash of every input and a search of those seen (about
+# 5% of a call here): on the 2x faster version, which passes both looks.
+PKG="$T/looks" ev looks_probe "$T/probe.c" --against "$F/base.c" --screen
+show looks_probe
+check "two looks: the 2x faster version with the input probe passes both $(jq -c '.screen.looks' "$T/looks_probe.json" 2>/dev/null)" \
+    jqt "$full and .screen.looks.made == 2" "$T/looks_probe.json"
+probe_on=$(cat "$T/looks_probe.json" "$T/looks_probe.err" 2>/dev/null | grep -c 'avo-test: repeat probe on')
+repeated=$(grep -oh 'avo-test: timed input repeated[^"\\]*' "$T/looks_probe.json" "$T/looks_probe.err" 2>/dev/null | head -1)
+check "two looks: the input probe ran in the candidate's process" test "${probe_on:-0}" -gt 0
+check "two looks: no input after the warm-up sets reached the candidate twice (${repeated:-none})" test -z "$repeated"
+
 # --- 1e. bad input
 ev noag "$F/base.c" --screen
 rc=$?

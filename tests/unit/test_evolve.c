@@ -572,6 +572,15 @@ static void test_screened_out_is_never_committed(void **state)
                              "configurations (95% interval -9.0% .. -5.0%), beyond noise, so it was not timed on the "
                              "others and cannot be committed");
     json_decref(paired);
+
+    /* a screen with two looks takes each at a higher confidence: the
+     * interval is named by its own */
+    paired = json_pack("{s:i,s:f,s:f,s:[f,f],s:f,s:b,s:[{s:s}]}", "against", 2, "ratio", 0.93, "low", 0.915, "ci", 0.91,
+                       0.95, "confidence", 0.975, "screened_out", 1, "configs", "config", "256");
+    avo_commit_judge(&p, paired, 30, 10, 2, &v);
+    avo_commit_explain(&p, &v, 12, 30, 10, msg, sizeof msg);
+    assert_non_null(strstr(msg, "(97.5% interval -9.0% .. -5.0%)"));
+    json_decref(paired);
 }
 
 /* The end of a search whose best is not the seed: one final evaluation,
