@@ -3144,10 +3144,8 @@ cleanup:
     r->screen_pairs = 0;
     for (int c = 0; entry && c < n; c++)
         json_decref(entry[c]);
-    for (int c = 0; sp && c < n; c++) {
-        free(sp[c].a);
-        free(sp[c].b);
-    }
+    for (int c = 0; sp && c < n; c++)
+        pair_set_free(&sp[c]);
     free(entry);
     free(sp);
     json_decref(names);
