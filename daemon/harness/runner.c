@@ -443,6 +443,9 @@ static void reap_after_eof(avo_runner *r)
     }
 }
 
+/* The runner is the first process of its PID namespace, so its death
+ * ends everything it started; the group kill is for a host without
+ * namespaces. */
 void avo_runner_kill(avo_runner *r)
 {
     if (r->pid) {
@@ -454,12 +457,8 @@ void avo_runner_kill(avo_runner *r)
 void avo_runner_stop(avo_runner *r)
 {
     if (r->pid) {
-        /* Our kill, not the candidate's end: not reported as its signal.
-         * The runner is the first process of its PID namespace, so its
-         * death ends everything it started; the group kill is for a host
-         * without namespaces. */
-        kill(r->pid, SIGKILL);
-        avo_cgroup_kill(&r->cg);
+        /* Our kill, not the candidate's end: not reported as its signal. */
+        avo_runner_kill(r);
         reap(r, 1);
         r->signal = 0;
         r->exit_code = -1;
