@@ -275,8 +275,11 @@ typedef struct {
     unsigned max_mhz;                   /* the GPU's maximum SM clock (0 = unknown) */
     json_t *gpu_info;
     const char *base_so; /* the vendor baseline, or NULL */
-                         /* its own runner (lanes[LANE_BASE]) starts on first use */
-    int base_state;      /* 0 not started, 1 running, -1 failed */
+                         /* its own runner (lanes[LANE_BASE]): beside the others'
+                          * where every config is timed, else on first use */
+    int base_state;      /* 0 not started, 2 spawned, 1 running, -1 failed */
+    int base_runs;       /* its runs on the current config stop here: the
+                          * candidate's (at least timing.min_runs) */
     char base_err[400];
     unsigned char *area;     /* the checker's own tensors: the call's pristine inputs, */
     unsigned char *ref_area; /* and the reference's run on them, */

@@ -49,6 +49,14 @@ psql_avo "SELECT jsonb_pretty(jsonb_build_object('candidate', c.id, 'knobs', c.k
 cat "$T/best.json"
 if [ -n "${OUT:-}" ]; then cp "$T/best.json" "$OUT/tune-best.json" && cp "$T/watch.out" "$OUT/tune-watch.txt"; fi
 check "the best evaluation reports cuBLAS measured in the same run" grep -q cublas_tflops "$T/best.json"
+# The baseline decides nothing: no more timed runs than the candidate's on
+# the config (at least timing.min_runs), its runner started beside the
+# others (gemm_bf16 has no screen to stop a candidate first).
+MINR=$(jq '.timing.min_runs' kernels/gemm_bf16/problem.json)
+check "every baseline stopped by its rule within the candidate's runs (min_runs $MINR)" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations e, jsonb_array_elements(e.result->'configs') x WHERE e.job_id = $JOB AND e.state = 'done' AND e.result->>'outcome' = 'ok' AND x->'baseline' ? 'median_s' AND ((x->'baseline'->>'runs')::int > greatest($MINR, (x->>'runs')::int) OR x->'baseline'->>'stopped_by' IS NULL)")" = 0
+check "every ok evaluation started the baseline's runner beside the others" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND NOT (result->'phases'->'harness' ? 'baseline_runner')")" = 0
 check "every evaluation was timed from a gated start" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND result->'runner'->'timing_start'->>'mode' IS DISTINCT FROM 'gated'")" = 0
 # Two islands keep two evaluations queued: the worker compiles the next one

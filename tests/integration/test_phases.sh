@@ -4,7 +4,8 @@
 # reports the worker's phases and, nested under them as "harness", the
 # harness's, each a non-negative number of seconds; phases are disjoint
 # stretches of wall time, so each level sums to no more than its total and
-# the harness's total fits in the worker's harness_process; only phases
+# the harness's total (and its close after it) fits in the worker's
+# harness_process; only phases
 # that exist on the path appear (no baseline, counters or GPU time on a CPU
 # problem; no harness after a compile error; a disassembly only when asked).
 source "$(dirname "$0")/lib.sh"
@@ -29,8 +30,13 @@ check "per config (one entry a config, named): $C" \
 # Every number but the total, summed: within the total (a phase counted
 # twice, or one measured outside the run, would exceed it).
 sum='[to_entries[] | select(.key != "total" and (.value | type == "number")) | .value] | add'
+# "close" (the checker's resources released after the result was built)
+# is outside the harness's total and inside harness_process.
+hsum='[to_entries[] | select(.key != "total" and .key != "close" and (.value | type == "number")) | .value] | add'
 check "the harness's phases sum to no more than the harness's wall time" \
-    jqt ".phases.harness | ($sum) <= .total and .total > 0" "$T/r.json"
+    jqt ".phases.harness | ($hsum) <= .total and .total > 0" "$T/r.json"
+check "the harness's close follows its total, both within harness_process" \
+    jqt ".phases | (.harness.close | $nonneg) and .harness.total + .harness.close <= .harness_process" "$T/r.json"
 check "each per-config phase of the harness is the sum of the configs' own" \
     jqt "$C as \$k | .phases.harness as \$h | all(\$k[]; . as \$n |
          ([\$h.configs[][\$n]] | add) - \$h[\$n] | fabs <= 1e-9 * (1 + \$h[\$n]))" "$T/r.json"
