@@ -1088,10 +1088,18 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
     int rc = 0;
     *result = NULL;
     const double load_start = load1();
+    /* One NVML for the evaluation's reads (architecture, lock key, energy
+     * twice): a worker that holds none would load and initialise it for
+     * each. */
+    char nerr[128];
+    const int nvml_held = cuda && avo_nvml_open(nerr, sizeof nerr) >= 0;
     eval_seeds(&e);
     if ((rc = find_harness(&e)) ||
-        (rc = compile_setup(o, cuda, e.arch, sizeof e.arch, e.scratch, sizeof e.scratch, err, errlen)))
+        (rc = compile_setup(o, cuda, e.arch, sizeof e.arch, e.scratch, sizeof e.scratch, err, errlen))) {
+        if (nvml_held)
+            avo_nvml_close();
         return rc;
+    }
     if ((rc = make_scratch_dirs(&e)))
         goto cleanup;
     avo_phases_lap(&e.ph, "setup", &e.t);
@@ -1125,6 +1133,8 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
 
 cleanup:
     avo_gpulock_release(e.gpu_lock);
+    if (nvml_held)
+        avo_nvml_close();
     close_passed(&e);
     json_decref(e.res);
     free(e.ref_src);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "avo_log.h"
+#include "avo_nvml.h"
 #include "avo_package.h"
 #include "devices.h"
 #include "sandbox.h"
@@ -1038,6 +1039,12 @@ int avo_queue_run(const avo_queue_opts *o)
                  json_is_true(json_object_get(w.toolchain, "overridden")) ? " (overridden by --toolchain-file)" : "");
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* NVML held for the worker's life: every GPU evaluation reads it (the
+     * lock's key, the energy counter before and after, the architecture),
+     * and each open that finds no other holder loads and initialises the
+     * library again (tens of ms on the evaluation's path). */
+    char nerr[128];
+    const int nvml_held = strcmp(o->target, "gpu") == 0 && avo_nvml_open(nerr, sizeof nerr) >= 0;
     int done = 0;
     while (!*o->stop) {
         if (ensure_connected(&w, 0) < 0)
@@ -1078,6 +1085,8 @@ int avo_queue_run(const avo_queue_opts *o)
     if (w.conn)
         PQfinish(w.conn);
     json_decref(w.toolchain);
+    if (nvml_held)
+        avo_nvml_close();
     avo_info("worker", "stopped");
     return 0;
 }
