@@ -2058,12 +2058,12 @@ static void start_against(run_ctx *r, const char *against_so, int step)
 }
 
 /* The vendor baseline's runner, one step (AGAINST_SPAWN, AGAINST_CALIBRATE:
- * up, AGAINST_LOAD), where the evaluation times every config (no screen
- * can stop it first): spawned beside the others so that its process, GPU
- * context and library start-up overlap theirs instead of coming after the
- * first config's timing (time_baseline starts it there otherwise). It is
- * trusted and shares the candidate's calibration, so "up" is a round trip.
- * A failure is the baseline's alone: base_err. */
+ * up, AGAINST_LOAD). Where the evaluation times every config (no screen
+ * can stop it first) it is spawned beside the others so that its process,
+ * GPU context and library start-up overlap theirs instead of coming after
+ * the first config's timing; elsewhere time_baseline spawns and loads it
+ * on first use. It is trusted and shares the candidate's calibration, so
+ * "up" is a round trip. A failure is the baseline's alone: base_err. */
 static void start_baseline(run_ctx *r, int step)
 {
     lane *base = &r->lanes[LANE_BASE];
@@ -2200,16 +2200,10 @@ static json_t *time_baseline(run_ctx *r, int c, avo_tensors *x, avo_tensors *pri
     memcpy(base->pre, cand->pre, sizeof base->pre);
     base->busy_max = cand->busy_max;
     base->busy_hard = cand->busy_hard;
-    start_baseline(r, AGAINST_LOAD); /* spawned beside the others, not loaded yet */
-    if (r->base_state == 0) {
-        int rc = lane_mem_fd(r, base, why, sizeof why);
-        if (rc >= 0)
-            rc = avo_runner_start(&base->run, r->base_so, "avo_baseline", r->cuda, rc, &r->dev, r->deadline, why,
-                                  sizeof why);
-        r->base_state = rc == AVO_RUNNER_OK ? 1 : -1;
-        if (rc != AVO_RUNNER_OK)
-            snprintf(r->base_err, sizeof r->base_err, "cannot start: %.360s", why);
-    }
+    /* Where a screen left it unstarted, on first use: spawned and loaded
+     * (each step a no-op once done, or once failed). */
+    start_baseline(r, AGAINST_SPAWN);
+    start_baseline(r, AGAINST_LOAD);
     if (r->base_state < 0)
         return json_pack("{s:s}", "error", r->base_err);
     double wr = r->worst_rel_l2, wm = r->worst_max_abs;

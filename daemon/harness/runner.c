@@ -899,13 +899,6 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
     return AVO_RUNNER_OK;
 }
 
-int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
-                     const avo_runner_devmem *dev, double deadline, char *why, size_t wl)
-{
-    int rc = avo_runner_spawn(r, cand_so, entry, cuda, mem_fd, dev, deadline, why, wl);
-    return rc ? rc : avo_runner_load(r, deadline, why, wl);
-}
-
 int avo_runner_ping(avo_runner *r, double deadline, double *round_trip_s, char *why, size_t wl)
 {
     cmd_msg c;

@@ -34,7 +34,7 @@
 #include "avo_problem.h"
 #include "gpu.h"
 
-/* What avo_runner_call / avo_runner_start report about the runner. */
+/* What avo_runner_call / avo_runner_load report about the runner. */
 enum {
     AVO_RUNNER_OK = 0,
     AVO_RUNNER_DIED = 1,     /* EOF on the pipe: crashed, exited, or closed it; runner reaped */
@@ -82,10 +82,6 @@ AVO_MUSTCHECK int avo_runner_spawn(avo_runner *r, const char *cand_so, const cha
  * AVO_RUNNER_LOAD / DIED / TIMEOUT / PROTOCOL with the reason in why (the
  * candidate's fault), or a negative int (the checker's). */
 int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl);
-
-/* Spawn and load at once (a trusted object: the vendor baseline). */
-AVO_MUSTCHECK int avo_runner_start(avo_runner *r, const char *cand_so, const char *entry, int cuda, int mem_fd,
-                                   const avo_runner_devmem *dev, double deadline, char *why, size_t wl);
 
 /* Let the runner's group run for seconds with no command, then freeze it
  * again; *cpu_s the CPU time it used meanwhile (-1 when the host cannot
