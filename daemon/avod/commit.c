@@ -101,7 +101,7 @@ void avo_commit_judge(const avo_commit_params *p, json_t *paired, double aggrega
                  "slower than its record, so the paired gain is not trusted",
                  aggregate, anchor * 100, best);
     else if (!significant && v->low > 1.0)
-        snprintf(v->reason, sizeof v->reason, "a real gain, but below commit.min_gain");
+        snprintf(v->reason, sizeof v->reason, "faster beyond noise, but below commit.min_gain");
     else if (!significant)
         snprintf(v->reason, sizeof v->reason, "not a significant gain");
     else if (!current)
@@ -192,10 +192,13 @@ void avo_commit_explain(const avo_commit_params *p, const avo_commit_verdict *v,
         return;
     }
     const double gain = (v->ratio - 1) * 100;
-    char interval[96];
+    char interval[128];
+    /* The rule reads the one-sided bound, which sits inside the two-sided
+     * interval: both are shown, or a bound above 0 beside an interval
+     * reaching below it reads as a contradiction. */
     if (isfinite(v->ci_lo) && isfinite(v->ci_hi))
-        snprintf(interval, sizeof interval, "%g%% interval %+.1f%% .. %+.1f%%", p->confidence * 100,
-                 (v->ci_lo - 1) * 100, (v->ci_hi - 1) * 100);
+        snprintf(interval, sizeof interval, "%g%% interval %+.1f%% .. %+.1f%%, one-sided lower bound %+.2f%%",
+                 p->confidence * 100, (v->ci_lo - 1) * 100, (v->ci_hi - 1) * 100, (v->low - 1) * 100);
     else
         snprintf(interval, sizeof interval, "%g%% lower bound %+.1f%%", p->confidence * 100, (v->low - 1) * 100);
     snprintf(out, outlen,

@@ -381,13 +381,13 @@ static void test_paired_noise_is_never_committed(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(c, "rule"), "paired")));
     json_decref(d);
 
-    /* a real gain (low above 1) below min_gain: still no commit, and said so */
+    /* faster beyond noise (low above 1) but below min_gain: still no commit, and said so */
     d = consume_one("\"aggregate\":10.3,\"paired\":{\"against\":2,\"ratio\":1.01,\"low\":1.003,\"ci\":[1.002,1.02]}",
                     "");
     c = json_array_get(json_object_get(d, "consume"), 0);
     assert_false(json_is_true(json_object_get(c, "commit")));
     assert_string_equal(json_string_value(json_object_get(event_of(c, "not_significant"), "reason")),
-                        "a real gain, but below commit.min_gain");
+                        "faster beyond noise, but below commit.min_gain");
     json_decref(d);
 }
 
@@ -517,8 +517,9 @@ static void test_commit_explain_says_by_how_much(void **state)
     avo_commit_judge(&p, paired, 10.03, 10.0, 2, &v);
     assert_false(v.commit);
     avo_commit_explain(&p, &v, 12, 10.03, 10.0, msg, sizeof msg);
-    assert_string_equal(msg, "candidate 12 is 0.3% faster than the island's best (95% interval -0.4% .. +1.1%): "
-                             "not a significant gain; a commit needs a lower bound above +0.5%");
+    assert_string_equal(msg, "candidate 12 is 0.3% faster than the island's best (95% interval -0.4% .. +1.1%, "
+                             "one-sided lower bound -0.30%): not a significant gain; a commit needs a lower bound "
+                             "above +0.5%");
     json_decref(paired);
 }
 
