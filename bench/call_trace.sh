@@ -16,6 +16,9 @@
 # step: count, median and total ms; then the calls' own round trips. The
 # objects come from a throwaway `avo-worker eval` cache (compiled once).
 # BUILD: the build directory (default build). KEEP=DIR keeps the trace.
+# CACHE=1: with a job seed and a reference cache, as a job's evaluations
+# run; one untraced evaluation fills the cache first, so the traced one
+# reads every warm-up reference from it ("cache: ..." steps).
 set -eu
 cd "$(dirname "$0")/.."
 DIR=${1:-kernels/attention}
@@ -40,23 +43,42 @@ done
 [ -n "$REF" ] && [ -n "$SEED" ] || { echo "call_trace: no compiled objects ($(tail -1 "$T/compile.err"))" >&2; exit 1; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 echo "# call_trace: $DIR, $(date -u +%Y-%m-%dT%H:%MZ), ${gpu:+$gpu, }$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-AVO_HARNESS_TRACE=1 "$HARNESS" "$DIR" "$SEED" "$REF" --seed 12345 --against "$SEED" 3>"$T/result.json" 2>"$T/trace.txt" || true
+if [ -n "${CACHE:-}" ]; then
+    mkdir "$T/ref"
+    exec 9<"$T/ref"
+    echo "12345 $(python3 -c 'import secrets; print(secrets.randbits(62) + 1)')" >"$T/seeds"
+    cached() { "$HARNESS" "$DIR" "$SEED" "$REF" --seed-stdin --ref-cache-fd 9 --ref-cache-max $((8 << 30)) --against "$SEED" <"$T/seeds"; }
+    cached 3>"$T/fill.json" 2>"$T/fill.err" || true
+    echo "# cache filled: $(du -sh "$T/ref" | cut -f1), $(jq -r '.outcome' "$T/fill.json" 2>/dev/null)"
+    AVO_HARNESS_TRACE=1 cached 3>"$T/result.json" 2>"$T/trace.txt" || true
+else
+    AVO_HARNESS_TRACE=1 "$HARNESS" "$DIR" "$SEED" "$REF" --seed 12345 --against "$SEED" 3>"$T/result.json" 2>"$T/trace.txt" || true
+fi
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T/trace.txt" "$T/result.json" "$KEEP/"
 echo "# outcome: $(jq -r '.outcome' "$T/result.json" 2>/dev/null)"
 python3 - "$T/trace.txt" <<'PY'
 import re, statistics, sys
-steps, rts, calls = {}, [], 0
-pending = 0.0
+# A step's lines come before the "config NAME lane L call I" line that
+# closes its call: they are charged to that lane (0 the candidate, 1 the
+# baseline, 2 the against) as well as to the step.
+steps, rts, calls, pending = {}, [], 0, []
+by_lane = {}
 for line in open(sys.argv[1]):
     m = re.match(r"trace\s+([0-9.]+) s  (.*)", line.rstrip("\n"))
     if not m:
         continue
     dt, what = float(m.group(1)) * 1e3, m.group(2)
-    if re.match(r"config \S+ lane \d+ call \d+", what):
+    lm = re.match(r"config \S+ lane (\d+) call \d+", what)
+    if lm:
         calls += 1
         steps.setdefault("rest of the call (bookkeeping)", []).append(dt)
+        pending.append(("rest of the call (bookkeeping)", dt))
+        for key, v in pending:
+            by_lane.setdefault((int(lm.group(1)), key), []).append(v)
+        pending = []
         continue
     if not what.startswith("  "):
+        pending = []
         continue
     key = what.strip()
     r = re.match(r"run \(round trip ([0-9.]+) ms\)", key)
@@ -64,10 +86,15 @@ for line in open(sys.argv[1]):
         rts.append(float(r.group(1)))
         key = "run"
     steps.setdefault(key, []).append(dt)
+    pending.append((key, dt))
 print(f"{'step':38s} {'count':>6s} {'median ms':>10s} {'total ms':>10s}")
 for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1])):
     print(f"{k:38s} {len(v):6d} {statistics.median(v):10.3f} {sum(v):10.1f}")
 if rts:
     print(f"# round trips of the runs: median {statistics.median(rts):.3f} ms over {len(rts)}")
 print(f"# calls traced: {calls}")
+print(f"# per lane (0 candidate, 1 baseline, 2 against):")
+print(f"{'lane':>4s} {'step':38s} {'count':>6s} {'median ms':>10s} {'total ms':>10s}")
+for (ln, k), v in sorted(by_lane.items(), key=lambda kv: (kv[0][0], -sum(kv[1]))):
+    print(f"{ln:4d} {k:38s} {len(v):6d} {statistics.median(v):10.3f} {sum(v):10.1f}")
 PY

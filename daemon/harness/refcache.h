@@ -49,6 +49,21 @@ void avo_refcache_name(const avo_refcache *c, const char *config, int set, char 
  * checksum), another negative errno on a read error. */
 int avo_refcache_load(const avo_refcache *c, const char *name, void *const *bufs, const size_t *bytes, int n);
 
+/* A file mapped read-only in place (avo_refcache_map). */
+typedef struct {
+    void *addr; /* NULL: nothing mapped */
+    size_t len;
+} avo_refcache_mapping;
+
+/* File `name` mapped instead of read (for a caller that only copies the
+ * buffers elsewhere, such as a CUDA checker uploading them): the same
+ * checks and results as avo_refcache_load, and on 0 bufs[i] point into
+ * the mapping (bytes[i] each) until avo_refcache_unmap(m). On an error
+ * nothing stays mapped. */
+int avo_refcache_map(const avo_refcache *c, const char *name, const size_t *bytes, int n, avo_refcache_mapping *m,
+                     const void **bufs);
+void avo_refcache_unmap(avo_refcache_mapping *m);
+
 /* Write the n buffers as file `name` (a temporary file renamed into place).
  * Returns 0 or a negative errno. */
 int avo_refcache_store(const avo_refcache *c, const char *name, const void *const *bufs, const size_t *bytes, int n);
@@ -63,7 +78,7 @@ int avo_refcache_store(const avo_refcache *c, const char *name, const void *cons
 int avo_refcache_validated(const avo_refcache *c, char *note, size_t notelen);
 int avo_refcache_mark_validated(const avo_refcache *c, const char *note);
 
-/* The payload's checksum (64 bits, four interleaved multiply-xor lanes: it
+/* The payload's checksum (64 bits, sixteen interleaved multiply-xor lanes: it
  * finds a torn or flipped file at memory speed; the candidate cannot reach
  * the files, so it need not resist forgery). */
 uint64_t avo_refcache_sum(const void *const *bufs, const size_t *bytes, int n);

@@ -121,6 +121,76 @@ static void test_roundtrip_and_corruption(void **state)
     close(fd);
 }
 
+/* The mapped read: the same contents and the same verdicts as a load,
+ * and nothing left mapped after an error. */
+static void test_map(void **state)
+{
+    (void)state;
+    avo_refcache c;
+    int fd = open_cache(&c, 42, "");
+    float a[1000], b[37];
+    for (int i = 0; i < 1000; i++)
+        a[i] = (float)i * 0.25f + 1;
+    for (int i = 0; i < 37; i++)
+        b[i] = (float)i * -3;
+    const void *in[2] = {a, b};
+    size_t bytes[2] = {sizeof a, sizeof b};
+    char name[AVO_REFCACHE_NAME];
+    avo_refcache_name(&c, "map", 3, name);
+    avo_refcache_mapping m;
+    const void *got[2] = {NULL, NULL};
+    assert_int_equal(avo_refcache_map(&c, name, bytes, 2, &m, got), -ENOENT);
+    assert_null(m.addr);
+    assert_int_equal(avo_refcache_store(&c, name, in, bytes, 2), 0);
+    assert_int_equal(avo_refcache_map(&c, name, bytes, 2, &m, got), 0);
+    assert_non_null(m.addr);
+    assert_memory_equal(got[0], a, sizeof a);
+    assert_memory_equal(got[1], b, sizeof b);
+    avo_refcache_unmap(&m);
+    assert_null(m.addr);
+    avo_refcache_unmap(&m); /* twice: harmless */
+    /* Sizes that do not match the file's: corrupt, nothing mapped. */
+    size_t other[2] = {sizeof a + 4, sizeof b - 4};
+    assert_int_equal(avo_refcache_map(&c, name, other, 2, &m, got), -EBADMSG);
+    assert_null(m.addr);
+    /* A flipped bit in the last buffer's last byte: corrupt. */
+    char path[300];
+    snprintf(path, sizeof path, "%s/ref/%s", dir, name);
+    int f = open(path, O_RDWR);
+    assert_true(f >= 0);
+    unsigned char byte;
+    const off_t last = 32 + (off_t)sizeof a + (off_t)sizeof b - 1;
+    assert_int_equal(pread(f, &byte, 1, last), 1);
+    byte ^= 0x01;
+    assert_int_equal(pwrite(f, &byte, 1, last), 1);
+    close(f);
+    assert_int_equal(avo_refcache_map(&c, name, bytes, 2, &m, got), -EBADMSG);
+    assert_null(m.addr);
+    /* The load agrees. */
+    float ga[1000], gb[37];
+    void *out[2] = {ga, gb};
+    assert_int_equal(avo_refcache_load(&c, name, out, bytes, 2), -EBADMSG);
+    close(fd);
+}
+
+/* The checksum sees a change in every lane and in the tail. */
+static void test_sum_lanes(void **state)
+{
+    (void)state;
+    unsigned char buf[16 * 8 * 3 + 5];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)(i * 7 + 1);
+    const void *bufs[1] = {buf};
+    size_t bytes[1] = {sizeof buf};
+    const uint64_t s0 = avo_refcache_sum(bufs, bytes, 1);
+    for (size_t i = 0; i < sizeof buf; i++) {
+        buf[i] ^= 0x80;
+        assert_true(avo_refcache_sum(bufs, bytes, 1) != s0);
+        buf[i] ^= 0x80;
+    }
+    assert_true(avo_refcache_sum(bufs, bytes, 1) == s0);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -240,6 +310,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip_and_corruption, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_map, setup, teardown),
+        cmocka_unit_test(test_sum_lanes),
         cmocka_unit_test_setup_teardown(test_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test(test_parse_mb),
