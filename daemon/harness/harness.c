@@ -266,6 +266,7 @@ static int call_ref_rows(run_ctx *r, int c, int set, avo_tensors *rx)
     const int64_t *size = r->p->configs[c].size;
     rc = avo_gpu_run(r->gpu, NULL, rx->ptr, rx->bytes, rx->n, size,
                      AVO_GPU_GEN_INPUTS | AVO_GPU_POISON | AVO_GPU_PREPARE, outputs, &ret, &times, err, sizeof err);
+    harness_trace("  check: rows' inputs generated");
     if (!rc)
         rc = avo_gpu_run_rows(r->gpu, r->ref_rows, size, r->rows, r->nrows, &ret, err, sizeof err);
     if (rc)
