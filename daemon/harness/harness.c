@@ -489,30 +489,32 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
      * (mapped, never copied into the checker's area first): the host copy
      * would be read by nothing but the upload. */
     avo_refcache_mapping map = {0};
-    int rc = r->dev_fill ? avo_refcache_map(&r->cache, name, bytes, n, &map, mapped)
-                         : avo_refcache_load(&r->cache, name, bufs, bytes, n);
+    int rc = r->dev_fill ? avo_refcache_map(&r->cache, name, bytes, n, &map, mapped) : -EOPNOTSUPP;
+    const int read = rc == -EOPNOTSUPP;
+    if (read)
+        rc = avo_refcache_load(&r->cache, name, bufs, bytes, n);
     if (rc == -EBADMSG)
         r->cache_corrupt++;
     else if (rc && rc != -ENOENT)
         r->cache_failed++;
     if (rc)
         return 0;
-    harness_trace("  cache: %s and summed", r->dev_fill ? "mapped" : "read");
+    harness_trace("  cache: %s and summed", read ? "read" : "mapped");
     if (r->dev_fill) {
         int ret = 0;
         avo_gpu_times times;
         char err[300];
         /* The upload reads the outputs' host pointers only: those point
-         * into the read-only mapping. */
+         * into the read-only mapping (or the area the file was read into). */
         void *host[AVO_PROBLEM_MAX_TENSORS];
         for (int k = 0, j = 0; k < rx->n; k++)
-            host[k] = (mask >> k) & 1 ? (void *)(uintptr_t)mapped[j++] : rx->ptr[k];
+            host[k] = (mask >> k) & 1 && !read ? (void *)(uintptr_t)mapped[j++] : rx->ptr[k];
         harness_set_device_inputs(r, c, set);
         rc = avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
                          AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
                          sizeof err);
         avo_refcache_unmap(&map);
-        harness_trace("  cache: uploaded");
+        harness_trace("  cache: %s", rc ? "upload failed" : "uploaded");
         if (rc != 0) {
             snprintf(r->cache_note, sizeof r->cache_note, "uploading a cached reference: %.250s", err);
             r->cache_failed++;

@@ -186,19 +186,26 @@ int avo_refcache_map(const avo_refcache *c, const char *name, const size_t *byte
     int fd, rc = open_checked(c, name, bytes, n, &h, &fd);
     if (rc)
         return rc;
-    /* The file's pages as they sit in the page cache, mapped at once
-     * (MAP_POPULATE): no copy into a buffer of the checker's. A private
-     * read-only mapping: a writer replaces a file by renaming a new one
-     * over it and eviction unlinks, so these pages never change under the
-     * reader. (A file truncated by hand in the moment it is mapped would
-     * end the checker with SIGBUS: the worker reports the evaluation's
-     * error and the next one finds the file corrupt.) */
+    /* The file's pages as they sit in the page cache: no copy into a
+     * buffer of the checker's. A private read-only mapping: a writer
+     * replaces a file by renaming a new one over it and eviction unlinks,
+     * so these pages never change under the reader. Populated with
+     * MADV_POPULATE_READ, not MAP_POPULATE: a page that cannot be read (an
+     * I/O error, a file cut short since its fstat) is then an error here,
+     * not a SIGBUS in the sum or the upload, which would end the checker
+     * and be reported as the candidate's crash. */
     m->len = sizeof h + h.payload;
-    m->addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    m->addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m->addr == MAP_FAILED) {
         rc = -errno;
         m->addr = NULL;
         m->len = 0;
+        goto out;
+    }
+    if (madvise(m->addr, m->len, MADV_POPULATE_READ) != 0) {
+        /* EINVAL: a kernel before 5.14; the caller reads the file. */
+        rc = errno == EINVAL ? -EOPNOTSUPP : -EIO;
+        avo_refcache_unmap(m);
         goto out;
     }
     size_t off = sizeof h;

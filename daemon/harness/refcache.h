@@ -58,8 +58,10 @@ typedef struct {
 /* File `name` mapped instead of read (for a caller that only copies the
  * buffers elsewhere, such as a CUDA checker uploading them): the same
  * checks and results as avo_refcache_load, and on 0 bufs[i] point into
- * the mapping (bytes[i] each) until avo_refcache_unmap(m). On an error
- * nothing stays mapped. */
+ * the mapping (bytes[i] each) until avo_refcache_unmap(m). Also -EIO when
+ * a page could not be read in, and -EOPNOTSUPP where the kernel cannot
+ * populate a mapping (before 5.14: read the file with avo_refcache_load).
+ * On an error nothing stays mapped. */
 int avo_refcache_map(const avo_refcache *c, const char *name, const size_t *bytes, int n, avo_refcache_mapping *m,
                      const void **bufs);
 void avo_refcache_unmap(avo_refcache_mapping *m);

@@ -149,9 +149,14 @@ static void test_map(void **state)
     avo_refcache_unmap(&m);
     assert_null(m.addr);
     avo_refcache_unmap(&m); /* twice: harmless */
-    /* Sizes that do not match the file's: corrupt, nothing mapped. */
-    size_t other[2] = {sizeof a + 4, sizeof b - 4};
+    /* Sizes that do not match the file's (the same total, or another):
+     * corrupt, nothing mapped. */
+    size_t other[2] = {sizeof a + 4, sizeof b - 4}, longer[2] = {sizeof a, sizeof b + 4};
     assert_int_equal(avo_refcache_map(&c, name, other, 2, &m, got), -EBADMSG);
+    assert_null(m.addr);
+    assert_int_equal(avo_refcache_map(&c, name, longer, 2, &m, got), -EBADMSG);
+    assert_null(m.addr);
+    assert_int_equal(avo_refcache_map(&c, name, bytes, 1, &m, got), -EBADMSG);
     assert_null(m.addr);
     /* A flipped bit in the last buffer's last byte: corrupt. */
     char path[300];
@@ -169,6 +174,16 @@ static void test_map(void **state)
     /* The load agrees. */
     float ga[1000], gb[37];
     void *out[2] = {ga, gb};
+    assert_int_equal(avo_refcache_load(&c, name, out, bytes, 2), -EBADMSG);
+    /* A file of the first format (its magic) whole and of the right
+     * length: neither read nor mapped. */
+    assert_int_equal(avo_refcache_store(&c, name, in, bytes, 2), 0);
+    f = open(path, O_RDWR);
+    assert_true(f >= 0);
+    assert_int_equal(pwrite(f, "AVOREF1\n", 8, 0), 8);
+    close(f);
+    assert_int_equal(avo_refcache_map(&c, name, bytes, 2, &m, got), -EBADMSG);
+    assert_null(m.addr);
     assert_int_equal(avo_refcache_load(&c, name, out, bytes, 2), -EBADMSG);
     close(fd);
 }
