@@ -490,8 +490,8 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
      * would be read by nothing but the upload. */
     avo_refcache_mapping map = {0};
     int rc = r->dev_fill ? avo_refcache_map(&r->cache, name, bytes, n, &map, mapped) : -EOPNOTSUPP;
-    const int read = rc == -EOPNOTSUPP;
-    if (read)
+    const int in_area = rc == -EOPNOTSUPP; /* read into rx, not mapped */
+    if (in_area)
         rc = avo_refcache_load(&r->cache, name, bufs, bytes, n);
     if (rc == -EBADMSG)
         r->cache_corrupt++;
@@ -499,7 +499,7 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
         r->cache_failed++;
     if (rc)
         return 0;
-    harness_trace("  cache: %s and summed", read ? "read" : "mapped");
+    harness_trace("  cache: %s and summed", in_area ? "read" : "mapped");
     if (r->dev_fill) {
         int ret = 0;
         avo_gpu_times times;
@@ -508,7 +508,7 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
          * into the read-only mapping (or the area the file was read into). */
         void *host[AVO_PROBLEM_MAX_TENSORS];
         for (int k = 0, j = 0; k < rx->n; k++)
-            host[k] = (mask >> k) & 1 && !read ? (void *)(uintptr_t)mapped[j++] : rx->ptr[k];
+            host[k] = (mask >> k) & 1 && !in_area ? (void *)(uintptr_t)mapped[j++] : rx->ptr[k];
         harness_set_device_inputs(r, c, set);
         rc = avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
                          AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
