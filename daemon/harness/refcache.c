@@ -194,14 +194,14 @@ int avo_refcache_map(const avo_refcache *c, const char *name, const size_t *byte
      * I/O error, a file cut short since its fstat) is then an error here,
      * not a SIGBUS in the sum or the upload, which would end the checker
      * and be reported as the candidate's crash. */
-    m->len = sizeof h + h.payload;
-    m->addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m->addr == MAP_FAILED) {
+    const size_t len = sizeof h + h.payload;
+    void *addr = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
         rc = -errno;
-        m->addr = NULL;
-        m->len = 0;
         goto out;
     }
+    m->addr = addr;
+    m->len = len;
     if (madvise(m->addr, m->len, MADV_POPULATE_READ) != 0) {
         /* EINVAL: a kernel before 5.14; the caller reads the file. */
         rc = errno == EINVAL ? -EOPNOTSUPP : -EIO;

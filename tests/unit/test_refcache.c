@@ -71,16 +71,23 @@ static int open_cache(avo_refcache *c, uint64_t seed, const char *device)
     return fd;
 }
 
+/* Two outputs of different lengths to store: a[i] = i * step + offset,
+ * b[i] = i * bstep. */
+static void fill_outputs(float a[1000], float b[37], float step, float offset, float bstep)
+{
+    for (int i = 0; i < 1000; i++)
+        a[i] = (float)i * step + offset;
+    for (int i = 0; i < 37; i++)
+        b[i] = (float)i * bstep;
+}
+
 static void test_roundtrip_and_corruption(void **state)
 {
     (void)state;
     avo_refcache c;
     int fd = open_cache(&c, 42, "");
     float a[1000], b[37];
-    for (int i = 0; i < 1000; i++)
-        a[i] = (float)i * 0.5f;
-    for (int i = 0; i < 37; i++)
-        b[i] = -(float)i;
+    fill_outputs(a, b, 0.5f, 0, -1);
     const void *in[2] = {a, b};
     size_t bytes[2] = {sizeof a, sizeof b};
     char name[AVO_REFCACHE_NAME];
@@ -129,10 +136,7 @@ static void test_map(void **state)
     avo_refcache c;
     int fd = open_cache(&c, 42, "");
     float a[1000], b[37];
-    for (int i = 0; i < 1000; i++)
-        a[i] = (float)i * 0.25f + 1;
-    for (int i = 0; i < 37; i++)
-        b[i] = (float)i * -3;
+    fill_outputs(a, b, 0.25f, 1, -3);
     const void *in[2] = {a, b};
     size_t bytes[2] = {sizeof a, sizeof b};
     char name[AVO_REFCACHE_NAME];
