@@ -36,10 +36,17 @@ T=$(mktemp -d /tmp/avo-calltrace.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 seed="$DIR/$(jq -r '.seed' "$DIR/problem.json")"
 "$B/avo-worker" eval "$DIR" "$seed" --json --cache "$T/cache" >"$T/compile.json" 2>"$T/compile.err" || true
-REF= SEED=
+REF= SEED= BASE=
 for so in "$T"/cache/obj/*.so; do
-    if nm -D --defined-only "$so" 2>/dev/null | grep -q ' avo_reference$'; then REF=$so; else SEED=$so; fi
+    syms=$(nm -D --defined-only "$so" 2>/dev/null || true)
+    if grep -q ' avo_reference$' <<<"$syms"; then REF=$so
+    elif grep -q ' avo_baseline$' <<<"$syms"; then BASE=$so
+    else SEED=$so; fi
 done
+# The vendor baseline (gemm_bf16's cuBLAS) timed as the worker times it, in
+# lane 1, where the problem has one and it compiled.
+BASEARG=()
+[ -n "$BASE" ] && BASEARG=(--baseline "$BASE")
 [ -n "$REF" ] && [ -n "$SEED" ] || { echo "call_trace: no compiled objects ($(tail -1 "$T/compile.err"))" >&2; exit 1; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 echo "# call_trace: $DIR, $(date -u +%Y-%m-%dT%H:%MZ), ${gpu:+$gpu, }$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -47,15 +54,15 @@ if [ -n "${CACHE:-}" ]; then
     mkdir "$T/ref"
     exec 9<"$T/ref"
     echo "12345 $(python3 -c 'import secrets; print(secrets.randbits(62) + 1)')" >"$T/seeds"
-    cached() { "$HARNESS" "$DIR" "$SEED" "$REF" --seed-stdin --ref-cache-fd 9 --ref-cache-max $((8 << 30)) --against "$SEED" <"$T/seeds"; }
+    cached() { "$HARNESS" "$DIR" "$SEED" "$REF" --seed-stdin --ref-cache-fd 9 --ref-cache-max $((8 << 30)) --against "$SEED" ${BASEARG[@]+"${BASEARG[@]}"} <"$T/seeds"; }
     cached 3>"$T/fill.json" 2>"$T/fill.err" || true
     echo "# cache filled: $(du -sh "$T/ref" | cut -f1), $(jq -r '.outcome' "$T/fill.json" 2>/dev/null)"
     AVO_HARNESS_TRACE=1 cached 3>"$T/result.json" 2>"$T/trace.txt" || true
 else
-    AVO_HARNESS_TRACE=1 "$HARNESS" "$DIR" "$SEED" "$REF" --seed 12345 --against "$SEED" 3>"$T/result.json" 2>"$T/trace.txt" || true
+    AVO_HARNESS_TRACE=1 "$HARNESS" "$DIR" "$SEED" "$REF" --seed 12345 --against "$SEED" ${BASEARG[@]+"${BASEARG[@]}"} 3>"$T/result.json" 2>"$T/trace.txt" || true
 fi
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T/trace.txt" "$T/result.json" "$KEEP/"
-echo "# outcome: $(jq -r '.outcome' "$T/result.json" 2>/dev/null)"
+echo "# outcome: $(jq -r '.outcome' "$T/result.json" 2>/dev/null)${BASE:+; baseline timed (lane 1)}"
 python3 - "$T/trace.txt" <<'PY'
 import re, statistics, sys
 # A step's lines come before the "config NAME lane L call I" line that
