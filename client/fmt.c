@@ -462,6 +462,32 @@ static void fmt_pairing_failed(const json_t *ev, const json_t *d, const char *ki
         add(buf, len, ": %s", reason);
 }
 
+/* A best that keeps failing as the against (sql/026): queued alone, then
+ * kept or retired. */
+static void fmt_best_recheck(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
+                             size_t len)
+{
+    (void)ev;
+    (void)unit;
+    const char *s;
+    add(buf, len, "%s cand %lld", kind, int_of(d, "candidate"));
+    add_island(buf, len, d);
+    if (!strcmp(kind, "best_recheck")) {
+        add(buf, len, ": %lld pairings against it failed in a row, evaluated again alone",
+            int_of(d, "pairing_failures"));
+        if ((s = json_string_value(json_object_get(d, "last_reason"))) && *s)
+            add(buf, len, " (last: %s)", s);
+    } else if (!strcmp(kind, "best_rechecked")) {
+        add(buf, len, ": %s alone, kept", (s = json_string_value(json_object_get(d, "outcome"))) ? s : "?");
+    } else {
+        add(buf, len, ": %s", (s = json_string_value(json_object_get(d, "reason"))) ? s : "failed alone");
+        if (json_is_integer(json_object_get(d, "replaced_by")))
+            add(buf, len, "; replaced by cand %lld", int_of(d, "replaced_by"));
+        if (json_is_integer(json_object_get(d, "best_candidate")))
+            add(buf, len, "; job best cand %lld", int_of(d, "best_candidate"));
+    }
+}
+
 static void fmt_not_significant(const json_t *ev, const json_t *d, const char *kind, const char *unit, char *buf,
                                 size_t len)
 {
@@ -621,6 +647,9 @@ static const struct {
     {"job_finished", fmt_job_finished},
     {"not_significant", fmt_not_significant},
     {"pairing_failed", fmt_pairing_failed},
+    {"best_recheck", fmt_best_recheck},
+    {"best_rechecked", fmt_best_recheck},
+    {"best_retired", fmt_best_recheck},
     {"screened_out", fmt_screened_out},
     {"final_measurement", fmt_final_measurement},
     {"job_submitted", fmt_job_submitted_started},

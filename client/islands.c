@@ -15,15 +15,20 @@ void avoctl_islands_init(avoctl_islands *v, int islands, int budget, const char 
     snprintf(v->unit, sizeof v->unit, "%s", unit ? unit : "");
 }
 
-static avoctl_island *island_of(avoctl_islands *v, const json_t *data)
+/* Island i (a JSON integer; anything else is island 0). */
+static avoctl_island *island_at(avoctl_islands *v, const json_t *i)
 {
-    json_t *i = json_object_get(data, "island");
     long long k = json_is_integer(i) ? json_integer_value(i) : 0;
     if (k < 0 || k >= AVOCTL_MAX_ISLANDS)
         return NULL;
     if (k + 1 > v->nislands)
         v->nislands = (int)k + 1;
     return &v->isl[k];
+}
+
+static avoctl_island *island_of(avoctl_islands *v, const json_t *data)
+{
+    return island_at(v, json_object_get(data, "island"));
 }
 
 static void push_best(avoctl_island *s, double best)
@@ -60,6 +65,17 @@ void avoctl_islands_event(avoctl_islands *v, const json_t *ev)
             if (v->seed == 0 && json_is_null(json_object_get(d, "parent")) && !strcmp(kind, "committed"))
                 v->seed = json_number_value(agg);
             push_best(s, json_number_value(agg));
+        }
+    } else if (!strcmp(kind, "best_retired")) {
+        /* Each island that held the retired best is back at its
+         * predecessor's recorded aggregate. */
+        json_t *agg = json_object_get(d, "aggregate"), *k;
+        size_t i;
+        json_array_foreach(json_object_get(d, "islands"), i, k)
+        {
+            avoctl_island *s = json_is_integer(k) ? island_at(v, k) : NULL;
+            if (s && json_is_number(agg))
+                push_best(s, json_number_value(agg));
         }
     } else if (!strcmp(kind, "job_finished")) {
         v->finished = 1;

@@ -139,6 +139,10 @@ static void header(const json_t *c, FILE *out)
     kv(out, "outcome", buf);
     if (outcome && strcmp(outcome, "ok") != 0 && avoctl_fmt_str(c, "detail"))
         kv(out, "detail", avoctl_fmt_str(c, "detail"));
+    /* A best that failed when it was evaluated again alone (sql/026): no
+     * longer any island's best. */
+    if (avoctl_fmt_str(c, "retired"))
+        kv(out, "retired", avoctl_fmt_str(c, "retired"));
     snprintf(buf, sizeof buf, "-");
     if (json_is_number(json_object_get(c, "aggregate"))) {
         avoctl_fmt_num(json_number_value(json_object_get(c, "aggregate")), buf, sizeof buf);

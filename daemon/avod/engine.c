@@ -166,7 +166,8 @@ static void apply(avo_engine *e, json_t *decision)
     snprintf(id, sizeof id, "%lld", (long long)e->current);
     char *text = json_dumps(decision, JSON_COMPACT);
     const char *params[] = {id, text};
-    e->consumed = json_array_size(json_object_get(decision, "consume")) > 0;
+    e->consumed = json_array_size(json_object_get(decision, "consume")) > 0 ||
+                  json_array_size(json_object_get(decision, "rechecked")) > 0;
     int rc = text ? avo_db_query(e->db, "SELECT avo_job_apply($1, $2::jsonb)", 2, params, on_applied, e) : -12;
     free(text);
     if (rc < 0)
@@ -253,7 +254,8 @@ static void on_snapshot(void *arg, PGresult *res, const char *err)
         return;
     }
     int trivial = json_array_size(json_object_get(d, "consume")) == 0 &&
-                  json_array_size(json_object_get(d, "propose")) == 0 && !json_is_object(fin) &&
+                  json_array_size(json_object_get(d, "propose")) == 0 &&
+                  json_array_size(json_object_get(d, "rechecked")) == 0 && !json_is_object(fin) &&
                   !json_is_object(final) && !json_is_true(json_object_get(d, "start"));
     if (trivial) {
         json_decref(d);

@@ -14,6 +14,10 @@
 #include "tune.h"
 
 #define MAX_ISLANDS AVO_JOBSPEC_MAX_ISLANDS
+/* Consecutive pairing failures against an island's best that have the
+ * best re-checked alone (docs/jobs.md, "When the best fails as the
+ * against"). */
+#define RECHECK_AFTER 3
 
 int avo_evolve_commit_rule(double aggregate, double best, double epsilon)
 {
@@ -24,6 +28,7 @@ typedef struct {
     json_int_t head, best_cand;
     double best;
     int commits, stale, level, migrations, inflight;
+    int pair_fails; /* consecutive pairing failures against best_cand */
 } island;
 
 /* One step's working state: the snapshot's numbers, the islands as they
@@ -40,6 +45,9 @@ typedef struct {
     double best, seed_agg;
     int best_island;
     int commits, stale;
+    json_t *rechecking; /* candidates with a recheck queued or unapplied (the snapshot's, and this step's) */
+    json_t *retired;    /* candidates retired by this step */
+    int best_moved;     /* a retirement moved the job's best */
 } step;
 
 static double num(json_t *o, const char *k, double dflt)
@@ -177,6 +185,7 @@ static void load_islands(step *s)
         is->level = (int)num(x, "level", 0);
         is->migrations = (int)num(x, "migrations", 0);
         is->inflight = (int)num(x, "inflight", 0);
+        is->pair_fails = (int)num(x, "pair_fails", 0);
     }
     json_t *bt = tried_by_id(s, s->best_cand);
     s->best_island = bt ? (int)num(bt, "island", 0) : 0;
@@ -187,8 +196,9 @@ static json_t *islands_json(step *s)
     json_t *a = json_array();
     for (int k = 0; k < s->nisl; k++) {
         island *is = &s->isl[k];
-        json_t *o = json_pack("{s:i,s:f,s:i,s:i,s:i,s:i}", "idx", k, "best", is->best, "commits", is->commits, "stale",
-                              is->stale, "level", is->level, "migrations", is->migrations);
+        json_t *o = json_pack("{s:i,s:f,s:i,s:i,s:i,s:i,s:i}", "idx", k, "best", is->best, "commits", is->commits,
+                              "stale", is->stale, "level", is->level, "migrations", is->migrations, "pair_fails",
+                              is->pair_fails);
         json_object_set_new(o, "head", is->head > 0 ? json_integer(is->head) : json_null());
         json_object_set_new(o, "best_candidate", is->best_cand > 0 ? json_integer(is->best_cand) : json_null());
         json_array_append_new(a, o);
@@ -207,7 +217,7 @@ static void migrate(step *s)
             continue;
         is->head = is->best_cand = s->best_cand;
         is->best = s->best;
-        is->stale = is->level = 0;
+        is->stale = is->level = is->pair_fails = 0;
         is->migrations++;
         event(s, "island_migrated",
               json_pack("{s:i,s:i,s:I,s:f}", "island", k, "from", s->best_island, "candidate", (json_int_t)s->best_cand,
@@ -227,6 +237,148 @@ static void stagnate(step *s, int k)
     event(s, "stagnation",
           json_pack("{s:i,s:i,s:i,s:s}", "island", k, "evaluations_without_commit", is->stale, "level", is->level,
                     "action", is->level == 1 ? "mutation raised" : "island restarted"));
+}
+
+static int in_ids(json_t *ids, json_int_t id)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(ids, i, x) if (json_is_integer(x) && json_integer_value(x) == id) return 1;
+    return 0;
+}
+
+static int is_retired(step *s, json_int_t cand)
+{
+    return in_ids(s->retired, cand) || json_is_true(json_object_get(tried_by_id(s, cand), "retired"));
+}
+
+/* A pairing against island k's best failed (judged, v.pair_failed): at
+ * RECHECK_AFTER in a row, the best is queued for an evaluation alone. The
+ * failures themselves decide nothing: the candidate can make its own
+ * pairing fail; only the best's own result can retire it. */
+static void count_pair_failure(step *s, int k, const avo_commit_verdict *v)
+{
+    island *is = &s->isl[k];
+    if (v->against != is->best_cand || is->best_cand <= 0)
+        return;
+    if (++is->pair_fails < RECHECK_AFTER || in_ids(s->rechecking, is->best_cand))
+        return;
+    json_array_append_new(json_object_get(s->d, "recheck"),
+                          json_pack("{s:I,s:i}", "candidate", (json_int_t)is->best_cand, "island", k));
+    json_array_append_new(s->rechecking, json_integer(is->best_cand));
+    event(s, "best_recheck",
+          json_pack("{s:I,s:i,s:i,s:s}", "candidate", (json_int_t)is->best_cand, "island", k, "pairing_failures",
+                    is->pair_fails, "last_reason", v->reason));
+    is->pair_fails = 0;
+}
+
+/* The best a retired candidate had been measured against when it was
+ * proposed (its search evaluation's against), the first of that line not
+ * retired itself; the seed when the line ends. */
+static json_int_t predecessor(step *s, json_int_t cand)
+{
+    for (int hops = 0; hops < 100000; hops++) {
+        json_int_t a = id_of(tried_by_id(s, cand), "against");
+        if (a <= 0 || a == cand)
+            break;
+        if (!is_retired(s, a))
+            return a;
+        cand = a;
+    }
+    return s->seed_cand;
+}
+
+/* The retired candidate's place: every island whose best or head it was
+ * goes back to its predecessor, and the job's best to the best island's. */
+static void retire(step *s, json_int_t cand, const char *why)
+{
+    json_array_append_new(s->retired, json_integer(cand));
+    json_t *moved = json_array();
+    const json_int_t prev = predecessor(s, cand);
+    json_t *pt = tried_by_id(s, prev);
+    const double prev_agg = prev == s->seed_cand ? s->seed_agg : num(pt, "aggregate", 0);
+    for (int k = 0; k < s->nisl; k++) {
+        island *is = &s->isl[k];
+        if (is->best_cand != cand && is->head != cand)
+            continue;
+        if (is->best_cand == cand) {
+            is->best_cand = prev;
+            is->best = prev_agg;
+            is->pair_fails = 0;
+        }
+        if (is->head == cand)
+            is->head = prev;
+        json_array_append_new(moved, json_integer(k));
+    }
+    if (s->best_cand == cand) {
+        int bk = 0;
+        for (int k = 1; k < s->nisl; k++)
+            if (s->isl[k].best > s->isl[bk].best)
+                bk = k;
+        s->best_cand = s->isl[bk].best_cand;
+        s->best = s->isl[bk].best;
+        s->best_island = bk;
+        s->best_moved = 1;
+    }
+    event(s, "best_retired",
+          json_pack("{s:I,s:s,s:I,s:f,s:o,s:I}", "candidate", (json_int_t)cand, "reason", why, "replaced_by",
+                    (json_int_t)prev, "aggregate", prev_agg, "islands", moved, "best_candidate",
+                    (json_int_t)s->best_cand));
+}
+
+/* One finished recheck applied: ok keeps the best; anything else retires
+ * it (retire = 0 while the job ends: only consumed). The seed failing
+ * alone fails the job, as a broken seed does at its start. */
+static void apply_recheck(step *s, json_t *r, int may_retire)
+{
+    json_int_t cand = id_of(r, "candidate");
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    const char *detail = json_string_value(json_object_get(r, "detail"));
+    json_t *entry = json_pack("{s:O?,s:I,s:s}", "eval", json_object_get(r, "eval"), "candidate", cand, "outcome",
+                              outcome ? outcome : "unknown");
+    json_array_append_new(json_object_get(s->d, "rechecked"), entry);
+    if (outcome && !strcmp(outcome, "ok")) {
+        event(s, "best_rechecked",
+              json_pack("{s:I,s:s,s:O?}", "candidate", cand, "outcome", outcome, "aggregate",
+                        json_object_get(r, "aggregate")));
+        return;
+    }
+    char why[1200];
+    snprintf(why, sizeof why, "re-checked alone: %s%s%.1100s", outcome ? outcome : "unknown", detail ? ": " : "",
+             detail ? detail : "");
+    if (!may_retire || is_retired(s, cand))
+        return;
+    json_object_set_new(entry, "retired", json_string(why));
+    if (cand == s->seed_cand) {
+        char reason[1300];
+        snprintf(reason, sizeof reason, "the seed failed when %s", why);
+        event(s, "best_retired",
+              json_pack("{s:I,s:s,s:n,s:[],s:n}", "candidate", (json_int_t)cand, "reason", why, "replaced_by",
+                        "islands", "best_candidate"));
+        finish(s, "failed", reason);
+        return;
+    }
+    retire(s, cand, why);
+}
+
+/* A result island k does not commit (v: the rule's verdict where it was
+ * judged): its stagnation counts, and an event says why. */
+static void not_committed(step *s, int k, json_t *f, const avo_commit_verdict *v, json_int_t cand, int ok, int judged)
+{
+    s->isl[k].stale++;
+    s->stale++;
+    /* A screened-out result says so whether or not a commit was asked
+     * for: it was stopped early, and by how much. */
+    json_t *so = ok ? avo_commit_screened_out(json_object_get(f, "paired"), s->cp.confidence, cand, k) : NULL;
+    if (so)
+        event(s, "screened_out", so);
+    else if (judged && v->paired)
+        event(s, "not_significant", avo_commit_not_significant(&s->cp, v, cand, k));
+    else if (judged && v->pair_failed) {
+        event(s, "pairing_failed", avo_commit_pairing_failed(v, cand, k));
+        count_pair_failure(s, k, v);
+    }
+    stagnate(s, k);
 }
 
 /* Apply one finished evaluation to the lineage. The events it causes
@@ -275,6 +427,10 @@ static int consume(step *s, json_t *f)
         if (judged)
             avo_commit_judge(&s->cp, json_object_get(f, "paired"), agg, is->best, is->best_cand, &v);
         commit = judged && v.commit;
+        /* A result measured paired against the island's best clears its
+         * count of pairing failures. */
+        if (judged && v.paired && v.against == is->best_cand)
+            is->pair_fails = 0;
         /* A paired commit is faster than the version it was measured
          * against, whatever the drift of absolute figures says: when that
          * is the best, the candidate takes its place. */
@@ -285,24 +441,14 @@ static int consume(step *s, json_t *f)
             if (agg > is->best || over_island) {
                 is->best = agg;
                 is->best_cand = cand;
+                is->pair_fails = 0;
             }
             is->commits++;
             is->stale = is->level = 0;
             s->commits++;
             s->stale = 0;
         } else {
-            is->stale++;
-            s->stale++;
-            /* A screened-out result says so whether or not a commit was
-             * asked for: it was stopped early, and by how much. */
-            json_t *so = ok ? avo_commit_screened_out(json_object_get(f, "paired"), s->cp.confidence, cand, k) : NULL;
-            if (so)
-                event(s, "screened_out", so);
-            else if (judged && v.paired)
-                event(s, "not_significant", avo_commit_not_significant(&s->cp, &v, cand, k));
-            else if (judged && v.pair_failed)
-                event(s, "pairing_failed", avo_commit_pairing_failed(&v, cand, k));
-            stagnate(s, k);
+            not_committed(s, k, f, &v, cand, ok, judged);
         }
     }
     /* A screened-out candidate has no full score: its aggregate (the
@@ -406,7 +552,9 @@ static int propose_islands(step *s, int left)
             continue;
         const char *oc = json_string_value(json_object_get(t, "outcome"));
         pts[npts].evaluated = oc != NULL;
-        pts[npts].score = oc && !strcmp(oc, "ok") ? num(t, "aggregate", 0) : 0;
+        /* A retired version failed when evaluated again alone: a failure,
+         * not a point to search around. */
+        pts[npts].score = oc && !strcmp(oc, "ok") && !is_retired(s, id_of(t, "candidate")) ? num(t, "aggregate", 0) : 0;
         ids[npts] = id_of(t, "candidate");
         isl_of[npts] = (int)num(t, "island", 0);
         npts++;
@@ -554,19 +702,9 @@ static void defer_for_final(step *s)
     json_object_set_new(s->d, "finish", json_null());
 }
 
-json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err, size_t errlen)
+/* The step's numbers from the snapshot and the job's spec. */
+static void step_init(step *s, json_t *snap, json_t *d, const avo_problem *p, const char *seed_src)
 {
-    step *s = calloc(1, sizeof *s);
-    json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n}", "start", 0, "consume", "propose", "events", "finish");
-    const char *state = json_string_value(json_object_get(snap, "state"));
-    if (!s || !d) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    if (!state) {
-        snprintf(err, errlen, "snapshot without state");
-        goto fail;
-    }
     s->p = p;
     s->snap = snap;
     s->d = d;
@@ -591,6 +729,28 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     s->seed_agg = num(snap, "seed_aggregate", 0);
     s->commits = (int)num(snap, "commits", 0);
     s->stale = (int)num(snap, "stale", 0);
+}
+
+json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err, size_t errlen)
+{
+    step *s = calloc(1, sizeof *s);
+    json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n,s:[],s:[]}", "start", 0, "consume", "propose", "events", "finish",
+                          "recheck", "rechecked");
+    const char *state = json_string_value(json_object_get(snap, "state"));
+    json_t *rc_snap = json_object_get(snap, "rechecking");
+    if (s) {
+        s->rechecking = json_is_array(rc_snap) ? json_deep_copy(rc_snap) : json_array();
+        s->retired = json_array();
+    }
+    if (!s || !d || !s->rechecking || !s->retired) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (!state) {
+        snprintf(err, errlen, "snapshot without state");
+        goto fail;
+    }
+    step_init(s, snap, d, p, seed_src);
     int64_t v[AVO_PROBLEM_MAX_KNOBS];
 
     if (!strcmp(state, "queued")) {
@@ -600,22 +760,32 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
             snprintf(err, errlen, "cannot render the seed");
             goto fail;
         }
-        free(s);
-        return d;
+        goto out;
     }
 
-    /* The search has ended; only its final measurement is awaited. */
-    if (json_is_object(json_object_get(snap, "finishing"))) {
-        final_step(s, json_object_get(snap, "finishing"));
-        free(s);
-        return d;
-    }
-    load_islands(s);
     size_t i;
     json_t *f;
+    /* The search has ended; only its final measurement is awaited (a
+     * recheck still coming in is applied without retiring anything: the
+     * final measurement says how the best fares). */
+    if (json_is_object(json_object_get(snap, "finishing"))) {
+        json_array_foreach(json_object_get(snap, "rechecked"), i, f) apply_recheck(s, f, 0);
+        final_step(s, json_object_get(snap, "finishing"));
+        goto out;
+    }
+    load_islands(s);
     int applied = 0;
+    /* Rechecks first: a best they retire is no longer the one this step's
+     * results are judged against. */
+    json_array_foreach(json_object_get(snap, "rechecked"), i, f)
+    {
+        applied = 1;
+        apply_recheck(s, f, 1);
+    }
     json_array_foreach(json_object_get(snap, "finished"), i, f)
     {
+        if (finishing(s))
+            break;
         applied = 1;
         if (consume(s, f) < 0)
             break;
@@ -643,10 +813,19 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     if (json_array_size(json_object_get(d, "propose")) == 0 && inflight == 0)
         finish(s, "succeeded", "search space exhausted");
 done:
+    if (s->best_moved)
+        json_object_set_new(d, "best_candidate", json_integer(s->best_cand));
     defer_for_final(s);
+out:
+    json_decref(s->rechecking);
+    json_decref(s->retired);
     free(s);
     return d;
 fail:
+    if (s) {
+        json_decref(s->rechecking);
+        json_decref(s->retired);
+    }
     free(s);
     json_decref(d);
     return NULL;

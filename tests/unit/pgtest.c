@@ -13,6 +13,9 @@
 #include <cmocka.h>
 
 #include "daemon/avod/migrate.h"
+#include "daemon/avod/pin.h"
+#include "proto/avo_jobspec.h"
+#include "proto/avo_problem.h"
 
 /* A blocking connection, or NULL with the reason in err. */
 static PGconn *open_conn(const pgtest *t, char *err, size_t errlen)
@@ -190,4 +193,46 @@ void pgtest_finish(uv_loop_t *loop, pgtest_db *t, int close)
     if (rc != 0)
         uv_walk(loop, print_handle, NULL);
     assert_int_equal(rc, 0);
+}
+
+long long pgtest_submit(PGconn *c, const char *kernels, const char *spec_text)
+{
+    char err[1024], dir[2048];
+    avo_jobspec s;
+    json_t *norm = NULL;
+    json_t *in = json_loads(spec_text, 0, NULL);
+    assert_non_null(in);
+    avo_problem p;
+    json_t *pin = NULL;
+    if (avo_jobspec_parse(in, &s, &norm, err, sizeof err) < 0 ||
+        avo_problem_resolve(kernels, s.problem, dir, sizeof dir, err, sizeof err) < 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) < 0 || avo_problem_use_seed(&p, s.seed_name, err, sizeof err) < 0 ||
+        !(pin = avo_pin_make(&p, err, sizeof err)))
+        fail_msg("the job cannot be made: %s", err);
+    json_decref(in);
+    snprintf(s.target, sizeof s.target, "cpu");
+    json_object_set_new(norm, "target", json_string(s.target));
+    avo_jobspec_commit_resolve(&s, norm, 0);
+    json_object_set_new(json_object_get(norm, "operator_params"), "seed", json_integer(7));
+    char *spec = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+    char *pin_text = json_dumps(pin, JSON_COMPACT);
+    char prio[16], budget[16];
+    snprintf(prio, sizeof prio, "%d", s.priority);
+    snprintf(budget, sizeof budget, "%d", s.evaluations);
+    const char *params[] = {spec, s.problem, s.op, s.target, prio, budget, NULL, "12345", pin_text, "tester", NULL};
+    PGresult *r = PQexecParams(c,
+                               "SELECT (avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, "
+                               "$9::jsonb, $10, $11)->>'id')::bigint",
+                               11, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("avo_job_submit: %s", PQresultErrorMessage(r));
+    long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    free(spec);
+    free(pin_text);
+    json_decref(pin);
+    json_decref(norm);
+    avo_problem_free(&p);
+    avo_jobspec_clear(&s);
+    return id;
 }

@@ -46,6 +46,12 @@ PGconn *pgtest_connect(const pgtest *t);
  * the server's message. */
 long long pgtest_value(PGconn *c, const char *sql);
 
+/* Submit a job as avod's API does (api.c submit_finish and submit_insert):
+ * the spec parsed and normalised, the package (under kernels) pinned, the
+ * 11-argument avo_job_submit, target "cpu". Returns the job's id; fails
+ * the test when the job cannot be made. */
+long long pgtest_submit(PGconn *c, const char *kernels, const char *spec_text);
+
 /* Turn the loop until *v reaches want. A loop with nothing left to do
  * before that fails the test, saying what did not happen (no clock: the
  * machine is shared). */

@@ -486,6 +486,19 @@ static void test_fmt_events(void **state)
                NULL,
                "pairing_failed cand 14 island 1 vs cand 9: the paired measurement failed (the against on config a, "
                "call 12: crash): no gain shown");
+    /* a best that keeps failing as the against (sql/026_recheck.sql): queued alone, kept or retired */
+    event_line("{\"kind\":\"best_recheck\",\"data\":{\"candidate\":9,\"island\":1,\"pairing_failures\":3,"
+               "\"last_reason\":\"the paired measurement failed (the against crashed): no gain shown\"}}",
+               NULL,
+               "best_recheck cand 9 island 1: 3 pairings against it failed in a row, evaluated again alone (last: "
+               "the paired measurement failed (the against crashed): no gain shown)");
+    event_line("{\"kind\":\"best_rechecked\",\"data\":{\"candidate\":9,\"outcome\":\"ok\",\"aggregate\":7.1}}", NULL,
+               "best_rechecked cand 9: ok alone, kept");
+    event_line("{\"kind\":\"best_retired\",\"data\":{\"candidate\":9,\"reason\":\"re-checked alone: wrong_result: "
+               "config a: max abs error 3\",\"replaced_by\":4,\"islands\":[0,1],\"best_candidate\":4}}",
+               NULL,
+               "best_retired cand 9: re-checked alone: wrong_result: config a: max abs error 3; replaced by cand 4; "
+               "job best cand 4");
     /* screening (sql/013_screen.sql): the event, and the evaluation with no full score */
     event_line("{\"kind\":\"screened_out\",\"data\":{\"candidate\":13,\"island\":1,\"against\":9,"
                "\"ratio\":0.93,\"low\":0.915,\"ci\":[0.91,0.95],\"confidence\":0.95,\"configs\":[\"a\",\"b\"]}}",

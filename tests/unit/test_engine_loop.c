@@ -17,9 +17,6 @@
 
 #include "daemon/avod/db.h"
 #include "daemon/avod/engine.h"
-#include "daemon/avod/pin.h"
-#include "proto/avo_jobspec.h"
-#include "proto/avo_problem.h"
 #include "tests/unit/pgtest.h"
 
 static const char *KERNELS = "kernels";
@@ -74,51 +71,6 @@ static void run_until_no_query(fx *f)
         }
 }
 
-/* Submit a job as avod's API does (api.c submit_finish and submit_insert):
- * the spec parsed and normalised, the package pinned, the 11-argument
- * avo_job_submit. Returns the job's id. */
-static long long submit(PGconn *c, const char *spec_text)
-{
-    char err[1024], dir[2048];
-    avo_jobspec s;
-    json_t *norm = NULL;
-    json_t *in = json_loads(spec_text, 0, NULL);
-    assert_non_null(in);
-    avo_problem p;
-    json_t *pin = NULL;
-    if (avo_jobspec_parse(in, &s, &norm, err, sizeof err) < 0 ||
-        avo_problem_resolve(KERNELS, s.problem, dir, sizeof dir, err, sizeof err) < 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) < 0 || avo_problem_use_seed(&p, s.seed_name, err, sizeof err) < 0 ||
-        !(pin = avo_pin_make(&p, err, sizeof err)))
-        fail_msg("the job cannot be made: %s", err);
-    json_decref(in);
-    snprintf(s.target, sizeof s.target, "cpu");
-    json_object_set_new(norm, "target", json_string(s.target));
-    avo_jobspec_commit_resolve(&s, norm, 0);
-    json_object_set_new(json_object_get(norm, "operator_params"), "seed", json_integer(7));
-    char *spec = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
-    char *pin_text = json_dumps(pin, JSON_COMPACT);
-    char prio[16], budget[16];
-    snprintf(prio, sizeof prio, "%d", s.priority);
-    snprintf(budget, sizeof budget, "%d", s.evaluations);
-    const char *params[] = {spec, s.problem, s.op, s.target, prio, budget, NULL, "12345", pin_text, "tester", NULL};
-    PGresult *r = PQexecParams(c,
-                               "SELECT (avo_job_submit($1::jsonb, $2, $3, $4, $5::int, $6::int, $7, $8::bigint, "
-                               "$9::jsonb, $10, $11)->>'id')::bigint",
-                               11, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("avo_job_submit: %s", PQresultErrorMessage(r));
-    long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    free(spec);
-    free(pin_text);
-    json_decref(pin);
-    json_decref(norm);
-    avo_problem_free(&p);
-    avo_jobspec_clear(&s);
-    return id;
-}
-
 static const char *SPEC = "{\"problem\": \"cpu/sgemm\", \"operator\": \"tune\", \"budget\": {\"evaluations\": 4}, "
                           "\"islands\": 1}";
 
@@ -146,7 +98,7 @@ static void test_seed_evaluation_queued(void **state)
     PGconn *c = pgtest_connect(&pgtest_server);
     fx f;
     fx_start(&f);
-    long long job = submit(c, SPEC);
+    long long job = pgtest_submit(c, KERNELS, SPEC);
     assert_true(job > 0);
     assert_int_equal(seed_evaluations(c, job), 0);
     /* As the API does after a submission. */
@@ -187,7 +139,7 @@ static void test_stop_idle(void **state)
  * for c's COMMIT whatever the machine's speed. */
 static long long stop_in_flight(fx *f, PGconn *c, int lock)
 {
-    long long job = submit(c, SPEC);
+    long long job = pgtest_submit(c, KERNELS, SPEC);
     fx_start(f);
     if (lock) {
         pgtest_value(c, "BEGIN");

@@ -674,6 +674,175 @@ static void test_final_measurement(void **state)
     json_decref(d);
 }
 
+/* A best that keeps failing as the against (docs/jobs.md, "When the best
+ * fails as the against"). Island 0's best is candidate 4 (12.0), committed
+ * over 2 (10.0), itself committed over the seed 1 (5.0); island 1 migrated
+ * 4 too. pair_fails: island 0's count so far; results: the finished list's
+ * entries; rechecked, rechecking: the snapshot's. */
+static json_t *recheck_snap(int pair_fails, const char *results, const char *rechecked, const char *rechecking)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":2,\"commit\":{\"min_gain\":0.005}},"
+             "\"budget\":50,\"total\":9,\"inflight\":0,\"seed_candidate\":1,\"best_candidate\":4,"
+             "\"best_aggregate\":12,\"seed_aggregate\":5,\"islands\":[{\"idx\":0,\"head\":4,\"best_candidate\":4,"
+             "\"best\":12,\"pair_fails\":%d},{\"idx\":1,\"head\":4,\"best_candidate\":4,\"best\":12}],"
+             "\"finished\":[%s],\"rechecked\":[%s],\"rechecking\":[%s],"
+             "\"tried\":[{\"candidate\":1,\"aggregate\":5,\"island\":0,\"outcome\":\"ok\"},"
+             "{\"candidate\":2,\"aggregate\":10,\"island\":0,\"outcome\":\"ok\",\"against\":1,\"committed\":true},"
+             "{\"candidate\":3,\"aggregate\":9,\"island\":0,\"outcome\":\"ok\",\"against\":2},"
+             "{\"candidate\":4,\"aggregate\":12,\"island\":0,\"outcome\":\"ok\",\"against\":2,\"committed\":true}]}",
+             pair_fails, results, rechecked, rechecking);
+    return decide(text);
+}
+
+#define PAIR_FAIL(EVAL, CAND)                                                                                          \
+    "{\"eval\":" #EVAL ",\"candidate\":" #CAND ",\"parent\":4,\"island\":0,\"outcome\":\"ok\",\"aggregate\":13,"       \
+    "\"paired\":{\"against\":4,\"error\":\"the against's runner, loading: killed by SIGSEGV\"}}"
+
+static void test_failing_best_is_rechecked(void **state)
+{
+    (void)state;
+    /* two failures in a row: counted, nothing queued */
+    json_t *d = recheck_snap(0, PAIR_FAIL(10, 5) "," PAIR_FAIL(11, 6), "", "");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);
+    json_t *isl = json_array_get(json_object_get(d, "islands"), 0);
+    assert_int_equal(json_integer_value(json_object_get(isl, "pair_fails")), 2);
+    /* nothing is committed or retired on pairing failures alone */
+    assert_null(json_object_get(d, "best_candidate"));
+    assert_int_equal(json_integer_value(json_object_get(isl, "best_candidate")), 4);
+    json_decref(d);
+    /* the third: the best queued alone, once, said by an event in the
+     * result's place; the count starts again */
+    d = recheck_snap(2, PAIR_FAIL(12, 7), "", "");
+    json_t *rq = json_object_get(d, "recheck");
+    assert_int_equal(json_array_size(rq), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rq, 0), "candidate")), 4);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rq, 0), "island")), 0);
+    json_t *br = event_of(json_array_get(json_object_get(d, "consume"), 0), "best_recheck");
+    assert_non_null(br);
+    assert_int_equal(json_integer_value(json_object_get(br, "pairing_failures")), 3);
+    assert_non_null(strstr(json_string_value(json_object_get(br, "last_reason")), "killed by SIGSEGV"));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "pair_fails")), 0);
+    json_decref(d);
+    /* already being re-checked: not queued twice */
+    d = recheck_snap(2, PAIR_FAIL(12, 7), "", "4");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);
+    json_decref(d);
+    /* a pairing that worked against the best clears the count */
+    d = recheck_snap(2,
+                     "{\"eval\":12,\"candidate\":7,\"island\":0,\"outcome\":\"ok\",\"aggregate\":11.9,"
+                     "\"paired\":{\"against\":4,\"ratio\":0.99,\"low\":0.98,\"ci\":[0.98,1.0]}}," PAIR_FAIL(13, 8),
+                     "", "");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "pair_fails")), 1);
+    json_decref(d);
+    /* a failure against an older best counts for nothing */
+    d = recheck_snap(2,
+                     "{\"eval\":12,\"candidate\":7,\"island\":0,\"outcome\":\"ok\",\"aggregate\":11,"
+                     "\"paired\":{\"against\":2,\"error\":\"the against timed out\"}}",
+                     "", "");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "pair_fails")), 2);
+    json_decref(d);
+}
+
+static void test_failed_recheck_retires_the_best(void **state)
+{
+    (void)state;
+    /* its recheck failed: retired; both islands that held it go back to 2
+     * (what 4 was measured against), the job's best too; the result in
+     * the same step is judged against 2 */
+    json_t *d = recheck_snap(0,
+                             "{\"eval\":14,\"candidate\":9,\"parent\":4,\"island\":0,\"outcome\":\"ok\","
+                             "\"aggregate\":10.2,\"paired\":{\"against\":4,\"error\":\"the against crashed\"}}",
+                             "{\"eval\":13,\"candidate\":4,\"outcome\":\"wrong_result\",\"detail\":\"config n256: "
+                             "max abs error 3.1\"}",
+                             "4");
+    json_t *rd = json_object_get(d, "rechecked");
+    assert_int_equal(json_array_size(rd), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rd, 0), "eval")), 13);
+    const char *why = json_string_value(json_object_get(json_array_get(rd, 0), "retired"));
+    assert_non_null(why);
+    assert_string_equal(why, "re-checked alone: wrong_result: config n256: max abs error 3.1");
+    for (int k = 0; k < 2; k++) {
+        json_t *isl = json_array_get(json_object_get(d, "islands"), (size_t)k);
+        assert_int_equal(json_integer_value(json_object_get(isl, "best_candidate")), 2);
+        assert_true(json_real_value(json_object_get(isl, "best")) == 10.0);
+        assert_int_equal(json_integer_value(json_object_get(isl, "head")), 2);
+    }
+    assert_int_equal(json_integer_value(json_object_get(d, "best_candidate")), 2);
+    json_t *ev = find_event(d, "best_retired");
+    assert_non_null(ev);
+    assert_int_equal(json_integer_value(json_object_get(ev, "candidate")), 4);
+    assert_int_equal(json_integer_value(json_object_get(ev, "replaced_by")), 2);
+    assert_int_equal(json_array_size(json_object_get(ev, "islands")), 2);
+    /* the result measured against the retired best does not count as a
+     * pairing failure of the new one */
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "pair_fails")), 0);
+    /* the next proposals are measured against 2 */
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(d, "propose"), i, p)
+        assert_int_equal(json_integer_value(json_object_get(p, "against")), 2);
+    assert_true(json_array_size(json_object_get(d, "propose")) > 0);
+    json_decref(d);
+
+    /* its predecessor retired too: back to the seed */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":50,\"total\":9,\"inflight\":1,"
+               "\"seed_candidate\":1,\"best_candidate\":4,\"best_aggregate\":12,\"seed_aggregate\":5,"
+               "\"islands\":[{\"idx\":0,\"head\":4,\"best_candidate\":4,\"best\":12}],\"finished\":[],"
+               "\"rechecked\":[{\"eval\":13,\"candidate\":4,\"outcome\":\"crash\"}],"
+               "\"tried\":[{\"candidate\":1,\"aggregate\":5},{\"candidate\":2,\"aggregate\":10,\"against\":1,"
+               "\"retired\":true},{\"candidate\":4,\"aggregate\":12,\"against\":2}]}");
+    assert_int_equal(json_integer_value(json_object_get(d, "best_candidate")), 1);
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "best")) == 5.0);
+    json_decref(d);
+}
+
+static void test_passed_recheck_keeps_the_best(void **state)
+{
+    (void)state;
+    json_t *d = recheck_snap(0, "", "{\"eval\":13,\"candidate\":4,\"outcome\":\"ok\",\"aggregate\":11.8}", "4");
+    assert_int_equal(json_array_size(json_object_get(d, "rechecked")), 1);
+    assert_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_null(json_object_get(d, "best_candidate"));
+    assert_non_null(find_event(d, "best_rechecked"));
+    assert_null(find_event(d, "best_retired"));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "best_candidate")), 4);
+    json_decref(d);
+    /* the seed failing alone fails the job, with the evidence */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":50,\"total\":9,\"inflight\":0,"
+               "\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,\"seed_aggregate\":5,"
+               "\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5}],"
+               "\"finished\":[{\"eval\":14,\"candidate\":9,\"island\":0,\"outcome\":\"ok\",\"aggregate\":6}],"
+               "\"rechecked\":[{\"eval\":13,\"candidate\":1,\"outcome\":\"timeout\",\"detail\":\"hung\"}],"
+               "\"tried\":[{\"candidate\":1,\"aggregate\":5}]}");
+    json_t *fin = json_object_get(d, "finish");
+    assert_string_equal(json_string_value(json_object_get(fin, "state")), "failed");
+    assert_string_equal(json_string_value(json_object_get(fin, "reason")),
+                        "the seed failed when re-checked alone: timeout: hung");
+    /* and no result is applied after it */
+    assert_int_equal(json_array_size(json_object_get(d, "consume")), 0);
+    json_decref(d);
+    /* while the job ends (its final measurement running), a recheck is
+     * applied and retires nothing */
+    d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":5,\"total\":5,\"inflight\":0,"
+               "\"seed_candidate\":1,\"best_candidate\":4,\"best_aggregate\":12,\"seed_aggregate\":5,"
+               "\"finishing\":{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\"},"
+               "\"final\":{\"eval\":20,\"candidate\":4,\"against\":1,\"state\":\"running\"},"
+               "\"rechecked\":[{\"eval\":13,\"candidate\":4,\"outcome\":\"crash\"}],\"finished\":[],\"tried\":[]}");
+    assert_int_equal(json_array_size(json_object_get(d, "rechecked")), 1);
+    assert_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_null(json_object_get(d, "best_candidate"));
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +865,9 @@ int main(void)
         cmocka_unit_test(test_commit_explain_says_by_how_much),
         cmocka_unit_test(test_screened_out_is_never_committed),
         cmocka_unit_test(test_final_measurement),
+        cmocka_unit_test(test_failing_best_is_rechecked),
+        cmocka_unit_test(test_failed_recheck_retires_the_best),
+        cmocka_unit_test(test_passed_recheck_keeps_the_best),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -50,6 +50,14 @@ static void test_lines(void **state)
     assert_non_null(strstr(out, "island 1     1 eval "));
     assert_non_null(strstr(out, "(1 failed)"));
     free(out);
+    /* A retired best (sql/026): both islands back at its predecessor's 2.5. */
+    avoctl_islands r = v;
+    feed(&r, "{\"kind\":\"best_retired\",\"data\":{\"candidate\":3,\"replaced_by\":1,\"aggregate\":2.5,"
+             "\"islands\":[0,1],\"best_candidate\":1}}");
+    out = render(&r, 0, 0);
+    assert_non_null(strstr(out, "island 0     2 evals (job 3/10)  best 2.5 GFLOP/s"));
+    assert_non_null(strstr(out, "island 1     1 eval  (job 3/10)  best 2.5 GFLOP/s"));
+    free(out);
     /* Cut to the width, a bar counting as one column. */
     out = render(&v, 30, 0);
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
