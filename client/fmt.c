@@ -479,6 +479,8 @@ static void fmt_best_recheck(const json_t *ev, const json_t *d, const char *kind
             add(buf, len, " (last: %s)", s);
     } else if (!strcmp(kind, "best_rechecked")) {
         add(buf, len, ": %s alone, kept", (s = json_string_value(json_object_get(d, "outcome"))) ? s : "?");
+        if ((s = json_string_value(json_object_get(d, "inconclusive"))))
+            add(buf, len, " (no verdict: %s)", s);
     } else {
         add(buf, len, ": %s", (s = json_string_value(json_object_get(d, "reason"))) ? s : "failed alone");
         if (json_is_integer(json_object_get(d, "replaced_by")))

@@ -9,9 +9,11 @@
 -- failed", for good. The engine counts an island's consecutive pairing
 -- failures against its best (islands.pair_fails); at three it queues an
 -- evaluation of the best alone (purpose 'recheck': no against, outside the
--- budget, its cost the job's). A recheck that is not ok retires the best
+-- budget, its cost the job's). A recheck that ends with a verdict on the
+-- candidate (state 'done') other than ok retires the best
 -- (candidates.retired: why): every island that held it goes back to the
--- best it had been measured against, the job's best too. The pairing
+-- best it had been measured against, the job's best too; one the machine
+-- failed (state 'failed': a lost worker, a package mismatch) keeps it. The pairing
 -- failures alone never retire anything: a candidate can make its own
 -- pairing fail.
 
@@ -49,7 +51,7 @@ LANGUAGE sql STABLE AS $$
                                      ORDER BY e.id LIMIT 1)) ORDER BY c.id)
                       FROM candidates c WHERE c.job_id = p_id), '[]'::jsonb),
         'rechecked', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-                        'eval', e.id, 'candidate', e.candidate_id, 'outcome', e.outcome,
+                        'eval', e.id, 'candidate', e.candidate_id, 'state', e.state, 'outcome', e.outcome,
                         'aggregate', e.aggregate, 'detail', e.result->>'detail') ORDER BY e.id)
                       FROM evaluations e
                      WHERE e.job_id = p_id AND e.purpose = 'recheck' AND e.state IN ('done','failed')

@@ -326,21 +326,27 @@ static void retire(step *s, json_int_t cand, const char *why)
                     (json_int_t)s->best_cand));
 }
 
-/* One finished recheck applied: ok keeps the best; anything else retires
- * it (retire = 0 while the job ends: only consumed). The seed failing
- * alone fails the job, as a broken seed does at its start. */
+/* One finished recheck applied: ok keeps the best, and so does a recheck
+ * the machine failed (state "failed": a lost worker, a package mismatch:
+ * no verdict on the candidate); any other verdict retires it (may_retire
+ * 0 while the job ends: only consumed). The seed failing alone fails the
+ * job, as a broken seed does at its start. */
 static void apply_recheck(step *s, json_t *r, int may_retire)
 {
     json_int_t cand = id_of(r, "candidate");
     const char *outcome = json_string_value(json_object_get(r, "outcome"));
     const char *detail = json_string_value(json_object_get(r, "detail"));
+    const char *state = json_string_value(json_object_get(r, "state"));
+    const int verdict = !state || !strcmp(state, "done");
     json_t *entry = json_pack("{s:O?,s:I,s:s}", "eval", json_object_get(r, "eval"), "candidate", cand, "outcome",
                               outcome ? outcome : "unknown");
     json_array_append_new(json_object_get(s->d, "rechecked"), entry);
-    if (outcome && !strcmp(outcome, "ok")) {
-        event(s, "best_rechecked",
-              json_pack("{s:I,s:s,s:O?}", "candidate", cand, "outcome", outcome, "aggregate",
-                        json_object_get(r, "aggregate")));
+    if ((outcome && !strcmp(outcome, "ok")) || !verdict) {
+        json_t *e = json_pack("{s:I,s:s,s:O?}", "candidate", cand, "outcome", outcome ? outcome : "unknown",
+                              "aggregate", json_object_get(r, "aggregate"));
+        if (!verdict)
+            json_object_set_new(e, "inconclusive", json_string(detail ? detail : "the evaluation failed"));
+        event(s, "best_rechecked", e);
         return;
     }
     char why[1200];

@@ -816,6 +816,17 @@ static void test_passed_recheck_keeps_the_best(void **state)
     assert_int_equal(
         json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "best_candidate")), 4);
     json_decref(d);
+    /* a recheck the machine failed (a lost worker: state failed) is no
+     * verdict on the best: kept, said inconclusive */
+    d = recheck_snap(0, "",
+                     "{\"eval\":13,\"candidate\":4,\"state\":\"failed\",\"outcome\":\"crash\",\"detail\":"
+                     "\"the worker running it was lost 3 times (lease expired)\"}",
+                     "4");
+    assert_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_null(json_object_get(d, "best_candidate"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(find_event(d, "best_rechecked"), "inconclusive")), "lost 3 times"));
+    json_decref(d);
     /* the seed failing alone fails the job, with the evidence */
     d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":50,\"total\":9,\"inflight\":0,"
                "\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,\"seed_aggregate\":5,"
