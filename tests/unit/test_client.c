@@ -494,6 +494,11 @@ static void test_fmt_events(void **state)
                "the paired measurement failed (the against crashed): no gain shown)");
     event_line("{\"kind\":\"best_rechecked\",\"data\":{\"candidate\":9,\"outcome\":\"ok\",\"aggregate\":7.1}}", NULL,
                "best_rechecked cand 9: ok alone, kept");
+    event_line("{\"kind\":\"best_rechecked\",\"data\":{\"candidate\":9,\"outcome\":\"crash\",\"inconclusive\":"
+               "\"the worker running it was lost 3 times (lease expired)\"}}",
+               NULL,
+               "best_rechecked cand 9: crash alone, kept (no verdict: the worker running it was lost 3 times (lease "
+               "expired))");
     event_line("{\"kind\":\"best_retired\",\"data\":{\"candidate\":9,\"reason\":\"re-checked alone: wrong_result: "
                "config a: max abs error 3\",\"replaced_by\":4,\"islands\":[0,1],\"best_candidate\":4}}",
                NULL,
