@@ -1110,6 +1110,14 @@ static void test_show(void **state)
     assert_null(strstr(text, "+++"));
     free(text);
 
+    /* A retired best (sql/026): why, under its outcome. */
+    json_object_set_new(show_json, "retired", json_string("re-checked alone: wrong_result: config 4096: max abs 3"));
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "outcome      ok, committed\nretired      re-checked alone: wrong_result: config "
+                                 "4096: max abs 3\naggregate"));
+    free(text);
+    json_object_del(show_json, "retired");
+
     /* A CPU candidate: perf's availability, and only the measured
      * counters as columns. */
     json_t *cfg = json_array_get(json_object_get(show_json, "configs"), 0);
