@@ -27,9 +27,10 @@ ALTER TABLE islands ADD COLUMN pair_fails int NOT NULL DEFAULT 0 CHECK (pair_fai
 ALTER TABLE candidates ADD COLUMN retired text;
 
 -- The snapshot as in 012, with each island's pairing failures, each tried
--- candidate's against (of its search evaluation), commit and retirement,
--- the finished rechecks not yet applied and the candidates being
--- re-checked.
+-- candidate's against (of its first search evaluation), commit,
+-- retirement and rechecks that crashed or timed out, the finished rechecks
+-- not yet applied and the candidates being re-checked. Every subquery is
+-- the job's own (evaluations_job): a snapshot costs the job, not the table.
 ALTER FUNCTION avo_job_snapshot(bigint) RENAME TO avo_job_snapshot_025;
 CREATE FUNCTION avo_job_snapshot(p_id bigint) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
@@ -45,11 +46,17 @@ LANGUAGE sql STABLE AS $$
         'tried', COALESCE((SELECT jsonb_agg(jsonb_build_object(
                         'candidate', c.id, 'knobs', c.knobs, 'outcome', c.outcome,
                         'aggregate', c.aggregate, 'island', c.island, 'committed', c.committed,
-                        'retired', c.retired IS NOT NULL,
-                        'against', (SELECT e.against_id FROM evaluations e
-                                     WHERE e.candidate_id = c.id AND e.purpose = 'search'
-                                     ORDER BY e.id LIMIT 1)) ORDER BY c.id)
-                      FROM candidates c WHERE c.job_id = p_id), '[]'::jsonb),
+                        'retired', c.retired IS NOT NULL, 'against', a.against_id,
+                        'recheck_faults', COALESCE(f.n, 0)) ORDER BY c.id)
+                      FROM candidates c
+                      LEFT JOIN (SELECT DISTINCT ON (candidate_id) candidate_id, against_id
+                                   FROM evaluations WHERE job_id = p_id AND purpose = 'search'
+                                  ORDER BY candidate_id, id) a ON a.candidate_id = c.id
+                      LEFT JOIN (SELECT candidate_id, count(*) AS n
+                                   FROM evaluations WHERE job_id = p_id AND purpose = 'recheck' AND consumed
+                                    AND state = 'done' AND outcome IN ('crash','timeout')
+                                  GROUP BY candidate_id) f ON f.candidate_id = c.id
+                     WHERE c.job_id = p_id), '[]'::jsonb),
         'rechecked', COALESCE((SELECT jsonb_agg(jsonb_build_object(
                         'eval', e.id, 'candidate', e.candidate_id, 'state', e.state, 'outcome', e.outcome,
                         'aggregate', e.aggregate, 'detail', e.result->>'detail') ORDER BY e.id)
@@ -62,24 +69,25 @@ LANGUAGE sql STABLE AS $$
                        AND (e.state IN ('queued','running') OR NOT e.consumed)), '[]'::jsonb));
 $$;
 
--- avo_job_apply as in 022, then: each island's pairing failures; each
--- applied recheck consumed (its cost the job's) and, when it failed, its
--- candidate retired; the job's best where a retirement moved it
--- ("best_candidate"); the rechecks the step queues ("recheck": [{candidate,
--- island}]), while the job still runs.
+-- avo_job_apply as in 022, with the rechecks around it. First, under the
+-- job's lock: each applied recheck consumed (its cost the job's) and, when
+-- it retired its candidate, why; the job's best where a retirement moved
+-- it ("best_candidate", the step's last word on it, so the results applied
+-- next and a job_finished see it); the rechecks' events ("recheck_events"),
+-- before the results judged after them. Then as in 022. Then each island's
+-- pairing failures, and the rechecks the step queues ("recheck":
+-- [{candidate, island}]) while the search runs (none once the final
+-- measurement is under way, whose start cancels those still queued).
 ALTER FUNCTION avo_job_apply(bigint, jsonb) RENAME TO avo_job_apply_025;
 CREATE FUNCTION avo_job_apply(p_id bigint, d jsonb) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
-    x jsonb; n int; st text; prio int; tgt text; prob text; gpu text;
+    x jsonb; n int; st text; fin jsonb; prio int; tgt text; prob text; gpu text;
 BEGIN
-    IF NOT avo_job_apply_025(p_id, d) THEN
+    SELECT state INTO st FROM jobs WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND OR st NOT IN ('queued','running') THEN
         RETURN false;
     END IF;
-    FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'islands', '[]'::jsonb)) LOOP
-        UPDATE islands SET pair_fails = COALESCE((x->>'pair_fails')::int, 0)
-         WHERE job_id = p_id AND idx = (x->>'idx')::int;
-    END LOOP;
     FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'rechecked', '[]'::jsonb)) LOOP
         UPDATE evaluations SET consumed = true
          WHERE id = (x->>'eval')::bigint AND job_id = p_id AND purpose = 'recheck'
@@ -100,8 +108,22 @@ BEGIN
     IF jsonb_typeof(d->'best_candidate') = 'number' THEN
         UPDATE jobs SET best_candidate = (d->>'best_candidate')::bigint WHERE id = p_id;
     END IF;
-    SELECT state, priority, target, problem, spec->>'gpu' INTO st, prio, tgt, prob, gpu FROM jobs WHERE id = p_id;
-    IF st = 'running' THEN
+    FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'recheck_events', '[]'::jsonb)) LOOP
+        PERFORM avo_event(p_id, x->>'kind', COALESCE(x->'data', '{}'::jsonb));
+    END LOOP;
+    IF NOT avo_job_apply_025(p_id, d) THEN
+        RETURN false;
+    END IF;
+    FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'islands', '[]'::jsonb)) LOOP
+        UPDATE islands SET pair_fails = COALESCE((x->>'pair_fails')::int, 0)
+         WHERE job_id = p_id AND idx = (x->>'idx')::int;
+    END LOOP;
+    SELECT state, finishing, priority, target, problem, spec->>'gpu' INTO st, fin, prio, tgt, prob, gpu
+      FROM jobs WHERE id = p_id;
+    IF fin IS NOT NULL THEN
+        UPDATE evaluations SET state = 'cancelled', finished_at = now()
+         WHERE job_id = p_id AND state = 'queued' AND purpose = 'recheck';
+    ELSIF st = 'running' THEN
         FOR x IN SELECT * FROM jsonb_array_elements(COALESCE(d->'recheck', '[]'::jsonb)) LOOP
             INSERT INTO evaluations (job_id, candidate_id, problem, target, priority, gpu_model, purpose)
             SELECT p_id, c.id, prob, tgt, prio, gpu, 'recheck'
@@ -118,4 +140,18 @@ CREATE FUNCTION avo_candidate_json(p_id bigint, p_with_source boolean) RETURNS j
 LANGUAGE sql STABLE AS $$
     SELECT c || jsonb_build_object('retired', (SELECT retired FROM candidates WHERE id = p_id))
       FROM avo_candidate_json_025(p_id, p_with_source) c;
+$$;
+
+-- The job as in 023, its counts by outcome of the search's evaluations
+-- only (012 counted every consumed evaluation; rechecks are consumed too).
+ALTER FUNCTION avo_job_json(bigint) RENAME TO avo_job_json_025;
+CREATE FUNCTION avo_job_json(p_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN j->'evaluations' ? 'by_outcome' THEN
+                jsonb_set(j, '{evaluations,by_outcome}', COALESCE((
+                    SELECT jsonb_object_agg(o, n) FROM (
+                        SELECT outcome o, count(*) n FROM evaluations
+                         WHERE job_id = p_id AND consumed AND purpose = 'search' GROUP BY outcome) b), '{}'::jsonb))
+           ELSE j END
+      FROM avo_job_json_025(p_id) j;
 $$;

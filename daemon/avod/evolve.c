@@ -288,8 +288,9 @@ static json_int_t predecessor(step *s, json_int_t cand)
     return s->seed_cand;
 }
 
-/* The retired candidate's place: every island whose best or head it was
- * goes back to its predecessor, and the job's best to the best island's. */
+/* The retired candidate's place: every island whose best it was goes back
+ * to its predecessor (and its head with it, where that was the retired
+ * one too), and the job's best to the best island's. */
 static void retire(step *s, json_int_t cand, const char *why)
 {
     json_array_append_new(s->retired, json_integer(cand));
@@ -299,15 +300,13 @@ static void retire(step *s, json_int_t cand, const char *why)
     const double prev_agg = prev == s->seed_cand ? s->seed_agg : num(pt, "aggregate", 0);
     for (int k = 0; k < s->nisl; k++) {
         island *is = &s->isl[k];
-        if (is->best_cand != cand && is->head != cand)
-            continue;
-        if (is->best_cand == cand) {
-            is->best_cand = prev;
-            is->best = prev_agg;
-            is->pair_fails = 0;
-        }
         if (is->head == cand)
             is->head = prev;
+        if (is->best_cand != cand)
+            continue;
+        is->best_cand = prev;
+        is->best = prev_agg;
+        is->pair_fails = 0;
         json_array_append_new(moved, json_integer(k));
     }
     if (s->best_cand == cand) {
@@ -326,45 +325,95 @@ static void retire(step *s, json_int_t cand, const char *why)
                     (json_int_t)s->best_cand));
 }
 
-/* One finished recheck applied: ok keeps the best, and so does a recheck
- * the machine failed (state "failed": a lost worker, a package mismatch:
- * no verdict on the candidate); any other verdict retires it (may_retire
- * 0 while the job ends: only consumed). The seed failing alone fails the
- * job, as a broken seed does at its start. */
+/* Still what some island, or the job, stands on. */
+static int holds(const step *s, json_int_t cand)
+{
+    if (s->best_cand == cand)
+        return 1;
+    for (int k = 0; k < s->nisl; k++)
+        if (s->isl[k].best_cand == cand)
+            return 1;
+    return 0;
+}
+
+/* A recheck with no verdict on the best: kept, said why (why NULL: it was
+ * ok); again: queued once more. */
+static void keep_best(step *s, json_t *r, json_int_t cand, const char *outcome, const char *why, int again)
+{
+    json_t *e = json_pack("{s:I,s:s,s:O?}", "candidate", cand, "outcome", outcome ? outcome : "unknown", "aggregate",
+                          json_object_get(r, "aggregate"));
+    if (why)
+        json_object_set_new(e, "inconclusive", json_string(why));
+    event(s, "best_rechecked", e);
+    if (again)
+        json_array_append_new(json_object_get(s->d, "recheck"), json_pack("{s:I,s:n}", "candidate", cand, "island"));
+}
+
+/* One finished recheck applied. ok keeps the best; so does a recheck the
+ * machine failed (state "failed": a lost worker, a package mismatch) and
+ * a first crash or timeout (a wedged GPU or a loaded host ends a call that
+ * way too, and the worker's canary runs after the result is stored),
+ * which is evaluated once more. Any other verdict, or a second crash or
+ * timeout, retires it. While the job ends (may_retire 0: its final
+ * measurement runs) a failure is recorded on the candidate and moves
+ * nothing. The seed failing alone fails the job while the job still
+ * stands on it. */
 static void apply_recheck(step *s, json_t *r, int may_retire)
 {
     json_int_t cand = id_of(r, "candidate");
     const char *outcome = json_string_value(json_object_get(r, "outcome"));
     const char *detail = json_string_value(json_object_get(r, "detail"));
     const char *state = json_string_value(json_object_get(r, "state"));
-    const int verdict = !state || !strcmp(state, "done");
     json_t *entry = json_pack("{s:O?,s:I,s:s}", "eval", json_object_get(r, "eval"), "candidate", cand, "outcome",
                               outcome ? outcome : "unknown");
     json_array_append_new(json_object_get(s->d, "rechecked"), entry);
-    if ((outcome && !strcmp(outcome, "ok")) || !verdict) {
-        json_t *e = json_pack("{s:I,s:s,s:O?}", "candidate", cand, "outcome", outcome ? outcome : "unknown",
-                              "aggregate", json_object_get(r, "aggregate"));
-        if (!verdict)
-            json_object_set_new(e, "inconclusive", json_string(detail ? detail : "the evaluation failed"));
-        event(s, "best_rechecked", e);
+    if (outcome && !strcmp(outcome, "ok")) {
+        keep_best(s, r, cand, outcome, NULL, 0);
+        return;
+    }
+    if (state && strcmp(state, "done") != 0) {
+        keep_best(s, r, cand, outcome, detail ? detail : "the evaluation failed", 0);
         return;
     }
     char why[1200];
-    snprintf(why, sizeof why, "re-checked alone: %s%s%.1100s", outcome ? outcome : "unknown", detail ? ": " : "",
-             detail ? detail : "");
-    if (!may_retire || is_retired(s, cand))
-        return;
-    json_object_set_new(entry, "retired", json_string(why));
-    if (cand == s->seed_cand) {
-        char reason[1300];
-        snprintf(reason, sizeof reason, "the seed failed when %s", why);
-        event(s, "best_retired",
-              json_pack("{s:I,s:s,s:n,s:[],s:n}", "candidate", (json_int_t)cand, "reason", why, "replaced_by",
-                        "islands", "best_candidate"));
-        finish(s, "failed", reason);
+    const int fault = outcome && (!strcmp(outcome, "crash") || !strcmp(outcome, "timeout"));
+    if (fault && may_retire && num(tried_by_id(s, cand), "recheck_faults", 0) < 1) {
+        snprintf(why, sizeof why, "%s alone once (%.1000s): evaluated again before it is retired", outcome,
+                 detail ? detail : "no detail");
+        keep_best(s, r, cand, outcome, why, 1);
         return;
     }
-    retire(s, cand, why);
+    snprintf(why, sizeof why, "re-checked alone: %s%s%.1100s", outcome ? outcome : "unknown", detail ? ": " : "",
+             detail ? detail : "");
+    if (is_retired(s, cand))
+        return;
+    json_object_set_new(entry, "retired", json_string(why));
+    if (may_retire && !(cand == s->seed_cand && holds(s, cand))) {
+        retire(s, cand, why);
+        return;
+    }
+    /* Recorded, and nothing moves: the search is over, or the job fails. */
+    json_array_append_new(s->retired, json_integer(cand));
+    event(s, "best_retired",
+          json_pack("{s:I,s:s,s:n,s:n,s:[],s:n}", "candidate", (json_int_t)cand, "reason", why, "replaced_by",
+                    "aggregate", "islands", "best_candidate"));
+    if (may_retire) {
+        char reason[1300];
+        snprintf(reason, sizeof reason, "the seed failed when %s", why);
+        finish(s, "failed", reason);
+    }
+}
+
+/* The snapshot's finished rechecks applied; their events go before the
+ * step's results' (sql/026: "recheck_events"). Returns how many. */
+static int apply_rechecks(step *s, int may_retire)
+{
+    size_t i;
+    json_t *r;
+    s->events = json_object_get(s->d, "recheck_events");
+    json_array_foreach(json_object_get(s->snap, "rechecked"), i, r) apply_recheck(s, r, may_retire);
+    s->events = json_object_get(s->d, "events");
+    return json_array_size(json_object_get(s->snap, "rechecked")) > 0;
 }
 
 /* A result island k does not commit (v: the rule's verdict where it was
@@ -560,7 +609,8 @@ static int propose_islands(step *s, int left)
         pts[npts].evaluated = oc != NULL;
         /* A retired version failed when evaluated again alone: a failure,
          * not a point to search around. */
-        pts[npts].score = oc && !strcmp(oc, "ok") && !is_retired(s, id_of(t, "candidate")) ? num(t, "aggregate", 0) : 0;
+        const int retired = json_is_true(json_object_get(t, "retired")) || in_ids(s->retired, id_of(t, "candidate"));
+        pts[npts].score = oc && !strcmp(oc, "ok") && !retired ? num(t, "aggregate", 0) : 0;
         ids[npts] = id_of(t, "candidate");
         isl_of[npts] = (int)num(t, "island", 0);
         npts++;
@@ -740,8 +790,8 @@ static void step_init(step *s, json_t *snap, json_t *d, const avo_problem *p, co
 json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_src, char *err, size_t errlen)
 {
     step *s = calloc(1, sizeof *s);
-    json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n,s:[],s:[]}", "start", 0, "consume", "propose", "events", "finish",
-                          "recheck", "rechecked");
+    json_t *d = json_pack("{s:b,s:[],s:[],s:[],s:n,s:[],s:[],s:[]}", "start", 0, "consume", "propose", "events",
+                          "finish", "recheck", "rechecked", "recheck_events");
     const char *state = json_string_value(json_object_get(snap, "state"));
     json_t *rc_snap = json_object_get(snap, "rechecking");
     if (s) {
@@ -775,7 +825,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
      * recheck still coming in is applied without retiring anything: the
      * final measurement says how the best fares). */
     if (json_is_object(json_object_get(snap, "finishing"))) {
-        json_array_foreach(json_object_get(snap, "rechecked"), i, f) apply_recheck(s, f, 0);
+        apply_rechecks(s, 0);
         final_step(s, json_object_get(snap, "finishing"));
         goto out;
     }
@@ -783,11 +833,7 @@ json_t *avo_evolve_decide(json_t *snap, const avo_problem *p, const char *seed_s
     int applied = 0;
     /* Rechecks first: a best they retire is no longer the one this step's
      * results are judged against. */
-    json_array_foreach(json_object_get(snap, "rechecked"), i, f)
-    {
-        applied = 1;
-        apply_recheck(s, f, 1);
-    }
+    applied = apply_rechecks(s, 1);
     json_array_foreach(json_object_get(snap, "finished"), i, f)
     {
         if (finishing(s))

@@ -1064,6 +1064,23 @@ static int print_show(FILE *f)
     return avoctl_show_print(show_json, show_source, 0, f);
 }
 
+/* A retired best (sql/026): why, under its outcome. */
+static void test_show_retired(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    show_json = json_loads(CANDIDATE, 0, NULL);
+    assert_non_null(show_json);
+    show_source = 0;
+    json_object_set_new(show_json, "retired", json_string("re-checked alone: wrong_result: config 4096: max abs 3"));
+    CAPTURE(text, print_show);
+    assert_non_null(strstr(text, "outcome      ok, committed\nretired      re-checked alone: wrong_result: config "
+                                 "4096: max abs 3\naggregate"));
+    free(text);
+    json_decref(show_json);
+    show_json = NULL;
+}
+
 static void test_show(void **state)
 {
     (void)state;
@@ -1109,14 +1126,6 @@ static void test_show(void **state)
     assert_non_null(strstr(text, "\n\n#define STAGES 4\n__global__ void gemm() {}\n"));
     assert_null(strstr(text, "+++"));
     free(text);
-
-    /* A retired best (sql/026): why, under its outcome. */
-    json_object_set_new(show_json, "retired", json_string("re-checked alone: wrong_result: config 4096: max abs 3"));
-    CAPTURE(text, print_show);
-    assert_non_null(strstr(text, "outcome      ok, committed\nretired      re-checked alone: wrong_result: config "
-                                 "4096: max abs 3\naggregate"));
-    free(text);
-    json_object_del(show_json, "retired");
 
     /* A CPU candidate: perf's availability, and only the measured
      * counters as columns. */
@@ -1446,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_lineage_edges),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_show),
+        cmocka_unit_test(test_show_retired),
         cmocka_unit_test(test_noise_marks),
         cmocka_unit_test(test_avo_home),
         cmocka_unit_test(test_route_path),

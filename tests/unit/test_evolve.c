@@ -167,6 +167,8 @@ static json_t *find_in(json_t *events, const char *kind)
 static json_t *find_event(json_t *d, const char *kind)
 {
     json_t *e = find_in(json_object_get(d, "events"), kind), *c;
+    if (!e)
+        e = find_in(json_object_get(d, "recheck_events"), kind);
     size_t i;
     json_array_foreach(json_object_get(d, "consume"), i, c) if (!e) e = find_in(json_object_get(c, "events"), kind);
     return e;
@@ -798,9 +800,35 @@ static void test_failed_recheck_retires_the_best(void **state)
                "\"islands\":[{\"idx\":0,\"head\":4,\"best_candidate\":4,\"best\":12}],\"finished\":[],"
                "\"rechecked\":[{\"eval\":13,\"candidate\":4,\"outcome\":\"crash\"}],"
                "\"tried\":[{\"candidate\":1,\"aggregate\":5},{\"candidate\":2,\"aggregate\":10,\"against\":1,"
-               "\"retired\":true},{\"candidate\":4,\"aggregate\":12,\"against\":2}]}");
+               "\"retired\":true},{\"candidate\":4,\"aggregate\":12,\"against\":2,\"recheck_faults\":1}]}");
     assert_int_equal(json_integer_value(json_object_get(d, "best_candidate")), 1);
     assert_true(json_real_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "best")) == 5.0);
+    json_decref(d);
+
+    /* a first crash or timeout alone (a wedged GPU ends a call that way
+     * too): kept and evaluated once more; the second one retires it (above) */
+    d = recheck_snap(0, "", "{\"eval\":13,\"candidate\":4,\"state\":\"done\",\"outcome\":\"timeout\"}", "4");
+    assert_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_null(json_object_get(d, "best_candidate"));
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(d, "recheck"), 0), "candidate")),
+                     4);
+    assert_non_null(strstr(json_string_value(json_object_get(find_event(d, "best_rechecked"), "inconclusive")),
+                           "timeout alone once"));
+    json_decref(d);
+
+    /* the retirement's events come before the step's results' (their own key) */
+    d = recheck_snap(0, PAIR_FAIL(14, 9), "{\"eval\":13,\"candidate\":4,\"outcome\":\"wrong_result\"}", "4");
+    assert_null(find_in(json_object_get(d, "events"), "best_retired"));
+    assert_non_null(find_in(json_object_get(d, "recheck_events"), "best_retired"));
+    json_decref(d);
+
+    /* a seed the search has moved past is retired without failing the job */
+    d = recheck_snap(0, "", "{\"eval\":13,\"candidate\":1,\"outcome\":\"wrong_result\"}", "1");
+    assert_true(json_is_null(json_object_get(d, "finish")));
+    assert_non_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "best_candidate")), 4);
     json_decref(d);
 }
 
@@ -832,25 +860,27 @@ static void test_passed_recheck_keeps_the_best(void **state)
                "\"seed_candidate\":1,\"best_candidate\":1,\"best_aggregate\":5,\"seed_aggregate\":5,"
                "\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5}],"
                "\"finished\":[{\"eval\":14,\"candidate\":9,\"island\":0,\"outcome\":\"ok\",\"aggregate\":6}],"
-               "\"rechecked\":[{\"eval\":13,\"candidate\":1,\"outcome\":\"timeout\",\"detail\":\"hung\"}],"
+               "\"rechecked\":[{\"eval\":13,\"candidate\":1,\"outcome\":\"wrong_result\",\"detail\":\"nan\"}],"
                "\"tried\":[{\"candidate\":1,\"aggregate\":5}]}");
     json_t *fin = json_object_get(d, "finish");
     assert_string_equal(json_string_value(json_object_get(fin, "state")), "failed");
     assert_string_equal(json_string_value(json_object_get(fin, "reason")),
-                        "the seed failed when re-checked alone: timeout: hung");
+                        "the seed failed when re-checked alone: wrong_result: nan");
     /* and no result is applied after it */
     assert_int_equal(json_array_size(json_object_get(d, "consume")), 0);
     json_decref(d);
-    /* while the job ends (its final measurement running), a recheck is
-     * applied and retires nothing */
+    /* while the job ends (its final measurement running), a failed
+     * recheck is recorded on the candidate and moves nothing */
     d = decide("{\"id\":1,\"state\":\"running\",\"spec\":{},\"budget\":5,\"total\":5,\"inflight\":0,"
                "\"seed_candidate\":1,\"best_candidate\":4,\"best_aggregate\":12,\"seed_aggregate\":5,"
                "\"finishing\":{\"state\":\"succeeded\",\"reason\":\"evaluation budget reached\"},"
                "\"final\":{\"eval\":20,\"candidate\":4,\"against\":1,\"state\":\"running\"},"
                "\"rechecked\":[{\"eval\":13,\"candidate\":4,\"outcome\":\"crash\"}],\"finished\":[],\"tried\":[]}");
     assert_int_equal(json_array_size(json_object_get(d, "rechecked")), 1);
-    assert_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
+    assert_non_null(json_object_get(json_array_get(json_object_get(d, "rechecked"), 0), "retired"));
     assert_null(json_object_get(d, "best_candidate"));
+    assert_true(json_is_null(json_object_get(find_event(d, "best_retired"), "replaced_by")));
+    assert_true(json_is_null(json_object_get(d, "finish")));
     json_decref(d);
 }
 

@@ -147,6 +147,18 @@ static long long start_job(PGconn *c, long long *job)
     return best;
 }
 
+/* A job whose best has had three pairings fail in a row: its recheck's
+ * evaluation id (queued). *c: a connection the caller closes. */
+static long long rechecked_job(PGconn **c, long long *job, long long *best)
+{
+    pgtest_need(&pgtest_server);
+    *c = pgtest_connect(&pgtest_server);
+    *best = start_job(*c, job);
+    for (int i = 0; i < 3; i++)
+        fail_pairing(*c, *job, *best);
+    return queued(*c, *job, "recheck");
+}
+
 static void test_failing_best_retired(void **state)
 {
     (void)state;
@@ -179,9 +191,25 @@ static void test_failing_best_retired(void **state)
     fail_pairing(c, job, best);
     assert_int_equal(value(c, "SELECT count(*) FROM evaluations WHERE job_id = %lld AND purpose = 'recheck'", job), 1);
 
-    /* it fails alone: retired, the island and the job back to the seed */
+    /* it fails alone: retired, the island and the job back to the seed; a
+     * search result applied in the same step comes after the retirement
+     * in the event stream */
     complete(c, rc, "wrong_result", 0, NULL);
+    const long long late = queued(c, job, "search");
+    char paired[200];
+    snprintf(paired, sizeof paired, "{\"against\":%lld,\"error\":\"the against crashed\"}", best);
+    complete(c, late, "ok", 6.5, paired);
     step(c, job);
+    char sql[600];
+    snprintf(sql, sizeof sql,
+             "SELECT ((SELECT min(id) FROM events WHERE job_id = %lld AND kind = 'best_retired') < "
+             "(SELECT min(id) FROM events WHERE job_id = %lld AND kind = 'candidate_evaluated' AND "
+             "(data->>'candidate')::bigint = (SELECT candidate_id FROM evaluations WHERE id = %lld)))::int",
+             job, job, late);
+    assert_int_equal(pgtest_value(c, sql), 1);
+    /* the recheck's verdict is not one of the search's outcomes */
+    assert_int_equal(value(c, "SELECT (avo_job_json(%lld)->'evaluations'->'by_outcome' ? 'wrong_result')::int", job),
+                     0);
     assert_int_equal(value(c, "SELECT consumed::int FROM evaluations WHERE id = %lld", rc), 1);
     assert_int_equal(
         value(
@@ -201,16 +229,37 @@ static void test_failing_best_retired(void **state)
     PQfinish(c);
 }
 
+/* The search ends (its final measurement starts) with a recheck queued:
+ * the recheck is cancelled with the search's queued work, and no new one
+ * is queued while the final measurement runs. */
+static void test_recheck_cancelled_at_the_end(void **state)
+{
+    (void)state;
+    PGconn *c;
+    long long job, best;
+    const long long rc = rechecked_job(&c, &job, &best);
+    value(c,
+          "UPDATE jobs SET eval_budget = (SELECT count(*) FROM evaluations WHERE job_id = %lld AND purpose = "
+          "'search') RETURNING 1",
+          job);
+    fail_pairing(c, job, best);
+    assert_int_equal(value(c, "SELECT (finishing IS NOT NULL)::int FROM jobs WHERE id = %lld", job), 1);
+    assert_int_equal(value(c, "SELECT (state = 'cancelled')::int FROM evaluations WHERE id = %lld", rc), 1);
+    assert_int_equal(value(c,
+                           "SELECT count(*) FROM evaluations WHERE job_id = %lld AND purpose = 'recheck' AND "
+                           "state = 'queued'",
+                           job),
+                     0);
+    pgtest_value(c, "SELECT count(avo_job_cancel(id)) FROM jobs WHERE state IN ('queued','running')");
+    PQfinish(c);
+}
+
 static void test_passing_recheck_keeps_the_best(void **state)
 {
     (void)state;
-    pgtest_need(&pgtest_server);
-    PGconn *c = pgtest_connect(&pgtest_server);
-    long long job;
-    const long long best = start_job(c, &job);
-    for (int i = 0; i < 3; i++)
-        fail_pairing(c, job, best);
-    const long long rc = queued(c, job, "recheck");
+    PGconn *c;
+    long long job, best;
+    const long long rc = rechecked_job(&c, &job, &best);
     complete(c, rc, "ok", 5.9, NULL);
     step(c, job);
     assert_int_equal(value(c, "SELECT consumed::int FROM evaluations WHERE id = %lld", rc), 1);
@@ -227,6 +276,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failing_best_retired),
         cmocka_unit_test(test_passing_recheck_keeps_the_best),
+        cmocka_unit_test(test_recheck_cancelled_at_the_end),
     };
     return cmocka_run_group_tests(tests, group_start, group_stop);
 }
