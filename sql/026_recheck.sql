@@ -28,7 +28,8 @@ ALTER TABLE candidates ADD COLUMN retired text;
 
 -- The snapshot as in 012, with each island's pairing failures, each tried
 -- candidate's against (of its first search evaluation), commit,
--- retirement and rechecks that crashed or timed out, the finished rechecks
+-- retirement, rechecks that crashed or timed out and rechecks it passed
+-- (state done: verdicts on it), the finished rechecks
 -- not yet applied and the candidates being re-checked. Every subquery is
 -- the job's own (evaluations_job): a snapshot costs the job, not the table.
 ALTER FUNCTION avo_job_snapshot(bigint) RENAME TO avo_job_snapshot_025;
@@ -47,14 +48,16 @@ LANGUAGE sql STABLE AS $$
                         'candidate', c.id, 'knobs', c.knobs, 'outcome', c.outcome,
                         'aggregate', c.aggregate, 'island', c.island, 'committed', c.committed,
                         'retired', c.retired IS NOT NULL, 'against', a.against_id,
-                        'recheck_faults', COALESCE(f.n, 0)) ORDER BY c.id)
+                        'recheck_faults', COALESCE(f.faults, 0), 'rechecks_kept', COALESCE(f.kept, 0)) ORDER BY c.id)
                       FROM candidates c
                       LEFT JOIN (SELECT DISTINCT ON (candidate_id) candidate_id, against_id
                                    FROM evaluations WHERE job_id = p_id AND purpose = 'search'
                                   ORDER BY candidate_id, id) a ON a.candidate_id = c.id
-                      LEFT JOIN (SELECT candidate_id, count(*) AS n
+                      LEFT JOIN (SELECT candidate_id,
+                                        count(*) FILTER (WHERE outcome IN ('crash','timeout')) AS faults,
+                                        count(*) FILTER (WHERE outcome = 'ok') AS kept
                                    FROM evaluations WHERE job_id = p_id AND purpose = 'recheck' AND consumed
-                                    AND state = 'done' AND outcome IN ('crash','timeout')
+                                    AND state = 'done'
                                   GROUP BY candidate_id) f ON f.candidate_id = c.id
                      WHERE c.job_id = p_id), '[]'::jsonb),
         'rechecked', COALESCE((SELECT jsonb_agg(jsonb_build_object(

@@ -253,15 +253,19 @@ static int is_retired(step *s, json_int_t cand)
 }
 
 /* A pairing against island k's best failed (judged, v.pair_failed): at
- * RECHECK_AFTER in a row, the best is queued for an evaluation alone. The
- * failures themselves decide nothing: the candidate can make its own
- * pairing fail; only the best's own result can retire it. */
+ * RECHECK_AFTER in a row, twice as many for each recheck it has passed,
+ * the best is queued for an evaluation alone. The failures themselves
+ * decide nothing: the candidate can make its own pairing fail; only the
+ * best's own result can retire it. The doubling bounds what a best that
+ * passes alone and fails only as the against costs its island. */
 static void count_pair_failure(step *s, int k, const avo_commit_verdict *v)
 {
     island *is = &s->isl[k];
     if (v->against != is->best_cand || is->best_cand <= 0)
         return;
-    if (++is->pair_fails < RECHECK_AFTER || in_ids(s->rechecking, is->best_cand))
+    const int kept = (int)num(tried_by_id(s, is->best_cand), "rechecks_kept", 0);
+    const int need = RECHECK_AFTER << (kept < 0 ? 0 : kept > 16 ? 16 : kept);
+    if (++is->pair_fails < need || in_ids(s->rechecking, is->best_cand))
         return;
     json_array_append_new(json_object_get(s->d, "recheck"),
                           json_pack("{s:I,s:i}", "candidate", (json_int_t)is->best_cand, "island", k));

@@ -681,6 +681,8 @@ static void test_final_measurement(void **state)
  * over 2 (10.0), itself committed over the seed 1 (5.0); island 1 migrated
  * 4 too. pair_fails: island 0's count so far; results: the finished list's
  * entries; rechecked, rechecking: the snapshot's. */
+static int snap_kept; /* candidate 4's rechecks passed */
+
 static json_t *recheck_snap(int pair_fails, const char *results, const char *rechecked, const char *rechecking)
 {
     char text[4096];
@@ -693,8 +695,9 @@ static json_t *recheck_snap(int pair_fails, const char *results, const char *rec
              "\"tried\":[{\"candidate\":1,\"aggregate\":5,\"island\":0,\"outcome\":\"ok\"},"
              "{\"candidate\":2,\"aggregate\":10,\"island\":0,\"outcome\":\"ok\",\"against\":1,\"committed\":true},"
              "{\"candidate\":3,\"aggregate\":9,\"island\":0,\"outcome\":\"ok\",\"against\":2},"
-             "{\"candidate\":4,\"aggregate\":12,\"island\":0,\"outcome\":\"ok\",\"against\":2,\"committed\":true}]}",
-             pair_fails, results, rechecked, rechecking);
+             "{\"candidate\":4,\"aggregate\":12,\"island\":0,\"outcome\":\"ok\",\"against\":2,\"committed\":true,"
+             "\"rechecks_kept\":%d}]}",
+             pair_fails, results, rechecked, rechecking, snap_kept);
     return decide(text);
 }
 
@@ -728,6 +731,15 @@ static void test_failing_best_is_rechecked(void **state)
     assert_int_equal(
         json_integer_value(json_object_get(json_array_get(json_object_get(d, "islands"), 0), "pair_fails")), 0);
     json_decref(d);
+    /* a best that passed one recheck already needs twice as many (6) */
+    snap_kept = 1;
+    d = recheck_snap(2, PAIR_FAIL(12, 7), "", "");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);
+    json_decref(d);
+    d = recheck_snap(5, PAIR_FAIL(12, 7), "", "");
+    assert_int_equal(json_array_size(json_object_get(d, "recheck")), 1);
+    json_decref(d);
+    snap_kept = 0;
     /* already being re-checked: not queued twice */
     d = recheck_snap(2, PAIR_FAIL(12, 7), "", "4");
     assert_int_equal(json_array_size(json_object_get(d, "recheck")), 0);

@@ -267,6 +267,13 @@ static void test_passing_recheck_keeps_the_best(void **state)
     assert_int_equal(value(c, "SELECT best_candidate FROM jobs WHERE id = %lld", job), best);
     assert_int_equal(value(c, "SELECT count(*) FROM events WHERE job_id = %lld AND kind = 'best_rechecked'", job), 1);
     assert_int_equal(value(c, "SELECT against_id FROM evaluations WHERE id = %lld", queued(c, job, "search")), best);
+    /* having passed one, it is queued again only after six failures in a row */
+    const char *count = "SELECT count(*) FROM evaluations WHERE job_id = %lld AND purpose = 'recheck'";
+    for (int i = 0; i < 5; i++)
+        fail_pairing(c, job, best);
+    assert_int_equal(value(c, count, job), 1);
+    fail_pairing(c, job, best);
+    assert_int_equal(value(c, count, job), 2);
     pgtest_value(c, "SELECT count(avo_job_cancel(id)) FROM jobs WHERE state IN ('queued','running')");
     PQfinish(c);
 }
