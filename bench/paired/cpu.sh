@@ -14,7 +14,11 @@
 # fixture's PROCESS_COIN): a stand-in for the bias of the process a lane
 # runs in, to show what the confirmation round does with it (the first
 # round alone commits about half of them, both rounds about a quarter).
-#   [N=10] [COIN=0] [OUT=dir] bash bench/paired/cpu.sh
+# HOG=1 runs a busy loop on the CPU the harness pins itself to (the
+# highest one) during the A/A runs, and prints how far their configs'
+# ratios move and how many calls had the checker's waits for the CPU taken
+# out (docs/evaluation.md, "Off the CPU").
+#   [N=10] [COIN=0] [HOG=0] [OUT=dir] bash bench/paired/cpu.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -40,7 +44,22 @@ run() {  # run NAME CANDIDATE [AGAINST]
         end' "$OUTDIR/$1.json"
 }
 echo "# paired cpu: $N A/A runs and the sensitivity pair, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+HOG=${HOG:-0}
+if [ "$HOG" = 1 ]; then
+    taskset -c $(($(nproc) - 1)) sh -c 'while :; do :; done' &
+    hog=$!
+    trap 'kill $hog 2>/dev/null' EXIT
+    echo "# a busy loop on CPU $(($(nproc) - 1)) during the A/A runs"
+fi
 for i in $(seq 1 "$N"); do run "aa-$i" "$OUTDIR/copy.c"; done
+if [ "$HOG" = 1 ]; then
+    kill $hog 2>/dev/null
+    wait $hog 2>/dev/null
+fi
+[ "$N" -gt 0 ] && jq -s -r '[.[].paired.configs[]?.ratio] as $c
+    | "A/A configs: \($c | length), ratios \($c | min) .. \($c | max), beyond 3%: \($c | map(select(. - 1 | fabs > 0.03)) | length),"
+      + " beyond 10%: \($c | map(select(. - 1 | fabs > 0.1)) | length); calls with the checker's waits taken out (candidate lane):"
+      + " \([.[].configs[]?.clock_gap.off_cpu_runs // 0] | add)"' "$OUTDIR"/aa-*.json
 run faster "$OUTDIR/faster.c"
 run slower "$OUTDIR/slower.c"
 [ "$N" -gt 0 ] && jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r

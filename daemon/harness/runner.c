@@ -603,6 +603,11 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
     thaw(r);
     const double t0 = avo_timing_now();
     int rc = send_cmd(r, c, why, wl);
+    /* Read after the command is written: a runner that took the CPU at
+     * its wake-up has already run by then, so what follows is the
+     * checker's own wait for a CPU, woken by the answer or yielding it
+     * while the group freezes. */
+    const double d0 = rc ? -1 : avo_timing_run_delay();
     if (!rc)
         rc = wait_reply(r, deadline, m, why, wl);
     r->reply_s = avo_timing_now() - t0;
@@ -610,6 +615,8 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
         rc = freeze(r, deadline, why, wl);
     if (rt)
         *rt = avo_timing_now() - t0;
+    const double d1 = d0 >= 0 ? avo_timing_run_delay() : -1;
+    r->wait_s = d1 >= d0 && d0 >= 0 ? d1 - d0 : -1;
     return rc;
 }
 

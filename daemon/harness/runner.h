@@ -59,6 +59,8 @@ typedef struct {
     char isolation_note[200]; /* what it did not get, and why */
     double cpu_s;             /* CPU time of its group so far (-1 unknown), read while frozen */
     double reply_s;           /* the last round trip up to the answer (before the freeze), checker's clock */
+    double wait_s;            /* the last round trip's time with the checker ready and waiting for a CPU,
+                                 from its command written to the group frozen (-1 unknown) */
 } avo_runner;
 
 /* Device tensors a CUDA runner maps from the checker (avo_gpu_share): the

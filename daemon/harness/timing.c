@@ -2,6 +2,7 @@
 #include "timing.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,24 @@ double avo_timing_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double avo_timing_run_delay(void)
+{
+    char buf[96];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    /* "time on a CPU, time waiting on a run queue, timeslices", in ns */
+    unsigned long long on_cpu, waited;
+    if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
+        return -1;
+    return (double)waited * 1e-9;
 }
 
 static size_t llc_bytes(void)

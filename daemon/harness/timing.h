@@ -19,6 +19,11 @@ typedef struct {
 
 double avo_timing_now(void);
 
+/* Seconds the calling thread has spent ready to run and waiting for a CPU
+ * (its run_delay in /proc/thread-self/schedstat), or -1 where the kernel
+ * keeps no such count. */
+double avo_timing_run_delay(void);
+
 /* Size: twice the LLC of cpu0 (sysfs), or 64 MiB when sysfs does not say. */
 int avo_timing_flusher_open(avo_flusher *f);
 void avo_timing_flusher_run(avo_flusher *f);

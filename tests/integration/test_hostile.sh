@@ -90,6 +90,11 @@ declare -A EXPECT=(
     # a sleeping helper that works between the thaw and the clock on the
     # runner's own CPU: charged the CPU time its group used outside
     [thaw_thread]="ok cheat_suspected wrong_result"
+    # a helper that finishes the call's rows after the answer, while the
+    # checker waits for the CPU during the freeze (docs/evaluation.md,
+    # "Off the CPU"): that wait comes out of the sample, the helper's CPU
+    # time does not
+    [finishes_late]="ok wrong_result cheat_suspected"
     [helper_process]="ok cheat_suspected wrong_result"
     [memo_inputs]="ok cheat_suspected wrong_result"
     [replay_when_timed]="ok cheat_suspected wrong_result"
@@ -130,6 +135,7 @@ declare -A EXPECT=(
 declare -A NEW_RULE=(
     [slows_calibration]=twin [subtle_calibration]=twin [flush_thread]=twin [helper_process]=twin
     [memo_inputs]=twin [replay_when_timed]=twin [reads_seed]=twin [skips_some]=twin [sees_neighbours]=twin [gpu_lock]=twin [syscalls]=twin [thaw_thread]=twin [std_fds]=twin
+    [finishes_late]=twin
     [include_secret]=secret [incbin_secret]=secret
     [escapes_daemon]=outlive [squats_nproc]=outlive
     [fills_shm]=files [bad_utf8]=tails [dies_loading]=fast

@@ -2,6 +2,8 @@
  * statistics of a set of samples, and how a GPU run's event times become a
  * sample (the host's usual latency after the call left out, work left on
  * other streams counted). */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +113,59 @@ static void test_cpu_sample_refuses_non_positive(void **state)
 
 /* The check rate: about as much reference time as call time, at least
  * q_min, at most every call; unknown times check every call. */
+static volatile int spin_on;
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    while (spin_on)
+        ;
+    return NULL;
+}
+
+static void spin_for(double seconds)
+{
+    const double end = avo_timing_now() + seconds;
+    while (avo_timing_now() < end)
+        ;
+}
+
+/* The checker's wait for a CPU (docs/evaluation.md, "Off the CPU"): a
+ * thread that shares its one CPU with a busy one waits for it, and one
+ * alone does not. */
+static void test_run_delay_counts_a_wait_for_the_cpu(void **state)
+{
+    (void)state;
+    if (avo_timing_run_delay() < 0)
+        skip(); /* no schedstat on this kernel */
+    cpu_set_t old, one;
+    assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof old, &old), 0);
+    int cpu = -1;
+    for (int i = CPU_SETSIZE - 1; i >= 0 && cpu < 0; i--)
+        if (CPU_ISSET(i, &old))
+            cpu = i;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    double d0 = avo_timing_run_delay();
+    spin_for(0.05);
+    const double alone = avo_timing_run_delay() - d0;
+    spin_on = 1;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, spin, NULL), 0); /* inherits the one CPU */
+    d0 = avo_timing_run_delay();
+    spin_for(0.2);
+    const double shared = avo_timing_run_delay() - d0;
+    spin_on = 0;
+    pthread_join(t, NULL);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    assert_true(alone >= 0);
+    /* Half of 0.2 s is the fair share; a tenth of it leaves room for any
+     * scheduler's slices. */
+    assert_true(shared > 0.02);
+    assert_true(shared > alone);
+}
+
 static void test_check_rate(void **state)
 {
     (void)state;
@@ -367,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_gpu_sample_floor),
         cmocka_unit_test(test_gpu_sample_slack_scales_with_the_call),
         cmocka_unit_test(test_cpu_sample_refuses_non_positive),
+        cmocka_unit_test(test_run_delay_counts_a_wait_for_the_cpu),
         cmocka_unit_test(test_check_rate),
         cmocka_unit_test(test_check_rng),
         cmocka_unit_test(test_checked_consistent),
