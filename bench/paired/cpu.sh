@@ -16,8 +16,8 @@
 # round alone commits about half of them, both rounds about a quarter).
 # HOG=1 runs a busy loop on the CPU the harness pins itself to (the
 # highest one) during the A/A runs, and prints how far their configs'
-# ratios move and how many calls had the checker's waits for the CPU taken
-# out (docs/evaluation.md, "Off the CPU").
+# ratios move and the checker's waits for that CPU (docs/evaluation.md,
+# Residual risks, "A busy neighbour on the harness's CPU").
 #   [N=10] [COIN=0] [HOG=0] [OUT=dir] bash bench/paired/cpu.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,8 +58,8 @@ if [ "$HOG" = 1 ]; then
 fi
 [ "$N" -gt 0 ] && jq -s -r '[.[].paired.configs[]?.ratio] as $c
     | "A/A configs: \($c | length), ratios \($c | min) .. \($c | max), beyond 3%: \($c | map(select(. - 1 | fabs > 0.03)) | length),"
-      + " beyond 10%: \($c | map(select(. - 1 | fabs > 0.1)) | length); calls with the checker's waits taken out (candidate lane):"
-      + " \([.[].configs[]?.clock_gap.off_cpu_runs // 0] | add)"' "$OUTDIR"/aa-*.json
+      + " beyond 10%: \($c | map(select(. - 1 | fabs > 0.1)) | length); the checker's waits for its CPU (candidate lane):"
+      + " \([.[].configs[]?.clock_gap.checker_wait_s // 0] | add) s"' "$OUTDIR"/aa-*.json
 run faster "$OUTDIR/faster.c"
 run slower "$OUTDIR/slower.c"
 [ "$N" -gt 0 ] && jq -s -r --argjson g "$MIN_GAIN" '[.[] | select(.paired.ratio != null)] as $r

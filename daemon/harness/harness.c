@@ -40,8 +40,8 @@ typedef struct {
     int outside_runs;       /* CPU: calls charged the CPU time their group used outside the timed window */
     double outside_max_s;   /* ... the most charged to one */
     int cpu_known;          /* cpu_s read for every timed call (a control group counts it) */
-    int off_cpu_runs;       /* CPU: calls timed by their CPU time: they waited off the CPU (lane_off_cpu) */
-    double off_cpu_max_s;   /* ... the most wall time taken out of one */
+    double checker_wait_s;  /* CPU: the checker's waits for its CPU within those calls' round trips */
+    int checker_wait_known; /* ... read for every timed call */
 } config_run;
 
 /* AVO_HARNESS_TRACE=1 (a run of the harness by hand; the worker's sandbox
@@ -1037,7 +1037,7 @@ static int lane_begin(run_ctx *r, lane_run *lr, lane *ln, int c, const avo_tenso
     lr->out.q = lr->trusted ? 0 : 1;
     lr->out.checked_median = NAN;
     lr->out.idle_cpu_s = -1;
-    lr->out.cpu_known = !r->cuda;
+    lr->out.cpu_known = lr->out.checker_wait_known = !r->cuda;
     double **arr[] = {&lr->t, &lr->rts, &lr->tails, &lr->tc, &lr->cl, &lr->proto, &lr->host, &lr->entry};
     for (size_t k = 0; k < sizeof arr / sizeof *arr; k++)
         if (!(*arr[k] = malloc((size_t)lr->cap * sizeof **arr[k])))
@@ -1061,7 +1061,6 @@ typedef struct {
     unsigned mhz;
     avo_gpu_times ev;
     double sample, excess, protocol;
-    double wall; /* CPU: the sample by the round trip, before lane_off_cpu */
 } call_meas;
 
 /* The call itself in the lane's runner, its times into m. */
@@ -1199,35 +1198,6 @@ static void lane_charge_outside(const run_ctx *r, config_run *out, call_meas *m)
     }
 }
 
-/* CPU, one CPU shared: the time in a call's round trip that the checker
- * was ready and waited for the CPU, woken by the answer or yielding it
- * while the group freezes, because another process had it, is not the
- * call's: none of the candidate's work ran then, and on a loaded host such
- * waits fall on one lane of a pair far more than on the other (A/A
- * configs at 0.880-1.011 beside a busy loop, docs/benchmarks.md,
- * twenty-seventh session). It comes out of the sample, but never below
- * the group's CPU time over the call less an empty round trip's: while
- * the checker waits the candidate's threads may be what holds the CPU,
- * and that is the call's time. A candidate that sleeps keeps its sleep
- * (the checker sleeps too, it does not wait for a CPU). */
-static void lane_off_cpu(const run_ctx *r, config_run *out, call_meas *m)
-{
-    m->wall = m->sample;
-    const avo_runner *run = &r->ln->run;
-    if (!(!r->cuda && r->one_cpu && r->ln->cpu_overhead >= 0 && m->cpu0 >= 0 && run->stopped && run->cpu_s >= 0 &&
-          run->wait_s > 0))
-        return;
-    const double cpu = (run->cpu_s - m->cpu0) - r->ln->cpu_overhead;
-    const double off = fmin(run->wait_s, m->sample - cpu);
-    if (off > 0) {
-        harness_trace("  the checker waited %.1f us for the CPU (sample %.1f us, CPU %.1f us): %.1f us taken out",
-                      run->wait_s * 1e6, m->sample * 1e6, cpu * 1e6, off * 1e6);
-        m->sample -= off;
-        out->off_cpu_runs++;
-        out->off_cpu_max_s = fmax(out->off_cpu_max_s, off);
-    }
-}
-
 /* The call's sample (checked or not) into the lane's buffers. 0, or
  * -ENOMEM. */
 static int lane_record(const run_ctx *r, lane_run *lr, const call_meas *m, int check)
@@ -1259,7 +1229,14 @@ static int lane_record(const run_ctx *r, lane_run *lr, const call_meas *m, int c
     }
     if (!r->cuda) {
         /* Wall time the runner was not on a CPU shows a loaded host. */
-        out->wall_s += m->wall;
+        out->wall_s += sample;
+        /* The checker's own waits for its CPU (another process had it):
+         * a busy neighbour, shown, not taken out (docs/evaluation.md,
+         * Residual risks, "A busy neighbour on the harness's CPU"). */
+        if (r->ln->run.wait_s >= 0)
+            out->checker_wait_s += r->ln->run.wait_s;
+        else
+            out->checker_wait_known = 0;
         if (m->cpu0 >= 0 && r->ln->run.stopped && r->ln->run.cpu_s >= 0)
             out->cpu_s += r->ln->run.cpu_s - m->cpu0;
         else
@@ -1345,7 +1322,6 @@ static int lane_call(run_ctx *r, lane_run *lr, int c, int i, avo_tensors *x, avo
         return CHECK_FORGED;
     }
     lane_charge_outside(r, out, &m);
-    lane_off_cpu(r, out, &m);
     if (lane_record(r, lr, &m, check))
         return -ENOMEM;
     return CHECK_OK;
@@ -2505,20 +2481,10 @@ static void share_tensors(run_ctx *r)
 static int calibrate(run_ctx *r, char *why, size_t wl)
 {
     double t[PINGS];
-    r->ln->cpu_overhead = -1;
     for (int i = 0; i < PINGS; i++) {
-        const double cpu0 = r->ln->run.stopped ? r->ln->run.cpu_s : -1;
         int rc = avo_runner_ping(&r->ln->run, r->deadline, &t[i], why, wl);
         if (rc)
             return rc;
-        const double cpu = cpu0 >= 0 && r->ln->run.cpu_s >= 0 ? r->ln->run.cpu_s - cpu0 : -1;
-        if (cpu >= 0 && (r->ln->cpu_overhead < 0 || cpu < r->ln->cpu_overhead))
-            r->ln->cpu_overhead = cpu;
-        /* As a call's (lane_off_cpu): the checker's wait for the CPU is
-         * not the round trip's either. */
-        const double wait = r->cuda || cpu < 0 ? 0 : fmin(r->ln->run.wait_s, t[i] - cpu);
-        if (wait > 0)
-            t[i] -= wait;
     }
     qsort(t, PINGS, sizeof *t, harness_cmp_double);
     r->ln->overhead_measured = t[0];
@@ -2737,7 +2703,7 @@ static int profile_run(run_ctx *r, const avo_harness_opts *o, json_t *configs, a
  * sleeping). Threads on several CPUs can make the gap negative, hiding
  * waits: a lower bound. */
 static json_t *clock_gap_json(int cuda, int known, double wall, double cpu, int outside_runs, double outside_max,
-                              int off_runs, double off_max)
+                              double checker_wait)
 {
     const char *note = cuda     ? "not measured on a GPU problem: the runner waits for the GPU off a CPU"
                        : !known ? "not measured: no control group counts the runner's CPU time on this host"
@@ -2745,10 +2711,10 @@ static json_t *clock_gap_json(int cuda, int known, double wall, double cpu, int 
     if (note)
         return json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s", "off_cpu_fraction", "note", note);
     const double gap = wall - cpu;
-    return json_pack("{s:o,s:o,s:o,s:o,s:n,s:i,s:o,s:i,s:o}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu),
-                     "gap_s", jreal(gap), "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note",
-                     "outside_charged_runs", outside_runs, "outside_charged_max_s", jreal(outside_max), "off_cpu_runs",
-                     off_runs, "off_cpu_max_s", jreal(off_max));
+    return json_pack("{s:o,s:o,s:o,s:o,s:n,s:i,s:o,s:o}", "wall_s", jreal(wall), "task_clock_s", jreal(cpu), "gap_s",
+                     jreal(gap), "off_cpu_fraction", jreal(wall > 0 ? fmax(gap, 0) / wall : 0), "note",
+                     "outside_charged_runs", outside_runs, "outside_charged_max_s", jreal(outside_max),
+                     "checker_wait_s", checker_wait >= 0 ? jreal(checker_wait) : json_null());
 }
 
 /* A config's noise: its rse against the problem's target (the figure its
@@ -2761,7 +2727,7 @@ static void noise_json(const avo_problem *p, const config_run *cr, int cuda, jso
     json_object_set_new(cj, "stopped_by", stop ? json_string(stop) : json_null());
     json_object_set_new(cj, "clock_gap",
                         clock_gap_json(cuda, cr->cpu_known, cr->wall_s, cr->cpu_s, cr->outside_runs, cr->outside_max_s,
-                                       cr->off_cpu_runs, cr->off_cpu_max_s));
+                                       cr->checker_wait_known ? cr->checker_wait_s : -1));
 }
 
 /* The result's noisy_configs and clock_gap, summed over its configs. */
@@ -2769,8 +2735,8 @@ static void noise_totals(json_t *result, int cuda)
 {
     size_t i;
     json_t *c;
-    int noisy = 0, known = 1, outside = 0, off = 0;
-    double wall = 0, cpu = 0, outside_max = 0, off_max = 0;
+    int noisy = 0, known = 1, outside = 0;
+    double wall = 0, cpu = 0, outside_max = 0, waited = 0;
     json_array_foreach(json_object_get(result, "configs"), i, c)
     {
         const json_t *g = json_object_get(c, "clock_gap");
@@ -2782,14 +2748,14 @@ static void noise_totals(json_t *result, int cuda)
         cpu += json_number_value(json_object_get(g, "task_clock_s"));
         outside += (int)json_integer_value(json_object_get(g, "outside_charged_runs"));
         outside_max = fmax(outside_max, json_number_value(json_object_get(g, "outside_charged_max_s")));
-        off += (int)json_integer_value(json_object_get(g, "off_cpu_runs"));
-        off_max = fmax(off_max, json_number_value(json_object_get(g, "off_cpu_max_s")));
+        const json_t *w = json_object_get(g, "checker_wait_s");
+        waited = waited >= 0 && json_is_number(w) ? waited + json_number_value(w) : -1;
     }
     json_object_set_new(result, "noisy_configs", json_integer(noisy));
     json_object_set_new(result, "clock_gap",
                         i == 0 && !cuda ? json_pack("{s:n,s:n,s:n,s:n,s:s}", "wall_s", "task_clock_s", "gap_s",
                                                     "off_cpu_fraction", "note", "no configuration was timed")
-                                        : clock_gap_json(cuda, known, wall, cpu, outside, outside_max, off, off_max));
+                                        : clock_gap_json(cuda, known, wall, cpu, outside, outside_max, waited));
 }
 
 /* The result's "phases": "total" (the harness's wall up to here), the steps

@@ -141,11 +141,6 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 /* CPU: CPU time the runner's group used beyond a call's round trip that is
  * not charged to the call (cgroup accounting is in microseconds). */
 #define CPU_OUTSIDE_SLACK_S 20e-6
-/* CPU: a call whose sample exceeds its group's CPU time (less an empty
- * round trip's) by more than the larger of these waited off the CPU, and
- * its CPU time is its sample (harness.c, lane_off_cpu). */
-#define OFF_CPU_SLACK_S 20e-6
-#define OFF_CPU_SHARE 0.05
 /* Paired, the order test: with at least ORDER_MIN_PAIRS pairs each way,
  * the candidate's median right after the against must not be under
  * ORDER_FACTOR x its median before it with a one-sided rank test's p-value
@@ -235,8 +230,7 @@ typedef struct {
     double busy_max, busy_hard; /* CUDA: a busy probe over the first is over; over the second, fails */
     double overhead, overhead_median, overhead_measured; /* CPU: empty round trip before the load: subtracted
                                                              (capped), median, min */
-    double cpu_overhead; /* CPU: its group's CPU time in the least of those round trips (-1 unknown) */
-    int slot;            /* LANE_*: which one it is */
+    int slot;                                            /* LANE_*: which one it is */
     /* CUDA runners on the checker's device tensors: the memfd they get
      * instead of the shared region (lane_mem_fd), PROFILE_AREA bytes, and
      * the checker's mapping of it (NULL: none). */

@@ -513,6 +513,14 @@ static int wait_reply(avo_runner *r, double deadline, reply_msg *m, char *why, s
             describe_end(r, why, wl);
             return AVO_RUNNER_DIED;
         }
+        /* The runner writes an answer whole (under PIPE_BUF: atomic), so
+         * it is read whole: a piece of one was written by the candidate,
+         * which could use it to wake the checker while it still works. */
+        if (got == 0 && (size_t)n < sizeof *m) {
+            snprintf(why, wl, "a partial answer (%zd of %zu bytes) on the protocol pipe (forged answers)", n,
+                     sizeof *m);
+            return AVO_RUNNER_PROTOCOL;
+        }
         got += (size_t)n;
     }
     if (m->seq != r->seq) {
@@ -604,18 +612,16 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
     const double t0 = avo_timing_now();
     int rc = send_cmd(r, c, why, wl);
     /* Read after the command is written: a runner that took the CPU at
-     * its wake-up has already run by then, so what follows is the
-     * checker's own wait for a CPU, woken by the answer or yielding it
-     * while the group freezes. */
-    const double d0 = rc ? -1 : avo_timing_run_delay();
+     * its wake-up has already run by then. */
+    const double d0 = rc || r->cuda ? -1 : avo_timing_run_delay();
     if (!rc)
         rc = wait_reply(r, deadline, m, why, wl);
     r->reply_s = avo_timing_now() - t0;
     if (!rc)
         rc = freeze(r, deadline, why, wl);
+    const double d1 = d0 >= 0 ? avo_timing_run_delay() : -1;
     if (rt)
         *rt = avo_timing_now() - t0;
-    const double d1 = d0 >= 0 ? avo_timing_run_delay() : -1;
     r->wait_s = d1 >= d0 && d0 >= 0 ? d1 - d0 : -1;
     return rc;
 }
@@ -799,6 +805,8 @@ int avo_runner_spawn(avo_runner *r, const char *cand_so, const char *entry, int 
     r->cmd_w = r->reply_r = -1;
     r->exit_code = -1;
     r->cpu_s = -1;
+    r->wait_s = -1;
+    r->cuda = cuda;
     int rc = 0, obj = -1, src = -1, exe = -1, p_cmd[2] = {-1, -1}, p_rep[2] = {-1, -1};
 
     if ((rc = copy_candidate(cand_so, &src, &obj, why, wl)) != 0)

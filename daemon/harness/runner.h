@@ -55,6 +55,7 @@ typedef struct {
     char host_copies[160];    /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
     avo_cgroup cg;            /* its own group (freezer), when the host has one */
     int pidns;                /* started in PID and mount namespaces of its own */
+    int cuda;                 /* a CUDA runner (its samples are the GPU's, not the round trip) */
     const char *freezer;      /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
     char isolation_note[200]; /* what it did not get, and why */
     double cpu_s;             /* CPU time of its group so far (-1 unknown), read while frozen */

@@ -1,24 +1,24 @@
-/* Hostile (against the off-CPU rule, docs/evaluation.md "Off the CPU"):
- * the checker's own waits for the CPU within a call's round trip are taken
- * out of the call's sample. After the answer the checker yields the CPU
- * while the runner's group freezes, and a thread of the group that is
- * computing then holds it until the freezer catches it (its next return to
- * user mode: a timer tick). So this candidate computes the first half of
- * the rows of the small configs and answers at once, leaving the second
- * half to a helper thread woken as it returns: the helper finishes while
- * the checker waits, and that wait would come out of the sample. The big
- * configs, whose half no tick could hold, are computed whole by the call.
- * Otherwise the honest i-k-j loop of tests/hostile/twins/gemm_ikj.c.
+/* Hostile (issue 20's paired timing on a shared CPU, docs/evaluation.md
+ * Residual risks, "A busy neighbour on the harness's CPU"): a call's round
+ * trip ends only once the runner's group is frozen again, and after the
+ * answer the checker yields the CPU while the group freezes, so a thread
+ * of the group that is still computing holds it until the freezer catches
+ * it. This candidate computes the first half of the rows of the small
+ * configs and answers at once, leaving the second half to a helper thread
+ * woken as it returns, in the hope that the helper finishes in the time
+ * the checker waits (a rule that took the checker's waits out of the
+ * samples, built and withdrawn on 2026-12-06, would have given that time
+ * away if its floor had not held). The big configs, whose half no tick
+ * could hold, are computed whole by the call. Otherwise the honest i-k-j
+ * loop of tests/hostile/twins/gemm_ikj.c.
  *
- * Defended: the sample never goes below the group's CPU time over the call
- * (less an empty round trip's), and the helper's work is that group's CPU
- * time: ok within its twin's bar. Seen on the build VM (2026-12-07):
- * cheat_suspected, the config's later calls wrong (the poison left in the
- * helper's rows): the freezer catches the helper at its next return to
- * user mode, which comes as soon as the checker, woken by the answer,
- * takes the CPU from it, so the helper has almost no time to finish in.
- * Whether the floor alone would stop it was not measured.
- */
+ * Expected: ok within its twin's bar (the helper's work is inside the
+ * round trip), or cheat_suspected / wrong_result where the freezer caught
+ * the helper first. Seen on the build VM (2026-12-07): cheat_suspected,
+ * the config's later calls wrong (the poison left in the helper's rows):
+ * the freezer catches the helper at its next return to user mode, which
+ * comes as soon as the checker, woken by the answer, takes the CPU from
+ * it. */
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>

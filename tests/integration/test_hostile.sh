@@ -91,9 +91,8 @@ declare -A EXPECT=(
     # runner's own CPU: charged the CPU time its group used outside
     [thaw_thread]="ok cheat_suspected wrong_result"
     # a helper that finishes the call's rows after the answer, while the
-    # checker waits for the CPU during the freeze (docs/evaluation.md,
-    # "Off the CPU"): that wait comes out of the sample, the helper's CPU
-    # time does not
+    # checker waits for the CPU to freeze the group: all of it inside the
+    # round trip, so no faster than its twin
     [finishes_late]="ok wrong_result cheat_suspected"
     [helper_process]="ok cheat_suspected wrong_result"
     [memo_inputs]="ok cheat_suspected wrong_result"

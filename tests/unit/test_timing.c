@@ -130,7 +130,7 @@ static void spin_for(double seconds)
         ;
 }
 
-/* The checker's wait for a CPU (docs/evaluation.md, "Off the CPU"): a
+/* The checker's wait for a CPU (clock_gap.checker_wait_s): a
  * thread that shares its one CPU with a busy one waits for it, and one
  * alone does not. */
 static void test_run_delay_counts_a_wait_for_the_cpu(void **state)
