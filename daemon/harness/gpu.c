@@ -61,6 +61,13 @@ int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char
     return -ENOTSUP;
 }
 
+int avo_gpu_clear_shared(avo_gpu *g, char *err, size_t errlen)
+{
+    (void)g;
+    snprintf(err, errlen, "no CUDA in this build");
+    return -ENOTSUP;
+}
+
 int avo_gpu_run(avo_gpu *g, avo_gpu_fn fn, void *const *host, const size_t *bytes, int n, const int64_t *sizes,
                 unsigned flags, unsigned poison_mask, int *ret, avo_gpu_times *t, char *err, size_t errlen)
 {
@@ -468,6 +475,16 @@ int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapp
         g->nshared = 0;
     }
     return rc;
+}
+
+int avo_gpu_clear_shared(avo_gpu *g, char *err, size_t errlen)
+{
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < g->nshared && e == cudaSuccess; i++)
+        e = cudaMemsetAsync(g->sdev[i], 0, g->msize[i], g->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(g->stream);
+    return e == cudaSuccess ? 0 : fail(e, "clearing the shared device tensors", err, errlen);
 }
 
 int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen)

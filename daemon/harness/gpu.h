@@ -86,6 +86,11 @@ void avo_gpu_unpin(avo_gpu *g, void *ptr);
 int avo_gpu_share(avo_gpu *g, int n, const size_t *bytes, int *fds, size_t *mapped, char *err, size_t errlen);
 int avo_gpu_import(avo_gpu *g, int n, const int *fds, const size_t *mapped, char *err, size_t errlen);
 
+/* Checker: every shared tensor zeroed whole, before a runner of another
+ * evaluation maps them (avo-harness --serve): no candidate finds what an
+ * earlier one left. Returns 0, or -EIO with the reason in err. */
+int avo_gpu_clear_shared(avo_gpu *g, char *err, size_t errlen);
+
 /* Device name, compute capability, SM count, L2 size, max SM clock. */
 int avo_gpu_describe(avo_gpu *g, char *name, size_t namelen, int *cc_major, int *cc_minor, int *sms, int *l2_bytes,
                      unsigned *max_sm_mhz);

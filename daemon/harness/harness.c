@@ -3287,6 +3287,10 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
 {
     const avo_harness_opts *o = ev->o;
     int rc;
+    if (o->keep && (rc = harness_keep_resume(r, o->keep, ref_so, o->ref_cache_fd, err, errlen)) != 0) {
+        avo_phases_lap(&ev->top, "setup", &ev->t);
+        return rc < 0 ? rc : 0;
+    }
     if ((rc = alloc_areas(r, err, errlen)))
         return rc;
     harness_trace("start");
@@ -3811,6 +3815,36 @@ static int finish_result(run_ctx *r, harness_eval *ev, json_t **result, char *er
 }
 
 /* Everything the evaluation held, released (one owner each). */
+/* What setup_checker made (harness_internal.h); what a keep holds is no
+ * longer here (harness_keep_park). */
+void harness_release_checker(run_ctx *r)
+{
+    json_decref(r->gpu_info);
+    r->gpu_info = NULL;
+    unpin_areas(r);
+    for (int i = 0; i < r->dev.n; i++)
+        close(r->dev.fd[i]);
+    r->dev.n = 0;
+    if (r->shm_pinned)
+        avo_gpu_unpin(r->gpu, r->shm);
+    r->shm_pinned = 0;
+    avo_gpu_close(r->gpu);
+    r->gpu = NULL;
+    if (r->ref_handle)
+        dlclose(r->ref_handle);
+    r->ref_handle = NULL;
+    avo_timing_flusher_close(&r->fl);
+    free(r->area);
+    free(r->ref_area);
+    r->area = r->ref_area = NULL;
+    if (r->shm)
+        munmap(r->shm, r->shm_bytes);
+    r->shm = NULL;
+    if (r->shm_fd >= 0)
+        close(r->shm_fd);
+    r->shm_fd = -1;
+}
+
 static void harness_close(run_ctx *r, harness_eval *ev)
 {
     for (int l = 0; l < LANES; l++) {
@@ -3825,19 +3859,11 @@ static void harness_close(run_ctx *r, harness_eval *ev)
     json_decref(ev->round[0]);
     json_decref(ev->round[1]);
     json_decref(ev->confirm);
-    json_decref(r->gpu_info);
-    unpin_areas(r);
-    for (int i = 0; i < r->dev.n; i++)
-        close(r->dev.fd[i]);
-    if (r->shm_pinned)
-        avo_gpu_unpin(r->gpu, r->shm);
-    avo_gpu_close(r->gpu);
-    if (r->ref_handle)
-        dlclose(r->ref_handle);
     if (r->ctr_open)
         avo_counters_close(&r->ctr);
     if (r->actr_open)
         avo_counters_close(&r->actr);
+    harness_release_checker(r);
     json_decref(ev->configs);
     free(ev->cph);
     for (int c = 0; ev->pairs && c < r->p->nconfigs; c++) {
@@ -3846,13 +3872,6 @@ static void harness_close(run_ctx *r, harness_eval *ev)
     free(ev->pairs);
     free(r->warm_order);
     free(r->rows);
-    avo_timing_flusher_close(&r->fl);
-    free(r->area);
-    free(r->ref_area);
-    if (r->shm)
-        munmap(r->shm, r->shm_bytes);
-    if (r->shm_fd >= 0)
-        close(r->shm_fd);
 }
 
 int avo_harness_run(const avo_problem *p, const char *cand_so, const char *ref_so, const avo_harness_opts *o,
@@ -3934,6 +3953,11 @@ cleanup:;
     /* After "total": the checker's context and device tensors released
      * (where the worker's harness_process beyond total goes). */
     const double t_close = avo_phases_now();
+    /* A result given: the checker's state waits for the next evaluation
+     * (moved out of r, so harness_close below stops the runners and
+     * releases the rest, not it). */
+    if (o->keep && rc == 0 && *result)
+        harness_keep_park(&r, o->keep, ref_so, o->ref_cache_fd);
     harness_close(&r, &ev);
     json_t *ph = *result ? json_object_get(*result, "phases") : NULL;
     if (json_is_object(ph))

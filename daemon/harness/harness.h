@@ -48,16 +48,32 @@ typedef struct {
     const char *base_so;
     const char *against_so;
     double confidence;
-    int counters;           /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
-    int profile_only;       /* avo-harness --profile */
-    const char *config;     /* profile_only: this configuration alone (NULL: what counters.configs lists) */
-    int ref_cache_fd;       /* > 2: the worker's reference cache directory (refcache.h): the warm-up
+    int counters;                  /* CUDA evaluation: the CUPTI pass after timing (avo-harness --counters) */
+    int profile_only;              /* avo-harness --profile */
+    const char *config;            /* profile_only: this configuration alone (NULL: what counters.configs lists) */
+    int ref_cache_fd;              /* > 2: the worker's reference cache directory (refcache.h): the warm-up
                                    sets' reference outputs read from it, or computed and written to it
                                    (needs job_seed); else none */
-    uint64_t ref_cache_max; /* its budget: a config whose warm-up outputs take more is not cached */
-    int screen;             /* paired, and the problem declares "screen": screen first (avo-harness --screen;
+    uint64_t ref_cache_max;        /* its budget: a config whose warm-up outputs take more is not cached */
+    int screen;                    /* paired, and the problem declares "screen": screen first (avo-harness --screen;
                                    docs/evaluation.md, "Screening") */
+    struct avo_harness_keep *keep; /* non-NULL: the checker's state outlives this evaluation (below) */
 } avo_harness_opts;
+
+/* The checker's state that outlives an evaluation (avo-harness --serve):
+ * the reference loaded and validated, the GPU context, the shared region
+ * and device tensors, the cache flush, the reference cache. An evaluation
+ * given a keep that holds them takes them over (the region and the device
+ * tensors cleared first, so no runner finds what an earlier evaluation's
+ * left) and parks them there again when it gives a result; one that fails
+ * releases them. A keep holds one problem, reference object, job seed and
+ * reference cache: an evaluation that differs in any releases it and
+ * starts afresh. Runners are never kept: every evaluation spawns its own. */
+typedef struct avo_harness_keep avo_harness_keep;
+avo_harness_keep *avo_harness_keep_new(void);
+/* How many evaluations took over a held state (0: each started afresh). */
+int avo_harness_keep_reused(const avo_harness_keep *k);
+void avo_harness_keep_free(avo_harness_keep *k);
 
 /* The reason a CUDA evaluation's configurations give for having no counters. */
 #define AVO_HARNESS_NOT_PROFILED "not profiled in the evaluation: counters run as their own task (avoctl profile)"

@@ -356,6 +356,17 @@ void harness_set_device_inputs(run_ctx *r, int c, int set);
 /* AVO_HARNESS_TRACE=1: a step's wall time since the last one on stderr. */
 void harness_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int harness_cmp_double(const void *a, const void *b);
+/* harness.c, for keep.c: everything setup_checker made, released (what a
+ * keep took over is no longer in r). */
+void harness_release_checker(run_ctx *r);
+
+/* keep.c (harness.h, avo_harness_keep): the checker's state moved from k
+ * into r (k made for the same problem, reference, job seed and cache fd), the region and device tensors cleared. 1 when r took it over,
+ * 0 when k held none or held another job's (then released), or a
+ * negative int with err (r holds the state: harness_close releases it). */
+int harness_keep_resume(run_ctx *r, avo_harness_keep *k, const char *ref_so, int cache_fd, char *err, size_t errlen);
+/* r's checker state moved into k (r keeps none of it). */
+void harness_keep_park(run_ctx *r, avo_harness_keep *k, const char *ref_so, int cache_fd);
 
 /* gputime.c: the CUDA timing protocol (each function's contract is at its
  * definition). */

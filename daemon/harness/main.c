@@ -22,6 +22,12 @@
  * open (the worker's result pipe), else to stdout, and exits 0 when it could
  * evaluate, whatever the candidate did. Exit 2: usage, spec or internal
  * error; exit 3 (AVO_HARNESS_EXIT_REFERENCE): the reference is invalid.
+ * --serve FD (the candidate "-"): one evaluation after another in this
+ * process, each asked for on the unix socket FD (serve.h has the
+ * request), its result a line on fd 3 (or stdout); the checker's state
+ * (context, reference, regions, reference cache) kept between them
+ * (harness.h, avo_harness_keep). Ends at the socket's end of file (exit
+ * 0) or after an evaluation that could not be made (exit 2 or 3 as above).
  * `avo-harness --runner ENTRY` is the runner it starts itself (runner.h). */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +42,7 @@
 
 #include "avo_file.h"
 #include "harness.h"
+#include "serve.h"
 #include "tensors.h"
 #include "runner.h"
 
@@ -79,6 +86,8 @@ typedef struct {
     const char *baseline, *against;
     double confidence;
     int confidence_given;
+    int serve_fd; /* --serve: the request socket (-1: one evaluation) */
+    int seed_given;
     avo_harness_opts ho;
 } harness_args;
 
@@ -118,6 +127,7 @@ static int parse_number_option(harness_args *a, const char *opt, const char *v)
 {
     char *end;
     if (strcmp(opt, "--seed") == 0) {
+        a->seed_given = 1;
         errno = 0;
         a->seed = strtoull(v, &end, 10);
         if (errno || *end || a->seed > (unsigned long long)INT64_MAX) {
@@ -144,6 +154,13 @@ static int parse_number_option(harness_args *a, const char *opt, const char *v)
             return -1;
         }
         a->ho.ref_cache_max = b;
+    } else if (strcmp(opt, "--serve") == 0) {
+        long fd = strtol(v, &end, 10);
+        if (*end || end == v || fd < 3 || fd > 1023 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+            fprintf(stderr, "avo-harness: --serve wants an open socket descriptor, got '%s'\n", v);
+            return -1;
+        }
+        a->serve_fd = (int)fd;
     } else if (strcmp(opt, "--confidence") == 0) {
         a->confidence = strtod(v, &end);
         a->confidence_given = 1;
@@ -192,6 +209,7 @@ static int parse_args(int argc, char **argv, harness_args *a)
             }
         }
         if (strcmp(argv[i], "--seed-stdin") == 0) {
+            a->seed_given = 1;
             if (parse_seed_stdin(a) != 0)
                 return -1;
         } else if (strcmp(argv[i], "--screen") == 0) {
@@ -200,7 +218,7 @@ static int parse_args(int argc, char **argv, harness_args *a)
             a->ho.counters = 1;
         } else if (strcmp(argv[i], "--profile") == 0) {
             a->ho.profile_only = 1;
-        } else if (argv[i][0] == '-' || a->npos == 3) {
+        } else if ((argv[i][0] == '-' && strcmp(argv[i], "-") != 0) || a->npos == 3) {
             fprintf(stderr, "avo-harness: unexpected argument '%s'\n", argv[i]);
             return -1;
         } else {
@@ -210,16 +228,47 @@ static int parse_args(int argc, char **argv, harness_args *a)
     return 0;
 }
 
+/* --serve: the evaluation's own options come with each request. Returns
+ * 0, or -1 (said). */
+static int check_serve_args(const harness_args *a)
+{
+    const avo_harness_opts *ho = &a->ho;
+    const char *per = a->seed_given                    ? "--seed"
+                      : a->against                     ? "--against"
+                      : a->baseline                    ? "--baseline"
+                      : a->confidence_given            ? "--confidence"
+                      : ho->screen                     ? "--screen"
+                      : ho->counters                   ? "--counters"
+                      : a->deadline > 0                ? "--deadline"
+                      : ho->profile_only || ho->config ? "--profile"
+                      : strcmp(a->pos[1], "-") != 0    ? "a candidate"
+                                                       : NULL;
+    if (per) {
+        fprintf(stderr, "avo-harness: --serve: %s comes with each request, not on the command line%s\n", per,
+                strcmp(per, "a candidate") == 0 ? " (give '-' in its place)" : "");
+        return -1;
+    }
+    if (ho->ref_cache_fd && !ho->ref_cache_max) {
+        fprintf(stderr, "avo-harness: --ref-cache-fd needs --ref-cache-max\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* The options that need or exclude each other. Returns 0, or -1 (said). */
 static int check_args(const harness_args *a)
 {
     const avo_harness_opts *ho = &a->ho;
     if (a->npos != 3) {
-        fprintf(stderr, "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
-                        "[--deadline S] [--baseline B.so] [--against A.so [--confidence C] [--screen]] "
-                        "[--counters | --profile [--config NAME]]\n");
+        fprintf(stderr,
+                "usage: avo-harness <problem-dir> <candidate.so> <reference.so> (--seed N | --seed-stdin) "
+                "[--deadline S] [--baseline B.so] [--against A.so [--confidence C] [--screen]] "
+                "[--counters | --profile [--config NAME]]\n"
+                "       avo-harness <problem-dir> - <reference.so> --serve FD [--ref-cache-fd N --ref-cache-max B]\n");
         return -1;
     }
+    if (a->serve_fd >= 0)
+        return check_serve_args(a);
     if (ho->screen && !a->against) {
         fprintf(stderr, "avo-harness: --screen times paired: it needs --against\n");
         return -1;
@@ -293,11 +342,13 @@ int main(int argc, char **argv)
      * memory. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     pin_cpu();
-    harness_args a = {.seed = 1, .confidence = 0.95};
+    harness_args a = {.seed = 1, .confidence = 0.95, .serve_fd = -1};
     if (parse_args(argc, argv, &a) != 0 || check_args(&a) != 0)
         return 2;
     /* Decided before any candidate code runs; close-on-exec so the runner
      * could not inherit it even if it were not closed explicitly. */
     int out = fcntl(3, F_SETFD, FD_CLOEXEC) != -1 ? 3 : STDOUT_FILENO;
+    if (a.serve_fd >= 0)
+        return avo_serve_main(a.pos[0], a.pos[2], &a.ho, a.serve_fd, out);
     run_evaluation(&a, out);
 }

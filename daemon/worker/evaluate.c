@@ -31,6 +31,7 @@
 #include "refstore.h"
 #include "daemon/harness/harness.h"
 #include "sandbox.h"
+#include "served.h"
 
 #define DEFAULT_TIMEOUT_S 120.0
 
@@ -569,6 +570,14 @@ typedef struct {
     char links[PACKAGE_LINKS_MAX][PATH_MAX];
     const char *expose[PACKAGE_LINKS_MAX + 2];
     avo_sandbox_opts so;
+    /* On the worker's kept checker (served.h): its start (command line
+     * before and after "--serve FD", descriptors: the reference's, the
+     * cache's), this evaluation's request and the objects it attaches. */
+    int serve;
+    char key[65], request[768];
+    char *sargv[6], *stail[6];
+    int spass[2], req_fds[3], nreq;
+    avo_served_start sst;
     int gpu_lock;
     char lock_key[128];
     double lock_waited, lock_from, lock_to;
@@ -915,6 +924,53 @@ static void harness_sandbox(cand_eval *e)
     e->so.drop_uid = 0;
 }
 
+/* The kept checker's start and this evaluation's request: the same
+ * sandbox as a fresh checker's, the reference (and the reference cache)
+ * its own descriptors, the rest of the command line in the request. */
+static void prepare_served(cand_eval *e)
+{
+    const avo_evaluate_opts *o = e->o;
+    int n = 0, argc = 0, t = 0;
+    e->spass[n++] = e->pass[e->slot[1]];
+    e->sargv[argc++] = e->harness;
+    e->sargv[argc++] = (char *)e->p->dir;
+    e->sargv[argc++] = "-";
+    e->sargv[argc++] = "/proc/self/fd/5";
+    e->sargv[argc] = NULL;
+    if (e->refcache_fd >= 0) {
+        snprintf(e->cachefd, sizeof e->cachefd, "%d", 5 + n);
+        e->spass[n++] = e->refcache_fd;
+        e->stail[t++] = "--ref-cache-fd";
+        e->stail[t++] = e->cachefd;
+        e->stail[t++] = "--ref-cache-max";
+        e->stail[t++] = e->cachemax;
+    }
+    e->stail[t] = NULL;
+    avo_served_key(e->key, e->harness, e->p->dir, e->ref.so_path, e->job_seed, o->cache_dir, o->ref_cache_bytes);
+    e->sst = (avo_served_start){
+        .key = e->key, .scratch_root = o->scratch_root ? o->scratch_root : "/tmp", .so = e->so, .argv_tail = e->stail};
+    e->sst.so.argv = e->sargv;
+    e->sst.so.pass_fds = e->spass;
+    e->sst.so.npass = n;
+    e->sst.so.cpu_s = harness_cpu_s(e->timeout) * AVO_SERVED_MAX_EVALS;
+    /* The objects it is asked about, in the request's order. */
+    static const char *const role[3] = {"candidate", "against", "baseline"};
+    const int slots[3] = {e->slot[0], e->slot[3], e->slot[2]};
+    char names[64] = "";
+    e->nreq = 0;
+    for (int i = 0; i < 3; i++)
+        if (slots[i] >= 0) {
+            e->req_fds[e->nreq++] = e->pass[slots[i]];
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"", e->nreq > 1 ? "," : "", role[i]);
+        }
+    snprintf(e->request, sizeof e->request,
+             "{\"seed\":%llu,\"job_seed\":%llu,\"deadline\":%s,\"confidence\":%s,\"screen\":%s,"
+             "\"counters\":%s,\"objects\":[%s]}",
+             (unsigned long long)e->seed, (unsigned long long)e->job_seed, e->deadarg, e->confarg,
+             o->screen && e->slot[3] >= 0 ? "true" : "false", o->counters ? "true" : "false", names);
+    e->serve = 1;
+}
+
 static int prepare_harness(cand_eval *e)
 {
     int rc;
@@ -922,6 +978,10 @@ static int prepare_harness(cand_eval *e)
         return rc;
     harness_argv(e);
     harness_sandbox(e);
+    /* A job's evaluation (its seed given, not a profile) on the kept
+     * checker where the worker keeps one. */
+    if (e->o->served && e->o->job_seed && !e->o->profile && e->slot[1] >= 0)
+        prepare_served(e);
     avo_phases_lap(&e->ph, "setup", &e->t);
     return EVAL_NEXT;
 }
@@ -969,8 +1029,12 @@ static int run_harness(cand_eval *e)
     e->e0 = e->cuda ? energy_mj(gpu) : -1;
     if (e->cuda)
         avo_phases_lap(&e->ph, "energy", &e->t);
-    int rc = avo_sandbox_run(&e->so, &e->sr, e->err, e->errlen);
+    int started = 0;
+    int rc = e->serve ? avo_served_eval(e->o->served, &e->sst, e->request, e->req_fds, e->nreq, e->timeout,
+                                        e->o->should_cancel, e->o->cancel_arg, &e->sr, &started, e->err, e->errlen)
+                      : avo_sandbox_run(&e->so, &e->sr, e->err, e->errlen);
     explicit_bzero(e->seedline, sizeof e->seedline);
+    explicit_bzero(e->request, sizeof e->request);
     e->job_seed = 0;
     avo_phases_lap(&e->ph, "harness_process", &e->t);
     e->lock_to = e->gpu_lock >= 0 ? wall_now() : 0;

@@ -54,6 +54,10 @@ typedef struct {
     int profile;
     const char *profile_config;
     int counters;
+    /* A job's evaluation (job_seed set, not a profile) runs on the
+     * worker's kept checker *served (served.h: started, reused or
+     * replaced here) instead of a fresh one. NULL: a fresh one. */
+    struct avo_served **served;
     /* Polled while the harness runs; when it returns nonzero the harness's
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);

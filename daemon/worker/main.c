@@ -38,6 +38,7 @@ typedef struct {
     char toolchain_file[AVO_CFG_STRLEN];
     long long gpu;
     long long prefetch;
+    long long serve;
     double lease;
     double timeout;
     long long poll_ms;
@@ -74,6 +75,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, AVO_PREFETCH_MAX,
         "claim up to N evaluations ahead and compile them while one runs: N (0 = off), or -1 = 1 on GPU "
         "targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
+    ROW("serve", AVO_CFG_INT, serve, "-1", NULL, -1, 1,
+        "keep one checker (avo-harness --serve) for a job's evaluations on this worker, so they pay its start (GPU "
+        "context, reference validation) once: 1, 0 = a fresh checker each, -1 = 1 on GPU targets, 0 on the CPU"),
     ROW("ref-cache-mb", AVO_CFG_INT, ref_cache_mb, "8192", NULL, 0, 1099511627775LL,
         "budget of the reference cache (<cache>/ref: the reference's outputs on each job's warm-up input sets, "
         "least recently used evicted after each evaluation), MB; 0 = off"),
@@ -324,6 +328,7 @@ static int run_worker(worker_settings *s)
         .max_evals = (int)s->max_evals,
         .gpu_index = (int)s->gpu,
         .prefetch = s->prefetch < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->prefetch,
+        .serve = s->serve < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->serve,
         .ref_cache_bytes = (uint64_t)s->ref_cache_mb << 20,
         .gpu_lock_dir = s->gpu_lock_dir,
         .toolchain_file = s->toolchain_file,

@@ -23,6 +23,7 @@
 #include "avo_package.h"
 #include "devices.h"
 #include "sandbox.h"
+#include "served.h"
 #include "avo_problem.h"
 #include "evaluate.h"
 #include "toolchain.h"
@@ -58,6 +59,8 @@ typedef struct {
     int work_pending;     /* a wake-up for new work arrived during an evaluation */
     int draining;         /* the registry already says so */
     json_t *toolchain;    /* probed once at start (toolchain.h): on the worker's row and in every result */
+    avo_served *served;   /* the kept checker (--serve; served.h): NULL until an evaluation starts one */
+    double served_used;   /* when it last answered (closed after AVO_SERVED_IDLE_S without work) */
 } worker;
 
 static double now_s(void);
@@ -714,6 +717,7 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
         eo.timeout_s = w->o->timeout_s;
         eo.gpu_lock_dir = w->o->gpu_lock_dir;
         eo.ref_cache_bytes = w->o->ref_cache_bytes;
+        eo.served = w->o->serve ? &w->served : NULL;
         eo.should_cancel = heartbeat;
         eo.cancel_arg = w;
         claim_options(claim, &eo);
@@ -722,6 +726,7 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
             avo_log_fields(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = unrun_result("crash", err);
         }
+        w->served_used = now_s();
     }
     avo_problem_free(&p);
     reap_orphans();
@@ -1073,12 +1078,20 @@ int avo_queue_run(const avo_queue_opts *o)
         }
         if (got < 0 && PQstatus(w.conn) != CONNECTION_OK)
             continue;
+        /* A kept checker holds GPU memory: not for a worker with nothing
+         * to do (a job's next evaluation comes within seconds, an agent's
+         * within its model's turn). */
+        if (w.served && now_s() - w.served_used > AVO_SERVED_IDLE_S) {
+            avo_served_close(w.served);
+            w.served = NULL;
+        }
         wait_for_work(&w);
         if (PQstatus(w.conn) == CONNECTION_OK)
             mark_seen(&w);
     }
     if (w.warming)
         pthread_join(w.warm, NULL);
+    avo_served_close(w.served);
     release_ahead(&w);
     if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)
         set_state(&w, "gone");

@@ -831,25 +831,32 @@ static void close_pipes(sandbox_run *s)
     }
 }
 
+/* A run's state before anything is open: its captures and mount plan
+ * allocated (NULL when out of memory: the caller checks). */
+static void run_init(sandbox_run *s, const avo_sandbox_opts *o, avo_sandbox_result *r)
+{
+    *s = (sandbox_run){.o = o,
+                       .r = r,
+                       .p_out = {-1, -1},
+                       .p_err = {-1, -1},
+                       .p_res = {-1, -1},
+                       .p_st = {-1, -1},
+                       .p_in = {-1, -1},
+                       .pid = -1};
+    size_t out_cap = o->out_cap ? o->out_cap : 4096, res_cap = o->result_cap ? o->result_cap : (1u << 20);
+    s->cout = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
+    s->cerr = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
+    s->cres = (capture){o->result_fd ? malloc(res_cap + 1) : NULL, 0, res_cap, 1, 0};
+    s->plan = o->isolate ? calloc(1, sizeof *s->plan) : NULL;
+    avo_cgroup_clear(&s->cg);
+}
+
 int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    sandbox_run s = {.o = o,
-                     .r = r,
-                     .p_out = {-1, -1},
-                     .p_err = {-1, -1},
-                     .p_res = {-1, -1},
-                     .p_st = {-1, -1},
-                     .p_in = {-1, -1},
-                     .pid = -1};
+    sandbox_run s;
+    run_init(&s, o, r);
     int rc = 0;
-    size_t out_cap = o->out_cap ? o->out_cap : 4096;
-    s.cout = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
-    s.cerr = (capture){malloc(out_cap + 1), 0, out_cap, o->keep_head, 0};
-    size_t res_cap = o->result_cap ? o->result_cap : (1u << 20);
-    s.cres = (capture){o->result_fd ? malloc(res_cap + 1) : NULL, 0, res_cap, 1, 0};
-    s.plan = o->isolate ? calloc(1, sizeof *s.plan) : NULL;
-    avo_cgroup_clear(&s.cg);
     child_env env;
     make_env(o, &env);
     char exe[4200];
@@ -889,6 +896,204 @@ cleanup:
     if (rc)
         avo_sandbox_result_free(r);
     return rc;
+}
+
+/* A child started and left running (sandbox.h, avo_sandbox_start). Its
+ * options are a copy (the fields used after the start: none of the
+ * caller's pointers), its run's notes in r. */
+struct avo_sandbox_proc {
+    avo_sandbox_opts o;
+    avo_sandbox_result r;
+    sandbox_run s;
+    int reaped;
+};
+
+int avo_sandbox_start(const avo_sandbox_opts *o, avo_sandbox_proc **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    avo_sandbox_proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    p->o = *o;
+    /* Each wait has its own timeout and cancel. */
+    p->o.timeout_s = 0;
+    p->o.should_cancel = NULL;
+    sandbox_run *s = &p->s;
+    run_init(s, &p->o, &p->r);
+    child_env env;
+    make_env(o, &env);
+    char exe[4200];
+    char **argv = child_argv(o, exe, sizeof exe);
+    int rc = 0;
+    if (!o->result_fd) {
+        snprintf(err, errlen, "a started child needs its result pipe (result_fd)");
+        rc = -EINVAL;
+    } else if (!argv || !s->cout.buf || !s->cerr.buf || !s->cres.buf || (o->isolate && !s->plan)) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    } else if ((rc = open_pipes(s, err, errlen)) == 0) {
+        if (s->plan)
+            plan_mounts(o, exe, s->plan);
+        make_cgroup(s);
+        child_args ca = {.o = o,
+                         .argv = argv,
+                         .envp = env.envp,
+                         .out_w = s->p_out[1],
+                         .err_w = s->p_err[1],
+                         .res_w = s->p_res[1],
+                         .in_r = s->p_in[0],
+                         .st_w = s->p_st[1],
+                         .m = s->plan,
+                         .cg = s->cg.freezer >= 0 ? &s->cg : NULL};
+        child_limits(o, &p->r, &ca);
+        rc = start_child(s, &ca, err, errlen);
+    }
+    free(argv);
+    if (rc) {
+        p->reaped = 1;
+        avo_sandbox_stop(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* The first line in the result capture moved to r->result (1), or 0. */
+static int take_line(sandbox_run *s, avo_sandbox_result *r)
+{
+    char *nl = memchr(s->cres.buf, '\n', s->cres.len);
+    if (!nl)
+        return 0;
+    size_t n = (size_t)(nl - s->cres.buf) + 1;
+    if (!(r->result = malloc(n + 1)))
+        return 0;
+    memcpy(r->result, s->cres.buf, n);
+    r->result[n] = 0;
+    r->result_len = n;
+    memmove(s->cres.buf, s->cres.buf + n, s->cres.len - n);
+    s->cres.len -= n;
+    return 1;
+}
+
+/* What the child wrote on stdout and stderr since the last wait, and the
+ * start's notes, into r (which owns the copies). */
+static void take_captures(avo_sandbox_proc *p, avo_sandbox_result *r)
+{
+    capture *c[2] = {&p->s.cout, &p->s.cerr};
+    char **to[2] = {&r->out, &r->err};
+    size_t *len[2] = {&r->out_len, &r->err_len};
+    for (int i = 0; i < 2; i++) {
+        if ((*to[i] = malloc(c[i]->len + 1))) {
+            memcpy(*to[i], c[i]->buf, c[i]->len);
+            (*to[i])[c[i]->len] = 0;
+            *len[i] = c[i]->len;
+        }
+        c[i]->len = 0;
+        c[i]->truncated = 0;
+    }
+}
+
+/* The notes of the start (namespaces, control group) copied into r. */
+static void copy_notes(const avo_sandbox_result *from, avo_sandbox_result *r)
+{
+    r->netns = from->netns;
+    r->pidns = from->pidns;
+    r->mountns = from->mountns;
+    r->userns = from->userns;
+    r->pids_limit = from->pids_limit;
+    memcpy(r->netns_note, from->netns_note, sizeof r->netns_note);
+    memcpy(r->isolate_note, from->isolate_note, sizeof r->isolate_note);
+    memcpy(r->cgroup_kind, from->cgroup_kind, sizeof r->cgroup_kind);
+    memcpy(r->cgroup_note, from->cgroup_note, sizeof r->cgroup_note);
+}
+
+/* The child killed with everything in its group and reaped. */
+static void kill_proc(avo_sandbox_proc *p)
+{
+    if (p->reaped || p->s.pid <= 0)
+        return;
+    kill(-p->s.pid, SIGKILL);
+    kill(p->s.pid, SIGKILL);
+    if (p->s.cg.freezer >= 0)
+        avo_cgroup_kill(&p->s.cg);
+    waitpid(p->s.pid, &p->s.status, 0);
+    p->reaped = 1;
+}
+
+int avo_sandbox_next_line(avo_sandbox_proc *p, double timeout_s, int (*should_cancel)(void *), void *arg,
+                          avo_sandbox_result *r)
+{
+    memset(r, 0, sizeof *r);
+    copy_notes(&p->r, r);
+    sandbox_run *s = &p->s;
+    const double t0 = now();
+    int line = take_line(s, r);
+    while (!line && !p->reaped) {
+        struct pollfd pf[4];
+        capture *caps[4];
+        int *fds[4];
+        int n = poll_set(s, pf, caps, fds);
+        int pr = n ? poll(pf, (nfds_t)n, 100) : (usleep(20000), 0);
+        if (pr > 0)
+            drain_pipes(s, pf, caps, fds, n);
+        if ((line = take_line(s, r)))
+            break;
+        /* ECHILD: reaped by someone else (the worker's orphan reaper),
+         * its status lost. */
+        errno = 0;
+        if (reap_child(s) || errno == ECHILD) {
+            p->reaped = 1;
+            continue;
+        }
+        const int cancel = should_cancel && should_cancel(arg);
+        if (cancel || (timeout_s > 0 && now() - t0 > timeout_s)) {
+            r->cancelled = cancel;
+            r->timed_out = !cancel;
+            kill_proc(p);
+        }
+    }
+    r->wall_s = now() - t0;
+    take_captures(p, r);
+    if (line) {
+        /* A line is the child's answer: as a run that exited 0 with it. */
+        r->exited = 1;
+        return 1;
+    }
+    if (WIFEXITED(s->status) && !r->timed_out && !r->cancelled) {
+        r->exited = 1;
+        r->exit_code = WEXITSTATUS(s->status);
+    } else if (WIFSIGNALED(s->status) && !r->timed_out && !r->cancelled) {
+        r->signal = WTERMSIG(s->status);
+    }
+    if (s->st_exec.stage && !r->err_len) {
+        free(r->err);
+        if ((r->err = malloc(300)))
+            r->err_len = (size_t)snprintf(r->err, 300, "%s: %s\n",
+                                          s->st_exec.stage == ST_EXEC ? "cannot execute" : "cannot set up",
+                                          strerror(s->st_exec.err));
+    }
+    return 0;
+}
+
+int avo_sandbox_proc_alive(const avo_sandbox_proc *p)
+{
+    return p && !p->reaped;
+}
+
+void avo_sandbox_stop(avo_sandbox_proc *p)
+{
+    if (!p)
+        return;
+    kill_proc(p);
+    avo_cgroup_destroy(&p->s.cg);
+    free(p->s.plan);
+    close_pipes(&p->s);
+    free(p->s.cout.buf);
+    free(p->s.cerr.buf);
+    free(p->s.cres.buf);
+    free(p);
 }
 
 void avo_sandbox_confine(avo_sandbox_opts *o, const char *const *hide)

@@ -83,6 +83,28 @@ void avo_sandbox_confine(avo_sandbox_opts *o, const char *const *hide);
 AVO_MUSTCHECK int avo_sandbox_run(const avo_sandbox_opts *o, avo_sandbox_result *r, char *err, size_t errlen);
 void avo_sandbox_result_free(avo_sandbox_result *r);
 
+/* A child started as avo_sandbox_run starts one (o->result_fd required;
+ * o->timeout_s and o->should_cancel unused: each wait has its own) and
+ * left running: a server that answers one line on its fd 3 per request
+ * (avo-harness --serve). Returns 0 with *out, or a negative int with err
+ * (nothing left running). */
+typedef struct avo_sandbox_proc avo_sandbox_proc;
+AVO_MUSTCHECK int avo_sandbox_start(const avo_sandbox_opts *o, avo_sandbox_proc **out, char *err, size_t errlen);
+/* Wait for the child's next line on fd 3. 1: r->result holds it (with its
+ * newline), r->exited 1 and exit_code 0, as a run that ended with that
+ * result. 0: no line; the child ended (r says how, as avo_sandbox_run
+ * would), or ran past timeout_s (> 0) or was cancelled (r->timed_out,
+ * r->cancelled) and is killed with its group. Either way r->out and r->err
+ * hold what it wrote on stdout and stderr during this wait, r the start's
+ * notes (namespaces, control group); free r with avo_sandbox_result_free. */
+int avo_sandbox_next_line(avo_sandbox_proc *p, double timeout_s, int (*should_cancel)(void *), void *arg,
+                          avo_sandbox_result *r);
+/* Whether the child has not ended (nor been killed). */
+int avo_sandbox_proc_alive(const avo_sandbox_proc *p);
+/* The child killed with its group and reaped, its control group removed,
+ * everything freed. NULL: nothing. */
+void avo_sandbox_stop(avo_sandbox_proc *p);
+
 /* Remove a directory tree without following symlinks (scratch cleanup). */
 int avo_sandbox_rmtree(const char *path);
 
