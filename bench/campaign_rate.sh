@@ -37,7 +37,7 @@ PG_ARGS=()
 [ -n "${AVO_PG_BINDIR:-}" ] && PG_ARGS+=(--pg-bindir "$AVO_PG_BINDIR")
 [ -n "${AVO_PG_USER:-}" ] && PG_ARGS+=(--pg-user "$AVO_PG_USER")
 start_avod "${PG_ARGS[@]}" || exit 1
-# WORKER_ARGS: more of the worker's options (e.g. "--serve 0" against the default).
+# WORKER_ARGS: more of the worker's options (e.g. "--serve 1": the kept checker).
 start_worker --target gpu --timeout 600 ${WORKER_ARGS:-}
 echo "# campaign_rate: $CAMPAIGN through avod + one GPU worker ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# host: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
