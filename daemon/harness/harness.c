@@ -2339,7 +2339,7 @@ int harness_cmp_double(const void *a, const void *b)
 /* The shared tensor region: big enough for the largest config (and, for
  * CUDA, a counters report), sealed against resizing so the runner cannot
  * truncate it under the checker. */
-static int make_shm(run_ctx *r, char *err, size_t errlen)
+int harness_make_shm(run_ctx *r, char *err, size_t errlen)
 {
     size_t need = 64;
     for (int c = 0; c < r->p->nconfigs; c++) {
@@ -3297,7 +3297,7 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
     avo_phases_lap(&ev->top, "setup", &ev->t);
     rc = load_reference(r, ref_so, err, errlen);
     ev->t = avo_phases_now();
-    if (rc || (rc = make_shm(r, err, errlen)))
+    if (rc || (rc = harness_make_shm(r, err, errlen)))
         return rc;
     /* The reference cache is the job's: only with its seed. Its key holds
      * the device too (a reference may round differently on another GPU). */
@@ -3751,8 +3751,8 @@ static void annotate_result(run_ctx *r, harness_eval *ev, json_t *result)
     json_object_set_new(result, "reference_validation", json_string(r->ref_note));
     json_object_set_new(result, "runner", result_runner_json(r, ev->calibrated));
     if (r->gpu_info) {
-        json_object_set_new(result, "gpu", r->gpu_info);
-        r->gpu_info = NULL;
+        /* A copy: a kept checker's next evaluation reports it too. */
+        json_object_set_new(result, "gpu", json_deep_copy(r->gpu_info));
     }
     json_object_set_new(result, "counters",
                         r->ctr_open ? avo_counters_info_json(&r->ctr)
@@ -3817,6 +3817,19 @@ static int finish_result(run_ctx *r, harness_eval *ev, json_t **result, char *er
 /* Everything the evaluation held, released (one owner each). */
 /* What setup_checker made (harness_internal.h); what a keep holds is no
  * longer here (harness_keep_park). */
+void harness_release_shm(run_ctx *r)
+{
+    if (r->shm_pinned)
+        avo_gpu_unpin(r->gpu, r->shm);
+    r->shm_pinned = 0;
+    if (r->shm)
+        munmap(r->shm, r->shm_bytes);
+    r->shm = NULL;
+    if (r->shm_fd >= 0)
+        close(r->shm_fd);
+    r->shm_fd = -1;
+}
+
 void harness_release_checker(run_ctx *r)
 {
     json_decref(r->gpu_info);
@@ -3825,9 +3838,7 @@ void harness_release_checker(run_ctx *r)
     for (int i = 0; i < r->dev.n; i++)
         close(r->dev.fd[i]);
     r->dev.n = 0;
-    if (r->shm_pinned)
-        avo_gpu_unpin(r->gpu, r->shm);
-    r->shm_pinned = 0;
+    harness_release_shm(r);
     avo_gpu_close(r->gpu);
     r->gpu = NULL;
     if (r->ref_handle)
@@ -3837,12 +3848,6 @@ void harness_release_checker(run_ctx *r)
     free(r->area);
     free(r->ref_area);
     r->area = r->ref_area = NULL;
-    if (r->shm)
-        munmap(r->shm, r->shm_bytes);
-    r->shm = NULL;
-    if (r->shm_fd >= 0)
-        close(r->shm_fd);
-    r->shm_fd = -1;
 }
 
 static void harness_close(run_ctx *r, harness_eval *ev)

@@ -61,12 +61,12 @@ typedef struct {
 } avo_harness_opts;
 
 /* The checker's state that outlives an evaluation (avo-harness --serve):
- * the reference loaded and validated, the GPU context, the shared region
- * and device tensors, the cache flush, the reference cache. An evaluation
- * given a keep that holds them takes them over (the region and the device
- * tensors cleared first, so no runner finds what an earlier evaluation's
- * left) and parks them there again when it gives a result; one that fails
- * releases them. A keep holds one problem, reference object, job seed and
+ * the reference loaded and validated, the GPU context, the device tensors
+ * shared with the runners, the cache flush, the reference cache. An
+ * evaluation given a keep that holds them takes them over (the device
+ * tensors zeroed first and a shared region of its own made, so no runner
+ * finds what an earlier evaluation's left) and parks them there again when
+ * it gives a result; one that fails releases them. A keep holds one problem, reference object, job seed and
  * reference cache: an evaluation that differs in any releases it and
  * starts afresh. Runners are never kept: every evaluation spawns its own. */
 typedef struct avo_harness_keep avo_harness_keep;

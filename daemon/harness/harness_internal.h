@@ -359,6 +359,11 @@ int harness_cmp_double(const void *a, const void *b);
 /* harness.c, for keep.c: everything setup_checker made, released (what a
  * keep took over is no longer in r). */
 void harness_release_checker(run_ctx *r);
+/* harness.c, for keep.c: the shared tensor region (a sealed memfd, mapped),
+ * sized for the largest config. 0, or a negative errno with err. */
+int harness_make_shm(run_ctx *r, char *err, size_t errlen);
+/* and released (unpinned, unmapped, closed). */
+void harness_release_shm(run_ctx *r);
 
 /* keep.c (harness.h, avo_harness_keep): the checker's state moved from k
  * into r (k made for the same problem, reference, job seed and cache fd), the region and device tensors cleared. 1 when r took it over,

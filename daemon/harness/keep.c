@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "harness_internal.h"
+#include "gpu.h"
 #include "tensors.h"
 
 struct avo_harness_keep {
@@ -32,10 +33,6 @@ static void move_state(run_ctx *to, run_ctx *from)
     to->gpu = from->gpu;
     to->max_mhz = from->max_mhz;
     to->gpu_info = from->gpu_info;
-    to->shm_fd = from->shm_fd;
-    to->shm = from->shm;
-    to->shm_bytes = from->shm_bytes;
-    to->shm_pinned = from->shm_pinned;
     to->dev = from->dev;
     to->dev_fill = from->dev_fill;
     to->area = from->area;
@@ -53,9 +50,6 @@ static void move_state(run_ctx *to, run_ctx *from)
     from->ref_handle = NULL;
     from->gpu = NULL;
     from->gpu_info = NULL;
-    from->shm_fd = -1;
-    from->shm = NULL;
-    from->shm_pinned = 0;
     from->dev.n = 0;
     from->area = from->ref_area = NULL;
     from->area_pinned = 0;
@@ -91,14 +85,19 @@ void avo_harness_keep_free(avo_harness_keep *k)
     free(k);
 }
 
-/* The shared region emptied without touching its pages: a hole punched
- * through the memfd reads back as zeros and costs nothing for the pages a
- * CUDA checker never faulted in; page-locked pages are written over
- * instead (punching them would leave the registered mapping stale). */
-static int clear_region(run_ctx *r, char *err, size_t errlen)
+/* What the runners see, fresh for the evaluation: a new shared region
+ * (nothing an earlier runner, or anything it left running, wrote or
+ * still writes to the old one reaches it), page-locked where the host
+ * copies use it (share_tensors), and every shared device tensor zeroed. */
+static int fresh_tensors(run_ctx *r, char *err, size_t errlen)
 {
-    if (r->shm_pinned || fallocate(r->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->shm_bytes) != 0)
-        memset(r->shm, 0, r->shm_bytes);
+    int rc = harness_make_shm(r, err, errlen);
+    if (rc)
+        return rc;
+    if (r->cuda && r->dev.n > 0 && !r->dev_fill) {
+        char note[240];
+        r->shm_pinned = avo_gpu_pin(r->gpu, r->shm, r->shm_bytes, note, sizeof note) == 0;
+    }
     if (r->cuda && r->dev.n > 0 && avo_gpu_clear_shared(r->gpu, err, errlen) != 0)
         return -EIO;
     return 0;
@@ -119,12 +118,16 @@ int harness_keep_resume(run_ctx *r, avo_harness_keep *k, const char *ref_so, int
      * makes them where a fresh checker starts). */
     avo_tensors_stream_key(r->seed, r->in_key);
     avo_tensors_stream_key(r->job_seed, r->job_key);
-    return clear_region(r, err, errlen) == 0 ? 1 : -EIO;
+    const int rc = fresh_tensors(r, err, errlen);
+    return rc ? rc : 1;
 }
 
 void harness_keep_park(run_ctx *r, avo_harness_keep *k, const char *ref_so, int cache_fd)
 {
     keep_release(k);
+    /* The region is the evaluation's own: released here, a new one for
+     * the next (fresh_tensors). */
+    harness_release_shm(r);
     if (!r->ref_handle || snprintf(k->ref_so, sizeof k->ref_so, "%s", ref_so) >= (int)sizeof k->ref_so)
         return;
     k->p = r->p;

@@ -25,7 +25,7 @@
  * --serve FD (the candidate "-"): one evaluation after another in this
  * process, each asked for on the unix socket FD (serve.h has the
  * request), its result a line on fd 3 (or stdout); the checker's state
- * (context, reference, regions, reference cache) kept between them
+ * (context, reference, device tensors, reference cache) kept between them
  * (harness.h, avo_harness_keep). Ends at the socket's end of file (exit
  * 0) or after an evaluation that could not be made (exit 2 or 3 as above).
  * `avo-harness --runner ENTRY` is the runner it starts itself (runner.h). */

@@ -55,6 +55,7 @@ typedef struct {
     char host_copies[160];    /* CUDA runners: "pinned", or "pageable: why" (what the runner said) */
     avo_cgroup cg;            /* its own group (freezer), when the host has one */
     int pidns;                /* started in PID and mount namespaces of its own */
+    int ipcns;                /* and an IPC namespace of its own */
     int cuda;                 /* a CUDA runner (its samples are the GPU's, not the round trip) */
     const char *freezer;      /* how it is frozen between calls: "cgroup2", "cgroup1" or "SIGSTOP" */
     char isolation_note[200]; /* what it did not get, and why */
@@ -72,6 +73,12 @@ typedef struct {
     int fd[AVO_PROBLEM_MAX_TENSORS];       /* exported handles (the checker's; each runner gets copies) */
     size_t bytes[AVO_PROBLEM_MAX_TENSORS]; /* their mapped sizes */
 } avo_runner_devmem;
+
+/* How many runners this process spawned without PID and IPC namespaces
+ * and a control group of their own (avo-harness --serve keeps nothing
+ * after an evaluation that had one: what such a runner leaves, a SysV
+ * object or a process, would outlive it). */
+int avo_runner_unconfined(void);
 
 /* Start the runner with the shared region mem_fd (sealed against resizing)
  * and a sealed copy of the object cand_so, which it does not load yet: it

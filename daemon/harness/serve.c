@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "avo_file.h"
+#include "runner.h"
 
 /* What a request names: the three objects (-1: absent) and the options. */
 typedef struct {
@@ -125,10 +126,13 @@ static int read_request(int sock, serve_req *q, char *err, size_t errlen)
                     close(fd);
             }
     if (n < 0) {
-        snprintf(err, errlen, "reading a request: %s", strerror(errno));
+        const int e = errno;
+        snprintf(err, errlen, "reading a request: %s", strerror(e));
         for (int k = 0; k < nfds; k++)
             close(fds[k]);
-        return errno == EBADF || errno == ENOTSOCK ? 0 : -1;
+        /* Only a request that came and was bad is answered: a socket that
+         * fails is the end. */
+        return 0;
     }
     buf[n] = 0;
     json_error_t je;
@@ -194,8 +198,20 @@ int avo_serve_main(const char *problem_dir, const char *ref_so, const avo_harnes
         }
         if (got < 0)
             result = json_pack("{s:s}", "error", err);
-        json_object_set_new(result, "served",
-                            json_pack("{s:i,s:b}", "evaluation", n, "kept", avo_harness_keep_reused(keep) > reused));
+        json_t *served = json_pack("{s:i,s:b}", "evaluation", n, "kept", avo_harness_keep_reused(keep) > reused);
+        /* A runner without its own PID and IPC namespaces and control
+         * group may leave something (a SysV object, a process) in this
+         * checker's sandbox: nothing is kept after it, and the checker
+         * ends so that its sandbox goes too. */
+        const int ends = avo_runner_unconfined() > 0;
+        if (ends) {
+            avo_harness_keep_free(keep);
+            keep = NULL;
+            json_object_set_new(served, "ends",
+                                json_string("a runner lacked its own PID or IPC namespace or control group: this "
+                                            "checker keeps nothing and ends"));
+        }
+        json_object_set_new(result, "served", served);
         const int wrc = write_line(out, result);
         json_decref(result);
         if (wrc) {
@@ -203,6 +219,8 @@ int avo_serve_main(const char *problem_dir, const char *ref_so, const avo_harnes
             code = 2;
             break;
         }
+        if (ends)
+            break;
     }
     avo_harness_keep_free(keep);
     return code;

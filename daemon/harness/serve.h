@@ -13,7 +13,9 @@
  * job_seed in [1, 2^63) or absent, the rest optional. The seeds never
  * appear on a command line or in a file. Each request's result is one
  * JSON line on `out`, with "served": {"evaluation": n (1, 2, ...),
- * "kept": whether it took over the state of an earlier one}; a request
+ * "kept": whether it took over the state of an earlier one, and "ends"
+ * (why) when the server ends after it: one of its runners lacked its own
+ * PID or IPC namespace or control group}; a request
  * that cannot be read is answered {"served": ..., "error": "..."} and
  * the server goes on. An evaluation that cannot be made ends the process
  * as a one-shot avo-harness would (exit 2 or 3, the reason on stderr). */

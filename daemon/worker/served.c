@@ -2,6 +2,7 @@
 #include "served.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,20 +11,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "avo_file.h"
 #include "avo_hash.h"
 #include "avo_log.h"
 #include "avo_paths.h"
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 struct avo_served {
     char key[65];
@@ -211,7 +204,15 @@ static int try_eval(avo_served **sv, const avo_served_start *st, const char *req
         snprintf(err, errlen, "cannot send the request to the kept checker: %s", strerror(-rc));
         return rc;
     }
-    if (avo_sandbox_next_line(s->proc, timeout_s, should_cancel, arg, r) != 1) {
+    int line = avo_sandbox_next_line(s->proc, timeout_s, should_cancel, arg, r);
+    if (line == 1) {
+        /* A checker that says it ends after this answer (serve.h) is not
+         * asked again. */
+        json_t *j = json_loads(r->result, 0, NULL);
+        line = !json_is_string(json_object_get(json_object_get(j, "served"), "ends"));
+        json_decref(j);
+    }
+    if (line != 1) {
         avo_served_close(s);
         *sv = NULL;
     }
@@ -222,7 +223,6 @@ int avo_served_eval(avo_served **sv, const avo_served_start *st, const char *req
                     double timeout_s, int (*should_cancel)(void *), void *arg, avo_sandbox_result *r, int *started,
                     char *err, size_t errlen)
 {
-    const double t0 = wall_now();
     int fresh = 0;
     int rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
     *started = fresh;
@@ -230,8 +230,7 @@ int avo_served_eval(avo_served **sv, const avo_served_start *st, const char *req
      * cancelled) may have ended for an earlier evaluation's sake (its kept
      * state unusable): the evaluation once more, on a fresh one. */
     const int ended = rc == 0 ? !*sv && !r->timed_out && !r->cancelled && !r->result : rc != -ENOMEM;
-    const double left = timeout_s - (wall_now() - t0);
-    if (!fresh && ended && left > 1) {
+    if (!fresh && ended) {
         if (rc == 0) {
             avo_warn("worker",
                      "the kept checker ended without an answer (%s %d): the evaluation once more on a "
@@ -244,7 +243,10 @@ int avo_served_eval(avo_served **sv, const avo_served_start *st, const char *req
                      "fresh one",
                      err);
         }
-        rc = try_eval(sv, st, request, fds, nfds, left, should_cancel, arg, r, &fresh, err, errlen);
+        /* The whole time again: the request's deadline is the checker's
+         * from its receipt, and the checker's end was not the candidate's
+         * doing (as far as anyone can tell). */
+        rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
         *started = fresh;
     }
     return rc;

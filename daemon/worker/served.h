@@ -40,7 +40,8 @@ typedef struct {
  * attached, its answer waited for up to timeout_s, cancel polled. A kept
  * checker (not started for it) that ends without an answer, not past the
  * time nor cancelled, may have ended for an earlier evaluation's sake: the
- * request goes once more to a fresh one. Returns 0 with r as
+ * request goes once more to a fresh one, with the whole timeout. A checker
+ * whose answer says it ends (serve.h, "ends") is closed after it. Returns 0 with r as
  * avo_sandbox_next_line fills it (a line: the result; else how the
  * checker ended, and *sv no longer holds it), or a negative int with err
  * (it could not be started or the request not sent; *sv holds none). */

@@ -25,6 +25,9 @@
 #      state over), each result's stderr its own evaluation's, the warm-up
 #      sets the job's; the next job starts a checker of its own; the job
 #      seed is in no log or result; at the worker's end no checker is left.
+#  (i) a runner without its own IPC namespace (AVO_HARNESS_NO_IPCNS, by
+#      hand): the checker keeps nothing after that evaluation and ends
+#      (served.ends says why), so its sandbox goes with it.
 #  (h) a kept checker killed in the middle of a job (between or during its
 #      evaluations): the job's evaluations still all ok, the next one on a
 #      fresh checker (an evaluation whose checker ended without an answer
@@ -38,7 +41,7 @@ so ref "$F/reference.c" && so base "$F/base.c" && so wrong "$F/wrong.c" &&
     (echo '#define CRASH_AFTER 0'; cat "$F/base.c") >"$T/crash.c" && so crash "$T/crash.c" &&
     (echo '#define WRITER 1'; cat "$ROOT/tests/fixtures/serve/leftover.c") >"$T/lw.c" && so lw "$T/lw.c" &&
     so lr "$ROOT/tests/fixtures/serve/leftover.c" || { notok "the fixture objects build"; exit 1; }
-serve() {  # serve OUT REQUESTS-JSON [EXTRA...]
+serve() {  # serve OUT REQUESTS-JSON [EXTRA...] (the environment passes to the checker)
     local out=$1 req=$2; shift 2
     echo "$req" >"$T/$out.req"
     python3 "$DRIVE" "$BIN/avo-harness" "$F" "$T/ref.so" "$T/$out.req" ${1:+--} "$@" >"$T/$out.jsonl" 2>"$T/$out.err"
@@ -79,6 +82,14 @@ check "(b, c) the checker goes on after them: ok, the state still kept" \
 check "(e) another job's seed: ok, the state not taken over" \
     jqt '.outcome == "ok" and .served == {"evaluation": 10, "kept": false}' <(line seq 10)
 check "the server ends at the socket's end of file, exit 0" jqt '.exit == 0' <(line seq 11)
+
+AVO_HARNESS_NO_IPCNS=1 serve noipc "[{\"seed\": 31, \"job_seed\": 5, \"objects\": $(obj base)},
+ {\"seed\": 32, \"job_seed\": 5, \"objects\": $(obj base)}]"
+jq -c '{outcome, served, exit, runner_note: .runner.isolation_note}' "$T/noipc.jsonl" | sed 's/^/# /'
+check "(i) a runner without its own IPC namespace: ok, and the checker says it ends, keeping nothing" \
+    jqt '.outcome == "ok" and (.served.ends | test("IPC namespace"))' <(line noipc 1)
+check "(i) it ended after that answer (exit 0), the next request unanswered" \
+    jqt '.exit == 0' <(line noipc 2)
 
 serve leftover "[{\"seed\": 21, \"job_seed\": 5, \"objects\": $(obj lw)},
  {\"seed\": 22, \"job_seed\": 5, \"objects\": $(obj lr)}]"
@@ -136,11 +147,11 @@ check "(g) the next job: a checker of its own (not kept), ok" \
 SEED=$(psql_avo "SELECT input_seed FROM jobs WHERE id = $JOB")
 check "(g) the job seed is in no result and no log" \
     bash -c "[ -n '$SEED' ] && ! grep -q '$SEED' '$T/g1.txt' '$T/worker.log' '$T/avod.log'"
-pgrep -af -- "avo-harness.* --serve [0-9]" | sed "s/^/# checker: /"
+pgrep -a -P "$WORKER_PID" -f -- "--serve [0-9]" | sed "s/^/# checker: /"
 # (h) the checker killed once the job's first evaluation is in.
 JOB3=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 5}, "operator_params": {"seed": 5}}' | jq -r .id)
 wait_for 120 "[ \$(psql_avo 'SELECT count(*) FROM evaluations WHERE job_id = $JOB3 AND result IS NOT NULL') -ge 1 ]"
-pkill -KILL -f -- "avo-harness.* --serve [0-9]"
+pkill -KILL -P "$WORKER_PID" -f -- "--serve [0-9]"
 job_done "$JOB3"
 psql_avo "SELECT result FROM evaluations WHERE job_id = $JOB3 AND result IS NOT NULL ORDER BY id" >"$T/h.txt"
 jq -c '{outcome, detail: ((.detail // "")[0:80]), served}' "$T/h.txt" | sed 's/^/# /'
@@ -149,9 +160,9 @@ check "(h) the killed checker's job: every evaluation ok, the one after the kill
 check "(h) the worker said it ran an evaluation once more on a fresh checker, or started one for the next" \
     grep -q 'kept checker' "$T/worker.log"
 check "(g) one kept checker while the worker runs" \
-    test "$(pgrep -f -- "avo-harness.* --serve [0-9]" | wc -l)" = 1
+    test "$(pgrep -P "$WORKER_PID" -f -- "--serve [0-9]" | wc -l)" = 1
 kill -TERM "$WORKER_PID"
 wait_for 30 "! kill -0 $WORKER_PID 2>/dev/null"
-check "(g) the worker stopped: no checker left" \
-    bash -c '! pgrep -f -- "avo-harness.* --serve [0-9]" >/dev/null'
+check "(g) the worker stopped: no checker left (none serving this fixture)" \
+    bash -c '! pgrep -f -- "avo-harness $0 - /proc/self/fd/5 --serve" >/dev/null' "$(readlink -f "$RF")"
 [ "$FAILS" -eq 0 ]
