@@ -735,24 +735,38 @@ static int reap_child(sandbox_run *s)
     return 1;
 }
 
+/* The child killed with its process group and control group. The child
+ * is the first process of its PID namespace: its death takes every other
+ * process in it along. */
+static void kill_group(sandbox_run *s)
+{
+    kill(-s->pid, SIGKILL);
+    kill(s->pid, SIGKILL);
+    if (s->cg.freezer >= 0)
+        avo_cgroup_kill(&s->cg);
+}
+
+/* 1 (and which, into r) when a wait begun at t0 ran past timeout_s or
+ * should_cancel says so: a one-shot run's and a kept process's requests
+ * end the same way. */
+static int past_or_cancelled(double t0, double timeout_s, int (*should_cancel)(void *), void *arg,
+                             avo_sandbox_result *r)
+{
+    if (timeout_s > 0 && now() - t0 > timeout_s)
+        return r->timed_out = 1;
+    if (should_cancel && should_cancel(arg))
+        return r->cancelled = 1;
+    return 0;
+}
+
 /* 1 when the child ran past its timeout or was cancelled, and is killed. */
 static int stop_child(sandbox_run *s)
 {
     const avo_sandbox_opts *o = s->o;
-    int stop = 0;
-    if (o->timeout_s > 0 && now() - s->start > o->timeout_s)
-        stop = s->r->timed_out = 1;
-    else if (o->should_cancel && o->should_cancel(o->cancel_arg))
-        stop = s->r->cancelled = 1;
-    if (stop) {
-        /* The child is the first process of its PID namespace: its
-         * death takes every other process in it along. */
-        kill(-s->pid, SIGKILL);
-        kill(s->pid, SIGKILL);
-        if (s->cg.freezer >= 0)
-            avo_cgroup_kill(&s->cg);
-    }
-    return stop;
+    if (!past_or_cancelled(s->start, o->timeout_s, o->should_cancel, o->cancel_arg, s->r))
+        return 0;
+    kill_group(s);
+    return 1;
 }
 
 /* Captures the child's output until it is reaped, killing it past its
@@ -1014,10 +1028,7 @@ static void kill_proc(avo_sandbox_proc *p)
 {
     if (p->reaped || p->s.pid <= 0)
         return;
-    kill(-p->s.pid, SIGKILL);
-    kill(p->s.pid, SIGKILL);
-    if (p->s.cg.freezer >= 0)
-        avo_cgroup_kill(&p->s.cg);
+    kill_group(&p->s);
     waitpid(p->s.pid, &p->s.status, 0);
     p->reaped = 1;
 }
@@ -1047,12 +1058,8 @@ int avo_sandbox_next_line(avo_sandbox_proc *p, double timeout_s, int (*should_ca
             p->reaped = 1;
             continue;
         }
-        const int cancel = should_cancel && should_cancel(arg);
-        if (cancel || (timeout_s > 0 && now() - t0 > timeout_s)) {
-            r->cancelled = cancel;
-            r->timed_out = !cancel;
+        if (past_or_cancelled(t0, timeout_s, should_cancel, arg, r))
             kill_proc(p);
-        }
     }
     r->wall_s = now() - t0;
     take_captures(p, r);
