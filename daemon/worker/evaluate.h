@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "avo_problem.h"
+#include "served.h"
 
 typedef struct {
     const char *harness_path; /* the avo-harness binary */
@@ -55,9 +56,9 @@ typedef struct {
     const char *profile_config;
     int counters;
     /* A job's evaluation (job_seed set, not a profile) runs on the
-     * worker's kept checker *served (served.h: started, reused or
-     * replaced here) instead of a fresh one. NULL: a fresh one. */
-    struct avo_served **served;
+     * worker's kept checker for its job in *served (served.h: started,
+     * reused or replaced here) instead of a fresh one. NULL: a fresh one. */
+    avo_served_pool *served;
     /* Polled while the harness runs; when it returns nonzero the harness's
      * process group is killed and the outcome is "cancelled". May be NULL. */
     int (*should_cancel)(void *arg);

@@ -39,6 +39,7 @@ typedef struct {
     long long gpu;
     long long prefetch;
     long long serve;
+    long long serve_slots;
     double lease;
     double timeout;
     long long poll_ms;
@@ -78,6 +79,9 @@ static const avo_cfg_row worker_rows[] = {
     ROW("serve", AVO_CFG_INT, serve, "0", NULL, -1, 1,
         "keep one checker (avo-harness --serve) for a job's evaluations on this worker, so they pay its start (GPU "
         "context, reference validation) once: 1, 0 = a fresh checker each, -1 = 1 on GPU targets, 0 on the CPU"),
+    ROW("serve-slots", AVO_CFG_INT, serve_slots, "4", NULL, 1, AVO_SERVED_SLOTS_MAX,
+        "with --serve: checkers kept at once, one per job (a campaign's jobs take turns on a worker; each holds "
+        "a GPU context and its job's device tensors), the least recently used replaced"),
     ROW("ref-cache-mb", AVO_CFG_INT, ref_cache_mb, "8192", NULL, 0, 1099511627775LL,
         "budget of the reference cache (<cache>/ref: the reference's outputs on each job's warm-up input sets, "
         "least recently used evicted after each evaluation), MB; 0 = off"),
@@ -329,6 +333,7 @@ static int run_worker(worker_settings *s)
         .gpu_index = (int)s->gpu,
         .prefetch = s->prefetch < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->prefetch,
         .serve = s->serve < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->serve,
+        .serve_slots = (int)s->serve_slots,
         .ref_cache_bytes = (uint64_t)s->ref_cache_mb << 20,
         .gpu_lock_dir = s->gpu_lock_dir,
         .toolchain_file = s->toolchain_file,

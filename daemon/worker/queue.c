@@ -55,12 +55,12 @@ typedef struct {
     int nahead;
     pthread_t warm; /* the compiles of the claims just taken */
     int warming;
-    atomic_int warm_done; /* the compile thread has finished (joined by the next heartbeat) */
-    int work_pending;     /* a wake-up for new work arrived during an evaluation */
-    int draining;         /* the registry already says so */
-    json_t *toolchain;    /* probed once at start (toolchain.h): on the worker's row and in every result */
-    avo_served *served;   /* the kept checker (--serve; served.h): NULL until an evaluation starts one */
-    double served_used;   /* when it last answered (closed after AVO_SERVED_IDLE_S without work) */
+    atomic_int warm_done;   /* the compile thread has finished (joined by the next heartbeat) */
+    int work_pending;       /* a wake-up for new work arrived during an evaluation */
+    int draining;           /* the registry already says so */
+    json_t *toolchain;      /* probed once at start (toolchain.h): on the worker's row and in every result */
+    avo_served_pool served; /* the kept checkers (--serve; served.h), one per job, each closed after
+                               AVO_SERVED_IDLE_S without work */
 } worker;
 
 static double now_s(void);
@@ -726,7 +726,6 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
             avo_log_fields(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = unrun_result("crash", err);
         }
-        w->served_used = now_s();
     }
     avo_problem_free(&p);
     reap_orphans();
@@ -1027,7 +1026,7 @@ static void wait_for_work(worker *w)
 
 int avo_queue_run(const avo_queue_opts *o)
 {
-    worker w = {.o = o};
+    worker w = {.o = o, .served = {.n = o->serve_slots}};
     char err[512];
     const avo_toolchain_opts to = {.target = o->target, .gpu_index = o->gpu_index, .override_file = o->toolchain_file};
     if (avo_toolchain_probe(&to, &w.toolchain, err, sizeof err) < 0) {
@@ -1081,17 +1080,14 @@ int avo_queue_run(const avo_queue_opts *o)
         /* A kept checker holds GPU memory: not for a worker with nothing
          * to do (a job's next evaluation comes within seconds, an agent's
          * within its model's turn). */
-        if (w.served && now_s() - w.served_used > AVO_SERVED_IDLE_S) {
-            avo_served_close(w.served);
-            w.served = NULL;
-        }
+        avo_served_pool_idle(&w.served, AVO_SERVED_IDLE_S);
         wait_for_work(&w);
         if (PQstatus(w.conn) == CONNECTION_OK)
             mark_seen(&w);
     }
     if (w.warming)
         pthread_join(w.warm, NULL);
-    avo_served_close(w.served);
+    avo_served_pool_close(&w.served);
     release_ahead(&w);
     if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)
         set_state(&w, "gone");

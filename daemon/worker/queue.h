@@ -25,6 +25,7 @@ typedef struct {
     int gpu_index;              /* NVML index of the GPU (GPU targets) */
     int prefetch;               /* evaluations claimed and compiled ahead while one runs, 0..AVO_PREFETCH_MAX */
     int serve;                  /* a job's evaluations on one kept checker (served.h) */
+    int serve_slots;            /* checkers kept at once, one per job (--serve-slots) */
     uint64_t ref_cache_bytes;   /* the reference cache's budget (--ref-cache-mb); 0: off */
     const char *gpu_lock_dir;   /* the host's per-GPU timing locks (--gpu-lock-dir); NULL: the default */
     const char *toolchain_file; /* --toolchain-file: overrides of the probed toolchain (toolchain.h), or "" */

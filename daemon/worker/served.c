@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "avo_file.h"
@@ -54,7 +55,9 @@ void avo_served_key(char out[65], const char *harness, const char *problem_dir, 
     free(spec);
 }
 
-void avo_served_close(avo_served *sv)
+/* The checker told to end (its socket closed), given a moment, then
+ * killed; its directory removed. NULL: nothing. */
+static void served_close(avo_served *sv)
 {
     if (!sv)
         return;
@@ -138,7 +141,7 @@ fail:
         close(pair[0]);
     if (pair[1] >= 0)
         close(pair[1]);
-    avo_served_close(sv);
+    served_close(sv);
     return rc;
 }
 
@@ -181,7 +184,7 @@ static int try_eval(avo_served **sv, const avo_served_start *st, const char *req
     memset(r, 0, sizeof *r);
     avo_served *s = *sv;
     if (s && (strcmp(s->key, st->key) != 0 || !avo_sandbox_proc_alive(s->proc) || s->evals >= AVO_SERVED_MAX_EVALS)) {
-        avo_served_close(s);
+        served_close(s);
         *sv = s = NULL;
     }
     int rc;
@@ -196,7 +199,7 @@ static int try_eval(avo_served **sv, const avo_served_start *st, const char *req
         /* A checker that cannot take a request has ended: how, and what it
          * said. */
         const int line = avo_sandbox_next_line(s->proc, 2.0, NULL, NULL, r);
-        avo_served_close(s);
+        served_close(s);
         *sv = NULL;
         if (!line && (r->exited || r->signal))
             return 0;
@@ -213,16 +216,65 @@ static int try_eval(avo_served **sv, const avo_served_start *st, const char *req
         json_decref(j);
     }
     if (line != 1) {
-        avo_served_close(s);
+        served_close(s);
         *sv = NULL;
     }
     return 0;
 }
 
-int avo_served_eval(avo_served **sv, const avo_served_start *st, const char *request, const int *fds, int nfds,
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The pool's slot for key: its checker's, else a free one, else the least
+ * recently used (whose checker try_eval replaces: another key). */
+static int pool_slot(const avo_served_pool *pool, const char *key)
+{
+    const int n = pool->n < 1 ? 1 : pool->n > AVO_SERVED_SLOTS_MAX ? AVO_SERVED_SLOTS_MAX : pool->n;
+    int free_slot = -1, lru = 0;
+    for (int i = 0; i < n; i++) {
+        if (pool->sv[i] && strcmp(pool->sv[i]->key, key) == 0)
+            return i;
+        if (!pool->sv[i] && free_slot < 0)
+            free_slot = i;
+        if (pool->used[i] < pool->used[lru])
+            lru = i;
+    }
+    return free_slot >= 0 ? free_slot : lru;
+}
+
+void avo_served_pool_idle(avo_served_pool *pool, double idle_s)
+{
+    const double now = mono_now();
+    for (int i = 0; i < AVO_SERVED_SLOTS_MAX; i++)
+        if (pool->sv[i] && (idle_s < 0 || now - pool->used[i] > idle_s)) {
+            served_close(pool->sv[i]);
+            pool->sv[i] = NULL;
+        }
+}
+
+void avo_served_pool_close(avo_served_pool *pool)
+{
+    avo_served_pool_idle(pool, -1);
+}
+
+int avo_served_pool_count(const avo_served_pool *pool)
+{
+    int c = 0;
+    for (int i = 0; i < AVO_SERVED_SLOTS_MAX; i++)
+        c += pool->sv[i] != NULL;
+    return c;
+}
+
+int avo_served_eval(avo_served_pool *pool, const avo_served_start *st, const char *request, const int *fds, int nfds,
                     double timeout_s, int (*should_cancel)(void *), void *arg, avo_sandbox_result *r, int *started,
                     char *err, size_t errlen)
 {
+    const int slot = pool_slot(pool, st->key);
+    avo_served **sv = &pool->sv[slot];
     int fresh = 0;
     int rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
     *started = fresh;
@@ -249,5 +301,6 @@ int avo_served_eval(avo_served **sv, const avo_served_start *st, const char *req
         rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
         *started = fresh;
     }
+    pool->used[slot] = mono_now();
     return rc;
 }

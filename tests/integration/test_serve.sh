@@ -32,6 +32,9 @@
 #      evaluations): the job's evaluations still all ok, the next one on a
 #      fresh checker (an evaluation whose checker ended without an answer
 #      runs once more on a fresh one, not called the candidate's crash).
+#  (j) two jobs at once on one worker: their evaluations take turns, and
+#      each job's after its first are on the job's own kept checker (the
+#      worker keeps one per job, up to --serve-slots).
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"
@@ -170,8 +173,27 @@ check "(h) the killed checker's job: every evaluation ok, the one after the kill
     jqt -s 'length >= 2 and all(.[]; .outcome == "ok") and ([.[1:][] | select(.served.evaluation == 1)] | length) >= 1' "$T/h.txt"
 check "(h) the worker said it ran an evaluation once more on a fresh checker, or started one for the next" \
     grep -q 'kept checker' "$T/worker.log"
-check "(g) one kept checker while the worker runs" \
-    test "$(pgrep -P "$WORKER_PID" -f -- "--serve [0-9]" | wc -l)" = 1
+# (j) two jobs at once: their evaluations take turns on the worker, and
+# each job keeps a checker of its own (the pool's slots, --serve-slots).
+JOB4=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 4}, "operator_params": {"seed": 6}}' | jq -r .id)
+JOB5=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 4}, "operator_params": {"seed": 7}}' | jq -r .id)
+job_done "$JOB4"
+job_done "$JOB5"
+psql_avo "SELECT job_id FROM evaluations WHERE job_id IN ($JOB4, $JOB5) AND result IS NOT NULL ORDER BY finished_at" |
+    tr '\n' ' ' >"$T/j.order"
+echo "# (j) the order the two jobs' evaluations finished in: $(cat "$T/j.order")"
+for j in "$JOB4" "$JOB5"; do
+    psql_avo "SELECT result FROM evaluations WHERE job_id = $j AND result IS NOT NULL ORDER BY finished_at" >"$T/j$j.txt"
+    jq -c '{outcome, served}' "$T/j$j.txt" | sed "s/^/# job $j: /"
+done
+check "(j) the two jobs took turns on the worker (an evaluation of one between two of the other)" \
+    bash -c 'grep -Eq "(^| )$1 ($2 )+$1( |$)|(^| )$2 ($1 )+$2( |$)" "$0"' "$T/j.order" "$JOB4" "$JOB5"
+check "(j) each job's evaluations ok, every one after its first on the job's own kept checker" \
+    bash -c 'for f; do jq -es "length >= 2 and all(.[]; .outcome == \"ok\") and .[0].served.kept == false and
+                                 all(.[1:][]; .served.kept)" "$f" >/dev/null || exit 1; done' _ "$T/j$JOB4.txt" "$T/j$JOB5.txt"
+n=$(pgrep -P "$WORKER_PID" -f -- "--serve [0-9]" | wc -l)
+check "(g) the kept checkers while the worker runs: one per job lately served, at most the 4 slots ($n)" \
+    test "$n" -ge 1 -a "$n" -le 4
 kill -TERM "$WORKER_PID"
 wait_for 30 "! kill -0 $WORKER_PID 2>/dev/null"
 check "(g) the worker stopped: no checker left (none serving this fixture)" \
