@@ -70,11 +70,6 @@ declare -A PAIRED_JOB=([reads_held_reference]=1 [reads_held_reference_planted]=1
 # Cases exempt from "not above the seed" (a policy question, reported):
 # none since the policy refuses calls_cublas.
 declare -A ABOVE_SEED_OK=()
-# The twin rule: an ok case on gemm_bf16_small at most this factor above the
-# honest twin's TFLOPS on every config (default 1.10); exempt: not built on
-# the tiled kernel.
-declare -A TWIN_MAX=([disturbs_calibration]=1.03 [forges_event_time]=2.3)
-declare -A TWIN_EXEMPT=()
 # Cases whose harm would show in the next evaluation: the seed is evaluated
 # again right after them and must be ok.
 declare -A NEXT_EVAL=([helper_process]=1 [fills_shm]=1)

@@ -10,8 +10,13 @@
 # worker's retry would. Checks:
 #   - each case ends with an outcome its one-shot run may end with
 #     (tests/hostile/gpu/expect.sh);
-#   - the seed after every case is ok and not a cheat: the case left
-#     nothing in the kept checker that harms or helps the next evaluation;
+#   - the seed after every case is ok: the case left nothing in the kept
+#     checker that harms the next evaluation;
+#   - no case scores above the seed, and an ok one is no faster than the
+#     honest twin (tests/hostile/gpu/twins/twin_tiled.cu, the tiled kernel
+#     every case repeats, served right after the first seed) on any config
+#     by more than its TWIN_MAX (expect.sh): nothing the checker keeps
+#     helps a candidate;
 #   - most evaluations were made on a kept checker (served.kept), so this
 #     tests the kept path;
 #   - reads_held_reference never finds the answer the kept checker holds
@@ -20,8 +25,9 @@
 #   - reads_seed never says it predicted the inputs;
 #   - the server never exits with a signal; at the end the canary finds the
 #     GPU healthy, and no process of this run is left.
-# The one-shot rules this does not repeat (the twin and seed score bounds,
-# the per-case process checks) are tests/gpu/test_hostile_gpu.sh's.
+# The one-shot rules this does not repeat (the per-case process, file and
+# GPU-memory checks, the canary after each crash, the cases' own problems
+# and their stderr rules but reads_seed's) are tests/gpu/test_hostile_gpu.sh's.
 # Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed".
 #   tests/gpu/test_serve_gpu.sh [NAME...]   (default: every case)
 set -u
@@ -112,7 +118,9 @@ for name in "${cases[@]}"; do
     fi
     if [ -f "$src" ]; then echo "$name $src" >>"$T/compile.list"; else notok "$name: no such case"; fi
 done
+echo "twin $HOSTILE/twins/twin_tiled.cu" >>"$T/compile.list"
 xargs -P 8 -n 2 bash -c 'compile_case "$0" "$1"' <"$T/compile.list"
+TWIN=$(ls "$T"/cc-twin/obj/*.so 2>/dev/null | head -1)
 declare -A OBJ
 for name in "${cases[@]}"; do
     outcome=$(jq -r '.outcome' "$T/cc-$name.json" 2>/dev/null)
@@ -128,7 +136,10 @@ for name in "${cases[@]}"; do [ -n "${OBJ[$name]:-}" ] && served_cases+=("$name"
 ok "${#served_cases[@]} cases compiled to be served"
 
 JS=$(python3 -c 'import secrets; print(secrets.randbits(62) + 1)')
-for n in "${served_cases[@]}"; do printf '%s\t%s\t%s\n' "$n" "${OBJ[$n]}" "${DEADLINE[$n]:-58}"; done >"$T/cases.tsv"
+{
+    [ -n "$TWIN" ] && printf 'twin\t%s\t58\n' "$TWIN"
+    for n in "${served_cases[@]}"; do printf '%s\t%s\t%s\n' "$n" "${OBJ[$n]}" "${DEADLINE[$n]:-58}"; done
+} >"$T/cases.tsv"
 # The requests: the seed, then each case and the seed after it.
 python3 - "$T/cases.tsv" "$SEED" "$JS" >"$T/req.json" <<'PY'
 import json, sys
@@ -141,7 +152,8 @@ req("seed", seed, 58)
 for line in open(cases):
     name, so, d = line.rstrip("\n").split("\t")
     req(name, so, d)
-    req("seed after " + name, seed, 58)
+    if name != "twin":
+        req("seed after " + name, seed, 58)
 print(json.dumps(reqs))
 PY
 
@@ -187,10 +199,38 @@ for q, r in zip(reqs, res):
                      "kept" if served.get("kept") else "fresh",
                      "found" if "avo-hostile: found the answer" in text else "-",
                      "seedline" if "avo-hostile: predicted the inputs" in text else "-",
+                     str(float(r.get("aggregate") or 0)),
+                     ",".join("%s:%s" % (c.get("name"), float(c["tflops"] if c.get("tflops") is not None
+                                                              else (c.get("gflops") or 0) / 1000))
+                              for c in r.get("configs") or []) or "-",
                      " ".join(str(r.get("detail") or "").split())[:160] or "-"]))
 PY
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+# The bounds: the first seed's aggregate, the twin's TFLOPS per config.
+SEED_AGG=$(awk -F'\t' '$1 == "seed" { print $6; exit }' "$T/table.tsv")
+declare -A TWIN_TF
+TWIN_OK=0
+IFS=$'\t' read -r _ toutcome _ _ _ _ tcfgs _ < <(awk -F'\t' '$1 == "twin"' "$T/table.tsv")
+if [ "${toutcome:-}" = ok ]; then
+    TWIN_OK=1
+    for kv in ${tcfgs//,/ }; do TWIN_TF[${kv%%:*}]=${kv#*:}; done
+    ok "twin: ok on a kept checker; TFLOPS per config: $tcfgs"
+else
+    notok "twin: ${toutcome:-not served}, expected ok: the twin rule cannot be applied"
+fi
+twin_rule() {  # NAME CONFIGS: an ok case's TFLOPS per config against the twin's
+    local fac=${TWIN_MAX[$1]:-1.10} kv cfg tf tw bad=""
+    [ "$TWIN_OK" = 1 ] && [ -z "${TWIN_EXEMPT[$1]:-}" ] || return 0
+    for kv in ${2//,/ }; do
+        cfg=${kv%%:*} tf=${kv#*:} tw=${TWIN_TF[${kv%%:*}]:-0}
+        if ! gt "$tw" 0 || gt "$tf" "$(awk -v t="$tw" -v f="$fac" 'BEGIN { print t * f }')"; then
+            bad+=" $cfg: $tf TFLOPS against the twin's $tw"
+        fi
+    done
+    if [ -z "$bad" ]; then ok "$1: within $fac x the honest twin on every config"; else notok "$1: above $fac x the honest twin:$bad"; fi
+}
 kept=0 n=0
-while IFS=$'\t' read -r name outcome how found seedline detail; do
+while IFS=$'\t' read -r name outcome how found seedline agg cfgs detail; do
     n=$((n + 1))
     [ "$how" = kept ] && kept=$((kept + 1))
     case $name in
@@ -204,6 +244,7 @@ while IFS=$'\t' read -r name outcome how found seedline detail; do
     seed)
         if [ "$outcome" = ok ]; then ok "seed: ok"; else notok "seed: $outcome, expected ok ($detail)"; fi
         ;;
+    twin) ;;
     *)
         want=${EXPECT[$name]:-}
         if [ "$want" = any ] || { [ -n "$want" ] && [[ " $want " == *" $outcome "* ]]; } ||
@@ -212,6 +253,10 @@ while IFS=$'\t' read -r name outcome how found seedline detail; do
         else
             notok "$name: $outcome on a $how checker, allowed ${want:-anything but ok} ($detail)"
         fi
+        if gt "$agg" "${SEED_AGG:-0}"; then
+            notok "$name: aggregate $agg above the seed's ${SEED_AGG:-0}"
+        fi
+        [ "$outcome" = ok ] && twin_rule "$name" "$cfgs"
         case $name in
         reads_held_reference)
             if [ "$found" = - ]; then ok "$name: did not find the answer the kept checker holds"; else notok "$name: found the answer the kept checker holds"; fi

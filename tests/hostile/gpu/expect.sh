@@ -1,7 +1,8 @@
 # The hostile CUDA corpus's table (sourced by tests/gpu/test_hostile_gpu.sh,
 # one-shot evaluations, and tests/gpu/test_serve_gpu.sh, the same cases on a
-# kept checker): the outcomes each case may end with, and the variants
-# built from another case's source.
+# kept checker): the outcomes each case may end with, the variants built
+# from another case's source, and how far above the honest twin an ok case
+# may score.
 # Allowed outcomes (space-separated); "any" = reported, not asserted.
 declare -A EXPECT=(
     [deadlock]="timeout"
@@ -84,3 +85,8 @@ declare -A EXPECT=(
 # in front (each case compiles as one file, so a variant cannot include).
 declare -A VARIANT=([computes_in_prep_ungated]="computes_in_prep:#define SYNC_IN_ENTRY 1"
     [reads_held_reference_planted]="reads_held_reference:#define PLANT 1")
+# The twin rule: an ok case on gemm_bf16_small at most this factor above the
+# honest twin's TFLOPS on every config (default 1.10); exempt: not built on
+# the tiled kernel.
+declare -A TWIN_MAX=([disturbs_calibration]=1.03 [forges_event_time]=2.3)
+declare -A TWIN_EXEMPT=()
