@@ -726,6 +726,9 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
             avo_log_fields(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
             result = unrun_result("crash", err);
         }
+        /* A busy worker's idle checkers too (a finished job's holds its
+         * GPU context and device tensors). */
+        avo_served_pool_idle(&w->served, AVO_SERVED_IDLE_S);
     }
     avo_problem_free(&p);
     reap_orphans();

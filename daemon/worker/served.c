@@ -189,10 +189,12 @@ static int try_eval(avo_served **sv, const avo_served_start *st, const char *req
     }
     int rc;
     if (!s) {
+        /* Fresh even when it cannot be started: a start that failed is not
+         * a kept checker's end, and is not tried again. */
+        *fresh = 1;
         if ((rc = start(st, &s, err, errlen)))
             return rc;
         *sv = s;
-        *fresh = 1;
     }
     s->evals++;
     if ((rc = send_request(s->sock, request, fds, nfds))) {
@@ -244,6 +246,19 @@ static int pool_slot(const avo_served_pool *pool, const char *key)
             lru = i;
     }
     return free_slot >= 0 ? free_slot : lru;
+}
+
+/* The pool's checkers but the one in slot keep closed; how many there were. */
+static int close_others(avo_served_pool *pool, int keep)
+{
+    int n = 0;
+    for (int i = 0; i < AVO_SERVED_SLOTS_MAX; i++)
+        if (i != keep && pool->sv[i]) {
+            served_close(pool->sv[i]);
+            pool->sv[i] = NULL;
+            n++;
+        }
+    return n;
 }
 
 void avo_served_pool_idle(avo_served_pool *pool, double idle_s)
@@ -298,6 +313,18 @@ int avo_served_eval(avo_served_pool *pool, const avo_served_start *st, const cha
         /* The whole time again: the request's deadline is the checker's
          * from its receipt, and the checker's end was not the candidate's
          * doing (as far as anyone can tell). */
+        rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
+        *started = fresh;
+    } else if (fresh && rc == 0 && ended && close_others(pool, slot)) {
+        /* A fresh checker that ended without an answer beside other kept
+         * ones may have lacked the GPU memory they hold (a checker that
+         * cannot allocate exits as a one-shot would, and that would be the
+         * candidate's crash): once more, alone. */
+        avo_warn("worker",
+                 "a fresh checker ended without an answer (%s %d) beside other kept checkers: they are closed, "
+                 "the evaluation once more",
+                 r->signal ? "signal" : "exit code", r->signal ? r->signal : r->exit_code);
+        avo_sandbox_result_free(r);
         rc = try_eval(sv, st, request, fds, nfds, timeout_s, should_cancel, arg, r, &fresh, err, errlen);
         *started = fresh;
     }

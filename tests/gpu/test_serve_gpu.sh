@@ -10,8 +10,9 @@
 # worker's retry would. Checks:
 #   - each case ends with an outcome its one-shot run may end with
 #     (tests/hostile/gpu/expect.sh);
-#   - the seed after every case is ok: the case left nothing in the kept
-#     checker that harms the next evaluation;
+#   - the seed after every case is ok and within 10% of the seed's median
+#     aggregate: the case left nothing in the kept checker that harms or
+#     disturbs the next evaluation;
 #   - no case scores above the seed, and an ok one is no faster than the
 #     honest twin (tests/hostile/gpu/twins/twin_tiled.cu, the tiled kernel
 #     every case repeats, served right after the first seed) on any config
@@ -22,9 +23,13 @@
 #   - reads_held_reference never finds the answer the kept checker holds
 #     on the device (its "found the answer" line); its planted control
 #     finds it every time (the scan works);
-#   - reads_seed never says it predicted the inputs;
+#   - reads_seed never says it predicted the inputs (it reads the
+#     checker's command line, where a kept checker never has a seed: on
+#     this path a weak check);
 #   - the server never exits with a signal; at the end the canary finds the
-#     GPU healthy, and no process of this run is left.
+#     GPU healthy, no process of this run or named avo-hostile-* is left,
+#     no process that was not there before holds GPU memory, and no
+#     /dev/shm/avo-hostile-* file is left.
 # The one-shot rules this does not repeat (the per-case process, file and
 # GPU-memory checks, the canary after each crash, the cases' own problems
 # and their stderr rules but reads_seed's) are tests/gpu/test_hostile_gpu.sh's.
@@ -51,6 +56,8 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
     exit 0
 fi
 
+gpu_pids() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -o '[0-9][0-9]*' | sort -u; }
+GPU_PIDS0=$(gpu_pids)
 HOSTILE="$ROOT/tests/hostile/gpu"
 SMALL="$ROOT/tests/fixtures/problems/gemm_bf16_small"
 source "$HOSTILE/expect.sh"
@@ -72,7 +79,8 @@ strays() {
 cleanup() {
     [ -n "${SERVE_RESULTS_DIR:-}" ] && mkdir -p "$SERVE_RESULTS_DIR" && cp "$T"/*.jsonl "$T"/*.json "$T"/*.tsv "$T"/*.err "$SERVE_RESULTS_DIR"/ 2>/dev/null
     local p
-    for p in $(strays); do kill -KILL "$p" 2>/dev/null; done
+    for p in $(strays) $( { pgrep '^avo-hostile'; pgrep -f '^avo-hostile-'; } 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    find /dev/shm /tmp -maxdepth 1 -name 'avo-hostile-shm-*' -delete 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -206,8 +214,10 @@ for q, r in zip(reqs, res):
                      " ".join(str(r.get("detail") or "").split())[:160] or "-"]))
 PY
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
-# The bounds: the first seed's aggregate, the twin's TFLOPS per config.
-SEED_AGG=$(awk -F'\t' '$1 == "seed" { print $6; exit }' "$T/table.tsv")
+# The bounds: the seed's aggregate (the median of its evaluations: a
+# checker's first can be slower), the twin's TFLOPS per config.
+SEED_AGG=$(awk -F'\t' '$1 == "seed" || $1 ~ /^seed after / { print $6 }' "$T/table.tsv" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
 declare -A TWIN_TF
 TWIN_OK=0
 IFS=$'\t' read -r _ toutcome _ _ _ _ tcfgs _ < <(awk -F'\t' '$1 == "twin"' "$T/table.tsv")
@@ -235,8 +245,11 @@ while IFS=$'\t' read -r name outcome how found seedline agg cfgs detail; do
     [ "$how" = kept ] && kept=$((kept + 1))
     case $name in
     "seed after "*)
-        if [ "$outcome" = ok ]; then
-            ok "$name: ok on a $how checker"
+        if [ "$outcome" = ok ] && ! gt "$agg" "$(awk -v s="${SEED_AGG:-0}" 'BEGIN { print s * 1.1 }')" &&
+            ! gt "$(awk -v s="${SEED_AGG:-0}" 'BEGIN { print s * 0.9 }')" "$agg"; then
+            ok "$name: ok on a $how checker, aggregate $agg (the seed's median ${SEED_AGG:-0})"
+        elif [ "$outcome" = ok ]; then
+            notok "$name: aggregate $agg, more than 10% from the seed's median ${SEED_AGG:-0}"
         else
             notok "$name: $outcome on a $how checker, expected ok ($detail)"
         fi
@@ -281,6 +294,12 @@ fi
 
 out=$(timeout 60 avo-canary 0 2>&1)
 if echo "$out" | grep -q '"ok": true'; then ok "the canary finds the GPU healthy at the end"; else notok "the canary fails at the end: $(echo "$out" | tr '\n' ' ' | cut -c1-200)"; fi
+hostile=$( { pgrep '^avo-hostile'; pgrep -f '^avo-hostile-'; } 2>/dev/null | sort -un | tr '\n' ' ')
+if [ -z "$hostile" ]; then ok "no process named avo-hostile-* is left"; else notok "processes named avo-hostile-* left: $hostile"; fi
+newgpu=$(comm -13 <(echo "$GPU_PIDS0") <(gpu_pids) | tr '\n' ' ')
+if [ -z "${newgpu// /}" ]; then ok "no new process holds GPU memory"; else notok "new processes hold GPU memory: $newgpu"; fi
+shm=$(find /dev/shm /tmp -maxdepth 1 -name 'avo-hostile-shm-*' 2>/dev/null | tr '\n' ' ')
+if [ -z "$shm" ]; then ok "no avo-hostile-shm-* file is left"; else notok "files left: $shm"; fi
 left=$(strays | wc -l)
 if [ "$left" -eq 0 ]; then ok "no process of this run is left"; else notok "$left processes of this run are left: $(strays | head -3 | xargs -r ps -o args= -p | cut -c1-120)"; fi
 echo "$PASS passed, $FAIL failed"
