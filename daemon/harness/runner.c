@@ -630,6 +630,10 @@ static int round_trip(avo_runner *r, cmd_msg *c, reply_msg *m, double deadline, 
  * namespaces of its own when it was cloned into them (a /proc showing only
  * itself, mounts private), its group, then nobody when the checker is root. */
 static const char *const runner_private_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
+/* Tests of what follows a runner without a /tmp of its own (test_serve.sh,
+ * AVO_HARNESS_NO_PRIVATE_TMP, read before the clone): the worker's sandbox
+ * passes no such variable. */
+static int no_private_tmp;
 
 /* The working directory (the evaluation's scratch directory, where TMPDIR
  * and HOME point) read-only for the runner, and the runner in that view of
@@ -696,7 +700,8 @@ static _Noreturn void runner_child(int pidns, const avo_runner *r, int cmd_r, in
          * shared by every runner of it, a channel between a candidate and
          * the against it is paired with (tests/hostile/gpu/pairs). */
         for (int i = 0; runner_private_dirs[i]; i++)
-            mount("tmpfs", runner_private_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777");
+            if (i > 0 || !no_private_tmp)
+                mount("tmpfs", runner_private_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777");
     }
     /* nobody, when it exists here (a user namespace of the checker's own
      * maps no other uid: the runner then keeps uid 0 there and gives up its
@@ -791,6 +796,7 @@ static pid_t clone_runner(avo_runner *r)
     size_t i = 0;
     /* Tests of what follows a runner without an IPC namespace
      * (test_serve.sh): the worker's sandbox passes no such variable. */
+    no_private_tmp = getenv("AVO_HARNESS_NO_PRIVATE_TMP") != NULL;
     if (getenv("AVO_HARNESS_NO_IPCNS")) {
         i = 2;
         first = EPERM;
@@ -898,6 +904,50 @@ cleanup:
     return rc;
 }
 
+/* Whether the runner's mount namespace has what runner_child asked for:
+ * a tmpfs of its own on each private directory, and the working directory
+ * read-only. Each is asked for without a check in the child (a host that
+ * refuses leaves less isolation, not a broken runner); read here from its
+ * mountinfo, the last entry of a mount point being the one on top. A runner
+ * without them may leave files a kept checker would carry to the next
+ * evaluation. 1 when all hold; else 0 with what is missing in miss. */
+static int private_mounts_hold(pid_t pid, char *miss, size_t ml)
+{
+    char path[64], line[4096], cwd[PATH_MAX] = "";
+    int tmpfs[3] = {0, 0, 0}, cwd_ro = 0;
+    if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, "/") == 0)
+        cwd[0] = 0;
+    snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(miss, ml, "its mounts cannot be read: %s", strerror(errno));
+        return 0;
+    }
+    while (fgets(line, sizeof line, f)) {
+        /* "id parent dev root mountpoint options [optional...] - fstype source superoptions" */
+        char mnt[PATH_MAX], opts[256], fstype[64];
+        const char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s %255s", mnt, opts) != 2 ||
+            sscanf(dash + 3, "%63s", fstype) != 1)
+            continue;
+        for (int i = 0; runner_private_dirs[i]; i++)
+            if (strcmp(mnt, runner_private_dirs[i]) == 0)
+                tmpfs[i] = strcmp(fstype, "tmpfs") == 0;
+        if (cwd[0] && strcmp(mnt, cwd) == 0)
+            cwd_ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || opts[2] == 0);
+    }
+    fclose(f);
+    size_t n = 0;
+    miss[0] = 0;
+    for (int i = 0; runner_private_dirs[i]; i++)
+        if (!tmpfs[i])
+            n += (size_t)snprintf(miss + n, n < ml ? ml - n : 0, "%sno %s of its own", n ? ", " : "",
+                                  runner_private_dirs[i]);
+    if (cwd[0] && !cwd_ro)
+        snprintf(miss + (n < ml ? n : ml - 1), n < ml ? ml - n : 1, "%sits working directory writable", n ? ", " : "");
+    return miss[0] == 0;
+}
+
 int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
 {
     cmd_msg c;
@@ -934,6 +984,14 @@ int avo_runner_load(avo_runner *r, double deadline, char *why, size_t wl)
     }
     if (f)
         fclose(f);
+    char miss[200];
+    if (r->pidns && !private_mounts_hold(r->pid, miss, sizeof miss)) {
+        /* Counted as a runner not wholly confined (a kept checker keeps
+         * nothing after it), and said in the isolation note. */
+        unconfined_spawns++;
+        size_t nl = strlen(r->isolation_note);
+        snprintf(r->isolation_note + nl, sizeof r->isolation_note - nl, "%s%s", nl ? "; " : "", miss);
+    }
     /* Sent after the candidate loaded, so only its form is checked: the
      * result labels it as the runner's report. */
     if (strcmp(m.msg, "pinned") == 0 || strncmp(m.msg, "pageable: ", 10) == 0)

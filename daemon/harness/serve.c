@@ -199,17 +199,17 @@ int avo_serve_main(const char *problem_dir, const char *ref_so, const avo_harnes
         if (got < 0)
             result = json_pack("{s:s}", "error", err);
         json_t *served = json_pack("{s:i,s:b}", "evaluation", n, "kept", avo_harness_keep_reused(keep) > reused);
-        /* A runner without its own PID and IPC namespaces and control
-         * group may leave something (a SysV object, a process) in this
-         * checker's sandbox: nothing is kept after it, and the checker
-         * ends so that its sandbox goes too. */
+        /* A runner without its own PID and IPC namespaces, control group
+         * and private scratch mounts may leave something (a SysV object, a
+         * process, a file) in this checker's sandbox: nothing is kept
+         * after it, and the checker ends so that its sandbox goes too. */
         const int ends = avo_runner_unconfined() > 0;
         if (ends) {
             avo_harness_keep_free(keep);
             keep = NULL;
             json_object_set_new(served, "ends",
-                                json_string("a runner lacked its own PID or IPC namespace or control group: this "
-                                            "checker keeps nothing and ends"));
+                                json_string("a runner lacked its own PID or IPC namespace, control group or "
+                                            "private scratch mounts: this checker keeps nothing and ends"));
         }
         json_object_set_new(result, "served", served);
         const int wrc = write_line(out, result);

@@ -28,6 +28,9 @@
 #  (i) a runner without its own IPC namespace (AVO_HARNESS_NO_IPCNS, by
 #      hand): the checker keeps nothing after that evaluation and ends
 #      (served.ends says why), so its sandbox goes with it.
+#  (k) a runner whose private scratch mounts are missing
+#      (AVO_HARNESS_NO_PRIVATE_TMP: no /tmp of its own): the same, and the
+#      runner's isolation note names it (read from its mountinfo).
 #  (h) a kept checker killed in the middle of a job (between or during its
 #      evaluations): the job's evaluations still all ok, the next one on a
 #      fresh checker (an evaluation whose checker ended without an answer
@@ -93,6 +96,14 @@ check "(i) a runner without its own IPC namespace: ok, and the checker says it e
     jqt '.outcome == "ok" and (.served.ends | test("IPC namespace"))' <(line noipc 1)
 check "(i) it ended after that answer (exit 0), the next request unanswered" \
     jqt '.exit == 0' <(line noipc 2)
+AVO_HARNESS_NO_PRIVATE_TMP=1 serve notmp "[{\"seed\": 33, \"job_seed\": 5, \"objects\": $(obj base)},
+ {\"seed\": 34, \"job_seed\": 5, \"objects\": $(obj base)}]"
+jq -c '{outcome, served, exit, runner_note: .runner.isolation_note}' "$T/notmp.jsonl" | sed 's/^/# /'
+check "(k) a runner without a /tmp of its own: ok, the note names it, and the checker ends, keeping nothing" \
+    jqt '.outcome == "ok" and (.served.ends | test("private scratch")) and
+         (.runner.isolation_note | test("no /tmp of its own"))' <(line notmp 1)
+check "(k) it ended after that answer (exit 0), the next request unanswered" \
+    jqt '.exit == 0' <(line notmp 2)
 
 serve leftover "[{\"seed\": 21, \"job_seed\": 5, \"objects\": $(obj lw)},
  {\"seed\": 22, \"job_seed\": 5, \"objects\": $(obj lr)}]"
