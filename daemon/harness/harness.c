@@ -1409,20 +1409,20 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
     avo_timing_stats_compute(lr->entry, n, &es);
     const gpu_timing *tm = &r->ln->tm;
     const gpu_preload *pre = &r->ln->pre[tm->ungated];
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:o,s:o,"
-                     "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
-                     "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median),
-                     "calibrated_tail_median_s", jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow),
-                     "tail_median_s", jreal(ts.median), "tail_charged_runs", lr->charged, "tail_charged_max_s",
-                     jreal(lr->charged_max), "before_load", "overhead_s", jreal(pre->stream_min), "tail_allowance_s",
-                     jreal(pre->tail_allow), "round_trip_over_s", jreal(pre->rt_over), "round_trip_over_max_s",
-                     jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max), "claim_floor_runs",
-                     lr->floored, "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s",
-                     jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over, "protocol_median_s", jreal(ps.median),
-                     "protocol_min_s", jreal(ps.min), "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
-                     jreal(tm->host_median), "runner_host_median_s", jreal(hs.median), "entry_host_median_s",
-                     jreal(es.median), "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
-                     jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+    return json_pack(
+        "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:i,s:o,s:o,"
+        "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
+        "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median), "calibrated_tail_median_s",
+        jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow), "tail_median_s", jreal(ts.median),
+        "tail_charged_runs", lr->charged, "tail_charged_max_s", jreal(lr->charged_max), "before_load", "overhead_s",
+        jreal(pre->stream_min), "tail_allowance_s", jreal(pre->tail_allow), "round_trip_over_s", jreal(pre->rt_over),
+        "round_trip_over_max_s", jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max),
+        "claim_floor_runs", lr->floored, "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s",
+        jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over, "busy_probes_retaken", lr->busy.reprobed,
+        "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min), "calibrated_protocol_s",
+        jreal(tm->rt_over), "calibrated_host_s", jreal(tm->host_median), "runner_host_median_s", jreal(hs.median),
+        "entry_host_median_s", jreal(es.median), "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
+        jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
 }
 
 /* Nothing of the runner's may go on working between calls: its group

@@ -111,6 +111,12 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 #define GPU_BUSY_HARD_FACTOR 4.0
 #define GPU_BUSY_HARD_SLACK 1e-3
 #define BUSY_PROBES 16
+/* A probe is timed by the host clock: the checker's thread waiting for a
+ * CPU during it (schedstat's run_delay; a compile or another process on
+ * the CPU the checker is pinned to) is counted as GPU wait. A probe over a
+ * bound whose excess that wait explains is taken again, at most this many
+ * times; the last one is judged. */
+#define BUSY_REPROBES 2
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
 /* A measurement this far above the declared roofline is impossible. */
@@ -344,6 +350,7 @@ typedef struct {
  * soft bound, the longest wait. */
 typedef struct {
     int probes, over;
+    int reprobed; /* probes taken again: the checker waited for a CPU (BUSY_REPROBES) */
     double longest;
 } busy_stats;
 
@@ -376,7 +383,7 @@ void harness_keep_park(run_ctx *r, avo_harness_keep *k, const char *ref_so, int 
 /* gputime.c: the CUDA timing protocol (each function's contract is at its
  * definition). */
 int gputime_check_claim(const avo_gpu_times *ev, double rt, char *why, size_t wl);
-int gputime_busy_verdict(run_ctx *r, double busy, int i, const char *when, busy_stats *b, char *why, size_t wl);
+int gputime_busy_verdict(run_ctx *r, int c, int i, const char *when, busy_stats *b, char *why, size_t wl);
 int gputime_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
                        double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl);
 int gputime_checker_copies(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
