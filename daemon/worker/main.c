@@ -76,7 +76,7 @@ static const avo_cfg_row worker_rows[] = {
     ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, AVO_PREFETCH_MAX,
         "claim up to N evaluations ahead and compile them while one runs: N (0 = off), or -1 = 1 on GPU "
         "targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
-    ROW("serve", AVO_CFG_INT, serve, "0", NULL, -1, 1,
+    ROW("serve", AVO_CFG_INT, serve, "-1", NULL, -1, 1,
         "keep one checker (avo-harness --serve) for a job's evaluations on this worker, so they pay its start (GPU "
         "context, reference validation) once: 1, 0 = a fresh checker each, -1 = 1 on GPU targets, 0 on the CPU"),
     ROW("serve-slots", AVO_CFG_INT, serve_slots, "4", NULL, 1, AVO_SERVED_SLOTS_MAX,

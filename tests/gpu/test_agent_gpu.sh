@@ -75,6 +75,9 @@ else
 fi
 check "the program is stored as a program, not a candidate" \
     test "$(q "SELECT count(*) FILTER (WHERE state = 'done') || ':' || count(*) FROM programs WHERE job_id = $JOB"):$(q "SELECT count(*) FROM candidates WHERE job_id = $JOB")" = "1:1:2"
+SERVED=$(q "SELECT count(*) FILTER (WHERE result->'served'->>'kept' = 'true') || '/' || count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done'")
+echo "# evaluations answered by a kept checker: $SERVED"
+check "an evaluation after the job's first was answered by its kept checker (the GPU default)" test "${SERVED%/*}" -ge 1
 q "SELECT string_agg(request::text || response::text, '') FROM llm_calls" >"$T/calls.txt"
 check "the calls are stored, and the key never reached the database" \
     bash -c '[ -s "$0" ] && ! grep -q "$AVO_TEST_KEY" "$0"' "$T/calls.txt"

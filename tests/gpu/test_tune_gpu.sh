@@ -59,6 +59,13 @@ check "every ok evaluation started the baseline's runner beside the others" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND NOT (result->'phases'->'harness' ? 'baseline_runner')")" = 0
 check "every evaluation was timed from a gated start" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result->>'outcome' = 'ok' AND result->'runner'->'timing_start'->>'mode' IS DISTINCT FROM 'gated'")" = 0
+# A GPU worker keeps a checker per job by default (--serve -1): the job's
+# evaluations after its first are answered by one kept checker, unless it
+# ended (a runner not wholly confined ends it: docs/evaluation.md).
+SERVED=$(psql_avo "SELECT count(*) FILTER (WHERE result->'served'->>'kept' = 'true') || '/' || count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done'")
+echo "# evaluations answered by a kept checker: $SERVED"
+check "at least half of the job's evaluations were answered by a kept checker (the GPU default)" \
+    bash -c 'k=${0%/*}; n=${0#*/}; [ "$n" -gt 0 ] && [ $((2 * k)) -ge "$n" ]' "$SERVED"
 # Two islands keep two evaluations queued: the worker compiles the next one
 # while the GPU times the current one.
 check "the worker compiled an evaluation while the previous one ran" grep -q "precompiled in" "$T/worker.log"
