@@ -193,10 +193,11 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(filter %.o,$^) $(ALL_LIBS) -lcmocka $(LIBS_AVOD) -lseccomp
 
-# The loop tests run db.c and engine.c, test_worker_states sql/024 and test_recheck sql/026, against a throwaway PostgreSQL
+# The loop tests run db.c and engine.c, test_worker_states sql/024, test_recheck sql/026 and test_profile_order
+# sql/027, against a throwaway PostgreSQL
 # started by tests/unit/pgtest.c (avod's own embedded-cluster code).
 UNIT_PG_TESTS := $(BUILD)/tests/test_db_loop $(BUILD)/tests/test_engine_loop $(BUILD)/tests/test_worker_states \
-                 $(BUILD)/tests/test_recheck
+                 $(BUILD)/tests/test_recheck $(BUILD)/tests/test_profile_order
 $(UNIT_PG_TESTS): $(BUILD)/obj/tests/unit/pgtest.o
 
 # make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.

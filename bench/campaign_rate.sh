@@ -19,7 +19,9 @@
 #       baseline's/against's calls (each result's phases.harness.gpu, as in
 #       bench/eval_cost.sh) summed over the campaign's evaluations, over W.
 # - the median worker wall of one evaluation, and the share of W in which
-#   the worker held an evaluation (claimed_at -> finished_at, merged).
+#   the worker held an evaluation (claimed_at -> finished_at, merged);
+# - the profiles: run within W (and their time in it), run after W (a new
+#   best's waits for an idle worker: waited for, up to 120 s), superseded.
 # KEEP=DIR keeps the campaign's summaries, the worker log, the utilisation
 # samples and a table of every evaluation there. BUILD: the build directory.
 # Needs a GPU (nvidia-smi lists one); on a bare host the carried .pg and
@@ -126,6 +128,26 @@ for label, sel in (("screened out", lambda e: e["screened"]), ("timed in full (s
         if m >= 0.005:
             print(f"   {k:<34} {m:8.3f}")
 EOF
+# The profiles (sql/011, sql/027): those the worker ran inside W took GPU
+# time from the evaluations; a new best's waits for an idle worker, so some
+# run after W: waited for here (up to 120 s) and reported, so a rate is
+# never bought by moving work past the campaign's end.
+for _ in $(seq 1 240); do
+    [ "$(psql_avo "SELECT count(*) FROM profiles WHERE state IN ('queued', 'running')")" = 0 ] && break
+    sleep 0.5
+done
+psql_avo "SELECT count(*) FILTER (WHERE result->>'outcome' = 'superseded'),
+                 count(*) FILTER (WHERE claimed_at IS NOT NULL AND finished_at <= to_timestamp($t1)),
+                 COALESCE(sum(extract(epoch FROM least(finished_at, to_timestamp($t1)) - claimed_at))
+                          FILTER (WHERE claimed_at IS NOT NULL AND claimed_at < to_timestamp($t1)), 0),
+                 count(*) FILTER (WHERE claimed_at IS NOT NULL AND finished_at > to_timestamp($t1)),
+                 COALESCE(max(extract(epoch FROM finished_at - to_timestamp($t1)))
+                          FILTER (WHERE claimed_at IS NOT NULL AND finished_at > to_timestamp($t1)), 0),
+                 count(*) FILTER (WHERE state IN ('queued', 'running'))
+          FROM profiles" | tr '|' ' ' | {
+    read -r sup inside inside_s after after_s left
+    echo "profiles: $inside run within the wall ($(printf %.1f "$inside_s") s of it), $after after its end (the last done $(printf %.1f "$after_s") s after), $sup superseded (not run), $left still queued"
+}
 if [ -n "${KEEP:-}" ]; then
     mkdir -p "$KEEP" && cp -r "$T/campaign" "$T/campaign.out" "$T/util.csv" "$T/evals.tsv" "$T/worker.log" "$T/avod.log" "$KEEP/" 2>/dev/null
 fi

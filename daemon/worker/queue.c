@@ -42,6 +42,7 @@ typedef struct {
     long long profile_id; /* the profile in progress (sql/011_profiles.sql) */
     double next_heartbeat;
     double next_profile_renew;
+    double idle_since; /* the first claim that found nothing since the last work (0: busy) */
     int lease_lost;
     int unhealthy; /* the GPU failed the canary: claim nothing */
     double next_canary;
@@ -913,11 +914,17 @@ static int profile_tick(void *arg)
     return w->lease_lost;
 }
 
+/* How long a worker finds nothing to claim before it runs a new best's
+ * profile (try_claim). */
+#define BACKGROUND_IDLE_S 1.0
+
 /* A queued profile (sql/011_profiles.sql): the candidate compiled through
  * the cache and run by the harness in its profile-only mode (checked calls,
- * then the counters; no timing, no score), between evaluations. Returns 3
- * when one ran, 0 when none was queued. */
-static int run_profile(worker *w)
+ * then the counters; no timing, no score), between evaluations. background
+ * 0: only one someone waits for (the agent's, a person's); 1: a new best's
+ * too, for a worker with no evaluation to run (sql/027_profile_order.sql).
+ * Returns 3 when one ran, 0 when none was queued. */
+static int run_profile(worker *w, int background)
 {
     char wid[32], lease[32];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
@@ -925,8 +932,8 @@ static int run_profile(worker *w)
     /* With the package the job pinned, as an evaluation's claim has it. */
     PGresult *r = exec(w,
                        "SELECT c.*, j.problem_hash AS pinned_hash, j.problem_files AS pinned_files "
-                       "FROM avo_claim_profile($1, $2, $3) c LEFT JOIN jobs j ON j.id = c.job_id",
-                       3, (const char *const[]){wid, w->o->target, lease});
+                       "FROM avo_claim_profile($1, $2, $3, $4) c LEFT JOIN jobs j ON j.id = c.job_id",
+                       4, (const char *const[]){wid, w->o->target, lease, background ? "true" : "false"});
     if (!r) /* as for programs: a lost connection shows in the evaluation claim */
         return 0;
     if (PQntuples(r) != 1) {
@@ -988,11 +995,11 @@ static int run_profile(worker *w)
 static int try_claim(worker *w)
 {
     int prog = run_program(w);
-    if (prog != 0)
-        return prog;
     /* An evaluation already claimed (prefetched) goes before a profile. */
-    if (!w->nahead && (prog = run_profile(w)) != 0)
+    if (prog != 0 || (!w->nahead && (prog = run_profile(w, 0)) != 0)) {
+        w->idle_since = 0;
         return prog;
+    }
     long long id;
     int cancelled;
     PGresult *n = take_ahead(w, &id, &cancelled);
@@ -1002,6 +1009,7 @@ static int try_claim(worker *w)
         else
             evaluate_one(w, n);
         PQclear(n);
+        w->idle_since = 0;
         return 1;
     }
     PGresult *r;
@@ -1010,7 +1018,23 @@ static int try_claim(worker *w)
         evaluate_one(w, r);
         PQclear(r);
     }
-    return got;
+    /* A new best's counters wait for a worker with nothing else to do: by
+     * then a later best may have replaced it (then it is skipped), and a
+     * queued evaluation never waits behind seconds of counter replay. Not
+     * at the first empty claim: a job queues its next evaluation when the
+     * last one's result is applied, a moment after the worker stored it. */
+    if (got != 0) {
+        w->idle_since = 0;
+        return got;
+    }
+    const double t = now_s();
+    if (!w->idle_since)
+        w->idle_since = t;
+    else if (t - w->idle_since >= BACKGROUND_IDLE_S && (prog = run_profile(w, 1)) != 0) {
+        w->idle_since = 0;
+        return prog;
+    }
+    return 0;
 }
 
 static void wait_for_work(worker *w)
