@@ -35,6 +35,9 @@
 #      evaluations): the job's evaluations still all ok, the next one on a
 #      fresh checker (an evaluation whose checker ended without an answer
 #      runs once more on a fresh one, not called the candidate's crash).
+#  (l) a fresh checker that ends without an answer beside another job's
+#      kept one (killed as it starts): the kept one is closed and the
+#      evaluation runs once more, ok.
 #  (j) two jobs at once on one worker: their evaluations take turns, and
 #      each job's after its first are on the job's own kept checker (the
 #      worker keeps one per job, up to --serve-slots).
@@ -209,4 +212,33 @@ kill -TERM "$WORKER_PID"
 wait_for 30 "! kill -0 $WORKER_PID 2>/dev/null"
 check "(g) the worker stopped: no checker left (none serving this fixture)" \
     bash -c '! pgrep -f -- "avo-harness $0 - /proc/self/fd/5 --serve" >/dev/null' "$(readlink -f "$RF")"
+# (l) a fresh checker that ends without an answer while the worker keeps
+# another job's: the others are closed and the evaluation runs once more
+# (daemon/worker/served.c; on a GPU they may hold the memory it lacked).
+# The new job's checker is killed as soon as it appears, before it answers.
+start_worker --kernels "$K" --cache "$T/wcache2" --serve 1
+JOB6=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 2}, "operator_params": {"seed": 8}}' | jq -r .id)
+job_done "$JOB6"
+KEPT=$(pgrep -P "$WORKER_PID" -f -- "--serve [0-9]" | tr '\n' ' ')
+JOB7=$(api POST /v1/jobs '{"problem": "refcache", "budget": {"evaluations": 1}, "operator_params": {"seed": 9}}' | jq -r .id)
+KILLED=
+for _ in $(seq 1 2000); do
+    for p in $(pgrep -P "$WORKER_PID" -f -- "--serve [0-9]"); do
+        case " $KEPT " in *" $p "*) ;; *) kill -KILL "$p" && KILLED=$p ;; esac
+    done
+    [ -n "$KILLED" ] && break
+    sleep 0.005
+done
+job_done "$JOB7"
+psql_avo "SELECT result FROM evaluations WHERE job_id = $JOB7 AND result IS NOT NULL ORDER BY id" >"$T/l.txt"
+jq -c '{outcome, served}' "$T/l.txt" | sed 's/^/# (l) /'
+check "(l) the first job's checker was kept (${KEPT:-none}), the second job's first one killed (${KILLED:-none})" \
+    bash -c '[ "$(wc -w <<<"$0")" = 1 ] && [ -n "$1" ]' "$KEPT" "$KILLED"
+check "(l) the worker closed the other kept checker and ran the evaluation once more" \
+    grep -q "a fresh checker ended without an answer (signal 9) beside other kept checkers: they are closed, the evaluation once more" "$T/worker.log"
+check "(l) the kept one is gone" bash -c '! kill -0 $0 2>/dev/null' "${KEPT:-0}"
+check "(l) the evaluation: ok, on a checker of its own, not called the candidate's crash" \
+    jqt -s 'length == 1 and .[0].outcome == "ok" and .[0].served == {"evaluation": 1, "kept": false}' "$T/l.txt"
+kill -TERM "$WORKER_PID"
+wait_for 30 "! kill -0 $WORKER_PID 2>/dev/null"
 [ "$FAILS" -eq 0 ]
