@@ -466,3 +466,47 @@ const char *avo_cgroup_freezer_name(const avo_cgroup *cg)
 {
     return cg->freezer == AVO_CG_UNIFIED ? "cgroup2" : cg->freezer == AVO_CG_FREEZER ? "cgroup1" : "none";
 }
+
+/* "<prefix>-PID-N" with PID no live process (a live one, or one we may not
+ * signal, is left alone: a pid reused by another process keeps its group). */
+static int stale_name(const char *name, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0 || name[pl] != '-')
+        return 0;
+    char *end;
+    long pid = strtol(name + pl + 1, &end, 10);
+    if (pid <= 0 || *end != '-' || end[1] < '0' || end[1] > '9')
+        return 0;
+    strtol(end + 1, &end, 10);
+    return *end == 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int avo_cgroup_sweep(const char *prefix)
+{
+    int removed = 0;
+    const char *mode = getenv("AVO_CGROUP");
+    if (mode && strcmp(mode, "none") == 0)
+        return 0;
+    for (int h = 0; h < AVO_CG_NHIER; h++) {
+        char parent[PATH_MAX];
+        if (own_dir(h, parent, sizeof parent) != 0)
+            continue;
+        DIR *d = opendir(parent);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_type != DT_DIR || !stale_name(e->d_name, prefix))
+                continue;
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (sub >= 0) {
+                rmdir_children(sub, 0);
+                close(sub);
+            }
+            removed += unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0;
+        }
+        closedir(d);
+    }
+    return removed;
+}

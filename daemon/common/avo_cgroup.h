@@ -69,6 +69,14 @@ void avo_cgroup_destroy(avo_cgroup *cg);
 /* "cgroup2", "cgroup1" or "none": how avo_cgroup_freeze works for cg. */
 const char *avo_cgroup_freezer_name(const avo_cgroup *cg);
 
+/* Remove the groups a killed process left under the calling process's own
+ * group in every hierarchy: those named "<prefix>-PID-N" whose PID is no
+ * live process, with the groups inside them, where they hold no process
+ * (rmdir refuses a group that does). A worker or harness killed with
+ * SIGKILL cannot remove its evaluation's group; the next one started in
+ * the same group does. Returns how many it removed. */
+int avo_cgroup_sweep(const char *prefix);
+
 /* An empty group (nothing to destroy). */
 void avo_cgroup_clear(avo_cgroup *cg);
 

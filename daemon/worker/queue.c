@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "avo_cgroup.h"
 #include "avo_log.h"
 #include "avo_nvml.h"
 #include "avo_package.h"
@@ -1070,6 +1071,11 @@ int avo_queue_run(const avo_queue_opts *o)
                  json_is_true(json_object_get(w.toolchain, "overridden")) ? " (overridden by --toolchain-file)" : "");
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* Groups of evaluations whose worker (or harness) was killed: theirs
+     * to remove, and they never will (named by pid: sandbox.c, runner.c). */
+    const int swept = avo_cgroup_sweep("avo") + avo_cgroup_sweep("avo-runner");
+    if (swept)
+        avo_info("worker", "removed %d empty control group(s) left by killed workers or harnesses", swept);
     /* NVML held for the worker's life: every GPU evaluation reads it (the
      * lock's key, the energy counter before and after, the architecture),
      * and each open that finds no other holder loads and initialises the

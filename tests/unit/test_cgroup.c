@@ -1,7 +1,8 @@
 /* avo_cgroup on the host it runs on: a group is created beside ours, a
  * child process joins it, freezing stops its CPU use (and a process it
  * forked after setsid, which a SIGSTOP of the child would not), thawing
- * lets it run, a kill ends all of them and destroy leaves no directory.
+ * lets it run, a kill ends all of them and destroy leaves no directory;
+ * a sweep removes the groups of a process that is gone.
  * Where the host gives this process no writable group (not root, no
  * delegation) the tests say so and pass: the harness then reports the
  * fallback, which test_hostile.sh exercises. */
@@ -207,6 +208,68 @@ static void test_v1_freezer(void **state)
     unsetenv("AVO_CGROUP");
 }
 
+/* Drop a group's descriptors and leave its directories, as a killed
+ * process does. */
+static void forget(avo_cgroup *cg)
+{
+    for (int h = 0; h < AVO_CG_NHIER; h++) {
+        if (cg->dir[h] >= 0)
+            close(cg->dir[h]);
+        if (cg->procs[h] >= 0)
+            close(cg->procs[h]);
+        cg->dir[h] = cg->procs[h] = -1;
+    }
+    cg->freezer = -1;
+}
+
+/* avo_cgroup_sweep: a group named for a pid that is gone (and the group
+ * inside it) is removed; one named for a live pid, or not of the form
+ * PREFIX-PID-N, stays. */
+static void test_sweep_stale(void **state)
+{
+    (void)state;
+    avo_cgroup_sweep("avotest"); /* what an earlier failed run left */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    static avo_cgroup dead, inner, live, odd;
+    char name[64], why[300];
+    snprintf(name, sizeof name, "avotest-%d-1", (int)gone);
+    if (avo_cgroup_create(&dead, name, 0, why, sizeof why) != 0) {
+        print_message("# no writable control group here: %s\n", why);
+        return;
+    }
+    snprintf(name, sizeof name, "avotest-runner-%d-1", (int)gone);
+    assert_int_equal(avo_cgroup_create_child(&dead, name, &inner, why, sizeof why), 0);
+    snprintf(name, sizeof name, "avotest-%d-2", (int)getpid());
+    assert_int_equal(avo_cgroup_create(&live, name, 0, why, sizeof why), 0);
+    track(&live);
+    snprintf(name, sizeof name, "avotest-%d-x", (int)gone);
+    assert_int_equal(avo_cgroup_create(&odd, name, 0, why, sizeof why), 0);
+    track(&odd);
+    char dpath[AVO_CG_NHIER][1024];
+    int nh = 0;
+    for (int h = 0; h < AVO_CG_NHIER; h++) {
+        snprintf(dpath[h], sizeof dpath[h], "%s", dead.dir[h] >= 0 ? dead.path[h] : "");
+        nh += dead.dir[h] >= 0;
+    }
+    forget(&inner);
+    forget(&dead);
+    assert_int_equal(avo_cgroup_sweep("avotest"), nh);
+    struct stat sb;
+    for (int h = 0; h < AVO_CG_NHIER; h++) {
+        if (dpath[h][0])
+            assert_int_equal(stat(dpath[h], &sb), -1);
+        if (live.dir[h] >= 0)
+            assert_int_equal(stat(live.path[h], &sb), 0);
+        if (odd.dir[h] >= 0)
+            assert_int_equal(stat(odd.path[h], &sb), 0);
+    }
+    /* Nothing left to remove: a second sweep removes none. */
+    assert_int_equal(avo_cgroup_sweep("avotest"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +277,7 @@ int main(void)
         cmocka_unit_test_teardown(test_child_group, teardown),
         cmocka_unit_test_teardown(test_turned_off, teardown),
         cmocka_unit_test_teardown(test_v1_freezer, teardown),
+        cmocka_unit_test_teardown(test_sweep_stale, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
