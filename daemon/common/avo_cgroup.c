@@ -467,6 +467,9 @@ const char *avo_cgroup_freezer_name(const avo_cgroup *cg)
     return cg->freezer == AVO_CG_UNIFIED ? "cgroup2" : cg->freezer == AVO_CG_FREEZER ? "cgroup1" : "none";
 }
 
+/* How old a group must be before avo_cgroup_sweep takes it. */
+#define SWEEP_MIN_AGE_S 60
+
 /* "<prefix>-PID-N" with PID no live process (a live one, or one we may not
  * signal, is left alone: a pid reused by another process keeps its group). */
 static int stale_name(const char *name, const char *prefix)
@@ -498,6 +501,12 @@ int avo_cgroup_sweep(const char *prefix)
         struct dirent *e;
         while ((e = readdir(d))) {
             if (e->d_type != DT_DIR || !stale_name(e->d_name, prefix))
+                continue;
+            /* A live process's new group is empty until its child joins,
+             * and a pid seen from another pid namespace looks gone: only
+             * groups older than a minute are taken. */
+            struct stat sb;
+            if (fstatat(dirfd(d), e->d_name, &sb, 0) != 0 || time(NULL) - sb.st_mtime < SWEEP_MIN_AGE_S)
                 continue;
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (sub >= 0) {

@@ -71,8 +71,8 @@ const char *avo_cgroup_freezer_name(const avo_cgroup *cg);
 
 /* Remove the groups a killed process left under the calling process's own
  * group in every hierarchy: those named "<prefix>-PID-N" whose PID is no
- * live process, with the groups inside them, where they hold no process
- * (rmdir refuses a group that does). A worker or harness killed with
+ * live process and that are over a minute old, with the groups inside
+ * them, where they hold no process (rmdir refuses a group that does). A worker or harness killed with
  * SIGKILL cannot remove its evaluation's group; the next one started in
  * the same group does. Returns how many it removed. */
 int avo_cgroup_sweep(const char *prefix);
