@@ -62,8 +62,11 @@ $$;
 
 -- A request for a candidate's profile (sql/011) that finds its queued
 -- 'new_best' task takes it over: someone now waits for it, so it goes
--- before the evaluations and is never skipped as superseded. A superseded
--- task is not reused as the agent's finished profile (it has no counters).
+-- before the evaluations and is never skipped as superseded. The row is
+-- locked first, so a background claim closing it meanwhile makes the
+-- request find it no longer queued (and queue its own) rather than return
+-- a task that will never run. A superseded task is not reused as the
+-- agent's finished profile (it has no counters).
 CREATE OR REPLACE FUNCTION avo_profile_request(p_candidate bigint, p_config text, p_why text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -73,7 +76,7 @@ BEGIN
      WHERE p.candidate_id = p_candidate AND p.config IS NOT DISTINCT FROM p_config
        AND (p.state IN ('queued', 'running')
             OR (p_why = 'agent' AND p.state = 'done' AND p.result->>'outcome' IS DISTINCT FROM 'superseded'))
-     ORDER BY p.id DESC LIMIT 1;
+     ORDER BY p.id DESC LIMIT 1 FOR UPDATE;
     IF pid IS NOT NULL THEN
         UPDATE profiles SET why = p_why WHERE profiles.id = pid AND profiles.why = 'new_best'
                                           AND profiles.state = 'queued';
@@ -85,4 +88,23 @@ BEGIN
      WHERE c.id = p_candidate
     RETURNING id INTO pid;
     RETURN pid;
+END $$;
+
+-- A candidate becomes an island's best again (a retired best's island
+-- goes back to an earlier version, docs/jobs.md; a migration): its task
+-- is queued again when the one it had was closed superseded, and not when
+-- a request took its task over (no second task for the same counters).
+CREATE OR REPLACE FUNCTION avo_profile_new_best() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.best_candidate IS NOT NULL
+       AND (TG_OP = 'INSERT' OR OLD.best_candidate IS DISTINCT FROM NEW.best_candidate)
+       AND NOT EXISTS (SELECT 1 FROM profiles p
+                        WHERE p.candidate_id = NEW.best_candidate
+                          AND (p.why = 'new_best' OR p.config IS NULL)
+                          AND p.result->>'outcome' IS DISTINCT FROM 'superseded') THEN
+        INSERT INTO profiles (job_id, candidate_id, why, problem, target)
+        SELECT NEW.job_id, NEW.best_candidate, 'new_best', j.problem, j.target
+          FROM jobs j WHERE j.id = NEW.job_id;
+    END IF;
+    RETURN NULL;
 END $$;

@@ -477,12 +477,15 @@ static int stale_name(const char *name, const char *prefix)
     size_t pl = strlen(prefix);
     if (strncmp(name, prefix, pl) != 0 || name[pl] != '-')
         return 0;
-    char *end;
-    long pid = strtol(name + pl + 1, &end, 10);
-    if (pid <= 0 || *end != '-' || end[1] < '0' || end[1] > '9')
+    const char *q = name + pl + 1;
+    long long pid = 0;
+    for (; *q >= '0' && *q <= '9' && pid <= INT_MAX; q++)
+        pid = pid * 10 + (*q - '0');
+    if (pid <= 0 || pid > INT_MAX || *q != '-' || !q[1])
         return 0;
-    strtol(end + 1, &end, 10);
-    return *end == 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    for (q++; *q >= '0' && *q <= '9'; q++)
+        ;
+    return *q == 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
 int avo_cgroup_sweep(const char *prefix)

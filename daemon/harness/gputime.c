@@ -46,8 +46,9 @@ static void busy_probe(run_ctx *r, double *busy, double *off_cpu)
  * beyond the hard bound; over the soft one it is counted (the config fails
  * on too many, run_config). A probe over a bound by no more than its
  * thread's wait for a CPU is taken again (BUSY_REPROBES): the host, not the
- * GPU, made it long. Work left running on the GPU still holds the next
- * probe, so only a probe whose excess the CPU wait explains gets another. */
+ * GPU, may have made it long. Work that ended during it is gone by the
+ * next, so that call's sample is dropped (busy_stats.call_unsure): leftover
+ * work hidden behind a wait for the CPU times nothing. */
 int gputime_busy_verdict(run_ctx *r, int c, int i, const char *when, busy_stats *b, char *why, size_t wl)
 {
     const avo_problem *p = r->p;
@@ -60,6 +61,9 @@ int gputime_busy_verdict(run_ctx *r, int c, int i, const char *when, busy_stats 
         busy_probe(r, &busy, &off_cpu);
     }
     b->reprobed += k > 0;
+    b->call_unsure |= k > 0;
+    b->first_max = fmax(b->first_max, first);
+    b->off_cpu_max = fmax(b->off_cpu_max, first_off);
     if (getenv("AVO_HARNESS_BUSY_LOG"))
         fprintf(stderr,
                 "busy probe: config %s call %d %s: %.1f us (off CPU %.1f us), judged %.1f us after %d more "
@@ -85,6 +89,7 @@ int gputime_busy_verdict(run_ctx *r, int c, int i, const char *when, busy_stats 
 int gputime_timed_call(run_ctx *r, int c, int i, const avo_tensors *x, unsigned steps, int *ret, double *rt,
                        double *reply_s, unsigned *mhz, avo_gpu_times *ev, busy_stats *b, char *why, size_t wl)
 {
+    b->call_unsure = 0;
     int res = gputime_call(r, c, x, steps, r->ln->tm.ungated ? 0 : AVO_GPU_GATED, ret, rt, ev, why, wl);
     *reply_s = r->ln->run.reply_s;
     /* A failed call has no times to check: it is wrong as it is. */

@@ -1144,6 +1144,14 @@ static int lane_gpu_sample(run_ctx *r, lane_run *lr, int c, const avo_tensors *x
         lr->clk_min = lr->clk_min && lr->clk_min < mhz ? lr->clk_min : mhz;
         lr->clk_max = lr->clk_max > mhz ? lr->clk_max : mhz;
     }
+    if (lr->busy.call_unsure) {
+        /* A busy probe of this call could not tell the GPU's wait from
+         * the checker's wait for its CPU (gputime_busy_verdict): no
+         * sample from it. */
+        lr->busy.call_unsure = 0;
+        lr->busy.dropped++;
+        return CHECK_OK;
+    }
     if (r->max_mhz && mhz && mhz < MIN_CLOCK_FRACTION * r->max_mhz) {
         /* A GPU held under its clocks by the host is not the
          * candidate's doing: give up (no usable sample) rather
@@ -1387,6 +1395,13 @@ static int lane_busy_verdicts(const run_ctx *r, const lane_run *lr, int res, cha
                  lr->gate_busy, n);
         res = CHECK_IDLE;
     }
+    if (res == CHECK_OK && n == 0 && lr->busy.dropped && !lr->out.discarded) {
+        snprintf(why, wl,
+                 "every timed call's busy probe waited for the checker's CPU (%d calls; another process on the CPU "
+                 "it is pinned to): no usable sample",
+                 lr->busy.dropped);
+        res = -EAGAIN;
+    }
     if (res == CHECK_OK && n == 0) {
         snprintf(why, wl, "every timed run ran under %.0f%% of the maximum SM clock (%u MHz): no usable sample",
                  MIN_CLOCK_FRACTION * 100, r->max_mhz);
@@ -1410,7 +1425,7 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
     const gpu_timing *tm = &r->ln->tm;
     const gpu_preload *pre = &r->ln->pre[tm->ungated];
     return json_pack(
-        "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:i,s:o,s:o,"
+        "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:o,s:o,"
         "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
         "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median), "calibrated_tail_median_s",
         jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow), "tail_median_s", jreal(ts.median),
@@ -1419,10 +1434,12 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
         "round_trip_over_max_s", jreal(pre->rt_over_max), "gate_wait_max_s", jreal(pre->gate_wait_max),
         "claim_floor_runs", lr->floored, "busy_probe_max_s", jreal(lr->busy.longest), "busy_probe_limit_s",
         jreal(r->ln->busy_max), "busy_probes_over", lr->busy.over, "busy_probes_retaken", lr->busy.reprobed,
-        "protocol_median_s", jreal(ps.median), "protocol_min_s", jreal(ps.min), "calibrated_protocol_s",
-        jreal(tm->rt_over), "calibrated_host_s", jreal(tm->host_median), "runner_host_median_s", jreal(hs.median),
-        "entry_host_median_s", jreal(es.median), "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s",
-        jreal(lr->gate_charged_max), "gate_busy_runs", lr->gate_busy);
+        "busy_dropped_samples", lr->busy.dropped, "busy_probe_first_max_s", jreal(lr->busy.first_max),
+        "busy_probe_off_cpu_max_s", jreal(lr->busy.off_cpu_max), "protocol_median_s", jreal(ps.median),
+        "protocol_min_s", jreal(ps.min), "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
+        jreal(tm->host_median), "runner_host_median_s", jreal(hs.median), "entry_host_median_s", jreal(es.median),
+        "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s", jreal(lr->gate_charged_max),
+        "gate_busy_runs", lr->gate_busy);
 }
 
 /* Nothing of the runner's may go on working between calls: its group

@@ -115,7 +115,9 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
  * CPU during it (schedstat's run_delay; a compile or another process on
  * the CPU the checker is pinned to) is counted as GPU wait. A probe over a
  * bound whose excess that wait explains is taken again, at most this many
- * times; the last one is judged. */
+ * times, and the last one is judged; the first cannot tell work left
+ * running from the wait, so the call gives no sample (work that ended
+ * during it earns nothing). */
 #define BUSY_REPROBES 2
 /* Room at the end of the shared region for a counters report. */
 #define PROFILE_AREA (256u << 10)
@@ -350,8 +352,12 @@ typedef struct {
  * soft bound, the longest wait. */
 typedef struct {
     int probes, over;
-    int reprobed; /* probes taken again: the checker waited for a CPU (BUSY_REPROBES) */
-    double longest;
+    int reprobed;       /* probes taken again: the checker waited for a CPU (BUSY_REPROBES) */
+    int call_unsure;    /* the current call had one: it gives no sample (lane_gpu_sample) */
+    int dropped;        /* timed calls that gave no sample for that reason */
+    double longest;     /* the longest judged probe */
+    double first_max;   /* the longest probe as first taken, before any retake */
+    double off_cpu_max; /* the longest wait for a CPU during a probe */
 } busy_stats;
 
 /* harness.c, for gputime.c: one command of the runner's (the call with

@@ -996,8 +996,10 @@ static int run_profile(worker *w, int background)
 static int try_claim(worker *w)
 {
     int prog = run_program(w);
-    /* An evaluation already claimed (prefetched) goes before a profile. */
-    if (prog != 0 || (!w->nahead && (prog = run_profile(w, 0)) != 0)) {
+    /* A profile someone waits for goes before the evaluations, even one
+     * already claimed ahead (profile_tick renews its lease meanwhile): with
+     * several jobs a GPU worker has always prefetched one. */
+    if (prog != 0 || (prog = run_profile(w, 0)) != 0) {
         w->idle_since = 0;
         return prog;
     }
@@ -1023,7 +1025,9 @@ static int try_claim(worker *w)
      * then a later best may have replaced it (then it is skipped), and a
      * queued evaluation never waits behind seconds of counter replay. Not
      * at the first empty claim: a job queues its next evaluation when the
-     * last one's result is applied, a moment after the worker stored it. */
+     * last one's result is applied, a moment after the worker stored it;
+     * at the next claim at least BACKGROUND_IDLE_S later (the worker's next
+     * wake-up: a NOTIFY, or --poll-ms). */
     if (got != 0) {
         w->idle_since = 0;
         return got;

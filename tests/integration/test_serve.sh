@@ -35,12 +35,12 @@
 #      evaluations): the job's evaluations still all ok, the next one on a
 #      fresh checker (an evaluation whose checker ended without an answer
 #      runs once more on a fresh one, not called the candidate's crash).
-#  (l) a fresh checker that ends without an answer beside another job's
-#      kept one (killed as it starts): the kept one is closed and the
-#      evaluation runs once more, ok.
 #  (j) two jobs at once on one worker: their evaluations take turns, and
 #      each job's after its first are on the job's own kept checker (the
 #      worker keeps one per job, up to --serve-slots).
+#  (l) a fresh checker that ends without an answer beside another job's
+#      kept one (killed as it starts): the kept one is closed and the
+#      evaluation runs once more, ok.
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"

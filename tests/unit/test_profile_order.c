@@ -115,7 +115,16 @@ static void test_superseded_closed_not_claimed(void **state)
               "AND result->>'detail' LIKE 'not profiled: candidate %lld was no longer an island''s best%%'",
               old, cand[0]),
         1);
-    /* The agent does not take a superseded task for a finished profile. */
+    /* Its island goes back to it (a retired best): queued again, as its
+     * task was closed without counters. */
+    set_best(c, job, cand[0]);
+    assert_int_equal(value(c,
+                           "SELECT count(*) FROM profiles WHERE candidate_id = %lld AND why = 'new_best' "
+                           "AND state = 'queued'",
+                           cand[0]),
+                     1);
+    /* The agent does not take the superseded task for a finished profile:
+     * it takes the queued one over. */
     long long agent = value(c, "SELECT avo_profile_request(%lld, NULL, 'agent')", cand[0]);
     assert_true(agent != old);
     assert_int_equal(
@@ -147,6 +156,19 @@ static void test_request_takes_over_queued_new_best(void **state)
     assert_int_equal(value(c, "SELECT count(*) FROM profiles WHERE id = %lld AND why = 'user'", nb), 1);
     set_best(c, job, cand[1]);
     assert_int_equal(claim(c, w, "order-c", "false"), nb);
+    /* Best again: the task a person took over stands for it, no second. */
+    set_best(c, job, cand[0]);
+    assert_int_equal(value(c, "SELECT count(*) FROM profiles WHERE candidate_id = %lld", cand[0]), 1);
+    /* A request racing a background claim that closes the task: the
+     * closed task is not returned (the request queues its own). */
+    set_best(c, job, cand[1]);
+    long long nb1 = value(c, "SELECT id FROM profiles WHERE candidate_id = %lld AND why = 'new_best'", cand[1]);
+    set_best(c, job, cand[0]);
+    assert_int_equal(claim(c, w, "order-c", "true"), 0);
+    assert_int_equal(
+        value(c, "SELECT count(*) FROM profiles WHERE id = %lld AND result->>'outcome' = 'superseded'", nb1), 1);
+    long long req = value(c, "SELECT avo_profile_request(%lld, NULL, 'user')", cand[1]);
+    assert_true(req != nb1);
     PQfinish(c);
 }
 
