@@ -139,6 +139,16 @@ PGconn *pgtest_connect(const pgtest *t)
     return c;
 }
 
+long long pgtest_valuef(PGconn *c, const char *fmt, ...)
+{
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return pgtest_value(c, sql);
+}
+
 long long pgtest_value(PGconn *c, const char *sql)
 {
     PGresult *r = PQexec(c, sql);

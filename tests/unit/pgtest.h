@@ -45,6 +45,8 @@ PGconn *pgtest_connect(const pgtest *t);
  * (0 when it returns no row), or fails the test naming the statement and
  * the server's message. */
 long long pgtest_value(PGconn *c, const char *sql);
+/* pgtest_value of the SQL printf formats from fmt (at most 2 KiB). */
+long long pgtest_valuef(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Submit a job as avod's API does (api.c submit_finish and submit_insert):
  * the spec parsed and normalised, the package (under kernels) pinned, the

@@ -14,16 +14,7 @@
 
 #include "tests/unit/pgtest.h"
 
-/* One statement's first value (see pgtest_value), the SQL formatted. */
-static long long value(PGconn *c, const char *fmt, ...)
-{
-    char sql[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return pgtest_value(c, sql);
-}
+#define value pgtest_valuef
 
 static long long new_worker(PGconn *c, const char *host)
 {
