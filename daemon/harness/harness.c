@@ -3736,12 +3736,26 @@ static int counters_pass(run_ctx *r, harness_eval *ev, char *err, size_t errlen)
     return rc;
 }
 
+/* The one CPU this checker (and so its runners) is pinned to, null when it
+ * may run on several (main.c's pin_cpu). */
+static json_t *pinned_cpu_json(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1)
+        return json_null();
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &set))
+            return json_integer(i);
+    return json_null();
+}
+
 /* The result's runner member, with on a GPU how its copies and timed calls
  * went. */
 static json_t *result_runner_json(const run_ctx *r, int calibrated)
 {
     const lane *cand = &r->lanes[LANE_CAND];
     json_t *rj = runner_json(cand, calibrated);
+    json_object_set_new(rj, "cpu", pinned_cpu_json());
     if (r->cuda) {
         json_object_set_new(rj, "reference_copies", json_string(r->ref_copies[0] ? r->ref_copies : "unknown"));
         json_object_set_new(rj, "host_copies",

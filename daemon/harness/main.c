@@ -51,29 +51,43 @@
  * mid-measurement (docs/benchmarks.md has the figures). */
 static void pin_cpu(void)
 {
-    /* The highest CPU allowed: CPU 0 usually takes more of the host's
-     * interrupts and housekeeping. AVO_HARNESS_CPU picks one explicitly (a
-     * worker per CPU), AVO_NO_PIN leaves the scheduler alone. */
+    /* Which CPU: AVO_HARNESS_CPU, one assigned to this harness alone (a
+     * worker per CPU); else AVO_HARNESS_PIN, the one the worker leased for
+     * its harnesses (daemon/worker/cpulease.h: its own threads keep off
+     * it, so it may lie outside the mask inherited); else the highest CPU
+     * allowed (CPU 0 usually takes more of the host's interrupts and
+     * housekeeping). AVO_NO_PIN leaves the scheduler alone. */
     cpu_set_t set;
-    if (!getenv("AVO_NO_PIN") && sched_getaffinity(0, sizeof set, &set) == 0) {
-        int cpu = -1;
-        const char *want = getenv("AVO_HARNESS_CPU");
-        /* Filling and comparing tensors (never during a timed run) may
-         * still use every CPU the harness was given, unless a CPU was
-         * assigned to it alone (a worker per CPU: its neighbours time). */
-        if (!(want && *want))
-            avo_tensors_set_workers(&set, 0, 0);
-        if (want && *want)
-            cpu = atoi(want);
-        else
-            for (int i = CPU_SETSIZE - 1; i >= 0 && cpu < 0; i--)
-                if (CPU_ISSET(i, &set))
-                    cpu = i;
-        if (cpu >= 0 && CPU_ISSET(cpu, &set)) {
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            sched_setaffinity(0, sizeof set, &set);
+    if (getenv("AVO_NO_PIN") || sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    const char *alone = getenv("AVO_HARNESS_CPU"), *leased = getenv("AVO_HARNESS_PIN");
+    int cpu = -1;
+    /* Filling and comparing tensors (never during a timed run) may still
+     * use every CPU the harness was given, unless a CPU was assigned to it
+     * alone (its neighbours time). */
+    if (alone && *alone)
+        cpu = atoi(alone);
+    else {
+        avo_tensors_set_workers(&set, 0, 0);
+        if (leased && *leased) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            cpu = atoi(leased);
+            if (cpu >= 0 && cpu < CPU_SETSIZE) {
+                CPU_SET(cpu, &one);
+                if (sched_setaffinity(0, sizeof one, &one) == 0)
+                    return;
+            }
+            cpu = -1;
         }
+        for (int i = CPU_SETSIZE - 1; i >= 0 && cpu < 0; i--)
+            if (CPU_ISSET(i, &set))
+                cpu = i;
+    }
+    if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)) {
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        sched_setaffinity(0, sizeof set, &set);
     }
 }
 

@@ -265,8 +265,6 @@ static json_t *sandbox_json(avo_sandbox_result *s)
                      s->cgroup_note[0] ? json_string(s->cgroup_note) : json_null());
 }
 
-/* The host's 1-minute load average, -1 when /proc/loadavg cannot be read:
- * with the CPU count beside it, a loaded host explains a noisy timing. */
 /* Seconds since the epoch: the GPU lock's hold, comparable across workers. */
 static double wall_now(void)
 {
@@ -275,6 +273,8 @@ static double wall_now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The host's 1-minute load average, -1 when /proc/loadavg cannot be read:
+ * with the CPU count beside it, a loaded host explains a noisy timing. */
 static double load1(void)
 {
     double l = -1;
@@ -287,10 +287,22 @@ static double load1(void)
     return l;
 }
 
+/* The CPU the harness was told to time on and how (cpulease.h): "alone"
+ * (--harness-cpu), "leased", or null: the highest it may use. */
+static json_t *harness_cpu_json(void)
+{
+    const char *alone = getenv("AVO_HARNESS_CPU"), *pin = getenv("AVO_HARNESS_PIN");
+    const char *v = alone && *alone ? alone : pin && *pin ? pin : NULL;
+    if (!v)
+        return json_null();
+    return json_pack("{s:i,s:s}", "cpu", atoi(v), "how", v == alone ? "alone" : "leased");
+}
+
 static json_t *load_json(double start, double end)
 {
-    return json_pack("{s:o,s:o,s:I}", "load1_start", start >= 0 ? json_real(start) : json_null(), "load1_end",
-                     end >= 0 ? json_real(end) : json_null(), "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN));
+    return json_pack("{s:o,s:o,s:I,s:o}", "load1_start", start >= 0 ? json_real(start) : json_null(), "load1_end",
+                     end >= 0 ? json_real(end) : json_null(), "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN),
+                     "harness_cpu", harness_cpu_json());
 }
 
 /* Enforce the rule the daemon relies on: not ok means no score at all. */

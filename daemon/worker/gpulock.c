@@ -41,18 +41,8 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The lock file of key in dir, opened (created where missing). */
-static int open_lock(const char *dir, const char *key, char *path, size_t plen, char *err, size_t errlen)
+int avo_gpulock_open_path(const char *what, const char *path, char *err, size_t errlen)
 {
-    for (const char *k = key; *k; k++)
-        if (*k == '/' || (*k == '.' && k == key)) {
-            snprintf(err, errlen, "GPU lock: '%s' is not a usable lock name", key);
-            return -EINVAL;
-        }
-    if (snprintf(path, plen, "%s/avo-gpu-%s.lock", dir, key) >= (int)plen) {
-        snprintf(err, errlen, "GPU lock: the path under %s is too long", dir);
-        return -ENAMETOOLONG;
-    }
     /* Read-only is enough for flock, so a worker of another user can take
      * the lock on a file the first one created (/run/lock is sticky); no
      * links followed in a world-writable directory. */
@@ -60,9 +50,9 @@ static int open_lock(const char *dir, const char *key, char *path, size_t plen, 
     if (fd < 0) {
         int e = errno;
         snprintf(err, errlen,
-                 "GPU lock: cannot open %s: %s (--gpu-lock-dir names a directory every worker of "
+                 "%s: cannot open %s: %s (--gpu-lock-dir names a directory every worker of "
                  "the host can write)",
-                 path, strerror(e));
+                 what, path, strerror(e));
         return -e;
     }
     /* Anyone may create names in a sticky directory, untrusted code too
@@ -80,11 +70,26 @@ static int open_lock(const char *dir, const char *key, char *path, size_t plen, 
     else if (st.st_uid == AVO_SANDBOX_UID && geteuid() != AVO_SANDBOX_UID)
         why = "owned by the sandbox user (uid 65534), whom untrusted code runs as";
     if (why) {
-        snprintf(err, errlen, "GPU lock: %s is %s; remove it (a worker makes it again)", path, why);
+        snprintf(err, errlen, "%s: %s is %s; remove it (a worker makes it again)", what, path, why);
         close(fd);
         return -EPERM;
     }
     return fd;
+}
+
+/* The lock file of key in dir, opened (created where missing). */
+static int open_lock(const char *dir, const char *key, char *path, size_t plen, char *err, size_t errlen)
+{
+    for (const char *k = key; *k; k++)
+        if (*k == '/' || (*k == '.' && k == key)) {
+            snprintf(err, errlen, "GPU lock: '%s' is not a usable lock name", key);
+            return -EINVAL;
+        }
+    if (snprintf(path, plen, "%s/avo-gpu-%s.lock", dir, key) >= (int)plen) {
+        snprintf(err, errlen, "GPU lock: the path under %s is too long", dir);
+        return -ENAMETOOLONG;
+    }
+    return avo_gpulock_open_path("GPU lock", path, err, errlen);
 }
 
 int avo_gpulock_check(const char *dir, const char *key, char *err, size_t errlen)

@@ -34,4 +34,10 @@ void avo_gpulock_release(int fd);
  * negative errno with the reason in err. */
 int avo_gpulock_check(const char *dir, const char *key, char *err, size_t errlen);
 
+/* The lock file at path opened read-only (created where missing, no link
+ * followed) for flock, refused unless a regular file that the sandbox user
+ * does not own (the lock directory is world-writable). what names the lock
+ * in err ("GPU lock", "CPU lease"). The descriptor, or a negative errno. */
+int avo_gpulock_open_path(const char *what, const char *path, char *err, size_t errlen);
+
 #endif

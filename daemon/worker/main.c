@@ -21,6 +21,7 @@
 #include "check.h"
 #include "devices.h"
 #include "evaluate.h"
+#include "cpulease.h"
 #include "gpulock.h"
 #include "queue.h"
 #include "toolchain.h"
@@ -46,6 +47,7 @@ typedef struct {
     long long max_evals;
     long long ref_cache_mb;
     char gpu_lock_dir[AVO_CFG_STRLEN];
+    long long harness_cpu;
 } worker_settings;
 
 #define ROW(name, type, field, dflt, env, lo, hi, help)                                                                \
@@ -63,6 +65,10 @@ static const avo_cfg_row worker_rows[] = {
         "NVML index of this worker's GPU (default: CUDA_VISIBLE_DEVICES if one index, else 0)"),
     ROW("gpu-lock-dir", AVO_CFG_STR, gpu_lock_dir, NULL, "AVO_GPU_LOCK_DIR", 1, 0,
         "directory of the host's per-GPU timing locks, shared by every worker of the host (default /run/lock)"),
+    ROW("harness-cpu", AVO_CFG_INT, harness_cpu, "-1", "AVO_HARNESS_CPU", -1, CPU_SETSIZE - 1,
+        "the CPU this worker's harnesses time on, assigned to them alone (a worker per CPU); -1 = lease the highest "
+        "CPU no other worker of the host has leased (in --gpu-lock-dir) and keep this worker's compiles off the "
+        "leased ones"),
     ROW("harness", AVO_CFG_STR, harness, NULL, NULL, 1, 0, "avo-harness binary (default: beside avo-worker)"),
     ROW("cache", AVO_CFG_STR, cache, NULL, NULL, 1, 0, "compile cache directory (default <home>/cache)"),
     ROW("scratch", AVO_CFG_STR, scratch, NULL, "TMPDIR", 1, 0, "scratch root for candidate runs (default /tmp)"),
@@ -315,6 +321,40 @@ static int check_gpu_lock(const worker_settings *s)
     return 0;
 }
 
+/* Where this worker's harnesses time: the operator's CPU (passed on as
+ * AVO_HARNESS_CPU), else a CPU leased for the worker's lifetime (passed on
+ * as AVO_HARNESS_PIN; cpulease.h), its own threads kept off the leased
+ * ones. Without a lease the harness takes the highest CPU as before: a
+ * worker is not refused for it. *lease: the lease's descriptor or -1. */
+static void lease_harness_cpu(const worker_settings *s, int *lease)
+{
+    char v[24], err[PATH_MAX + 200];
+    *lease = -1;
+    if (s->harness_cpu >= 0) {
+        snprintf(v, sizeof v, "%lld", s->harness_cpu);
+        setenv("AVO_HARNESS_CPU", v, 1);
+        avo_info("worker", "harnesses time on CPU %lld (--harness-cpu)", s->harness_cpu);
+        return;
+    }
+    unsetenv("AVO_HARNESS_CPU");
+    cpu_set_t base;
+    if (getenv("AVO_NO_PIN") || sched_getaffinity(0, sizeof base, &base) != 0)
+        return;
+    const char *dir = *s->gpu_lock_dir ? s->gpu_lock_dir : avo_gpulock_default_dir();
+    int cpu;
+    *lease = avo_cpulease_take(dir, &base, &cpu, err, sizeof err);
+    if (*lease < 0) {
+        avo_warn("worker", "no harness CPU of its own, sharing the highest: %s", err);
+        avo_cpulease_keep_off_init(dir, &base, -1);
+        return;
+    }
+    snprintf(v, sizeof v, "%d", cpu);
+    setenv("AVO_HARNESS_PIN", v, 1);
+    avo_cpulease_keep_off_init(dir, &base, cpu);
+    avo_cpulease_keep_off();
+    avo_info("worker", "harnesses time on CPU %d (leased in %s)", cpu, dir);
+}
+
 /* Claim and evaluate until stopped. Returns the exit status. */
 static int run_worker(worker_settings *s)
 {
@@ -358,5 +398,9 @@ int main(int argc, char **argv)
     install_signals();
     if ((rc = check_gpu_lock(&s)))
         return rc;
-    return run_worker(&s);
+    int lease;
+    lease_harness_cpu(&s, &lease);
+    rc = run_worker(&s);
+    avo_cpulease_release(lease);
+    return rc;
 }

@@ -461,7 +461,8 @@ static int next_eval_id(void)
 typedef struct {
     char home[sizeof "HOME=" + PATH_MAX], tmp[sizeof "TMPDIR=" + PATH_MAX], cvd[256], acg[64];
     char ldp[sizeof "LD_LIBRARY_PATH=" + 4 * PATH_MAX]; /* a list of directories */
-    char *envp[10];
+    char cpu[32], pin[32];
+    char *envp[12];
 } child_env;
 
 static void make_env(const avo_sandbox_opts *o, child_env *e)
@@ -470,7 +471,7 @@ static void make_env(const avo_sandbox_opts *o, child_env *e)
     snprintf(e->tmp, sizeof e->tmp, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
     /* Besides: which GPU (CUDA_VISIBLE_DEVICES) and where carried libraries
      * are (LD_LIBRARY_PATH, on bare GPU hosts); neither is a secret. */
-    e->cvd[0] = e->ldp[0] = e->acg[0] = 0;
+    e->cvd[0] = e->ldp[0] = e->acg[0] = e->cpu[0] = e->pin[0] = 0;
     const char *v;
     if ((v = getenv("CUDA_VISIBLE_DEVICES")))
         snprintf(e->cvd, sizeof e->cvd, "CUDA_VISIBLE_DEVICES=%s", v);
@@ -480,6 +481,11 @@ static void make_env(const avo_sandbox_opts *o, child_env *e)
         snprintf(e->acg, sizeof e->acg, "AVO_CGROUP=%.40s", v);
     if ((v = getenv("LD_LIBRARY_PATH")))
         snprintf(e->ldp, sizeof e->ldp, "LD_LIBRARY_PATH=%s", v);
+    /* The CPU a harness times on (daemon/worker/cpulease.h). */
+    if ((v = getenv("AVO_HARNESS_CPU")))
+        snprintf(e->cpu, sizeof e->cpu, "AVO_HARNESS_CPU=%.12s", v);
+    if ((v = getenv("AVO_HARNESS_PIN")))
+        snprintf(e->pin, sizeof e->pin, "AVO_HARNESS_PIN=%.12s", v);
     /* OpenMP runtimes spin between parallel regions by default; in a frozen
      * group that is harmless, but an idle runner must use no CPU. */
     int ne = 0;
@@ -494,6 +500,10 @@ static void make_env(const avo_sandbox_opts *o, child_env *e)
         e->envp[ne++] = e->acg;
     if (e->ldp[0])
         e->envp[ne++] = e->ldp;
+    if (e->cpu[0])
+        e->envp[ne++] = e->cpu;
+    if (e->pin[0])
+        e->envp[ne++] = e->pin;
     e->envp[ne] = NULL;
 }
 

@@ -9,6 +9,8 @@
 #     gpu_lock), and each evaluated some of the job's work;
 #   - no two evaluations' harness runs (gpu_lock.held_from .. held_to)
 #     overlap, and some evaluation waited for the lock;
+#   - the two workers' harnesses timed on two CPUs, each the one its worker
+#     leased (daemon/worker/cpulease.h), not both on the highest;
 #   - a worker given a UUID no GPU has refuses to start, naming it.
 # Run by `make test-gpu` (tests/run.sh gpu) on a GPU host.
 set -u
@@ -56,4 +58,10 @@ check "no two evaluations' harness runs overlap on the GPU" \
 check "some evaluation waited for the other worker's (the two ran at once)" \
     test "$(psql_avo "SELECT count(*) FROM evaluations WHERE job_id = $JOB AND state = 'done'
                       AND (result->'gpu_lock'->>'waited_s')::float8 > 0.1")" -ge 1
+check "each worker's harnesses timed on the CPU it leased, the two workers' apart" \
+    test "$(psql_avo "SELECT count(DISTINCT result->'runner'->>'cpu') || ':' ||
+                             count(*) FILTER (WHERE result->'runner'->>'cpu' IS DISTINCT FROM
+                                                    result->'load'->'harness_cpu'->>'cpu'
+                                                 OR result->'load'->'harness_cpu'->>'how' IS DISTINCT FROM 'leased')
+                      FROM evaluations WHERE job_id = $JOB AND state = 'done' AND result ? 'runner'")" = "2:0"
 [ "$FAILS" -eq 0 ]

@@ -142,7 +142,9 @@ declare -A NEW_RULE=(
 TWIN_MARGIN=1.3
 TWIN_RUNS=2
 FAST_CRASH_S=10
-SECRET_FILE=/etc/avo-hostile-secret
+# One name per run: a run killed before its trap leaves its file behind,
+# and a fixed name would then make every later run skip the secret cases.
+SECRET_FILE=/etc/avo-hostile-secret-$$
 # Wall-clock limits for the cases that never finish on their own. memory_hog
 # touches pages at ~200 MB/s on the 2-core VM, so reaching the 4 GiB
 # RLIMIT_AS takes ~20 s; 8 s shows the worker survives it either way.
@@ -278,6 +280,22 @@ check "twin gemm_threads evaluates ok (aggregate $(jq -r '.aggregate // 0' "$T/t
 # and results stay in a 0700 directory.
 mkdir -m 700 "$T/secret"
 SECRET_TOKEN=""
+# What killed runs left: a file whose run is gone (or, of the single name
+# earlier versions used, one over an hour old) and that holds a planted
+# token, nothing else.
+remove_stale_secrets() {
+    local f pid
+    for f in /etc/avo-hostile-secret /etc/avo-hostile-secret-*; do
+        [ -f "$f" ] && head -1 "$f" 2>/dev/null | grep -q '^AVOSECRET[0-9a-f]*$' || continue
+        pid=${f##*-}
+        if [ "$f" = /etc/avo-hostile-secret ]; then
+            [ -n "$(find "$f" -mmin +60 2>/dev/null)" ] && rm -f "$f"
+        elif [ "$pid" -gt 0 ] 2>/dev/null && ! kill -0 "$pid" 2>/dev/null; then
+            rm -f "$f"
+        fi
+    done
+}
+[ "$(id -u)" -eq 0 ] && remove_stale_secrets
 if [ "$(id -u)" -eq 0 ] && [ ! -e "$SECRET_FILE" ]; then
     SECRET_TOKEN="AVOSECRET$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
     PLANTED=1
