@@ -197,7 +197,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(ALL_LIBS)
 # sql/027, against a throwaway PostgreSQL
 # started by tests/unit/pgtest.c (avod's own embedded-cluster code).
 UNIT_PG_TESTS := $(BUILD)/tests/test_db_loop $(BUILD)/tests/test_engine_loop $(BUILD)/tests/test_worker_states \
-                 $(BUILD)/tests/test_recheck $(BUILD)/tests/test_profile_order
+                 $(BUILD)/tests/test_recheck $(BUILD)/tests/test_profile_order $(BUILD)/tests/test_claim_affinity
 $(UNIT_PG_TESTS): $(BUILD)/obj/tests/unit/pgtest.o
 
 # make run: the main job on the embedded PostgreSQL. KEEP=1 leaves it running.

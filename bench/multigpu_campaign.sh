@@ -4,7 +4,10 @@
 # (CUDA_VISIBLE_DEVICES=<i>, target gpu), and a campaign of 2N or more
 # jobs (attention and gemm_bf16, some with two islands) to its end.
 #
-#   [N=gpus] [JOBS=2N] [JOB_GPU_S=60] [KEEP=DIR] bash bench/multigpu_campaign.sh
+#   [N=gpus] [JOBS=2N] [JOB_GPU_S=60] [KEEP=DIR] [WORKER_BIN=avo-worker] [WORKER_ARGS=...] \
+#       bash bench/multigpu_campaign.sh
+# (WORKER_BIN: another build's worker, e.g. to compare claim orders; give it
+# --harness build/bin/avo-harness in WORKER_ARGS when it has none beside it)
 #
 # N defaults to every GPU nvidia-smi lists (N=1 exercises the script on a
 # one-GPU machine). Reports, for the campaign's wall W:
@@ -17,8 +20,11 @@
 #   mean NVML utilisation of that GPU over W;
 # - evaluations per hour in all and per GPU (issue target: >= 0.9 N x one
 #   GPU's: run it with N=1 on the same host for the reference);
-# - per job, the workers its evaluations ran on (islands spread over GPUs).
-# Exit 1 when a check fails (distinct GPUs, every result on its worker's GPU).
+# - per job, the workers its evaluations ran on (islands spread over GPUs);
+# - per worker, the CPUs its harnesses timed on (runner.cpu: the one it
+#   leased, daemon/worker/cpulease.h).
+# Exit 1 when a check fails (distinct GPUs, every result on its worker's GPU,
+# no two workers' harnesses on one CPU).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -36,7 +42,9 @@ PG_ARGS=()
 [ -n "${AVO_PG_USER:-}" ] && PG_ARGS+=(--pg-user "$AVO_PG_USER")
 start_avod "${PG_ARGS[@]}" || exit 1
 for ((i = 0; i < N; i++)); do
-    CUDA_VISIBLE_DEVICES=$i AVO_TARGET=gpu avo-worker --timeout 600 >>"$T/worker-$i.log" 2>&1 &
+    # shellcheck disable=SC2086
+    CUDA_VISIBLE_DEVICES=$i AVO_TARGET=gpu ${WORKER_BIN:-avo-worker} --timeout 600 ${WORKER_ARGS:-} \
+        >>"$T/worker-$i.log" 2>&1 &
     PIDS+=($!)
 done
 # The campaign: JOBS jobs, alternating attention and gemm_bf16 (both seeds
@@ -79,7 +87,9 @@ psql_avo "SELECT e.id, e.job_id, e.worker_id, COALESCE(e.result->'gpu_lock'->>'g
                  extract(epoch FROM e.claimed_at), extract(epoch FROM e.finished_at),
                  COALESCE((e.result->'phases'->'harness'->'gpu'->>'candidate_s')::float8, 0)
                  + COALESCE((e.result->'phases'->'harness'->'gpu'->>'against_s')::float8, 0)
-                 + COALESCE((e.result->'phases'->'harness'->'gpu'->>'baseline_s')::float8, 0)
+                 + COALESCE((e.result->'phases'->'harness'->'gpu'->>'baseline_s')::float8, 0),
+                 COALESCE(e.result->'runner'->>'cpu', ''),
+                 COALESCE(e.result->'served'->>'kept', '')
           FROM evaluations e WHERE e.state IN ('done', 'failed') AND e.worker_id IS NOT NULL ORDER BY e.id" |
     tr '|' '\t' >"$T/evals.tsv"
 python3 - "$T/workers.tsv" "$T/evals.tsv" "$T/util.csv" "$t0" "$t1" <<'PY'
@@ -129,6 +139,17 @@ jobs = {}
 for r in rows:
     jobs.setdefault(int(r[1]), set()).add(int(r[2]))
 print("workers per job: " + ", ".join(f"job {j}: {len(s)}" for j, s in sorted(jobs.items())))
+kept = [r for r in rows if len(r) > 8 and r[8] == 'true']
+print(f"answered by a kept checker: {len(kept)} of {len(rows)}")
+for w in sorted(workers):
+    seq = [r[1] for r in sorted((r for r in rows if int(r[2]) == w and r[4]), key=lambda r: float(r[4]))]
+    print(f"worker {w}: {sum(a != b for a, b in zip(seq, seq[1:]))} changes of job in {len(seq)} claims")
+cpus = {w: sorted({r[7] for r in rows if int(r[2]) == w and len(r) > 7 and r[7]}) for w in workers}
+print("harness CPUs per worker: " + ", ".join(f"worker {w}: {','.join(c) or '-'}" for w, c in sorted(cpus.items())))
+seen = [c for cs in cpus.values() for c in cs]
+if len(seen) != len(set(seen)):
+    print(f"FAIL: two workers' harnesses timed on one CPU: {cpus}")
+    bad = 1
 sys.exit(bad)
 PY
 chk=$?
