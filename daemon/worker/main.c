@@ -330,6 +330,7 @@ static void lease_harness_cpu(const worker_settings *s, int *lease)
 {
     char v[24], err[PATH_MAX + 200];
     *lease = -1;
+    unsetenv("AVO_HARNESS_PIN"); /* only this worker's own lease names one */
     if (s->harness_cpu >= 0) {
         snprintf(v, sizeof v, "%lld", s->harness_cpu);
         setenv("AVO_HARNESS_CPU", v, 1);
