@@ -8,7 +8,11 @@
  * holds the lock, so the next worker locks a new inode and times beside
  * the first. This one tries all three on /run/lock (the documented default)
  * and returns 1 instead of computing when any of them works, so the
- * evaluation fails where the defence is missing.
+ * evaluation fails where the defence is missing. The same directory holds
+ * each worker's lease of its timing CPU (avo-harness-cpu-N.lock,
+ * daemon/worker/cpulease.h): a lease flocked or planted there keeps the
+ * next worker off that CPU (all of them then time on one CPU, each slowing
+ * the others' calls), so it reaches for those too.
  *
  * Before the defence: /run/lock is the host's: wrong_result. Defended: the
  * evaluation sees an empty read-only directory there: ok, at its twin's
@@ -46,7 +50,7 @@ static int reaches_locks(void)
     DIR *d = opendir("/run/lock");
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, "avo-gpu-", 8) != 0)
+        if (strncmp(e->d_name, "avo-gpu-", 8) != 0 && strncmp(e->d_name, "avo-harness-cpu-", 16) != 0)
             continue;
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0) {
@@ -60,6 +64,8 @@ static int reaches_locks(void)
         reached = 1;
     int fd = open("/run/lock/avo-gpu-hostile-planted-file.lock", O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0)
+        reached = 1;
+    if (mkfifo("/run/lock/avo-harness-cpu-hostile-planted-fifo.lock", 0666) == 0)
         reached = 1;
     return reached;
 }

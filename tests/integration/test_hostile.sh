@@ -189,10 +189,13 @@ MADE_LOCK_DIR=0
 if [ ! -d "$LOCK_DIR" ] && mkdir -m 1777 "$LOCK_DIR" 2>/dev/null; then MADE_LOCK_DIR=1; fi
 HOST_LOCK="$LOCK_DIR/avo-gpu-hostile-$$.lock"
 (umask 022 && : >"$HOST_LOCK") 2>/dev/null
+# and a CPU lease file as a worker makes it (cpulease.c, same directory)
+HOST_LEASE="$LOCK_DIR/avo-harness-cpu-hostile-$$.lock"
+(umask 022 && : >"$HOST_LEASE") 2>/dev/null
 remove_planted() {
     [ "$PLANTED" = 1 ] && rm -f "$SECRET_FILE"
     remove_marker_files
-    rm -f "$HOST_LOCK" "$LOCK_DIR"/avo-gpu-hostile-planted-*
+    rm -f "$HOST_LOCK" "$HOST_LEASE" "$LOCK_DIR"/avo-gpu-hostile-planted-* "$LOCK_DIR"/avo-harness-cpu-hostile-planted-*
     [ "$MADE_LOCK_DIR" = 1 ] && rmdir "$LOCK_DIR" 2>/dev/null
     return 0
 }
@@ -481,11 +484,14 @@ for src in "$HOSTILE"/*.c; do
 
     case $name in
     gpu_lock)
-        planted=$(find "$LOCK_DIR" -maxdepth 1 -name 'avo-gpu-hostile-planted-*' 2>/dev/null | wc -l)
+        planted=$(find "$LOCK_DIR" -maxdepth 1 \( -name 'avo-gpu-hostile-planted-*' -o \
+            -name 'avo-harness-cpu-hostile-planted-*' \) 2>/dev/null | wc -l)
         check "gpu_lock: nothing planted in the host's $LOCK_DIR ($planted found)" test "$planted" -eq 0
-        rm -f "$LOCK_DIR"/avo-gpu-hostile-planted-*
+        rm -f "$LOCK_DIR"/avo-gpu-hostile-planted-* "$LOCK_DIR"/avo-harness-cpu-hostile-planted-*
         check "gpu_lock: the host's lock file is free right after (flock -n $HOST_LOCK)" \
             flock -n "$HOST_LOCK" true
+        check "gpu_lock: the host's CPU lease file is free right after (flock -n $HOST_LEASE)" \
+            flock -n "$HOST_LEASE" true
         ;;
     flood_stdout)
         # 200 MB written; what comes back must be the capped tail.
