@@ -23,7 +23,7 @@
 # - the profiles: run within W (and their time in it), run after W (a new
 #   best's waits for an idle worker: waited for, up to 120 s), superseded.
 # KEEP=DIR keeps the campaign's summaries, the worker log, the utilisation
-# samples and a table of every evaluation there. BUILD: the build directory.
+# samples, a table of every evaluation and their phases (phases.jsonl). BUILD: the build directory.
 # Needs a GPU (nvidia-smi lists one); on a bare host the carried .pg and
 # .devlibs (docs/gpu-testing.md).
 set -u
@@ -65,7 +65,8 @@ psql_avo "SELECT e.id, e.job_id, e.purpose, e.state, COALESCE(e.outcome, ''),
                  + COALESCE((e.result->'phases'->'harness'->'gpu'->>'baseline_s')::float8, 0)
           FROM evaluations e WHERE e.state IN ('done', 'failed') ORDER BY e.id" | tr '|' '\t' >"$T/evals.tsv"
 psql_avo "SELECT jsonb_build_object('screened', COALESCE((result->>'screened_out')::boolean, false), 'purpose', purpose,
-                 'phases', result->'phases')::text FROM evaluations WHERE state = 'done' AND outcome = 'ok' ORDER BY id" >"$T/phases.jsonl"
+                 'outcome', outcome, 'phases', result->'phases')::text
+          FROM evaluations WHERE state IN ('done', 'failed') ORDER BY id" >"$T/phases.jsonl"
 python3 - "$T/evals.tsv" "$T/util.csv" "$t0" "$t1" "$T/phases.jsonl" <<'EOF'
 import sys, statistics
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
@@ -113,7 +114,7 @@ ph = [json.loads(l) for l in open(sys.argv[5]) if l.strip()]
 def num(d):
     return {k: v for k, v in (d or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 for label, sel in (("screened out", lambda e: e["screened"]), ("timed in full (search)", lambda e: not e["screened"] and e["purpose"] == "search")):
-    es = [e["phases"] for e in ph if sel(e) and isinstance(e.get("phases"), dict)]
+    es = [e["phases"] for e in ph if e.get("outcome") == "ok" and sel(e) and isinstance(e.get("phases"), dict)]
     if not es:
         continue
     print(f"phases of the {label} evaluations ({len(es)}), median s:")
@@ -127,6 +128,28 @@ for label, sel in (("screened out", lambda e: e["screened"]), ("timed in full (s
         m = statistics.median(vals)
         if m >= 0.005:
             print(f"   {k:<34} {m:8.3f}")
+# Where the campaign's wall went: every finished evaluation's phases summed
+# (sums over the campaign, not medians), the kernels (b) apart from the
+# rest of the harness, the worker around the harness, and the time no
+# evaluation was held. An evaluation that ran past W counts whole: the
+# account is of the work, W the yardstick.
+allp = [e["phases"] for e in ph if isinstance(e.get("phases"), dict)]
+tot = {}
+for e in allp:
+    for k, v in num(e).items():
+        tot[k] = tot.get(k, 0) + v
+    for k, v in num(e.get("harness")).items():
+        tot["harness." + k] = tot.get("harness." + k, 0) + v
+hp, ht, wt = tot.get("harness_process", 0), tot.get("harness.total", 0), tot.get("total", 0)
+print(f"where the wall went ({len(allp)} evaluations' phases summed, W = {W:.1f} s):")
+for what, s in (("kernels timed (b)", gpu), ("harness, the rest of its total", ht - gpu),
+                ("harness process around its total", hp - ht), ("worker around the harness", wt - hp),
+                ("no evaluation held", W - held)):
+    print(f"   {what:<34} {s:8.1f} s {100 * s / W:5.1f}%")
+print("the largest phases summed (s):")
+for k, v in sorted(tot.items(), key=lambda kv: -kv[1])[:24]:
+    if k not in ("total", "harness.total", "harness_process") and v >= 0.05:
+        print(f"   {k:<34} {v:8.1f}")
 EOF
 # The profiles (sql/011, sql/027): those the worker ran inside W took GPU
 # time from the evaluations; a new best's waits for an idle worker, so some
@@ -149,6 +172,6 @@ psql_avo "SELECT count(*) FILTER (WHERE result->>'outcome' = 'superseded'),
     echo "profiles: $inside run within the wall ($(printf %.1f "$inside_s") s of it), $after after its end (the last done $(printf %.1f "$after_s") s after), $sup superseded (not run), $left still queued"
 }
 if [ -n "${KEEP:-}" ]; then
-    mkdir -p "$KEEP" && cp -r "$T/campaign" "$T/campaign.out" "$T/util.csv" "$T/evals.tsv" "$T/worker.log" "$T/avod.log" "$KEEP/" 2>/dev/null
+    mkdir -p "$KEEP" && cp -r "$T/campaign" "$T/campaign.out" "$T/util.csv" "$T/evals.tsv" "$T/phases.jsonl" "$T/worker.log" "$T/avod.log" "$KEEP/" 2>/dev/null
 fi
 exit $rc

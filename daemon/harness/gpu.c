@@ -143,6 +143,38 @@ int avo_gpu_compare_rows(avo_gpu *g, int i, int64_t row_elems, int dtype, avo_gp
     return -ENOTSUP;
 }
 
+int avo_gpu_mem_alloc(avo_gpu *g, size_t bytes, void **out, char *err, size_t errlen)
+{
+    (void)g, (void)bytes;
+    *out = NULL;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
+void avo_gpu_mem_free(avo_gpu *g, void *p)
+{
+    (void)g, (void)p;
+}
+
+size_t avo_gpu_mem_total(avo_gpu *g)
+{
+    (void)g;
+    return 0;
+}
+
+int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    (void)g, (void)dst, (void)src, (void)bytes;
+    snprintf(err, errlen, "built without CUDA");
+    return -ENOTSUP;
+}
+
+const void *avo_gpu_tensor_ptr(avo_gpu *g, int i)
+{
+    (void)g, (void)i;
+    return NULL;
+}
+
 #else
 
 #include <cuda.h>
@@ -547,6 +579,46 @@ static int ensure(avo_gpu *g, int i, size_t bytes, char *err, size_t errlen)
     return 0;
 }
 
+int avo_gpu_mem_alloc(avo_gpu *g, size_t bytes, void **out, char *err, size_t errlen)
+{
+    (void)g;
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        /* Out of memory is not sticky: clear it so later calls do not see it. */
+        (void)cudaGetLastError();
+        *out = NULL;
+        return fail(e, "cudaMalloc for a resident reference", err, errlen);
+    }
+    return 0;
+}
+
+void avo_gpu_mem_free(avo_gpu *g, void *p)
+{
+    (void)g;
+    if (p)
+        cudaFree(p);
+}
+
+size_t avo_gpu_mem_total(avo_gpu *g)
+{
+    return g ? g->prop.totalGlobalMem : 0;
+}
+
+int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    cudaError_t e;
+    if ((e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+        return fail(e, "copying a resident reference", err, errlen);
+    return 0;
+}
+
+const void *avo_gpu_tensor_ptr(avo_gpu *g, int i)
+{
+    return g && i >= 0 && i < AVO_PROBLEM_MAX_TENSORS ? g->dev[i] : NULL;
+}
+
 /* Tensor i as shared (the runner's) and as the checker's own, for a
  * comparison of n elements of es bytes. */
 static int compare_args(avo_gpu *g, int i, int64_t n, size_t es, const void **a, const void **b, char *err,
@@ -794,7 +866,7 @@ static int prepare_call(avo_gpu *g, void *const *dev, void *const *host, const s
     if (flags & AVO_GPU_COPY_OUTPUTS)
         for (int i = 0; i < n; i++)
             if (((poison_mask >> i) & 1) &&
-                (e = cudaMemcpyAsync(dev[i], host[i], bytes[i], cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+                (e = cudaMemcpyAsync(dev[i], host[i], bytes[i], cudaMemcpyDefault, g->stream)) != cudaSuccess)
                 return fail(e, "copying a cached output to the device", err, errlen);
     if (flags & AVO_GPU_POISON)
         for (int i = 0; i < n; i++)

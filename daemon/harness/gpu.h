@@ -170,6 +170,22 @@ typedef int (*avo_gpu_rows_fn)(void *const *tensors, const int64_t *sizes, const
 int avo_gpu_run_rows(avo_gpu *g, avo_gpu_rows_fn fn, const int64_t *sizes, const int64_t *rows, int64_t nrows, int *ret,
                      char *err, size_t errlen);
 
+/* Device memory the checker keeps for itself across evaluations (the
+ * references held resident: resident.h), never shared with a runner.
+ * avo_gpu_mem_alloc: 0 with *out, or a negative int with the reason in
+ * err. avo_gpu_mem_total: the device's memory in bytes (0 unknown).
+ * avo_gpu_mem_copy: bytes from src to dst, either in device memory of this
+ * context or host memory, finished on return; 0 or a negative int.
+ * avo_gpu_tensor_ptr: this process's own device tensor i as the last
+ * avo_gpu_run without AVO_GPU_SHARED left it (NULL: none). Such memory
+ * may also stand for a host pointer of AVO_GPU_COPY_OUTPUTS (the copy is
+ * then device to device). */
+int avo_gpu_mem_alloc(avo_gpu *g, size_t bytes, void **out, char *err, size_t errlen);
+void avo_gpu_mem_free(avo_gpu *g, void *p);
+size_t avo_gpu_mem_total(avo_gpu *g);
+int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+const void *avo_gpu_tensor_ptr(avo_gpu *g, int i);
+
 /* avo_gpu_compare over the rows of the last avo_gpu_run_rows only, each
  * row_elems elements of tensor i (row r: elements r * row_elems ..
  * (r + 1) * row_elems - 1); the elements reported are the tensor's own. */

@@ -471,6 +471,125 @@ static void cache_name(const run_ctx *r, int c, int set, char name[AVO_REFCACHE_
     avo_refcache_name(&r->cache, config, set, name);
 }
 
+/* The kept checker's store (resident.h): device memory of its own context
+ * where the reference's outputs live on the device, else host memory. */
+static int res_dev_alloc(void *ctx, size_t bytes, void **out)
+{
+    char err[300];
+    return avo_gpu_mem_alloc(ctx, bytes, out, err, sizeof err);
+}
+
+static void res_dev_release(void *ctx, void *p)
+{
+    avo_gpu_mem_free(ctx, p);
+}
+
+static int res_dev_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    char err[300];
+    return avo_gpu_mem_copy(ctx, dst, src, bytes, err, sizeof err);
+}
+
+static int res_host_alloc(void *ctx, size_t bytes, void **out)
+{
+    (void)ctx;
+    *out = malloc(bytes ? bytes : 1);
+    return *out ? 0 : -ENOMEM;
+}
+
+static void res_host_release(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static int res_host_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+/* A kept checker's store: the cache's budget, and at most a sixteenth of
+ * the memory it lives in, so that the pool of kept checkers a worker may
+ * hold (four by default) leaves the candidates most of the GPU. */
+static void resident_init(run_ctx *r)
+{
+    uint64_t budget = r->cache.max_bytes, mem = 0;
+    avo_resident_mem m;
+    if (r->dev_fill) {
+        mem = avo_gpu_mem_total(r->gpu);
+        m = (avo_resident_mem){res_dev_alloc, res_dev_release, res_dev_copy, r->gpu};
+    } else {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+        m = (avo_resident_mem){res_host_alloc, res_host_release, res_host_copy, NULL};
+    }
+    if (mem && budget > mem / 16)
+        budget = mem / 16;
+    if (getenv("AVO_HARNESS_NO_RESIDENT"))
+        budget = 0;
+    avo_resident_init(&r->res, budget, m);
+}
+
+/* Config c's set `set` into the store from where the checker has the
+ * reference's outputs now (its own device tensors, or rx). A failure
+ * costs a later evaluation a cache read, nothing else. */
+static void resident_put(run_ctx *r, const char *name, const avo_tensors *rx)
+{
+    if (!r->res.budget)
+        return;
+    const void *src[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    int n = 0;
+    for (int k = 0; k < rx->n; k++) {
+        if (r->p->tensors[k].role == AVO_ROLE_INPUT)
+            continue;
+        src[n] = r->dev_fill ? avo_gpu_tensor_ptr(r->gpu, k) : rx->ptr[k];
+        if (!src[n])
+            return;
+        bytes[n++] = rx->bytes[k];
+    }
+    (void)avo_resident_put(&r->res, name, src, bytes, n);
+}
+
+/* A warm-up set's reference outputs from the kept checker's store: 1 on a
+ * hit (as ref_from_cache's), else 0. */
+static int ref_from_resident(run_ctx *r, int c, int set, const char *name, avo_tensors *rx)
+{
+    if (!r->res.budget)
+        return 0;
+    void *bufs[AVO_PROBLEM_MAX_TENSORS];
+    const void *held[AVO_PROBLEM_MAX_TENSORS];
+    size_t bytes[AVO_PROBLEM_MAX_TENSORS];
+    unsigned mask;
+    const int n = ref_outputs(r, rx, bufs, bytes, &mask);
+    if (!avo_resident_get(&r->res, name, bytes, n, held))
+        return 0;
+    if (r->dev_fill) {
+        void *host[AVO_PROBLEM_MAX_TENSORS];
+        for (int k = 0, j = 0; k < rx->n; k++)
+            host[k] = (mask >> k) & 1 ? (void *)(uintptr_t)held[j++] : rx->ptr[k];
+        int ret = 0;
+        avo_gpu_times times;
+        char err[300];
+        harness_set_device_inputs(r, c, set);
+        if (avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
+                        AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
+                        sizeof err) != 0) {
+            snprintf(r->cache_note, sizeof r->cache_note, "copying a resident reference: %.250s", err);
+            r->cache_failed++;
+            return 0;
+        }
+    } else {
+        for (int j = 0; j < n; j++)
+            memcpy(bufs[j], held[j], bytes[j]);
+    }
+    harness_trace("  cache: resident");
+    r->res_hits++;
+    return 1;
+}
+
 /* A warm-up set's reference outputs from the worker's cache (docs/evaluation.md,
  * "Reference cache"): into rx, and where the inputs live on the device into
  * the checker's device tensors beside the set's inputs generated again (what
@@ -487,6 +606,10 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
     char name[AVO_REFCACHE_NAME];
     const int n = ref_outputs(r, rx, bufs, bytes, &mask);
     cache_name(r, c, set, name);
+    if (ref_from_resident(r, c, set, name, rx)) {
+        r->cache_hits++;
+        return 1;
+    }
     /* Outputs that live on the device cross from the file's own pages
      * (mapped, never copied into the checker's area first): the host copy
      * would be read by nothing but the upload. */
@@ -523,6 +646,7 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
             return 0;
         }
     }
+    resident_put(r, name, rx);
     r->cache_hits++;
     return 1;
 }
@@ -552,6 +676,7 @@ static void ref_to_cache(run_ctx *r, int c, int set, avo_tensors *rx)
         }
     }
     cache_name(r, c, set, name);
+    resident_put(r, name, rx);
     int rc = avo_refcache_store(&r->cache, name, (const void *const *)bufs, bytes, n);
     if (rc) {
         snprintf(r->cache_note, sizeof r->cache_note, "writing a cache file: %s", strerror(-rc));
@@ -564,7 +689,7 @@ static void ref_to_cache(run_ctx *r, int c, int set, avo_tensors *rx)
  * they are computed in every evaluation, and the note says so). */
 static void cache_config(run_ctx *r, int c)
 {
-    r->cache_hits = r->cache_misses = r->cache_corrupt = r->cache_failed = 0;
+    r->cache_hits = r->cache_misses = r->cache_corrupt = r->cache_failed = r->res_hits = 0;
     r->cache_note[0] = 0;
     r->cache_cfg = 0;
     if (r->cache.dirfd < 0)
@@ -2565,9 +2690,9 @@ static json_t *references_json(const run_ctx *r)
                      r->cache_note[0] ? "; " : "", r->cache_note);
         else
             snprintf(note, sizeof note, "%s", r->cache_note);
-        cache = json_pack("{s:b,s:i,s:i,s:i,s:i,s:o}", "used", r->cache_cfg, "hits", r->cache_hits, "misses",
-                          r->cache_misses, "corrupt", r->cache_corrupt, "failed", r->cache_failed, "note",
-                          note[0] ? json_string(note) : json_null());
+        cache = json_pack("{s:b,s:i,s:i,s:i,s:i,s:i,s:o}", "used", r->cache_cfg, "hits", r->cache_hits, "resident",
+                          r->res_hits, "misses", r->cache_misses, "corrupt", r->cache_corrupt, "failed",
+                          r->cache_failed, "note", note[0] ? json_string(note) : json_null());
     }
     json_t *rows = json_null();
     if (r->ref_rows)
@@ -3324,6 +3449,8 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
         if (avo_refcache_init(&r->cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, r->p->dir,
                               dev ? dev : "", cerr, sizeof cerr) != 0)
             fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
+        else if (o->keep)
+            resident_init(r);
         avo_phases_lap(&ev->top, "setup", &ev->t);
     }
     rc = validate_or_recall(r, err, errlen);
@@ -3863,6 +3990,8 @@ void harness_release_shm(run_ctx *r)
 
 void harness_release_checker(run_ctx *r)
 {
+    /* Device memory of the checker's context: before it is closed. */
+    avo_resident_free(&r->res);
     json_decref(r->gpu_info);
     r->gpu_info = NULL;
     unpin_areas(r);

@@ -15,6 +15,7 @@
 #include "gpu.h"
 #include "harness.h"
 #include "refcache.h"
+#include "resident.h"
 #include "runner.h"
 #include "tensors.h"
 #include "timing.h"
@@ -332,6 +333,9 @@ typedef struct {
                                              warm-up sets' reference outputs across its evaluations */
     int cache_cfg;      /* the current config's warm-up references go through it */
     int cache_hits, cache_misses, cache_corrupt, cache_failed; /* of the current config */
+    avo_resident res;     /* a kept checker's: the warm-up sets' references held in its own memory
+                                             (resident.h; res.budget 0: none) */
+    int res_hits;         /* of the current config's cache hits, those from res */
     char cache_note[300]; /* why the current config is not cached (or what went wrong) */
     int set_base;         /* call i of a config gets input set set_base + i: each stage of a
                                              screened evaluation has its own sets, so no runner sees a set

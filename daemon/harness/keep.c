@@ -42,6 +42,7 @@ static void move_state(run_ctx *to, run_ctx *from)
     to->fl = from->fl;
     to->one_cpu = from->one_cpu;
     to->cache = from->cache;
+    to->res = from->res;
     to->ref_validated = from->ref_validated;
     memcpy(to->dev_note, from->dev_note, sizeof to->dev_note);
     memcpy(to->fill_note, from->fill_note, sizeof to->fill_note);
@@ -55,6 +56,7 @@ static void move_state(run_ctx *to, run_ctx *from)
     from->area_pinned = 0;
     from->fl = (avo_flusher){0};
     from->cache.dirfd = -1;
+    from->res = (avo_resident){0};
 }
 
 avo_harness_keep *avo_harness_keep_new(void)

@@ -41,6 +41,9 @@
 #  (l) a fresh checker that ends without an answer beside another job's
 #      kept one (killed as it starts): the kept one is closed and the
 #      evaluation runs once more, ok.
+#  (m) the job's warm-up references held in the kept checker's memory
+#      (daemon/harness/resident.h): the next evaluation reads them from
+#      there, not from the cache's files; another job's finds none of them.
 source "$(dirname "$0")/lib.sh"
 
 F="$ROOT/tests/fixtures/kernels/paired"
@@ -116,6 +119,38 @@ check "(d) the marker writer ran as the first evaluation (its writes past a tens
 check "(d) the next evaluation finds nothing of it in the kept region: ok, not 'returned 42'" \
     jqt '.outcome == "ok" and .served.kept' <(line leftover 2)
 
+# (m) the job's references held in the kept checker's memory: with a
+# reference cache (a descriptor, as the worker passes it) the first
+# evaluation computes them, the next reads every one from the checker's
+# memory, not the files; another job's evaluation finds none of them (its
+# state is not taken over) and computes its own; back to the first job, the
+# state was released: its references come from the files again.
+mkdir "$T/refm"
+exec 9<"$T/refm"
+SERVE_PASS_FDS=9 serve resident "[{\"seed\": 41, \"job_seed\": 5, \"objects\": $(obj base)},
+ {\"seed\": 42, \"job_seed\": 5, \"objects\": $(obj base base)},
+ {\"seed\": 43, \"job_seed\": 6, \"objects\": $(obj base)},
+ {\"seed\": 44, \"job_seed\": 5, \"objects\": $(obj base)}]" --ref-cache-fd 9 --ref-cache-max 100000000
+SERVE_PASS_FDS=9 AVO_HARNESS_NO_RESIDENT=1 serve noresident "[{\"seed\": 45, \"job_seed\": 5, \"objects\": $(obj base)},
+ {\"seed\": 46, \"job_seed\": 5, \"objects\": $(obj base)}]" --ref-cache-fd 9 --ref-cache-max 100000000
+exec 9<&-
+cachesum() { jq -c '{outcome, served, cache: ([.configs[].references.cache | {hits, resident, misses}] |
+                    {hits: (map(.hits) | add), resident: (map(.resident) | add), misses: (map(.misses) | add)})}'; }
+cachesum <"$T/resident.jsonl" | head -4 | sed 's/^/# (m) /'
+cachesum <"$T/noresident.jsonl" | head -2 | sed 's/^/# (m) off: /'
+check "(m) the first evaluation computes the job's references (misses, none from memory)" \
+    jqt '.outcome == "ok" and .cache.misses > 0 and .cache.resident == 0' <(line resident 1 | cachesum)
+check "(m) the next, on the kept state: every warm-up reference from the checker's memory" \
+    jqt '.outcome == "ok" and .served.kept and .cache.misses == 0 and .cache.hits > 0 and .cache.resident == .cache.hits' \
+    <(line resident 2 | cachesum)
+check "(m) another job's evaluation: none of the first job's from memory, its own computed" \
+    jqt '.outcome == "ok" and (.served.kept | not) and .cache.resident == 0 and .cache.misses > 0' <(line resident 3 | cachesum)
+check "(m) the first job again: its state was released, its references read from the files" \
+    jqt '.outcome == "ok" and (.served.kept | not) and .cache.resident == 0 and .cache.hits > 0 and .cache.misses == 0' \
+    <(line resident 4 | cachesum)
+check "(m) AVO_HARNESS_NO_RESIDENT=1: the kept state's references from the files, none from memory" \
+    jqt '.outcome == "ok" and .served.kept and .cache.resident == 0 and .cache.hits > 0' <(line noresident 2 | cachesum)
+
 "$BIN/avo-harness" "$F" "$T/base.so" "$T/ref.so" --serve 4 4<&0 >"$T/bad1.out" 2>"$T/bad1.err"
 check "(f) --serve with a candidate on the command line: exit 2, '-' asked for" \
     bash -c '[ $0 = 2 ] && grep -q "a candidate comes with each request.*give .-. in its place" "$1"' $? "$T/bad1.err"
@@ -170,6 +205,10 @@ own_stderr() {
     done
 }
 check "(g) each result's stderr its own evaluation's: no timed input of another evaluation's in it" own_stderr
+jq -c "[.configs[]?.references.cache | {hits, resident, misses}]" "$T/g1.txt" | sed "s/^/# cache: /"
+check "(g) the job's later evaluations read its warm-up references from the kept checker's memory" \
+    jqt -s '.[0].configs[0].references.cache.misses > 0 and
+            all(.[1:][]; [.configs[].references.cache | .resident == .hits and .hits > 0] | all)' "$T/g1.txt"
 check "(g) the next job: a checker of its own (not kept), ok" \
     jqt '.outcome == "ok" and .served == {"evaluation": 1, "kept": false}' "$T/g2.txt"
 SEED=$(psql_avo "SELECT input_seed FROM jobs WHERE id = $JOB")
