@@ -25,6 +25,7 @@
 #include "devices.h"
 #include "sandbox.h"
 #include "served.h"
+#include "recentjobs.h"
 #include "avo_problem.h"
 #include "evaluate.h"
 #include "toolchain.h"
@@ -57,20 +58,14 @@ typedef struct {
     int nahead;
     pthread_t warm; /* the compiles of the claims just taken */
     int warming;
-    atomic_int warm_done;   /* the compile thread has finished (joined by the next heartbeat) */
-    int work_pending;       /* a wake-up for new work arrived during an evaluation */
-    int draining;           /* the registry already says so */
-    json_t *toolchain;      /* probed once at start (toolchain.h): on the worker's row and in every result */
-    avo_served_pool served; /* the kept checkers (--serve; served.h), one per job, each closed after
+    atomic_int warm_done;     /* the compile thread has finished (joined by the next heartbeat) */
+    int work_pending;         /* a wake-up for new work arrived during an evaluation */
+    int draining;             /* the registry already says so */
+    json_t *toolchain;        /* probed once at start (toolchain.h): on the worker's row and in every result */
+    avo_served_pool served;   /* the kept checkers (--serve; served.h), one per job, each closed after
                                AVO_SERVED_IDLE_S without work */
-    /* With --serve: the jobs of its latest claims, most recent first (at
-     * most --serve-slots, none idle longer than its checker is kept): the
-     * claim prefers their work (sql/028_claim_affinity.sql). */
-    struct {
-        long long job;
-        double at;
-    } resident[AVO_SERVED_SLOTS_MAX];
-    int nresident;
+    avo_recent_jobs resident; /* with --serve: the jobs of its latest claims, whose work the claim
+                                 prefers (recentjobs.h) */
 } worker;
 
 static double now_s(void);
@@ -513,41 +508,6 @@ static int run_canary(worker *w)
     return healthy ? 0 : -5;
 }
 
-/* The resident jobs as a PostgreSQL array literal ("{}" when none), those
- * idle past AVO_SERVED_IDLE_S dropped first (their checkers are closed). */
-static void resident_array(worker *w, char *out, size_t len)
-{
-    const double now = now_s();
-    int k = 0;
-    for (int i = 0; i < w->nresident; i++)
-        if (now - w->resident[i].at < AVO_SERVED_IDLE_S)
-            w->resident[k++] = w->resident[i];
-    w->nresident = k;
-    size_t n = (size_t)snprintf(out, len, "{");
-    for (int i = 0; i < k && n + 24 < len; i++)
-        n += (size_t)snprintf(out + n, len - n, "%s%lld", i ? "," : "", w->resident[i].job);
-    snprintf(out + n, len - n, "}");
-}
-
-/* job claimed: to the front of the resident jobs (with --serve). */
-static void note_resident(worker *w, long long job)
-{
-    const int cap = w->o->serve ? (w->o->serve_slots < AVO_SERVED_SLOTS_MAX ? w->o->serve_slots : AVO_SERVED_SLOTS_MAX)
-                                : 0;
-    int i = 0;
-    while (i < w->nresident && w->resident[i].job != job)
-        i++;
-    if (i == w->nresident && w->nresident < cap)
-        w->nresident++;
-    if (i >= w->nresident)
-        i = w->nresident - 1;
-    if (i < 0)
-        return;
-    memmove(&w->resident[1], &w->resident[0], (size_t)i * sizeof w->resident[0]);
-    w->resident[0].job = job;
-    w->resident[0].at = now_s();
-}
-
 /* One avo_claim for this worker's target: 1 with the claimed row in *out,
  * 0 when nothing is claimable now, -5 when the query failed. */
 static int claim(worker *w, PGresult **out)
@@ -555,7 +515,7 @@ static int claim(worker *w, PGresult **out)
     char wid[32], lease[32], res[AVO_SERVED_SLOTS_MAX * 24 + 4];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    resident_array(w, res, sizeof res);
+    avo_recent_jobs_array(&w->resident, now_s(), AVO_SERVED_IDLE_S, res, sizeof res);
     const char *p[] = {wid, w->o->target, lease, res};
     /* With the package the job pinned (sql/016_pinned_problem.sql), read
      * by name: avo_claim's own columns come first, by position. */
@@ -571,7 +531,8 @@ static int claim(worker *w, PGresult **out)
         return 0;
     }
     if (!PQgetisnull(r, 0, 1))
-        note_resident(w, strtoll(PQgetvalue(r, 0, 1), NULL, 10));
+        avo_recent_jobs_note(&w->resident, strtoll(PQgetvalue(r, 0, 1), NULL, 10), w->o->serve ? w->o->serve_slots : 0,
+                             now_s());
     *out = r;
     return 1;
 }
