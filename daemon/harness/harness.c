@@ -530,6 +530,7 @@ static void resident_init(run_ctx *r)
     if (getenv("AVO_HARNESS_NO_RESIDENT"))
         budget = 0;
     avo_resident_init(&r->res, budget, m);
+    r->res_dev = r->dev_fill;
 }
 
 /* Config c's set `set` into the store from where the checker has the
@@ -537,7 +538,7 @@ static void resident_init(run_ctx *r)
  * costs a later evaluation a cache read, nothing else. */
 static void resident_put(run_ctx *r, const char *name, const avo_tensors *rx)
 {
-    if (!r->res.budget)
+    if (!r->res.budget || r->res_dev != r->dev_fill)
         return;
     const void *src[AVO_PROBLEM_MAX_TENSORS];
     size_t bytes[AVO_PROBLEM_MAX_TENSORS];
@@ -557,7 +558,7 @@ static void resident_put(run_ctx *r, const char *name, const avo_tensors *rx)
  * hit (as ref_from_cache's), else 0. */
 static int ref_from_resident(run_ctx *r, int c, int set, const char *name, avo_tensors *rx)
 {
-    if (!r->res.budget)
+    if (!r->res.budget || r->res_dev != r->dev_fill)
         return 0;
     void *bufs[AVO_PROBLEM_MAX_TENSORS];
     const void *held[AVO_PROBLEM_MAX_TENSORS];
@@ -3449,8 +3450,6 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
         if (avo_refcache_init(&r->cache, o->ref_cache_fd, o->ref_cache_max, o->job_seed, ref_so, r->p->dir,
                               dev ? dev : "", cerr, sizeof cerr) != 0)
             fprintf(stderr, "avo-harness: %s: no reference cache in this evaluation\n", cerr);
-        else if (o->keep)
-            resident_init(r);
         avo_phases_lap(&ev->top, "setup", &ev->t);
     }
     rc = validate_or_recall(r, err, errlen);
@@ -3465,6 +3464,10 @@ static int setup_checker(run_ctx *r, harness_eval *ev, const char *ref_so, char 
     }
     if (r->cuda)
         share_tensors(r);
+    /* After share_tensors: where the reference's outputs live (device or
+     * host) decides where the store keeps them. */
+    if (o->keep && r->cache.dirfd >= 0)
+        resident_init(r);
     avo_phases_lap(&ev->top, "setup", &ev->t);
     return 0;
 }

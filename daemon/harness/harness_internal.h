@@ -336,6 +336,7 @@ typedef struct {
     avo_resident res;     /* a kept checker's: the warm-up sets' references held in its own memory
                                              (resident.h; res.budget 0: none) */
     int res_hits;         /* of the current config's cache hits, those from res */
+    int res_dev;          /* res holds device memory (made when dev_fill was set) */
     char cache_note[300]; /* why the current config is not cached (or what went wrong) */
     int set_base;         /* call i of a config gets input set set_base + i: each stage of a
                                              screened evaluation has its own sets, so no runner sees a set

@@ -43,6 +43,7 @@ static void move_state(run_ctx *to, run_ctx *from)
     to->one_cpu = from->one_cpu;
     to->cache = from->cache;
     to->res = from->res;
+    to->res_dev = from->res_dev;
     to->ref_validated = from->ref_validated;
     memcpy(to->dev_note, from->dev_note, sizeof to->dev_note);
     memcpy(to->fill_note, from->fill_note, sizeof to->fill_note);
