@@ -1188,9 +1188,14 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
                               .hide_dir = state_dir(o),
                               .should_cancel = o->should_cancel,
                               .cancel_arg = o->cancel_arg};
-    for (size_t i = 0; i < sizeof eval_phases / sizeof *eval_phases && rc == EVAL_NEXT; i++)
+    for (size_t i = 0; i < sizeof eval_phases / sizeof *eval_phases && rc == EVAL_NEXT; i++) {
+        if (o->compile_only && eval_phases[i] == prepare_harness)
+            break;
         rc = eval_phases[i](&e);
+    }
     if (rc < 0)
+        goto cleanup;
+    if (rc == EVAL_NEXT) /* compile_only, and it did not end there */
         goto cleanup;
     rc = 0;
     if (!e.res) {
@@ -1230,10 +1235,13 @@ cleanup:
     return rc;
 }
 
-int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
-                            size_t errlen)
+int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                            int *ends_early, char *err, size_t errlen)
 {
-    int rc;
+    int rc, early = 0;
+    if (!ends_early)
+        ends_early = &early;
+    *ends_early = 0;
     char scratch[PATH_MAX] = "", arch[32] = "";
     const int cuda = strcmp(p->backend, "cuda") == 0;
     avo_compile_result ref = {0}, cand = {0}, against = {0};
@@ -1248,8 +1256,10 @@ int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, co
      * at the same check, before any compile. */
     avo_policy_findings pf = {0};
     if (avo_policy_scan_source(src, len, cuda ? "cand.cu" : "cand.c", cuda, &pf) == 0 &&
-        avo_policy_first(&pf, p->policy_relax))
+        avo_policy_first(&pf, p->policy_relax)) {
+        *ends_early = 1;
         return 0;
+    }
     if ((rc = mkscratch(o->scratch_root ? o->scratch_root : "/tmp", scratch, sizeof scratch, err, errlen)))
         return rc;
     /* Exactly the options avo_evaluate_candidate compiles with, so its compiles
@@ -1271,6 +1281,8 @@ int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, co
         rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     if (rc == 0)
         rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
+    if (rc == 0 && !cand.ok)
+        *ends_early = 1;
     /* The against (paired): compiled as the candidate, as there. */
     if (rc == 0 && o->against_src)
         rc = avo_compile(&co, p, o->against_src, o->against_len, cuda ? "cand.cu" : "cand.c", &against, err, errlen);

@@ -55,6 +55,11 @@ typedef struct {
     int profile;
     const char *profile_config;
     int counters;
+    /* Stop before the harness: *result is the evaluation's own when it
+     * ended there (a source the policy refuses, a compile error: compiles
+     * a precompile made are cache hits), else NULL. The worker uses it to
+     * post a claimed-ahead evaluation's early end at once (queue.c). */
+    int compile_only;
     /* A job's evaluation (job_seed set, not a profile) runs on the
      * worker's kept checker for its job in *served (served.h: started,
      * reused or replaced here) instead of a fresh one. NULL: a fresh one. */
@@ -81,10 +86,11 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
  * cache, nothing else: the worker does this for the next evaluation while
  * the current one holds the GPU, so compiling overlaps timing. A compile
  * error is not an error here (it is cached, and reported by the evaluation
- * itself), nor is a source the candidate policy refuses (never compiled).
- * Safe to call from another thread. */
-int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len, char *err,
-                            size_t errlen);
+ * itself), nor is a source the candidate policy refuses (never compiled):
+ * *ends_early (when not NULL) says the evaluation will end before its
+ * harness for either. Safe to call from another thread. */
+int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, const char *src, size_t len,
+                            int *ends_early, char *err, size_t errlen);
 
 /* Disassembly kept per compile (the head: kernels come in file order). */
 #define AVO_DISASM_CAP (2u << 20)

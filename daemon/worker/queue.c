@@ -56,15 +56,16 @@ typedef struct {
         int cancelled; /* a NOTIFY said it was cancelled: skipped */
     } ahead[AVO_PREFETCH_MAX];
     int nahead;
-    pthread_t warm; /* the compiles of the claims just taken */
+    pthread_t warm;      /* the compiles of the claims just taken */
+    struct warm_job *wj; /* its job, freed once it is joined (join_warm) */
     int warming;
-    atomic_int warm_done;     /* the compile thread has finished (joined by the next heartbeat) */
-    int work_pending;         /* a wake-up for new work arrived during an evaluation */
-    int draining;             /* the registry already says so */
-    json_t *toolchain;        /* probed once at start (toolchain.h): on the worker's row and in every result */
-    avo_served_pool served;   /* the kept checkers (--serve; served.h), one per job, each closed after
+    atomic_int warm_done;    /* the compile thread has finished (joined by the next heartbeat) */
+    int work_pending;        /* a wake-up for new work arrived during an evaluation */
+    int draining;            /* the registry already says so */
+    json_t *toolchain;       /* probed once at start (toolchain.h): on the worker's row and in every result */
+    avo_served_pool served;  /* the kept checkers (--serve; served.h), one per job, each closed after
                                AVO_SERVED_IDLE_S without work */
-    avo_recent_jobs resident; /* with --serve: the jobs of its latest claims, whose work the claim
+    avo_recentjobs resident; /* with --serve: the jobs of its latest claims, whose work the claim
                                  prefers (recentjobs.h) */
 } worker;
 
@@ -81,7 +82,7 @@ static avo_evaluate_opts eval_opts(const avo_queue_opts *o, int with_harness)
                                .gpu_index = o->gpu_index};
 }
 
-typedef struct {
+typedef struct warm_job {
     const avo_queue_opts *o;
     atomic_int *done;
     int n;
@@ -89,6 +90,7 @@ typedef struct {
         const char *problem, *src; /* the claim's (it outlives the thread) */
         size_t len;
         long long id;
+        int ends_early; /* it will end before its harness (a compile error, a refused source) */
     } e[AVO_PREFETCH_MAX];
 } warm_job;
 
@@ -107,16 +109,15 @@ static void *warm_main(void *arg)
         avo_evaluate_opts eo = eval_opts(j->o, 0);
         eo.timeout_s = j->o->timeout_s;
         double t0 = now_s();
-        if (avo_evaluate_precompile(&eo, &p, j->e[i].src, j->e[i].len, err, sizeof err) == 0)
+        if (avo_evaluate_precompile(&eo, &p, j->e[i].src, j->e[i].len, &j->e[i].ends_early, err, sizeof err) == 0)
             avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->e[i].id,
                      now_s() - t0);
         else
             avo_warn("worker", "evaluation %lld: precompile failed: %s", j->e[i].id, err);
         avo_problem_free(&p);
     }
-    atomic_int *done = j->done;
-    free(j);
-    atomic_store(done, 1);
+    /* Freed by the thread that joins this one (join_warm). */
+    atomic_store(j->done, 1);
     return NULL;
 }
 
@@ -444,6 +445,7 @@ static int renew_leases(worker *w, long long current)
 }
 
 static void prefetch(worker *w);
+static void join_warm(worker *w, int post);
 
 /* Called by the evaluator every ~100 ms while the harness runs. */
 static int heartbeat(void *arg)
@@ -462,11 +464,9 @@ static int heartbeat(void *arg)
      * made when its last result is read, mostly while another job's
      * evaluation runs): claimed ahead now, so its compile overlaps this
      * evaluation's timing, not the next evaluation's start. */
+    if (w->warming && atomic_load(&w->warm_done))
+        join_warm(w, 1);
     if (w->work_pending && w->nahead < w->o->prefetch) {
-        if (w->warming && atomic_load(&w->warm_done)) {
-            pthread_join(w->warm, NULL);
-            w->warming = 0;
-        }
         if (!w->warming) {
             w->work_pending = 0;
             prefetch(w);
@@ -515,7 +515,7 @@ static int claim(worker *w, PGresult **out)
     char wid[32], lease[32], res[AVO_SERVED_SLOTS_MAX * 24 + 4];
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(lease, sizeof lease, "%g", w->o->lease_s);
-    avo_recent_jobs_array(&w->resident, now_s(), AVO_SERVED_IDLE_S, res, sizeof res);
+    avo_recentjobs_array(&w->resident, now_s(), AVO_SERVED_IDLE_S, res, sizeof res);
     const char *p[] = {wid, w->o->target, lease, res};
     /* With the package the job pinned (sql/016_pinned_problem.sql), read
      * by name: avo_claim's own columns come first, by position. */
@@ -531,8 +531,8 @@ static int claim(worker *w, PGresult **out)
         return 0;
     }
     if (!PQgetisnull(r, 0, 1))
-        avo_recent_jobs_note(&w->resident, strtoll(PQgetvalue(r, 0, 1), NULL, 10), w->o->serve ? w->o->serve_slots : 0,
-                             now_s());
+        avo_recentjobs_note(&w->resident, strtoll(PQgetvalue(r, 0, 1), NULL, 10), w->o->serve ? w->o->serve_slots : 0,
+                            now_s());
     *out = r;
     return 1;
 }
@@ -551,6 +551,7 @@ static void prefetch(worker *w)
         return;
     j->o = w->o;
     j->done = &w->warm_done;
+    w->wj = j;
     PGresult *r;
     while (w->nahead < w->o->prefetch && w->nahead < AVO_PREFETCH_MAX && claim(w, &r) == 1) {
         const long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -567,10 +568,12 @@ static void prefetch(worker *w)
     if (j->n)
         avo_info("worker", "claimed %d evaluation(s) ahead: %d waiting", j->n, w->nahead);
     atomic_store(&w->warm_done, 0);
-    if (j->n && pthread_create(&w->warm, NULL, warm_main, j) == 0)
+    if (j->n && pthread_create(&w->warm, NULL, warm_main, j) == 0) {
         w->warming = 1;
-    else
+    } else {
+        w->wj = NULL;
         free(j);
+    }
 }
 
 /* The oldest claim taken ahead, handed over (NULL when none). */
@@ -772,7 +775,7 @@ static int store_until_answered(worker *w, const char *sql, int n, const char *c
 }
 
 /* The result stored with avo_complete, which re-checks state and lease owner. */
-static void store_evaluation(worker *w, json_t *result, const avo_log_ctx *lc)
+static void store_evaluation(worker *w, long long id, json_t *result, const avo_log_ctx *lc)
 {
     /* Every result says what produced it (sql/018_toolchain.sql), the
      * clocks this evaluation saw included. */
@@ -783,16 +786,16 @@ static void store_evaluation(worker *w, json_t *result, const avo_log_ctx *lc)
         agg = 0;
     char *text = json_dumps(result, JSON_COMPACT);
     char eid[32], wid[32], aggs[64];
-    snprintf(eid, sizeof eid, "%lld", w->eval_id);
+    snprintf(eid, sizeof eid, "%lld", id);
     snprintf(wid, sizeof wid, "%lld", w->worker_id);
     snprintf(aggs, sizeof aggs, "%.17g", agg);
     const char *params[] = {eid, wid, outcome, aggs, text};
     const char *unit = json_string_value(json_object_get(result, "unit"));
-    avo_log_fields(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", w->eval_id, outcome, agg,
+    avo_log_fields(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", id, outcome, agg,
                    unit ? unit : "");
     /* The result must not be lost to a database blip. */
     if (store_until_answered(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params, 60) == 0)
-        avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", w->eval_id);
+        avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", id);
     free(text);
 }
 
@@ -800,10 +803,7 @@ static void store_evaluation(worker *w, json_t *result, const avo_log_ctx *lc)
  * from now on), and the GPU checked when the evaluation may have wedged it. */
 static void end_evaluation(worker *w, const json_t *result)
 {
-    if (w->warming) {
-        pthread_join(w->warm, NULL);
-        w->warming = 0;
-    }
+    join_warm(w, 0);
     /* The against crashing or hanging can wedge the GPU as well, while the
      * candidate's own outcome is ok. */
     const char *perr = json_string_value(json_object_get(json_object_get(result, "paired"), "error"));
@@ -813,11 +813,76 @@ static void end_evaluation(worker *w, const json_t *result)
     after_run(w, suspect);
 }
 
+/* Claimed-ahead evaluation id, found by the compile thread to end before
+ * its harness (a compile error, a source the policy refuses): its result
+ * made now (the compiles are cache hits) and stored while the current
+ * evaluation runs, so that its job's next proposal is queued, claimed
+ * ahead and compiled meanwhile, instead of after the current evaluation
+ * with the GPU idle (a campaign lost 3-4 s of GPU time per failed tune
+ * proposal that way: docs/benchmarks.md, thirty-second session). Left in
+ * place (evaluated in turn) when anything differs from that. */
+static void post_early(worker *w, long long id)
+{
+    int k = 0;
+    while (k < w->nahead && w->ahead[k].id != id)
+        k++;
+    if (k == w->nahead || w->ahead[k].cancelled)
+        return;
+    PGresult *claim = w->ahead[k].claim;
+    char dir[PATH_MAX], err[1024];
+    avo_problem p;
+    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, sizeof err) != 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) != 0)
+        return;
+    json_t *result = NULL;
+    if (check_pinned(claim, &p, err, sizeof err) == 0) {
+        avo_evaluate_opts eo = eval_opts(w->o, 1);
+        eo.timeout_s = w->o->timeout_s;
+        eo.compile_only = 1;
+        claim_options(claim, &eo);
+        if (avo_evaluate_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
+                                   sizeof err) < 0) {
+            json_decref(result);
+            result = NULL;
+        }
+    }
+    avo_problem_free(&p);
+    if (!result)
+        return;
+    w->nahead--;
+    memmove(&w->ahead[k], &w->ahead[k + 1], (size_t)(w->nahead - k) * sizeof w->ahead[0]);
+    const avo_log_ctx lc = {strtoll(PQgetvalue(claim, 0, 1), NULL, 10), strtoll(PQgetvalue(claim, 0, 2), NULL, 10), id,
+                            w->worker_id};
+    avo_log_fields(AVO_LOG_INFO, "worker", &lc,
+                   "evaluation %lld (claimed ahead) ends before its harness: stored while evaluation %lld runs", id,
+                   w->eval_id);
+    store_evaluation(w, id, result, &lc);
+    json_decref(result);
+    PQclear(claim);
+}
+
+/* The compile thread joined and its job freed (its claims may be freed
+ * from then on); with post, the evaluations it found ending before their
+ * harness are stored first (post_early). */
+static void join_warm(worker *w, int post)
+{
+    if (!w->warming)
+        return;
+    pthread_join(w->warm, NULL);
+    w->warming = 0;
+    warm_job *j = w->wj;
+    w->wj = NULL;
+    for (int i = 0; post && j && i < j->n; i++)
+        if (j->e[i].ends_early)
+            post_early(w, j->e[i].id);
+    free(j);
+}
+
 static int evaluate_one(worker *w, PGresult *claim)
 {
     const avo_log_ctx lc = begin_evaluation(w, claim);
     json_t *result = run_evaluation(w, claim, &lc);
-    store_evaluation(w, result, &lc);
+    store_evaluation(w, w->eval_id, result, &lc);
     end_evaluation(w, result);
     json_decref(result);
     return 0;
@@ -1129,8 +1194,7 @@ int avo_queue_run(const avo_queue_opts *o)
         if (PQstatus(w.conn) == CONNECTION_OK)
             mark_seen(&w);
     }
-    if (w.warming)
-        pthread_join(w.warm, NULL);
+    join_warm(&w, 0);
     avo_served_pool_close(&w.served);
     release_ahead(&w);
     if (w.conn && PQstatus(w.conn) == CONNECTION_OK && w.worker_id)

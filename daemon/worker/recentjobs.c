@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void avo_recent_jobs_note(avo_recent_jobs *r, long long job, int cap, double now)
+void avo_recentjobs_note(avo_recentjobs *r, long long job, int cap, double now)
 {
     if (cap > AVO_SERVED_SLOTS_MAX)
         cap = AVO_SERVED_SLOTS_MAX;
@@ -26,7 +26,7 @@ void avo_recent_jobs_note(avo_recent_jobs *r, long long job, int cap, double now
     r->e[0].at = now;
 }
 
-void avo_recent_jobs_array(avo_recent_jobs *r, double now, double idle_s, char *out, size_t len)
+void avo_recentjobs_array(avo_recentjobs *r, double now, double idle_s, char *out, size_t len)
 {
     int k = 0;
     for (int i = 0; i < r->n; i++)

@@ -18,14 +18,14 @@ typedef struct {
         double at; /* when it was last claimed (the caller's clock, s) */
     } e[AVO_SERVED_SLOTS_MAX];
     int n;
-} avo_recent_jobs;
+} avo_recentjobs;
 
 /* job claimed at now: to the front, the least recent dropped beyond cap
  * (0: nothing is kept; capped at AVO_SERVED_SLOTS_MAX). */
-void avo_recent_jobs_note(avo_recent_jobs *r, long long job, int cap, double now);
+void avo_recentjobs_note(avo_recentjobs *r, long long job, int cap, double now);
 
 /* Those claimed within idle_s of now, as a PostgreSQL bigint[] literal
  * ("{}" when none) in out, most recent first; the older ones dropped. */
-void avo_recent_jobs_array(avo_recent_jobs *r, double now, double idle_s, char *out, size_t len);
+void avo_recentjobs_array(avo_recentjobs *r, double now, double idle_s, char *out, size_t len);
 
 #endif

@@ -98,6 +98,41 @@ check "work queued during an evaluation is claimed ahead before that evaluation 
 SECOND_EVAL=$(psql_avo "SELECT id FROM evaluations WHERE job_id = $SECOND")
 check "... and compiled while it ran" grep -q "evaluation $SECOND_EVAL precompiled in" "$T/fifth.log"
 stop_workers
+# A claimed-ahead evaluation that ends before its harness (its candidate
+# does not compile) is stored at once, while the current one runs: its
+# job's next proposal need not wait for the current evaluation's end.
+FIRST=$(seeds 1)
+wait_queued 1
+before=$(wc -l <"$T/worker.log")
+start_worker --prefetch 1
+wait_for 60 "tail -n +$((before + 1)) \"$T/worker.log\" | grep -q 'evaluation [0-9]*: job $FIRST,'"
+# (avod refuses such a seed at submit, and a job's later candidates come
+# from its operator: the evaluation is queued by hand, under a job of its
+# own made from FIRST's, as test_queue.sh queues its thousand)
+BAD=$(psql_avo "
+  WITH j AS (INSERT INTO jobs (problem, operator, spec, target, eval_budget, state, started_at)
+             SELECT problem, operator, spec, target, 1, 'running', now() FROM jobs WHERE id = $FIRST RETURNING id),
+       s AS (INSERT INTO sources (sha256, body)
+             SELECT encode(sha256(convert_to(b, 'UTF8')), 'hex'), b FROM (SELECT 'this is not C at all' AS b) x
+             ON CONFLICT (sha256) DO UPDATE SET body = EXCLUDED.body RETURNING sha256),
+       c AS (INSERT INTO candidates (job_id, sha256, operator, knobs)
+             SELECT j.id, s.sha256, 'seed', '{}' FROM j, s RETURNING id, job_id)
+  INSERT INTO evaluations (job_id, candidate_id, problem, target)
+  SELECT c.job_id, c.id, 'cpu/sgemm', 'cpu' FROM c RETURNING job_id")
+BAD=${BAD%%[!0-9]*}
+timeout 600 avoctl watch "$FIRST" >/dev/null 2>&1
+wait_for 120 "[ \"\$(psql_avo 'SELECT state FROM evaluations WHERE job_id = $BAD')\" = done ]"
+tail -n +"$((before + 1))" "$T/worker.log" >"$T/sixth.log"
+psql_avo "SELECT e.job_id, e.outcome, e.claimed_at, e.finished_at FROM evaluations e WHERE e.job_id IN ($FIRST, $BAD) ORDER BY e.job_id" |
+    sed 's/^/# /'
+check "a claimed-ahead evaluation whose candidate does not compile is stored before the running one ends" \
+    test "$(psql_avo "SELECT count(*) FROM evaluations a, evaluations b WHERE a.job_id = $FIRST AND b.job_id = $BAD
+                      AND b.finished_at < a.finished_at AND b.outcome = 'compile_error' AND b.attempts = 1
+                      AND a.outcome = 'ok'")" = 1
+check "... the worker said so" grep -q "ends before its harness: stored while evaluation" "$T/sixth.log"
+check "... and its result is the evaluation's own (the compiler's log in it)" \
+    test "$(psql_avo "SELECT result ? 'compile' AND length(result->>'detail') > 0 FROM evaluations WHERE job_id = $BAD")" = t
+stop_workers
 out=$(avo-worker --prefetch 9 2>&1); rc=$?
 check "--prefetch 9 is refused naming the flag and its bounds (exit $rc)" \
     bash -c '[ "$0" != 0 ] && grep -q "prefetch: 9 is outside \[-1, 8\]" <<<"$1"' "$rc" "$out"

@@ -515,7 +515,7 @@ static void test_paired_against(void **state)
                            .against_id = 17,
                            .confidence = 0.9};
     char err[512] = "";
-    assert_int_equal(avo_evaluate_precompile(&o, &problem, src, len, err, sizeof err), 0);
+    assert_int_equal(avo_evaluate_precompile(&o, &problem, src, len, NULL, err, sizeof err), 0);
     json_t *r = NULL;
     if (avo_evaluate_candidate(&o, &problem, src, len, &r, err, sizeof err))
         fail_msg("avo_evaluate_candidate: %s", err);
@@ -539,6 +539,37 @@ static void test_paired_against(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(pj, "error")), "does not compile"));
     json_decref(r);
     free(against);
+    free(src);
+}
+
+/* compile_only (the worker's early end of a claimed-ahead evaluation):
+ * a source that compiles gives no result (the harness is left for its
+ * turn), one that does not gives its compile_error result, and
+ * avo_evaluate_precompile says beforehand which will end early. */
+static void test_compile_only(void **state)
+{
+    (void)state;
+    size_t len;
+    char *src = slurp("kernels/cpu/sgemm/seed.c", &len);
+    const char *bad = "int sgemm(void) { return } /* test_compile_only */";
+    avo_evaluate_opts o = {.harness_path = harness, .cache_dir = cache_dir, .scratch_root = "/tmp", .timeout_s = 120};
+    char err[512] = "";
+    int early = -1;
+    assert_int_equal(avo_evaluate_precompile(&o, &problem, src, len, &early, err, sizeof err), 0);
+    assert_int_equal(early, 0);
+    assert_int_equal(avo_evaluate_precompile(&o, &problem, bad, strlen(bad), &early, err, sizeof err), 0);
+    assert_int_equal(early, 1);
+    o.compile_only = 1;
+    json_t *r = NULL;
+    if (avo_evaluate_candidate(&o, &problem, src, len, &r, err, sizeof err))
+        fail_msg("avo_evaluate_candidate: %s", err);
+    assert_null(r);
+    if (avo_evaluate_candidate(&o, &problem, bad, strlen(bad), &r, err, sizeof err))
+        fail_msg("avo_evaluate_candidate: %s", err);
+    assert_non_null(r);
+    expect(r, "compile_error", NULL);
+    assert_non_null(json_object_get(r, "phases"));
+    json_decref(r);
     free(src);
 }
 
@@ -576,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_program_reads_no_host_file),
         cmocka_unit_test(test_program_leaves_nothing),
         cmocka_unit_test(test_paired_against),
+        cmocka_unit_test(test_compile_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,44 +13,44 @@
 
 #include "daemon/worker/recentjobs.h"
 
-static const char *list(avo_recent_jobs *r, double now, double idle)
+static const char *list(avo_recentjobs *r, double now, double idle)
 {
     static char out[AVO_SERVED_SLOTS_MAX * 24 + 4];
-    avo_recent_jobs_array(r, now, idle, out, sizeof out);
+    avo_recentjobs_array(r, now, idle, out, sizeof out);
     return out;
 }
 
 static void most_recent_first(void **state)
 {
     (void)state;
-    avo_recent_jobs r = {0};
+    avo_recentjobs r = {0};
     assert_string_equal(list(&r, 0, 120), "{}");
-    avo_recent_jobs_note(&r, 7, 3, 1);
-    avo_recent_jobs_note(&r, 8, 3, 2);
-    avo_recent_jobs_note(&r, 9, 3, 3);
+    avo_recentjobs_note(&r, 7, 3, 1);
+    avo_recentjobs_note(&r, 8, 3, 2);
+    avo_recentjobs_note(&r, 9, 3, 3);
     assert_string_equal(list(&r, 4, 120), "{9,8,7}");
     /* Claimed again: to the front, not listed twice. */
-    avo_recent_jobs_note(&r, 7, 3, 5);
+    avo_recentjobs_note(&r, 7, 3, 5);
     assert_string_equal(list(&r, 6, 120), "{7,9,8}");
-    avo_recent_jobs_note(&r, 7, 3, 6);
+    avo_recentjobs_note(&r, 7, 3, 6);
     assert_string_equal(list(&r, 6, 120), "{7,9,8}");
 }
 
 static void cap_drops_least_recent(void **state)
 {
     (void)state;
-    avo_recent_jobs r = {0};
-    avo_recent_jobs_note(&r, 1, 2, 1);
-    avo_recent_jobs_note(&r, 2, 2, 2);
-    avo_recent_jobs_note(&r, 3, 2, 3);
+    avo_recentjobs r = {0};
+    avo_recentjobs_note(&r, 1, 2, 1);
+    avo_recentjobs_note(&r, 2, 2, 2);
+    avo_recentjobs_note(&r, 3, 2, 3);
     assert_string_equal(list(&r, 4, 120), "{3,2}");
     /* --serve off (cap 0): nothing kept, and what was is let go. */
-    avo_recent_jobs_note(&r, 4, 0, 5);
+    avo_recentjobs_note(&r, 4, 0, 5);
     assert_string_equal(list(&r, 6, 120), "{}");
     /* A cap over the pool's maximum is the maximum. */
-    avo_recent_jobs s = {0};
+    avo_recentjobs s = {0};
     for (int j = 0; j < AVO_SERVED_SLOTS_MAX + 5; j++)
-        avo_recent_jobs_note(&s, 100 + j, 1000, j);
+        avo_recentjobs_note(&s, 100 + j, 1000, j);
     assert_int_equal(s.n, AVO_SERVED_SLOTS_MAX);
     assert_int_equal(s.e[0].job, 100 + AVO_SERVED_SLOTS_MAX + 4);
     assert_int_equal(s.e[AVO_SERVED_SLOTS_MAX - 1].job, 105);
@@ -59,15 +59,15 @@ static void cap_drops_least_recent(void **state)
 static void idle_ones_dropped(void **state)
 {
     (void)state;
-    avo_recent_jobs r = {0};
-    avo_recent_jobs_note(&r, 1, 4, 0);
-    avo_recent_jobs_note(&r, 2, 4, 100);
-    avo_recent_jobs_note(&r, 3, 4, 200);
+    avo_recentjobs r = {0};
+    avo_recentjobs_note(&r, 1, 4, 0);
+    avo_recentjobs_note(&r, 2, 4, 100);
+    avo_recentjobs_note(&r, 3, 4, 200);
     /* At 230 with idle 120: job 1 (230 s idle) and 2 (130 s) are gone. */
     assert_string_equal(list(&r, 230, 120), "{3}");
     assert_int_equal(r.n, 1);
     /* Gone for good: claimed again later, it is the most recent. */
-    avo_recent_jobs_note(&r, 1, 4, 240);
+    avo_recentjobs_note(&r, 1, 4, 240);
     assert_string_equal(list(&r, 241, 120), "{1,3}");
 }
 
