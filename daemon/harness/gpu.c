@@ -162,6 +162,12 @@ size_t avo_gpu_mem_total(avo_gpu *g)
     return 0;
 }
 
+size_t avo_gpu_mem_available(avo_gpu *g)
+{
+    (void)g;
+    return 0;
+}
+
 int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
     (void)g, (void)dst, (void)src, (void)bytes;
@@ -603,6 +609,17 @@ void avo_gpu_mem_free(avo_gpu *g, void *p)
 size_t avo_gpu_mem_total(avo_gpu *g)
 {
     return g ? g->prop.totalGlobalMem : 0;
+}
+
+size_t avo_gpu_mem_available(avo_gpu *g)
+{
+    size_t free_b = 0, total = 0;
+    (void)g;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return free_b;
 }
 
 int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen)

@@ -183,6 +183,7 @@ int avo_gpu_run_rows(avo_gpu *g, avo_gpu_rows_fn fn, const int64_t *sizes, const
 int avo_gpu_mem_alloc(avo_gpu *g, size_t bytes, void **out, char *err, size_t errlen);
 void avo_gpu_mem_free(avo_gpu *g, void *p);
 size_t avo_gpu_mem_total(avo_gpu *g);
+size_t avo_gpu_mem_available(avo_gpu *g); /* free device memory now (cudaMemGetInfo; 0 unknown) */
 int avo_gpu_mem_copy(avo_gpu *g, void *dst, const void *src, size_t bytes, char *err, size_t errlen);
 const void *avo_gpu_tensor_ptr(avo_gpu *g, int i);
 

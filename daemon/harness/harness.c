@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "avo_phases.h"
@@ -476,6 +477,14 @@ static void cache_name(const run_ctx *r, int c, int set, char name[AVO_REFCACHE_
 static int res_dev_alloc(void *ctx, size_t bytes, void **out)
 {
     char err[300];
+    /* Never below a quarter of the device free: the candidates' runners,
+     * and the other kept checkers a worker may hold (--serve-slots, up to
+     * 16), need it more than a reference that a file can give again. */
+    const size_t avail = avo_gpu_mem_available(ctx), total = avo_gpu_mem_total(ctx);
+    if (avail < bytes || avail - bytes < total / 4) {
+        *out = NULL;
+        return -ENOMEM;
+    }
     return avo_gpu_mem_alloc(ctx, bytes, out, err, sizeof err);
 }
 
@@ -524,6 +533,11 @@ static void resident_init(run_ctx *r)
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
         m = (avo_resident_mem){res_host_alloc, res_host_release, res_host_copy, NULL};
+        /* The worker's address-space limit on a CPU checker: its later
+         * evaluations' regions must still fit beside the store. */
+        struct rlimit as;
+        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && budget > as.rlim_cur / 4)
+            budget = as.rlim_cur / 4;
     }
     if (mem && budget > mem / 16)
         budget = mem / 16;

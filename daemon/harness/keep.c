@@ -117,6 +117,7 @@ int harness_keep_resume(run_ctx *r, avo_harness_keep *k, const char *ref_so, int
     move_state(r, &k->r);
     k->held = 0;
     k->reused++;
+    avo_resident_begin(&r->res);
     /* The input streams' keys are the evaluation's (check_device_fill
      * makes them where a fresh checker starts). */
     avo_tensors_stream_key(r->seed, r->in_key);

@@ -11,6 +11,12 @@ void avo_resident_init(avo_resident *s, uint64_t budget, avo_resident_mem mem)
     memset(s, 0, sizeof *s);
     s->budget = budget;
     s->mem = mem;
+    s->epoch = 1;
+}
+
+void avo_resident_begin(avo_resident *s)
+{
+    s->epoch++;
 }
 
 static uint64_t entry_bytes(const avo_resident_entry *e)
@@ -51,16 +57,17 @@ int avo_resident_get(avo_resident *s, const char *name, const size_t *bytes, int
     for (int i = 0; i < n; i++)
         bufs[i] = e->buf[i];
     e->used = ++s->tick;
+    e->epoch = s->epoch;
     s->hits++;
     return 1;
 }
 
-/* The least recently used entry's index (-1: none). */
+/* The least recently used entry of an earlier evaluation (-1: none). */
 static int oldest(const avo_resident *s)
 {
     int o = -1;
     for (int k = 0; k < s->n; k++)
-        if (o < 0 || s->e[k].used < s->e[o].used)
+        if (s->e[k].epoch < s->epoch && (o < 0 || s->e[k].used < s->e[o].used))
             o = k;
     return o;
 }
@@ -77,7 +84,14 @@ int avo_resident_put(avo_resident *s, const char *name, const void *const *src, 
     int k = find(s, name);
     if (k >= 0)
         entry_release(s, k);
-    while (s->held + need > s->budget && s->n > 0) {
+    /* Room enough among earlier evaluations' entries, or none evicted. */
+    uint64_t freeable = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->e[i].epoch < s->epoch)
+            freeable += entry_bytes(&s->e[i]);
+    if (s->held - freeable + need > s->budget)
+        return -ENOSPC;
+    while (s->held + need > s->budget) {
         entry_release(s, oldest(s));
         s->evicted++;
     }
@@ -105,6 +119,7 @@ int avo_resident_put(avo_resident *s, const char *name, const void *const *src, 
         return rc;
     }
     e.used = ++s->tick;
+    e.epoch = s->epoch;
     s->e[s->n++] = e;
     s->held += need;
     s->stored++;

@@ -38,19 +38,28 @@ typedef struct {
     int n;
     void *buf[AVO_PROBLEM_MAX_TENSORS];
     size_t bytes[AVO_PROBLEM_MAX_TENSORS];
-    uint64_t used; /* the tick of its latest get or put */
+    uint64_t used;  /* the tick of its latest get or put */
+    uint64_t epoch; /* the evaluation (avo_resident_begin) of its latest get or put */
 } avo_resident_entry;
 
 typedef struct {
     avo_resident_mem mem;
-    uint64_t budget, held, tick;
+    uint64_t budget, held, tick, epoch;
     avo_resident_entry *e;
     int n, cap;
     int hits, stored, evicted, failed; /* since init */
 } avo_resident;
 
-/* An empty store of at most budget bytes (0: holds nothing). */
+/* An empty store of at most budget bytes (0: holds nothing), in its first
+ * evaluation. */
 void avo_resident_init(avo_resident *s, uint64_t budget, avo_resident_mem mem);
+
+/* The next evaluation begins: what the last one used may be evicted now.
+ * Within an evaluation nothing it got or put is evicted for another entry
+ * (an evaluation walks its configurations in order: evicting the least
+ * recently used of a working set larger than the budget would miss every
+ * time; this keeps what fits and misses the rest). */
+void avo_resident_begin(avo_resident *s);
 
 /* The entry `name` with n outputs of exactly bytes[i] each: 1 with bufs[i]
  * pointing at them (the store's memory: valid until the next put or
@@ -58,10 +67,12 @@ void avo_resident_init(avo_resident *s, uint64_t budget, avo_resident_mem mem);
 int avo_resident_get(avo_resident *s, const char *name, const size_t *bytes, int n, const void **bufs);
 
 /* Hold the n outputs src[i] (bytes[i] each, copied by mem.copy) as
- * `name`, replacing an entry of that name, the least recently used going first while the store would
- * exceed its budget. 0, -E2BIG when they alone exceed the budget (nothing
- * evicted), or the allocation's or the copy's negative int (the entry not
- * held, nothing else lost). */
+ * `name`, replacing an entry of that name, the least recently used of the
+ * entries no get or put of this evaluation touched going first while the
+ * store would exceed its budget. 0; -E2BIG when they alone exceed the
+ * budget, -ENOSPC when only this evaluation's entries could make room
+ * (nothing evicted either way); or the allocation's or the copy's negative
+ * int (the entry not held, nothing else lost). */
 int avo_resident_put(avo_resident *s, const char *name, const void *const *src, const size_t *bytes, int n);
 
 /* Every entry released; the store stays usable. */

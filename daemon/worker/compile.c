@@ -317,6 +317,7 @@ static int cache_hit(compile_job *j)
         snprintf(r->ptx_path, sizeof r->ptx_path, "%s", j->ptxpath);
     r->cached = 1;
     r->ok = access(j->path, R_OK) == 0;
+    r->failed_kept = !r->ok;
     r->log = read_small(r->ok ? j->logpath : j->failpath, AVO_COMPILE_LOG_CAP);
     if (!r->log)
         r->log = strdup("");
@@ -438,8 +439,10 @@ static int store_compile(compile_job *j, const avo_sandbox_result *sr, char *err
         /* Only a clean compiler verdict is cached; timeouts and signals may
          * be the machine's fault, not the source's. */
         if (sr->exited && sr->exit_code != 0 && !sr->timed_out && !sr->cancelled &&
-            avo_compile_failure_cacheable(r->log))
+            avo_compile_failure_cacheable(r->log)) {
             keep_log(j->failpath, r->log);
+            r->failed_kept = 1;
+        }
     }
     return 0;
 }
@@ -460,6 +463,10 @@ int avo_compile(const avo_compile_opts *o, const avo_problem *p, const char *src
         return rc;
     if ((rc = cache_hit(&j)))
         return rc > 0 ? 0 : rc;
+    if (o->cache_only) {
+        snprintf(err, errlen, "%s: not in the compile cache (a cache-only compile)", name);
+        return -EAGAIN;
+    }
     if ((rc = prepare_work_dir(&j, src, len, err, errlen)))
         return rc;
     compiler_argv(&j, argv);

@@ -25,11 +25,14 @@ typedef struct {
     double timeout_s;         /* <= 0: 120 */
     int (*should_cancel)(void *arg);
     void *cancel_arg;
+    int cache_only; /* a miss is not compiled: -EAGAIN (the worker's early end of a claim, queue.c) */
 } avo_compile_opts;
 
 typedef struct {
-    int ok;     /* so_path holds a loadable object */
-    int cached; /* no compiler ran */
+    int ok;          /* so_path holds a loadable object */
+    int cached;      /* no compiler ran */
+    int failed_kept; /* it failed, and the cache keeps that verdict (a clean compiler error, not a
+                        timeout, a signal or the machine's fault) */
     int timed_out;
     int cancelled;
     double seconds;

@@ -1187,9 +1187,10 @@ int avo_evaluate_candidate(const avo_evaluate_opts *o, const avo_problem *p, con
                               .timeout_s = e.timeout,
                               .hide_dir = state_dir(o),
                               .should_cancel = o->should_cancel,
-                              .cancel_arg = o->cancel_arg};
+                              .cancel_arg = o->cancel_arg,
+                              .cache_only = o->compile_only};
     for (size_t i = 0; i < sizeof eval_phases / sizeof *eval_phases && rc == EVAL_NEXT; i++) {
-        if (o->compile_only && eval_phases[i] == prepare_harness)
+        if (o->compile_only && eval_phases[i] == compile_baseline)
             break;
         rc = eval_phases[i](&e);
     }
@@ -1281,7 +1282,9 @@ int avo_evaluate_precompile(const avo_evaluate_opts *o, const avo_problem *p, co
         rc = avo_compile(&ro, p, ref_src, ref_len, p->reference, &ref, err, errlen);
     if (rc == 0)
         rc = avo_compile(&co, p, src, len, cuda ? "cand.cu" : "cand.c", &cand, err, errlen);
-    if (rc == 0 && !cand.ok)
+    /* Only a verdict the cache keeps: a timeout or a signal may be the
+     * machine's, and its evaluation compiles again in turn. */
+    if (rc == 0 && !cand.ok && cand.failed_kept)
         *ends_early = 1;
     /* The against (paired): compiled as the candidate, as there. */
     if (rc == 0 && o->against_src)

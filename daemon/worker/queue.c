@@ -58,6 +58,7 @@ typedef struct {
     int nahead;
     pthread_t warm;      /* the compiles of the claims just taken */
     struct warm_job *wj; /* its job, freed once it is joined (join_warm) */
+    int early_done;      /* evaluations claimed ahead and stored early (post_early): count for --max-evals */
     int warming;
     atomic_int warm_done;    /* the compile thread has finished (joined by the next heartbeat) */
     int work_pending;        /* a wake-up for new work arrived during an evaluation */
@@ -774,8 +775,12 @@ static int store_until_answered(worker *w, const char *sql, int n, const char *c
     return -EAGAIN;
 }
 
-/* The result stored with avo_complete, which re-checks state and lease owner. */
-static void store_evaluation(worker *w, long long id, json_t *result, const avo_log_ctx *lc)
+/* The result stored with avo_complete, which re-checks state and lease
+ * owner: through database blips (until answered), or with once a single
+ * attempt on a connection that is up, which never blocks (the heartbeat's
+ * early store). 1 stored, 0 refused (no longer ours), -EAGAIN not
+ * answered. */
+static int store_evaluation(worker *w, long long id, json_t *result, const avo_log_ctx *lc, int once)
 {
     /* Every result says what produced it (sql/018_toolchain.sql), the
      * clocks this evaluation saw included. */
@@ -793,10 +798,22 @@ static void store_evaluation(worker *w, long long id, json_t *result, const avo_
     const char *unit = json_string_value(json_object_get(result, "unit"));
     avo_log_fields(AVO_LOG_INFO, "worker", lc, "evaluation %lld: %s, aggregate %.4g %s", id, outcome, agg,
                    unit ? unit : "");
-    /* The result must not be lost to a database blip. */
-    if (store_until_answered(w, "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)", 5, params, 60) == 0)
+    static const char sql[] = "SELECT avo_complete($1, $2, $3, $4, $5::jsonb)";
+    int stored = -EAGAIN;
+    if (!once) {
+        /* The result must not be lost to a database blip. */
+        stored = store_until_answered(w, sql, 5, params, 60);
+    } else if (!w->connecting && w->conn && PQstatus(w->conn) == CONNECTION_OK) {
+        PGresult *r = exec(w, sql, 5, params);
+        if (r) {
+            stored = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+            PQclear(r);
+        }
+    }
+    if (stored == 0)
         avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", id);
     free(text);
+    return stored;
 }
 
 /* The compiles of the claims taken ahead joined (their claims may be freed
@@ -849,16 +866,21 @@ static void post_early(worker *w, long long id)
     avo_problem_free(&p);
     if (!result)
         return;
-    w->nahead--;
-    memmove(&w->ahead[k], &w->ahead[k + 1], (size_t)(w->nahead - k) * sizeof w->ahead[0]);
     const avo_log_ctx lc = {strtoll(PQgetvalue(claim, 0, 1), NULL, 10), strtoll(PQgetvalue(claim, 0, 2), NULL, 10), id,
                             w->worker_id};
+    /* One attempt: a database that does not answer now leaves it in
+     * place, evaluated in turn (its compiles cache hits). */
+    const int stored = store_evaluation(w, id, result, &lc, 1);
+    json_decref(result);
+    if (stored < 0)
+        return;
     avo_log_fields(AVO_LOG_INFO, "worker", &lc,
                    "evaluation %lld (claimed ahead) ends before its harness: stored while evaluation %lld runs", id,
                    w->eval_id);
-    store_evaluation(w, id, result, &lc);
-    json_decref(result);
+    w->nahead--;
+    memmove(&w->ahead[k], &w->ahead[k + 1], (size_t)(w->nahead - k) * sizeof w->ahead[0]);
     PQclear(claim);
+    w->early_done++;
 }
 
 /* The compile thread joined and its job freed (its claims may be freed
@@ -882,7 +904,7 @@ static int evaluate_one(worker *w, PGresult *claim)
 {
     const avo_log_ctx lc = begin_evaluation(w, claim);
     json_t *result = run_evaluation(w, claim, &lc);
-    store_evaluation(w, w->eval_id, result, &lc);
+    store_evaluation(w, w->eval_id, result, &lc, 0);
     end_evaluation(w, result);
     json_decref(result);
     return 0;
@@ -1180,7 +1202,7 @@ int avo_queue_run(const avo_queue_opts *o)
         int got = try_claim(&w);
         if (got > 0) {
             /* 2: a microbenchmark ran, 3: a profile; neither is an evaluation. */
-            if (got == 1 && o->max_evals && ++done >= o->max_evals)
+            if (got == 1 && o->max_evals && ++done + w.early_done >= o->max_evals)
                 break;
             continue;
         }

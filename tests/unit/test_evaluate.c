@@ -570,6 +570,13 @@ static void test_compile_only(void **state)
     expect(r, "compile_error", NULL);
     assert_non_null(json_object_get(r, "phases"));
     json_decref(r);
+    /* Nothing compiles in that mode: a source the cache does not know is
+     * an error (the worker leaves such a claim for its turn), no result. */
+    const char *fresh = "int sgemm(void) { return } /* test_compile_only, never precompiled */";
+    r = NULL;
+    assert_true(avo_evaluate_candidate(&o, &problem, fresh, strlen(fresh), &r, err, sizeof err) < 0);
+    assert_null(r);
+    assert_non_null(strstr(err, "not in the compile cache"));
     free(src);
 }
 

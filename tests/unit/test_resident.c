@@ -1,7 +1,9 @@
 /* The kept checker's store of reference outputs (daemon/harness/resident.c):
  * what is put is got back exactly and only under its name and sizes; the
  * budget holds, the least recently used (a get counts as a use) going
- * first; outputs larger than the budget are refused with nothing evicted;
+ * first, but never one the same evaluation used (a cycle over more than
+ * fits keeps what fits); outputs larger than the budget are refused with
+ * nothing evicted;
  * a failed allocation or copy holds nothing and loses nothing else; a
  * name put again is replaced; clear and free release every buffer. The
  * memory here is the host's, through the same hooks a CUDA checker gives
@@ -125,6 +127,10 @@ static void budget_lru(void **state)
     assert_int_equal(put2(&s, "b", 90, 10, 2), 0);
     assert_int_equal(put2(&s, "c", 90, 10, 3), 0);
     assert_int_equal(s.held, 300);
+    /* Within the evaluation that put them, none is evicted for another. */
+    assert_int_equal(put2(&s, "x", 90, 10, 9), -ENOSPC);
+    assert_int_equal(s.evicted, 0);
+    avo_resident_begin(&s);
     /* a used last: b is the least recently used and goes for d. */
     assert_int_equal(has2(&s, "a", 90, 10, 1), 1);
     assert_int_equal(put2(&s, "d", 90, 10, 4), 0);
@@ -134,12 +140,43 @@ static void budget_lru(void **state)
     assert_int_equal(has2(&s, "d", 90, 10, 4), 1);
     assert_int_equal(s.evicted, 1);
     assert_true(s.held <= s.budget);
-    /* A larger one takes two places: the two least recently used go. */
+    /* A larger one takes two places: not while all are this evaluation's;
+     * in the next, the two least recently used go. */
+    assert_int_equal(put2(&s, "e", 150, 10, 5), -ENOSPC);
+    assert_int_equal(s.evicted, 1);
+    avo_resident_begin(&s);
     assert_int_equal(put2(&s, "e", 150, 10, 5), 0);
     assert_int_equal(s.evicted, 3);
     assert_int_equal(has2(&s, "d", 90, 10, 4), 1);
     assert_int_equal(has2(&s, "e", 150, 10, 5), 1);
     assert_true(s.held <= s.budget);
+    avo_resident_free(&s);
+    assert_int_equal(live, 0);
+}
+
+/* Evaluations walking three configurations through a store with room for
+ * two: the first two stay and hit in every later evaluation, the third
+ * misses, and nothing is evicted (least recently used over a cycle would
+ * evict the one needed next and miss every time). */
+static void cyclic_keeps_what_fits(void **state)
+{
+    (void)state;
+    avo_resident s;
+    avo_resident_init(&s, 250, mem());
+    int hits = 0;
+    for (int ev = 0; ev < 4; ev++) {
+        avo_resident_begin(&s);
+        const char *names[] = {"c1", "c2", "c3"};
+        for (int c = 0; c < 3; c++) {
+            int h = has2(&s, names[c], 90, 10, c);
+            assert_true(h >= 0);
+            hits += h;
+            if (!h)
+                (void)put2(&s, names[c], 90, 10, c);
+        }
+    }
+    assert_int_equal(hits, 6); /* c1 and c2 in each of the three later evaluations */
+    assert_int_equal(s.evicted, 0);
     avo_resident_free(&s);
     assert_int_equal(live, 0);
 }
@@ -191,9 +228,8 @@ static void failures_hold_nothing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(put_get_exact, setup),
-        cmocka_unit_test_setup(budget_lru, setup),
-        cmocka_unit_test_setup(too_big_evicts_nothing, setup),
+        cmocka_unit_test_setup(put_get_exact, setup),          cmocka_unit_test_setup(budget_lru, setup),
+        cmocka_unit_test_setup(cyclic_keeps_what_fits, setup), cmocka_unit_test_setup(too_big_evicts_nothing, setup),
         cmocka_unit_test_setup(failures_hold_nothing, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
