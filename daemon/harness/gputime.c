@@ -282,7 +282,22 @@ int gputime_calibrate(run_ctx *r, int c, const avo_tensors *x, unsigned flags, c
     r->ln->tm.stream_median = stream[CALLS / 2];
     r->ln->tm.tail_median = tail[CALLS / 2];
     r->ln->tm.tail_allow = fmin(tail[(CALLS - 1) * TAIL_ALLOW_PERCENTILE / 100], cap_tail);
+    r->ln->tm.cal_at = avo_timing_now();
+    r->ln->tm.cal_mhz = avo_gpu_sm_clock(r->gpu);
+    r->ln->tm.calibrations++;
     return CHECK_OK;
+}
+
+/* Whether the lane's calibration must be made again before a config's
+ * timed calls; *age_s: its age (-1 never made). 32 empty calls before
+ * every config of every lane cost attention about 0.16 s an evaluation
+ * (13 configs, two lanes), for a protocol that is the runner's, not the
+ * config's. */
+int gputime_calibration_stale(run_ctx *r, double *age_s)
+{
+    const gpu_timing *tm = &r->ln->tm;
+    *age_s = tm->calibrations ? avo_timing_now() - tm->cal_at : -1;
+    return avo_timing_calibration_stale(*age_s, tm->cal_mhz, tm->calibrations ? avo_gpu_sm_clock(r->gpu) : 0);
 }
 
 /* From here on every timed call starts without the gate (why says what made

@@ -568,6 +568,30 @@ static void resident_put(run_ctx *r, const char *name, const avo_tensors *rx)
     (void)avo_resident_put(&r->res, name, src, bytes, n);
 }
 
+/* Set's inputs generated again on the checker's device tensors, and its
+ * reference outputs (src[j] for the j-th output in mask; rx's own where src
+ * is NULL) copied in beside them: what a warm-up call is compared with. 0,
+ * or -1 with the cache note saying what failed. */
+static int upload_reference(run_ctx *r, int c, int set, const avo_tensors *rx, unsigned mask, const void *const *src,
+                            const char *what)
+{
+    void *host[AVO_PROBLEM_MAX_TENSORS];
+    for (int k = 0, j = 0; k < rx->n; k++)
+        host[k] = (mask >> k) & 1 && src ? (void *)(uintptr_t)src[j++] : rx->ptr[k];
+    int ret = 0;
+    avo_gpu_times times;
+    char err[300];
+    harness_set_device_inputs(r, c, set);
+    if (avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
+                    AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
+                    sizeof err) != 0) {
+        snprintf(r->cache_note, sizeof r->cache_note, "%s: %.250s", what, err);
+        r->cache_failed++;
+        return -1;
+    }
+    return 0;
+}
+
 /* A warm-up set's reference outputs from the kept checker's store: 1 on a
  * hit (as ref_from_cache's), else 0. */
 static int ref_from_resident(run_ctx *r, int c, int set, const char *name, avo_tensors *rx)
@@ -582,20 +606,8 @@ static int ref_from_resident(run_ctx *r, int c, int set, const char *name, avo_t
     if (!avo_resident_get(&r->res, name, bytes, n, held))
         return 0;
     if (r->dev_fill) {
-        void *host[AVO_PROBLEM_MAX_TENSORS];
-        for (int k = 0, j = 0; k < rx->n; k++)
-            host[k] = (mask >> k) & 1 ? (void *)(uintptr_t)held[j++] : rx->ptr[k];
-        int ret = 0;
-        avo_gpu_times times;
-        char err[300];
-        harness_set_device_inputs(r, c, set);
-        if (avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
-                        AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
-                        sizeof err) != 0) {
-            snprintf(r->cache_note, sizeof r->cache_note, "copying a resident reference: %.250s", err);
-            r->cache_failed++;
+        if (upload_reference(r, c, set, rx, mask, held, "copying a resident reference"))
             return 0;
-        }
     } else {
         for (int j = 0; j < n; j++)
             memcpy(bufs[j], held[j], bytes[j]);
@@ -641,25 +653,13 @@ static int ref_from_cache(run_ctx *r, int c, int set, avo_tensors *rx)
         return 0;
     harness_trace("  cache: %s and summed", in_area ? "read" : "mapped");
     if (r->dev_fill) {
-        int ret = 0;
-        avo_gpu_times times;
-        char err[300];
         /* The upload reads the outputs' host pointers only: those point
          * into the read-only mapping (or the area the file was read into). */
-        void *host[AVO_PROBLEM_MAX_TENSORS];
-        for (int k = 0, j = 0; k < rx->n; k++)
-            host[k] = (mask >> k) & 1 && !in_area ? (void *)(uintptr_t)mapped[j++] : rx->ptr[k];
-        harness_set_device_inputs(r, c, set);
-        rc = avo_gpu_run(r->gpu, NULL, host, rx->bytes, rx->n, r->p->configs[c].size,
-                         AVO_GPU_GEN_INPUTS | AVO_GPU_COPY_OUTPUTS | AVO_GPU_PREPARE, mask, &ret, &times, err,
-                         sizeof err);
+        rc = upload_reference(r, c, set, rx, mask, in_area ? NULL : mapped, "uploading a cached reference");
         avo_refcache_unmap(&map);
         harness_trace("  cache: %s", rc ? "upload failed" : "uploaded");
-        if (rc != 0) {
-            snprintf(r->cache_note, sizeof r->cache_note, "uploading a cached reference: %.250s", err);
-            r->cache_failed++;
+        if (rc)
             return 0;
-        }
     }
     resident_put(r, name, rx);
     r->cache_hits++;
@@ -1158,9 +1158,11 @@ typedef struct {
     double charged_max, gate_charged_max, spent, rt_sum;
     busy_stats busy;
     double *t, *rts, *tails, *tc, *cl, *proto, *host, *entry;
-    int sampled; /* the latest call gave a sample, ... */
-    double last; /* ... this one */
-    int give_up; /* CUDA: every run so far under the clock floor */
+    int sampled;    /* the latest call gave a sample, ... */
+    double last;    /* ... this one */
+    int give_up;    /* CUDA: every run so far under the clock floor */
+    int cal_fresh;  /* CUDA: calibrated for this config, or ... */
+    double cal_age; /* ... its calibration kept, this old at the config's start */
 } lane_run;
 
 /* CUDA: every call's prep (untimed, a command of its own: the inputs
@@ -1182,14 +1184,14 @@ static int lane_begin(run_ctx *r, lane_run *lr, lane *ln, int c, const avo_tenso
     for (size_t k = 0; k < sizeof arr / sizeof *arr; k++)
         if (!(*arr[k] = malloc((size_t)lr->cap * sizeof **arr[k])))
             return -ENOMEM;
-    if (r->cuda) {
+    if (r->cuda && (lr->cal_fresh = gputime_calibration_stale(r, &lr->cal_age))) {
         double tp = avo_phases_now();
         int res = gputime_calibrate(r, c, x, GPU_STEPS, why, wl);
         avo_phases_lap(r->ph, "call_calibration", &tp);
         if (res != CHECK_OK)
             return res;
     }
-    harness_trace("config %s: calibrated", r->p->configs[c].name);
+    harness_trace("config %s: %s", r->p->configs[c].name, lr->cal_fresh ? "calibrated" : "calibration kept");
     return CHECK_OK;
 }
 
@@ -1566,7 +1568,7 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
     const gpu_preload *pre = &r->ln->pre[tm->ungated];
     return json_pack(
         "{s:o,s:o,s:o,s:o,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:o,s:o,"
-        "s:o,s:o,s:o,s:o,s:i,s:o,s:i}",
+        "s:o,s:o,s:o,s:o,s:i,s:o,s:i,s:b,s:o,s:i}",
         "overhead_s", jreal(tm->stream_min), "overhead_median_s", jreal(tm->stream_median), "calibrated_tail_median_s",
         jreal(tm->tail_median), "tail_allowance_s", jreal(tm->tail_allow), "tail_median_s", jreal(ts.median),
         "tail_charged_runs", lr->charged, "tail_charged_max_s", jreal(lr->charged_max), "before_load", "overhead_s",
@@ -1579,7 +1581,8 @@ static json_t *lane_events_json(const run_ctx *r, const lane_run *lr)
         "protocol_min_s", jreal(ps.min), "calibrated_protocol_s", jreal(tm->rt_over), "calibrated_host_s",
         jreal(tm->host_median), "runner_host_median_s", jreal(hs.median), "entry_host_median_s", jreal(es.median),
         "gate_wait_charged_runs", lr->gate_charged, "gate_wait_charged_max_s", jreal(lr->gate_charged_max),
-        "gate_busy_runs", lr->gate_busy);
+        "gate_busy_runs", lr->gate_busy, "calibrated_here", lr->cal_fresh, "calibration_age_s",
+        lr->cal_fresh ? json_real(0) : jreal(lr->cal_age), "calibrations", tm->calibrations);
 }
 
 /* Nothing of the runner's may go on working between calls: its group

@@ -199,7 +199,8 @@ enum { CHECK_OK = 0, CHECK_WRONG, CHECK_INPUTS, CHECK_CRASH, CHECK_TIMEOUT, CHEC
 
 /* CUDA: the timing protocol around no call, calibrated in the runner about
  * to be timed (the host's latency differs from one process to the next)
- * before each config's timed runs. */
+ * before its first config's timed runs, and again before a later config's
+ * once stale (avo_timing_calibration_stale). */
 typedef struct {
     double stream_min, stream_median; /* start -> stream end of an empty call; the minimum is subtracted */
     double tail_median, tail_allow;   /* stream end -> end mark; the allowance is left out of every sample */
@@ -208,6 +209,9 @@ typedef struct {
     double host_median;               /* their runner's host time to the release (avo_gpu_times.host_s) */
     int ungated;                      /* timed calls start without the gate (gpu.h) */
     char ungated_why[200];
+    double cal_at;    /* when it was calibrated (avo_timing_now), 0 never */
+    unsigned cal_mhz; /* the SM clock then (0 unknown) */
+    int calibrations; /* in this runner */
 } gpu_timing;
 
 /* The empty GPU call as measured before the candidate loaded: trusted. */
@@ -402,6 +406,7 @@ int gputime_call(run_ctx *r, int c, const avo_tensors *x, unsigned prep, unsigne
                  avo_gpu_times *ev, char *why, size_t wl);
 int gputime_calibrate_preload(run_ctx *r, char *why, size_t wl);
 int gputime_calibrate(run_ctx *r, int c, const avo_tensors *x, unsigned flags, char *why, size_t wl);
+int gputime_calibration_stale(run_ctx *r, double *age_s);
 int gputime_go_ungated(run_ctx *r, int c, const avo_tensors *x, unsigned flags, const char *why_ungated, char *why,
                        size_t wl);
 

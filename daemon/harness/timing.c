@@ -288,3 +288,13 @@ double avo_timing_rank_p_smaller_strata(const avo_rank_stratum *st, int ns)
     const double z = (t - 0.5 * wmax) / sqrt(var);
     return 0.5 * erfc(z / sqrt(2));
 }
+
+int avo_timing_calibration_stale(double age_s, unsigned cal_mhz, unsigned mhz)
+{
+    if (age_s < 0 || age_s > AVO_TIMING_CAL_MAX_AGE_S)
+        return 1;
+    if (!cal_mhz || !mhz)
+        return 0;
+    const double band = AVO_TIMING_CAL_CLOCK_BAND * cal_mhz;
+    return (double)mhz < cal_mhz - band || (double)mhz > cal_mhz + band;
+}

@@ -56,6 +56,18 @@ const char *avo_timing_stop_name(avo_timing_stop_t s);
  * rule stops there; an rse that is not a number is noisy. */
 int avo_timing_noisy(double rse, double target);
 
+/* A CUDA lane's protocol around no call (its calibration) is measured once
+ * in its runner and kept for later configs while it is younger than
+ * AVO_TIMING_CAL_MAX_AGE_S and the SM clock stays within
+ * AVO_TIMING_CAL_CLOCK_BAND of the clock it was measured at: the protocol
+ * is the runner's and the host's, not the config's. Whether a calibration
+ * age_s old, made at cal_mhz, is stale now that the clock reads mhz (either
+ * 0: unknown, and only the age decides); never made (cal_mhz ignored) is
+ * stale, age_s < 0. */
+#define AVO_TIMING_CAL_MAX_AGE_S 2.0
+#define AVO_TIMING_CAL_CLOCK_BAND 0.05
+int avo_timing_calibration_stale(double age_s, unsigned cal_mhz, unsigned mhz);
+
 /* One GPU sample from a call's event times (gpu.h, avo_gpu_times):
  * seconds (start -> end mark) less tail_s (stream end -> end mark) is the
  * call's own stream, all on the GPU's clock; less overhead_s, the same

@@ -140,6 +140,18 @@ if jq -e '.outcome == "ok" and all(.configs[]; .counters.available == false and 
 else
     notok "a plain evaluation runs no counters pass ($(jq -c '[.outcome, .configs[0].counters]' "$T/plain.json" 2>&1 | head -c 300))"
 fi
+# The protocol around no call is calibrated once per runner and kept for
+# later configurations while young (2 s) and the SM clock holds (issue 20,
+# point 4): fewer calibrations than configurations, the first one timed
+# calibrated, every kept one younger than the bound.
+if jq -e '.outcome == "ok" and ([.configs[].events.calibrated_here] | (any(. == true) and any(. == false)))
+        and ([.configs[].events.calibrations] | max) < (.configs | length)
+        and all(.configs[].events; .calibrated_here or (.calibration_age_s > 0 and .calibration_age_s <= 2))' \
+    "$T/plain.json" >/dev/null; then
+    ok "the call protocol's calibration is kept across configurations ($(jq -c '[.configs[].events | [.calibrated_here, .calibrations]]' "$T/plain.json"))"
+else
+    notok "the call protocol's calibration kept across configurations ($(jq -c '[.outcome, [.configs[].events | [.calibrated_here, .calibration_age_s, .calibrations]]]' "$T/plain.json" 2>&1 | head -c 400))"
+fi
 timeout -k 5 600 avo-worker eval "$SMALL" kernels/attention/seed.cu --json --profile --config "$PROFILED" --timeout 300 \
     >"$T/profile.json" 2>&1
 if jq -e --arg c "$PROFILED" '.outcome == "ok" and .mode == "profile" and .aggregate == null and (.configs | length) == 1

@@ -230,6 +230,32 @@ static void test_noisy_rule(void **state)
     assert_true(avo_timing_noisy(1.0, 0.5));
 }
 
+/* A CUDA lane's calibration: never made is stale; kept while young and
+ * the clock within its band, whichever way the clock moved; stale past the
+ * age at any clock; an unknown clock leaves the age alone to decide. */
+static void test_calibration_stale(void **state)
+{
+    (void)state;
+    const double young = AVO_TIMING_CAL_MAX_AGE_S / 4, old = AVO_TIMING_CAL_MAX_AGE_S * 1.01;
+    assert_true(avo_timing_calibration_stale(-1, 0, 0));
+    assert_true(avo_timing_calibration_stale(-1, 1980, 1980));
+    assert_false(avo_timing_calibration_stale(0, 1980, 1980));
+    assert_false(avo_timing_calibration_stale(young, 1980, 1980));
+    assert_true(avo_timing_calibration_stale(old, 1980, 1980));
+    assert_true(avo_timing_calibration_stale(old, 0, 0));
+    const unsigned in_lo = (unsigned)(1980 * (1 - AVO_TIMING_CAL_CLOCK_BAND)) + 1,
+                   out_lo = (unsigned)(1980 * (1 - AVO_TIMING_CAL_CLOCK_BAND)) - 1,
+                   in_hi = (unsigned)(1980 * (1 + AVO_TIMING_CAL_CLOCK_BAND)) - 1,
+                   out_hi = (unsigned)(1980 * (1 + AVO_TIMING_CAL_CLOCK_BAND)) + 1;
+    assert_false(avo_timing_calibration_stale(young, 1980, in_lo));
+    assert_false(avo_timing_calibration_stale(young, 1980, in_hi));
+    assert_true(avo_timing_calibration_stale(young, 1980, out_lo));
+    assert_true(avo_timing_calibration_stale(young, 1980, out_hi));
+    assert_true(avo_timing_calibration_stale(young, 1980, 1200));
+    assert_false(avo_timing_calibration_stale(young, 0, 1200));
+    assert_false(avo_timing_calibration_stale(young, 1980, 0));
+}
+
 /* Why the loop stops, and that the time budget's stop (its rse still over
  * the target) is the case the flag catches, the target's own never. */
 static void test_stop_reason_and_flag(void **state)
@@ -427,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_check_rng),
         cmocka_unit_test(test_checked_consistent),
         cmocka_unit_test(test_noisy_rule),
+        cmocka_unit_test(test_calibration_stale),
         cmocka_unit_test(test_stop_reason_and_flag),
         cmocka_unit_test(test_rank_p_by_hand),
         cmocka_unit_test(test_rank_p_apart),
