@@ -709,16 +709,36 @@ static void claim_options(const PGresult *claim, avo_evaluate_opts *eo)
         eo->job_seed = strtoull(PQgetvalue(claim, 0, 10), NULL, 10);
 }
 
+/* The evaluation options a claim asks for (claim_options) beside the
+ * worker's own. */
+static avo_evaluate_opts claim_eval_opts(const worker *w, const PGresult *claim)
+{
+    avo_evaluate_opts eo = eval_opts(w->o, 1);
+    eo.timeout_s = w->o->timeout_s;
+    claim_options(claim, &eo);
+    return eo;
+}
+
+/* The claim's problem package found and loaded into *p: 0, or -1 with err
+ * (nothing to free then). */
+static int claim_problem(const worker *w, const PGresult *claim, avo_problem *p, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, errlen) != 0 ||
+        avo_problem_load(p, dir, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
 /* The problem package found and checked against the job's pin, then the
  * candidate compiled and run in the harness (heartbeat() renewing the
  * lease meanwhile). Returns the result, a failed one when it could not run. */
 static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ctx *lc)
 {
-    char dir[PATH_MAX], err[1024];
+    char err[1024];
     avo_problem p;
     json_t *result = NULL;
-    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, sizeof err) != 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) != 0) {
+    if (claim_problem(w, claim, &p, err, sizeof err) != 0) {
         reap_orphans();
         return unrun_result("crash", err);
     }
@@ -726,14 +746,12 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
         avo_log_fields(AVO_LOG_WARN, "worker", lc, "evaluation %lld refused: %s", w->eval_id, err);
         result = unrun_result("package_mismatch", err);
     } else {
-        avo_evaluate_opts eo = eval_opts(w->o, 1);
-        eo.timeout_s = w->o->timeout_s;
+        avo_evaluate_opts eo = claim_eval_opts(w, claim);
         eo.gpu_lock_dir = w->o->gpu_lock_dir;
         eo.ref_cache_bytes = w->o->ref_cache_bytes;
         eo.served = w->o->serve ? &w->served : NULL;
         eo.should_cancel = heartbeat;
         eo.cancel_arg = w;
-        claim_options(claim, &eo);
         if (avo_evaluate_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
                                    sizeof err) < 0) {
             avo_log_fields(AVO_LOG_ERROR, "worker", lc, "evaluation %lld could not run: %s", w->eval_id, err);
@@ -755,21 +773,28 @@ static const char *outcome_of(const json_t *result)
     return outcome ? outcome : "crash";
 }
 
-/* Run a completion (sql returning whether the task was still this
- * worker's) until the database answers, through database blips, as long
- * as the worker is not told twice to stop. 1 when stored, 0 when refused
- * (no longer ours), -EAGAIN when it gave up. */
+/* A completion (sql returning whether the task was still this worker's)
+ * run once (store_once), or until the database answers, through database
+ * blips, as long as the worker is not told twice to stop
+ * (store_until_answered). 1 when stored, 0 when refused (no longer ours),
+ * -EAGAIN when not answered. */
+static int store_once(worker *w, const char *sql, int n, const char *const *params)
+{
+    PGresult *r = exec(w, sql, n, params);
+    if (!r)
+        return -EAGAIN;
+    const int stored = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return stored;
+}
 static int store_until_answered(worker *w, const char *sql, int n, const char *const *params, int attempts)
 {
     for (int attempt = 0; attempt < attempts && !(*w->o->stop > 1); attempt++) {
         if (ensure_connected(w, 1) < 0)
             break;
-        PGresult *r = exec(w, sql, n, params);
-        if (r) {
-            const int stored = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-            PQclear(r);
+        const int stored = store_once(w, sql, n, params);
+        if (stored >= 0)
             return stored;
-        }
         sleep_ms(500);
     }
     return -EAGAIN;
@@ -804,11 +829,7 @@ static int store_evaluation(worker *w, long long id, json_t *result, const avo_l
         /* The result must not be lost to a database blip. */
         stored = store_until_answered(w, sql, 5, params, 60);
     } else if (!w->connecting && w->conn && PQstatus(w->conn) == CONNECTION_OK) {
-        PGresult *r = exec(w, sql, 5, params);
-        if (r) {
-            stored = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-            PQclear(r);
-        }
+        stored = store_once(w, sql, 5, params);
     }
     if (stored == 0)
         avo_info("worker", "evaluation %lld: result not stored (cancelled or reassigned meanwhile)", id);
@@ -846,17 +867,14 @@ static void post_early(worker *w, long long id)
     if (k == w->nahead || w->ahead[k].cancelled)
         return;
     PGresult *claim = w->ahead[k].claim;
-    char dir[PATH_MAX], err[1024];
+    char err[1024];
     avo_problem p;
-    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, sizeof err) != 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) != 0)
+    if (claim_problem(w, claim, &p, err, sizeof err) != 0)
         return;
     json_t *result = NULL;
     if (check_pinned(claim, &p, err, sizeof err) == 0) {
-        avo_evaluate_opts eo = eval_opts(w->o, 1);
-        eo.timeout_s = w->o->timeout_s;
+        avo_evaluate_opts eo = claim_eval_opts(w, claim);
         eo.compile_only = 1;
-        claim_options(claim, &eo);
         if (avo_evaluate_candidate(&eo, &p, PQgetvalue(claim, 0, 4), (size_t)PQgetlength(claim, 0, 4), &result, err,
                                    sizeof err) < 0) {
             json_decref(result);
