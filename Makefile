@@ -50,6 +50,8 @@ CUDA_HOME := $(if $(NVCC),$(abspath $(shell $(NVCC) --dryrun -c -x cu /dev/null 
 CUDA_LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/extras/CUPTI/lib64
 CUDA_LINK := $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Xlinker -rpath=$(d))
 CUDA_BINS := $(if $(NVCC),$(BUILD)/bin/avo-canary $(BUILD)/bin/avo-gpu-probe $(BUILD)/bin/avo-harness-cuda)
+# GPU unit tests (run by tests/gpu/test_*.sh on a GPU host; built wherever nvcc is).
+CUDA_TESTS := $(if $(NVCC),$(BUILD)/tests/gpu/test_compare)
 
 # avo-harness-cuda: the same harness sources built with the CUDA runtime
 # (shared libcudart, as the candidates use, so one runtime serves both).
@@ -69,7 +71,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 .PHONY: all deps build run test test-unit test-integration test-gpu clean install uninstall fuzz format format-check
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(UNIT_BINS) $(CUDA_BINS) $(BENCH_BINS)
+all: $(BINS) $(UNIT_BINS) $(CUDA_BINS) $(CUDA_TESTS) $(BENCH_BINS)
 	@$(if $(NVCC),,echo "avo: nvcc not found (PATH, /usr/local/cuda): CUDA parts not built")
 
 build: all
@@ -165,6 +167,11 @@ $(BUILD)/bin/avo-harness-cuda: $(HARNESS_CUDA_OBJ) $(LIB_PROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) -L$(CUDA_HOME)/lib64/stubs \
 	    -lcudart -lcupti -lcuda -lstdc++ $(LIBS_HARN)
+
+# The device comparisons against the host's rule (tests/gpu/test_compare_gpu.sh).
+$(BUILD)/tests/gpu/test_compare: tests/gpu/unit/test_compare.cu $(BUILD)/obj-cuda/daemon/gpu/avo_compare.o
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Idaemon/gpu -o $@ $^
 
 $(BUILD)/bin/avo-canary: daemon/gpu/canary.cu
 	@mkdir -p $(dir $@)

@@ -9,7 +9,7 @@
 #include <cuda_fp16.h>
 
 enum { DT_F32, DT_F64, DT_F16, DT_BF16, DT_I32 }; /* avo_dtype's values */
-enum { BLOCKS = 512, THREADS = 256 };
+enum { BLOCKS = 512, THREADS = 256, WORD_BLOCKS = 2048 };
 
 struct partial {
     double num, den, max_abs;
@@ -89,10 +89,12 @@ __global__ void compare_kernel(const void *got, const void *want, long long n, i
         out[blockIdx.x] = sh[0];
 }
 
-__global__ void equal_kernel(const unsigned char *a, const unsigned char *b, long long n, int es,
+/* Elements base .. base + n - 1 of a and b one by one (es bytes each): an
+ * unaligned pair, or the tail after the words below. */
+__global__ void equal_kernel(const unsigned char *a, const unsigned char *b, long long base, long long n, int es,
                              unsigned long long *first)
 {
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+    for (long long e = base + (long long)blockIdx.x * blockDim.x + threadIdx.x; e < base + n;
          e += (long long)gridDim.x * blockDim.x) {
         bool same;
         switch (es) {
@@ -112,6 +114,36 @@ __global__ void equal_kernel(const unsigned char *a, const unsigned char *b, lon
         }
         if (!same)
             atomicMin(first, (unsigned long long)e);
+    }
+}
+
+/* The first byte where two 32-bit words differ (little-endian: the lowest
+ * set bit of their xor), x != y. */
+__device__ __forceinline__ int first_byte(unsigned x, unsigned y)
+{
+    return (__ffs(x ^ y) - 1) >> 3;
+}
+
+/* words 16-byte words of a and b, both 16-byte aligned, es dividing 16:
+ * element by element the comparison read 2 bytes a load (bf16), about 3x
+ * slower than the memory allows (an H100 compared attention's 384 MiB of
+ * inputs after every checked call in 0.78 ms: docs/benchmarks.md). */
+__global__ void equal_words_kernel(const uint4 *a, const uint4 *b, long long words, int es, unsigned long long *first)
+{
+    for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words;
+         w += (long long)gridDim.x * blockDim.x) {
+        const uint4 x = a[w], y = b[w];
+        int byte = -1;
+        if (x.x != y.x)
+            byte = first_byte(x.x, y.x);
+        else if (x.y != y.y)
+            byte = 4 + first_byte(x.y, y.y);
+        else if (x.z != y.z)
+            byte = 8 + first_byte(x.z, y.z);
+        else if (x.w != y.w)
+            byte = 12 + first_byte(x.w, y.w);
+        if (byte >= 0)
+            atomicMin(first, (unsigned long long)((w * 16 + byte) / es));
     }
 }
 
@@ -169,9 +201,17 @@ extern "C" int avo_compare_equal(const void *a, const void *b, int64_t n, size_t
     unsigned long long *d = (unsigned long long *)scratch;
     if (cudaMemcpyAsync(d, &none, sizeof none, cudaMemcpyHostToDevice, st) != cudaSuccess)
         return -EIO;
-    if (n > 0)
-        equal_kernel<<<BLOCKS, THREADS, 0, st>>>((const unsigned char *)a, (const unsigned char *)b, (long long)n,
-                                                 (int)elem_size, d);
+    const int es = (int)elem_size;
+    long long head = 0; /* elements compared a word at a time */
+    if (es > 0 && 16 % es == 0 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0) {
+        const long long words = (long long)n * es / 16;
+        head = words * 16 / es;
+        if (words > 0)
+            equal_words_kernel<<<WORD_BLOCKS, THREADS, 0, st>>>((const uint4 *)a, (const uint4 *)b, words, es, d);
+    }
+    if (n > head)
+        equal_kernel<<<BLOCKS, THREADS, 0, st>>>((const unsigned char *)a, (const unsigned char *)b, head,
+                                                 (long long)n - head, es, d);
     if (cudaGetLastError() != cudaSuccess ||
         cudaMemcpyAsync(&got, d, sizeof got, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
         cudaStreamSynchronize(st) != cudaSuccess)
