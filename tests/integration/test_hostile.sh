@@ -187,6 +187,14 @@ PLANTED=0
 LOCK_DIR=/run/lock
 MADE_LOCK_DIR=0
 if [ ! -d "$LOCK_DIR" ] && mkdir -m 1777 "$LOCK_DIR" 2>/dev/null; then MADE_LOCK_DIR=1; fi
+# A run killed outright (SIGKILL: no trap) left its files: those whose
+# run is gone are removed first.
+for f in "$LOCK_DIR"/avo-gpu-hostile-[0-9]*.lock "$LOCK_DIR"/avo-harness-cpu-hostile-[0-9]*.lock; do
+    [ -f "$f" ] || continue
+    pid=${f##*-}
+    pid=${pid%.lock}
+    kill -0 "$pid" 2>/dev/null || rm -f "$f"
+done
 HOST_LOCK="$LOCK_DIR/avo-gpu-hostile-$$.lock"
 (umask 022 && : >"$HOST_LOCK") 2>/dev/null
 # and a CPU lease file as a worker makes it (cpulease.c, same directory)
