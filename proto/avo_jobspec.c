@@ -17,7 +17,7 @@ static const char *const budget_fields[] = {"evaluations", "wall_seconds", "gpu_
                                             "tokens",      "cost_usd",     NULL};
 static const char *const seed_fields[] = {"name", "file", "source", "candidate", "knobs", NULL};
 static const char *const stagnation_fields[] = {"patience", "limit", NULL};
-static const char *const param_fields[] = {"seed", NULL};
+static const char *const param_fields[] = {"seed", "inflight", NULL};
 static const char *const commit_fields[] = {"min_gain", "confidence", NULL};
 static const char *const agent_fields[] = {"provider",        "max_turns",          "step_tokens",
                                            "supervise_after", "supervise_failures", "failed_steps",
@@ -301,6 +301,7 @@ static void set_defaults(avo_jobspec *s)
     snprintf(s->op, sizeof s->op, "tune");
     s->evaluations = 30;
     s->islands = 1;
+    s->inflight = 1;
     s->migrate_every = 4;
     s->patience = 8;
     s->agent_max_turns = 40;
@@ -451,6 +452,16 @@ static int parse_search(json_t *in, avo_jobspec *s, char *err, size_t errlen)
             }
             s->rng_seed = (uint64_t)json_integer_value(sd);
         }
+        json_t *fl = json_object_get(p, "inflight");
+        if (fl) {
+            if (!json_is_integer(fl) || json_integer_value(fl) < 1 ||
+                json_integer_value(fl) > AVO_JOBSPEC_MAX_INFLIGHT) {
+                snprintf(err, errlen, "operator_params.inflight: must be an integer from 1 to %d",
+                         AVO_JOBSPEC_MAX_INFLIGHT);
+                return -EINVAL;
+            }
+            s->inflight = (int)json_integer_value(fl);
+        }
     }
     return 0;
 }
@@ -478,6 +489,8 @@ static json_t *normalize(const avo_jobspec *s, int agent)
                           "islands", s->islands, "migrate_every", s->migrate_every, "epsilon", s->epsilon, "priority",
                           s->priority, "stagnation", "patience", s->patience, "operator_params", "seed",
                           (json_int_t)s->rng_seed);
+    if (n)
+        json_object_set_new(json_object_get(n, "operator_params"), "inflight", json_integer(s->inflight));
     if (!n)
         return NULL;
     json_t *nb = json_object_get(n, "budget");

@@ -39,7 +39,8 @@ typedef struct {
     double target_score;          /* stop once the best aggregate reaches it, 0 = none */
     int patience;                 /* evaluations without a commit before an island is stagnant */
     int stagnation_limit;         /* evaluations without a commit (any island) that end the job, 0 = none */
-    int islands;                  /* lineages, each with one evaluation in flight */
+    int islands;                  /* lineages, each with inflight evaluations in flight */
+    int inflight;                 /* operator_params.inflight: tune proposals per island queued or running at once */
     int migrate_every;            /* commits between migrations of the global best */
     double epsilon;               /* commit rule slack (the unpaired fallback only) */
     double min_gain;              /* commit.min_gain in [0, 1); < 0: the backend's default, set at submission */
@@ -61,6 +62,7 @@ typedef struct {
 /* The limits of the spec's numbers: avod refuses past them, and avoctl
  * checks its flags against the same ones (one source, so the two agree). */
 #define AVO_JOBSPEC_MAX_ISLANDS 256
+#define AVO_JOBSPEC_MAX_INFLIGHT 8
 #define AVO_JOBSPEC_MAX_COUNT 1000000 /* evaluations, patience, stagnation limit, migrate_every */
 #define AVO_JOBSPEC_MIN_SECONDS 1.0   /* wall_seconds, gpu_seconds */
 #define AVO_JOBSPEC_MAX_SECONDS 1e9

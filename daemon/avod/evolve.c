@@ -589,16 +589,63 @@ static void check_stop(step *s, int total, int inflight, int budget)
     finish(s, "succeeded", reason);
 }
 
-/* One tune proposal per idle island, parented on its head. The search sees
+/* One tune proposal for island k (its rng advanced), appended to pts as
+ * tried but not evaluated, so the next proposal (this island's or the next
+ * island's) sees it. 1 proposed, 0 none (the space is exhausted), or a
+ * negative int. */
+static int propose_one(step *s, int k, uint64_t *rng, avo_tune_point *pts, json_int_t *ids, int *isl_of, int *npts,
+                       int left)
+{
+    island *is = &s->isl[k];
+    avo_tune_point out;
+    if (avo_tune_propose(s->p, rng, pts, *npts, left, is->level, &out, 1) != 1)
+        return 0;
+    json_t *parents = json_array();
+    for (int m = 0; m < 2; m++)
+        if (out.from[m] >= 0 && ids[out.from[m]] > 0)
+            json_array_append_new(parents, json_integer(ids[out.from[m]]));
+    /* What the operator did, for a person reading the lineage. */
+    char notes[160];
+    json_int_t a = out.from[0] >= 0 ? ids[out.from[0]] : 0, b = out.from[1] >= 0 ? ids[out.from[1]] : 0;
+    if (a > 0 && b > 0)
+        snprintf(notes, sizeof notes, "tune: crossover of candidates %lld and %lld, then mutation", (long long)a,
+                 (long long)b);
+    else if (a > 0)
+        snprintf(notes, sizeof notes, "tune: mutation of candidate %lld", (long long)a);
+    else
+        snprintf(notes, sizeof notes, "tune: random point (restart, or enumeration of a small space)");
+    if (is->level > 0)
+        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "; island stagnant, level %d", is->level);
+    if (propose(s, out.v, k, is->head, parents, notes, 0, is->best_cand) < 0)
+        return -ENOMEM;
+    /* Seen by the next island as tried, not as its own. */
+    pts[*npts] = out;
+    pts[*npts].evaluated = 0;
+    pts[*npts].foreign = 0;
+    ids[*npts] = 0;
+    isl_of[*npts] = k;
+    (*npts)++;
+    return 1;
+}
+
+/* Tune proposals for each island up to its depth in flight
+ * (operator_params.inflight, 1 by default: one per idle island), parented
+ * on its head. The search sees
  * the island's own points and its head (migrants included); every point of
  * the job counts as tried, so no configuration is evaluated twice. */
 static int propose_islands(step *s, int left)
 {
     json_t *tried = json_object_get(s->snap, "tried");
-    size_t ntried = json_array_size(tried), i;
-    avo_tune_point *pts = calloc(ntried + (size_t)s->nisl + 1, sizeof *pts);
-    json_int_t *ids = calloc(ntried + (size_t)s->nisl + 1, sizeof *ids);
-    int *isl_of = calloc(ntried + (size_t)s->nisl + 1, sizeof *isl_of);
+    json_t *spec_params = json_object_get(s->spec, "operator_params");
+    /* An island's proposals queued or running at once (the spec's
+     * operator_params.inflight): above 1 the next is made before the last
+     * one's result is in, so a worker compiles it while another is timed. */
+    int depth = (int)num(spec_params, "inflight", 1);
+    depth = depth < 1 ? 1 : depth > AVO_JOBSPEC_MAX_INFLIGHT ? AVO_JOBSPEC_MAX_INFLIGHT : depth;
+    size_t ntried = json_array_size(tried), i, room = ntried + (size_t)s->nisl * (size_t)depth + 1;
+    avo_tune_point *pts = calloc(room, sizeof *pts);
+    json_int_t *ids = calloc(room, sizeof *ids);
+    int *isl_of = calloc(room, sizeof *isl_of);
     int npts = 0, rc = 0;
     if (!pts || !ids || !isl_of) {
         rc = -ENOMEM;
@@ -631,46 +678,23 @@ static int propose_islands(step *s, int left)
                 pts[j].score = num(c, "aggregate", 0);
             }
     }
-    json_t *spec_params = json_object_get(s->spec, "operator_params");
     int total = (int)num(s->snap, "total", 0);
     for (int k = 0; k < s->nisl && left > 0; k++) {
         island *is = &s->isl[k];
-        if (is->inflight > 0)
-            continue;
         for (int j = 0; j < npts; j++)
             pts[j].foreign = isl_of[j] != k && ids[j] != is->head && ids[j] != is->best_cand;
         /* Deterministic per step and island, so a replayed step proposes
          * the same things. */
         uint64_t rng = (uint64_t)num(spec_params, "seed", 0) ^ ((uint64_t)total * 0x9E3779B97F4A7C15ull) ^
                        (uint64_t)num(s->snap, "id", 0) ^ ((uint64_t)(k + 1) * 0xD1B54A32D192ED03ull);
-        avo_tune_point out;
-        if (avo_tune_propose(s->p, &rng, pts, npts, left, is->level, &out, 1) != 1)
-            continue;
-        json_t *parents = json_array();
-        for (int m = 0; m < 2; m++)
-            if (out.from[m] >= 0 && ids[out.from[m]] > 0)
-                json_array_append_new(parents, json_integer(ids[out.from[m]]));
-        /* What the operator did, for a person reading the lineage. */
-        char notes[160];
-        json_int_t a = out.from[0] >= 0 ? ids[out.from[0]] : 0, b = out.from[1] >= 0 ? ids[out.from[1]] : 0;
-        if (a > 0 && b > 0)
-            snprintf(notes, sizeof notes, "tune: crossover of candidates %lld and %lld, then mutation", (long long)a,
-                     (long long)b);
-        else if (a > 0)
-            snprintf(notes, sizeof notes, "tune: mutation of candidate %lld", (long long)a);
-        else
-            snprintf(notes, sizeof notes, "tune: random point (restart, or enumeration of a small space)");
-        if (is->level > 0)
-            snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "; island stagnant, level %d", is->level);
-        if ((rc = propose(s, out.v, k, is->head, parents, notes, 0, is->best_cand)) < 0)
+        for (int made = 0; is->inflight + made < depth && left > 0; made++) {
+            if ((rc = propose_one(s, k, &rng, pts, ids, isl_of, &npts, left)) <= 0)
+                break;
+            left--;
+        }
+        if (rc < 0)
             goto cleanup;
-        /* Seen by the next island as tried, not as its own. */
-        pts[npts] = out;
-        pts[npts].evaluated = 0;
-        ids[npts] = 0;
-        isl_of[npts] = k;
-        npts++;
-        left--;
+        rc = 0;
     }
 cleanup:
     free(pts);

@@ -80,8 +80,8 @@ static const avo_cfg_row worker_rows[] = {
     ROW("timeout", AVO_CFG_DOUBLE, timeout, "300", NULL, 1, 86400, "wall-clock limit per evaluation, seconds"),
     ROW("poll-ms", AVO_CFG_INT, poll_ms, "2000", NULL, 10, 60000, "polling interval when no NOTIFY arrives"),
     ROW("prefetch", AVO_CFG_INT, prefetch, "-1", NULL, -1, AVO_PREFETCH_MAX,
-        "claim up to N evaluations ahead and compile them while one runs: N (0 = off), or -1 = 1 on GPU "
-        "targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
+        "claim up to N evaluations ahead and compile them side by side while one runs: N (0 = off), or -1 = 2 on "
+        "GPU targets, 0 on the CPU (compiling on the CPU would disturb CPU timing)"),
     ROW("serve", AVO_CFG_INT, serve, "-1", NULL, -1, 1,
         "keep one checker (avo-harness --serve) for a job's evaluations on this worker, so they pay its start (GPU "
         "context, reference validation) once: 1, 0 = a fresh checker each, -1 = 1 on GPU targets, 0 on the CPU"),
@@ -372,7 +372,7 @@ static int run_worker(worker_settings *s)
         .poll_ms = (int)s->poll_ms,
         .max_evals = (int)s->max_evals,
         .gpu_index = (int)s->gpu,
-        .prefetch = s->prefetch < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->prefetch,
+        .prefetch = s->prefetch < 0 ? (strncmp(s->target, "sm_", 3) == 0 ? 2 : 0) : (int)s->prefetch,
         .serve = s->serve < 0 ? strncmp(s->target, "sm_", 3) == 0 : (int)s->serve,
         .serve_slots = (int)s->serve_slots,
         .ref_cache_bytes = (uint64_t)s->ref_cache_mb << 20,

@@ -83,39 +83,62 @@ static avo_evaluate_opts eval_opts(const avo_queue_opts *o, int with_harness)
                                .gpu_index = o->gpu_index};
 }
 
-typedef struct warm_job {
+struct warm_entry {
     const avo_queue_opts *o;
+    const char *problem, *src; /* the claim's (it outlives the thread) */
+    size_t len;
+    long long id;
+    int ends_early; /* it will end before its harness (a compile error, a refused source) */
+};
+
+typedef struct warm_job {
     atomic_int *done;
     int n;
-    struct {
-        const char *problem, *src; /* the claim's (it outlives the thread) */
-        size_t len;
-        long long id;
-        int ends_early; /* it will end before its harness (a compile error, a refused source) */
-    } e[AVO_PREFETCH_MAX];
+    struct warm_entry e[AVO_PREFETCH_MAX];
 } warm_job;
 
-/* The compiles of evaluations claimed ahead, one after another on a
- * thread, while the current one runs in its harness: on a GPU worker
- * compiling (CPU) overlaps timing (GPU). */
+/* One evaluation claimed ahead compiled (avo_evaluate_precompile): its
+ * reference, candidate and against land in the compile cache. */
+static void *warm_one(void *arg)
+{
+    struct warm_entry *e = arg;
+    char dir[PATH_MAX], err[1024];
+    avo_problem p;
+    if (avo_problem_resolve(e->o->kernels, e->problem, dir, sizeof dir, err, sizeof err) != 0 ||
+        avo_problem_load(&p, dir, err, sizeof err) != 0)
+        return NULL;
+    avo_evaluate_opts eo = eval_opts(e->o, 0);
+    eo.timeout_s = e->o->timeout_s;
+    double t0 = now_s();
+    if (avo_evaluate_precompile(&eo, &p, e->src, e->len, &e->ends_early, err, sizeof err) == 0)
+        avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", e->id, now_s() - t0);
+    else
+        avo_warn("worker", "evaluation %lld: precompile failed: %s", e->id, err);
+    avo_problem_free(&p);
+    return NULL;
+}
+
+/* The compiles of evaluations claimed ahead, side by side (a thread each),
+ * while the current one runs in its harness: on a GPU worker compiling
+ * (CPU) overlaps timing (GPU). One after another, a screened-out attention
+ * evaluation (1.3-1.8 s on an H100) outran the next tune proposal's
+ * compile (2.3-3.9 s) and the GPU waited for it (docs/benchmarks.md,
+ * thirty-third session). Each compile keeps off the harnesses' leased CPUs
+ * (compile.c). */
 static void *warm_main(void *arg)
 {
     warm_job *j = arg;
-    for (int i = 0; i < j->n; i++) {
-        char dir[PATH_MAX], err[1024];
-        avo_problem p;
-        if (avo_problem_resolve(j->o->kernels, j->e[i].problem, dir, sizeof dir, err, sizeof err) != 0 ||
-            avo_problem_load(&p, dir, err, sizeof err) != 0)
-            continue;
-        avo_evaluate_opts eo = eval_opts(j->o, 0);
-        eo.timeout_s = j->o->timeout_s;
-        double t0 = now_s();
-        if (avo_evaluate_precompile(&eo, &p, j->e[i].src, j->e[i].len, &j->e[i].ends_early, err, sizeof err) == 0)
-            avo_info("worker", "evaluation %lld precompiled in %.2f s while the previous one ran", j->e[i].id,
-                     now_s() - t0);
+    pthread_t tid[AVO_PREFETCH_MAX];
+    int started[AVO_PREFETCH_MAX] = {0};
+    for (int i = 1; i < j->n; i++)
+        started[i] = pthread_create(&tid[i], NULL, warm_one, &j->e[i]) == 0;
+    if (j->n > 0)
+        warm_one(&j->e[0]);
+    for (int i = 1; i < j->n; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
         else
-            avo_warn("worker", "evaluation %lld: precompile failed: %s", j->e[i].id, err);
-        avo_problem_free(&p);
+            warm_one(&j->e[i]);
     }
     /* Freed by the thread that joins this one (join_warm). */
     atomic_store(j->done, 1);
@@ -550,7 +573,6 @@ static void prefetch(worker *w)
     warm_job *j = calloc(1, sizeof *j);
     if (!j)
         return;
-    j->o = w->o;
     j->done = &w->warm_done;
     w->wj = j;
     PGresult *r;
@@ -560,6 +582,7 @@ static void prefetch(worker *w)
         w->ahead[w->nahead].id = id;
         w->ahead[w->nahead].cancelled = 0;
         w->nahead++;
+        j->e[j->n].o = w->o;
         j->e[j->n].problem = PQgetvalue(r, 0, 3);
         j->e[j->n].src = PQgetvalue(r, 0, 4);
         j->e[j->n].len = (size_t)PQgetlength(r, 0, 4);

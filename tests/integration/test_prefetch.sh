@@ -50,8 +50,13 @@ stop_workers
 
 # --prefetch 3: four jobs' seeds queued before the worker starts, so it
 # claims one and three ahead at once.
-seeds() {  # N: submit N one-evaluation jobs; their ids
-    for _ in $(seq 1 "$1"); do avoctl --json submit --problem cpu/sgemm --evaluations 1 | jq -r .id; done
+SEEDNO=0
+seeds() {  # N: submit N one-evaluation jobs, each seed a source of its own (no compile is another's cache hit); their ids
+    for _ in $(seq 1 "$1"); do
+        SEEDNO=$((SEEDNO + 1))
+        { cat kernels/cpu/sgemm/seed.c; echo "/* seed $SEEDNO of $$ */"; } >"$T/seed-$SEEDNO.c"
+        avoctl --json submit --problem cpu/sgemm --seed "$T/seed-$SEEDNO.c" --evaluations 1 | jq -r .id
+    done
 }
 wait_queued() {  # N: until N evaluations are queued
     wait_for 60 "[ \$(psql_avo \"SELECT count(*) FROM evaluations WHERE state = 'queued'\") -ge $1 ]"
@@ -68,6 +73,24 @@ check "--prefetch 3: the four jobs succeeded, each evaluation once" \
                         FROM evaluations e JOIN jobs j ON j.id = e.job_id WHERE e.job_id IN ($JOBS)")" = 4
 check "--prefetch 3: the three claimed ahead were compiled while the first ran" \
     test "$(grep -c "precompiled in" "$T/third.log")" -ge 3
+# Side by side, a thread each: their compile times add up to more than the
+# span from the claim to the last one's end (one after another, never).
+span=$(python3 - "$T/third.log" <<'PY'
+import datetime, re, sys
+claim, ends, durs = None, [], []
+for line in open(sys.argv[1]):
+    ts = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f")
+    if claim is None and "claimed 3 evaluation(s) ahead" in line:
+        claim = ts
+    m = re.search(r"precompiled in ([0-9.]+) s", line)
+    if m and claim is not None:
+        ends.append(ts)
+        durs.append(float(m.group(1)))
+print("%.2f %.2f" % (sum(durs), (max(ends) - claim).total_seconds() if ends else 0))
+PY
+)
+check "--prefetch 3: the three compiles ran side by side (their times summed, then their span: $span s)" \
+    awk -v s="$span" 'BEGIN { split(s, a, " "); exit !(a[2] > 0 && a[1] > 1.2 * a[2]) }'
 stop_workers
 JOBS=$(seeds 4 | paste -sd, -)
 wait_queued 4

@@ -219,6 +219,46 @@ static void test_islands_each_propose_from_their_head(void **state)
     json_decref(d);
 }
 
+/* operator_params.inflight 3, one island, right after the seed: three
+ * proposals at once, all of island 0, no two the same point; with one of
+ * them in flight, two more; with the default (1) and one in flight, none. */
+static void test_inflight_depth(void **state)
+{
+    (void)state;
+    static const char seeded[] =
+        "{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":1,\"operator_params\":{\"seed\":5,\"inflight\":3}},"
+        "\"budget\":20,\"total\":1,\"inflight\":0,\"seed_candidate\":1,\"finished\":[{\"eval\":1,\"candidate\":1,"
+        "\"island\":0,\"outcome\":\"ok\",\"aggregate\":5,\"knobs\":{\"ORDER\":0,\"BM\":32,\"BN\":32,\"BK\":32,"
+        "\"UNROLL\":1}}],\"tried\":[{\"candidate\":1,\"island\":0,\"knobs\":{\"ORDER\":0,\"BM\":32,\"BN\":32,"
+        "\"BK\":32,\"UNROLL\":1}}]}";
+    json_t *d = decide(seeded);
+    json_t *p = json_object_get(d, "propose");
+    assert_int_equal(json_array_size(p), 3);
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(p, k), "island")), 0);
+        for (size_t m = 0; m < k; m++)
+            assert_false(json_equal(json_object_get(json_array_get(p, k), "knobs"),
+                                    json_object_get(json_array_get(p, m), "knobs")));
+    }
+    json_decref(d);
+    const char *running = "{\"id\":1,\"state\":\"running\",\"spec\":{\"islands\":1,\"operator_params\":{\"seed\":5%s}},"
+                          "\"budget\":20,\"total\":2,\"inflight\":1,\"seed_candidate\":1,\"best_candidate\":1,"
+                          "\"best_aggregate\":5,\"islands\":[{\"idx\":0,\"head\":1,\"best_candidate\":1,\"best\":5,"
+                          "\"commits\":1,\"stale\":0,\"level\":0,\"inflight\":1}],\"finished\":[],"
+                          "\"tried\":[{\"candidate\":1,\"island\":0,\"outcome\":\"ok\",\"aggregate\":5,\"knobs\":"
+                          "{\"ORDER\":0,\"BM\":32,\"BN\":32,\"BK\":32,\"UNROLL\":1}},{\"candidate\":2,\"island\":0,"
+                          "\"knobs\":{\"ORDER\":1,\"BM\":64,\"BN\":32,\"BK\":32,\"UNROLL\":1}}]}";
+    char text[2048];
+    snprintf(text, sizeof text, running, ",\"inflight\":3");
+    d = decide(text);
+    assert_int_equal(json_array_size(json_object_get(d, "propose")), 2);
+    json_decref(d);
+    snprintf(text, sizeof text, running, "");
+    d = decide(text);
+    assert_int_equal(json_array_size(json_object_get(d, "propose")), 0);
+    json_decref(d);
+}
+
 #define ISL(i, head, best)                                                                                             \
     "{\"idx\":" #i ",\"head\":" #head ",\"best_candidate\":" #head ",\"best\":" #best                                  \
     ",\"commits\":1,\"stale\":0,\"level\":0,\"inflight\":1}"
@@ -900,6 +940,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_rule),
+        cmocka_unit_test(test_inflight_depth),
         cmocka_unit_test(test_queued_job_starts_with_the_seed),
         cmocka_unit_test(test_broken_seed_fails_the_job_with_evidence),
         cmocka_unit_test(test_commit_and_new_best),
