@@ -67,7 +67,7 @@ psql_avo "SELECT e.id, e.job_id, e.purpose, e.state, COALESCE(e.outcome, ''),
 psql_avo "SELECT jsonb_build_object('screened', COALESCE((result->>'screened_out')::boolean, false), 'purpose', purpose,
                  'outcome', outcome, 'phases', result->'phases')::text
           FROM evaluations WHERE state IN ('done', 'failed') ORDER BY id" >"$T/phases.jsonl"
-python3 - "$T/evals.tsv" "$T/util.csv" "$t0" "$t1" "$T/phases.jsonl" <<'EOF'
+python3 - "$T/evals.tsv" "$T/util.csv" "$t0" "$t1" "$T/phases.jsonl" "$T/worker.log" <<'EOF'
 import sys, statistics
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
 t0, t1 = float(sys.argv[3]), float(sys.argv[4])
@@ -146,6 +146,26 @@ for what, s in (("kernels timed (b)", gpu), ("harness, the rest of its total", h
                 ("harness process around its total", hp - ht), ("worker around the harness", wt - hp),
                 ("no evaluation held", W - held)):
     print(f"   {what:<34} {s:8.1f} s {100 * s / W:5.1f}%")
+# Between one evaluation's stored result and the next one's start (the
+# worker's log): the GPU idle while the next candidate was still compiling
+# (a claim held ahead counts as held above, so the account cannot show it).
+import datetime, re
+cur, end, gaps = None, None, []
+for line in open(sys.argv[6], errors="replace"):
+    m = re.search(r"evaluation (\d+): job ", line)
+    try:
+        ts = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+    except ValueError:
+        continue
+    if m:
+        if end is not None:
+            gaps.append(ts - end)
+        cur, end = m.group(1), None
+    elif cur and re.search(r"evaluation %s: [a-z_]+, aggregate" % cur, line):
+        end = ts
+if gaps:
+    print(f"   between a result and the next start    {sum(gaps):8.1f} s {100 * sum(gaps) / W:5.1f}%"
+          f" ({len(gaps)} gaps, {sum(g > 0.5 for g in gaps)} over 0.5 s, the longest {max(gaps):.2f} s)")
 print("the largest phases summed (s):")
 for k, v in sorted(tot.items(), key=lambda kv: -kv[1])[:24]:
     if k not in ("total", "harness.total", "harness_process") and v >= 0.05:
