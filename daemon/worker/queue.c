@@ -561,11 +561,31 @@ static int claim(worker *w, PGresult **out)
     return 1;
 }
 
-/* Claim ahead (when prefetching) until --prefetch N claims wait, and
- * compile the new ones on a thread; they are evaluated after the current
- * one, in claim order, their compiles cache hits. The thread is joined
- * before the current evaluation's end (evaluate_one), so no claim it reads
- * is freed under it. */
+/* Whether another live worker of this target is idle: then a second claim
+ * ahead would hold work it could start at once (on a host of several GPUs,
+ * an idle GPU), so only one is taken (an unanswered query counts as idle). */
+static int others_idle(worker *w)
+{
+    char wid[32];
+    snprintf(wid, sizeof wid, "%lld", w->worker_id);
+    const char *p[] = {wid, w->o->target};
+    PGresult *r = exec(w,
+                       "SELECT EXISTS (SELECT 1 FROM workers WHERE id <> $1 AND target = $2 AND state = 'idle' "
+                       "AND last_seen > now() - interval '2 minutes')",
+                       2, p);
+    if (!r)
+        return 1;
+    const int idle = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return idle;
+}
+
+/* Claim ahead (when prefetching) until --prefetch N claims wait (beyond
+ * the first only while no other worker of the target is idle), and compile
+ * the new ones side by side on a thread; they are evaluated after the
+ * current one, in claim order, their compiles cache hits. The thread is
+ * joined before the current evaluation's end (evaluate_one), so no claim
+ * it reads is freed under it. */
 static void prefetch(worker *w)
 {
     if (w->warming || *w->o->stop)
@@ -576,7 +596,8 @@ static void prefetch(worker *w)
     j->done = &w->warm_done;
     w->wj = j;
     PGresult *r;
-    while (w->nahead < w->o->prefetch && w->nahead < AVO_PREFETCH_MAX && claim(w, &r) == 1) {
+    while (w->nahead < w->o->prefetch && w->nahead < AVO_PREFETCH_MAX && (w->nahead < 1 || !others_idle(w)) &&
+           claim(w, &r) == 1) {
         const long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         w->ahead[w->nahead].claim = r;
         w->ahead[w->nahead].id = id;

@@ -103,6 +103,21 @@ check "a stopping worker gives every claim it holds ahead back (3)" test "$(grep
 check "nothing is left running without a worker; the given-back are queued with no attempt spent" \
     test "$(psql_avo "SELECT count(*) FILTER (WHERE state = 'running') || ' ' || count(*) FILTER (WHERE state = 'queued' AND attempts = 0)
                       FROM evaluations WHERE job_id IN ($JOBS)")" = "0 3"
+# Another worker of the target idle (a registered row that claims
+# nothing): --prefetch 3 takes one claim ahead, not three, so the idle one
+# (on a host of several GPUs, an idle GPU) could start the rest.
+TARGET=$(psql_avo "SELECT target FROM workers ORDER BY id DESC LIMIT 1")
+IDLE=$(psql_avo "INSERT INTO workers (host, pid, target, state) VALUES ('idle-neighbour', 1, '$TARGET', 'idle') RETURNING id")
+before=$(wc -l <"$T/worker.log")
+start_worker --prefetch 3
+for j in ${JOBS//,/ }; do timeout 600 avoctl watch "$j" >/dev/null 2>&1; done
+stop_workers
+psql_avo "UPDATE workers SET state = 'gone' WHERE id = $IDLE" >/dev/null
+tail -n +"$((before + 1))" "$T/worker.log" >"$T/fifth.log"
+check "--prefetch 3 beside an idle worker: one claim ahead at a time ($(grep -o 'claimed [0-9]* evaluation(s) ahead: [0-9]* waiting' "$T/fifth.log" | sort | uniq -c | tr -s ' \n' ' '))" \
+    bash -c 'grep -q "claimed 1 evaluation(s) ahead: 1 waiting" "$0" && ! grep -q "ahead: [2-9] waiting" "$0"' "$T/fifth.log"
+check "--prefetch 3 beside an idle worker: the given-back jobs finished" \
+    test "$(psql_avo "SELECT count(*) FROM jobs WHERE id IN ($JOBS) AND state = 'succeeded'")" = 4
 # Work queued while an evaluation runs: claimed ahead (and compiled) before
 # that evaluation ends.
 FIRST=$(seeds 1)
