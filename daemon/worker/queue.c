@@ -97,15 +97,25 @@ typedef struct warm_job {
     struct warm_entry e[AVO_PREFETCH_MAX];
 } warm_job;
 
+/* The problem package a claim names, found under the worker's kernels
+ * root and loaded into *p: 0, or -1 with err (nothing to free then). */
+static int load_problem(const avo_queue_opts *o, const char *name, avo_problem *p, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    if (avo_problem_resolve(o->kernels, name, dir, sizeof dir, err, errlen) != 0 ||
+        avo_problem_load(p, dir, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
 /* One evaluation claimed ahead compiled (avo_evaluate_precompile): its
  * reference, candidate and against land in the compile cache. */
 static void *warm_one(void *arg)
 {
     struct warm_entry *e = arg;
-    char dir[PATH_MAX], err[1024];
+    char err[1024];
     avo_problem p;
-    if (avo_problem_resolve(e->o->kernels, e->problem, dir, sizeof dir, err, sizeof err) != 0 ||
-        avo_problem_load(&p, dir, err, sizeof err) != 0)
+    if (load_problem(e->o, e->problem, &p, err, sizeof err) != 0)
         return NULL;
     avo_evaluate_opts eo = eval_opts(e->o, 0);
     eo.timeout_s = e->o->timeout_s;
@@ -763,17 +773,6 @@ static avo_evaluate_opts claim_eval_opts(const worker *w, const PGresult *claim)
     return eo;
 }
 
-/* The claim's problem package found and loaded into *p: 0, or -1 with err
- * (nothing to free then). */
-static int claim_problem(const worker *w, const PGresult *claim, avo_problem *p, char *err, size_t errlen)
-{
-    char dir[PATH_MAX];
-    if (avo_problem_resolve(w->o->kernels, PQgetvalue(claim, 0, 3), dir, sizeof dir, err, errlen) != 0 ||
-        avo_problem_load(p, dir, err, errlen) != 0)
-        return -1;
-    return 0;
-}
-
 /* The problem package found and checked against the job's pin, then the
  * candidate compiled and run in the harness (heartbeat() renewing the
  * lease meanwhile). Returns the result, a failed one when it could not run. */
@@ -782,7 +781,7 @@ static json_t *run_evaluation(worker *w, const PGresult *claim, const avo_log_ct
     char err[1024];
     avo_problem p;
     json_t *result = NULL;
-    if (claim_problem(w, claim, &p, err, sizeof err) != 0) {
+    if (load_problem(w->o, PQgetvalue(claim, 0, 3), &p, err, sizeof err) != 0) {
         reap_orphans();
         return unrun_result("crash", err);
     }
@@ -913,7 +912,7 @@ static void post_early(worker *w, long long id)
     PGresult *claim = w->ahead[k].claim;
     char err[1024];
     avo_problem p;
-    if (claim_problem(w, claim, &p, err, sizeof err) != 0)
+    if (load_problem(w->o, PQgetvalue(claim, 0, 3), &p, err, sizeof err) != 0)
         return;
     json_t *result = NULL;
     if (check_pinned(claim, &p, err, sizeof err) == 0) {
