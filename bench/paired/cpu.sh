@@ -58,7 +58,7 @@ if [ "$HOG" = 1 ]; then
 fi
 [ "$N" -gt 0 ] && jq -s -r '[.[].paired.configs[]?.ratio] as $c
     | "A/A configs: \($c | length), ratios \($c | min) .. \($c | max), beyond 3%: \($c | map(select(. - 1 | fabs > 0.03)) | length),"
-      + " beyond 10%: \($c | map(select(. - 1 | fabs > 0.1)) | length); the checker's waits for its CPU (candidate lane):"
+      + " beyond 10%: \($c | map(select(. - 1 | fabs > 0.1)) | length); the checker waited for its CPU (candidate lane):"
       + " \([.[].configs[]?.clock_gap.checker_wait_s // 0] | add) s"' "$OUTDIR"/aa-*.json
 run faster "$OUTDIR/faster.c"
 run slower "$OUTDIR/slower.c"

@@ -9,7 +9,8 @@
 #    signature to its closing brace;
 #  - paths: no path buffer of a home-made size (4096, 4200, 4400 ...): a
 #    path is PATH_MAX, joined by avo_paths_join;
-#  - one copy each of mkdir -p, the atomic write and the list (daemon/common).
+#  - one copy each of mkdir -p, the atomic write and the list (daemon/common);
+#  - every tracked shell script parses (bash -n).
 # Each rule is first run on a small bad input of its own, so that a rule
 # that cannot fail fails here.
 source "$(dirname "$0")/lib.sh"
@@ -105,4 +106,14 @@ check "helpers: one atomic write (rename of a temporary), in daemon/common/avo_f
     test "$a" = "daemon/common/avo_file.c "
 l=$(git ls-files 'daemon/*.[ch]' 'proto/*.[ch]' 'client/*.[ch]' | xargs grep -lE '\*next;' | grep -v 'avo_list\.h$' | tr '\n' ' ')
 check "helpers: no hand-written linked list outside daemon/common/avo_list.h (found in: ${l:-none})" test -z "$l"
+
+# ---- shell scripts parse ---------------------------------------------------
+# A script only a GPU machine or a benchmark runs is read by no CI test
+# otherwise (bench/paired/cpu.sh once broke on an apostrophe in a jq string).
+cat >"$T/quote.sh" <<'EOF'
+jq -r '"the checker's waits"' f
+EOF
+check "scripts: the parse check finds an unbalanced quote" bash -c '! bash -n "$0" 2>/dev/null' "$T/quote.sh"
+bad=$(git ls-files '*.sh' | while read -r f; do bash -n "$f" 2>/dev/null || echo "$f"; done | tr '\n' ' ')
+check "scripts: every tracked shell script parses (bash -n)${bad:+ (not: $bad)}" test -z "$bad"
 [ "$FAILS" -eq 0 ]
