@@ -3,7 +3,8 @@
  * (tests/unit/pgtest.h): its resident jobs' work before older work of
  * other jobs; not before a higher priority, nor once the queue's head has
  * waited a minute; not across teams (the fair share picks the team); the
- * three-argument claim in plain queue order. Each test has a target of its
+ * three-argument claim in plain queue order; the head is what the worker
+ * may claim. Each test has a target of its
  * own, so their queues never mix. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,6 +133,36 @@ static void test_teams_keep_their_order(void **state)
     PQfinish(c);
 }
 
+/* The queue's head that decides for or against the preference is the head
+ * of what this worker may claim: an evaluation pinned to another GPU model
+ * or backing off (available_at ahead) is not its head. Before
+ * sql/029_claim_head.sql such an evaluation, a minute old or of a higher
+ * priority, switched the preference off, and the worker took another
+ * job's older work instead of its resident job's. */
+static void test_head_is_what_the_worker_may_claim(void **state)
+{
+    (void)state;
+    pgtest_need(&pgtest_server);
+    PGconn *c = pgtest_connect(&pgtest_server);
+    long long w = new_worker(c, "aff-e");
+    long long a = new_job(c, "aff-e", NULL, 0), b = new_job(c, "aff-e", NULL, 0);
+    long long pinned = queue_eval(c, a, "aff-e", 120);
+    value(c, "UPDATE evaluations SET gpu_model = 'H200' WHERE id = %lld RETURNING id", pinned);
+    long long later = queue_eval(c, a, "aff-e", 90);
+    value(c,
+          "UPDATE evaluations SET priority = 9, available_at = now() + interval '1 hour' WHERE id = %lld RETURNING id",
+          later);
+    long long ea = queue_eval(c, a, "aff-e", 5), eb = queue_eval(c, b, "aff-e", 1);
+    char res[64];
+    snprintf(res, sizeof res, "{%lld}", b);
+    /* this worker has no GPU: neither the pinned nor the later one is its
+     * head; ea is, 5 s old and of b's priority: b's first */
+    assert_int_equal(claim(c, w, "aff-e", res), eb);
+    assert_int_equal(claim(c, w, "aff-e", res), ea);
+    assert_int_equal(claim(c, w, "aff-e", res), 0);
+    PQfinish(c);
+}
+
 static void test_three_argument_claim(void **state)
 {
     (void)state;
@@ -152,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_priority_and_wait_bound),
         cmocka_unit_test(test_teams_keep_their_order),
         cmocka_unit_test(test_three_argument_claim),
+        cmocka_unit_test(test_head_is_what_the_worker_may_claim),
     };
     return cmocka_run_group_tests(tests, pgtest_group_start_migrated, pgtest_group_stop);
 }
