@@ -121,21 +121,40 @@ done
 # Not taken out of the samples, so the A/A ratio itself is not held here:
 # docs/evaluation.md, Residual risks, "A busy neighbour on the harness's
 # CPU".
-hog_cpu=$(( $(nproc) - 1 ))
-taskset -c "$hog_cpu" sh -c 'while :; do :; done' &
-hog=$!
-PIDS+=("$hog")
-ev aahog "$F/base.c" --against "$T/copy.c"
-kill "$hog"; wait "$hog" 2>/dev/null
-show aahog
-waits=$(jq -r -s '"quiet \([.[0].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s,"
-    + " beside the loop \([.[1].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s"' \
-    "$T/aa1.json" "$T/aahog.json" 2>/dev/null)
-check "A/A beside a busy loop on the harness's CPU: the checker's waits for it shown on every config, more than a quiet run's ($waits)" \
+# Once more where the loop's run showed less than the quiet one: the
+# quiet run's own waits on a shared 2-CPU VM reached 0.6-0.8 ms a config
+# once, above a loop's run (a fresh-clone CI, 2026-12-08); a measurement
+# that records nothing fails both times.
+hog_run() {
+    local hog
+    taskset -c $(($(nproc) - 1)) sh -c 'while :; do :; done' &
+    hog=$!
+    PIDS+=("$hog")
+    ev aahog "$F/base.c" --against "$T/copy.c"
+    kill "$hog"
+    wait "$hog" 2>/dev/null
+    show aahog
+}
+hog_waits() {
     jq -e -s '.[1].outcome == "ok" and ([.[0].configs[].clock_gap.checker_wait_s] | all(type == "number")) and
               ([.[1].configs[].clock_gap.checker_wait_s] | all(type == "number" and . > 0)) and
               ([.[1].configs[].clock_gap.checker_wait_s] | add) > ([.[0].configs[].clock_gap.checker_wait_s] | add)' \
-    "$T/aa1.json" "$T/aahog.json"
+        "$T/aa1.json" "$T/aahog.json" >/dev/null
+}
+waits_text() {
+    jq -r -s '"quiet \([.[0].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s,"
+        + " beside the loop \([.[1].configs[].clock_gap.checker_wait_s // "none" | tostring | .[0:8]] | join(" ")) s"' \
+        "$T/aa1.json" "$T/aahog.json" 2>/dev/null
+}
+hog_run
+waits=$(waits_text)
+if ! hog_waits; then
+    echo "# beside the loop no more than quiet ($waits); once more"
+    hog_run
+    waits="first: $waits; again: $(waits_text)"
+fi
+check "A/A beside a busy loop on the harness's CPU: the checker's waits for it shown on every config, more than a quiet run's ($waits)" \
+    hog_waits
 # The confirmation round (docs/evaluation.md): a first round whose lower
 # bound is above 1 is timed again in fresh runners, and the lower round is
 # the result's; otherwise it says why none ran.
